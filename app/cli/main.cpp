@@ -1,0 +1,53 @@
+// stepformer-cli: the command-line face of the core. `stepformer-cli --help` lists the subcommands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace sf::cli {
+
+// One declaration per subcommand file.
+// (Add new commands here and to the table below.)
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+  };
+  return table;
+}
+
+}  // namespace sf::cli
+
+static void print_help() {
+  std::printf("usage: stepformer-cli COMMAND [ARGS...]\n\nCommands:\n");
+  for (const auto& c : sf::cli::commands()) std::printf("  %-10s %s\n", c.name, c.summary);
+  std::printf("\n  stepformer-cli COMMAND --help   for a command's options\n"
+              "  stepformer-cli --version\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("stepformer-cli %s (%s)\n", STEPFORMER_VERSION, sf::backend_info().description.c_str());
+    return 0;
+  }
+  for (const auto& c : sf::cli::commands()) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(sf::cli::Args(argv + 2, argv + argc));
+    } catch (const sf::Error& e) {
+      std::fprintf(stderr, "stepformer-cli %s: %s: %s\n", c.name, sf::error_kind_name(e.kind()), e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "stepformer-cli %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "stepformer-cli: unknown command '%s' (see stepformer-cli --help)\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,156 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace sf {
+
+using nlohmann::json;
+
+const char* to_string(PositionalEncoding v) { return v == PositionalEncoding::Learned ? "learned" : "sinusoidal"; }
+const char* to_string(EmbeddingScale v) { return v == EmbeddingScale::One ? "one" : "sqrt_d_model"; }
+const char* to_string(NormPlacement v) { return v == NormPlacement::Pre ? "pre" : "post"; }
+const char* to_string(Activation v) { return v == Activation::GELU ? "gelu" : "relu"; }
+
+void Config::validate() const {
+  auto bad = [](const std::string& what) { fail(ErrorKind::Config, "config", what); };
+  auto positive = [&](const char* name, int v) {
+    if (v <= 0) bad(std::string(name) + " must be positive, got " + std::to_string(v));
+  };
+  positive("d_model", d_model);
+  positive("n_heads", n_heads);
+  positive("n_encoder_layers", n_encoder_layers);
+  positive("n_decoder_layers", n_decoder_layers);
+  positive("d_ff", d_ff);
+  positive("src_vocab_size", src_vocab_size);
+  positive("tgt_vocab_size", tgt_vocab_size);
+  positive("max_positions", max_positions);
+  if (d_model % n_heads != 0)
+    bad("n_heads (" + std::to_string(n_heads) + ") does not divide d_model (" + std::to_string(d_model) + ")");
+  if (d_model > 65536 || d_ff > 262144 || n_heads > 1024 || n_encoder_layers > 256 || n_decoder_layers > 256 ||
+      max_positions > 65536 || src_vocab_size > 4'000'000 || tgt_vocab_size > 4'000'000)
+    bad("a dimension is implausibly large (d_model " + std::to_string(d_model) + ", d_ff " + std::to_string(d_ff) +
+        ", heads " + std::to_string(n_heads) + ", max_positions " + std::to_string(max_positions) + ")");
+  if (!(layer_norm_eps > 0.0f) || !std::isfinite(layer_norm_eps))
+    bad("layer_norm_eps must be a positive finite number");
+  if (share_embeddings && src_vocab_size != tgt_vocab_size)
+    bad("share_embeddings needs equal vocabulary sizes (source " + std::to_string(src_vocab_size) + ", target " +
+        std::to_string(tgt_vocab_size) + ")");
+  const int smaller_vocab = std::min(src_vocab_size, tgt_vocab_size);
+  auto special = [&](const char* name, int id) {
+    if (id < 0 || id >= smaller_vocab)
+      bad(std::string(name) + " (" + std::to_string(id) + ") is outside the vocabulary (size " +
+          std::to_string(smaller_vocab) + ")");
+  };
+  special("pad_id", pad_id);
+  special("bos_id", bos_id);
+  special("eos_id", eos_id);
+  special("unk_id", unk_id);
+  if (bos_id == eos_id || pad_id == bos_id || pad_id == eos_id)
+    bad("pad_id, bos_id and eos_id must differ");
+}
+
+json config_to_json(const Config& c) {
+  return json{{"d_model", c.d_model},
+              {"n_heads", c.n_heads},
+              {"n_encoder_layers", c.n_encoder_layers},
+              {"n_decoder_layers", c.n_decoder_layers},
+              {"d_ff", c.d_ff},
+              {"src_vocab_size", c.src_vocab_size},
+              {"tgt_vocab_size", c.tgt_vocab_size},
+              {"max_positions", c.max_positions},
+              {"positional_encoding", to_string(c.positional_encoding)},
+              {"embedding_scale", to_string(c.embedding_scale)},
+              {"norm_placement", to_string(c.norm_placement)},
+              {"encoder_final_norm", c.encoder_final_norm},
+              {"decoder_final_norm", c.decoder_final_norm},
+              {"activation", to_string(c.activation)},
+              {"layer_norm_eps", c.layer_norm_eps},
+              {"bias", c.bias},
+              {"tie_output_embedding", c.tie_output_embedding},
+              {"share_embeddings", c.share_embeddings},
+              {"pad_id", c.pad_id},
+              {"bos_id", c.bos_id},
+              {"eos_id", c.eos_id},
+              {"unk_id", c.unk_id}};
+}
+
+namespace {
+
+template <typename T>
+void read_key(const json& j, const char* key, T& out, bool required = false) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) fail(ErrorKind::Config, "config", std::string("missing key '") + key + "'");
+    return;
+  }
+  try {
+    if constexpr (std::is_same_v<T, int>) {
+      if (!it->is_number_integer()) throw std::runtime_error("");
+      const auto v = it->get<int64_t>();
+      if (v < INT32_MIN || v > INT32_MAX) throw std::runtime_error("");
+      out = static_cast<int>(v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!it->is_boolean()) throw std::runtime_error("");
+      out = it->get<bool>();
+    } else {
+      if (!it->is_number()) throw std::runtime_error("");
+      out = it->get<T>();
+    }
+  } catch (...) {
+    fail(ErrorKind::Config, "config", std::string("key '") + key + "' has the wrong type: " + it->dump());
+  }
+}
+
+template <typename E>
+void read_enum(const json& j, const char* key, E& out, std::initializer_list<std::pair<const char*, E>> options) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  std::string allowed;
+  if (it->is_string()) {
+    for (const auto& [name, value] : options) {
+      if (it->get<std::string>() == name) {
+        out = value;
+        return;
+      }
+    }
+  }
+  for (const auto& [name, value] : options) allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+  fail(ErrorKind::Config, "config", std::string("key '") + key + "' is " + it->dump() + "; expected one of " + allowed);
+}
+
+}  // namespace
+
+Config config_from_json(const json& j) {
+  if (!j.is_object()) fail(ErrorKind::Config, "config", "expected a JSON object, got " + std::string(j.type_name()));
+  Config c;
+  read_key(j, "d_model", c.d_model, true);
+  read_key(j, "n_heads", c.n_heads, true);
+  read_key(j, "n_encoder_layers", c.n_encoder_layers, true);
+  read_key(j, "n_decoder_layers", c.n_decoder_layers, true);
+  read_key(j, "d_ff", c.d_ff, true);
+  read_key(j, "src_vocab_size", c.src_vocab_size, true);
+  read_key(j, "tgt_vocab_size", c.tgt_vocab_size, true);
+  read_key(j, "max_positions", c.max_positions);
+  read_enum(j, "positional_encoding", c.positional_encoding,
+            {{"sinusoidal", PositionalEncoding::Sinusoidal}, {"learned", PositionalEncoding::Learned}});
+  read_enum(j, "embedding_scale", c.embedding_scale,
+            {{"sqrt_d_model", EmbeddingScale::SqrtDModel}, {"one", EmbeddingScale::One}});
+  read_enum(j, "norm_placement", c.norm_placement, {{"post", NormPlacement::Post}, {"pre", NormPlacement::Pre}});
+  read_key(j, "encoder_final_norm", c.encoder_final_norm);
+  read_key(j, "decoder_final_norm", c.decoder_final_norm);
+  read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}});
+  read_key(j, "layer_norm_eps", c.layer_norm_eps);
+  read_key(j, "bias", c.bias);
+  read_key(j, "tie_output_embedding", c.tie_output_embedding);
+  read_key(j, "share_embeddings", c.share_embeddings);
+  read_key(j, "pad_id", c.pad_id);
+  read_key(j, "bos_id", c.bos_id);
+  read_key(j, "eos_id", c.eos_id);
+  read_key(j, "unk_id", c.unk_id);
+  return c;
+}
+
+}  // namespace sf

@@ -1,0 +1,54 @@
+// The model configuration: everything the forward pass needs to know about a model's shape and variant.
+// Stored as JSON under the key "config" in a model file's __metadata__ (keys documented in README.md).
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <cstdint>
+#include <string>
+
+namespace sf {
+
+enum class PositionalEncoding { Sinusoidal, Learned };
+enum class EmbeddingScale { SqrtDModel, One };   // token embedding multiplied by sqrt(C) or by 1
+enum class NormPlacement { Post, Pre };          // post: x = norm(x + f(x)); pre: x = x + f(norm(x))
+enum class Activation { ReLU, GELU };            // GELU is the exact erf form, as torch.nn.functional.gelu
+
+struct Config {
+  int d_model = 256;             // C
+  int n_heads = 8;               // H (must divide C)
+  int n_encoder_layers = 3;
+  int n_decoder_layers = 3;
+  int d_ff = 512;                // F
+  int src_vocab_size = 0;        // Vs
+  int tgt_vocab_size = 0;        // Vt
+  int max_positions = 256;       // P: longest sequence (source or decoder input) the model accepts
+  PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;
+  EmbeddingScale embedding_scale = EmbeddingScale::SqrtDModel;
+  NormPlacement norm_placement = NormPlacement::Post;
+  bool encoder_final_norm = false;  // a LayerNorm after the last encoder layer (nn.Transformer has one)
+  bool decoder_final_norm = false;
+  Activation activation = Activation::ReLU;
+  float layer_norm_eps = 1e-5f;
+  bool bias = true;                 // linear layers carry biases
+  bool tie_output_embedding = false;  // the output projection reuses the target embedding matrix
+  bool share_embeddings = false;      // source and target share one embedding (needs one vocabulary)
+  int pad_id = 1;
+  int bos_id = 2;
+  int eos_id = 3;
+  int unk_id = 0;
+
+  int head_dim() const { return d_model / n_heads; }  // D = C / H
+  // Throws sf::Error(ErrorKind::Config) naming the first value out of range or inconsistent.
+  void validate() const;
+};
+
+const char* to_string(PositionalEncoding v);  // "sinusoidal" | "learned"
+const char* to_string(EmbeddingScale v);      // "sqrt_d_model" | "one"
+const char* to_string(NormPlacement v);       // "post" | "pre"
+const char* to_string(Activation v);          // "relu" | "gelu"
+
+// JSON <-> Config. from_json reports unknown enum strings, wrong types and missing keys as ErrorKind::Config;
+// keys that are absent take the defaults above except the vocabulary sizes, which are required.
+nlohmann::json config_to_json(const Config& config);
+Config config_from_json(const nlohmann::json& j);
+
+}  // namespace sf

@@ -1,0 +1,75 @@
+# CMake glue for the Debian packages Stepformer builds on. No third-party source lives in this repository:
+# everything here is found on the system (see tools/setup.sh for the package list).
+#
+# Defines:
+#   Eigen3::Eigen, nlohmann_json::nlohmann_json, OpenMP::OpenMP_CXX     (core)
+#   stepformer::gui_deps  GLFW + OpenGL + Dear ImGui 1.86 (with its GLFW/OpenGL3 backends) + stb   (app)
+#   STEPFORMER_HAVE_CUDA  TRUE when the CUDA backend is built
+
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+find_package(nlohmann_json 3.2 REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)   # stb_image_write (the implementation is inside libstb)
+
+if(STEPFORMER_BUILD_APP)
+  set(OpenGL_GL_PREFERENCE GLVND)
+  find_package(OpenGL REQUIRED)
+  find_package(glfw3 3.3 REQUIRED)
+  # Debian's libimgui.a already holds the GLFW and OpenGL3 backends and imgui_stdlib; imgui.pc does not add
+  # the backends' include directory, so we add it here.
+  pkg_check_modules(IMGUI REQUIRED IMPORTED_TARGET imgui)
+  if(NOT IMGUI_VERSION VERSION_EQUAL 1.86)
+    message(WARNING "Stepformer is written against Dear ImGui 1.86; found ${IMGUI_VERSION}")
+  endif()
+  find_path(IMGUI_BACKENDS_DIR imgui_impl_glfw.h PATHS /usr/include/imgui/backends ${IMGUI_INCLUDE_DIRS}
+            PATH_SUFFIXES backends REQUIRED)
+  add_library(stepformer_gui_deps INTERFACE)
+  target_link_libraries(stepformer_gui_deps INTERFACE PkgConfig::IMGUI PkgConfig::STB glfw OpenGL::GL
+                        ${CMAKE_DL_LIBS})
+  target_include_directories(stepformer_gui_deps INTERFACE ${IMGUI_BACKENDS_DIR})
+  # Mesa exports every GL 3.3 entry point: prototypes are enough, no loader library.
+  target_compile_definitions(stepformer_gui_deps INTERFACE GL_GLEXT_PROTOTYPES GLFW_INCLUDE_NONE)
+  add_library(stepformer::gui_deps ALIAS stepformer_gui_deps)
+endif()
+
+# CUDA: AUTO builds the CUDA backend only when nvcc is found; ON without nvcc is a configure error; OFF never
+# looks. The CPU build never needs CUDA.
+set(STEPFORMER_HAVE_CUDA FALSE)
+string(TOUPPER "${STEPFORMER_CUDA}" _sf_cuda)
+if(NOT _sf_cuda MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "STEPFORMER_CUDA must be AUTO, ON or OFF (got '${STEPFORMER_CUDA}')")
+endif()
+if(NOT _sf_cuda STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)   # CUDA 13 supports sm_75+; 'native' fails without a GPU
+    endif()
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(STEPFORMER_HAVE_CUDA TRUE)
+    message(STATUS "Stepformer: CUDA backend ON (${CMAKE_CUDA_COMPILER})")
+  elseif(_sf_cuda STREQUAL "ON")
+    message(FATAL_ERROR "STEPFORMER_CUDA=ON but no CUDA compiler (nvcc) was found. Install the CUDA Toolkit, "
+                        "pass -DCMAKE_CUDA_COMPILER=/path/to/nvcc, or configure with -DSTEPFORMER_CUDA=OFF.")
+  else()
+    message(STATUS "Stepformer: CUDA backend OFF (no nvcc found; the CPU backend is always built)")
+  endif()
+endif()
+
+function(stepformer_warnings target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+endfunction()
+
+if(STEPFORMER_NATIVE)
+  include(CheckCXXCompilerFlag)
+  check_cxx_compiler_flag(-march=native STEPFORMER_HAS_MARCH_NATIVE)
+endif()
