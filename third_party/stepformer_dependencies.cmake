@@ -65,8 +65,9 @@ if(NOT _sf_cuda STREQUAL "OFF")
   endif()
 endif()
 
+# -Wno-maybe-uninitialized: GCC 12 reports false positives inside Eigen's AVX-512 kernels.
 function(stepformer_warnings target)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>)
 endfunction()
 
 if(STEPFORMER_NATIVE)

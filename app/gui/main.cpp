@@ -1,0 +1,62 @@
+// stepformer: the desktop app. `stepformer --help` lists the options.
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gui/app.h"
+#include "gui/options.h"
+#include "gui/render/heatmap.h"
+#include "gui/window.h"
+
+namespace {
+
+bool write_layout_json(const std::string& path) {
+  nlohmann::json heatmaps = nlohmann::json::array();
+  for (const auto& p : sf::gui::heatmap_placements())
+    heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
+                        {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi}});
+  std::ofstream out(path);
+  out << nlohmann::json{{"heatmaps", heatmaps}}.dump(2) << "\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
+  if (parsed.exit_now) return parsed.exit_code;
+  const sf::gui::AppOptions& options = parsed.options;
+  const bool screenshot_mode = !options.screenshot_path.empty();
+
+  try {
+    sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
+    sf::gui::App app(options);
+    for (int frame = 1; !window.should_close(); ++frame) {
+      window.begin_frame();
+      app.frame();
+      window.end_frame();
+      if (screenshot_mode && frame >= options.frames) {
+        const std::string error = window.save_screenshot(options.screenshot_path);
+        if (!error.empty()) {
+          std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
+          return 1;
+        }
+        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path)) {
+          std::fprintf(stderr, "stepformer: cannot write '%s'\n", options.layout_json_path.c_str());
+          return 1;
+        }
+        std::printf("stepformer: saved %s\n", options.screenshot_path.c_str());
+        return 0;
+      }
+      window.present();
+    }
+  } catch (const sf::gui::WindowError& e) {
+    std::fprintf(stderr, "stepformer: %s\n", e.message.c_str());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stepformer: fatal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,97 @@
+#include "gui/options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace sf::gui {
+
+namespace {
+
+const char* kUsage =
+    "usage: stepformer [OPTIONS]\n"
+    "\n"
+    "Step through the encoder-decoder Transformer of \"Attention Is All You Need\".\n"
+    "Needs a display with OpenGL 3.3; headless, run it under: xvfb-run -a stepformer ...\n"
+    "\n"
+    "Options:\n"
+    "  --size WxH          window size (default 1280x800)\n"
+    "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
+    "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
+    "  --frames N          frames to render before the screenshot (default 3)\n"
+    "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
+    "  --version           print the version and exit\n"
+    "  --help              print this help and exit\n";
+
+bool parse_int(const char* s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace
+
+ParsedOptions parse_app_options(int argc, char** argv) {
+  ParsedOptions r;
+  auto error = [&](const std::string& message) {
+    std::fprintf(stderr, "stepformer: %s\n(see stepformer --help)\n", message.c_str());
+    r.exit_now = true;
+    r.exit_code = 2;
+    return r;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)name;
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      r.exit_now = true;
+      return r;
+    } else if (arg == "--version") {
+      std::printf("stepformer %s (%s)\n", STEPFORMER_VERSION, backend_info().description.c_str());
+      r.exit_now = true;
+      return r;
+    } else if (arg == "--size") {
+      const char* v = value("--size");
+      int w = 0, h = 0;
+      const char* x = v ? std::strchr(v, 'x') : nullptr;
+      if (!x || !parse_int(std::string(v, x).c_str(), 320, 16384, &w) || !parse_int(x + 1, 240, 16384, &h))
+        return error("--size needs WIDTHxHEIGHT, e.g. 1920x1080 (at least 320x240), got '" +
+                     std::string(v ? v : "") + "'");
+      r.options.width = w;
+      r.options.height = h;
+    } else if (arg == "--screenshot") {
+      const char* v = value("--screenshot");
+      if (!v || !*v) return error("--screenshot needs a PNG path");
+      r.options.screenshot_path = v;
+    } else if (arg == "--frames") {
+      const char* v = value("--frames");
+      if (!v || !parse_int(v, 1, 100000, &r.options.frames))
+        return error("--frames needs a whole number from 1 to 100000, got '" + std::string(v ? v : "") + "'");
+    } else if (arg == "--layout-json") {
+      const char* v = value("--layout-json");
+      if (!v || !*v) return error("--layout-json needs a path");
+      r.options.layout_json_path = v;
+    } else if (arg == "--ui-scale") {
+      const char* v = value("--ui-scale");
+      char* end = nullptr;
+      const float s = v ? std::strtof(v, &end) : 0.0f;
+      if (!v || end == v || *end != '\0' || !(s >= 0.5f && s <= 4.0f))
+        return error("--ui-scale needs a number from 0.5 to 4, got '" + std::string(v ? v : "") + "'");
+      r.options.ui_scale = s;
+    } else {
+      return error("unknown option '" + arg + "'");
+    }
+  }
+  return r;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,25 @@
+// Command-line options of the desktop app (`stepformer --help`).
+#pragma once
+#include <optional>
+#include <string>
+
+namespace sf::gui {
+
+struct AppOptions {
+  int width = 1280, height = 800;     // --size WxH (window size in screen units)
+  std::string screenshot_path;        // --screenshot PATH: render, save a PNG of the window, exit 0
+  int frames = 3;                     // --frames N: frames rendered before the screenshot (layout settles)
+  std::string layout_json_path;       // --layout-json PATH: where each heatmap was drawn (for tests)
+  float ui_scale = 1.0f;              // --ui-scale X: font and widget scale (1.5 for a projector)
+};
+
+struct ParsedOptions {
+  AppOptions options;
+  bool exit_now = false;  // --help / --version handled, or an error
+  int exit_code = 0;
+};
+
+// Parses argv; prints help, version or a clear error itself (to stdout / stderr).
+ParsedOptions parse_app_options(int argc, char** argv);
+
+}  // namespace sf::gui

@@ -1,0 +1,144 @@
+#include "gui/window.h"
+
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb/stb_image_write.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sf::gui {
+
+namespace {
+
+std::string g_last_glfw_error;
+
+void on_glfw_error(int code, const char* description) {
+  g_last_glfw_error = "GLFW error " + std::to_string(code) + ": " + (description ? description : "?");
+}
+
+}  // namespace
+
+std::string load_ui_font(float pixel_size) {
+  ImGuiIO& io = ImGui::GetIO();
+  static const char* kCandidates[] = {
+      "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+      "/usr/share/fonts/TTF/DejaVuSans.ttf",
+      "/usr/local/share/fonts/DejaVuSans.ttf",
+  };
+  // Latin, Latin-1 supplement and Latin Extended-A (German and French words), Greek (the formulas' letters),
+  // arrows and math symbols.
+  static const ImWchar kRanges[] = {0x0020, 0x017F, 0x0370, 0x03FF, 0x2000, 0x206F, 0x2190, 0x21FF,
+                                    0x2200, 0x22FF, 0x2500, 0x25FF, 0};
+  for (const char* path : kCandidates) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
+    ImFontConfig config;
+    config.OversampleH = 2;
+    if (io.Fonts->AddFontFromFileTTF(path, pixel_size, &config, kRanges)) return path;
+  }
+  static bool warned = false;
+  if (!warned) {
+    std::fprintf(stderr,
+                 "stepformer: warning: DejaVu Sans not found (looked in /usr/share/fonts/truetype/dejavu/); "
+                 "using ImGui's small built-in font. Install it with: apt-get install fonts-dejavu-core\n");
+    warned = true;
+  }
+  ImFontConfig config;
+  config.SizePixels = 13.0f;
+  io.Fonts->AddFontDefault(&config);
+  return "";
+}
+
+Window::Window(int width, int height, const char* title, bool visible, float ui_scale) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit()) {
+    throw WindowError{"cannot open a display (" + g_last_glfw_error +
+                      ").\nStepformer needs a graphical display with OpenGL 3.3. Set DISPLAY, or run it headless "
+                      "under a virtual display: xvfb-run -a stepformer ..."};
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+  window_ = glfwCreateWindow(width, height, title, nullptr, nullptr);
+  if (!window_) {
+    const std::string reason = g_last_glfw_error;
+    glfwTerminate();
+    throw WindowError{"cannot create a window with an OpenGL 3.3 core context (" + reason +
+                      ").\nStepformer needs OpenGL 3.3 or newer: update the graphics driver, or use Mesa "
+                      "(llvmpipe) under xvfb-run -a."};
+  }
+  glfwMakeContextCurrent(window_);
+  glfwSwapInterval(visible ? 1 : 0);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // layout is ours; settings go to the XDG config directory, not the working dir
+  ImGui::StyleColorsDark();
+  ImGuiStyle& style = ImGui::GetStyle();
+  style.WindowRounding = 4.0f;
+  style.FrameRounding = 3.0f;
+  style.ScaleAllSizes(ui_scale);
+  load_ui_font(18.0f * ui_scale);
+  ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+}
+
+Window::~Window() {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window_);
+  glfwTerminate();
+}
+
+bool Window::should_close() const { return glfwWindowShouldClose(window_); }
+
+void Window::begin_frame() {
+  glfwPollEvents();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+}
+
+void Window::end_frame() {
+  ImGui::Render();
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  glViewport(0, 0, w, h);
+  glClearColor(0.08f, 0.08f, 0.10f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+}
+
+void Window::present() { glfwSwapBuffers(window_); }
+
+void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebufferSize(window_, width, height); }
+
+std::string Window::save_screenshot(const std::string& png_path) const {
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  if (w <= 0 || h <= 0) return "the window has no pixels";
+  std::vector<unsigned char> pixels(static_cast<size_t>(w) * h * 3);
+  glReadBuffer(GL_BACK);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  // OpenGL's rows start at the bottom; PNG's at the top.
+  std::vector<unsigned char> flipped(pixels.size());
+  const size_t row = static_cast<size_t>(w) * 3;
+  for (int y = 0; y < h; ++y) std::copy_n(&pixels[(h - 1 - y) * row], row, &flipped[y * row]);
+  if (!stbi_write_png(png_path.c_str(), w, h, 3, flipped.data(), static_cast<int>(row)))
+    return "cannot write '" + png_path + "' (does its folder exist, and is it writable?)";
+  return "";
+}
+
+}  // namespace sf::gui

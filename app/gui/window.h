@@ -1,0 +1,41 @@
+// The platform layer: a GLFW window with an OpenGL 3.3 core context, Dear ImGui (GLFW + OpenGL3 backends)
+// and the scalable TTF font. Nothing model-specific lives here.
+#pragma once
+#include <string>
+
+struct GLFWwindow;
+
+namespace sf::gui {
+
+class Window {
+ public:
+  // Throws WindowError with a message for the user (no display, no OpenGL 3.3, ...).
+  Window(int width, int height, const char* title, bool visible, float ui_scale);
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  bool should_close() const;
+  void begin_frame();  // poll events, start an ImGui frame
+  void end_frame();    // render ImGui into the back buffer (call save_screenshot after this, before present)
+  void present();      // swap buffers
+
+  // Reads the back buffer and writes a PNG. Returns an empty string on success, else the reason.
+  std::string save_screenshot(const std::string& png_path) const;
+  void framebuffer_size(int* width, int* height) const;
+  GLFWwindow* handle() const { return window_; }
+
+ private:
+  GLFWwindow* window_ = nullptr;
+};
+
+struct WindowError {
+  std::string message;
+};
+
+// Loads DejaVu Sans (fonts-dejavu-core) at `pixel_size` into ImGui's atlas, or warns once on stderr and keeps
+// ImGui's built-in bitmap font. Returns the path used, or "" for the fallback. Used by the window and by the
+// headless panel tests.
+std::string load_ui_font(float pixel_size);
+
+}  // namespace sf::gui

@@ -1,0 +1,142 @@
+// The app as a user starts it: under xvfb-run -a, with --screenshot. Checks the PNG itself: the size asked
+// for, not blank, and the heatmap area shows the colormap's colours where the data put them.
+#include <gtest/gtest.h>
+#include <stb/stb_image.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "gui/render/colormap.h"
+#include "nn/positional_encoding.h"
+
+namespace sf::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+RunResult run(const std::string& command) {
+  RunResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string output_path(const std::string& name) {
+  fs::create_directories(STEPFORMER_TEST_OUTPUT_DIR);
+  return std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name;
+}
+
+std::string headless(const std::string& args) {
+  const std::string xvfb = STEPFORMER_XVFB_RUN;
+  if (xvfb.empty()) return "";
+  return xvfb + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " " + args;
+}
+
+struct Image {
+  int width = 0, height = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
+  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
+};
+
+Image load_png(const std::string& path) {
+  Image image;
+  int channels = 0;
+  image.pixels.reset(stbi_load(path.c_str(), &image.width, &image.height, &channels, 3));
+  return image;
+}
+
+TEST(AppSmoke, HelpAndVersionExitZero) {
+  RunResult help = run(std::string(STEPFORMER_APP_PATH) + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--screenshot PATH"), std::string::npos) << help.output;
+  RunResult version = run(std::string(STEPFORMER_APP_PATH) + " --version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.output.find("stepformer "), std::string::npos) << version.output;
+}
+
+TEST(AppSmoke, BadOptionsAreNamed) {
+  RunResult r = run(std::string(STEPFORMER_APP_PATH) + " --size 12by34");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--size needs WIDTHxHEIGHT"), std::string::npos) << r.output;
+  r = run(std::string(STEPFORMER_APP_PATH) + " --frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown option '--frobnicate'"), std::string::npos) << r.output;
+}
+
+TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
+  RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH + " --screenshot " +
+                    output_path("never.png"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, -1) << "it must exit, not crash";
+  EXPECT_NE(r.output.find("cannot open a display"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("xvfb-run -a"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(output_path("never.png")));
+}
+
+TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  const std::string png = output_path("smoke.png"), layout = output_path("smoke.json");
+  fs::remove(png);
+  const RunResult r = run(headless("--size 1100x720 --frames 3 --screenshot " + png + " --layout-json " + layout));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const Image image = load_png(png);
+  ASSERT_TRUE(image.pixels) << "cannot read " << png;
+  EXPECT_EQ(image.width, 1100);
+  EXPECT_EQ(image.height, 720);
+
+  // Not blank: a real frame has many distinct colours.
+  std::set<int> colours;
+  for (int y = 0; y < image.height; y += 3)
+    for (int x = 0; x < image.width; x += 3) {
+      const unsigned char* p = image.at(x, y);
+      colours.insert(p[0] << 16 | p[1] << 8 | p[2]);
+    }
+  EXPECT_GT(colours.size(), 50u);
+
+  std::ifstream in(layout);
+  ASSERT_TRUE(in) << "no layout file";
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("heatmaps").size(), 1u);
+  const auto& h = j["heatmaps"][0];
+  EXPECT_EQ(h["name"], "positional_encoding");
+  const int rows = h["rows"], cols = h["cols"];
+  const float x0 = h["x0"], y0 = h["y0"], x1 = h["x1"], y1 = h["y1"], lo = h["lo"], hi = h["hi"];
+  ASSERT_GT(x1 - x0, 100.0f);
+  ASSERT_GT(y1 - y0, 100.0f);
+
+  // Every sampled cell's centre pixel is the colormap colour of the value the data put there.
+  const Mat pe = sinusoidal_positional_encoding(rows, cols);
+  int checked = 0, matched = 0;
+  for (int row = 0; row < rows; row += 5)
+    for (int col = 0; col < cols; col += 7) {
+      const int x = static_cast<int>(x0 + (col + 0.5f) * (x1 - x0) / cols);
+      const int y = static_cast<int>(y0 + (row + 0.5f) * (y1 - y0) / rows);
+      const Rgb expect = colormap_rgb(Colormap::Viridis, colormap_position(pe(row, col), lo, hi));
+      const unsigned char* p = image.at(x, y);
+      const float err = std::max({std::abs(p[0] / 255.0f - expect.r), std::abs(p[1] / 255.0f - expect.g),
+                                  std::abs(p[2] / 255.0f - expect.b)});
+      ++checked;
+      if (err <= 3.0f / 255.0f) ++matched;
+    }
+  // Cells at most one pixel wide can land on a neighbour at a rounding edge; all others must match.
+  EXPECT_GE(matched, checked * 97 / 100) << matched << " of " << checked << " cells have the colormap colour";
+}
+
+}  // namespace
+}  // namespace sf::gui
