@@ -1,0 +1,215 @@
+#include "decode/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "transformer/forward.h"
+#include "util/error.h"
+
+namespace sf {
+
+Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+                 const Interventions& interventions, const DecodeOptions& options)
+    : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
+  if (options.strategy == DecodeStrategy::Sample) validate_sampling(options.sampling);
+  if (options.strategy == DecodeStrategy::Beam && options.beam_width < 1)
+    fail(ErrorKind::Input, "Decoder", "beam width must be >= 1, got " + std::to_string(options.beam_width));
+  if (options.max_length < 0)
+    fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
+  max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  encode(config, weights, src_ids, interventions, encoded_);
+  use_cache_ = options.use_kv_cache && kv_cache_exact(interventions);
+  tree_.push_back(BeamNode{config.bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
+  live_ = {0};
+  states_.push_back(start_hypothesis());
+}
+
+Decoder::Hypothesis Decoder::start_hypothesis() const {
+  Hypothesis h;
+  if (use_cache_) h.cache = start_kv_cache(*config_, *weights_, encoded_);
+  feed(h, config_->bos_id);
+  return h;
+}
+
+// Consumes one token: next_logits becomes the prediction after it.
+void Decoder::feed(Hypothesis& h, int token) const {
+  if (use_cache_) {
+    h.next_logits = decode_step(*config_, *weights_, encoded_, token, h.cache);
+    return;
+  }
+  h.cache.tokens.push_back(token);
+  Trace t = encoded_;
+  decode_pass(*config_, *weights_, h.cache.tokens, t);
+  h.next_logits = t.logits.bottomRows(1);
+}
+
+Decoder::Hypothesis Decoder::rebuild(int node) const {
+  Hypothesis h = start_hypothesis();
+  for (int token : path(node)) feed(h, token);
+  return h;
+}
+
+int Decoder::forced_token(int position) const {
+  const auto& forced = encoded_.interventions.forced_prefix;
+  return position < static_cast<int>(forced.size()) ? forced[static_cast<size_t>(position)] : -1;
+}
+
+float Decoder::length_penalty(int length) const {
+  return std::pow((5.0f + static_cast<float>(length)) / 6.0f, options_.length_penalty);
+}
+
+std::vector<int> Decoder::path(int node) const {
+  std::vector<int> tokens;
+  for (int n = node; n > 0; n = tree_[static_cast<size_t>(n)].parent) tokens.push_back(tree_[static_cast<size_t>(n)].token);
+  std::reverse(tokens.begin(), tokens.end());
+  return tokens;
+}
+
+int Decoder::best_node() const {
+  int best = -1;
+  for (int n : finished_beams_)
+    if (best < 0 || tree_[static_cast<size_t>(n)].score > tree_[static_cast<size_t>(best)].score) best = n;
+  if (best >= 0) return best;
+  return live_.empty() ? 0 : live_.front();
+}
+
+std::vector<int> Decoder::generated() const { return path(best_node()); }
+
+std::vector<int> Decoder::pass_input() const {
+  std::vector<int> input = {config_->bos_id};
+  const std::vector<int> tokens = generated();
+  input.insert(input.end(), tokens.begin(), tokens.end());
+  if (finished_ && !tokens.empty()) input.pop_back();
+  return input;
+}
+
+Trace Decoder::trace() const {
+  Trace t = encoded_;
+  decode_pass(*config_, *weights_, pass_input(), t);
+  return t;
+}
+
+bool Decoder::step() {
+  if (finished_) return false;
+  const bool single = options_.strategy != DecodeStrategy::Beam;
+  history_.push_back(Snapshot{rng_, last_distribution_, single ? states_.front().next_logits : RowVec(), live_,
+                              finished_beams_, tree_.size(), finished_});
+  if (options_.strategy == DecodeStrategy::Beam) step_beam();
+  else step_single();
+  return true;
+}
+
+int Decoder::run() {
+  int n = 0;
+  while (step()) ++n;
+  return n;
+}
+
+void Decoder::step_single() {
+  const int parent = live_.front();
+  Hypothesis& h = states_.front();
+  const BeamNode& p = tree_[static_cast<size_t>(parent)];
+  int token = forced_token(p.length);
+  if (options_.strategy == DecodeStrategy::Sample) {
+    last_distribution_ = sampling_distribution(h.next_logits, options_.sampling);
+    if (token < 0) token = draw(last_distribution_, rng_);
+  } else {
+    last_distribution_ = (h.next_logits.array() - h.next_logits.maxCoeff()).exp().matrix();
+    last_distribution_ /= last_distribution_.sum();
+    if (token < 0) token = argmax(h.next_logits);
+  }
+  const float lp = log_softmax(h.next_logits)(token);
+  BeamNode n{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
+  n.score = n.sum_logprob / length_penalty(n.length);
+  n.finished = token == config_->eos_id || n.length >= max_length_;
+  tree_.push_back(n);
+  const int id = static_cast<int>(tree_.size()) - 1;
+  if (n.finished) {
+    finished_beams_.push_back(id);
+    live_.clear();  // states_ keeps the hypothesis (bos + path(parent) consumed) for step_back
+    finished_ = true;
+    return;
+  }
+  live_ = {id};
+  feed(h, token);
+}
+
+void Decoder::step_beam() {
+  const int width = options_.beam_width;
+  struct Candidate {
+    int parent_slot;
+    int token;
+    float logprob;
+    float sum;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t s = 0; s < live_.size(); ++s) {
+    const BeamNode& p = tree_[static_cast<size_t>(live_[s])];
+    const RowVec lp = log_softmax(states_[s].next_logits);
+    const int forced = forced_token(p.length);
+    if (forced >= 0) {
+      candidates.push_back({static_cast<int>(s), forced, lp(forced), p.sum_logprob + lp(forced)});
+      continue;
+    }
+    // The 2W best tokens of this hypothesis (ties towards the lower id).
+    std::vector<int> order(static_cast<size_t>(lp.size()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    const size_t k = std::min(order.size(), static_cast<size_t>(2 * width));
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](int a, int b) { return lp(a) > lp(b) || (lp(a) == lp(b) && a < b); });
+    for (size_t i = 0; i < k; ++i)
+      candidates.push_back({static_cast<int>(s), order[i], lp(order[i]), p.sum_logprob + lp(order[i])});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.sum > b.sum; });
+  std::vector<int> new_live;
+  std::vector<Hypothesis> new_states;
+  for (size_t rank = 0; rank < candidates.size() && static_cast<int>(new_live.size()) < width; ++rank) {
+    const Candidate& c = candidates[rank];
+    const int parent = live_[static_cast<size_t>(c.parent_slot)];
+    const BeamNode& p = tree_[static_cast<size_t>(parent)];
+    const bool eos = c.token == config_->eos_id;
+    if (eos && static_cast<int>(rank) >= width) continue;  // an eos outside the best W does not finish
+    BeamNode n{c.token, parent, p.length + 1, c.logprob, c.sum, 0.0f, false, steps()};
+    n.score = n.sum_logprob / length_penalty(n.length);
+    n.finished = eos || n.length >= max_length_;
+    tree_.push_back(n);
+    const int id = static_cast<int>(tree_.size()) - 1;
+    if (n.finished) {
+      finished_beams_.push_back(id);
+      continue;
+    }
+    Hypothesis h = states_[static_cast<size_t>(c.parent_slot)];
+    feed(h, c.token);
+    new_live.push_back(id);
+    new_states.push_back(std::move(h));
+  }
+  live_ = std::move(new_live);
+  states_ = std::move(new_states);
+  if (live_.empty() || static_cast<int>(finished_beams_.size()) >= width) finished_ = true;
+}
+
+bool Decoder::step_back() {
+  if (history_.empty()) return false;
+  const Snapshot s = std::move(history_.back());
+  history_.pop_back();
+  rng_ = s.rng;
+  last_distribution_ = s.last_distribution;
+  live_ = s.live;
+  finished_beams_ = s.finished_beams;
+  tree_.resize(s.tree_size);
+  finished_ = s.finished;
+  // The live hypotheses' caches: greedy / sample truncate theirs (the earlier rows do not change with the causal
+  // mask, and without a cache only the token list is kept); beams, whose caches were replaced, rebuild them.
+  if (options_.strategy != DecodeStrategy::Beam) {
+    Hypothesis& h = states_.front();
+    truncate_kv_cache(h.cache, tree_[static_cast<size_t>(live_.front())].length + 1);
+    h.next_logits = s.next_logits;
+    return true;
+  }
+  states_.clear();
+  for (int node : live_) states_.push_back(rebuild(node));
+  return true;
+}
+
+}  // namespace sf

@@ -1,0 +1,128 @@
+// Decoding as a step API: a state machine over passes of the decoder, with one step forward and one back.
+//
+//   Decoder d(config, weights, src_ids, interventions, options);
+//   while (d.step()) {}              // or step by step, with d.step_back() to undo
+//   d.generated();                   // the output tokens (eos included when produced)
+//   d.trace();                       // the full trace of the pass that chose the last token
+//
+// Strategies:
+//   greedy  the most likely token (lowest id on ties)
+//   sample  softmax(logits / temperature) cut to top-k and top-p, drawn from a generator seeded by `seed`;
+//           stepping back restores the generator, so stepping forward again draws the same token
+//   beam    width W: every live hypothesis proposes its 2W best tokens, the W best continuations by summed
+//           log-probability stay alive; an eos among the best W finishes its hypothesis with the score
+//           sum_logprob / ((5 + length) / 6)^alpha (GNMT length penalty, alpha = length_penalty). Decoding
+//           stops when W hypotheses have finished, none is alive, or max_length is reached. Every hypothesis
+//           that was ever alive is a node of tree(); width 1 is greedy.
+// Interventions apply to every pass; forced_prefix forces the first generated tokens (teacher forcing).
+// With a KV cache (use_kv_cache and kv_cache_exact(interventions)) each step costs one row of the decoder;
+// otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "decode/kv_cache.h"
+#include "decode/sampling.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "transformer/interventions.h"
+#include "transformer/trace.h"
+
+namespace sf {
+
+enum class DecodeStrategy { Greedy, Sample, Beam };
+
+struct DecodeOptions {
+  DecodeStrategy strategy = DecodeStrategy::Greedy;
+  int max_length = 0;            // most generated tokens (eos included); 0 or more than fits: config.max_positions
+  SamplingOptions sampling;      // strategy Sample
+  uint64_t seed = 0;             // strategy Sample
+  int beam_width = 4;            // strategy Beam
+  float length_penalty = 0.6f;   // strategy Beam: alpha
+  bool use_kv_cache = true;
+};
+
+struct BeamNode {
+  int token = 0;             // the token this node appends (bos for the root)
+  int parent = -1;           // node index; -1 for the root
+  int length = 0;            // generated tokens up to and including this one
+  float logprob = 0.0f;      // log p(token | the parent's prefix)
+  float sum_logprob = 0.0f;  // summed over the path
+  float score = 0.0f;        // sum_logprob / ((5 + length) / 6)^alpha
+  bool finished = false;     // ended with eos or at max_length
+  int step = 0;              // the step that created it (0 for the root)
+};
+
+class Decoder {
+ public:
+  // Runs the encoder. Throws ErrorKind::Input for bad ids, interventions or options.
+  Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+          const Interventions& interventions = {}, const DecodeOptions& options = {});
+
+  bool step();       // one token (beam: one token on every live hypothesis); false when already finished
+  bool step_back();  // undoes the last step; false at the start
+  int run();         // steps until finished; returns the number of steps taken
+  bool finished() const { return finished_; }
+  int steps() const { return static_cast<int>(history_.size()); }
+
+  // The best hypothesis: generated tokens, no bos, eos included when produced.
+  std::vector<int> generated() const;
+  // The decoder input of the pass that chooses the next token (bos + generated), or, once finished, of the pass
+  // that chose the last token (bos + generated without its last token).
+  std::vector<int> pass_input() const;
+  // The full trace of pass_input() (the encoder half is reused, the decoder half recomputed).
+  Trace trace() const;
+  const Trace& encoded() const { return encoded_; }
+
+  // Greedy / sample: the distribution the last token was drawn from (1, Vt) (greedy: the softmax); empty before
+  // the first step and for beam search.
+  const RowVec& last_distribution() const { return last_distribution_; }
+
+  const std::vector<BeamNode>& tree() const { return tree_; }
+  const std::vector<int>& live_beams() const { return live_; }          // node ids, best first
+  const std::vector<int>& finished_beams() const { return finished_beams_; }  // node ids, in finishing order
+  int best_node() const;                                                // the best hypothesis' node
+  std::vector<int> path(int node) const;                                // tokens root..node, no bos
+
+  const DecodeOptions& options() const { return options_; }
+  bool uses_kv_cache() const { return use_cache_; }
+
+ private:
+  struct Hypothesis {  // a live beam (greedy and sample use one)
+    KvCache cache;     // has consumed bos + the path
+    RowVec next_logits;
+  };
+  struct Snapshot {    // what step_back restores
+    Rng rng;
+    RowVec last_distribution;
+    RowVec next_logits;  // greedy / sample: the live hypothesis' prediction before the step
+    std::vector<int> live, finished_beams;
+    size_t tree_size = 0;
+    bool finished = false;
+  };
+
+  Hypothesis start_hypothesis() const;
+  void feed(Hypothesis& h, int token) const;
+  Hypothesis rebuild(int node) const;
+  void step_single();
+  void step_beam();
+  float length_penalty(int length) const;
+  int forced_token(int position) const;
+
+  const Config* config_;
+  const ModelWeights* weights_;
+  DecodeOptions options_;
+  Trace encoded_;
+  bool use_cache_ = true;
+  int max_length_ = 0;
+  Rng rng_;
+  RowVec last_distribution_;
+  std::vector<BeamNode> tree_;
+  std::vector<int> live_;
+  std::vector<int> finished_beams_;
+  std::vector<Hypothesis> states_;  // parallel to live_ (greedy / sample: kept when finished)
+  std::vector<Snapshot> history_;
+  bool finished_ = false;
+};
+
+}  // namespace sf

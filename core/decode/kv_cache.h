@@ -1,0 +1,43 @@
+// Incremental decoding with a key/value cache. With the causal mask on, the decoder's row t depends only on
+// tokens 0..t, so feeding one token at a time and keeping every layer's self-attention keys/values gives
+// the same logits as recomputing the whole prefix (tests/unit/test_decode.cpp checks it), in O(t) instead of
+// O(t^2) per token. Cross-attention keys/values come from enc.out and are computed once.
+//
+// The cache holds the same interventions as the encoder trace it starts from (heads off, padding mask,
+// positional encoding). Causal mask off, or a custom decoder/cross mask, makes later tokens change earlier
+// rows: kv_cache_exact() is false then, and decoders recompute the prefix instead.
+#pragma once
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+#include "transformer/trace.h"
+
+namespace sf {
+
+struct DecoderLayerCache {
+  std::vector<Mat> self_k;   // H x (t, D) keys of the tokens fed so far
+  std::vector<Mat> self_v;   // H x (t, D)
+  std::vector<Mat> cross_k;  // H x (S, D) from enc.out
+  std::vector<Mat> cross_v;  // H x (S, D)
+};
+
+struct KvCache {
+  std::vector<DecoderLayerCache> layers;
+  std::vector<int> tokens;  // (t) the decoder input fed so far
+  int length() const { return static_cast<int>(tokens.size()); }
+};
+
+bool kv_cache_exact(const Interventions& interventions);
+
+// An empty cache on the encoder half of `encoded` (computes the cross-attention keys and values).
+KvCache start_kv_cache(const Config& config, const ModelWeights& weights, const Trace& encoded);
+
+// Feeds `token` at position cache.length() and returns the logits (1, Vt) that predict the token after it.
+RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,
+                   KvCache& cache);
+
+// Forgets every token from position `length` on (stepping back).
+void truncate_kv_cache(KvCache& cache, int length);
+
+}  // namespace sf

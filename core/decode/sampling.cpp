@@ -1,0 +1,76 @@
+#include "decode/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "util/error.h"
+
+namespace sf {
+
+void validate_sampling(const SamplingOptions& o) {
+  if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature))
+    fail(ErrorKind::Input, "sampling", "temperature must be positive, got " + std::to_string(o.temperature));
+  if (o.top_k < 0) fail(ErrorKind::Input, "sampling", "top_k must be >= 0, got " + std::to_string(o.top_k));
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
+    fail(ErrorKind::Input, "sampling", "top_p must be in (0, 1], got " + std::to_string(o.top_p));
+}
+
+int argmax(const RowVec& logits) {
+  Eigen::Index best = 0;
+  logits.maxCoeff(&best);  // first maximum
+  return static_cast<int>(best);
+}
+
+RowVec log_softmax(const RowVec& logits) {
+  const float m = logits.maxCoeff();
+  const float lse = m + std::log((logits.array() - m).exp().sum());
+  return (logits.array() - lse).matrix();
+}
+
+RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& o) {
+  validate_sampling(o);
+  const Eigen::Index v = logits.size();
+  const RowVec scaled = logits / o.temperature;
+  const float m = scaled.maxCoeff();
+  RowVec p = (scaled.array() - m).exp().matrix();
+  p /= p.sum();
+  // Order by probability, descending; ties by id.
+  std::vector<int> order(static_cast<size_t>(v));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p(a) > p(b); });
+  size_t keep = order.size();
+  if (o.top_k > 0) keep = std::min(keep, static_cast<size_t>(o.top_k));
+  if (o.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += p(order[i]);
+      if (cumulative >= o.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  RowVec kept = RowVec::Zero(v);
+  for (size_t i = 0; i < keep; ++i) kept(order[i]) = p(order[i]);
+  kept /= kept.sum();
+  return kept;
+}
+
+double uniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+int draw(const RowVec& distribution, Rng& rng) {
+  const double u = uniform01(rng);
+  double cumulative = 0.0;
+  int last_nonzero = 0;
+  for (Eigen::Index i = 0; i < distribution.size(); ++i) {
+    if (distribution(i) <= 0.0f) continue;
+    last_nonzero = static_cast<int>(i);
+    cumulative += distribution(i);
+    if (u < cumulative) return static_cast<int>(i);
+  }
+  return last_nonzero;  // rounding left u just above the total
+}
+
+}  // namespace sf

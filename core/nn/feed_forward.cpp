@@ -1,0 +1,27 @@
+#include "nn/feed_forward.h"
+
+#include <cmath>
+
+#include "nn/linear.h"
+
+namespace sf {
+
+void apply_activation(Activation act, Mat& m) {
+  if (act == Activation::ReLU) {
+    m = m.cwiseMax(0.0f);
+    return;
+  }
+  // GELU(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
+  float* p = m.data();
+  const Eigen::Index n = m.size();
+  for (Eigen::Index i = 0; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * 0.70710678118654752f));
+}
+
+void feed_forward_forward(const ConstMatRef& x, const FeedForwardWeights& w, Activation act, FeedForwardTrace& t) {
+  linear_forward(x, w.fc1, t.hidden_pre);  // (N, F)
+  t.hidden = t.hidden_pre;
+  apply_activation(act, t.hidden);
+  linear_forward(t.hidden, w.fc2, t.out);  // (N, C)
+}
+
+}  // namespace sf

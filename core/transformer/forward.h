@@ -1,0 +1,68 @@
+// The encoder-decoder forward pass, filling a Trace (trace.h).
+//
+//   src ids ─▶ embed + pos ─▶ encoder layers ─▶ [final norm] ─▶ enc.out ─┐ (keys/values of cross-attention)
+//   tgt ids ─▶ embed + pos ─▶ decoder layers (self, cross, FFN) ─▶ [final norm] ─▶ logits ─▶ probs
+//
+// Masks (the -inf cells before the softmax):
+//   encoder self-attention:  key j blocked when src[j] == pad_id              (padding mask)
+//   decoder self-attention:  key j blocked when j > i (causal) or tgt[j] == pad_id
+//   cross-attention:         key j blocked when src[j] == pad_id
+// A custom mask (Interventions::custom_masks) replaces the computed mask of its head. A row with every key
+// blocked gets zero probabilities (PyTorch gives NaN; see nn/attention.h).
+//
+// Errors (sf::Error, ErrorKind::Input): empty input, ids outside the vocabulary, a sequence longer than
+// config.max_positions, a custom mask of the wrong size, an intervention naming a missing layer or head.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+#include "transformer/interventions.h"
+#include "transformer/trace.h"
+
+namespace sf {
+
+// The whole pass: encoder on src_ids, decoder on tgt_ids (the decoder input, bos first).
+Trace forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+              const std::vector<int>& tgt_ids, const Interventions& interventions = {});
+
+// The encoder half: fills trace.interventions, trace.src, trace.encoder, trace.enc_out; clears the decoder half.
+void encode(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+            const Interventions& interventions, Trace& trace);
+
+// The decoder half on the encoder half already in `trace` (with trace.interventions): fills tgt .. probs.
+void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace);
+
+// Recomputing only what an intervention affects. Stages are numbered: -1 the embeddings, 0..L-1 the layers,
+// L nothing (this half is untouched). A change in the encoder reruns the decoder from layer 0 (every
+// cross-attention reads enc.out).
+struct RecomputePlan {
+  int encoder_from = 0;
+  int decoder_from = 0;
+};
+RecomputePlan plan_recompute(const Config& config, const Interventions& before, const Interventions& after);
+
+// Brings `trace` (a complete pass) to what forward() would give with `interventions`, rerunning only the
+// stages from plan_recompute(). Returns the plan it followed.
+RecomputePlan recompute(const Config& config, const ModelWeights& weights, const Interventions& interventions,
+                        Trace& trace);
+
+// Building blocks shared with incremental decoding (decode/kv_cache.h). An AttentionFn runs one attention
+// block on the normalised (or raw, for post-norm) input x_q and fills its trace.
+using AttentionFn = std::function<void(const ConstMatRef& x_q, AttentionTrace& t)>;
+void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const ConstMatRef& x,
+                           const AttentionFn& self_attn, EncoderLayerTrace& t);
+void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const ConstMatRef& x,
+                           const AttentionFn& self_attn, const AttentionFn& cross_attn, DecoderLayerTrace& t);
+// Token embedding + position for ids at positions first_position.. (checks ids and lengths; `side` is
+// "source" or "target" for error messages).
+void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                  int first_position, bool positional_encoding, EmbeddingTrace& t);
+// The head_on flags of one attention block.
+std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
+// dec_out (N, C) -> logits (N, Vt) and probs (N, Vt).
+void output_forward(const Config& config, const ModelWeights& weights, const ConstMatRef& dec_out, Mat& logits,
+                    Mat& probs);
+
+}  // namespace sf

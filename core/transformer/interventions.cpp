@@ -1,0 +1,78 @@
+#include "transformer/interventions.h"
+
+#include <charconv>
+
+#include "util/error.h"
+
+namespace sf {
+
+const char* to_string(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::Encoder: return "enc";
+    case AttentionKind::Decoder: return "dec";
+    case AttentionKind::Cross: return "cross";
+  }
+  return "?";
+}
+
+bool Interventions::head_off(AttentionKind kind, int layer, int head) const {
+  for (const HeadRef& h : heads_off)
+    if (h.kind == kind && h.layer == layer && h.head == head) return true;
+  return false;
+}
+
+const CustomMask* Interventions::custom_mask(AttentionKind kind, int layer, int head) const {
+  const CustomMask* found = nullptr;
+  for (const CustomMask& m : custom_masks)
+    if (m.where.kind == kind && m.where.layer == layer && m.where.head == head) found = &m;
+  return found;
+}
+
+static void check_head(const Config& c, const HeadRef& h, const char* what) {
+  const int layers = h.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  if (h.layer < 0 || h.layer >= layers)
+    fail(ErrorKind::Input, "interventions",
+         std::string(what) + " names " + to_string(h.kind) + " layer " + std::to_string(h.layer) +
+             ", but the model has " + std::to_string(layers) + " (numbered from 0)");
+  if (h.head < 0 || h.head >= c.n_heads)
+    fail(ErrorKind::Input, "interventions",
+         std::string(what) + " names head " + std::to_string(h.head) + " of " + to_string(h.kind) + " layer " +
+             std::to_string(h.layer) + ", but the model has " + std::to_string(c.n_heads) + " heads (from 0)");
+}
+
+void validate_interventions(const Config& config, const Interventions& iv) {
+  for (const HeadRef& h : iv.heads_off) check_head(config, h, "head-off");
+  for (const CustomMask& m : iv.custom_masks) check_head(config, m.where, "custom mask");
+  for (int id : iv.forced_prefix)
+    if (id < 0 || id >= config.tgt_vocab_size)
+      fail(ErrorKind::Input, "interventions",
+           "forced token " + std::to_string(id) + " is outside the target vocabulary (size " +
+               std::to_string(config.tgt_vocab_size) + ")");
+}
+
+HeadRef parse_head_ref(const std::string& text) {
+  auto bad = [&]() -> HeadRef {
+    fail(ErrorKind::Input, "parse_head_ref",
+         "'" + text + "' is not KIND.LAYER.HEAD with KIND enc, dec or cross (e.g. enc.0.3)");
+  };
+  const size_t dot1 = text.find('.');
+  if (dot1 == std::string::npos) return bad();
+  const size_t dot2 = text.find('.', dot1 + 1);
+  if (dot2 == std::string::npos) return bad();
+  HeadRef h;
+  const std::string kind = text.substr(0, dot1);
+  if (kind == "enc") h.kind = AttentionKind::Encoder;
+  else if (kind == "dec") h.kind = AttentionKind::Decoder;
+  else if (kind == "cross") h.kind = AttentionKind::Cross;
+  else return bad();
+  auto number = [&](size_t from, size_t to, int& out) {
+    const char* first = text.data() + from;
+    const char* last = text.data() + to;
+    auto [ptr, ec] = std::from_chars(first, last, out);
+    return first != last && ec == std::errc() && ptr == last;
+  };
+  if (!number(dot1 + 1, dot2, h.layer) || !number(dot2 + 1, text.size(), h.head)) return bad();
+  return h;
+}
+
+}  // namespace sf

@@ -1,0 +1,52 @@
+// Interventions: what the user changes about a forward pass without touching the weights. Plain data owned
+// by the app state (or the CLI); the forward pass reads them, the trace records the ones it ran with.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "util/tensor.h"
+
+namespace sf {
+
+enum class AttentionKind { Encoder, Decoder, Cross };  // encoder self, decoder (masked) self, cross
+const char* to_string(AttentionKind kind);             // "enc" | "dec" | "cross"
+
+struct HeadRef {
+  AttentionKind kind = AttentionKind::Encoder;
+  int layer = 0;  // from 0
+  int head = 0;   // from 0
+  bool operator==(const HeadRef&) const = default;
+};
+
+// A mask painted by hand for one head: replaces the computed mask (padding, causal) of that head.
+struct CustomMask {
+  HeadRef where;
+  Mat blocked;  // (Tq, Tk) 1 = blocked, 0 = allowed; must match the sequence lengths of the pass
+  bool operator==(const CustomMask& o) const {
+    return where == o.where && blocked.rows() == o.blocked.rows() && blocked.cols() == o.blocked.cols() &&
+           blocked == o.blocked;
+  }
+};
+
+struct Interventions {
+  std::vector<HeadRef> heads_off;       // these heads' outputs are zeroed before W_o
+  bool padding_mask = true;             // block keys that are config.pad_id (source for enc/cross, target for dec)
+  bool causal_mask = true;              // decoder self-attention: position i sees positions <= i only
+  bool positional_encoding = true;      // false: the positional term is zero in both embeddings
+  std::vector<CustomMask> custom_masks; // at most one per head; the last one wins
+  std::vector<int> forced_prefix;       // teacher forcing while decoding: the first target tokens (after bos)
+
+  bool head_off(AttentionKind kind, int layer, int head) const;
+  const CustomMask* custom_mask(AttentionKind kind, int layer, int head) const;
+  bool operator==(const Interventions&) const = default;
+};
+
+// Throws sf::Error(ErrorKind::Input) when an intervention names a layer or head the model lacks, or a forced
+// token outside the target vocabulary. Mask sizes are checked by the forward pass, which knows the lengths.
+void validate_interventions(const Config& config, const Interventions& interventions);
+
+// Parses "enc.L.H", "dec.L.H" or "cross.L.H" (the CLI's --head-off); ErrorKind::Input on a malformed string.
+HeadRef parse_head_ref(const std::string& text);
+
+}  // namespace sf

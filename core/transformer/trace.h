@@ -1,0 +1,81 @@
+// The trace: every number one forward pass computes, by name. Filled by forward() (forward.h), read by the
+// GUI panels, the CLI dump, the PyTorch fixture tests and (later) backprop.
+//
+// Shapes: S source length, T decoder input length, C d_model, H heads, D = C / H, F d_ff, Vt target vocabulary.
+// Per-head tensors are H matrices; trace_tensors() flattens them to (H, rows, cols).
+//
+// Norm placement (config.norm_placement) decides the order inside a layer; the member names are the same:
+//   post (the paper):  residual1 = x + Attn(x);          norm1 = LN(residual1);   residual2 = norm1 + FFN(norm1);
+//                      norm2 = LN(residual2);            out = norm2
+//   pre  (norm_first): norm1 = LN(x);  residual1 = x + Attn(norm1);  norm2 = LN(residual1);
+//                      residual2 = residual1 + FFN(norm2);  out = residual2
+// The decoder has three blocks (self-attention, cross-attention, feed-forward) and so residual1..3, norm1..3.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/feed_forward.h"
+#include "nn/layer_norm.h"
+#include "transformer/interventions.h"
+#include "util/tensor.h"
+
+namespace sf {
+
+struct EmbeddingTrace {
+  std::vector<int> ids;  // (N) token ids as given (pad ids included)
+  Mat tok_embed;         // (N, C) E[id] * scale
+  Mat pos;               // (N, C) positional encoding (zeros when switched off)
+  Mat sum;               // (N, C) tok_embed + pos: the stack's input
+};
+
+struct EncoderLayerTrace {
+  AttentionTrace self_attn;  // Tq = Tk = S
+  Mat residual1;             // (S, C)
+  LayerNormTrace norm1;      // (S, C), mean/std (S)
+  FeedForwardTrace ffn;      // hidden (S, F), out (S, C)
+  Mat residual2;             // (S, C)
+  LayerNormTrace norm2;      // (S, C)
+  Mat out;                   // (S, C) the layer's output
+};
+
+struct DecoderLayerTrace {
+  AttentionTrace self_attn;   // Tq = Tk = T, causal
+  Mat residual1;              // (T, C)
+  LayerNormTrace norm1;       // (T, C)
+  AttentionTrace cross_attn;  // Tq = T, Tk = S: queries from the decoder, keys/values from enc.out
+  Mat residual2;              // (T, C)
+  LayerNormTrace norm2;       // (T, C)
+  FeedForwardTrace ffn;       // hidden (T, F), out (T, C)
+  Mat residual3;              // (T, C)
+  LayerNormTrace norm3;       // (T, C)
+  Mat out;                    // (T, C)
+};
+
+struct Trace {
+  Interventions interventions;              // what this pass ran with
+  EmbeddingTrace src;                       // S rows
+  std::vector<EncoderLayerTrace> encoder;   // one per encoder layer
+  LayerNormTrace encoder_norm;              // the final encoder norm; empty when the config has none
+  Mat enc_out;                              // (S, C) after the final norm if any
+  EmbeddingTrace tgt;                       // T rows (the decoder input: bos + target tokens)
+  std::vector<DecoderLayerTrace> decoder;   // one per decoder layer
+  LayerNormTrace decoder_norm;              // empty when the config has none
+  Mat dec_out;                              // (T, C)
+  Mat logits;                               // (T, Vt) dec_out W_gen^T + b
+  Mat probs;                                // (T, Vt) softmax(logits): row t predicts token t+1
+
+  bool has_encoder() const { return enc_out.size() > 0; }
+  bool has_decoder() const { return logits.size() > 0; }
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// Every traced tensor under its documented name (docs/trace.md), e.g. "enc.0.self_attn.probs" (H, S, S).
+std::vector<NamedTensor> trace_tensors(const Trace& trace);
+
+}  // namespace sf

@@ -1,0 +1,273 @@
+// Decoding: KV cache equals full recomputation, greedy, sampling (seeded, top-k, top-p), beam search and its
+// tree, step forward and back, forced prefixes.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "decode/decoder.h"
+#include "decode/kv_cache.h"
+#include "decode/sampling.h"
+#include "forward_fixture.h"
+#include "transformer/forward.h"
+#include "util/error.h"
+
+namespace sf {
+namespace {
+
+using testing::random_weights;
+using testing::small_config;
+
+struct Model {
+  Config config;
+  ModelWeights weights;
+  explicit Model(NormPlacement placement = NormPlacement::Post, uint32_t seed = 11) {
+    config = small_config();
+    config.norm_placement = placement;
+    weights = random_weights(config, seed, 0.6f);
+  }
+};
+const std::vector<int> kSrc = {5, 9, 12, 7, 20, 1};
+
+// Incremental and full passes sum in different orders (GEMV vs GEMM): equal within 1e-5 absolute + 1e-5 relative.
+float mixed_error(const RowVec& got, const RowVec& want) {
+  return ((got - want).array().abs() / (1.0f + want.array().abs())).maxCoeff();
+}
+
+TEST(KvCache, IncrementalEqualsFullRecompute) {
+  for (NormPlacement placement : {NormPlacement::Post, NormPlacement::Pre}) {
+    for (bool learned : {false, true}) {
+      Model m(placement);
+      if (learned) m.config.positional_encoding = PositionalEncoding::Learned;
+      m.weights = random_weights(m.config, 3, 0.3f);  // the scale of the PyTorch fixtures
+      Interventions iv;
+      iv.heads_off = {{AttentionKind::Decoder, 0, 1}, {AttentionKind::Cross, 1, 2}};
+      const std::vector<int> tgt = {2, 6, 11, 4, 8, 1, 9, 13};  // a pad among them, masked as a key
+      Trace encoded;
+      encode(m.config, m.weights, kSrc, iv, encoded);
+      KvCache cache = start_kv_cache(m.config, m.weights, encoded);
+      const Trace full = forward(m.config, m.weights, kSrc, tgt, iv);
+      for (size_t t = 0; t < tgt.size(); ++t) {
+        const RowVec logits = decode_step(m.config, m.weights, encoded, tgt[t], cache);
+        EXPECT_LT(mixed_error(logits, full.logits.row(static_cast<Eigen::Index>(t))), 1e-5f)
+            << "position " << t;
+      }
+      // Truncate and feed another continuation: equals the forward of that sequence.
+      truncate_kv_cache(cache, 3);
+      const std::vector<int> other = {2, 6, 11, 17, 5};
+      const Trace full_other = forward(m.config, m.weights, kSrc, other, iv);
+      for (size_t t = 3; t < other.size(); ++t) {
+        const RowVec logits = decode_step(m.config, m.weights, encoded, other[t], cache);
+        EXPECT_LT(mixed_error(logits, full_other.logits.row(static_cast<Eigen::Index>(t))), 1e-5f) << "placement " << int(placement) << " learned " << learned << " t " << t << " max logit " << full_other.logits.cwiseAbs().maxCoeff();
+      }
+    }
+  }
+  Interventions no_causal;
+  no_causal.causal_mask = false;
+  EXPECT_FALSE(kv_cache_exact(no_causal));
+  EXPECT_TRUE(kv_cache_exact(Interventions{}));
+}
+
+std::vector<int> greedy_by_hand(const Model& m, int max_length) {
+  std::vector<int> input = {m.config.bos_id}, out;
+  while (static_cast<int>(out.size()) < max_length) {
+    const Trace t = forward(m.config, m.weights, kSrc, input);
+    const int token = argmax(t.logits.bottomRows(1));
+    out.push_back(token);
+    if (token == m.config.eos_id) break;
+    input.push_back(token);
+  }
+  return out;
+}
+
+TEST(Decoder, GreedyMatchesArgmaxOfFullPasses) {
+  Model m;
+  DecodeOptions o;
+  o.max_length = 9;
+  Decoder d(m.config, m.weights, kSrc, {}, o);
+  EXPECT_TRUE(d.uses_kv_cache());
+  d.run();
+  EXPECT_TRUE(d.finished());
+  EXPECT_EQ(d.generated(), greedy_by_hand(m, 9));
+  EXPECT_FALSE(d.step());
+  o.use_kv_cache = false;
+  Decoder slow(m.config, m.weights, kSrc, {}, o);
+  slow.run();
+  EXPECT_EQ(slow.generated(), d.generated());
+  // The trace of the final pass predicts the last token.
+  const Trace t = d.trace();
+  EXPECT_EQ(static_cast<int>(t.tgt.ids.size()), static_cast<int>(d.generated().size()));
+  EXPECT_EQ(argmax(t.logits.bottomRows(1)), d.generated().back());
+}
+
+TEST(Decoder, StepBackAndForwardAgain) {
+  Model m;
+  for (DecodeStrategy s : {DecodeStrategy::Greedy, DecodeStrategy::Sample, DecodeStrategy::Beam}) {
+    DecodeOptions o;
+    o.strategy = s;
+    o.max_length = 7;
+    o.seed = 42;
+    o.beam_width = 3;
+    Decoder d(m.config, m.weights, kSrc, {}, o);
+    EXPECT_FALSE(d.step_back());
+    d.run();
+    const std::vector<int> all = d.generated();
+    const size_t tree_size = d.tree().size();
+    const int steps = d.steps();
+    ASSERT_GE(steps, 2);
+    EXPECT_TRUE(d.step_back());
+    EXPECT_TRUE(d.step_back());
+    EXPECT_FALSE(d.finished());
+    EXPECT_EQ(d.steps(), steps - 2);
+    d.run();
+    EXPECT_EQ(d.generated(), all);
+    EXPECT_EQ(d.tree().size(), tree_size);
+    while (d.step_back()) {}
+    EXPECT_EQ(d.steps(), 0);
+    EXPECT_EQ(d.pass_input(), std::vector<int>{m.config.bos_id});
+    d.run();
+    EXPECT_EQ(d.generated(), all);
+  }
+}
+
+TEST(Decoder, SamplingIsSeeded) {
+  Model m;
+  DecodeOptions o;
+  o.strategy = DecodeStrategy::Sample;
+  o.max_length = 12;
+  o.sampling.temperature = 1.5f;
+  auto run = [&](uint64_t seed) {
+    o.seed = seed;
+    Decoder d(m.config, m.weights, kSrc, {}, o);
+    d.run();
+    return d.generated();
+  };
+  EXPECT_EQ(run(1), run(1));
+  std::set<std::vector<int>> outputs;
+  for (uint64_t seed = 0; seed < 8; ++seed) outputs.insert(run(seed));
+  EXPECT_GT(outputs.size(), 1u);
+}
+
+TEST(Sampling, TopKTopPTemperature) {
+  RowVec logits(6);
+  logits << 1.0f, 3.0f, 2.0f, 0.5f, 2.5f, -1.0f;
+  SamplingOptions o;
+  RowVec p = sampling_distribution(logits, o);
+  EXPECT_NEAR(p.sum(), 1.0f, 1e-6f);
+  EXPECT_EQ((p.array() > 0).count(), 6);
+  o.top_k = 2;
+  p = sampling_distribution(logits, o);
+  EXPECT_EQ((p.array() > 0).count(), 2);
+  EXPECT_GT(p(1), 0.0f);
+  EXPECT_GT(p(4), 0.0f);
+  EXPECT_NEAR(p(1), 1.0f / (1.0f + std::exp(-0.5f)), 1e-6f);
+  // top-p: the smallest prefix of the sorted distribution reaching p.
+  o.top_k = 0;
+  const RowVec full = sampling_distribution(logits, SamplingOptions{});
+  o.top_p = full(1) + 0.01f;  // needs the top two
+  p = sampling_distribution(logits, o);
+  EXPECT_EQ((p.array() > 0).count(), 2);
+  o.top_p = full(1) * 0.5f;   // the top one alone
+  p = sampling_distribution(logits, o);
+  EXPECT_EQ((p.array() > 0).count(), 1);
+  EXPECT_EQ(p(1), 1.0f);
+  // Lower temperature sharpens.
+  SamplingOptions cold;
+  cold.temperature = 0.25f;
+  EXPECT_GT(sampling_distribution(logits, cold)(1), full(1));
+  // Draws follow the distribution.
+  Rng rng(5);
+  std::vector<int> counts(6, 0);
+  for (int i = 0; i < 20000; ++i) ++counts[static_cast<size_t>(draw(full, rng))];
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(counts[static_cast<size_t>(i)] / 20000.0, full(i), 0.015);
+  // Bad options are typed errors.
+  SamplingOptions bad;
+  bad.temperature = 0.0f;
+  EXPECT_THROW(sampling_distribution(logits, bad), Error);
+  bad = {};
+  bad.top_p = 1.5f;
+  EXPECT_THROW(sampling_distribution(logits, bad), Error);
+}
+
+TEST(Decoder, BeamWidthOneIsGreedy) {
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    Model m(NormPlacement::Post, seed);
+    DecodeOptions o;
+    o.max_length = 10;
+    Decoder greedy(m.config, m.weights, kSrc, {}, o);
+    greedy.run();
+    o.strategy = DecodeStrategy::Beam;
+    o.beam_width = 1;
+    Decoder beam(m.config, m.weights, kSrc, {}, o);
+    beam.run();
+    EXPECT_EQ(beam.generated(), greedy.generated());
+  }
+}
+
+TEST(Decoder, BeamTree) {
+  Model m;
+  m.config.max_positions = 12;
+  DecodeOptions o;
+  o.strategy = DecodeStrategy::Beam;
+  o.beam_width = 4;
+  o.max_length = 8;
+  Decoder d(m.config, m.weights, kSrc, {}, o);
+  d.step();
+  EXPECT_EQ(d.live_beams().size() + d.finished_beams().size(), 4u);
+  d.run();
+  const auto& tree = d.tree();
+  ASSERT_GT(tree.size(), 4u);
+  EXPECT_EQ(tree[0].parent, -1);
+  for (size_t n = 1; n < tree.size(); ++n) {
+    const BeamNode& node = tree[n];
+    ASSERT_GE(node.parent, 0);
+    ASSERT_LT(node.parent, static_cast<int>(n));
+    const BeamNode& parent = tree[static_cast<size_t>(node.parent)];
+    EXPECT_EQ(node.length, parent.length + 1);
+    EXPECT_NEAR(node.sum_logprob, parent.sum_logprob + node.logprob, 1e-4f);
+    EXPECT_LE(node.logprob, 0.0f);
+    EXPECT_FALSE(parent.finished);
+  }
+  // Beam hypotheses are distinct, and the best one scores at least as well as the greedy output.
+  std::set<std::vector<int>> paths;
+  for (int n : d.finished_beams()) EXPECT_TRUE(paths.insert(d.path(n)).second);
+  EXPECT_EQ(d.generated(), d.path(d.best_node()));
+  for (int n : d.finished_beams()) EXPECT_LE(tree[static_cast<size_t>(n)].score, tree[static_cast<size_t>(d.best_node())].score);
+}
+
+TEST(Decoder, ForcedPrefix) {
+  Model m;
+  Interventions iv;
+  iv.forced_prefix = {17, 4, 9};
+  for (DecodeStrategy s : {DecodeStrategy::Greedy, DecodeStrategy::Beam}) {
+    DecodeOptions o;
+    o.strategy = s;
+    o.max_length = 6;
+    Decoder d(m.config, m.weights, kSrc, iv, o);
+    d.run();
+    const std::vector<int> out = d.generated();
+    ASSERT_GE(out.size(), 3u);
+    EXPECT_EQ(std::vector<int>(out.begin(), out.begin() + 3), iv.forced_prefix);
+  }
+  iv.forced_prefix = {99};
+  EXPECT_THROW(Decoder(m.config, m.weights, kSrc, iv), Error);
+}
+
+TEST(Decoder, InterventionsWithoutCacheFallBack) {
+  Model m;
+  Interventions iv;
+  iv.causal_mask = false;
+  DecodeOptions o;
+  o.max_length = 5;
+  Decoder d(m.config, m.weights, kSrc, iv, o);
+  EXPECT_FALSE(d.uses_kv_cache());
+  d.run();
+  // Each token is the argmax of the last row of a full pass without the causal mask.
+  std::vector<int> input = {m.config.bos_id};
+  for (int token : d.generated()) {
+    EXPECT_EQ(argmax(forward(m.config, m.weights, kSrc, input, iv).logits.bottomRows(1)), token);
+    input.push_back(token);
+  }
+}
+
+}  // namespace
+}  // namespace sf

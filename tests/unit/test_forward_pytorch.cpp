@@ -1,0 +1,83 @@
+// The forward pass against PyTorch: every traced tensor of every committed fixture (written by
+// tests/reference/make_forward_fixtures.py from the torch modules of both families) must agree within
+// 1e-5 absolute (fp32). Masks (0/1) must agree exactly.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "forward_fixture.h"
+#include "transformer/forward.h"
+#include "transformer/trace.h"
+
+namespace sf {
+namespace {
+
+constexpr float kTolerance = 1e-5f;
+
+std::vector<std::string> fixture_paths() {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/forward"))
+    if (e.path().extension() == ".safetensors") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+class ForwardPytorch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForwardPytorch, EveryTracedTensorMatches) {
+  const testing::FixtureModel m = testing::load_fixture_model(GetParam());
+  const Trace trace = forward(m.config, m.weights, m.src, m.tgt, m.interventions);
+  std::map<std::string, Tensor> ours;
+  for (auto& nt : trace_tensors(trace)) ours[nt.name] = std::move(nt.tensor);
+
+  int compared = 0;
+  for (const auto& [name, expected] : m.file.tensors) {
+    if (name.rfind("w.", 0) == 0) continue;
+    auto it = ours.find(name);
+    ASSERT_NE(it, ours.end()) << "our trace lacks '" << name << "'";
+    const Tensor& got = it->second;
+    ASSERT_EQ(got.shape, expected.shape) << name;
+    float worst = 0.0f;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < got.data.size(); ++i) {
+      const float d = std::abs(got.data[i] - expected.data[i]);
+      if (!(d <= worst)) worst = d, worst_at = i;
+    }
+    EXPECT_LE(worst, kTolerance) << name << " differs at flat index " << worst_at << ": ours "
+                                 << got.data[worst_at] << ", torch " << expected.data[worst_at];
+    ++compared;
+  }
+  // The names the issue requires are all present in the fixture (and so compared).
+  for (const char* required : {"src.tok_embed", "src.pos", "enc.in", "enc.0.self_attn.q", "enc.0.self_attn.k",
+                               "enc.0.self_attn.v", "enc.0.self_attn.scores", "enc.0.self_attn.probs",
+                               "enc.0.out", "enc.out", "tgt.tok_embed", "tgt.pos", "dec.in",
+                               "dec.0.self_attn.probs", "dec.0.cross_attn.q", "dec.0.cross_attn.k",
+                               "dec.0.cross_attn.scores", "dec.0.cross_attn.probs", "dec.0.out", "dec.out",
+                               "logits"})
+    EXPECT_TRUE(m.file.tensors.count(required)) << required;
+  EXPECT_GT(compared, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ForwardPytorch, ::testing::ValuesIn(fixture_paths()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::filesystem::path(info.param).stem().string();
+                         });
+
+TEST(ForwardPytorchFixtures, CoverBothFamiliesPaddingAndMasks) {
+  std::set<std::string> families;
+  bool padded = false, no_causal = false, pre = false, learned = false;
+  for (const auto& path : fixture_paths()) {
+    const testing::FixtureModel m = testing::load_fixture_model(path);
+    families.insert(m.file.metadata.at("family"));
+    for (int id : m.src) padded |= id == m.config.pad_id;
+    no_causal |= !m.interventions.causal_mask;
+    pre |= m.config.norm_placement == NormPlacement::Pre;
+    learned |= m.config.positional_encoding == PositionalEncoding::Learned;
+  }
+  EXPECT_EQ(families.size(), 2u);
+  EXPECT_TRUE(padded && no_causal && pre && learned);
+}
+
+}  // namespace
+}  // namespace sf
