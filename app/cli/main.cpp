@@ -11,9 +11,11 @@ namespace sf::cli {
 
 // One declaration per subcommand file.
 // (Add new commands here and to the table below.)
+int run_trace(const Args& args);  // cmd_trace.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"trace", "run one forward pass and write every intermediate to a safetensors file", run_trace},
   };
   return table;
 }

@@ -1,0 +1,175 @@
+// stepformer-cli trace MODEL --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors [interventions]
+// Runs one forward pass and writes every traced tensor (docs/trace.md) as F32 into a safetensors file.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "decode/decoder.h"
+#include "io/safetensors.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "transformer/forward.h"
+#include "transformer/trace.h"
+#include "util/error.h"
+
+namespace sf::cli {
+
+namespace {
+
+void print_help() {
+  std::printf(
+      "usage: stepformer-cli trace MODEL.safetensors --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors\n"
+      "                           [--head-off KIND.L.H]... [--no-causal-mask] [--no-padding-mask]\n"
+      "                           [--no-pos-encoding] [--max-length N]\n\n"
+      "Runs one forward pass of the model and writes every intermediate it computes (names and shapes in\n"
+      "docs/trace.md: src.tok_embed, enc.0.self_attn.probs, ..., logits, probs) as F32 tensors.\n\n"
+      "  --src TEXT          the source sentence (tokenized with the model's tokenizer)\n"
+      "  --tgt TEXT          the target: the decoder input is <bos> followed by its tokens. Without --tgt the\n"
+      "                      model decodes greedily and the final pass (the one that chose the last token) is traced\n"
+      "  --ids               --src and --tgt are space-separated token ids, used exactly as given (a pad id is\n"
+      "                      padding, masked unless --no-padding-mask)\n"
+      "  --out FILE          the safetensors file to write\n"
+      "  --head-off KIND.L.H switch off head H of layer L (from 0) of KIND enc, dec or cross: its output is\n"
+      "                      zeroed before the output projection (repeatable)\n"
+      "  --no-causal-mask    decoder self-attention sees later positions\n"
+      "  --no-padding-mask   pad tokens are attended to like any other\n"
+      "  --no-pos-encoding   no positional encoding in either embedding\n"
+      "  --max-length N      greedy decoding: at most N generated tokens (default: the model's max positions)\n");
+}
+
+std::vector<int> parse_ids(const std::string& text, const char* what) {
+  std::vector<int> ids;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    int id = 0;
+    try {
+      id = std::stoi(word, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != word.size())
+      fail(ErrorKind::Input, "trace", std::string(what) + ": '" + word + "' is not a token id (--ids given)");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+int run_trace(const Args& args) {
+  std::string model_path, src_text, tgt_text, out_path;
+  bool have_src = false, have_tgt = false, as_ids = false;
+  int max_length = 0;
+  Interventions iv;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) fail(ErrorKind::Input, "trace", a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return 0;
+    } else if (a == "--src") {
+      src_text = value();
+      have_src = true;
+    } else if (a == "--tgt") {
+      tgt_text = value();
+      have_tgt = true;
+    } else if (a == "--out") {
+      out_path = value();
+    } else if (a == "--ids") {
+      as_ids = true;
+    } else if (a == "--head-off") {
+      iv.heads_off.push_back(parse_head_ref(value()));
+    } else if (a == "--no-causal-mask") {
+      iv.causal_mask = false;
+    } else if (a == "--no-padding-mask") {
+      iv.padding_mask = false;
+    } else if (a == "--no-pos-encoding") {
+      iv.positional_encoding = false;
+    } else if (a == "--max-length") {
+      max_length = std::stoi(value());
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "stepformer-cli trace: unknown option '%s' (see stepformer-cli trace --help)\n", a.c_str());
+      return 2;
+    } else if (model_path.empty()) {
+      model_path = a;
+    } else {
+      std::fprintf(stderr, "stepformer-cli trace: one model file at a time\n");
+      return 2;
+    }
+  }
+  if (model_path.empty() || !have_src || out_path.empty()) {
+    print_help();
+    return 2;
+  }
+
+  const Model m = load_model(model_path);
+  const Config& c = m.config;
+  std::vector<int> src, tgt;
+  if (as_ids) {
+    src = parse_ids(src_text, "--src");
+    if (have_tgt) tgt = parse_ids(tgt_text, "--tgt");
+  } else {
+    src = token_ids(encode(src_text, m.tokenizer, m.src_vocab, Side::Source));
+    if (have_tgt) {
+      TokenizerSettings bare = m.tokenizer;
+      bare.add_bos_eos = false;
+      tgt = {c.bos_id};
+      for (int id : token_ids(encode(tgt_text, bare, m.tgt_vocab, Side::Target))) tgt.push_back(id);
+    }
+  }
+
+  Trace trace;
+  if (have_tgt) {
+    trace = forward(c, m.weights, src, tgt, iv);
+  } else {
+    DecodeOptions options;
+    options.max_length = max_length;
+    Decoder decoder(c, m.weights, src, iv, options);
+    decoder.run();
+    trace = decoder.trace();
+  }
+
+  const std::vector<NamedTensor> named = trace_tensors(trace);
+  std::vector<float> src_ids(trace.src.ids.begin(), trace.src.ids.end());
+  std::vector<float> tgt_ids(trace.tgt.ids.begin(), trace.tgt.ids.end());
+  std::vector<TensorToWrite> tensors;
+  tensors.push_back({"src.ids", {static_cast<int64_t>(src_ids.size())}, src_ids});
+  tensors.push_back({"tgt.ids", {static_cast<int64_t>(tgt_ids.size())}, tgt_ids});
+  for (const NamedTensor& t : named) tensors.push_back({t.name, t.tensor.shape, t.tensor.data});
+
+  auto tokens = [](const Vocabulary& v, const std::vector<int>& ids) {
+    nlohmann::json j = nlohmann::json::array();
+    for (int id : ids) j.push_back(id >= 0 && id < v.size() ? v.token(id) : std::string("?"));
+    return j;
+  };
+  nlohmann::json heads = nlohmann::json::array();
+  for (const HeadRef& h : iv.heads_off)
+    heads.push_back(std::string(to_string(h.kind)) + "." + std::to_string(h.layer) + "." + std::to_string(h.head));
+  const nlohmann::json interventions = {{"heads_off", heads},
+                                        {"causal_mask", iv.causal_mask},
+                                        {"padding_mask", iv.padding_mask},
+                                        {"positional_encoding", iv.positional_encoding}};
+  const std::map<std::string, std::string> metadata = {
+      {"format", "stepformer-trace"},
+      {"model", model_path},
+      {"config", config_to_json(c).dump()},
+      {"src_ids", nlohmann::json(trace.src.ids).dump()},
+      {"tgt_ids", nlohmann::json(trace.tgt.ids).dump()},
+      {"src_tokens", tokens(m.src_vocab, trace.src.ids).dump()},
+      {"tgt_tokens", tokens(m.tgt_vocab, trace.tgt.ids).dump()},
+      {"decoded", have_tgt ? "false" : "true"},
+      {"interventions", interventions.dump()}};
+  write_safetensors(out_path, tensors, metadata);
+  std::printf("wrote %zu tensors (S %zu, T %zu) to %s\n", named.size(), trace.src.ids.size(), trace.tgt.ids.size(),
+              out_path.c_str());
+  return 0;
+}
+
+}  // namespace sf::cli
