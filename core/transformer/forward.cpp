@@ -226,12 +226,8 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
   trace.interventions = interventions;
   trace.src.ids = src_ids;
   run_encoder(config, weights, -1, trace);
-  trace.tgt = {};
-  trace.decoder.clear();
-  trace.decoder_norm = {};
-  trace.dec_out.resize(0, 0);
-  trace.logits.resize(0, 0);
-  trace.probs.resize(0, 0);
+  trace.tgt.ids.clear();
+  trace.logits.resize(0, 0);  // marks the decoder half as not computed (has_decoder); decode_pass refills it
 }
 
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace) {
@@ -246,6 +242,12 @@ Trace forward(const Config& config, const ModelWeights& weights, const std::vect
   encode(config, weights, src_ids, interventions, trace);
   decode_pass(config, weights, tgt_ids, trace);
   return trace;
+}
+
+void forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+             const std::vector<int>& tgt_ids, const Interventions& interventions, Trace& trace) {
+  encode(config, weights, src_ids, interventions, trace);
+  decode_pass(config, weights, tgt_ids, trace);
 }
 
 RecomputePlan plan_recompute(const Config& config, const Interventions& a, const Interventions& b) {

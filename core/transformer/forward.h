@@ -27,6 +27,11 @@ namespace sf {
 Trace forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
               const std::vector<int>& tgt_ids, const Interventions& interventions = {});
 
+// The same into an existing trace, reusing its buffers (no allocation when the lengths repeat): for the GUI's
+// recomputation on every edit and for benchmarks.
+void forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+             const std::vector<int>& tgt_ids, const Interventions& interventions, Trace& trace);
+
 // The encoder half: fills trace.interventions, trace.src, trace.encoder, trace.enc_out; clears the decoder half.
 void encode(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
             const Interventions& interventions, Trace& trace);
