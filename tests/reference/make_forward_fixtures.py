@@ -4,20 +4,20 @@
 Development time only (Debian's python3-torch, run with /usr/bin/python3); the files it writes are committed
 and read by tests/unit/test_forward_pytorch.cpp, so CI needs no torch.
 
-For each case it builds a small random model of one of the two PyTorch families
-  - "pytorch-tutorial": the PyTorch translation tutorial's Seq2SeqTransformer (nn.Transformer with token
-    embeddings scaled by sqrt(C), the tutorial's sinusoidal PositionalEncoding, a generator Linear), post-norm
-    or norm_first, ReLU or GELU;
-  - "seq2seq-tutorial": the pytorch-seq2seq tutorial's "Attention Is All You Need" model (fc_q/fc_k/fc_v/fc_o
-    attention, learned positions, post-norm, no final norms, masks via masked_fill(-1e10)),
-then recomputes the forward pass step by step with torch functional ops, naming every intermediate as the C++
-trace does (docs/trace.md), ASSERTS that the stepwise logits equal the torch module's output, and writes
-  w.*          the weights in the native layout (Linear (out, in); Q, K, V separate)
-  ids.src, ids.tgt   the token ids (I64)
-  <trace name> every expected intermediate (F32)
-  __metadata__: config (the native config JSON), interventions (JSON), family, case
-The padded cases run three sentences through the torch module as one padded batch (key padding masks) and
-compare each row with the stepwise pass of that sentence alone.
+For each case it builds a small random model of one of the two families of tests/reference/families.py
+  - "pytorch-tutorial": the PyTorch translation tutorial's Seq2SeqTransformer (nn.Transformer, embeddings scaled
+    by sqrt(C), the tutorial's sinusoidal PositionalEncoding, a generator Linear), post-norm or norm_first,
+    ReLU or GELU;
+  - "seq2seq-tutorial": the pytorch-seq2seq "Attention Is All You Need" model (fc_q/fc_k/fc_v/fc_o attention,
+    learned positions, post-norm, no final norms, masks via masked_fill(-1e10)),
+recomputes the forward pass step by step with torch functional ops, naming every intermediate as the C++
+trace does (docs/trace.md), ASSERTS that the stepwise logits equal the torch module's own output, and writes
+  <name>.model.safetensors   a Stepformer model file: the module's parameters under the family's own names
+                             (what load_model reads), config, vocabularies
+  <case>.trace.safetensors   ids.src, ids.tgt (as F32) and every expected intermediate under its trace name;
+                             __metadata__: model (the model file), interventions (JSON), family, case
+The padded cases run sentences through the torch module as one padded batch (key padding masks) and compare
+each row with the stepwise pass of that sentence alone (one trace file per sentence, one shared model file).
 """
 import json
 import math
@@ -29,6 +29,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import families  # noqa: E402  (the torch modules of both families, shared with make_model_fixtures.py)
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "forward")
 PAD, BOS, EOS, UNK = 1, 2, 3, 0
@@ -56,190 +59,87 @@ def write_safetensors(path, tensors, metadata):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The two families as their tutorials write them (dropout 0).
-class TutorialPositionalEncoding(nn.Module):
-    def __init__(self, emb_size, maxlen=64):
-        super().__init__()
-        den = torch.exp(-torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
-        pos = torch.arange(0, maxlen).reshape(maxlen, 1)
-        pos_embedding = torch.zeros((maxlen, emb_size))
-        pos_embedding[:, 0::2] = torch.sin(pos * den)
-        pos_embedding[:, 1::2] = torch.cos(pos * den)
-        self.register_buffer("pos_embedding", pos_embedding)
-
-    def forward(self, x):  # (B, N, C)
-        return x + self.pos_embedding[: x.size(1)].unsqueeze(0)
+# The two families: the torch modules of tests/reference/families.py (the tutorials' own classes and names).
+def tutorial_positional_table(C, maxlen):
+    """The pytorch-tutorial's sinusoidal table (float32 arithmetic, as families.PositionalEncoding)."""
+    return families.PositionalEncoding(C, maxlen=maxlen).pos_embedding[:, 0, :]
 
 
-class PytorchTutorialModel(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-        self.transformer = nn.Transformer(d_model=c["d_model"], nhead=c["n_heads"],
-                                          num_encoder_layers=c["n_encoder_layers"],
-                                          num_decoder_layers=c["n_decoder_layers"],
-                                          dim_feedforward=c["d_ff"], dropout=0.0, activation=c["activation"],
-                                          batch_first=True, norm_first=c["norm_placement"] == "pre")
-        self.generator = nn.Linear(c["d_model"], c["tgt_vocab_size"])
-        self.src_tok_emb = nn.Embedding(c["src_vocab_size"], c["d_model"])
-        self.tgt_tok_emb = nn.Embedding(c["tgt_vocab_size"], c["d_model"])
-        self.positional_encoding = TutorialPositionalEncoding(c["d_model"], c["max_positions"])
-
-    def forward(self, src, tgt, causal=True):
-        scale = math.sqrt(self.c["d_model"])
-        src_emb = self.positional_encoding(self.src_tok_emb(src) * scale)
-        tgt_emb = self.positional_encoding(self.tgt_tok_emb(tgt) * scale)
+def module_logits(family, model, src, tgt, causal):
+    """The torch module's own forward on a (padded) batch."""
+    if family == "pytorch-tutorial":
         t = tgt.size(1)
-        tgt_mask = self.transformer.generate_square_subsequent_mask(t) if causal else None
-        outs = self.transformer(src_emb, tgt_emb, src_mask=None, tgt_mask=tgt_mask,
-                                src_key_padding_mask=(src == PAD), tgt_key_padding_mask=(tgt == PAD),
-                                memory_key_padding_mask=(src == PAD))
-        return self.generator(outs)
+        tgt_mask = model.transformer.generate_square_subsequent_mask(t) if causal else None
+        return model(src, tgt, None, tgt_mask, src == PAD, tgt == PAD, src == PAD)
+    assert causal, "the seq2seq tutorial always applies its causal mask"
+    out = model(src, tgt)
+    return out[0] if isinstance(out, tuple) else out  # the tutorial's decoder returns (output, attention)
 
-    def native_weights(self):
-        w = {}
-        C = self.c["d_model"]
-        lin = lambda prefix, m: w.update({prefix + ".weight": m.weight, prefix + ".bias": m.bias})
-        ln = lambda prefix, m: w.update({prefix + ".weight": m.weight, prefix + ".bias": m.bias})
 
-        def mha(prefix, m):
+def native_weights(family, model):
+    """The module's parameters under the native names of the stepwise reference (Q, K, V separate)."""
+    sd = {k: v.detach().clone() for k, v in model.named_parameters()}
+    w = {}
+
+    def lin(dst, src):
+        w[dst + ".weight"], w[dst + ".bias"] = sd[src + ".weight"], sd[src + ".bias"]
+
+    if family == "pytorch-tutorial":
+        C = model.transformer.d_model
+
+        def mha(dst, src):
             for i, n in enumerate("qkv"):
-                w[f"{prefix}.{n}.weight"] = m.in_proj_weight[i * C:(i + 1) * C]
-                w[f"{prefix}.{n}.bias"] = m.in_proj_bias[i * C:(i + 1) * C]
-            lin(prefix + ".out", m.out_proj)
+                w[f"{dst}.{n}.weight"] = sd[src + ".in_proj_weight"][i * C:(i + 1) * C]
+                w[f"{dst}.{n}.bias"] = sd[src + ".in_proj_bias"][i * C:(i + 1) * C]
+            lin(dst + ".out", src + ".out_proj")
 
-        w["src_embedding"] = self.src_tok_emb.weight
-        w["tgt_embedding"] = self.tgt_tok_emb.weight
-        for l, layer in enumerate(self.transformer.encoder.layers):
-            mha(f"enc.{l}.self_attn", layer.self_attn)
-            ln(f"enc.{l}.self_attn_norm", layer.norm1)
-            lin(f"enc.{l}.ffn.fc1", layer.linear1)
-            lin(f"enc.{l}.ffn.fc2", layer.linear2)
-            ln(f"enc.{l}.ffn_norm", layer.norm2)
-        for l, layer in enumerate(self.transformer.decoder.layers):
-            mha(f"dec.{l}.self_attn", layer.self_attn)
-            ln(f"dec.{l}.self_attn_norm", layer.norm1)
-            mha(f"dec.{l}.cross_attn", layer.multihead_attn)
-            ln(f"dec.{l}.cross_attn_norm", layer.norm2)
-            lin(f"dec.{l}.ffn.fc1", layer.linear1)
-            lin(f"dec.{l}.ffn.fc2", layer.linear2)
-            ln(f"dec.{l}.ffn_norm", layer.norm3)
-        ln("enc_norm", self.transformer.encoder.norm)
-        ln("dec_norm", self.transformer.decoder.norm)
-        lin("generator", self.generator)
-        return {k: v.detach().clone() for k, v in w.items()}
+        w["src_embedding"] = sd["src_tok_emb.embedding.weight"]
+        w["tgt_embedding"] = sd["tgt_tok_emb.embedding.weight"]
+        for l in range(len(model.transformer.encoder.layers)):
+            p = f"transformer.encoder.layers.{l}"
+            mha(f"enc.{l}.self_attn", p + ".self_attn")
+            lin(f"enc.{l}.self_attn_norm", p + ".norm1")
+            lin(f"enc.{l}.ffn.fc1", p + ".linear1")
+            lin(f"enc.{l}.ffn.fc2", p + ".linear2")
+            lin(f"enc.{l}.ffn_norm", p + ".norm2")
+        for l in range(len(model.transformer.decoder.layers)):
+            p = f"transformer.decoder.layers.{l}"
+            mha(f"dec.{l}.self_attn", p + ".self_attn")
+            lin(f"dec.{l}.self_attn_norm", p + ".norm1")
+            mha(f"dec.{l}.cross_attn", p + ".multihead_attn")
+            lin(f"dec.{l}.cross_attn_norm", p + ".norm2")
+            lin(f"dec.{l}.ffn.fc1", p + ".linear1")
+            lin(f"dec.{l}.ffn.fc2", p + ".linear2")
+            lin(f"dec.{l}.ffn_norm", p + ".norm3")
+        lin("enc_norm", "transformer.encoder.norm")
+        lin("dec_norm", "transformer.decoder.norm")
+        lin("generator", "generator")
+        return w
 
+    def mha(dst, src):
+        for n, m in (("q", "fc_q"), ("k", "fc_k"), ("v", "fc_v"), ("out", "fc_o")):
+            lin(f"{dst}.{n}", f"{src}.{m}")
 
-class S2SAttention(nn.Module):  # pytorch-seq2seq's MultiHeadAttentionLayer
-    def __init__(self, hid_dim, n_heads):
-        super().__init__()
-        self.hid_dim, self.n_heads, self.head_dim = hid_dim, n_heads, hid_dim // n_heads
-        self.fc_q, self.fc_k = nn.Linear(hid_dim, hid_dim), nn.Linear(hid_dim, hid_dim)
-        self.fc_v, self.fc_o = nn.Linear(hid_dim, hid_dim), nn.Linear(hid_dim, hid_dim)
-        self.scale = torch.sqrt(torch.FloatTensor([self.head_dim]))
-
-    def forward(self, query, key, value, mask=None):
-        b = query.shape[0]
-        Q = self.fc_q(query).view(b, -1, self.n_heads, self.head_dim).permute(0, 2, 1, 3)
-        K = self.fc_k(key).view(b, -1, self.n_heads, self.head_dim).permute(0, 2, 1, 3)
-        V = self.fc_v(value).view(b, -1, self.n_heads, self.head_dim).permute(0, 2, 1, 3)
-        energy = torch.matmul(Q, K.permute(0, 1, 3, 2)) / self.scale
-        if mask is not None:
-            energy = energy.masked_fill(mask == 0, -1e10)
-        attention = torch.softmax(energy, dim=-1)
-        x = torch.matmul(attention, V).permute(0, 2, 1, 3).contiguous().view(b, -1, self.hid_dim)
-        return self.fc_o(x)
-
-
-class S2SFeedForward(nn.Module):
-    def __init__(self, hid_dim, pf_dim):
-        super().__init__()
-        self.fc_1, self.fc_2 = nn.Linear(hid_dim, pf_dim), nn.Linear(pf_dim, hid_dim)
-
-    def forward(self, x):
-        return self.fc_2(torch.relu(self.fc_1(x)))
-
-
-class S2SEncoderLayer(nn.Module):
-    def __init__(self, hid, heads, pf):
-        super().__init__()
-        self.self_attn_layer_norm, self.ff_layer_norm = nn.LayerNorm(hid), nn.LayerNorm(hid)
-        self.self_attention = S2SAttention(hid, heads)
-        self.positionwise_feedforward = S2SFeedForward(hid, pf)
-
-    def forward(self, src, src_mask):
-        src = self.self_attn_layer_norm(src + self.self_attention(src, src, src, src_mask))
-        return self.ff_layer_norm(src + self.positionwise_feedforward(src))
-
-
-class S2SDecoderLayer(nn.Module):
-    def __init__(self, hid, heads, pf):
-        super().__init__()
-        self.self_attn_layer_norm, self.enc_attn_layer_norm = nn.LayerNorm(hid), nn.LayerNorm(hid)
-        self.ff_layer_norm = nn.LayerNorm(hid)
-        self.self_attention, self.encoder_attention = S2SAttention(hid, heads), S2SAttention(hid, heads)
-        self.positionwise_feedforward = S2SFeedForward(hid, pf)
-
-    def forward(self, trg, enc_src, trg_mask, src_mask):
-        trg = self.self_attn_layer_norm(trg + self.self_attention(trg, trg, trg, trg_mask))
-        trg = self.enc_attn_layer_norm(trg + self.encoder_attention(trg, enc_src, enc_src, src_mask))
-        return self.ff_layer_norm(trg + self.positionwise_feedforward(trg))
-
-
-class Seq2SeqTutorialModel(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-        C, H, Fd, P = c["d_model"], c["n_heads"], c["d_ff"], c["max_positions"]
-        self.enc_tok, self.enc_pos = nn.Embedding(c["src_vocab_size"], C), nn.Embedding(P, C)
-        self.dec_tok, self.dec_pos = nn.Embedding(c["tgt_vocab_size"], C), nn.Embedding(P, C)
-        self.enc_layers = nn.ModuleList([S2SEncoderLayer(C, H, Fd) for _ in range(c["n_encoder_layers"])])
-        self.dec_layers = nn.ModuleList([S2SDecoderLayer(C, H, Fd) for _ in range(c["n_decoder_layers"])])
-        self.fc_out = nn.Linear(C, c["tgt_vocab_size"])
-        self.scale = torch.sqrt(torch.FloatTensor([C]))
-
-    def forward(self, src, trg, causal=True):
-        src_mask = (src != PAD).unsqueeze(1).unsqueeze(2)
-        t = trg.shape[1]
-        trg_mask = (trg != PAD).unsqueeze(1).unsqueeze(2)
-        if causal:
-            trg_mask = trg_mask & torch.tril(torch.ones((t, t))).bool()
-        pos = torch.arange(0, src.shape[1]).unsqueeze(0)
-        x = self.enc_tok(src) * self.scale + self.enc_pos(pos)
-        for layer in self.enc_layers:
-            x = layer(x, src_mask)
-        pos = torch.arange(0, t).unsqueeze(0)
-        y = self.dec_tok(trg) * self.scale + self.dec_pos(pos)
-        for layer in self.dec_layers:
-            y = layer(y, x, trg_mask, src_mask)
-        return self.fc_out(y)
-
-    def native_weights(self):
-        w = {}
-        lin = lambda prefix, m: w.update({prefix + ".weight": m.weight, prefix + ".bias": m.bias})
-
-        def mha(prefix, m):
-            for n, mm in (("q", m.fc_q), ("k", m.fc_k), ("v", m.fc_v), ("out", m.fc_o)):
-                lin(f"{prefix}.{n}", mm)
-
-        w["src_embedding"], w["src_positions"] = self.enc_tok.weight, self.enc_pos.weight
-        w["tgt_embedding"], w["tgt_positions"] = self.dec_tok.weight, self.dec_pos.weight
-        for l, layer in enumerate(self.enc_layers):
-            mha(f"enc.{l}.self_attn", layer.self_attention)
-            lin(f"enc.{l}.self_attn_norm", layer.self_attn_layer_norm)
-            lin(f"enc.{l}.ffn.fc1", layer.positionwise_feedforward.fc_1)
-            lin(f"enc.{l}.ffn.fc2", layer.positionwise_feedforward.fc_2)
-            lin(f"enc.{l}.ffn_norm", layer.ff_layer_norm)
-        for l, layer in enumerate(self.dec_layers):
-            mha(f"dec.{l}.self_attn", layer.self_attention)
-            lin(f"dec.{l}.self_attn_norm", layer.self_attn_layer_norm)
-            mha(f"dec.{l}.cross_attn", layer.encoder_attention)
-            lin(f"dec.{l}.cross_attn_norm", layer.enc_attn_layer_norm)
-            lin(f"dec.{l}.ffn.fc1", layer.positionwise_feedforward.fc_1)
-            lin(f"dec.{l}.ffn.fc2", layer.positionwise_feedforward.fc_2)
-            lin(f"dec.{l}.ffn_norm", layer.ff_layer_norm)
-        lin("generator", self.fc_out)
-        return {k: v.detach().clone() for k, v in w.items()}
+    w["src_embedding"], w["src_positions"] = sd["encoder.tok_embedding.weight"], sd["encoder.pos_embedding.weight"]
+    w["tgt_embedding"], w["tgt_positions"] = sd["decoder.tok_embedding.weight"], sd["decoder.pos_embedding.weight"]
+    for l in range(len(model.encoder.layers)):
+        p = f"encoder.layers.{l}"
+        mha(f"enc.{l}.self_attn", p + ".self_attention")
+        lin(f"enc.{l}.self_attn_norm", p + ".self_attn_layer_norm")
+        lin(f"enc.{l}.ffn.fc1", p + ".positionwise_feedforward.fc_1")
+        lin(f"enc.{l}.ffn.fc2", p + ".positionwise_feedforward.fc_2")
+        lin(f"enc.{l}.ffn_norm", p + ".ff_layer_norm")
+    for l in range(len(model.decoder.layers)):
+        p = f"decoder.layers.{l}"
+        mha(f"dec.{l}.self_attn", p + ".self_attention")
+        lin(f"dec.{l}.self_attn_norm", p + ".self_attn_layer_norm")
+        mha(f"dec.{l}.cross_attn", p + ".encoder_attention")
+        lin(f"dec.{l}.cross_attn_norm", p + ".enc_attn_layer_norm")
+        lin(f"dec.{l}.ffn.fc1", p + ".positionwise_feedforward.fc_1")
+        lin(f"dec.{l}.ffn.fc2", p + ".positionwise_feedforward.fc_2")
+        lin(f"dec.{l}.ffn_norm", p + ".ff_layer_norm")
+    lin("generator", "decoder.fc_out")
+    return w
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -294,7 +194,7 @@ def stepwise(c, w, src, tgt, iv):
             pos = w[side + "_positions"][: len(ids)]
         else:
             tok = table[ids] * scale
-            pos = TutorialPositionalEncoding(C, c["max_positions"]).pos_embedding[: len(ids)]
+            pos = tutorial_positional_table(C, c["max_positions"])[: len(ids)]
         if not iv.get("positional_encoding", True):
             pos = torch.zeros_like(pos)
         tr[name + ".tok_embed"], tr[name + ".pos"] = tok, pos
@@ -388,44 +288,63 @@ def sentence(rng, n, vocab, bos=False, pad_to=None):
     return torch.tensor(ids, dtype=torch.long)
 
 
-def write_case(name, family, c, w, src, tgt, iv, tr):
-    tensors = {"w." + k: v.numpy().astype(np.float32) for k, v in w.items()}
-    tensors["ids.src"] = src.numpy().astype(np.int64)
-    tensors["ids.tgt"] = tgt.numpy().astype(np.int64)
+def vocabulary(n):
+    return ["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(4, n)]
+
+
+def write_model_file(name, family, c, model):
+    """A Stepformer model file (docs/model-files.md): the module's parameters under the family's own names."""
+    tensors = {k: v.detach().numpy().astype(np.float32) for k, v in model.named_parameters()}
+    meta = {"format": "stepformer-model", "format_version": "1", "family": family, "config": json.dumps(c),
+            "src_vocab": json.dumps(vocabulary(c["src_vocab_size"])),
+            "tgt_vocab": json.dumps(vocabulary(c["tgt_vocab_size"])),
+            "provenance": json.dumps({"written_by": "tests/reference/make_forward_fixtures.py",
+                                      "weights": "random"})}
+    path = os.path.join(OUT_DIR, name + ".model.safetensors")
+    write_safetensors(path, tensors, meta)
+    return os.path.getsize(path)
+
+
+def write_trace_file(case, model_name, family, src, tgt, iv, tr):
+    tensors = {"ids.src": src.numpy().astype(np.float32), "ids.tgt": tgt.numpy().astype(np.float32)}
     for k, v in tr.items():
         tensors[k] = v.detach().numpy().astype(np.float32)
-    meta = {"config": json.dumps(c), "interventions": json.dumps(iv), "family": family, "case": name}
-    path = os.path.join(OUT_DIR, name + ".safetensors")
+    meta = {"model": model_name + ".model.safetensors", "interventions": json.dumps(iv), "family": family,
+            "case": case}
+    path = os.path.join(OUT_DIR, case + ".trace.safetensors")
     write_safetensors(path, tensors, meta)
     return os.path.getsize(path)
 
 
 def build_case(name, family, c, seed, batch, iv=None):
-    """batch: list of (src ids, tgt ids) of equal padded lengths; one fixture per sentence."""
+    """batch: list of (src ids, tgt ids) of equal padded lengths; one trace fixture per sentence."""
     iv = iv or {}
     torch.manual_seed(seed)
-    model = (PytorchTutorialModel if family == "pytorch-tutorial" else Seq2SeqTutorialModel)(c)
+    model = families.build(family, c)
     randomise(model, seed)
     model.eval()
-    w = model.native_weights()
+    w = native_weights(family, model)
     src = torch.stack([s for s, _ in batch])
     tgt = torch.stack([t for _, t in batch])
     # Grad enabled on purpose: nn.Transformer's inference fast path (nested tensors) zeroes padded rows.
-    module_logits = model(src, tgt, causal=iv.get("causal_mask", True)).detach()
-    sizes = 0
+    module = module_logits(family, model, src, tgt, iv.get("causal_mask", True)).detach()
+    sizes = write_model_file(name, family, c, model)
     for b, (s, t) in enumerate(batch):
         with torch.no_grad():
             tr = stepwise(c, w, s, t, iv)
-        err = (tr["logits"] - module_logits[b]).abs().max().item()
+        err = (tr["logits"] - module[b]).abs().max().item()
         assert err < 2e-5, f"{name}[{b}]: stepwise logits differ from the torch module by {err}"
         case = name if len(batch) == 1 else f"{name}_{b}"
-        sizes += write_case(case, family, c, w, s, t, iv, tr)
+        sizes += write_trace_file(case, name, family, s, t, iv, tr)
         print(f"{case:24s} module vs stepwise max |diff| {err:.2e}")
     return sizes
 
 
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
+    for f in os.listdir(OUT_DIR):
+        if f.endswith(".safetensors"):
+            os.remove(os.path.join(OUT_DIR, f))
     rng = np.random.default_rng(1234)
     total = 0
     one = lambda c, S=6, T=5: [(sentence(rng, S, c["src_vocab_size"]), sentence(rng, T, c["tgt_vocab_size"], True))]

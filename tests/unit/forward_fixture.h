@@ -1,6 +1,5 @@
-// Test helpers for the forward-pass tests: a minimal safetensors reader for the committed fixtures written by
-// tests/reference/make_forward_fixtures.py (F32 / I64 only), the native-weight loader of those fixtures, and
-// a random model builder. Test code only: the product reads model files through core/io and core/model.
+// Test helpers for the forward-pass tests: the committed PyTorch fixtures written by
+// tests/reference/make_forward_fixtures.py, and random models.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -13,116 +12,51 @@
 #include <string>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "model/weights.h"
 #include "transformer/interventions.h"
 #include "util/tensor.h"
 
 namespace sf::testing {
 
-struct FixtureFile {
-  std::map<std::string, Tensor> tensors;           // F32 tensors (I64 converted to float)
-  std::map<std::string, std::vector<int>> ids;     // I64 tensors
-  std::map<std::string, std::string> metadata;
-};
-
-inline FixtureFile read_fixture(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  uint64_t header_len = 0;
-  in.read(reinterpret_cast<char*>(&header_len), 8);
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const nlohmann::json j = nlohmann::json::parse(header);
-  FixtureFile f;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      for (auto m = it->begin(); m != it->end(); ++m) f.metadata[m.key()] = m->get<std::string>();
-      continue;
-    }
-    const std::string dtype = (*it)["dtype"];
-    const auto shape = (*it)["shape"].get<std::vector<int64_t>>();
-    const auto off = (*it)["data_offsets"].get<std::vector<size_t>>();
-    const char* p = data.data() + off[0];
-    const size_t bytes = off[1] - off[0];
-    if (dtype == "F32") {
-      Tensor t;
-      t.shape = shape;
-      t.data.resize(bytes / 4);
-      std::memcpy(t.data.data(), p, bytes);
-      f.tensors[it.key()] = std::move(t);
-    } else if (dtype == "I64") {
-      std::vector<int> v(bytes / 8);
-      for (size_t i = 0; i < v.size(); ++i) {
-        int64_t x;
-        std::memcpy(&x, p + 8 * i, 8);
-        v[i] = static_cast<int>(x);
-      }
-      f.ids[it.key()] = std::move(v);
-    } else {
-      throw std::runtime_error("unsupported dtype " + dtype);
-    }
-  }
-  return f;
-}
-
-inline Mat to_mat(const Tensor& t) {
-  const int64_t rows = t.shape.size() == 1 ? 1 : t.shape[0];
-  const int64_t cols = t.shape.size() == 1 ? t.shape[0] : t.shape[1];
-  return Eigen::Map<const Mat>(t.data.data(), rows, cols);
-}
-
-struct FixtureModel {
-  Config config;
-  ModelWeights weights;
+// One committed PyTorch fixture (tests/reference/make_forward_fixtures.py): a trace file "<case>.trace.safetensors"
+// with the ids, the interventions and every expected intermediate, and the model file it names, loaded through
+// load_model (the family's own tensor names).
+struct ForwardFixture {
+  std::string case_name;
+  std::string family;
+  Model model;
   Interventions interventions;
   std::vector<int> src, tgt;
-  FixtureFile file;
+  std::map<std::string, Tensor> expected;  // trace name -> tensor
 };
 
-inline FixtureModel load_fixture_model(const std::string& path) {
-  FixtureModel m;
-  m.file = read_fixture(path);
-  m.config = config_from_json(nlohmann::json::parse(m.file.metadata.at("config")));
-  const nlohmann::json iv = nlohmann::json::parse(m.file.metadata.at("interventions"));
-  m.interventions.causal_mask = iv.value("causal_mask", true);
-  m.interventions.padding_mask = iv.value("padding_mask", true);
-  m.interventions.positional_encoding = iv.value("positional_encoding", true);
-  m.src = m.file.ids.at("ids.src");
-  m.tgt = m.file.ids.at("ids.tgt");
-  auto get = [&](const std::string& name) { return to_mat(m.file.tensors.at("w." + name)); };
-  auto has = [&](const std::string& name) { return m.file.tensors.count("w." + name) > 0; };
-  auto lin = [&](const std::string& p) {
-    LinearWeights l;
-    l.weight = get(p + ".weight");
-    if (has(p + ".bias")) l.bias = get(p + ".bias");
-    return l;
-  };
-  auto ln = [&](const std::string& p) { return LayerNormWeights{get(p + ".weight"), get(p + ".bias")}; };
-  auto attn = [&](const std::string& p) {
-    return AttentionWeights{lin(p + ".q"), lin(p + ".k"), lin(p + ".v"), lin(p + ".out")};
-  };
-  ModelWeights& w = m.weights;
-  w.src_embedding = get("src_embedding");
-  w.tgt_embedding = get("tgt_embedding");
-  if (has("src_positions")) w.src_positions = get("src_positions");
-  if (has("tgt_positions")) w.tgt_positions = get("tgt_positions");
-  for (int l = 0; l < m.config.n_encoder_layers; ++l) {
-    const std::string p = "enc." + std::to_string(l);
-    w.encoder_layers.push_back({attn(p + ".self_attn"), ln(p + ".self_attn_norm"),
-                                {lin(p + ".ffn.fc1"), lin(p + ".ffn.fc2")}, ln(p + ".ffn_norm")});
+inline std::vector<int> ids_of(const TensorView& v) {
+  std::vector<int> ids;
+  for (float x : v.to_floats()) ids.push_back(static_cast<int>(x));
+  return ids;
+}
+
+inline ForwardFixture load_forward_fixture(const std::string& trace_path) {
+  ForwardFixture f;
+  const SafetensorsFile file = SafetensorsFile::open(trace_path);
+  const auto& meta = file.metadata();
+  f.case_name = meta.at("case");
+  f.family = meta.at("family");
+  const std::string dir = trace_path.substr(0, trace_path.find_last_of('/') + 1);
+  f.model = load_model(dir + meta.at("model"));
+  const nlohmann::json iv = nlohmann::json::parse(meta.at("interventions"));
+  f.interventions.causal_mask = iv.value("causal_mask", true);
+  f.interventions.padding_mask = iv.value("padding_mask", true);
+  f.interventions.positional_encoding = iv.value("positional_encoding", true);
+  for (const TensorView& v : file.tensors()) {
+    if (v.name == "ids.src") f.src = ids_of(v);
+    else if (v.name == "ids.tgt") f.tgt = ids_of(v);
+    else f.expected[v.name] = Tensor{v.shape, v.to_floats()};
   }
-  for (int l = 0; l < m.config.n_decoder_layers; ++l) {
-    const std::string p = "dec." + std::to_string(l);
-    w.decoder_layers.push_back({attn(p + ".self_attn"), ln(p + ".self_attn_norm"), attn(p + ".cross_attn"),
-                                ln(p + ".cross_attn_norm"), {lin(p + ".ffn.fc1"), lin(p + ".ffn.fc2")},
-                                ln(p + ".ffn_norm")});
-  }
-  if (has("enc_norm.weight")) w.encoder_norm = ln("enc_norm");
-  if (has("dec_norm.weight")) w.decoder_norm = ln("dec_norm");
-  w.generator = lin("generator");
-  return m;
+  return f;
 }
 
 // Random weights for a config (normal * scale), deterministic in the seed.

@@ -1,6 +1,7 @@
 // The forward pass against PyTorch: every traced tensor of every committed fixture (written by
-// tests/reference/make_forward_fixtures.py from the torch modules of both families) must agree within
-// 1e-5 absolute (fp32). Masks (0/1) must agree exactly.
+// tests/reference/make_forward_fixtures.py from the torch modules of both families, whose parameters are
+// saved as model files under the families' own names and loaded here through load_model) must agree within
+// 1e-5 absolute (fp32).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,7 +19,7 @@ constexpr float kTolerance = 1e-5f;
 std::vector<std::string> fixture_paths() {
   std::vector<std::string> paths;
   for (const auto& e : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/forward"))
-    if (e.path().extension() == ".safetensors") paths.push_back(e.path().string());
+    if (e.path().string().ends_with(".trace.safetensors")) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   return paths;
 }
@@ -26,14 +27,13 @@ std::vector<std::string> fixture_paths() {
 class ForwardPytorch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ForwardPytorch, EveryTracedTensorMatches) {
-  const testing::FixtureModel m = testing::load_fixture_model(GetParam());
-  const Trace trace = forward(m.config, m.weights, m.src, m.tgt, m.interventions);
+  const testing::ForwardFixture f = testing::load_forward_fixture(GetParam());
+  const Trace trace = forward(f.model.config, f.model.weights, f.src, f.tgt, f.interventions);
   std::map<std::string, Tensor> ours;
   for (auto& nt : trace_tensors(trace)) ours[nt.name] = std::move(nt.tensor);
 
   int compared = 0;
-  for (const auto& [name, expected] : m.file.tensors) {
-    if (name.rfind("w.", 0) == 0) continue;
+  for (const auto& [name, expected] : f.expected) {
     auto it = ours.find(name);
     ASSERT_NE(it, ours.end()) << "our trace lacks '" << name << "'";
     const Tensor& got = it->second;
@@ -55,25 +55,26 @@ TEST_P(ForwardPytorch, EveryTracedTensorMatches) {
                                "dec.0.self_attn.probs", "dec.0.cross_attn.q", "dec.0.cross_attn.k",
                                "dec.0.cross_attn.scores", "dec.0.cross_attn.probs", "dec.0.out", "dec.out",
                                "logits"})
-    EXPECT_TRUE(m.file.tensors.count(required)) << required;
+    EXPECT_TRUE(f.expected.count(required)) << required;
   EXPECT_GT(compared, 60);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ForwardPytorch, ::testing::ValuesIn(fixture_paths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           return std::filesystem::path(info.param).stem().string();
+                           const std::string file = std::filesystem::path(info.param).filename().string();
+                           return file.substr(0, file.find('.'));
                          });
 
 TEST(ForwardPytorchFixtures, CoverBothFamiliesPaddingAndMasks) {
   std::set<std::string> families;
   bool padded = false, no_causal = false, pre = false, learned = false;
   for (const auto& path : fixture_paths()) {
-    const testing::FixtureModel m = testing::load_fixture_model(path);
-    families.insert(m.file.metadata.at("family"));
-    for (int id : m.src) padded |= id == m.config.pad_id;
-    no_causal |= !m.interventions.causal_mask;
-    pre |= m.config.norm_placement == NormPlacement::Pre;
-    learned |= m.config.positional_encoding == PositionalEncoding::Learned;
+    const testing::ForwardFixture f = testing::load_forward_fixture(path);
+    families.insert(f.family);
+    for (int id : f.src) padded |= id == f.model.config.pad_id;
+    no_causal |= !f.interventions.causal_mask;
+    pre |= f.model.config.norm_placement == NormPlacement::Pre;
+    learned |= f.model.config.positional_encoding == PositionalEncoding::Learned;
   }
   EXPECT_EQ(families.size(), 2u);
   EXPECT_TRUE(padded && no_causal && pre && learned);
