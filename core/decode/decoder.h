@@ -53,6 +53,8 @@ struct BeamNode {
   int step = 0;              // the step that created it (0 for the root)
 };
 
+// The decoder keeps references to `config` and `weights` (immutable, shared): they must outlive it. Its own run
+// state (encoder trace, caches, tree, history) is copied with it.
 class Decoder {
  public:
   // Runs the encoder. Throws ErrorKind::Input for bad ids, interventions or options.

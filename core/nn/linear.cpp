@@ -8,15 +8,21 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
     fail(ErrorKind::Shape, "linear_forward",
          "input has " + std::to_string(x.cols()) + " columns, weight expects " + std::to_string(w.weight.cols()));
-  // Computed into a column-major buffer, so that Eigen's GEMM reads W^T as its right-hand side: W (out, in)
-  // row-major is W^T (in, out) column-major, whose packing is a contiguous copy. Written straight into the
-  // row-major output, Eigen would transpose the product and pack W as a row-major left-hand side, a strided
-  // gather that cost more than the multiplication itself for short sentences (measured: 2.5x slower).
-  thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
-  product.resize(x.rows(), w.weight.rows());
-  product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
   out.resize(x.rows(), w.weight.rows());
-  out = product;
+  if (x.rows() >= 64) {
+    out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
+  } else {
+    // Few rows (one sentence): computed into a column-major buffer, so that Eigen's GEMM takes W^T as its
+    // right-hand side (W (out, in) row-major is W^T (in, out) column-major, packed by contiguous copies) and the
+    // sentence as the small left-hand side. Written straight into the row-major output, Eigen transposes the
+    // product and packs all of W as a row-major left-hand side; for 20 tokens that packing was the largest cost
+    // of the forward pass in perf (about 45%). For many rows the packing is amortised and the transposing copy
+    // below would cost more (measured with bench/bench_forward.cpp).
+    thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
+    product.resize(x.rows(), w.weight.rows());
+    product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
+    out = product;
+  }
   if (w.bias.size() > 0) out.rowwise() += w.bias;
 }
 
