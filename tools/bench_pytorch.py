@@ -10,13 +10,17 @@ checks it against the file, and times, with torch.set_num_threads(1) (override: 
   forward     the whole model on N source and N target tokens (logits and softmax, like the traced forward)
   step        the logits of one more token by recomputing the decoder on the prefix (what torch eager does
               without a cache), for comparison with BM_DecodeStepRecompute / BM_DecodeStepKvCache
-Reports the median of repeated runs in ms, in the same layout as the Google Benchmark names.
+Reports the median and the minimum of repeated runs in ms.
+With --cli PATH (build/app/stepformer-cli) it first checks that both sides compute the same thing: it runs
+`stepformer-cli trace` on the 20-token sentence pair and compares its logits with torch's.
 """
 import argparse
 import json
 import math
 import os
 import struct
+import subprocess
+import tempfile
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -109,6 +113,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cli", help="stepformer-cli, to check that its trace's logits equal torch's")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tensors, meta = read_safetensors(args.model)
@@ -119,6 +124,19 @@ def main():
     model.eval()
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    if args.cli:
+        src, tgt = sentence(20, False), sentence(20, True)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "trace.safetensors")
+            subprocess.run([args.cli, "trace", args.model, "--ids", "--src", " ".join(map(str, src[0].tolist())),
+                            "--tgt", " ".join(map(str, tgt[0].tolist())), "--out", out], check=True,
+                           stdout=subprocess.DEVNULL)
+            ours = read_safetensors(out)[0]["logits"]
+        with torch.inference_mode():
+            theirs = model.generator(model.decode(tgt, model.encode(src)))[0]
+        err = (ours - theirs).abs().max().item()
+        print(f"stepformer-cli trace logits vs torch: max |diff| {err:.2e} (logits up to {theirs.abs().max():.1f})")
+        assert err < 1e-3, "the two sides do not compute the same model"
     print(f"{'name':32s} {'median ms':>10s} {'min ms':>10s}")
     with torch.inference_mode():
         for n in (20, 8, 16, 32, 64, 128, 256):
