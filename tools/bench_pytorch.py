@@ -10,7 +10,7 @@ checks it against the file, and times, with torch.set_num_threads(1) (override: 
   forward     the whole model on N source and N target tokens (logits and softmax, like the traced forward)
   step        the logits of one more token by recomputing the decoder on the prefix (what torch eager does
               without a cache), for comparison with BM_DecodeStepRecompute / BM_DecodeStepKvCache
-Reports the median and the minimum of repeated runs in ms.
+Reports the median and the minimum CPU time of repeated runs in ms (compare with Google Benchmark's CPU column).
 With --cli PATH (build/app/stepformer-cli) it first checks that both sides compute the same thing: it runs
 `stepformer-cli trace` on the 20-token sentence pair and compares its logits with torch's.
 """
@@ -100,12 +100,14 @@ def sentence(n, bos):  # the same ids as bench_forward.cpp
 
 
 def median_ms(fn, min_time=0.5, min_runs=5):
+    """Median and minimum of the CPU time of one call (the process's CPU time, so that other processes on a
+    busy machine do not count, as Google Benchmark's CPU column)."""
     fn()
     times, start = [], time.perf_counter()
     while len(times) < min_runs or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((time.process_time() - t0) * 1e3)
     return float(np.median(times)), float(np.min(times))
 
 
@@ -137,7 +139,7 @@ def main():
         err = (ours - theirs).abs().max().item()
         print(f"stepformer-cli trace logits vs torch: max |diff| {err:.2e} (logits up to {theirs.abs().max():.1f})")
         assert err < 1e-3, "the two sides do not compute the same model"
-    print(f"{'name':32s} {'median ms':>10s} {'min ms':>10s}")
+    print(f"{'name (CPU time)':32s} {'median ms':>10s} {'min ms':>10s}")
     with torch.inference_mode():
         for n in (20, 8, 16, 32, 64, 128, 256):
             src, tgt = sentence(n, False), sentence(n, True)

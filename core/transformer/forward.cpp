@@ -127,8 +127,8 @@ std::vector<bool> heads_on(const Config& config, const Interventions& iv, Attent
   return on;
 }
 
-void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
-                  int first_position, bool positional_encoding, EmbeddingTrace& t) {
+void check_token_ids(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                     int first_position) {
   const char* side = source ? "source" : "target";
   const int vocab = source ? config.src_vocab_size : config.tgt_vocab_size;
   const Mat& table = source ? weights.src_embedding : weights.tgt_embedding;
@@ -143,6 +143,35 @@ void embed_tokens(const Config& config, const ModelWeights& weights, bool source
       fail(ErrorKind::Input, "forward",
            std::string(side) + " token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
                ", outside the " + side + " vocabulary (size " + std::to_string(vocab) + ")");
+  if (config.positional_encoding == PositionalEncoding::Learned) {
+    const Mat& positions = source ? weights.src_positions : weights.tgt_positions;
+    if (positions.rows() < end_position)
+      fail(ErrorKind::Input, "forward",
+           std::string("the ") + side + " sequence needs " + std::to_string(end_position) +
+               " learned positions, the model has " + std::to_string(positions.rows()));
+  }
+}
+
+void check_custom_mask_sizes(const Interventions& iv, int src_length, int tgt_length) {
+  for (const CustomMask& m : iv.custom_masks) {
+    const HeadRef& h = m.where;
+    Eigen::Index tq = src_length, tk = src_length;
+    if (h.kind != AttentionKind::Encoder) {
+      if (tgt_length < 0) continue;  // the decoder input is not known yet
+      tq = tgt_length;
+      tk = h.kind == AttentionKind::Decoder ? tgt_length : src_length;
+    }
+    if (m.blocked.rows() != tq || m.blocked.cols() != tk)
+      fail(ErrorKind::Input, "forward",
+           "custom mask for " + kind_layer_head(h.kind, h.layer, h.head) + " is " +
+               shape_string({m.blocked.rows(), m.blocked.cols()}) + ", the pass needs " + shape_string({tq, tk}));
+  }
+}
+
+void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                  int first_position, bool positional_encoding, EmbeddingTrace& t) {
+  check_token_ids(config, weights, source, ids, first_position);
+  const Mat& table = source ? weights.src_embedding : weights.tgt_embedding;
   const float scale =
       config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
   t.ids = ids;
@@ -152,10 +181,6 @@ void embed_tokens(const Config& config, const ModelWeights& weights, bool source
     t.pos = Mat::Zero(n, config.d_model);
   } else if (config.positional_encoding == PositionalEncoding::Learned) {
     const Mat& positions = source ? weights.src_positions : weights.tgt_positions;
-    if (positions.rows() < end_position)
-      fail(ErrorKind::Input, "forward",
-           std::string("the ") + side + " sequence needs " + std::to_string(end_position) +
-               " learned positions, the model has " + std::to_string(positions.rows()));
     t.pos = positions.middleRows(first_position, n);
   } else {
     t.pos = cached_sinusoidal_encoding(config.max_positions, config.d_model).middleRows(first_position, n);
@@ -221,8 +246,11 @@ void output_forward(const Config& config, const ModelWeights& weights, const Con
 
 void encode(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
             const Interventions& interventions, Trace& trace) {
+  // Every check before the first change, so that a bad input leaves `trace` as it was.
   check_weights(config, weights);
   validate_interventions(config, interventions);
+  check_token_ids(config, weights, true, src_ids, 0);
+  check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), -1);
   trace.interventions = interventions;
   trace.src.ids = src_ids;
   run_encoder(config, weights, -1, trace);
@@ -232,6 +260,9 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
 
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace) {
   if (!trace.has_encoder()) fail(ErrorKind::Input, "decode_pass", "the trace holds no encoder pass");
+  check_token_ids(config, weights, false, tgt_ids, 0);
+  check_custom_mask_sizes(trace.interventions, static_cast<int>(trace.src.ids.size()),
+                          static_cast<int>(tgt_ids.size()));
   trace.tgt.ids = tgt_ids;
   run_decoder(config, weights, -1, trace);
 }
@@ -246,6 +277,8 @@ Trace forward(const Config& config, const ModelWeights& weights, const std::vect
 
 void forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
              const std::vector<int>& tgt_ids, const Interventions& interventions, Trace& trace) {
+  check_token_ids(config, weights, false, tgt_ids, 0);
+  check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), static_cast<int>(tgt_ids.size()));
   encode(config, weights, src_ids, interventions, trace);
   decode_pass(config, weights, tgt_ids, trace);
 }
@@ -281,6 +314,8 @@ RecomputePlan recompute(const Config& config, const ModelWeights& weights, const
   if (!trace.has_encoder() || !trace.has_decoder())
     fail(ErrorKind::Input, "recompute", "the trace holds no complete pass to start from");
   validate_interventions(config, interventions);
+  check_custom_mask_sizes(interventions, static_cast<int>(trace.src.ids.size()),
+                          static_cast<int>(trace.tgt.ids.size()));
   const RecomputePlan plan = plan_recompute(config, trace.interventions, interventions);
   trace.interventions = interventions;
   if (plan.encoder_from < config.n_encoder_layers) run_encoder(config, weights, plan.encoder_from, trace);

@@ -12,6 +12,7 @@
 //
 // Errors (sf::Error, ErrorKind::Input): empty input, ids outside the vocabulary, a sequence longer than
 // config.max_positions, a custom mask of the wrong size, an intervention naming a missing layer or head.
+// Everything is checked before anything is written, so a failed call leaves the trace it was given unchanged.
 #pragma once
 #include <functional>
 #include <vector>
@@ -60,6 +61,12 @@ void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, c
                            const AttentionFn& self_attn, EncoderLayerTrace& t);
 void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const ConstMatRef& x,
                            const AttentionFn& self_attn, const AttentionFn& cross_attn, DecoderLayerTrace& t);
+// The checks of one sequence (ErrorKind::Input): not empty, ids inside the vocabulary, positions
+// first_position.. inside max_positions (and the learned table).
+void check_token_ids(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                     int first_position);
+// Custom masks against the lengths of a pass (tgt_length < 0: the decoder's are not checked).
+void check_custom_mask_sizes(const Interventions& interventions, int src_length, int tgt_length);
 // Token embedding + position for ids at positions first_position.. (checks ids and lengths; `side` is
 // "source" or "target" for error messages).
 void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,

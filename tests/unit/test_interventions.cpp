@@ -199,6 +199,22 @@ TEST(Recompute, OnlyAffectedStagesAndEqualToFullForward) {
   }
 }
 
+TEST(Recompute, BadInterventionLeavesTheTraceUnchanged) {
+  Fixture f;
+  Trace t = forward(f.config, f.weights, f.src, f.tgt);
+  const Trace before = t;
+  Interventions bad;
+  bad.heads_off = {{AttentionKind::Encoder, 0, 1}};
+  bad.custom_masks.push_back({{AttentionKind::Cross, 1, 0}, Mat::Zero(5, 5)});  // needs (5, 6)
+  EXPECT_THROW(recompute(f.config, f.weights, bad, t), Error);
+  expect_traces_equal(t, before);
+  EXPECT_EQ(t.interventions, before.interventions);
+  EXPECT_THROW(forward(f.config, f.weights, f.src, {2, 99}, {}, t), Error);  // bad target id
+  expect_traces_equal(t, before);
+  EXPECT_THROW(forward(f.config, f.weights, f.src, f.tgt, bad, t), Error);
+  expect_traces_equal(t, before);
+}
+
 TEST(Trace, NamesAndShapes) {
   Fixture f;
   const Trace t = forward(f.config, f.weights, f.src, f.tgt);
