@@ -12,10 +12,12 @@ namespace sf::cli {
 // One declaration per subcommand file.
 // (Add new commands here and to the table below.)
 int run_trace(const Args& args);  // cmd_trace.cpp
+int run_info(const Args& args);  // cmd_info.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"trace", "run one forward pass and write every intermediate to a safetensors file", run_trace},
+      {"info", "print a model file's config, parameter count, vocabularies and provenance", run_info},
   };
   return table;
 }

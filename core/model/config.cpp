@@ -1,6 +1,8 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
@@ -52,6 +54,21 @@ void Config::validate() const {
     bad("pad_id, bos_id and eos_id must differ");
 }
 
+namespace {
+
+// The shortest decimal that reads back as the same float: 1e-05, not float-widened 9.999999747378752e-06.
+double shortest_decimal(float value) {
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+    const double d = std::strtod(text, nullptr);
+    if (static_cast<float>(d) == value) return d;
+  }
+  return value;
+}
+
+}  // namespace
+
 json config_to_json(const Config& c) {
   return json{{"d_model", c.d_model},
               {"n_heads", c.n_heads},
@@ -67,7 +84,7 @@ json config_to_json(const Config& c) {
               {"encoder_final_norm", c.encoder_final_norm},
               {"decoder_final_norm", c.decoder_final_norm},
               {"activation", to_string(c.activation)},
-              {"layer_norm_eps", c.layer_norm_eps},
+              {"layer_norm_eps", shortest_decimal(c.layer_norm_eps)},
               {"bias", c.bias},
               {"tie_output_embedding", c.tie_output_embedding},
               {"share_embeddings", c.share_embeddings},

@@ -1,0 +1,482 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "io/json_text.h"
+#include "util/error.h"
+#include "util/tensor.h"
+
+namespace sf {
+
+using nlohmann::json;
+
+// [SECTION] dtypes and scalar conversions
+
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  size_t size;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {DType::BOOL, "BOOL", 1}, {DType::U8, "U8", 1},   {DType::I8, "I8", 1},     {DType::F8_E4M3, "F8_E4M3", 1},
+    {DType::F8_E5M2, "F8_E5M2", 1}, {DType::I16, "I16", 2}, {DType::U16, "U16", 2}, {DType::F16, "F16", 2},
+    {DType::BF16, "BF16", 2}, {DType::I32, "I32", 4}, {DType::U32, "U32", 4}, {DType::F32, "F32", 4},
+    {DType::I64, "I64", 8}, {DType::U64, "U64", 8}, {DType::F64, "F64", 8},
+};
+
+const DTypeInfo& info(DType d) {
+  for (const auto& i : kDTypes)
+    if (i.dtype == d) return i;
+  return kDTypes[0];  // unreachable: every enumerator is in the table
+}
+
+}  // namespace
+
+const char* dtype_name(DType dtype) { return info(dtype).name; }
+size_t dtype_size(DType dtype) { return info(dtype).size; }
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const auto& i : kDTypes)
+    if (name == i.name) return i.dtype;
+  return std::nullopt;
+}
+
+bool dtype_is_float_readable(DType d) {
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F64;
+}
+
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  uint32_t bits;
+  if (exponent == 31)
+    bits = sign | 0x7f800000u | (mantissa << 13);  // Inf or NaN (payload kept)
+  else
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 -> 127
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t float_to_f16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u);  // Inf, NaN
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds (ties to even) past 65504: Inf
+  if (magnitude < 0x38800000u) {                        // below 2^-14: subnormal, mantissa = round(|x| * 2^24)
+    float abs_value;
+    std::memcpy(&abs_value, &magnitude, sizeof abs_value);
+    return sign | static_cast<uint16_t>(std::nearbyint(abs_value * 16777216.0f));
+  }
+  uint32_t h = (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3ffu);
+  const uint32_t rest = magnitude & 0x1fffu;  // the 13 bits dropped: round to nearest, ties to even
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry correctly bumps the exponent
+  return sign | static_cast<uint16_t>(h);
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &widened, sizeof f);
+  return f;
+}
+
+// [SECTION] TensorView
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;  // cannot overflow: checked when the header was parsed
+  return n;
+}
+
+void TensorView::read_floats(std::span<float> out) const {
+  const size_t n = static_cast<size_t>(numel());
+  if (out.size() != n)
+    fail(ErrorKind::Shape, "TensorView::read_floats",
+         "tensor '" + name + "' has " + std::to_string(n) + " values, output holds " + std::to_string(out.size()));
+  const std::byte* p = bytes.data();
+  // memcpy per element: the data region carries no alignment guarantee.
+  switch (dtype) {
+    case DType::F32:
+      if (n) std::memcpy(out.data(), p, n * 4);
+      return;
+    case DType::F16:
+    case DType::BF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, p + 2 * i, 2);
+        out[i] = dtype == DType::F16 ? f16_to_float(bits) : bf16_to_float(bits);
+      }
+      return;
+    case DType::F64:
+      for (size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        out[i] = static_cast<float>(d);
+      }
+      return;
+    default:
+      fail(ErrorKind::Format, "TensorView::read_floats",
+           "tensor '" + name + "' has dtype " + dtype_name(dtype) + ", which cannot be read as float (expected F32, "
+           "F16 or BF16)");
+  }
+}
+
+std::vector<float> TensorView::to_floats() const {
+  std::vector<float> v(static_cast<size_t>(numel()));
+  read_floats(v);
+  return v;
+}
+
+// [SECTION] reader
+
+struct SafetensorsFile::Storage {
+  const std::byte* data = nullptr;
+  size_t size = 0;
+  void* mapping = nullptr;  // non-null when data is an mmap of a file
+  std::vector<std::byte> owned;
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() {
+    if (mapping) munmap(mapping, size);
+  }
+};
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string offsets_string(uint64_t begin, uint64_t end) {
+  std::string s = "[";
+  s += std::to_string(begin);
+  s += ", ";
+  s += std::to_string(end);
+  s += ')';
+  return s;
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  const char* where = "load_safetensors";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::File, where, "cannot open '" + path + "': " + errno_text());
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    fail(ErrorKind::File, where, "cannot stat '" + path + "': " + why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::File, where, "'" + path + "' is not a regular file");
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->size = static_cast<size_t>(st.st_size);
+  if (storage->size > 0) {
+    void* m = mmap(nullptr, storage->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const std::string why = errno_text();
+      ::close(fd);
+      fail(ErrorKind::File, where, "cannot map '" + path + "': " + why);
+    }
+    storage->mapping = m;
+    storage->data = static_cast<const std::byte*>(m);
+  }
+  ::close(fd);  // the mapping stays valid without the descriptor
+  SafetensorsFile file;
+  file.storage_ = std::move(storage);
+  file.origin_ = path;
+  file.parse();
+  return file;
+}
+
+SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes, const std::string& origin) {
+  auto storage = std::make_shared<Storage>();
+  storage->owned.assign(bytes.begin(), bytes.end());
+  storage->data = storage->owned.data();
+  storage->size = storage->owned.size();
+  SafetensorsFile file;
+  file.storage_ = std::move(storage);
+  file.origin_ = origin;
+  file.parse();
+  return file;
+}
+
+const TensorView* SafetensorsFile::find(std::string_view name) const {
+  const auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void SafetensorsFile::parse() {
+  const std::string where = "load_safetensors";
+  auto bad = [&](const std::string& what) { fail(ErrorKind::Format, where, "'" + origin_ + "': " + what); };
+  const std::byte* base = storage_->data;
+  const uint64_t size = storage_->size;
+  file_size_ = size;
+
+  if (size < 8)
+    bad("the file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length: truncated or not "
+        "a safetensors file");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(base[i]);  // little-endian
+  if (header_len > size - 8)
+    bad("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
+        " bytes): truncated or not a safetensors file");
+  if (header_len > kMaxHeaderBytes)
+    bad("header length " + std::to_string(header_len) + " exceeds the limit of " + std::to_string(kMaxHeaderBytes) +
+        " bytes");
+  if (header_len < 2) bad("header length " + std::to_string(header_len) + " is too short for a JSON object");
+
+  const std::string_view text(reinterpret_cast<const char*>(base + 8), static_cast<size_t>(header_len));
+  if (text.front() != '{') bad("the header does not start with '{': not a safetensors file");
+  const json header = parse_json_text(text, where, "'" + origin_ + "': the header");
+  if (!header.is_object()) bad("the header is not a JSON object");
+
+  const uint64_t data_size = size - 8 - header_len;
+  const std::byte* data = base + 8 + header_len;
+
+  struct Span {
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Span> spans;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) bad("__metadata__ is not a JSON object");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) bad("__metadata__ key '" + key + "' is not a string (safetensors metadata maps strings to strings)");
+        metadata_[key] = value.get<std::string>();
+      }
+      continue;
+    }
+    const std::string tensor = "tensor '" + name + "'";
+    if (!entry.is_object()) bad(tensor + ": entry is not a JSON object");
+    const auto dtype_it = entry.find("dtype");
+    const auto shape_it = entry.find("shape");
+    const auto offsets_it = entry.find("data_offsets");
+    if (dtype_it == entry.end() || shape_it == entry.end() || offsets_it == entry.end())
+      bad(tensor + ": entry needs 'dtype', 'shape' and 'data_offsets'");
+    if (!dtype_it->is_string()) bad(tensor + ": dtype is not a string");
+    const std::string dtype_text = dtype_it->get<std::string>();
+    const auto dtype = dtype_from_name(dtype_text);
+    if (!dtype) bad(tensor + ": unknown dtype '" + dtype_text + "'");
+
+    if (!shape_it->is_array()) bad(tensor + ": shape is not an array");
+    if (shape_it->size() > 8) bad(tensor + ": shape has " + std::to_string(shape_it->size()) + " dimensions (at most 8)");
+    std::vector<int64_t> shape;
+    uint64_t numel = 1;
+    for (const auto& d : *shape_it) {
+      if (!d.is_number_unsigned()) bad(tensor + ": shape " + shape_it->dump() + " holds a value that is not a non-negative integer");
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, dim, &numel) ||
+          numel > static_cast<uint64_t>(INT64_MAX))
+        bad(tensor + ": shape " + shape_it->dump() + " has too many elements");
+      shape.push_back(static_cast<int64_t>(dim));
+    }
+    uint64_t byte_count = 0;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(*dtype)), &byte_count))
+      bad(tensor + ": shape " + shape_it->dump() + " has too many elements");
+
+    if (!offsets_it->is_array() || offsets_it->size() != 2 || !(*offsets_it)[0].is_number_unsigned() ||
+        !(*offsets_it)[1].is_number_unsigned())
+      bad(tensor + ": data_offsets " + offsets_it->dump() + " is not a pair of non-negative integers");
+    const uint64_t begin = (*offsets_it)[0].get<uint64_t>();
+    const uint64_t end = (*offsets_it)[1].get<uint64_t>();
+    if (begin > end) bad(tensor + ": data_offsets " + offsets_string(begin, end) + " end before they begin");
+    if (end > data_size)
+      bad(tensor + ": data_offsets " + offsets_string(begin, end) + " lie outside the data (" +
+          std::to_string(data_size) + " bytes): the file is truncated or the header is wrong");
+    if (end - begin != byte_count)
+      bad(tensor + ": data_offsets " + offsets_string(begin, end) + " span " + std::to_string(end - begin) +
+          " bytes, but " + dtype_text + " " + shape_string(shape) + " needs " + std::to_string(byte_count));
+
+    TensorView view;
+    view.name = name;
+    view.dtype = *dtype;
+    view.shape = std::move(shape);
+    view.bytes = std::span<const std::byte>(data + begin, static_cast<size_t>(byte_count));
+    spans.push_back({begin, end, tensors_.size()});
+    tensors_.push_back(std::move(view));
+  }
+
+  // The spans must tile the data region: no overlap, no hole, nothing after the last tensor.
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  uint64_t expected = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    if (s.begin < expected)
+      bad("tensor '" + tensors_[s.index].name + "' data_offsets " + offsets_string(s.begin, s.end) +
+          " overlap tensor '" + tensors_[spans[i - 1].index].name + "' " +
+          offsets_string(spans[i - 1].begin, spans[i - 1].end));
+    if (s.begin > expected)
+      bad("the data has a hole " + offsets_string(expected, s.begin) + " before tensor '" + tensors_[s.index].name +
+          "' (the safetensors format requires tensors to cover the data contiguously)");
+    expected = s.end;
+  }
+  if (expected != data_size)
+    bad(std::to_string(data_size - expected) + " bytes after the last tensor are not described by the header");
+
+  std::vector<TensorView> ordered;
+  ordered.reserve(tensors_.size());
+  for (const Span& s : spans) ordered.push_back(std::move(tensors_[s.index]));
+  tensors_ = std::move(ordered);
+  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+}
+
+// [SECTION] writer
+
+namespace {
+
+using Sink = std::function<void(const void*, size_t)>;
+
+void emit_safetensors(const std::vector<TensorToWrite>& tensors, const std::map<std::string, std::string>& metadata,
+                      DType storage, const char* where, const Sink& sink) {
+  if (storage != DType::F32 && storage != DType::F16)
+    fail(ErrorKind::Unsupported, where, std::string("cannot write dtype ") + dtype_name(storage) + " (F32 or F16 only)");
+  const size_t elem = dtype_size(storage);
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (t.name == "__metadata__") fail(ErrorKind::Format, where, "a tensor cannot be named '__metadata__'");
+    if (header.contains(t.name)) fail(ErrorKind::Format, where, "two tensors are named '" + t.name + "'");
+    int64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) fail(ErrorKind::Shape, where, "tensor '" + t.name + "' has a negative dimension");
+      numel *= d;
+    }
+    if (static_cast<uint64_t>(numel) != t.values.size())
+      fail(ErrorKind::Format, where, "tensor '" + t.name + "' " + shape_string(t.shape) + " needs " +
+                                         std::to_string(numel) + " values, got " + std::to_string(t.values.size()));
+    const uint64_t bytes = static_cast<uint64_t>(numel) * elem;
+    header[t.name] = {{"dtype", dtype_name(storage)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data region starts 8-byte aligned
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  sink(length, 8);
+  sink(text.data(), text.size());
+
+  std::vector<uint8_t> chunk;
+  for (const auto& t : tensors) {
+    if (storage == DType::F32) {
+      // little-endian hosts only (x86-64, arm64): floats go out as they lie in memory
+      if (!t.values.empty()) sink(t.values.data(), t.values.size() * 4);
+      continue;
+    }
+    chunk.resize(t.values.size() * 2);
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      const float x = t.values[i];
+      const uint16_t h = float_to_f16(x);
+      if (std::isfinite(x) && (h & 0x7c00u) == 0x7c00u)
+        fail(ErrorKind::Value, where, "tensor '" + t.name + "' value " + std::to_string(x) + " at index " +
+                                          std::to_string(i) + " does not fit in F16 (|x| <= 65504)");
+      chunk[2 * i] = static_cast<uint8_t>(h & 0xff);
+      chunk[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+    }
+    if (!chunk.empty()) sink(chunk.data(), chunk.size());
+  }
+}
+
+std::string parent_directory(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& tensors,
+                                             const std::map<std::string, std::string>& metadata, DType storage) {
+  std::vector<std::byte> out;
+  emit_safetensors(tensors, metadata, storage, "serialize_safetensors", [&](const void* p, size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out.insert(out.end(), b, b + n);
+  });
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata, DType storage) {
+  const char* where = "save_safetensors";
+  static std::atomic<unsigned> counter{0};
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(ErrorKind::File, where, "cannot create '" + temp + "': " + errno_text());
+
+  std::vector<char> buffer;
+  buffer.reserve(1 << 20);
+  auto flush = [&] {
+    size_t done = 0;
+    while (done < buffer.size()) {
+      const ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail(ErrorKind::File, where, "cannot write '" + temp + "': " + errno_text());
+      done += static_cast<size_t>(n);
+    }
+    buffer.clear();
+  };
+  try {
+    emit_safetensors(tensors, metadata, storage, where, [&](const void* p, size_t n) {
+      const char* c = static_cast<const char*>(p);
+      while (n > 0) {
+        const size_t take = std::min(n, buffer.capacity() - buffer.size());
+        buffer.insert(buffer.end(), c, c + take);
+        c += take;
+        n -= take;
+        if (buffer.size() == buffer.capacity()) flush();
+      }
+    });
+    flush();
+    if (::fsync(fd) != 0) fail(ErrorKind::File, where, "cannot flush '" + temp + "': " + errno_text());
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const std::string why = errno_text();
+    ::unlink(temp.c_str());
+    fail(ErrorKind::File, where, "cannot close '" + temp + "': " + why);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(temp.c_str());
+    fail(ErrorKind::File, where, "cannot rename '" + temp + "' to '" + path + "': " + why);
+  }
+  // Make the rename itself durable.
+  const int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace sf

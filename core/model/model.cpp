@@ -1,0 +1,227 @@
+#include "model/model.h"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "io/json_text.h"
+#include "model/name_tables.h"
+#include "util/error.h"
+#include "util/tensor.h"
+
+namespace sf {
+
+int64_t Model::parameter_count() const {
+  int64_t n = 0;
+  for (const TensorSpec& spec : weight_layout(family, config)) n += spec.numel();
+  return n;
+}
+
+namespace {
+
+constexpr const char* kLoad = "load_model";
+
+SpecialIds special_ids(const Config& c) { return SpecialIds{c.pad_id, c.bos_id, c.eos_id, c.unk_id}; }
+
+// Runs `f`, re-throwing an sf::Error of a helper with the file named: "[load_model] 'a.safetensors': [config] ...".
+template <typename F>
+auto in_context(const std::string& origin, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string("[") + kLoad + "] '" + origin + "': " + e.what());
+  }
+}
+
+const std::string& required_metadata(const SafetensorsFile& file, const std::string& key) {
+  const auto it = file.metadata().find(key);
+  if (it == file.metadata().end()) {
+    if (key == "format")
+      fail(ErrorKind::Missing, kLoad,
+           "'" + file.origin() + "' has no __metadata__ \"format\": it is a safetensors file but not a Stepformer "
+           "model (convert PyTorch checkpoints with tools/convert_pytorch.py)");
+    fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "' has no __metadata__ \"" + key + "\"");
+  }
+  return it->second;
+}
+
+// The tensor of one slot, checked: present, the expected shape, a float dtype.
+const TensorView& checked_tensor(const SafetensorsFile& file, const TensorSpec& spec) {
+  const TensorView* t = file.find(spec.name);
+  if (!t) fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "': missing tensor '" + spec.name + "' " +
+                                              shape_string(spec.shape));
+  if (t->shape != spec.shape)
+    fail(ErrorKind::Shape, kLoad, "tensor '" + spec.name + "': expected " + shape_string(spec.shape) + ", found " +
+                                      shape_string(t->shape));
+  if (!dtype_is_float_readable(t->dtype))
+    fail(ErrorKind::Unsupported, kLoad, "tensor '" + spec.name + "' has dtype " + dtype_name(t->dtype) +
+                                            " (expected F32, F16 or BF16)");
+  return *t;
+}
+
+void check_finite(const std::string& name, std::span<const float> values, const char* where) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    fail(ErrorKind::Value, where, "tensor '" + name + "' holds " + (std::isnan(values[i]) ? "NaN" : "Inf") +
+                                      " at flat index " + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+Model load_model(const std::string& path, std::vector<std::string>* warnings) {
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  return load_model(file, warnings);
+}
+
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings) {
+  const std::string& origin = file.origin();
+  auto warn = [&](const std::string& w) {
+    if (warnings) warnings->push_back(w);
+  };
+  Model m;
+
+  // Metadata: what this file is, then the config, vocabularies and tokenizer settings.
+  const std::string& format = required_metadata(file, "format");
+  if (format != kModelFormat)
+    fail(ErrorKind::Format, kLoad, "'" + origin + "': __metadata__ \"format\" is '" + format + "', expected '" +
+                                       kModelFormat + "'");
+  const std::string& version = required_metadata(file, "format_version");
+  if (version != kModelFormatVersion)
+    fail(ErrorKind::Unsupported, kLoad, "'" + origin + "': format_version '" + version +
+                                            "' is not supported by this build (it reads version " +
+                                            kModelFormatVersion + ")");
+  m.family = required_metadata(file, "family");
+  if (!is_known_family(m.family))
+    fail(ErrorKind::Format, kLoad, "'" + origin + "': unknown family '" + m.family +
+                                       "' (expected stepformer, pytorch-tutorial or seq2seq-tutorial)");
+
+  m.config = in_context(origin, [&] {
+    const nlohmann::json j = parse_json_text(required_metadata(file, "config"), "metadata", "\"config\"");
+    Config c = config_from_json(j);
+    c.validate();
+    check_family_config(m.family, c, "config");
+    return c;
+  });
+  const Config& c = m.config;
+
+  auto vocabulary = [&](const char* key, int expected_size, const char* size_key) {
+    return in_context(origin, [&] {
+      const nlohmann::json j = parse_json_text(required_metadata(file, key), "metadata", std::string("\"") + key + "\"");
+      Vocabulary v = Vocabulary::from_json(j, special_ids(c), key);
+      if (v.size() != expected_size)
+        fail(ErrorKind::Config, key, "holds " + std::to_string(v.size()) + " tokens, but the config's " + size_key +
+                                         " is " + std::to_string(expected_size));
+      return v;
+    });
+  };
+  m.src_vocab = vocabulary("src_vocab", c.src_vocab_size, "src_vocab_size");
+  m.tgt_vocab = vocabulary("tgt_vocab", c.tgt_vocab_size, "tgt_vocab_size");
+
+  const auto& meta = file.metadata();
+  if (const auto it = meta.find("tokenizer"); it != meta.end()) {
+    m.tokenizer = in_context(origin, [&] {
+      return tokenizer_settings_from_json(parse_json_text(it->second, "metadata", "\"tokenizer\""));
+    });
+  } else {
+    warn("no tokenizer settings in the file: using the defaults (lowercase, Moses punctuation splitting)");
+  }
+  if (const auto it = meta.find("provenance"); it != meta.end()) {
+    m.provenance = in_context(origin, [&] { return parse_json_text(it->second, "metadata", "\"provenance\""); });
+    if (!m.provenance.is_object())
+      fail(ErrorKind::Format, kLoad, "'" + origin + "': __metadata__ \"provenance\" is not a JSON object");
+  }
+
+  // Weights: check every tensor the family needs (present, shape, dtype) before allocating anything, so the
+  // file's own size bounds the memory a hostile config can make us take.
+  const std::vector<TensorSpec> layout = weight_layout(m.family, c);
+  for (const TensorSpec& spec : layout) checked_tensor(file, spec);
+
+  m.weights = allocate_weights(c);
+  std::vector<float> values;
+  for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
+    const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
+    values.resize(static_cast<size_t>(t.numel()));
+    t.read_floats(values);
+    check_finite(slot.name, values, kLoad);
+    size_t offset = 0;
+    for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
+      std::memcpy(part.data(), values.data() + offset, part.size() * sizeof(float));
+      offset += part.size();
+    }
+  }
+  complete_shared_weights(c, m.weights);
+
+  std::unordered_set<std::string> known;
+  for (const TensorSpec& spec : layout) known.insert(spec.name);
+  for (const TensorView& t : file.tensors()) {
+    if (!known.count(t.name))
+      warn("unknown tensor '" + t.name + "' " + dtype_name(t.dtype) + " " + shape_string(t.shape) +
+           " is not part of family '" + m.family + "': ignored");
+  }
+  return m;
+}
+
+namespace {
+
+struct PreparedModel {
+  std::vector<std::vector<float>> stacked;  // owns the concatenation of multi-part slots
+  std::vector<TensorToWrite> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+PreparedModel prepare(const Model& m, const char* where) {
+  const Config& c = m.config;
+  c.validate();
+  check_family_config(m.family, c, where);
+  auto check_vocab = [&](const Vocabulary& v, int size, const char* name) {
+    if (v.size() != size)
+      fail(ErrorKind::Config, where, std::string(name) + " holds " + std::to_string(v.size()) +
+                                         " tokens, the config says " + std::to_string(size));
+    const SpecialIds s = v.specials(), e = special_ids(c);
+    if (s.pad != e.pad || s.bos != e.bos || s.eos != e.eos || s.unk != e.unk)
+      fail(ErrorKind::Config, where, std::string(name) + "'s special ids differ from the config's");
+  };
+  check_vocab(m.src_vocab, c.src_vocab_size, "src_vocab");
+  check_vocab(m.tgt_vocab, c.tgt_vocab_size, "tgt_vocab");
+  if (!m.provenance.is_object()) fail(ErrorKind::Format, where, "provenance is not a JSON object");
+
+  PreparedModel p;
+  const std::vector<ConstWeightSlot> slots = weight_slots(m.family, c, m.weights, where);
+  p.stacked.reserve(slots.size());
+  for (const ConstWeightSlot& slot : slots) {
+    std::span<const float> values;
+    if (slot.parts.size() == 1) {
+      values = slot.parts[0];
+    } else {
+      auto& buffer = p.stacked.emplace_back();
+      for (const auto& part : slot.parts) buffer.insert(buffer.end(), part.begin(), part.end());
+      values = buffer;
+    }
+    check_finite(slot.name, values, where);
+    p.tensors.push_back({slot.name, slot.shape, values});
+  }
+  p.metadata = {{"format", kModelFormat},
+                {"format_version", kModelFormatVersion},
+                {"family", m.family},
+                {"config", config_to_json(c).dump()},
+                {"src_vocab", m.src_vocab.to_json().dump()},
+                {"tgt_vocab", m.tgt_vocab.to_json().dump()},
+                {"tokenizer", tokenizer_settings_to_json(m.tokenizer).dump()},
+                {"provenance", m.provenance.dump()}};
+  return p;
+}
+
+}  // namespace
+
+void save_model(const Model& model, const std::string& path, DType storage) {
+  const PreparedModel p = prepare(model, "save_model");
+  write_safetensors(path, p.tensors, p.metadata, storage);
+}
+
+std::vector<std::byte> serialize_model(const Model& model, DType storage) {
+  const PreparedModel p = prepare(model, "serialize_model");
+  return serialize_safetensors(p.tensors, p.metadata, storage);
+}
+
+}  // namespace sf

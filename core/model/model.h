@@ -1,0 +1,59 @@
+// A model: everything the app needs to show one trained Transformer, loaded from one .safetensors file.
+//
+// The model file is a safetensors file (core/io/safetensors.h) whose tensors carry the names of a family
+// (core/model/name_tables.h) and whose __metadata__ (string values) holds:
+//   "format": "stepformer-model", "format_version": "1",
+//   "family": "stepformer" | "pytorch-tutorial" | "seq2seq-tutorial",
+//   "config": config_to_json (core/model/config.h),
+//   "src_vocab", "tgt_vocab": JSON arrays of token strings, index = id,
+//   "tokenizer": tokenizer_settings_to_json (core/model/tokenizer.h),
+//   "provenance": a JSON object: dataset, training command, scores, converter, anything.
+// docs/model-files.md documents the format, the config keys and the PyTorch converter.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "model/tokenizer.h"
+#include "model/vocabulary.h"
+#include "model/weights.h"
+
+namespace sf {
+
+inline constexpr const char* kModelFormat = "stepformer-model";
+inline constexpr const char* kModelFormatVersion = "1";
+
+struct Model {
+  std::string family = "stepformer";  // the tensor naming of the file it came from; save_model keeps it
+  Config config;
+  Vocabulary src_vocab;   // Vs tokens
+  Vocabulary tgt_vocab;   // Vt tokens
+  TokenizerSettings tokenizer;
+  nlohmann::json provenance = nlohmann::json::object();
+  ModelWeights weights;
+
+  // Trainable parameters as the family stores them (shared or tied matrices once; sinusoidal positions none).
+  // Equals sum(p.numel() for p in model.parameters()) of the PyTorch module for the tutorial families.
+  int64_t parameter_count() const;
+};
+
+// Loads a model file (memory-mapped; the weights are copied out, so nothing refers to the file afterwards).
+// Throws sf::Error naming the file and the fault:
+//   File (cannot open), Format (malformed safetensors, bad metadata JSON, not a model file, unknown family),
+//   Unsupported (newer format_version, a dtype other than F32/F16/BF16/F64), Config (config out of range,
+//   vocabulary sizes that disagree with the config), Missing (a required tensor or metadata key),
+//   Shape ("tensor 'x': expected (a, b), found (c, d)"), Value (NaN or Inf in a weight).
+// Tensors the family does not know are skipped with a warning, appended to `warnings` when given.
+Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr);
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings = nullptr);
+
+// Writes the model under its family's names with values stored as `storage` (F32 or F16), atomically (a crash
+// never leaves a half-written file at `path`). Checks the config, the vocabularies against it, every weight's
+// shape and that every weight is finite before anything is written.
+void save_model(const Model& model, const std::string& path, DType storage = DType::F32);
+// The bytes save_model would write (for tests and fuzzing seeds).
+std::vector<std::byte> serialize_model(const Model& model, DType storage = DType::F32);
+
+}  // namespace sf
