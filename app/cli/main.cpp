@@ -13,11 +13,17 @@ namespace sf::cli {
 // (Add new commands here and to the table below.)
 int run_trace(const Args& args);  // cmd_trace.cpp
 int run_info(const Args& args);  // cmd_info.cpp
+int run_train(const Args& args);  // cmd_train.cpp
+int run_translate(const Args& args);  // cmd_translate.cpp
+int run_eval(const Args& args);  // cmd_eval.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"trace", "run one forward pass and write every intermediate to a safetensors file", run_trace},
       {"info", "print a model file's config, parameter count, vocabularies and provenance", run_info},
+      {"train", "train a translation model on Multi30k with the core's own backward pass", run_train},
+      {"translate", "translate a sentence (greedy or beam search)", run_translate},
+      {"eval", "translate a tokenized test set and print corpus BLEU", run_eval},
   };
   return table;
 }

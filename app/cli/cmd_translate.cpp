@@ -1,0 +1,51 @@
+// stepformer-cli translate MODEL TEXT: tokenizes TEXT as the model's training data were, decodes (greedy or
+// beam search) and prints the translation.
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "decode/decoder.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace sf::cli {
+
+int run_translate(const Args& args) {
+  OptionParser p("translate");
+  int beam = 1;
+  bool show_tokens = false;
+  p.value("--beam", &beam, 1, 64);
+  p.flag("--tokens", &show_tokens);
+  if (!p.parse(args)) return 2;
+  if (p.help_requested() || p.positional().size() != 2) {
+    std::fputs("usage: stepformer-cli translate MODEL.safetensors \"TEXT\" [--beam K] [--tokens]\n\n"
+               "Translates TEXT with the model: greedy decoding, or beam search of width K (length penalty 0.6).\n"
+               "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n",
+               p.help_requested() ? stdout : stderr);
+    return p.help_requested() ? 0 : 2;
+  }
+  const Model model = load_model(p.positional()[0]);
+  const std::vector<Token> source = encode(p.positional()[1], model.tokenizer, model.src_vocab, Side::Source);
+  if (show_tokens) {
+    std::printf("source tokens:");
+    for (const Token& t : source)
+      std::printf(" %s%s", t.unknown ? "<unk>:" : "", t.text.c_str());
+    std::printf("\n");
+  }
+  DecodeOptions options;
+  options.strategy = beam > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
+  options.beam_width = beam;
+  options.max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
+  Decoder decoder(model.config, model.weights, token_ids(source), {}, options);
+  decoder.run();
+  std::vector<std::string> words;
+  for (int id : decoder.generated()) {
+    if (id == model.config.eos_id) break;
+    words.push_back(model.tgt_vocab.token(id));
+  }
+  std::printf("%s\n", detokenize(words, model.tokenizer, Side::Target).c_str());
+  return 0;
+}
+
+}  // namespace sf::cli

@@ -1,0 +1,95 @@
+#include "cli/options.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace sf::cli {
+
+void OptionParser::flag(const std::string& name, bool* out) {
+  options_.push_back({name, false, [out](const std::string&) {
+                        *out = true;
+                        return std::string();
+                      }});
+}
+
+void OptionParser::value(const std::string& name, std::string* out) {
+  options_.push_back({name, true, [out](const std::string& v) {
+                        *out = v;
+                        return std::string();
+                      }});
+}
+
+void OptionParser::value(const std::string& name, int* out, int lo, int hi) {
+  options_.push_back({name, true, [=](const std::string& v) {
+                        char* end = nullptr;
+                        const long x = std::strtol(v.c_str(), &end, 10);
+                        if (v.empty() || *end || x < lo || x > hi)
+                          return "needs a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+                        *out = static_cast<int>(x);
+                        return std::string();
+                      }});
+}
+
+void OptionParser::value(const std::string& name, float* out, float lo, float hi) {
+  options_.push_back({name, true, [=](const std::string& v) {
+                        char* end = nullptr;
+                        const float x = std::strtof(v.c_str(), &end);
+                        if (v.empty() || *end || !(x >= lo && x <= hi))
+                          return "needs a number from " + std::to_string(lo) + " to " + std::to_string(hi);
+                        *out = x;
+                        return std::string();
+                      }});
+}
+
+void OptionParser::value(const std::string& name, uint64_t* out) {
+  options_.push_back({name, true, [=](const std::string& v) {
+                        char* end = nullptr;
+                        const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+                        if (v.empty() || *end || v[0] == '-') return std::string("needs a non-negative whole number");
+                        *out = x;
+                        return std::string();
+                      }});
+}
+
+void OptionParser::custom(const std::string& name, std::function<std::string(const std::string&)> apply) {
+  options_.push_back({name, true, std::move(apply)});
+}
+
+bool OptionParser::parse(const Args& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      help_ = true;
+      return true;
+    }
+    if (a.size() < 2 || a.compare(0, 2, "--") != 0) {
+      positional_.push_back(a);
+      continue;
+    }
+    const Option* found = nullptr;
+    for (const Option& o : options_)
+      if (o.name == a) found = &o;
+    if (!found) {
+      std::fprintf(stderr, "stepformer-cli %s: unknown option '%s' (see stepformer-cli %s --help)\n",
+                   command_.c_str(), a.c_str(), command_.c_str());
+      return false;
+    }
+    std::string v;
+    if (found->takes_value) {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "stepformer-cli %s: %s needs a value\n", command_.c_str(), a.c_str());
+        return false;
+      }
+      v = args[++i];
+    }
+    const std::string error = found->apply(v);
+    if (!error.empty()) {
+      std::fprintf(stderr, "stepformer-cli %s: %s %s, got '%s'\n", command_.c_str(), a.c_str(), error.c_str(),
+                   v.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace sf::cli

@@ -1,0 +1,75 @@
+// Training throughput: one optimiser step (forward with dropout, loss, backward, clipping, Adam) of the
+// tutorials' model size (d_model 256, 8 heads, 3+3 layers, d_ff 512) with Multi30k-sized vocabularies, on a
+// padded batch of random sentences. Reported as target tokens per second; tools/bench_pytorch_training.py
+// runs the same model, batch and thread count in PyTorch for the ratio.
+//   bench_training [--benchmark_filter=...]      threads: OMP_NUM_THREADS (default: all cores)
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+
+#include "train/batched_model.h"
+#include "train/init.h"
+#include "train/optimizer.h"
+#include "train/parameters.h"
+
+namespace sf {
+namespace {
+
+Config tutorial_config() {
+  Config c;
+  c.d_model = 256;
+  c.n_heads = 8;
+  c.n_encoder_layers = 3;
+  c.n_decoder_layers = 3;
+  c.d_ff = 512;
+  c.src_vocab_size = 7859;
+  c.tgt_vocab_size = 5921;
+  c.max_positions = 256;
+  c.encoder_final_norm = c.decoder_final_norm = true;  // as nn.Transformer, which the PyTorch side uses
+  return c;
+}
+
+// B sentences with source and target lengths uniform in [lo, hi] (Multi30k averages about 13 words).
+Batch random_batch(int sentences, int lo, int hi, const Config& c, uint64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::uniform_int_distribution<int> length(lo, hi), word(4, std::min(c.src_vocab_size, c.tgt_vocab_size) - 1);
+  std::vector<Example> examples(sentences);
+  std::vector<int> indices;
+  for (int i = 0; i < sentences; ++i) {
+    examples[i].source.resize(length(rng));
+    examples[i].target.resize(length(rng));
+    for (int& w : examples[i].source) w = word(rng);
+    for (int& w : examples[i].target) w = word(rng);
+    indices.push_back(i);
+  }
+  return make_batch(examples, indices, SpecialIds{c.pad_id, c.bos_id, c.eos_id, c.unk_id}, c.max_positions);
+}
+
+void BM_TrainingStep(benchmark::State& state) {
+  const Config c = tutorial_config();
+  ModelWeights w = initialize_weights(c, 1);
+  ModelWeights g = zeros_like(w);
+  Adam adam(w);
+  const Batch batch = random_batch(static_cast<int>(state.range(0)), 10, 18, c, 2);
+  BatchTrace trace;
+  Mat dlogits;
+  uint64_t step = 0;
+  for (auto _ : state) {
+    const LossResult r = batch_forward(c, w, batch, DropoutSettings{0.1f, 1, ++step}, 0.1f, trace, &dlogits);
+    for (ParameterView& p : parameter_views(g)) std::fill(p.data, p.data + p.size, 0.0f);
+    batch_backward(c, w, batch, trace, dlogits, g);
+    clip_gradients(g, 1.0f);
+    adam.step(w, g, 1e-4f);
+    benchmark::DoNotOptimize(r.loss);
+  }
+  state.counters["target_tokens/s"] =
+      benchmark::Counter(static_cast<double>(batch.target_tokens) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["threads"] = omp_get_max_threads();
+}
+BENCHMARK(BM_TrainingStep)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace sf
+
+BENCHMARK_MAIN();

@@ -1,0 +1,56 @@
+#include "nn/backward.h"
+
+#include <cmath>
+
+namespace sf {
+
+void linear_backward(const ConstMatRef& x, const LinearWeights& w, const ConstMatRef& dy, LinearWeights& grad,
+                     Mat* dx) {
+  grad.weight.noalias() += dy.transpose() * x;              // (out, N) (N, in)
+  if (grad.bias.size() > 0) grad.bias.noalias() += dy.colwise().sum();
+  if (dx) {
+    dx->resize(dy.rows(), w.weight.cols());
+    dx->noalias() = dy * w.weight;                          // (N, out) (out, in)
+  }
+}
+
+void layer_norm_backward(const ConstMatRef& x, const LayerNormTrace& t, const LayerNormWeights& w,
+                         const ConstMatRef& dy, LayerNormWeights& grad, Mat& dx) {
+  const Eigen::Index n = x.rows(), c = x.cols();
+  Mat xhat = x;                                             // (N, C)
+  xhat.colwise() -= t.mean;
+  xhat.array().colwise() /= t.std.array();
+  grad.gamma.noalias() += (dy.array() * xhat.array()).matrix().colwise().sum();
+  grad.beta.noalias() += dy.colwise().sum();
+  Mat g = dy;                                               // dL/dxhat
+  g.array().rowwise() *= w.gamma.array();
+  const Vec mean_g = g.rowwise().mean();                    // (N)
+  const Vec mean_gx = (g.array() * xhat.array()).rowwise().sum().matrix() / static_cast<float>(c);
+  dx.resize(n, c);
+  dx = g;
+  dx.colwise() -= mean_g;
+  dx.array() -= xhat.array().colwise() * mean_gx.array();
+  dx.array().colwise() /= t.std.array();
+}
+
+void activation_backward(Activation act, const ConstMatRef& pre, Mat& d) {
+  if (act == Activation::ReLU) {
+    d.array() *= (pre.array() > 0.0f).cast<float>();
+    return;
+  }
+  const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt_2pi = 0.39894228040143268f;
+  float* dp = d.data();
+  const float* xp = pre.data();
+  for (Eigen::Index i = 0; i < d.size(); ++i) {
+    const float x = xp[i];
+    const float cdf = 0.5f * (1.0f + std::erf(x * inv_sqrt2));
+    const float pdf = inv_sqrt_2pi * std::exp(-0.5f * x * x);
+    dp[i] *= cdf + x * pdf;
+  }
+}
+
+void embedding_backward(const std::vector<int>& ids, float scale, const ConstMatRef& dout, Mat& dtable) {
+  for (size_t i = 0; i < ids.size(); ++i) dtable.row(ids[i]) += scale * dout.row(static_cast<Eigen::Index>(i));
+}
+
+}  // namespace sf

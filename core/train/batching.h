@@ -1,0 +1,30 @@
+// Padded batches for training. Sentences of similar length go together (few pads), a batch holds about
+// `max_tokens` target tokens, and the batch order is shuffled from a seed, so an epoch is reproducible.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "train/corpus.h"
+
+namespace sf {
+
+struct Batch {
+  int size = 0;                // B sentences
+  int source_length = 0;       // S: longest source + 2 (<bos>, <eos>)
+  int target_length = 0;       // T: longest target + 1
+  std::vector<int> source;     // (B, S) <bos> x <eos>, then <pad>
+  std::vector<int> target_in;  // (B, T) <bos> y, then <pad>: the decoder input (teacher forcing)
+  std::vector<int> target_out; // (B, T) y <eos>, then <pad>: what each position must predict
+  int target_tokens = 0;       // non-pad entries of target_out
+};
+
+// Groups example indices into batches: sorted by length within pools of 100 batches' worth of shuffled
+// examples, then the batches shuffled. Deterministic for (seed, epoch).
+std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples, int max_tokens, uint64_t seed,
+                                           int epoch);
+
+// Pads the chosen examples into one batch. max_length cuts sentences that are longer (with their <eos>).
+Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& indices, const SpecialIds& ids,
+                 int max_length);
+
+}  // namespace sf

@@ -1,0 +1,41 @@
+// Training data: a parallel corpus of tokenized sentences (one per line, tokens separated by spaces, as
+// Multi30k's *.lc.norm.tok.* files), the vocabularies built from it, and the sentences as ids.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/vocabulary.h"
+#include "train/bleu.h"
+
+namespace sf {
+
+struct ParallelCorpus {
+  std::vector<TokenSequence> source;
+  std::vector<TokenSequence> target;
+};
+
+// Reads two aligned files. Throws ErrorKind::File when one cannot be read, ErrorKind::Input when their line
+// counts differ or a line is empty.
+ParallelCorpus read_parallel_corpus(const std::string& source_path, const std::string& target_path);
+std::vector<TokenSequence> read_token_lines(const std::string& path);
+
+// The special tokens, at the ids the PyTorch tutorials use: <unk> 0, <pad> 1, <bos> 2, <eos> 3.
+inline constexpr const char* kSpecialTokens[] = {"<unk>", "<pad>", "<bos>", "<eos>"};
+SpecialIds default_special_ids();
+
+// Words seen at least min_frequency times, after the special tokens; most frequent first, ties in
+// alphabetical order (so the vocabulary does not depend on the order of the corpus).
+Vocabulary build_vocabulary(const std::vector<TokenSequence>& sentences, int min_frequency);
+
+// Token ids of one sentence, without <bos>/<eos>; unknown words map to <unk>.
+std::vector<int> to_ids(const TokenSequence& sentence, const Vocabulary& vocabulary);
+
+struct Example {
+  std::vector<int> source;  // (S) without <bos>/<eos> (added by the batcher)
+  std::vector<int> target;  // (T) without <bos>/<eos>
+};
+
+std::vector<Example> make_examples(const ParallelCorpus& corpus, const Vocabulary& source_vocabulary,
+                                   const Vocabulary& target_vocabulary);
+
+}  // namespace sf

@@ -1,0 +1,59 @@
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "decode/decoder.h"
+#include "train/corpus.h"
+
+namespace sf {
+
+TokenSequence translate_tokens(const Config& config, const ModelWeights& weights, const Vocabulary& src_vocab,
+                               const Vocabulary& tgt_vocab, const TokenSequence& source,
+                               const TranslateSettings& settings) {
+  // <bos> source <eos>, cut to what the model's positions allow.
+  std::vector<int> ids = {config.bos_id};
+  for (int id : to_ids(source, src_vocab)) {
+    if (static_cast<int>(ids.size()) + 1 >= config.max_positions) break;
+    ids.push_back(id);
+  }
+  ids.push_back(config.eos_id);
+  DecodeOptions options;
+  options.strategy = settings.beam_width > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
+  options.beam_width = std::max(1, settings.beam_width);
+  options.length_penalty = settings.length_penalty;
+  options.max_length = settings.max_length > 0 ? settings.max_length
+                                               : std::min<int>(static_cast<int>(source.size()) + 50,
+                                                               config.max_positions - 1);
+  Decoder decoder(config, weights, ids, {}, options);
+  decoder.run();
+  TokenSequence out;
+  for (int id : decoder.generated()) {
+    if (id == config.eos_id) break;
+    out.push_back(tgt_vocab.token(id));
+  }
+  return out;
+}
+
+std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWeights& weights,
+                                            const Vocabulary& src_vocab, const Vocabulary& tgt_vocab,
+                                            const std::vector<TokenSequence>& sources,
+                                            const TranslateSettings& settings) {
+  std::vector<TokenSequence> out(sources.size());
+  std::exception_ptr error;
+  // Sentences are independent: one per thread; Eigen stays single-threaded inside a parallel region. An
+  // exception may not leave an OpenMP region, so the first one is carried out and rethrown.
+#pragma omp parallel for schedule(dynamic, 4)
+  for (size_t i = 0; i < sources.size(); ++i) {
+    try {
+      out[i] = translate_tokens(config, weights, src_vocab, tgt_vocab, sources[i], settings);
+    } catch (...) {
+#pragma omp critical
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+}  // namespace sf

@@ -1,0 +1,298 @@
+#include "train/trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "model/model.h"
+#include "train/batched_model.h"
+#include "train/corpus.h"
+#include "train/evaluate.h"
+#include "train/init.h"
+#include "train/parameters.h"
+#include "util/error.h"
+
+namespace sf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string corpus_path(const TrainOptions& o, const std::string& split, const std::string& language) {
+  return (std::filesystem::path(o.data_dir) / (split + ".lc.norm.tok." + language)).string();
+}
+
+json epoch_to_json(const EpochRecord& e) {
+  return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_nll", e.train_nll},
+          {"valid_nll", e.valid_nll},   {"valid_bleu", e.valid_bleu}, {"seconds", e.seconds},
+          {"tokens_per_second", e.tokens_per_second}, {"learning_rate", e.learning_rate}};
+}
+
+EpochRecord epoch_from_json(const json& j) {
+  EpochRecord e;
+  e.epoch = j.at("epoch");
+  e.train_loss = j.at("train_loss");
+  e.train_nll = j.at("train_nll");
+  e.valid_nll = j.at("valid_nll");
+  e.valid_bleu = j.at("valid_bleu");
+  e.seconds = j.at("seconds");
+  e.tokens_per_second = j.at("tokens_per_second");
+  e.learning_rate = j.at("learning_rate");
+  return e;
+}
+
+// [SECTION] checkpoint: one safetensors file with the weights, Adam's moments and the run's state.
+struct RunState {
+  int finished_epochs = 0;
+  int64_t step = 0;
+  TrainResult result;
+};
+
+void write_checkpoint(const std::string& path, const Config& config, const Vocabulary& src, const Vocabulary& tgt,
+                      ModelWeights& weights, Adam& adam, const RunState& state, uint64_t seed) {
+  std::vector<TensorToWrite> tensors;
+  auto add_all = [&](const std::string& prefix, ModelWeights& w) {
+    for (const ParameterView& p : parameter_views(w))
+      tensors.push_back({prefix + p.name, {p.size}, std::span<const float>(p.data, static_cast<size_t>(p.size))});
+  };
+  add_all("weights.", weights);
+  add_all("adam_m.", adam.first_moment());
+  add_all("adam_v.", adam.second_moment());
+  json history = json::array();
+  for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
+  const json meta = {{"finished_epochs", state.finished_epochs}, {"step", state.step},
+                     {"best_epoch", state.result.best_epoch}, {"best_valid_bleu", state.result.best_valid_bleu},
+                     {"wall_seconds", state.result.wall_seconds}, {"seed", seed},
+                     {"config", config_to_json(config)}, {"history", history}};
+  write_safetensors(path, tensors,
+                    {{"stepformer_checkpoint", meta.dump()}, {"src_vocab", src.to_json().dump()},
+                     {"tgt_vocab", tgt.to_json().dump()}},
+                    DType::F32);
+}
+
+// Restores weights, Adam and the run state; checks that the checkpoint belongs to this run.
+RunState read_checkpoint(const std::string& path, const Config& config, const Vocabulary& src, const Vocabulary& tgt,
+                         uint64_t seed, ModelWeights& weights, Adam& adam) {
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  auto meta_it = file.metadata().find("stepformer_checkpoint");
+  if (meta_it == file.metadata().end())
+    fail(ErrorKind::Format, "train", "'" + path + "' is not a Stepformer training checkpoint");
+  json meta;
+  try {
+    meta = json::parse(meta_it->second);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::Format, "train", "checkpoint '" + path + "': bad metadata JSON: " + e.what());
+  }
+  if (meta.value("config", json()) != config_to_json(config) || meta.value("seed", uint64_t{0}) != seed ||
+      file.metadata().at("src_vocab") != src.to_json().dump() || file.metadata().at("tgt_vocab") != tgt.to_json().dump())
+    fail(ErrorKind::Input, "train",
+         "checkpoint '" + path + "' belongs to another run (different model, data or seed); delete it or pass "
+         "--no-resume");
+  auto load_all = [&](const std::string& prefix, ModelWeights& w) {
+    for (const ParameterView& p : parameter_views(w)) {
+      const TensorView* t = file.find(prefix + p.name);
+      if (!t) fail(ErrorKind::Missing, "train", "checkpoint '" + path + "' lacks '" + prefix + p.name + "'");
+      if (t->numel() != p.size) fail(ErrorKind::Shape, "train", "checkpoint tensor '" + prefix + p.name + "' has the wrong size");
+      t->read_floats(std::span<float>(p.data, static_cast<size_t>(p.size)));
+    }
+  };
+  load_all("weights.", weights);
+  load_all("adam_m.", adam.first_moment());
+  load_all("adam_v.", adam.second_moment());
+  RunState s;
+  s.finished_epochs = meta.at("finished_epochs");
+  s.step = meta.at("step");
+  s.result.best_epoch = meta.at("best_epoch");
+  s.result.best_valid_bleu = meta.at("best_valid_bleu");
+  s.result.wall_seconds = meta.at("wall_seconds");
+  for (const auto& e : meta.at("history")) s.result.history.push_back(epoch_from_json(e));
+  adam.set_step_count(s.step);
+  return s;
+}
+
+double validation_nll(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
+                      int batch_tokens, int max_length) {
+  const auto plan = plan_batches(examples, batch_tokens, 0, 0);
+  double nll_sum = 0;
+  long tokens = 0;
+  BatchTrace trace;
+  for (const auto& indices : plan) {
+    const Batch batch = make_batch(examples, indices, SpecialIds{config.pad_id, config.bos_id, config.eos_id, config.unk_id},
+                                   max_length);
+    const LossResult r = batch_forward(config, weights, batch, {}, 0.0f, trace, nullptr);
+    nll_sum += r.nll * r.tokens;
+    tokens += r.tokens;
+  }
+  return tokens ? nll_sum / tokens : 0.0;
+}
+
+}  // namespace
+
+TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
+                        const std::function<void(const std::string&)>& log_fn) {
+  auto log = [&](const std::string& s) {
+    if (log_fn) log_fn(s);
+  };
+  const auto run_start = Clock::now();
+  if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  Eigen::setNbThreads(o.threads > 0 ? o.threads : omp_get_max_threads());
+
+  // Data and vocabularies (from the training split only).
+  const ParallelCorpus train = read_parallel_corpus(corpus_path(o, "train", o.source_language),
+                                                    corpus_path(o, "train", o.target_language));
+  const ParallelCorpus valid = read_parallel_corpus(corpus_path(o, "val", o.source_language),
+                                                    corpus_path(o, "val", o.target_language));
+  const Vocabulary src_vocab = build_vocabulary(train.source, o.min_frequency);
+  const Vocabulary tgt_vocab = build_vocabulary(train.target, o.min_frequency);
+  const std::vector<Example> train_examples = make_examples(train, src_vocab, tgt_vocab);
+  const std::vector<Example> valid_examples = make_examples(valid, src_vocab, tgt_vocab);
+  log("data: " + std::to_string(train_examples.size()) + " training pairs, " + std::to_string(valid_examples.size()) +
+      " validation pairs; vocabularies " + std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " +
+      std::to_string(tgt_vocab.size()) + " (" + o.target_language + ") words seen at least " +
+      std::to_string(o.min_frequency) + " times");
+
+  Config config = o.model;
+  config.src_vocab_size = src_vocab.size();
+  config.tgt_vocab_size = tgt_vocab.size();
+  const SpecialIds ids = default_special_ids();
+  config.pad_id = ids.pad;
+  config.bos_id = ids.bos;
+  config.eos_id = ids.eos;
+  config.unk_id = ids.unk;
+  config.max_positions = std::max(config.max_positions, o.max_length);
+  config.validate();
+
+  ModelWeights weights = initialize_weights(config, o.seed);
+  Adam adam(weights, o.adam);
+  const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+  RunState state;
+  if (o.resume && std::filesystem::exists(checkpoint)) {
+    state = read_checkpoint(checkpoint, config, src_vocab, tgt_vocab, o.seed, weights, adam);
+    log("resuming from '" + checkpoint + "' after epoch " + std::to_string(state.finished_epochs) + " (step " +
+        std::to_string(state.step) + ")");
+  }
+
+  Model model;
+  model.family = "stepformer";
+  model.config = config;
+  model.src_vocab = src_vocab;
+  model.tgt_vocab = tgt_vocab;
+  model.tokenizer.source_language = o.source_language;
+  model.tokenizer.target_language = o.target_language;
+
+  ModelWeights grads = zeros_like(weights);
+  BatchTrace trace;
+  Mat dlogits;
+  for (int epoch = state.finished_epochs + 1; epoch <= o.epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    const auto plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
+    double loss_sum = 0, nll_sum = 0;
+    long tokens = 0, processed_tokens = 0;
+    float lr = 0;
+    for (size_t b = 0; b < plan.size(); ++b) {
+      const Batch batch = make_batch(train_examples, plan[b], ids, o.max_length);
+      ++state.step;
+      const DropoutSettings dropout{o.dropout, o.seed, static_cast<uint64_t>(state.step)};
+      const LossResult r = batch_forward(config, weights, batch, dropout, o.label_smoothing, trace, &dlogits);
+      for (ParameterView& p : parameter_views(grads)) std::fill(p.data, p.data + p.size, 0.0f);
+      batch_backward(config, weights, batch, trace, dlogits, grads);
+      tie_gradients(config, grads);
+      clip_gradients(grads, o.clip_norm);
+      lr = o.schedule.at(state.step);
+      adam.step(weights, grads, lr);
+      if (!std::isfinite(r.loss))
+        fail(ErrorKind::Value, "train", "the loss became " + std::to_string(r.loss) + " at step " +
+                                            std::to_string(state.step) + " (learning rate too high?)");
+      loss_sum += r.loss * r.tokens;
+      nll_sum += r.nll * r.tokens;
+      tokens += r.tokens;
+      processed_tokens += static_cast<long>(batch.source.size() + batch.target_in.size());
+      if (progress)
+        progress(epoch, static_cast<int>(b + 1), static_cast<int>(plan.size()), loss_sum / tokens,
+                 tokens / seconds_since(epoch_start));
+    }
+    EpochRecord rec;
+    rec.epoch = epoch;
+    rec.train_loss = loss_sum / std::max<long>(tokens, 1);
+    rec.train_nll = nll_sum / std::max<long>(tokens, 1);
+    rec.learning_rate = lr;
+    rec.tokens_per_second = tokens / seconds_since(epoch_start);
+    rec.valid_nll = validation_nll(config, weights, valid_examples, o.batch_tokens, o.max_length);
+    const auto hyps = translate_corpus(config, weights, src_vocab, tgt_vocab, valid.source, {1, 0.6f, 0});
+    rec.valid_bleu = 100.0 * corpus_bleu(hyps, valid.target).bleu;
+    rec.seconds = seconds_since(epoch_start);
+    state.result.history.push_back(rec);
+    state.finished_epochs = epoch;
+    state.result.wall_seconds += rec.seconds;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "epoch %d: train loss %.3f (ppl %.2f), valid ppl %.2f, valid BLEU %.2f (greedy), lr %.2e, "
+                  "%.0f target tokens/s, %.0f s",
+                  epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.valid_bleu,
+                  rec.learning_rate, rec.tokens_per_second, rec.seconds);
+    log(line);
+    // Best = highest validation BLEU; between equal BLEU (early epochs of a small model score 0), lowest perplexity.
+    const bool better =
+        state.result.best_epoch == 0 || rec.valid_bleu > state.result.best_valid_bleu ||
+        (rec.valid_bleu == state.result.best_valid_bleu &&
+         rec.valid_nll < state.result.history[state.result.best_epoch - 1].valid_nll);
+    if (better) {
+      state.result.best_valid_bleu = rec.valid_bleu;
+      state.result.best_epoch = epoch;
+      model.weights = weights;
+      json history = json::array();
+      for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
+      model.provenance = {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
+                                          ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
+                                          std::to_string(o.min_frequency)},
+                          {"command", o.command_line},
+                          {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+                          {"epoch", epoch},
+                          {"epochs_planned", o.epochs},
+                          {"valid_bleu_greedy", rec.valid_bleu},
+                          {"valid_perplexity", std::exp(rec.valid_nll)},
+                          {"wall_seconds_so_far", state.result.wall_seconds},
+                          {"threads", omp_get_max_threads()},
+                          {"history", history}};
+      save_model(model, o.out_path, o.store_f16 ? DType::F16 : DType::F32);
+      log("  best so far: wrote '" + o.out_path + "'");
+    }
+    write_checkpoint(checkpoint, config, src_vocab, tgt_vocab, weights, adam, state, o.seed);
+  }
+
+  // The test score of the best model, greedy and with beam search, recorded in its provenance.
+  const std::string test_src = corpus_path(o, o.test_name, o.source_language);
+  const std::string test_ref = corpus_path(o, o.test_name, o.target_language);
+  if (std::filesystem::exists(test_src) && std::filesystem::exists(test_ref) && state.result.best_epoch > 0) {
+    Model best = load_model(o.out_path);
+    const ParallelCorpus test = read_parallel_corpus(test_src, test_ref);
+    const auto greedy = translate_corpus(best.config, best.weights, best.src_vocab, best.tgt_vocab, test.source, {1, 0.6f, 0});
+    state.result.test_bleu_greedy = 100.0 * corpus_bleu(greedy, test.target).bleu;
+    const auto beam = translate_corpus(best.config, best.weights, best.src_vocab, best.tgt_vocab, test.source,
+                                       {o.final_beam, 0.6f, 0});
+    state.result.test_bleu_beam = 100.0 * corpus_bleu(beam, test.target).bleu;
+    best.provenance["test_set"] = o.test_name;
+    best.provenance["test_bleu_greedy"] = state.result.test_bleu_greedy;
+    best.provenance["test_bleu_beam"] = state.result.test_bleu_beam;
+    best.provenance["test_beam_width"] = o.final_beam;
+    best.provenance["wall_seconds"] = state.result.wall_seconds;
+    best.provenance["epochs_run"] = state.finished_epochs;
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32);
+    char line[200];
+    std::snprintf(line, sizeof(line), "best epoch %d: %s BLEU %.2f greedy, %.2f beam %d", state.result.best_epoch,
+                  o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam);
+    log(line);
+  }
+  (void)run_start;
+  return state.result;
+}
+
+}  // namespace sf
