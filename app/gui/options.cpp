@@ -18,6 +18,10 @@ const char* kUsage =
     "Needs a display with OpenGL 3.3; headless, run it under: xvfb-run -a stepformer ...\n"
     "\n"
     "Options:\n"
+    "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
+    "  --sentence TEXT     the source sentence (default: an example)\n"
+    "  --stage NAME        stage to open: tokens, positional, attention (default tokens)\n"
+    "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --size WxH          window size (default 1280x800)\n"
     "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
     "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
@@ -80,6 +84,17 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--layout-json");
       if (!v || !*v) return error("--layout-json needs a path");
       r.options.layout_json_path = v;
+    } else if (arg == "--model" || arg == "--sentence" || arg == "--stage" || arg == "--attention") {
+      const char* v = value(arg.c_str());
+      if (!v) return error(arg + " needs a value");
+      if (arg == "--model") r.options.model_path = v;
+      if (arg == "--sentence") r.options.sentence = v;
+      if (arg == "--stage") {
+        r.options.stage = v;
+        if (r.options.stage != "tokens" && r.options.stage != "positional" && r.options.stage != "attention")
+          return error("--stage must be tokens, positional or attention, got '" + r.options.stage + "'");
+      }
+      if (arg == "--attention") r.options.attention = v;
     } else if (arg == "--ui-scale") {
       const char* v = value("--ui-scale");
       char* end = nullptr;

@@ -11,6 +11,10 @@ struct AppOptions {
   int frames = 3;                     // --frames N: frames rendered before the screenshot (layout settles)
   std::string layout_json_path;       // --layout-json PATH: where each heatmap was drawn (for tests)
   float ui_scale = 1.0f;              // --ui-scale X: font and widget scale (1.5 for a projector)
+  std::string model_path;             // --model PATH (default: the shipped model)
+  std::string sentence;               // --sentence TEXT (default: the example sentence)
+  std::string stage = "tokens";       // --stage tokens|positional|attention
+  std::string attention = "enc.0.0";  // --attention KIND.L.H: the head the attention stage shows
 };
 
 struct ParsedOptions {

@@ -7,3 +7,13 @@ namespace sf::gui {
 void help_marker(const char* text);
 
 }  // namespace sf::gui
+
+#include <imgui.h>
+
+namespace sf::gui {
+
+// Text drawn rotated by `radians` (counter-clockwise) about `pivot`, its baseline starting at the pivot:
+// column labels of heatmaps read bottom to top at pi/2 (screen y points down).
+void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians);
+
+}  // namespace sf::gui

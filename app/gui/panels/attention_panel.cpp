@@ -1,0 +1,128 @@
+#include "gui/panels/attention_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+const AttentionTrace* selected_attention(const Trace& trace, const AttentionSelection& s) {
+  if (s.kind == AttentionKind::Encoder)
+    return s.layer < static_cast<int>(trace.encoder.size()) ? &trace.encoder[s.layer].self_attn : nullptr;
+  if (s.layer >= static_cast<int>(trace.decoder.size())) return nullptr;
+  return s.kind == AttentionKind::Decoder ? &trace.decoder[s.layer].self_attn : &trace.decoder[s.layer].cross_attn;
+}
+
+Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
+  Mat p = a.probs[head];
+  const Mat& blocked = a.mask[head];
+  if (blocked.size() == p.size())
+    for (Eigen::Index i = 0; i < p.size(); ++i)
+      if (blocked.data()[i] > 0.5f) p.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  return p;
+}
+
+namespace {
+
+const char* kind_title(AttentionKind k) {
+  switch (k) {
+    case AttentionKind::Encoder: return "Encoder self-attention";
+    case AttentionKind::Decoder: return "Decoder masked self-attention";
+    case AttentionKind::Cross: return "Cross-attention (decoder queries, encoder keys)";
+  }
+  return "";
+}
+
+}  // namespace
+
+void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
+  if (!state.ready()) {
+    ImGui::TextDisabled("No translation to show yet.");
+    return;
+  }
+  const Config& c = state.model->config;
+  const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  sel.layer = std::clamp(sel.layer, 0, layers - 1);
+  sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
+
+  int kind = static_cast<int>(sel.kind);
+  ImGui::RadioButton("encoder self", &kind, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("decoder self (masked)", &kind, 1);
+  ImGui::SameLine();
+  ImGui::RadioButton("cross", &kind, 2);
+  sel.kind = static_cast<AttentionKind>(kind);
+  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
+
+  const AttentionTrace* a = selected_attention(state.trace, sel);
+  if (!a || a->probs.empty()) return;
+  const std::vector<std::string> queries =
+      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
+  const std::vector<std::string> keys =
+      sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
+  const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
+
+  ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
+  help_marker(
+      "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
+      "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
+      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0.");
+  ImGui::Text("softmax(Q K^T / sqrt(%d) + M) V     Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]",
+              c.head_dim(), tq, c.head_dim(), tk, c.head_dim(), tq, tk);
+
+  if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
+      uploaded_.head != sel.head) {
+    const Mat p = probabilities_with_blocked_cells(*a, sel.head);
+    heatmap_.set_values(p.data(), tq, tk, 0.0f, 1.0f);
+    uploaded_version_ = state.version;
+    uploaded_ = sel;
+  }
+
+  // Labels: keys rotated along the top, queries on the left.
+  float label_width = 0;
+  for (const auto& s : queries) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
+  float top_height = 0;
+  for (const auto& s : keys) top_height = std::max(top_height, ImGui::CalcTextSize(s.c_str()).x);
+  label_width += ImGui::GetStyle().ItemSpacing.x;
+  top_height += ImGui::GetStyle().ItemSpacing.y;
+  const float bar_width = ImGui::GetFontSize() * 4;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float cell = std::max(4.0f, std::min({(avail.x - label_width - bar_width) / tk,
+                                              (avail.y - top_height - 2 * line) / tq, ImGui::GetFontSize() * 3}));
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 grid(origin.x + label_width, origin.y + top_height);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  for (int j = 0; j < tk; ++j)
+    rotated_text(draw, ImVec2(grid.x + (j + 0.5f) * cell - ImGui::GetFontSize() * 0.5f, grid.y - 4), text,
+                 keys[j].c_str(), 1.5707964f);
+  for (int i = 0; i < tq; ++i)
+    draw->AddText(ImVec2(origin.x, grid.y + (i + 0.5f) * cell - ImGui::GetFontSize() * 0.5f), text,
+                  queries[i].c_str());
+  ImGui::SetCursorScreenPos(grid);
+  int row = -1, col = -1;
+  const bool hovered = heatmap_.draw("attention", ImVec2(cell * tk, cell * tq), {}, &row, &col);
+  ImGui::SameLine();
+  colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
+  if (hovered && row < static_cast<int>(queries.size()) && col < static_cast<int>(keys.size())) {
+    const bool blocked = a->mask[sel.head].size() > 0 && a->mask[sel.head](row, col) > 0.5f;
+    ImGui::BeginTooltip();
+    ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[row].c_str(), row, keys[col].c_str(), col);
+    ImGui::Text("score q.k / sqrt(D) = %.3f", a->scores[sel.head](row, col));
+    if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
+    else ImGui::Text("probability = %.3f", a->probs[sel.head](row, col));
+    ImGui::EndTooltip();
+  }
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,117 @@
+// The attention stage as a user sees it: the app run under xvfb-run -a on a model file, its screenshot read
+// back. Checked against the trace that the core computes for the same model and sentence: in every row of
+// the heatmap the brightest cell is where the trace has that row's largest probability, and cells the mask
+// blocks are drawn hatched grey, not in a colormap colour.
+#include <gtest/gtest.h>
+#include <stb/stb_image.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "gui/app_state.h"
+#include "gui/panels/attention_panel.h"
+
+namespace sf::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
+const std::string kSentence = "Ein Mann mit einer Frau, und zwei Männer auf einem.";
+
+struct Screen {
+  int width = 0, height = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
+  nlohmann::json heatmap;
+  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
+  // The pixel at the centre of cell (row, col).
+  const unsigned char* cell(int row, int col) const {
+    const float x0 = heatmap["x0"], y0 = heatmap["y0"], x1 = heatmap["x1"], y1 = heatmap["y1"];
+    const int rows = heatmap["rows"], cols = heatmap["cols"];
+    return at(static_cast<int>(x0 + (col + 0.5f) * (x1 - x0) / cols), static_cast<int>(y0 + (row + 0.5f) * (y1 - y0) / rows));
+  }
+};
+
+Screen screenshot(const std::string& attention, const std::string& name) {
+  fs::create_directories(STEPFORMER_TEST_OUTPUT_DIR);
+  const std::string png = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".png";
+  const std::string layout = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".json";
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+                          " --model " + kModel + " --sentence '" + kSentence + "' --stage attention --attention " +
+                          attention + " --screenshot " + png + " --layout-json " + layout + " > /dev/null 2>&1";
+  Screen s;
+  if (std::system(cmd.c_str()) != 0) return s;
+  int channels = 0;
+  s.pixels.reset(stbi_load(png.c_str(), &s.width, &s.height, &channels, 3));
+  std::ifstream in(layout);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const auto& h : j["heatmaps"])
+    if (h["name"] == "attention") s.heatmap = h;
+  return s;
+}
+
+float luma(const unsigned char* p) { return 0.2126f * p[0] + 0.7152f * p[1] + 0.0722f * p[2]; }
+
+void check_head(const std::string& ref) {
+  AppState state;
+  ASSERT_TRUE(state.load_model(kModel)) << state.error;
+  ASSERT_TRUE(state.set_sentence(kSentence)) << state.error;
+  const HeadRef h = parse_head_ref(ref);
+  const AttentionTrace* a = selected_attention(state.trace, {h.kind, h.layer, h.head});
+  ASSERT_NE(a, nullptr);
+  const Mat& probs = a->probs[h.head];
+  const Mat& blocked = a->mask[h.head];
+
+  const Screen s = screenshot(ref, "attention_" + ref);
+  ASSERT_TRUE(s.pixels) << "the app did not write a screenshot";
+  ASSERT_FALSE(s.heatmap.is_null()) << "no attention heatmap on screen";
+  ASSERT_EQ(s.heatmap["rows"], probs.rows());
+  ASSERT_EQ(s.heatmap["cols"], probs.cols());
+  int hatched = 0;
+  for (Eigen::Index i = 0; i < probs.rows(); ++i) {
+    Eigen::Index want = 0;
+    probs.row(i).maxCoeff(&want);
+    Eigen::Index brightest = -1;
+    float best = -1;
+    for (Eigen::Index j = 0; j < probs.cols(); ++j) {
+      const unsigned char* p = s.cell(static_cast<int>(i), static_cast<int>(j));
+      const bool grey = std::abs(p[0] - p[1]) < 6 && std::abs(p[1] - p[2]) < 6;
+      if (blocked.size() && blocked(i, j) > 0.5f) {
+        EXPECT_TRUE(grey) << ref << ": blocked cell (" << i << ", " << j << ") is not drawn hatched grey";
+        ++hatched;
+        continue;
+      }
+      EXPECT_FALSE(grey) << ref << ": allowed cell (" << i << ", " << j << ") is drawn grey";
+      if (luma(p) > best) best = luma(p), brightest = j;
+    }
+    // Ties within a colour step can go either way: then both must be (nearly) the row's maximum.
+    EXPECT_NEAR(probs(i, brightest), probs(i, want), 0.01f) << ref << " row " << i << ": brightest cell "
+                                                            << brightest << ", trace maximum at " << want;
+  }
+  if (h.kind == AttentionKind::Decoder) EXPECT_GT(hatched, 0) << "the causal mask blocks the cells above the diagonal";
+}
+
+TEST(AttentionScreen, EncoderHeadBrightestCellsMatchTheTrace) { check_head("enc.1.2"); }
+TEST(AttentionScreen, DecoderHeadShowsTheCausalMaskHatched) { check_head("dec.0.1"); }
+TEST(AttentionScreen, CrossHeadBrightestCellsMatchTheTrace) { check_head("cross.1.3"); }
+
+TEST(AppState, BadModelKeepsTheCurrentOneAndNamesTheProblem) {
+  AppState state;
+  ASSERT_TRUE(state.load_model(kModel));
+  ASSERT_TRUE(state.set_sentence(kSentence));
+  const int version = state.version;
+  EXPECT_FALSE(state.load_model("/nonexistent/model.safetensors"));
+  EXPECT_NE(state.error.find("nonexistent"), std::string::npos) << state.error;
+  EXPECT_EQ(state.model_path, kModel);
+  EXPECT_EQ(state.version, version);
+  EXPECT_TRUE(state.ready());
+  EXPECT_FALSE(state.set_sentence("   "));
+  EXPECT_NE(state.error.find("empty"), std::string::npos) << state.error;
+  EXPECT_EQ(state.sentence, kSentence);
+}
+
+}  // namespace
+}  // namespace sf::gui
