@@ -92,7 +92,7 @@ TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
   const std::string png = output_path("smoke.png"), layout = output_path("smoke.json");
   fs::remove(png);
-  const RunResult r = run(headless("--size 1100x720 --frames 3 --screenshot " + png + " --layout-json " + layout));
+  const RunResult r = run(headless("--stage positional --size 1100x720 --frames 3 --screenshot " + png + " --layout-json " + layout));
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   const Image image = load_png(png);
