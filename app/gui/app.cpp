@@ -7,19 +7,52 @@
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "gui/panels/output_panel.h"
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
 #include "util/error.h"
 
 namespace sf::gui {
 
+namespace {
+
+struct StageInfo {
+  Stage stage;
+  const char* id;     // --stage name
+  const char* title;  // the pipeline map's label
+  const char* group;  // the block it belongs to
+};
+
+const StageInfo kStages[] = {
+    {Stage::Tokens, "tokens", "Tokens", "Input"},
+    {Stage::Embedding, "embedding", "Input embedding", "Input"},
+    {Stage::Positional, "positional", "+ Positional encoding", "Input"},
+    {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention", "Encoder (x N)"},
+    {Stage::DecoderAttention, "decoder-attention", "Masked multi-head attention", "Decoder (x N)"},
+    {Stage::CrossAttention, "cross-attention", "Cross-attention", "Decoder (x N)"},
+    {Stage::Output, "output", "Linear + softmax", "Output"},
+};
+
+}  // namespace
+
+const char* stage_name(Stage stage) { return kStages[static_cast<int>(stage)].id; }
+
 App::App(const AppOptions& options) : options_(options) {
-  stage_ = options.stage == "attention" ? Stage::Attention : options.stage == "positional" ? Stage::Positional : Stage::Tokens;
-  try {
-    const HeadRef h = parse_head_ref(options.attention);
-    attention_ = {h.kind, h.layer, h.head};
-  } catch (const Error& e) {
-    state_.error = e.what();
+  for (const StageInfo& info : kStages)
+    if (options.stage == info.id) stage_ = info.stage;
+  select(stage_);
+  if (!options.attention.empty()) {  // --attention KIND.L.H names the head, and its kind the attention stage
+    try {
+      const HeadRef h = parse_head_ref(options.attention);
+      attention_ = {h.kind, h.layer, h.head};
+      const bool attention_stage = stage_ == Stage::EncoderAttention || stage_ == Stage::DecoderAttention ||
+                                   stage_ == Stage::CrossAttention;
+      if (attention_stage)
+        stage_ = h.kind == AttentionKind::Encoder ? Stage::EncoderAttention
+                 : h.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
+    } catch (const Error& e) {
+      state_.error = e.what();
+    }
   }
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
@@ -28,21 +61,41 @@ App::App(const AppOptions& options) : options_(options) {
     std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", path.c_str(), state_.error.c_str());
 }
 
+void App::select(Stage stage) {
+  stage_ = stage;
+  if (stage == Stage::EncoderAttention) attention_.kind = AttentionKind::Encoder;
+  if (stage == Stage::DecoderAttention) attention_.kind = AttentionKind::Decoder;
+  if (stage == Stage::CrossAttention) attention_.kind = AttentionKind::Cross;
+}
+
 void App::handle_keys() {
   if (ImGui::GetIO().WantTextInput) return;
   // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
-  const int stages = 3;
-  int s = static_cast<int>(stage_);
-  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) s = (s + 1) % stages;
-  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) s = (s + stages - 1) % stages;
-  if (s != static_cast<int>(stage_)) {
-    stage_ = static_cast<Stage>(s);
-    stage_from_options_ = true;  // select the tab
-  }
+  const int stages = static_cast<int>(Stage::Count);
+  const int s = static_cast<int>(stage_);
+  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) select(static_cast<Stage>((s + 1) % stages));
+  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) select(static_cast<Stage>((s + stages - 1) % stages));
   if (ImGui::IsKeyPressed(GLFW_KEY_UP)) --attention_.layer;
   if (ImGui::IsKeyPressed(GLFW_KEY_DOWN)) ++attention_.layer;
   for (int k = 0; k < 9; ++k)
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k)) attention_.head = k;
+}
+
+void App::draw_pipeline_map() {
+  const char* group = "";
+  for (const StageInfo& info : kStages) {
+    if (std::string(group) != info.group) {
+      group = info.group;
+      ImGui::Spacing();
+      ImGui::TextDisabled("%s", group);
+    }
+    const bool here = info.stage == stage_;
+    if (here) ImGui::PushStyleColor(ImGuiCol_Header, ImVec4(0.85f, 0.55f, 0.10f, 0.85f));
+    if (ImGui::Selectable(info.title, here)) select(info.stage);
+    if (here) ImGui::PopStyleColor();
+  }
+  ImGui::Spacing();
+  ImGui::TextDisabled("Left/Right: stage\nUp/Down: layer\n1-9: head");
 }
 
 void App::frame() {
@@ -72,26 +125,24 @@ void App::frame() {
   if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
   ImGui::Separator();
 
-  if (ImGui::BeginTabBar("stages")) {
-    const char* names[] = {"Tokens", "Positional encoding", "Attention"};
-    for (int s = 0; s < 3; ++s) {
-      const ImGuiTabItemFlags tab_flags =
-          stage_from_options_ && s == static_cast<int>(stage_) ? ImGuiTabItemFlags_SetSelected : 0;
-      if (ImGui::BeginTabItem(names[s], nullptr, tab_flags)) {
-        if (!stage_from_options_) stage_ = static_cast<Stage>(s);
-        switch (static_cast<Stage>(s)) {
-          case Stage::Tokens: draw_tokens_panel(state_); break;
-          case Stage::Positional:
-            positional_panel_.draw(state_.model ? state_.model->config.d_model : 256, 64);
-            break;
-          case Stage::Attention: attention_panel_.draw(state_, attention_); break;
-        }
-        ImGui::EndTabItem();
-      }
-    }
-    stage_from_options_ = false;
-    ImGui::EndTabBar();
+  ImGui::BeginChild("pipeline", ImVec2(ImGui::GetFontSize() * 13, 0), true);
+  draw_pipeline_map();
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("stage", ImVec2(0, 0), false);
+  switch (stage_) {
+    case Stage::Tokens: draw_tokens_panel(state_); break;
+    case Stage::Embedding: embedding_panel_.draw(state_); break;
+    case Stage::Positional: positional_panel_.draw(state_.model ? state_.model->config.d_model : 256, 64); break;
+    case Stage::EncoderAttention:
+    case Stage::DecoderAttention:
+    case Stage::CrossAttention:
+      attention_panel_.draw(state_, attention_);
+      break;
+    case Stage::Output: draw_output_panel(state_, output_position_); break;
+    case Stage::Count: break;
   }
+  ImGui::EndChild();
   ImGui::End();
 }
 

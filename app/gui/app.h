@@ -5,11 +5,14 @@
 #include "gui/app_state.h"
 #include "gui/options.h"
 #include "gui/panels/attention_panel.h"
+#include "gui/panels/embedding_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
 
 namespace sf::gui {
 
-enum class Stage { Tokens, Positional, Attention };
+// The stages of the pipeline map, in the order of the paper's figure.
+enum class Stage { Tokens, Embedding, Positional, EncoderAttention, DecoderAttention, CrossAttention, Output, Count };
+const char* stage_name(Stage stage);  // as --stage takes it: tokens, embedding, positional, ...
 
 class App {
  public:
@@ -19,12 +22,15 @@ class App {
 
  private:
   void handle_keys();
+  void draw_pipeline_map();
+  void select(Stage stage);
   AppOptions options_;
   AppState state_;
   std::string sentence_input_;
   Stage stage_ = Stage::Tokens;
-  bool stage_from_options_ = true;  // select the --stage tab on the first frame
   AttentionSelection attention_;
+  int output_position_ = 0;
+  EmbeddingPanel embedding_panel_;
   PositionalEncodingPanel positional_panel_;
   AttentionPanel attention_panel_;
 };

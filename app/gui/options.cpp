@@ -1,5 +1,6 @@
 #include "gui/options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +21,8 @@ const char* kUsage =
     "Options:\n"
     "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
     "  --sentence TEXT     the source sentence (default: an example)\n"
-    "  --stage NAME        stage to open: tokens, positional, attention (default tokens)\n"
+    "  --stage NAME        stage to open: tokens, embedding, positional, encoder-attention,\n"
+    "                      decoder-attention, cross-attention, output (default tokens)\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --size WxH          window size (default 1280x800)\n"
     "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
@@ -91,8 +93,11 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (arg == "--sentence") r.options.sentence = v;
       if (arg == "--stage") {
         r.options.stage = v;
-        if (r.options.stage != "tokens" && r.options.stage != "positional" && r.options.stage != "attention")
-          return error("--stage must be tokens, positional or attention, got '" + r.options.stage + "'");
+        static const char* kNames[] = {"tokens", "embedding", "positional", "encoder-attention",
+                                       "decoder-attention", "cross-attention", "output"};
+        if (std::find(std::begin(kNames), std::end(kNames), r.options.stage) == std::end(kNames))
+          return error("--stage must be one of tokens, embedding, positional, encoder-attention, decoder-attention, "
+                       "cross-attention, output; got '" + r.options.stage + "'");
       }
       if (arg == "--attention") r.options.attention = v;
     } else if (arg == "--ui-scale") {

@@ -13,8 +13,8 @@ struct AppOptions {
   float ui_scale = 1.0f;              // --ui-scale X: font and widget scale (1.5 for a projector)
   std::string model_path;             // --model PATH (default: the shipped model)
   std::string sentence;               // --sentence TEXT (default: the example sentence)
-  std::string stage = "tokens";       // --stage tokens|positional|attention
-  std::string attention = "enc.0.0";  // --attention KIND.L.H: the head the attention stage shows
+  std::string stage = "tokens";       // --stage: tokens, embedding, positional, encoder-attention, ... (app.h)
+  std::string attention;              // --attention KIND.L.H: the head the attention stages show
 };
 
 struct ParsedOptions {

@@ -1,0 +1,56 @@
+#include "gui/panels/output_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+void draw_output_panel(const AppState& state, int& position) {
+  if (!state.ready()) return;
+  const Mat& logits = state.trace.logits;  // (T, V)
+  const Mat& probs = state.trace.probs;    // (T, V)
+  const int T = static_cast<int>(probs.rows()), V = static_cast<int>(probs.cols());
+  position = std::clamp(position, 0, T - 1);
+  const std::vector<std::string> inputs = state.decoder_input_labels();
+
+  ImGui::TextUnformatted("Output: linear layer and softmax over the target vocabulary");
+  help_marker(
+      "The decoder's output vector at each position is multiplied by the output matrix: one score (logit) per "
+      "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
+      "likely word, appends it to the decoder's input, and runs the decoder again for the next word.");
+  ImGui::Text("logits = dec.out W^T + b   [%d x %d]     p = softmax(logits)", T, V);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+  ImGui::SliderInt("decoder position", &position, 0, T - 1);
+  ImGui::SameLine();
+  ImGui::Text("input so far: ... \"%s\"", inputs[static_cast<size_t>(position)].c_str());
+
+  std::vector<int> order(static_cast<size_t>(V));
+  std::iota(order.begin(), order.end(), 0);
+  const int k = std::min(10, V);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return probs(position, a) > probs(position, b); });
+  const int chosen = position < static_cast<int>(state.translation.size()) ? state.translation[static_cast<size_t>(position)] : -1;
+
+  const float bar_max = ImGui::GetContentRegionAvail().x * 0.6f;
+  const float label_width = ImGui::GetFontSize() * 9;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (int r = 0; r < k; ++r) {
+    const int id = order[static_cast<size_t>(r)];
+    const float p = probs(position, id);
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const float h = ImGui::GetTextLineHeight();
+    draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), unescape_token(state.model->tgt_vocab.token(id)).c_str());
+    const ImVec2 b0(at.x + label_width, at.y + 2), b1(at.x + label_width + std::max(1.0f, p * bar_max), at.y + h - 2);
+    draw->AddRectFilled(b0, b1, id == chosen ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.3f   (logit %.2f)%s", p, logits(position, id), id == chosen ? "   <- chosen" : "");
+    draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text);
+    ImGui::Dummy(ImVec2(label_width + bar_max, h + 4));
+  }
+}
+
+}  // namespace sf::gui
