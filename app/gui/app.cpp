@@ -23,15 +23,23 @@ struct StageInfo {
   const char* group;  // the block it belongs to
 };
 
+// In Stage order (the enum), which is the order of the paper's figure.
 const StageInfo kStages[] = {
     {Stage::Tokens, "tokens", "Tokens", "Input"},
     {Stage::Embedding, "embedding", "Input embedding", "Input"},
     {Stage::Positional, "positional", "+ Positional encoding", "Input"},
-    {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention", "Encoder (x N)"},
-    {Stage::DecoderAttention, "decoder-attention", "Masked multi-head attention", "Decoder (x N)"},
-    {Stage::CrossAttention, "cross-attention", "Cross-attention", "Decoder (x N)"},
+    {Stage::EncoderQkv, "encoder-qkv", "Q, K, V and heads", "Encoder layer (x N)"},
+    {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention", "Encoder layer (x N)"},
+    {Stage::EncoderAddNorm, "encoder-add-norm", "Add & norm", "Encoder layer (x N)"},
+    {Stage::EncoderFeedForward, "encoder-feed-forward", "Feed-forward", "Encoder layer (x N)"},
+    {Stage::DecoderAttention, "decoder-attention", "Masked multi-head attention", "Decoder layer (x N)"},
+    {Stage::CrossAttention, "cross-attention", "Cross-attention", "Decoder layer (x N)"},
+    {Stage::DecoderAddNorm, "decoder-add-norm", "Add & norm", "Decoder layer (x N)"},
+    {Stage::DecoderFeedForward, "decoder-feed-forward", "Feed-forward", "Decoder layer (x N)"},
+    {Stage::AllHeads, "all-heads", "All heads, all layers", "Overview"},
     {Stage::Output, "output", "Linear + softmax", "Output"},
 };
+static_assert(sizeof(kStages) / sizeof(kStages[0]) == static_cast<size_t>(Stage::Count));
 
 }  // namespace
 
@@ -63,9 +71,16 @@ App::App(const AppOptions& options) : options_(options) {
 
 void App::select(Stage stage) {
   stage_ = stage;
-  if (stage == Stage::EncoderAttention) attention_.kind = AttentionKind::Encoder;
-  if (stage == Stage::DecoderAttention) attention_.kind = AttentionKind::Decoder;
-  if (stage == Stage::CrossAttention) attention_.kind = AttentionKind::Cross;
+  switch (stage) {
+    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderAddNorm: case Stage::EncoderFeedForward:
+      attention_.kind = AttentionKind::Encoder;
+      break;
+    case Stage::DecoderAttention: case Stage::DecoderAddNorm: case Stage::DecoderFeedForward:
+      attention_.kind = AttentionKind::Decoder;
+      break;
+    case Stage::CrossAttention: attention_.kind = AttentionKind::Cross; break;
+    default: break;
+  }
 }
 
 void App::handle_keys() {
@@ -138,6 +153,20 @@ void App::frame() {
     case Stage::DecoderAttention:
     case Stage::CrossAttention:
       attention_panel_.draw(state_, attention_);
+      break;
+    case Stage::EncoderQkv: qkv_panel_.draw(state_, attention_); break;
+    case Stage::EncoderAddNorm:
+    case Stage::DecoderAddNorm:
+      add_norm_panel_.draw(state_, attention_);
+      break;
+    case Stage::EncoderFeedForward:
+    case Stage::DecoderFeedForward:
+      feed_forward_panel_.draw(state_, attention_);
+      break;
+    case Stage::AllHeads:
+      if (heads_grid_panel_.draw(state_, attention_))
+        stage_ = attention_.kind == AttentionKind::Encoder ? Stage::EncoderAttention
+                 : attention_.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
       break;
     case Stage::Output: draw_output_panel(state_, output_position_); break;
     case Stage::Count: break;

@@ -4,14 +4,23 @@
 
 #include "gui/app_state.h"
 #include "gui/options.h"
+#include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/embedding_panel.h"
+#include "gui/panels/feed_forward_panel.h"
+#include "gui/panels/heads_grid_panel.h"
+#include "gui/panels/qkv_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
 
 namespace sf::gui {
 
 // The stages of the pipeline map, in the order of the paper's figure.
-enum class Stage { Tokens, Embedding, Positional, EncoderAttention, DecoderAttention, CrossAttention, Output, Count };
+enum class Stage {
+  Tokens, Embedding, Positional,
+  EncoderQkv, EncoderAttention, EncoderAddNorm, EncoderFeedForward,
+  DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
+  AllHeads, Output, Count
+};
 const char* stage_name(Stage stage);  // as --stage takes it: tokens, embedding, positional, ...
 
 class App {
@@ -33,6 +42,10 @@ class App {
   EmbeddingPanel embedding_panel_;
   PositionalEncodingPanel positional_panel_;
   AttentionPanel attention_panel_;
+  QkvPanel qkv_panel_;
+  HeadsGridPanel heads_grid_panel_;
+  AddNormPanel add_norm_panel_;
+  FeedForwardPanel feed_forward_panel_;
 };
 
 }  // namespace sf::gui

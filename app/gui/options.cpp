@@ -21,8 +21,10 @@ const char* kUsage =
     "Options:\n"
     "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
     "  --sentence TEXT     the source sentence (default: an example)\n"
-    "  --stage NAME        stage to open: tokens, embedding, positional, encoder-attention,\n"
-    "                      decoder-attention, cross-attention, output (default tokens)\n"
+    "  --stage NAME        stage to open (default tokens): tokens, embedding, positional,\n"
+    "                      encoder-qkv, encoder-attention, encoder-add-norm, encoder-feed-forward,\n"
+    "                      decoder-attention, cross-attention, decoder-add-norm, decoder-feed-forward,\n"
+    "                      all-heads, output\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --size WxH          window size (default 1280x800)\n"
     "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
@@ -93,11 +95,15 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (arg == "--sentence") r.options.sentence = v;
       if (arg == "--stage") {
         r.options.stage = v;
-        static const char* kNames[] = {"tokens", "embedding", "positional", "encoder-attention",
-                                       "decoder-attention", "cross-attention", "output"};
-        if (std::find(std::begin(kNames), std::end(kNames), r.options.stage) == std::end(kNames))
-          return error("--stage must be one of tokens, embedding, positional, encoder-attention, decoder-attention, "
-                       "cross-attention, output; got '" + r.options.stage + "'");
+        static const char* kNames[] = {"tokens", "embedding", "positional", "encoder-qkv", "encoder-attention",
+                                       "encoder-add-norm", "encoder-feed-forward", "decoder-attention",
+                                       "cross-attention", "decoder-add-norm", "decoder-feed-forward",
+                                       "all-heads", "output"};
+        if (std::find(std::begin(kNames), std::end(kNames), r.options.stage) == std::end(kNames)) {
+          std::string names;
+          for (const char* n : kNames) names += std::string(names.empty() ? "" : ", ") + n;
+          return error("--stage must be one of " + names + "; got '" + r.options.stage + "'");
+        }
       }
       if (arg == "--attention") r.options.attention = v;
     } else if (arg == "--ui-scale") {

@@ -1,0 +1,24 @@
+// Panel: every attention head of one kind at once, a grid of layers (rows) by heads (columns); clicking a
+// head opens it in the attention stage.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "gui/app_state.h"
+#include "gui/panels/attention_panel.h"
+#include "gui/render/heatmap.h"
+
+namespace sf::gui {
+
+class HeadsGridPanel {
+ public:
+  // Returns true when the user clicked a head (written to `selection`).
+  bool draw(const AppState& state, AttentionSelection& selection);
+
+ private:
+  std::vector<std::unique_ptr<Heatmap>> maps_;  // layer * H + head
+  int uploaded_version_ = -1;
+  AttentionKind uploaded_kind_ = AttentionKind::Encoder;
+};
+
+}  // namespace sf::gui
