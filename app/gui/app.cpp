@@ -148,7 +148,7 @@ void App::frame() {
   switch (stage_) {
     case Stage::Tokens: draw_tokens_panel(state_); break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
-    case Stage::Positional: positional_panel_.draw(state_.model ? state_.model->config.d_model : 256, 64); break;
+    case Stage::Positional: positional_panel_.draw(state_); break;
     case Stage::EncoderAttention:
     case Stage::DecoderAttention:
     case Stage::CrossAttention:

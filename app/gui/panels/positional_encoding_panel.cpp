@@ -3,44 +3,132 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "gui/widgets.h"
 #include "nn/positional_encoding.h"
 
 namespace sf::gui {
 
-void PositionalEncodingPanel::draw(int d_model, int positions) {
-  if (encoding_.rows() != positions || encoding_.cols() != d_model) {
-    encoding_ = sinusoidal_positional_encoding(positions, d_model);  // (P, C)
-    heatmap_.set_values(encoding_.data(), positions, d_model, -1.0f, 1.0f);
+namespace {
+
+constexpr int kPositions = 64;  // rows shown: longer than any sentence of the training data
+constexpr ImU32 kCurveColours[] = {IM_COL32(240, 190, 40, 255), IM_COL32(90, 180, 250, 255),
+                                   IM_COL32(240, 90, 90, 255), IM_COL32(120, 220, 120, 255)};
+
+// Line plot of column `dim` of m over its rows, in the rectangle [p0, p1], values in [-lo, lo].
+void plot_column(ImDrawList* draw, const Mat& m, int dim, ImVec2 p0, ImVec2 p1, float range, ImU32 colour) {
+  const int n = static_cast<int>(m.rows());
+  ImVec2 last;
+  for (int i = 0; i < n; ++i) {
+    const float x = p0.x + (p1.x - p0.x) * i / (n - 1);
+    const float y = p0.y + (p1.y - p0.y) * (0.5f - 0.5f * std::clamp(m(i, dim) / range, -1.0f, 1.0f));
+    if (i) draw->AddLine(last, ImVec2(x, y), colour, 2.5f);
+    last = ImVec2(x, y);
   }
+}
 
-  ImGui::TextUnformatted("Positional encoding");
-  help_marker(
-      "The Transformer has no recurrence, so it adds a position signal to each token's embedding.\n"
-      "Each pair of dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0)\n"
-      "to 10000*2*pi (the last). Low dimensions change quickly from position to position, high ones slowly,\n"
-      "like the hands of a clock. PE(pos + k) is a rotation of PE(pos), so attention can find relative\n"
-      "positions.");
-  ImGui::Text("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))");
-  ImGui::TextDisabled("matrix: %d positions x %d dimensions (d_model = %d); rows are positions, columns dimensions",
-                      positions, d_model, d_model);
+}  // namespace
 
-  const float bar_width = ImGui::GetFontSize() * 4.0f;
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const ImVec2 size(std::max(64.0f, avail.x - bar_width - ImGui::GetStyle().ItemSpacing.x),
-                    std::max(64.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() * 1.5f));
-  int row = -1, col = -1;
-  const bool hovered = heatmap_.draw("positional_encoding", size, {}, &row, &col);
-  ImGui::SameLine();
-  colour_bar("PE value", heatmap_.lo(), heatmap_.hi(), ImVec2(bar_width, size.y));
-  if (hovered) {
-    ImGui::Text("position %d, dimension %d (%s, wavelength %.1f): %.4f", row, col, col % 2 ? "cos" : "sin",
-                2.0 * 3.14159265358979 * std::pow(10000.0, (col - col % 2) / static_cast<double>(d_model)),
-                heatmap_.value(row, col));
+void PositionalEncodingPanel::draw(const AppState& state) {
+  const int d_model = state.model ? state.model->config.d_model : 256;
+  const bool learned = state.model && state.model->config.positional_encoding == PositionalEncoding::Learned;
+  const void* source = learned ? static_cast<const void*>(&state.model->weights.src_positions) : nullptr;
+  if (source != source_ || encoding_.cols() != d_model || encoding_.rows() == 0) {
+    if (learned) {
+      const Mat& table = state.model->weights.src_positions;  // (P, C)
+      encoding_ = table.topRows(std::min<Eigen::Index>(kPositions, table.rows()));
+    } else {
+      encoding_ = sinusoidal_positional_encoding(kPositions, d_model);  // (P, C)
+    }
+    const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
+    matrix_.set_values(encoding_.data(), static_cast<int>(encoding_.rows()), d_model, -range, range);
+    const Mat similarity = encoding_ * encoding_.transpose();  // (P, P) PE(i) . PE(j)
+    similarity_.set_values(similarity.data(), static_cast<int>(similarity.rows()), static_cast<int>(similarity.cols()),
+                           similarity.minCoeff(), similarity.maxCoeff());
+    source_ = source;
+  }
+  const int P = static_cast<int>(encoding_.rows());
+
+  if (learned) {
+    ImGui::TextUnformatted("Positional encoding: learned position embeddings");
+    help_marker(
+        "This model learned one vector per position (a table of max_positions x d_model), trained like the word "
+        "embeddings, and adds row i to the token at position i. The original paper used fixed sine and cosine "
+        "waves instead; both tell the model where each token stands.");
+    ImGui::Text("x_i = E[id_i] * scale + P[i]     P: [%d x %d] (first %d rows shown)",
+                static_cast<int>(state.model->weights.src_positions.rows()), d_model, P);
   } else {
-    ImGui::TextDisabled("hover a cell to read its value");
+    ImGui::TextUnformatted("Positional encoding");
+    help_marker(
+        "The Transformer has no recurrence, so it adds a position signal to each token's embedding. Each pair of "
+        "dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0) to 10000*2*pi (the last). "
+        "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "
+        "PE(pos + k) is a rotation of PE(pos), so attention can find relative positions.");
+    ImGui::Text("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
+                d_model);
   }
+
+  // Curves of the chosen dimensions over the positions.
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::TextDisabled("curves of dimensions:");
+  for (size_t k = 0; k < curve_dims_.size(); ++k) {
+    ImGui::SameLine();
+    ImGui::PushID(static_cast<int>(k));
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(kCurveColours[k]));
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.5f);
+    ImGui::InputInt("##dim", &curve_dims_[k]);
+    curve_dims_[k] = std::clamp(curve_dims_[k], 0, d_model - 1);
+    ImGui::PopStyleColor();
+    ImGui::PopID();
+  }
+  const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
+  {
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const ImVec2 p1(p0.x + avail.x - ImGui::GetFontSize() * 13, p0.y + std::max(80.0f, avail.y * 0.28f));
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->AddRectFilled(p0, p1, IM_COL32(25, 25, 30, 255));
+    draw->AddLine(ImVec2(p0.x, (p0.y + p1.y) / 2), ImVec2(p1.x, (p0.y + p1.y) / 2), IM_COL32(90, 90, 90, 255));
+    for (size_t k = 0; k < curve_dims_.size(); ++k) plot_column(draw, encoding_, curve_dims_[k], p0, p1, range, kCurveColours[k]);
+    const float legend_x = p1.x + ImGui::GetStyle().ItemSpacing.x;
+    for (size_t k = 0; k < curve_dims_.size(); ++k) {
+      const int dim = curve_dims_[k];
+      char text[80];
+      if (learned) std::snprintf(text, sizeof(text), "dim %d (learned)", dim);
+      else
+        std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim % 2 ? "cos" : "sin",
+                      2.0 * 3.14159265 * std::pow(10000.0, (dim - dim % 2) / static_cast<double>(d_model)));
+      draw->AddText(ImVec2(legend_x, p0.y + k * ImGui::GetTextLineHeightWithSpacing()), kCurveColours[k], text);
+    }
+    draw->AddText(ImVec2(p0.x + 4, p1.y - ImGui::GetFontSize() - 2), IM_COL32(160, 160, 160, 255), "position 0");
+    char last[32];
+    std::snprintf(last, sizeof(last), "position %d", P - 1);
+    draw->AddText(ImVec2(p1.x - ImGui::CalcTextSize(last).x - 4, p1.y - ImGui::GetFontSize() - 2),
+                  IM_COL32(160, 160, 160, 255), last);
+    ImGui::Dummy(ImVec2(p1.x - p0.x, p1.y - p0.y));
+  }
+
+  // The matrix and the similarity of positions, side by side.
+  const float bar = ImGui::GetFontSize() * 3.5f;
+  const float height = std::max(64.0f, ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);
+  const float sim_side = std::min(height, avail.x * 0.35f);
+  const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);
+  ImGui::BeginGroup();
+  ImGui::Text("the matrix: %d positions (rows) x %d dimensions (columns)", P, d_model);
+  int row = -1, col = -1;
+  if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), {}, &row, &col))
+    ImGui::SetTooltip("position %d, dimension %d: %.4f", row, col, matrix_.value(row, col));
+  ImGui::EndGroup();
+  ImGui::SameLine();
+  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height));
+  ImGui::SameLine();
+  ImGui::BeginGroup();
+  ImGui::TextUnformatted("PE(i) . PE(j): near positions are similar");
+  if (similarity_.draw("positional_similarity", ImVec2(sim_side, sim_side), {}, &row, &col))
+    ImGui::SetTooltip("positions %d and %d: dot product %.2f", row, col, similarity_.value(row, col));
+  ImGui::EndGroup();
+  ImGui::SameLine();
+  colour_bar("dot product", similarity_.lo(), similarity_.hi(), ImVec2(bar, sim_side));
 }
 
 }  // namespace sf::gui

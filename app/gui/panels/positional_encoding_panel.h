@@ -1,5 +1,10 @@
-// Panel: the sinusoidal positional encoding as a (positions x dimensions) heatmap, with its formula.
+// Panel: positional encoding. For sinusoidal models: the sine and cosine curves of the dimensions the user
+// picks, the (positions x dimensions) matrix, and the dot-product similarity of positions. For models with
+// learned positions: the learned table and its similarity.
 #pragma once
+#include <array>
+
+#include "gui/app_state.h"
 #include "gui/render/heatmap.h"
 #include "util/tensor.h"
 
@@ -7,11 +12,14 @@ namespace sf::gui {
 
 class PositionalEncodingPanel {
  public:
-  void draw(int d_model, int positions);
+  void draw(const AppState& state);
 
  private:
-  Heatmap heatmap_;
-  Mat encoding_;  // (positions, C), recomputed only when the size changes
+  Heatmap matrix_, similarity_;
+  Mat encoding_;  // (P, C) shown: the sinusoidal table or the learned one
+  const void* source_ = nullptr;  // which table encoding_ holds (model weights, or nullptr for sinusoidal)
+  int shown_dim_ = -1;
+  std::array<int, 4> curve_dims_{0, 1, 16, 64};
 };
 
 }  // namespace sf::gui
