@@ -83,6 +83,31 @@ void App::select(Stage stage) {
   }
 }
 
+bool App::open_model(const std::string& path) { return state_.load_model(path); }
+
+bool App::set_sentence(const std::string& text) {
+  sentence_input_ = text;
+  return state_.set_sentence(text);
+}
+
+bool App::go_to(const std::string& stage_name) {
+  for (const StageInfo& info : kStages)
+    if (stage_name == info.id) {
+      select(info.stage);
+      return true;
+    }
+  return false;
+}
+
+void App::select_head(const HeadRef& head) {
+  attention_ = {head.kind, head.layer, head.head};
+  stage_ = head.kind == AttentionKind::Encoder ? Stage::EncoderAttention
+           : head.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
+}
+
+void App::select_layer(int layer) { attention_.layer = layer; }
+void App::select_head_index(int head) { attention_.head = head; }
+
 void App::handle_keys() {
   if (ImGui::GetIO().WantTextInput) return;
   // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).

@@ -29,6 +29,14 @@ class App {
   void frame();  // builds the ImGui frame; call between Window::begin_frame and Window::end_frame
   const AppState& state() const { return state_; }
 
+  // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
+  bool open_model(const std::string& path);
+  bool set_sentence(const std::string& text);
+  bool go_to(const std::string& stage_name);  // false for an unknown stage
+  void select_head(const HeadRef& head);      // also opens the head's attention stage
+  void select_layer(int layer);
+  void select_head_index(int head);
+
  private:
   void handle_keys();
   void draw_pipeline_map();

@@ -1,5 +1,6 @@
 // stepformer: the desktop app. `stepformer --help` lists the options.
 #include <cstdio>
+#include <optional>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include "gui/app.h"
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
+#include "gui/script/script.h"
 #include "gui/window.h"
 
 namespace {
@@ -28,14 +30,42 @@ int main(int argc, char** argv) {
   if (parsed.exit_now) return parsed.exit_code;
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
+  std::optional<sf::gui::ScriptRunner> script;
+  if (!options.script_path.empty()) {
+    std::string error;
+    auto parsed_script = sf::gui::parse_script_file(options.script_path, error);
+    if (!parsed_script) {
+      std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+      return 2;
+    }
+    script.emplace(std::move(*parsed_script));
+  }
 
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options);
+    std::vector<std::string> log;
     for (int frame = 1; !window.should_close(); ++frame) {
-      window.begin_frame();
+      if (script) {
+        script->before_frame(app, log);
+        for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
+        log.clear();
+        if (script->quit()) return 0;
+      }
+      const auto mouse = script ? script->mouse() : std::nullopt;
+      const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};
+      window.begin_frame(mouse ? mouse_xy : nullptr);
       app.frame();
       window.end_frame();
+      if (script) {
+        if (auto path = script->screenshot_due()) {
+          const std::string error = window.save_screenshot(*path);
+          if (!error.empty()) std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
+          else std::printf("stepformer: saved %s\n", path->c_str());
+        }
+        if (auto path = script->layout_due())
+          if (!write_layout_json(*path)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
+      }
       if (screenshot_mode && frame >= options.frames) {
         const std::string error = window.save_screenshot(options.screenshot_path);
         if (!error.empty()) {

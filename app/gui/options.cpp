@@ -26,6 +26,8 @@ const char* kUsage =
     "                      decoder-attention, cross-attention, decoder-add-norm, decoder-feed-forward,\n"
     "                      all-heads, output\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
+    "  --script FILE       run the commands in FILE, one per line (model, sentence, stage, attention,\n"
+    "                      layer, head, hover, wait, screenshot, layout, quit; see the README)\n"
     "  --size WxH          window size (default 1280x800)\n"
     "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
     "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
@@ -88,6 +90,10 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--layout-json");
       if (!v || !*v) return error("--layout-json needs a path");
       r.options.layout_json_path = v;
+    } else if (arg == "--script") {
+      const char* v = value("--script");
+      if (!v || !*v) return error("--script needs a file");
+      r.options.script_path = v;
     } else if (arg == "--model" || arg == "--sentence" || arg == "--stage" || arg == "--attention") {
       const char* v = value(arg.c_str());
       if (!v) return error(arg + " needs a value");

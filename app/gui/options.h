@@ -15,6 +15,7 @@ struct AppOptions {
   std::string sentence;               // --sentence TEXT (default: the example sentence)
   std::string stage = "tokens";       // --stage: tokens, embedding, positional, encoder-attention, ... (app.h)
   std::string attention;              // --attention KIND.L.H: the head the attention stages show
+  std::string script_path;            // --script FILE: run the commands of gui/script/script.h
 };
 
 struct ParsedOptions {

@@ -103,10 +103,14 @@ Window::~Window() {
 
 bool Window::should_close() const { return glfwWindowShouldClose(window_); }
 
-void Window::begin_frame() {
+void Window::begin_frame(const float* mouse_override) {
   glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  if (mouse_override) {
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    ImGui::GetIO().MousePos = ImVec2(mouse_override[0] / scale.x, mouse_override[1] / scale.y);
+  }
   ImGui::NewFrame();
 }
 

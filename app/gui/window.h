@@ -16,7 +16,9 @@ class Window {
   Window& operator=(const Window&) = delete;
 
   bool should_close() const;
-  void begin_frame();  // poll events, start an ImGui frame
+  // Poll events, start an ImGui frame. mouse_override (framebuffer pixels) replaces the pointer's position,
+  // for scripts that hover a cell.
+  void begin_frame(const float* mouse_override = nullptr);
   void end_frame();    // render ImGui into the back buffer (call save_screenshot after this, before present)
   void present();      // swap buffers
 

@@ -1,0 +1,153 @@
+#include "gui/script/script.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gui/render/heatmap.h"
+#include "util/error.h"
+
+namespace sf::gui {
+
+namespace {
+
+// Commands and the number of arguments they take (-1: the rest of the line as one argument).
+struct Spec {
+  const char* name;
+  int args;
+};
+constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
+                           {"layer", 1},      {"head", 1},      {"hover", 2},     {"wait", 1},
+                           {"screenshot", -1}, {"layout", -1},  {"quit", 0}};
+
+bool is_int(const std::string& s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return s.size() < 10;
+}
+
+}  // namespace
+
+std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error) {
+  Script script;
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t start = line.find_first_not_of(" \t\r");
+    if (start == std::string::npos || line[start] == '#') continue;
+    line = line.substr(start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    const size_t space = line.find_first_of(" \t");
+    ScriptCommand c;
+    c.line = number;
+    c.name = line.substr(0, space);
+    const std::string rest = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
+    const Spec* spec = nullptr;
+    for (const Spec& s : kSpecs)
+      if (c.name == s.name) spec = &s;
+    auto bad = [&](const std::string& what) {
+      error = origin + ":" + std::to_string(number) + ": " + what;
+      return std::nullopt;
+    };
+    if (!spec) return bad("unknown command '" + c.name + "' (model, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, quit)");
+    if (spec->args == -1) {
+      if (rest.empty()) return bad("'" + c.name + "' needs an argument");
+      c.args = {rest};
+    } else {
+      std::istringstream words(rest);
+      for (std::string w; words >> w;) c.args.push_back(w);
+      if (static_cast<int>(c.args.size()) != spec->args)
+        return bad("'" + c.name + "' takes " + std::to_string(spec->args) + " argument(s), got " + std::to_string(c.args.size()));
+    }
+    if ((c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover"))
+      for (const auto& a : c.args)
+        if (!is_int(a) || std::stoi(a) < 0) return bad("'" + c.name + "' needs whole numbers, got '" + a + "'");
+    script.commands.push_back(std::move(c));
+  }
+  return script;
+}
+
+std::optional<Script> parse_script_file(const std::string& path, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot open the script '" + path + "'";
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_script(text.str(), path, error);
+}
+
+void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
+  if (wait_frames_ > 0) {
+    --wait_frames_;
+    return;
+  }
+  while (next_ < script_.commands.size()) {
+    const ScriptCommand& c = script_.commands[next_++];
+    const std::string where = "script line " + std::to_string(c.line) + ": ";
+    if (c.name == "model") {
+      if (!app.open_model(c.args[0])) log.push_back(where + app.state().error);
+    } else if (c.name == "sentence") {
+      if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
+    } else if (c.name == "stage") {
+      if (!app.go_to(c.args[0])) log.push_back(where + "unknown stage '" + c.args[0] + "'");
+    } else if (c.name == "attention") {
+      try {
+        app.select_head(parse_head_ref(c.args[0]));
+      } catch (const Error& e) {
+        log.push_back(where + e.what());
+      }
+    } else if (c.name == "layer") {
+      app.select_layer(std::stoi(c.args[0]));
+    } else if (c.name == "head") {
+      app.select_head_index(std::stoi(c.args[0]));
+    } else if (c.name == "hover") {
+      // The cell's centre on the attention heatmap of the last frame.
+      const int row = std::stoi(c.args[0]), col = std::stoi(c.args[1]);
+      bool found = false;
+      for (const HeatmapPlacement& p : heatmap_placements())
+        if (p.name == "attention" && row < p.rows && col < p.cols) {
+          mouse_ = ImVec2(p.min.x + (col + 0.5f) * (p.max.x - p.min.x) / p.cols,
+                          p.min.y + (row + 0.5f) * (p.max.y - p.min.y) / p.rows);
+          found = true;
+        }
+      if (!found) log.push_back(where + "no attention heatmap with cell (" + c.args[0] + ", " + c.args[1] + ") on screen");
+      wait_frames_ = 2;  // the tooltip appears on the next frames
+      return;
+    } else if (c.name == "wait") {
+      wait_frames_ = std::stoi(c.args[0]);
+      return;
+    } else if (c.name == "screenshot") {
+      screenshot_ = c.args[0];
+      wait_frames_ = 2;  // let the layout settle (ImGui sizes some widgets from the previous frame)
+      return;
+    } else if (c.name == "layout") {
+      layout_ = c.args[0];
+      return;
+    } else if (c.name == "quit") {
+      quit_ = true;
+      return;
+    }
+    // model, sentence, stage, attention, layer, head: draw a frame before the next command.
+    return;
+  }
+}
+
+std::optional<std::string> ScriptRunner::screenshot_due() {
+  if (!screenshot_ || wait_frames_ > 0) return std::nullopt;
+  std::optional<std::string> out = std::move(screenshot_);
+  screenshot_.reset();
+  return out;
+}
+
+std::optional<std::string> ScriptRunner::layout_due() {
+  if (!layout_ || wait_frames_ > 0) return std::nullopt;
+  std::optional<std::string> out = std::move(layout_);
+  layout_.reset();
+  return out;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,62 @@
+// Scripts: `stepformer --script FILE` runs commands one per line, for tests and for teachers' prepared
+// walkthroughs. Blank lines and lines starting with # are ignored.
+//
+//   model PATH               open a model file (a bad file is reported; the current model stays)
+//   sentence TEXT...         set the source sentence and translate it
+//   stage NAME               go to a stage (the names of --stage)
+//   attention KIND.L.H       select an attention head (KIND: enc, dec, cross) and open its stage
+//   layer L / head H         select a layer / a head
+//   hover ROW COL            put the mouse over a cell of the attention heatmap on screen
+//   wait N                   render N frames (a frame is drawn between any two commands anyway)
+//   screenshot PATH          save a PNG of the window (after the screen has settled)
+//   layout PATH              write where each heatmap was drawn, as JSON (as --layout-json)
+//   quit                     exit (exit code 0; a script that ends without quit leaves the app open)
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/app.h"
+
+namespace sf::gui {
+
+struct ScriptCommand {
+  int line = 0;
+  std::string name;
+  std::vector<std::string> args;  // the words after the name ("sentence" keeps the rest of the line as one)
+};
+
+struct Script {
+  std::vector<ScriptCommand> commands;
+};
+
+// Parses a script file; on error returns nullopt and writes "FILE:LINE: problem" to `error`.
+std::optional<Script> parse_script_file(const std::string& path, std::string& error);
+std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error);
+
+// Runs a script one step per frame against the app.
+class ScriptRunner {
+ public:
+  explicit ScriptRunner(Script script) : script_(std::move(script)) {}
+
+  // Before building a frame: runs commands until one needs the frame drawn. Messages (errors of a command,
+  // e.g. a model that does not load) go to `log`.
+  void before_frame(App& app, std::vector<std::string>& log);
+  // The mouse position a `hover` asked for (framebuffer pixels), while it applies.
+  std::optional<ImVec2> mouse() const { return mouse_; }
+  // After the frame is rendered: a screenshot / layout path to write now, if one is due.
+  std::optional<std::string> screenshot_due();
+  std::optional<std::string> layout_due();
+  bool quit() const { return quit_; }
+  bool finished() const { return next_ >= script_.commands.size() && wait_frames_ == 0; }
+
+ private:
+  Script script_;
+  size_t next_ = 0;
+  int wait_frames_ = 0;
+  std::optional<ImVec2> mouse_;
+  std::optional<std::string> screenshot_, layout_;
+  bool quit_ = false;
+};
+
+}  // namespace sf::gui
