@@ -10,6 +10,7 @@
 #include "gui/panels/output_panel.h"
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/widgets.h"
 #include "util/error.h"
 
 namespace sf::gui {
@@ -140,6 +141,7 @@ void App::draw_pipeline_map() {
 
 void App::frame() {
   heatmap_placements().clear();
+  begin_token_hover_frame();
   handle_keys();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);

@@ -35,3 +35,40 @@ void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text
 }
 
 }  // namespace sf::gui
+
+namespace sf::gui {
+
+namespace {
+
+struct HoverSlots {
+  TokenSide side = TokenSide::Source;
+  int index = -1;
+};
+HoverSlots g_shown, g_current;
+
+}  // namespace
+
+void begin_token_hover_frame() {
+  g_shown = g_current;
+  g_current = {};
+}
+
+void report_hovered_token(TokenSide side, int index) { g_current = {side, index}; }
+
+bool is_hovered_token(TokenSide side, int index) { return g_shown.index == index && g_shown.side == side && index >= 0; }
+
+void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, float row_height, float width,
+                      TokenSide side) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const ImVec2 p0(origin.x, origin.y + i * row_height), p1(origin.x + width, origin.y + (i + 1) * row_height);
+    const int index = static_cast<int>(i);
+    if (is_hovered_token(side, index)) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
+    if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
+    draw->AddText(ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - font)), ImGui::GetColorU32(ImGuiCol_Text),
+                  labels[i].c_str());
+  }
+}
+
+}  // namespace sf::gui

@@ -17,3 +17,25 @@ namespace sf::gui {
 void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians);
 
 }  // namespace sf::gui
+
+#include <string>
+#include <vector>
+
+namespace sf::gui {
+
+// [SECTION] the hovered token, highlighted in every view
+// Source: positions of the encoder's input; Target: positions of the decoder's input (<bos> + translation).
+enum class TokenSide { Source, Target };
+
+// Called once at the start of each frame: what was reported during the last frame becomes what is shown.
+void begin_token_hover_frame();
+void report_hovered_token(TokenSide side, int index);
+bool is_hovered_token(TokenSide side, int index);
+constexpr ImU32 kHoverColour = IM_COL32(240, 150, 30, 255);
+
+// Labels for the rows of a heatmap (one per row, vertically centred on it, starting at `origin`): the hovered
+// token is highlighted, and hovering a label reports its token.
+void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, float row_height, float width,
+                      TokenSide side);
+
+}  // namespace sf::gui

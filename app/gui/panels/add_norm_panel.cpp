@@ -88,9 +88,12 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     for (Eigen::Index i = 0; i < out.rows() && i < static_cast<Eigen::Index>(labels.size()); ++i) {
       const float mean_after = out.row(i).mean();
       const float std_after = std::sqrt((out.row(i).array() - mean_after).square().mean());
+      const TokenSide side = encoder ? TokenSide::Source : TokenSide::Target;
       ImGui::TableNextRow();
+      if (is_hovered_token(side, static_cast<int>(i))) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kHoverColour);
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(labels[static_cast<size_t>(i)].c_str());
+      if (ImGui::IsItemHovered()) report_hovered_token(side, static_cast<int>(i));
       ImGui::TableNextColumn();
       ImGui::Text("%8.3f", blk.norm->mean(i));
       ImGui::TableNextColumn();

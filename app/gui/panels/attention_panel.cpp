@@ -103,15 +103,27 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   const ImVec2 grid(origin.x + label_width, origin.y + top_height);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  for (int j = 0; j < tk; ++j)
+  const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
+  const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
+  for (int j = 0; j < tk; ++j) {
+    const ImVec2 c0(grid.x + j * cell, origin.y), c1(grid.x + (j + 1) * cell, grid.y);
+    if (is_hovered_token(kside, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
+    if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) report_hovered_token(kside, j);
     rotated_text(draw, ImVec2(grid.x + (j + 0.5f) * cell - ImGui::GetFontSize() * 0.5f, grid.y - 4), text,
                  keys[j].c_str(), 1.5707964f);
-  for (int i = 0; i < tq; ++i)
-    draw->AddText(ImVec2(origin.x, grid.y + (i + 0.5f) * cell - ImGui::GetFontSize() * 0.5f), text,
-                  queries[i].c_str());
+  }
+  token_row_labels(ImVec2(origin.x, grid.y), queries, cell, label_width - ImGui::GetStyle().ItemSpacing.x, qside);
   ImGui::SetCursorScreenPos(grid);
   int row = -1, col = -1;
   const bool hovered = heatmap_.draw("attention", ImVec2(cell * tk, cell * tq), {}, &row, &col);
+  // The hovered token's row (as a query) and column (as a key), outlined.
+  for (int i = 0; i < tq; ++i)
+    if (is_hovered_token(qside, i))
+      draw->AddRect(ImVec2(grid.x, grid.y + i * cell), ImVec2(grid.x + tk * cell, grid.y + (i + 1) * cell), kHoverColour, 0, 0, 3.0f);
+  for (int j = 0; j < tk; ++j)
+    if (is_hovered_token(kside, j))
+      draw->AddRect(ImVec2(grid.x + j * cell, grid.y), ImVec2(grid.x + (j + 1) * cell, grid.y + tq * cell), kHoverColour, 0, 0, 3.0f);
+  if (hovered) report_hovered_token(qside, row);
   ImGui::SameLine();
   colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
   if (hovered && row < static_cast<int>(queries.size()) && col < static_cast<int>(keys.size())) {

@@ -50,14 +50,13 @@ void EmbeddingPanel::draw(const AppState& state) {
 
   auto strip = [&](Heatmap& h, const char* name) {
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    for (int i = 0; i < rows; ++i)
-      ImGui::GetWindowDrawList()->AddText(
-          ImVec2(origin.x, origin.y + (i + 0.5f) * row_height - ImGui::GetFontSize() * 0.5f),
-          ImGui::GetColorU32(ImGuiCol_Text), labels[static_cast<size_t>(i)].c_str());
+    token_row_labels(origin, labels, row_height, label_width - ImGui::GetStyle().ItemSpacing.x, TokenSide::Source);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
-    if (h.draw(name, size, {}, &row, &col))
+    if (h.draw(name, size, {}, &row, &col)) {
+      report_hovered_token(TokenSide::Source, row);
       ImGui::SetTooltip("token \"%s\", dimension %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));
+    }
     ImGui::SameLine();
     colour_bar("value", -range_, range_, ImVec2(bar, size.y));
   };

@@ -51,6 +51,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
               relu ? "; darkest = exactly 0" : "");
 
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_input_labels();
+  const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
   const float label_width = ImGui::GetFontSize() * 7, bar = ImGui::GetFontSize() * 3.5f;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = pre_.rows();
@@ -59,13 +60,13 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   auto strip = [&](Heatmap& h, const char* name, const char* title) {
     ImGui::TextUnformatted(title);
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    for (int i = 0; i < rows && i < static_cast<int>(labels.size()); ++i)
-      ImGui::GetWindowDrawList()->AddText(ImVec2(origin.x, origin.y + (i + 0.5f) * row_height - ImGui::GetFontSize() * 0.5f),
-                                          ImGui::GetColorU32(ImGuiCol_Text), labels[static_cast<size_t>(i)].c_str());
+    token_row_labels(origin, labels, row_height, label_width - 8, side_of_rows);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
-    if (h.draw(name, ImVec2(avail.x - label_width - bar - 8, row_height * rows), {}, &row, &col))
+    if (h.draw(name, ImVec2(avail.x - label_width - bar - 8, row_height * rows), {}, &row, &col)) {
+      report_hovered_token(side_of_rows, row);
       ImGui::SetTooltip("token \"%s\", hidden unit %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));
+    }
     ImGui::SameLine();
     colour_bar("value", h.lo(), h.hi(), ImVec2(bar, row_height * rows));
   };

@@ -83,24 +83,27 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int rows = static_cast<int>(std::max(q.rows(), k.rows()));
   const float row_height = std::clamp((avail.y - 2 * ImGui::GetTextLineHeightWithSpacing()) / rows, 6.0f,
                                       ImGui::GetFontSize() * 1.6f);
-  auto column = [&](Heatmap& h, const char* name, const char* title, const std::vector<std::string>& labels) {
+  auto column = [&](Heatmap& h, const char* name, const char* title, const std::vector<std::string>& labels,
+                    TokenSide side) {
     ImGui::BeginGroup();
     ImGui::Text("%s [%d x %d]", title, h.rows(), h.cols());
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    for (int i = 0; i < h.rows() && i < static_cast<int>(labels.size()); ++i)
-      ImGui::GetWindowDrawList()->AddText(ImVec2(origin.x, origin.y + (i + 0.5f) * row_height - ImGui::GetFontSize() * 0.5f),
-                                          ImGui::GetColorU32(ImGuiCol_Text), labels[static_cast<size_t>(i)].c_str());
+    token_row_labels(origin, labels, row_height, label_width - 4, side);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
-    if (h.draw(name, ImVec2(col_width, row_height * h.rows()), {}, &row, &col))
+    if (h.draw(name, ImVec2(col_width, row_height * h.rows()), {}, &row, &col)) {
+      report_hovered_token(side, row);
       ImGui::SetTooltip("%s of \"%s\", dimension %d of head %d: %.3f", title, labels[static_cast<size_t>(row)].c_str(),
                         col, sel.head, h.value(row, col));
+    }
     ImGui::EndGroup();
     ImGui::SameLine();
   };
-  column(q_, "q", "Q", qlabels);
-  column(k_, "k", "K", klabels);
-  column(v_, "v", "V", klabels);
+  const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
+  const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
+  column(q_, "q", "Q", qlabels, qside);
+  column(k_, "k", "K", klabels, kside);
+  column(v_, "v", "V", klabels, kside);
   colour_bar("value", q_.lo(), q_.hi(), ImVec2(bar, row_height * rows));
 }
 

@@ -9,7 +9,7 @@ namespace sf::gui {
 namespace {
 
 // A token as a box: the text large, the id small beneath. Colours: special tokens grey, unknown words red.
-void token_box(const std::string& text, int id, ImU32 fill, const char* tooltip) {
+void token_box(const std::string& text, int id, ImU32 fill, const char* tooltip, TokenSide side, int index) {
   const ImVec2 text_size = ImGui::CalcTextSize(text.c_str());
   const std::string id_text = std::to_string(id);
   const ImVec2 id_size = ImGui::CalcTextSize(id_text.c_str());
@@ -19,11 +19,15 @@ void token_box(const std::string& text, int id, ImU32 fill, const char* tooltip)
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), fill, 4.0f);
+  if (is_hovered_token(side, index)) draw->AddRect(p, ImVec2(p.x + size.x, p.y + size.y), kHoverColour, 4.0f, 0, 3.0f);
   draw->AddText(ImVec2(p.x + (size.x - text_size.x) / 2, p.y + pad.y), IM_COL32(255, 255, 255, 255), text.c_str());
   draw->AddText(ImVec2(p.x + (size.x - id_size.x) / 2, p.y + pad.y + text_size.y), IM_COL32(200, 200, 200, 255),
                 id_text.c_str());
   ImGui::Dummy(size);
-  if (tooltip && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tooltip);
+  if (ImGui::IsItemHovered()) {
+    report_hovered_token(side, index);
+    if (tooltip) ImGui::SetTooltip("%s", tooltip);
+  }
   ImGui::SameLine();
 }
 
@@ -42,13 +46,14 @@ void draw_tokens_panel(const AppState& state) {
       "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence.");
   ImGui::TextDisabled("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
                       state.model->src_vocab.size());
-  for (const Token& t : state.source_tokens) {
+  for (size_t i = 0; i < state.source_tokens.size(); ++i) {
+    const Token& t = state.source_tokens[i];
     std::string tip;
     if (t.unknown) tip = "\"" + t.surface + "\" is not in the vocabulary: the model sees <unk> (id " + std::to_string(t.id) + ")";
     else if (t.special) tip = t.text == state.model->src_vocab.token(state.model->config.bos_id) ? "beginning of sentence" : "end of sentence";
     else tip = "\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\", id " + std::to_string(t.id);
     token_box(t.special ? t.text : unescape_token(t.text), t.id, t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour,
-              tip.c_str());
+              tip.c_str(), TokenSide::Source, static_cast<int>(i));
   }
   ImGui::NewLine();
   ImGui::Spacing();
@@ -60,7 +65,9 @@ void draw_tokens_panel(const AppState& state) {
     char tip[96];
     std::snprintf(tip, sizeof(tip), "p = %.3f", p);
     const bool special = id == state.model->config.eos_id;
-    token_box(unescape_token(state.model->tgt_vocab.token(id)), id, special ? kSpecialColour : kWordColour, tip);
+    // Generated token t is the decoder's input at position t + 1 (after <bos>).
+    token_box(unescape_token(state.model->tgt_vocab.token(id)), id, special ? kSpecialColour : kWordColour, tip,
+              TokenSide::Target, static_cast<int>(t) + 1);
   }
   ImGui::NewLine();
 }
