@@ -146,16 +146,14 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
     return false;
   }
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
-  const int width_px = std::max(1, static_cast<int>(std::lround(size.x * scale.x)));
-  const int height_px = std::max(1, static_cast<int>(std::lround(size.y * scale.y)));
-  const bool style_changed =
-      style.colormap != rendered_style_.colormap || style.grid != rendered_style_.grid;
-  if (colour_dirty_ || values_dirty_ || style_changed || width_px != rendered_w_ || height_px != rendered_h_)
-    render_to_texture(width_px, height_px, style);
-
   const ImVec2 top_left = ImGui::GetCursorScreenPos();
-  // The framebuffer texture has its origin at the bottom: flip v.
-  ImGui::Image((ImTextureID)(intptr_t)colour_texture_, size, ImVec2(0, 1), ImVec2(1, 0));
+  if (!glfwGetCurrentContext()) {
+    ImGui::Dummy(size);  // headless (panel tests: ImGui without a window or GL): lay out, draw nothing
+  } else {
+    render_if_needed(size, style);
+    // The framebuffer texture has its origin at the bottom: flip v.
+    ImGui::Image((ImTextureID)(intptr_t)colour_texture_, size, ImVec2(0, 1), ImVec2(1, 0));
+  }
   const ImVec2 bottom_right(top_left.x + size.x, top_left.y + size.y);
   heatmap_placements().push_back({name, ImVec2(top_left.x * scale.x, top_left.y * scale.y),
                                   ImVec2(bottom_right.x * scale.x, bottom_right.y * scale.y), rows_, cols_, lo_,
@@ -168,6 +166,16 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   if (hovered_row) *hovered_row = row;
   if (hovered_col) *hovered_col = col;
   return true;
+}
+
+void Heatmap::render_if_needed(ImVec2 size, const HeatmapStyle& style) {
+  const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+  const int width_px = std::max(1, static_cast<int>(std::lround(size.x * scale.x)));
+  const int height_px = std::max(1, static_cast<int>(std::lround(size.y * scale.y)));
+  const bool style_changed =
+      style.colormap != rendered_style_.colormap || style.grid != rendered_style_.grid;
+  if (colour_dirty_ || values_dirty_ || style_changed || width_px != rendered_w_ || height_px != rendered_h_)
+    render_to_texture(width_px, height_px, style);
 }
 
 void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map) {

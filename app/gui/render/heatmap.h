@@ -44,7 +44,8 @@ class Heatmap {
   float value(int row, int col) const { return values_[static_cast<size_t>(row) * cols_ + col]; }
 
   // Draws at the cursor with the given size in ImGui units (as ImGui::Image). Returns true while hovered and
-  // writes the hovered cell. Records its placement under `name` for this frame.
+  // writes the hovered cell. Records its placement under `name` for this frame. Without a GL context (the
+  // headless panel tests) it only lays out and records the placement.
   bool draw(const char* name, ImVec2 size, const HeatmapStyle& style = {}, int* hovered_row = nullptr,
             int* hovered_col = nullptr);
 
@@ -53,6 +54,7 @@ class Heatmap {
   int render_count() const { return renders_; }
 
  private:
+  void render_if_needed(ImVec2 size, const HeatmapStyle& style);  // shader pass when data, range, size changed
   void render_to_texture(int width_px, int height_px, const HeatmapStyle& style);
 
   std::vector<float> values_;

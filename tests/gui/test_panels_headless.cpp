@@ -1,0 +1,133 @@
+// Panel logic without a window or GL: Dear ImGui runs headless (font atlas built, display size set, input
+// fed by hand), the app builds real frames on a real model file, and the tests inspect what it laid out.
+#include <gtest/gtest.h>
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <set>
+
+#include "gui/app.h"
+#include "gui/render/heatmap.h"
+#include "gui/widgets.h"
+
+namespace sf::gui {
+namespace {
+
+const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
+
+class Headless : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1280, 800);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->AddFontDefault();
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    AppOptions options;
+    options.model_path = kModel;
+    options.sentence = "Ein Mann mit einer Frau.";
+    app_ = std::make_unique<App>(options);
+  }
+  void TearDown() override {
+    app_.reset();
+    ImGui::DestroyContext();
+  }
+  // One frame; `key` (a GLFW key code) is held down during it.
+  void frame(int key = -1, ImVec2 mouse = ImVec2(-1, -1)) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (bool& down : io.KeysDown) down = false;
+    if (key >= 0) io.KeysDown[key] = true;
+    io.MousePos = mouse;
+    ImGui::NewFrame();
+    app_->frame();
+    ImGui::Render();
+  }
+  std::set<std::string> drawn() const {
+    std::set<std::string> names;
+    for (const auto& p : heatmap_placements()) names.insert(p.name);
+    return names;
+  }
+  std::unique_ptr<App> app_;
+};
+
+TEST_F(Headless, OpensOnTheModelWithATranslation) {
+  frame();
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  EXPECT_EQ(app_->state().model_path, kModel);
+  EXPECT_FALSE(app_->state().translation.empty());
+  EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 100);
+}
+
+TEST_F(Headless, RightAndLeftArrowsWalkThePipeline) {
+  frame();
+  EXPECT_TRUE(drawn().empty()) << "the tokens stage draws no heatmap";
+  frame(GLFW_KEY_RIGHT);  // -> embedding
+  frame();
+  EXPECT_TRUE(drawn().count("embedding"));
+  frame(GLFW_KEY_RIGHT);  // -> positional encoding
+  frame();
+  EXPECT_TRUE(drawn().count("positional_encoding"));
+  frame(GLFW_KEY_RIGHT);  // -> Q, K, V
+  frame();                // (a key press is a key going down: release it between presses)
+  frame(GLFW_KEY_RIGHT);  // -> encoder self-attention
+  frame();
+  EXPECT_TRUE(drawn().count("attention"));
+  frame(GLFW_KEY_LEFT);  // back to Q, K, V
+  frame();
+  EXPECT_TRUE(drawn().count("q"));
+}
+
+TEST_F(Headless, NumberKeysPickAHeadAndUpDownALayer) {
+  ASSERT_TRUE(app_->go_to("encoder-attention"));
+  frame(GLFW_KEY_3);
+  frame(GLFW_KEY_DOWN);
+  frame();
+  // The attention heatmap of encoder layer 1, head 2 has S x S cells.
+  const int s = static_cast<int>(app_->state().source_tokens.size());
+  bool found = false;
+  for (const auto& p : heatmap_placements())
+    if (p.name == "attention") found = p.rows == s && p.cols == s;
+  EXPECT_TRUE(found);
+}
+
+TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
+  ASSERT_TRUE(app_->go_to("all-heads"));
+  frame();
+  frame();
+  const Config& c = app_->state().model->config;
+  int maps = 0;
+  for (const auto& p : heatmap_placements()) maps += p.name.rfind("head_", 0) == 0;
+  EXPECT_EQ(maps, c.n_encoder_layers * c.n_heads);
+}
+
+TEST_F(Headless, HoveringAHeatmapRowHighlightsItsTokenEverywhere) {
+  ASSERT_TRUE(app_->go_to("embedding"));
+  frame();
+  HeatmapPlacement map;
+  for (const auto& p : heatmap_placements())
+    if (p.name == "embedding") map = p;
+  ASSERT_GT(map.rows, 2);
+  // The mouse over row 2 of the embedding strip: next frame, token 2 of the source is the hovered token.
+  const ImVec2 over_row_2(map.min.x + 5, map.min.y + (2.5f) * (map.max.y - map.min.y) / map.rows);
+  frame(-1, over_row_2);
+  frame(-1, over_row_2);
+  EXPECT_TRUE(is_hovered_token(TokenSide::Source, 2));
+  EXPECT_FALSE(is_hovered_token(TokenSide::Source, 1));
+}
+
+TEST_F(Headless, ABadSentenceIsReportedAndTheTranslationStays) {
+  frame();
+  const auto translation = app_->state().translation;
+  EXPECT_FALSE(app_->set_sentence(""));
+  EXPECT_FALSE(app_->state().error.empty());
+  EXPECT_EQ(app_->state().translation, translation);
+  frame();  // the error line is drawn, nothing crashes
+}
+
+}  // namespace
+}  // namespace sf::gui
