@@ -83,6 +83,16 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
       uploaded_.head != sel.head) {
     const Mat p = probabilities_with_blocked_cells(*a, sel.head);
     heatmap_.set_values(p.data(), tq, tk, 0.0f, 1.0f);
+    const Mat& scores = a->scores[sel.head];  // (Tq, Tk), scaled, before the mask
+    const float r = std::max(1e-3f, scores.cwiseAbs().maxCoeff());
+    scores_.set_values(scores.data(), tq, tk, -r, r);
+    Mat masked = scores;
+    for (Eigen::Index i = 0; i < masked.size(); ++i)
+      if (std::isnan(p.data()[i])) masked.data()[i] = std::numeric_limits<float>::quiet_NaN();
+    masked_scores_.set_values(masked.data(), tq, tk, -r, r);
+    const Mat& out = a->head_out[sel.head];  // (Tq, D)
+    const float ro = std::max(1e-3f, out.cwiseAbs().maxCoeff());
+    head_out_.set_values(out.data(), static_cast<int>(out.rows()), static_cast<int>(out.cols()), -ro, ro);
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
@@ -95,7 +105,11 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   label_width += ImGui::GetStyle().ItemSpacing.x;
   top_height += ImGui::GetStyle().ItemSpacing.y;
   const float bar_width = ImGui::GetFontSize() * 4;
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const ImVec2 full = ImGui::GetContentRegionAvail();
+  // The right part of the panel shows the steps that lead to the probabilities.
+  const float steps_width = full.x > ImGui::GetFontSize() * 40 ? full.x * 0.3f : 0.0f;
+  const ImVec2 avail(full.x - steps_width, full.y);
+  const ImVec2 panel_origin = ImGui::GetCursorScreenPos();
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const float cell = std::max(4.0f, std::min({(avail.x - label_width - bar_width) / tk,
                                               (avail.y - top_height - 2 * line) / tq, ImGui::GetFontSize() * 3}));
@@ -126,6 +140,22 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (hovered) report_hovered_token(qside, row);
   ImGui::SameLine();
   colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
+  if (steps_width > 0) {
+    // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its formula.
+    const float w = steps_width - ImGui::GetStyle().ItemSpacing.x * 2;
+    const float h = std::min(w * tq / std::max(tk, 1), (full.y - 6 * line) / 3);
+    const float mw = h * tk / std::max(tq, 1);
+    ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
+    ImGui::BeginGroup();
+    ImGui::Text("1. scores  Q K^T / sqrt(%d)", c.head_dim());
+    scores_.draw("attention_scores", ImVec2(mw, h));
+    ImGui::Text("2. + mask M (blocked: -inf)");
+    masked_scores_.draw("attention_masked_scores", ImVec2(mw, h));
+    ImGui::Text("3. softmax per row  (left)");
+    ImGui::Text("4. x V = head output [%d x %d]", head_out_.rows(), head_out_.cols());
+    head_out_.draw("attention_head_output", ImVec2(std::min(w, h * head_out_.cols() / std::max(head_out_.rows(), 1)), h));
+    ImGui::EndGroup();
+  }
   if (hovered && row < static_cast<int>(queries.size()) && col < static_cast<int>(keys.size())) {
     const bool blocked = a->mask[sel.head].size() > 0 && a->mask[sel.head](row, col) > 0.5f;
     ImGui::BeginTooltip();

@@ -17,7 +17,8 @@ class AttentionPanel {
   void draw(const AppState& state, AttentionSelection& selection);
 
  private:
-  Heatmap heatmap_;
+  Heatmap heatmap_;                        // softmax probabilities, blocked cells hatched
+  Heatmap scores_, masked_scores_, head_out_;  // the steps: QK^T/sqrt(D), + mask, probs V
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
 };
