@@ -12,6 +12,7 @@
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace sf::cli {
 
@@ -24,15 +25,16 @@ int run_eval(const Args& args) {
   p.value("--out", &out);
   p.value("--beam", &beam, 1, 64);
   if (!p.parse(args)) return 2;
-  if (p.help_requested() || p.positional().size() != 1 || src.empty() || ref.empty()) {
-    std::fputs("usage: stepformer-cli eval MODEL.safetensors --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n\n"
+  if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
+    std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n\n"
+               "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
                "Multi30k tutorials report it. --out writes the translations, one per line.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  const Model model = load_model(p.positional()[0]);
+  const Model model = load_model(p.positional().empty() ? shipped_model_path() : p.positional()[0]);
   const ParallelCorpus corpus = read_parallel_corpus(src, ref);
   const auto start = std::chrono::steady_clock::now();
   const auto hyps = translate_corpus(model.config, model.weights, model.src_vocab, model.tgt_vocab, corpus.source,

@@ -8,6 +8,7 @@
 #include "decode/decoder.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "util/paths.h"
 
 namespace sf::cli {
 
@@ -18,15 +19,17 @@ int run_translate(const Args& args) {
   p.value("--beam", &beam, 1, 64);
   p.flag("--tokens", &show_tokens);
   if (!p.parse(args)) return 2;
-  if (p.help_requested() || p.positional().size() != 2) {
-    std::fputs("usage: stepformer-cli translate MODEL.safetensors \"TEXT\" [--beam K] [--tokens]\n\n"
-               "Translates TEXT with the model: greedy decoding, or beam search of width K (length penalty 0.6).\n"
+  if (p.help_requested() || p.positional().empty() || p.positional().size() > 2) {
+    std::fputs("usage: stepformer-cli translate [MODEL.safetensors] \"TEXT\" [--beam K] [--tokens]\n\n"
+               "Translates TEXT with the model (default: the shipped assets/models/de-en.safetensors): greedy\n"
+               "decoding, or beam search of width K (length penalty 0.6).\n"
                "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  const Model model = load_model(p.positional()[0]);
-  const std::vector<Token> source = encode(p.positional()[1], model.tokenizer, model.src_vocab, Side::Source);
+  const bool default_model = p.positional().size() == 1;
+  const Model model = load_model(default_model ? shipped_model_path() : p.positional()[0]);
+  const std::vector<Token> source = encode(p.positional().back(), model.tokenizer, model.src_vocab, Side::Source);
   if (show_tokens) {
     std::printf("source tokens:");
     for (const Token& t : source)

@@ -1,22 +1,13 @@
 #include "gui/app_state.h"
 
-#include <filesystem>
 
 #include "decode/decoder.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 
-std::string default_model_path() {
-  namespace fs = std::filesystem;
-  const fs::path relative = fs::path("assets") / "models" / "de-en.safetensors";
-  std::error_code ec;
-  // The source tree the binary was built from, then the working directory, then beside the binary.
-  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
-                               fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path().parent_path()})
-    if (fs::exists(root / relative, ec)) return (root / relative).string();
-  return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
-}
+std::string default_model_path() { return shipped_model_path("de-en"); }
 
 bool AppState::load_model(const std::string& path) {
   try {

@@ -1,0 +1,18 @@
+#include "util/paths.h"
+
+#include <filesystem>
+
+namespace sf {
+
+std::string shipped_model_path(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path relative = fs::path("assets") / "models" / (name + ".safetensors");
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
+                               exe.parent_path().parent_path() / "share" / "stepformer"})
+    if (!root.empty() && fs::exists(root / relative, ec)) return (root / relative).string();
+  return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
+}
+
+}  // namespace sf
