@@ -31,6 +31,7 @@ const StageInfo kStages[] = {
     {Stage::Positional, "positional", "+ Positional encoding", "Input"},
     {Stage::EncoderQkv, "encoder-qkv", "Q, K, V and heads", "Encoder layer (x N)"},
     {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention", "Encoder layer (x N)"},
+    {Stage::EncoderConcat, "concat-heads", "Concat heads + W_o", "Encoder layer (x N)"},
     {Stage::EncoderAddNorm, "encoder-add-norm", "Add & norm", "Encoder layer (x N)"},
     {Stage::EncoderFeedForward, "encoder-feed-forward", "Feed-forward", "Encoder layer (x N)"},
     {Stage::DecoderAttention, "decoder-attention", "Masked multi-head attention", "Decoder layer (x N)"},
@@ -73,7 +74,8 @@ App::App(const AppOptions& options) : options_(options) {
 void App::select(Stage stage) {
   stage_ = stage;
   switch (stage) {
-    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderAddNorm: case Stage::EncoderFeedForward:
+    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderConcat: case Stage::EncoderAddNorm:
+    case Stage::EncoderFeedForward:
       attention_.kind = AttentionKind::Encoder;
       break;
     case Stage::DecoderAttention: case Stage::DecoderAddNorm: case Stage::DecoderFeedForward:
@@ -182,6 +184,7 @@ void App::frame() {
       attention_panel_.draw(state_, attention_);
       break;
     case Stage::EncoderQkv: qkv_panel_.draw(state_, attention_); break;
+    case Stage::EncoderConcat: concat_panel_.draw(state_, attention_); break;
     case Stage::EncoderAddNorm:
     case Stage::DecoderAddNorm:
       add_norm_panel_.draw(state_, attention_);

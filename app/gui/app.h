@@ -6,6 +6,7 @@
 #include "gui/options.h"
 #include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
+#include "gui/panels/concat_panel.h"
 #include "gui/panels/embedding_panel.h"
 #include "gui/panels/feed_forward_panel.h"
 #include "gui/panels/heads_grid_panel.h"
@@ -17,7 +18,7 @@ namespace sf::gui {
 // The stages of the pipeline map, in the order of the paper's figure.
 enum class Stage {
   Tokens, Embedding, Positional,
-  EncoderQkv, EncoderAttention, EncoderAddNorm, EncoderFeedForward,
+  EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
   DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
   AllHeads, Output, Count
 };
@@ -51,6 +52,7 @@ class App {
   PositionalEncodingPanel positional_panel_;
   AttentionPanel attention_panel_;
   QkvPanel qkv_panel_;
+  ConcatPanel concat_panel_;
   HeadsGridPanel heads_grid_panel_;
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;

@@ -22,7 +22,8 @@ const char* kUsage =
     "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
     "  --sentence TEXT     the source sentence (default: an example)\n"
     "  --stage NAME        stage to open (default tokens): tokens, embedding, positional,\n"
-    "                      encoder-qkv, encoder-attention, encoder-add-norm, encoder-feed-forward,\n"
+    "                      encoder-qkv, encoder-attention, concat-heads, encoder-add-norm,\n"
+    "                      encoder-feed-forward,\n"
     "                      decoder-attention, cross-attention, decoder-add-norm, decoder-feed-forward,\n"
     "                      all-heads, output\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
@@ -102,7 +103,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (arg == "--stage") {
         r.options.stage = v;
         static const char* kNames[] = {"tokens", "embedding", "positional", "encoder-qkv", "encoder-attention",
-                                       "encoder-add-norm", "encoder-feed-forward", "decoder-attention",
+                                       "concat-heads", "encoder-add-norm", "encoder-feed-forward", "decoder-attention",
                                        "cross-attention", "decoder-add-norm", "decoder-feed-forward",
                                        "all-heads", "output"};
         if (std::find(std::begin(kNames), std::end(kNames), r.options.stage) == std::end(kNames)) {

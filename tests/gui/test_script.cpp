@@ -50,6 +50,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kStages = {
     {"positional", {"positional_encoding", "positional_similarity"}},
     {"encoder-qkv", {"q", "k", "v"}},
     {"encoder-attention", {"attention"}},
+    {"concat-heads", {"heads_concat", "attention_output"}},
     {"encoder-add-norm", {"residual_sum", "layer_norm"}},
     {"encoder-feed-forward", {"ffn_hidden_pre", "ffn_hidden"}},
     {"decoder-attention", {"attention"}},

@@ -1,0 +1,20 @@
+// Panel: the heads put back together. The H head outputs [T x D] side by side form one [T x C] matrix, and the
+// output projection W_o mixes them: attn_out = concat(head_1..head_H) W_o^T + b_o.
+#pragma once
+#include "gui/app_state.h"
+#include "gui/panels/attention_panel.h"
+#include "gui/render/heatmap.h"
+
+namespace sf::gui {
+
+class ConcatPanel {
+ public:
+  void draw(const AppState& state, AttentionSelection& selection);
+
+ private:
+  Heatmap concat_, projected_;
+  int uploaded_version_ = -1;
+  AttentionSelection uploaded_{};
+};
+
+}  // namespace sf::gui
