@@ -140,7 +140,6 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
   auto log = [&](const std::string& s) {
     if (log_fn) log_fn(s);
   };
-  const auto run_start = Clock::now();
   if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   Eigen::setNbThreads(o.threads > 0 ? o.threads : omp_get_max_threads());
@@ -291,7 +290,6 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
                   o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam);
     log(line);
   }
-  (void)run_start;
   return state.result;
 }
 
