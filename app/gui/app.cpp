@@ -4,10 +4,12 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/backend.h"
 #include "gui/panels/output_panel.h"
+#include "gui/panels/pipeline_map_panel.h"
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
@@ -15,41 +17,8 @@
 
 namespace sf::gui {
 
-namespace {
-
-struct StageInfo {
-  Stage stage;
-  const char* id;     // --stage name
-  const char* title;  // the pipeline map's label
-  const char* group;  // the block it belongs to
-};
-
-// In Stage order (the enum), which is the order of the paper's figure.
-const StageInfo kStages[] = {
-    {Stage::Tokens, "tokens", "Tokens", "Input"},
-    {Stage::Embedding, "embedding", "Input embedding", "Input"},
-    {Stage::Positional, "positional", "+ Positional encoding", "Input"},
-    {Stage::EncoderQkv, "encoder-qkv", "Q, K, V and heads", "Encoder layer (x N)"},
-    {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention", "Encoder layer (x N)"},
-    {Stage::EncoderConcat, "concat-heads", "Concat heads + W_o", "Encoder layer (x N)"},
-    {Stage::EncoderAddNorm, "encoder-add-norm", "Add & norm", "Encoder layer (x N)"},
-    {Stage::EncoderFeedForward, "encoder-feed-forward", "Feed-forward", "Encoder layer (x N)"},
-    {Stage::DecoderAttention, "decoder-attention", "Masked multi-head attention", "Decoder layer (x N)"},
-    {Stage::CrossAttention, "cross-attention", "Cross-attention", "Decoder layer (x N)"},
-    {Stage::DecoderAddNorm, "decoder-add-norm", "Add & norm", "Decoder layer (x N)"},
-    {Stage::DecoderFeedForward, "decoder-feed-forward", "Feed-forward", "Decoder layer (x N)"},
-    {Stage::AllHeads, "all-heads", "All heads, all layers", "Overview"},
-    {Stage::Output, "output", "Linear + softmax", "Output"},
-};
-static_assert(sizeof(kStages) / sizeof(kStages[0]) == static_cast<size_t>(Stage::Count));
-
-}  // namespace
-
-const char* stage_name(Stage stage) { return kStages[static_cast<int>(stage)].id; }
-
 App::App(const AppOptions& options) : options_(options) {
-  for (const StageInfo& info : kStages)
-    if (options.stage == info.id) stage_ = info.stage;
+  stage_from_name(options.stage, &stage_);
   select(stage_);
   if (!options.attention.empty()) {  // --attention KIND.L.H names the head, and its kind the attention stage
     try {
@@ -94,12 +63,10 @@ bool App::set_sentence(const std::string& text) {
 }
 
 bool App::go_to(const std::string& stage_name) {
-  for (const StageInfo& info : kStages)
-    if (stage_name == info.id) {
-      select(info.stage);
-      return true;
-    }
-  return false;
+  Stage stage;
+  if (!stage_from_name(stage_name, &stage)) return false;
+  select(stage);
+  return true;
 }
 
 void App::select_head(const HeadRef& head) {
@@ -118,27 +85,21 @@ void App::handle_keys() {
   const int s = static_cast<int>(stage_);
   if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) select(static_cast<Stage>((s + 1) % stages));
   if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) select(static_cast<Stage>((s + stages - 1) % stages));
-  if (ImGui::IsKeyPressed(GLFW_KEY_UP)) --attention_.layer;
-  if (ImGui::IsKeyPressed(GLFW_KEY_DOWN)) ++attention_.layer;
+  // Up goes up the stack of layers, as the figure reads bottom to top.
+  const int layers = state_.model ? std::max(state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers) : 1;
+  if (ImGui::IsKeyPressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
+  if (ImGui::IsKeyPressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
   for (int k = 0; k < 9; ++k)
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k)) attention_.head = k;
 }
 
 void App::draw_pipeline_map() {
-  const char* group = "";
-  for (const StageInfo& info : kStages) {
-    if (std::string(group) != info.group) {
-      group = info.group;
-      ImGui::Spacing();
-      ImGui::TextDisabled("%s", group);
-    }
-    const bool here = info.stage == stage_;
-    if (here) ImGui::PushStyleColor(ImGuiCol_Header, ImVec4(0.85f, 0.55f, 0.10f, 0.85f));
-    if (ImGui::Selectable(info.title, here)) select(info.stage);
-    if (here) ImGui::PopStyleColor();
-  }
-  ImGui::Spacing();
-  ImGui::TextDisabled("Left/Right: stage\nUp/Down: layer\n1-9: head");
+  PipelineMapView view;
+  view.current = stage_;
+  view.layer = attention_.layer;
+  view.config = state_.model ? &state_.model->config : nullptr;
+  Stage clicked;
+  if (sf::gui::draw_pipeline_map(view, &clicked)) select(clicked);
 }
 
 void App::frame() {
@@ -169,7 +130,7 @@ void App::frame() {
   if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
   ImGui::Separator();
 
-  ImGui::BeginChild("pipeline", ImVec2(ImGui::GetFontSize() * 13, 0), true);
+  ImGui::BeginChild("pipeline", ImVec2(ImGui::GetFontSize() * 17, 0), true);
   draw_pipeline_map();
   ImGui::EndChild();
   ImGui::SameLine();

@@ -12,17 +12,9 @@
 #include "gui/panels/heads_grid_panel.h"
 #include "gui/panels/qkv_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
+#include "gui/stages.h"
 
 namespace sf::gui {
-
-// The stages of the pipeline map, in the order of the paper's figure.
-enum class Stage {
-  Tokens, Embedding, Positional,
-  EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
-  DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
-  AllHeads, Output, Count
-};
-const char* stage_name(Stage stage);  // as --stage takes it: tokens, embedding, positional, ...
 
 class App {
  public:

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "gui/stages.h"
 
 namespace sf::gui {
 
@@ -102,15 +103,9 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (arg == "--sentence") r.options.sentence = v;
       if (arg == "--stage") {
         r.options.stage = v;
-        static const char* kNames[] = {"tokens", "embedding", "positional", "encoder-qkv", "encoder-attention",
-                                       "concat-heads", "encoder-add-norm", "encoder-feed-forward", "decoder-attention",
-                                       "cross-attention", "decoder-add-norm", "decoder-feed-forward",
-                                       "all-heads", "output"};
-        if (std::find(std::begin(kNames), std::end(kNames), r.options.stage) == std::end(kNames)) {
-          std::string names;
-          for (const char* n : kNames) names += std::string(names.empty() ? "" : ", ") + n;
-          return error("--stage must be one of " + names + "; got '" + r.options.stage + "'");
-        }
+        Stage stage;
+        if (!stage_from_name(r.options.stage, &stage))
+          return error("--stage must be one of " + stage_names() + "; got '" + r.options.stage + "'");
       }
       if (arg == "--attention") r.options.attention = v;
     } else if (arg == "--ui-scale") {

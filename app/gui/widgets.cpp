@@ -4,16 +4,22 @@
 
 namespace sf::gui {
 
-void help_marker(const char* text) {
+void explanation(const char* text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
+  ImGui::PushTextWrapPos(0.0f);  // the window's right edge
+  ImGui::TextUnformatted(text);
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
+void attention_kind_picker(AttentionKind* kind) {
+  int k = static_cast<int>(*kind);
+  ImGui::RadioButton("encoder self", &k, static_cast<int>(AttentionKind::Encoder));
   ImGui::SameLine();
-  ImGui::TextDisabled("(?)");
-  if (ImGui::IsItemHovered()) {
-    ImGui::BeginTooltip();
-    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.0f);
-    ImGui::TextUnformatted(text);
-    ImGui::PopTextWrapPos();
-    ImGui::EndTooltip();
-  }
+  ImGui::RadioButton("decoder self (masked)", &k, static_cast<int>(AttentionKind::Decoder));
+  ImGui::SameLine();
+  ImGui::RadioButton("cross", &k, static_cast<int>(AttentionKind::Cross));
+  *kind = static_cast<AttentionKind>(k);
 }
 
 }  // namespace sf::gui

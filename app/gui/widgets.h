@@ -1,10 +1,15 @@
 // Small widgets shared by every panel.
 #pragma once
+#include "transformer/interventions.h"
 
 namespace sf::gui {
 
-// A "(?)" marker whose tooltip carries the explanation of a stage (the plain-language text and the math).
-void help_marker(const char* text);
+// A stage's plain-language explanation, always visible under its title, wrapped to the panel's width in a
+// softer colour than the numbers (students read it; it is not hidden behind a hover).
+void explanation(const char* text);
+
+// The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
+void attention_kind_picker(AttentionKind* kind);
 
 }  // namespace sf::gui
 

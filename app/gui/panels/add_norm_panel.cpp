@@ -53,7 +53,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const bool post = c.norm_placement == NormPlacement::Post;
 
   ImGui::Text("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
-  help_marker(
+  explanation(
       "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
       "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
       "standard deviation 1, then multiplies by gamma and adds beta (learned per dimension). It keeps the numbers "

@@ -49,13 +49,7 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
 
-  int kind = static_cast<int>(sel.kind);
-  ImGui::RadioButton("encoder self", &kind, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("decoder self (masked)", &kind, 1);
-  ImGui::SameLine();
-  ImGui::RadioButton("cross", &kind, 2);
-  sel.kind = static_cast<AttentionKind>(kind);
+  attention_kind_picker(&sel.kind);
   ImGui::SameLine(0, ImGui::GetFontSize() * 2);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
   ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
@@ -72,7 +66,7 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
 
   ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
-  help_marker(
+  explanation(
       "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
       "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
       "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0.");

@@ -11,13 +11,7 @@ namespace sf::gui {
 void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
-  int kind = static_cast<int>(sel.kind);
-  ImGui::RadioButton("encoder self", &kind, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("decoder self (masked)", &kind, 1);
-  ImGui::SameLine();
-  ImGui::RadioButton("cross", &kind, 2);
-  sel.kind = static_cast<AttentionKind>(kind);
+  attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   ImGui::SameLine();
@@ -27,7 +21,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!a) return;
 
   ImGui::Text("Concatenate the heads, then the output projection W_o (layer %d)", sel.layer);
-  help_marker(
+  explanation(
       "Each head produced its own [T x D] output. Placed side by side they form one [T x C] matrix again, one "
       "block of D columns per head (head h in columns h*D .. h*D+D-1). W_o then mixes the heads: every output "
       "number can draw on every head. A head switched off contributes a block of zeros here.");

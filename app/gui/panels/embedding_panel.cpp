@@ -26,7 +26,7 @@ void EmbeddingPanel::draw(const AppState& state) {
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
   ImGui::TextUnformatted("Embedding: each token id picks one row of the embedding matrix E");
-  help_marker(
+  explanation(
       "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: the "
       "vector is what the model knows about the word before it sees the sentence. The vectors are multiplied by "
       "sqrt(d_model) so that they are not drowned by the positional encoding (values in [-1, 1]) added next.");

@@ -27,7 +27,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const bool relu = c.activation == Activation::ReLU;
   ImGui::Text("Feed-forward, %s layer %d", encoder ? "encoder" : "decoder", sel.layer);
-  help_marker(
+  explanation(
       "Attention mixes information between tokens; the feed-forward network then works on each token alone: it "
       "widens the vector from d_model to d_ff numbers, applies a non-linearity, and narrows it back. ReLU sets "
       "every negative number to exactly zero, so only some hidden units fire for a given token.");

@@ -11,17 +11,11 @@ namespace sf::gui {
 bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return false;
   const Config& c = state.model->config;
-  int kind = static_cast<int>(sel.kind);
-  ImGui::RadioButton("encoder self", &kind, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("decoder self (masked)", &kind, 1);
-  ImGui::SameLine();
-  ImGui::RadioButton("cross", &kind, 2);
-  sel.kind = static_cast<AttentionKind>(kind);
+  attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   const int H = c.n_heads;
   ImGui::Text("All heads: %d layers x %d heads", layers, H);
-  help_marker(
+  explanation(
       "Each small map is one head's attention probabilities (rows: queries, columns: keys), as in the attention "
       "stage. Heads of the same layer run side by side on the same input and learn different patterns: some look "
       "at the previous or next word, some at the same word, some at punctuation or the end of the sentence. "
@@ -58,7 +52,7 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   }
   for (int l = 0; l < layers; ++l) {
     const float y = origin.y + header + l * (cell + gap);
-    char title[16];
+    char title[24];
     std::snprintf(title, sizeof(title), "layer %d", l);
     draw->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetFontSize() / 2), text, title);
     for (int h = 0; h < H; ++h) {

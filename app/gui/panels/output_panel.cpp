@@ -18,7 +18,7 @@ void draw_output_panel(const AppState& state, int& position) {
   const std::vector<std::string> inputs = state.decoder_input_labels();
 
   ImGui::TextUnformatted("Output: linear layer and softmax over the target vocabulary");
-  help_marker(
+  explanation(
       "The decoder's output vector at each position is multiplied by the output matrix: one score (logit) per "
       "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
       "likely word, appends it to the decoder's input, and runs the decoder again for the next word.");

@@ -52,7 +52,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
 
   if (learned) {
     ImGui::TextUnformatted("Positional encoding: learned position embeddings");
-    help_marker(
+    explanation(
         "This model learned one vector per position (a table of max_positions x d_model), trained like the word "
         "embeddings, and adds row i to the token at position i. The original paper used fixed sine and cosine "
         "waves instead; both tell the model where each token stands.");
@@ -60,7 +60,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
                 static_cast<int>(state.model->weights.src_positions.rows()), d_model, P);
   } else {
     ImGui::TextUnformatted("Positional encoding");
-    help_marker(
+    explanation(
         "The Transformer has no recurrence, so it adds a position signal to each token's embedding. Each pair of "
         "dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0) to 10000*2*pi (the last). "
         "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "

@@ -21,6 +21,7 @@ float symmetric_range(const Mat& a, const Mat& b, const Mat& c) {
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
+  attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
@@ -31,9 +32,12 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat& k = a->k[sel.head];  // (Tk, D)
   const Mat& v = a->v[sel.head];  // (Tk, D)
 
-  ImGui::Text("Queries, keys and values (%s, layer %d)", sel.kind == AttentionKind::Encoder ? "encoder" : "decoder",
+  ImGui::Text("Queries, keys and values (%s, layer %d)",
+              sel.kind == AttentionKind::Encoder   ? "encoder self-attention"
+              : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
+                                                   : "cross-attention: queries from the decoder, keys and values from the encoder",
               sel.layer);
-  help_marker(
+  explanation(
       "Every token's vector x is multiplied by three learned matrices. The query q says what the token is looking "
       "for, the key k what it offers to others, the value v what it passes on when attended to. The C columns are "
       "cut into H heads of D columns each: every head compares queries and keys in its own small space, so "

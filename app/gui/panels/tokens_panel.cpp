@@ -40,7 +40,7 @@ constexpr ImU32 kUnknownColour = IM_COL32(170, 40, 40, 255);
 void draw_tokens_panel(const AppState& state) {
   if (!state.model) return;
   ImGui::TextUnformatted("Tokenization");
-  help_marker(
+  explanation(
       "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
       "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
       "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence.");

@@ -1,0 +1,185 @@
+#include "gui/panels/pipeline_map_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdio>
+#include <iterator>
+
+namespace sf::gui {
+
+namespace {
+
+// One box of the figure. Rows count from the bottom (row 0 = the tokens); column 0 encoder, 1 decoder.
+struct Box {
+  int column;
+  float row;
+  const char* label;
+  Stage stage;
+  bool clickable = true;
+};
+
+// The figure, bottom to top. The two "Add & norm" boxes of a layer both open the add & norm stage, which
+// shows every residual block of the layer.
+const Box kBoxes[] = {
+    {0, 0, "Inputs (tokens)", Stage::Tokens},
+    {0, 1, "Input embedding", Stage::Embedding},
+    {0, 2, "+ Positional enc.", Stage::Positional},
+    {0, 3.9f, "Q, K, V, heads", Stage::EncoderQkv},
+    {0, 4.9f, "Self-attention", Stage::EncoderAttention},
+    {0, 5.9f, "Concat + W_o", Stage::EncoderConcat},
+    {0, 6.9f, "Add & norm", Stage::EncoderAddNorm},
+    {0, 7.9f, "Feed-forward", Stage::EncoderFeedForward},
+    {0, 8.9f, "Add & norm", Stage::EncoderAddNorm},
+    {1, 0, "Outputs (shifted)", Stage::Tokens},
+    {1, 1, "Output embedding", Stage::Embedding},
+    {1, 2, "+ Positional enc.", Stage::Positional},
+    {1, 3.9f, "Masked self-attn.", Stage::DecoderAttention},
+    {1, 4.9f, "Add & norm", Stage::DecoderAddNorm},
+    {1, 5.9f, "Cross-attention", Stage::CrossAttention},
+    {1, 6.9f, "Add & norm", Stage::DecoderAddNorm},
+    {1, 7.9f, "Feed-forward", Stage::DecoderFeedForward},
+    {1, 8.9f, "Add & norm", Stage::DecoderAddNorm},
+    {1, 10.2f, "Linear", Stage::Output},
+    {1, 11.2f, "Softmax", Stage::Output},
+};
+constexpr float kTopRow = 12.5f;  // the "Output probabilities" label above the softmax
+
+bool is_encoder_layer_stage(Stage s) {
+  return s == Stage::EncoderQkv || s == Stage::EncoderAttention || s == Stage::EncoderConcat ||
+         s == Stage::EncoderAddNorm || s == Stage::EncoderFeedForward;
+}
+bool is_decoder_layer_stage(Stage s) {
+  return s == Stage::DecoderAttention || s == Stage::CrossAttention || s == Stage::DecoderAddNorm ||
+         s == Stage::DecoderFeedForward;
+}
+
+// Text centred in [a, b], shrunk to fit the width.
+void centred_text(ImDrawList* draw, ImVec2 a, ImVec2 b, ImU32 colour, const char* text) {
+  ImFont* font = ImGui::GetFont();
+  float size = ImGui::GetFontSize();
+  ImVec2 t = font->CalcTextSizeA(size, FLT_MAX, 0.0f, text);
+  const float room = b.x - a.x - 6.0f;
+  if (t.x > room) {
+    size *= room / t.x;
+    t = font->CalcTextSizeA(size, FLT_MAX, 0.0f, text);
+  }
+  draw->AddText(font, size, ImVec2((a.x + b.x - t.x) / 2, (a.y + b.y - t.y) / 2), colour, text);
+}
+
+void arrow_up(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 colour) {
+  draw->AddLine(from, to, colour, 1.5f);
+  draw->AddTriangleFilled(ImVec2(to.x - 4, to.y + 6), ImVec2(to.x + 4, to.y + 6), to, colour);
+}
+
+}  // namespace
+
+bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float f = ImGui::GetFontSize();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float width = ImGui::GetContentRegionAvail().x;
+  // Height: the figure takes what is left above the hints (four lines), a pitch of at most 2.2 font sizes.
+  const float height_avail = ImGui::GetContentRegionAvail().y - 5.5f * ImGui::GetTextLineHeightWithSpacing();
+  const float pitch = std::clamp(height_avail / (kTopRow + 1.0f), 1.3f * f, 2.2f * f);
+  const float box_h = std::min(pitch - 0.35f * f, 1.6f * f);
+  const float gap = 0.6f * f;
+  const float col_w = (width - 3 * gap) / 2;
+  const float bottom = origin.y + (kTopRow + 0.8f) * pitch;  // y of row 0's bottom edge
+  auto box_rect = [&](const Box& b, ImVec2* a, ImVec2* c) {
+    const float x = origin.x + gap + b.column * (col_w + gap);
+    const float y = bottom - b.row * pitch - box_h;
+    *a = ImVec2(x, y);
+    *c = ImVec2(x + col_w, y + box_h);
+  };
+  const ImU32 line = IM_COL32(150, 160, 175, 255);
+  const ImU32 text = IM_COL32(235, 235, 235, 255);
+
+  // The layer brackets, "x N", behind the boxes.
+  const int n_enc = view.config ? view.config->n_encoder_layers : 0;
+  const int n_dec = view.config ? view.config->n_decoder_layers : 0;
+  for (int column = 0; column < 2; ++column) {
+    const float x = origin.x + gap + column * (col_w + gap);
+    // Around the layer boxes (rows 3.9 to 8.9), with room for the label beneath them.
+    const float top = bottom - 8.9f * pitch - box_h - 0.25f * pitch, low = bottom - 2.95f * pitch;
+    const bool here = column == 0 ? is_encoder_layer_stage(view.current) : is_decoder_layer_stage(view.current);
+    draw->AddRectFilled(ImVec2(x - gap * 0.45f, top), ImVec2(x + col_w + gap * 0.45f, low),
+                        here ? IM_COL32(60, 60, 40, 255) : IM_COL32(45, 48, 55, 255), 6.0f);
+    char label[64];
+    const int n = column == 0 ? n_enc : n_dec;
+    if (here)
+      std::snprintf(label, sizeof(label), "%s x%d: layer %d", column == 0 ? "Encoder" : "Decoder", n, view.layer);
+    else
+      std::snprintf(label, sizeof(label), "%s x%d", column == 0 ? "Encoder" : "Decoder", n);
+    centred_text(draw, ImVec2(x, low - 0.85f * pitch), ImVec2(x + col_w, low),
+                 here ? IM_COL32(250, 210, 120, 255) : IM_COL32(170, 175, 185, 255), label);
+  }
+
+  // Arrows: up each column between consecutive boxes; the encoder's output into the cross-attention.
+  for (size_t i = 0; i + 1 < std::size(kBoxes); ++i) {
+    if (kBoxes[i].column != kBoxes[i + 1].column) continue;
+    ImVec2 a0, a1, b0, b1;
+    box_rect(kBoxes[i], &a0, &a1);
+    box_rect(kBoxes[i + 1], &b0, &b1);
+    const float cx = (a0.x + a1.x) / 2;
+    arrow_up(draw, ImVec2(cx, a0.y), ImVec2(cx, b1.y), line);
+  }
+  {
+    ImVec2 e0, e1, c0, c1;
+    box_rect(kBoxes[8], &e0, &e1);   // the encoder's last add & norm
+    box_rect(kBoxes[14], &c0, &c1);  // the decoder's cross-attention
+    const float cx = (e0.x + e1.x) / 2, up = e0.y - 0.7f * pitch, mid = (e1.x + c0.x) / 2;
+    const ImU32 blue = IM_COL32(110, 170, 240, 255);
+    draw->AddLine(ImVec2(cx, e0.y), ImVec2(cx, up), blue, 2.0f);
+    draw->AddLine(ImVec2(cx, up), ImVec2(mid, up), blue, 2.0f);
+    const float cy = (c0.y + c1.y) / 2;
+    draw->AddLine(ImVec2(mid, up), ImVec2(mid, cy), blue, 2.0f);
+    draw->AddLine(ImVec2(mid, cy), ImVec2(c0.x, cy), blue, 2.0f);
+    draw->AddTriangleFilled(ImVec2(c0.x - 7, cy - 4), ImVec2(c0.x - 7, cy + 4), ImVec2(c0.x, cy), blue);
+    ImVec2 s0, s1;
+    box_rect(kBoxes[std::size(kBoxes) - 1], &s0, &s1);
+    const float sx = (s0.x + s1.x) / 2;
+    arrow_up(draw, ImVec2(sx, s0.y), ImVec2(sx, s0.y - 0.45f * pitch), line);
+    centred_text(draw, ImVec2(s0.x - gap, s0.y - 1.2f * pitch), ImVec2(s1.x + gap, s0.y - 0.45f * pitch), text,
+                 "Output probabilities");
+  }
+
+  // The boxes, each a button.
+  bool result = false;
+  for (size_t i = 0; i < std::size(kBoxes); ++i) {
+    const Box& b = kBoxes[i];
+    ImVec2 a, c;
+    box_rect(b, &a, &c);
+    ImGui::SetCursorScreenPos(a);
+    ImGui::PushID(static_cast<int>(i));
+    const bool pressed = ImGui::InvisibleButton("stage", ImVec2(c.x - a.x, c.y - a.y));
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::PopID();
+    if (pressed && b.clickable) {
+      *clicked = b.stage;
+      result = true;
+    }
+    if (hovered) ImGui::SetTooltip("%s (--stage %s)", stage_info(b.stage).title, stage_info(b.stage).id);
+    const bool here = b.stage == view.current;
+    const ImU32 fill = here ? IM_COL32(225, 140, 25, 255) : hovered ? IM_COL32(80, 105, 140, 255)
+                                                                     : IM_COL32(55, 72, 98, 255);
+    draw->AddRectFilled(a, c, fill, 4.0f);
+    if (here) draw->AddRect(a, c, IM_COL32(255, 230, 160, 255), 4.0f, 0, 2.0f);
+    centred_text(draw, a, c, here ? IM_COL32(20, 20, 20, 255) : text, b.label);
+  }
+
+  // Below the figure: the overview of every head, and the keys.
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, bottom + 0.4f * f));
+  const bool all_here = view.current == Stage::AllHeads;
+  if (all_here) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.88f, 0.55f, 0.10f, 1.0f));
+  if (ImGui::Button("All heads, all layers", ImVec2(width, 0))) {
+    *clicked = Stage::AllHeads;
+    result = true;
+  }
+  if (all_here) ImGui::PopStyleColor();
+  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head");
+  return result;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,28 @@
+// The stages a user steps through, in the order of the paper's figure (Vaswani et al. 2017, figure 1, read
+// bottom to top): the input side, one encoder layer, one decoder layer, the overview, the output.
+#pragma once
+#include <string>
+
+namespace sf::gui {
+
+enum class Stage {
+  Tokens, Embedding, Positional,
+  EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
+  DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
+  AllHeads, Output, Count
+};
+
+struct StageInfo {
+  Stage stage;
+  const char* id;     // what --stage and the script's `stage` take: tokens, embedding, positional, ...
+  const char* title;  // a heading for the stage
+};
+
+const StageInfo& stage_info(Stage stage);
+inline const char* stage_name(Stage stage) { return stage_info(stage).id; }
+// The stage named `id`; false for an unknown name.
+bool stage_from_name(const std::string& id, Stage* stage);
+// "tokens, embedding, ..." for messages that list what is accepted.
+std::string stage_names();
+
+}  // namespace sf::gui
