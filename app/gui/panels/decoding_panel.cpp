@@ -174,7 +174,6 @@ void DecodingPanel::draw(AppState& state) {
   }
   if (changed) state.set_decode_options(o);
 
-  const Decoder& d = *state.decoder;
   if (ImGui::Button("|< restart (Home)")) state.restart();
   ImGui::SameLine();
   if (ImGui::Button("< back (Backspace)")) state.step_back();
@@ -183,7 +182,8 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::SameLine();
   if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
   ImGui::SameLine();
-  ImGui::Text("step %d%s   (%.1f ms)", d.steps(), d.finished() ? ", finished" : "", state.last_recompute_ms);
+  const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
+  ImGui::Text("step %d%s   (recompute %.1f ms)", d.steps(), d.finished() ? ", finished" : "", state.last_recompute_ms);
 
   ImGui::Spacing();
   ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
@@ -206,10 +206,48 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::Text("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
               static_cast<int>(state.translation.size()));
   draw_decoding_timeline(state, -1);
+  if (!state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0) {
+    // The distribution the next step draws from: the last row of the pass over <bos> + the tokens so far.
+    const int last = static_cast<int>(state.trace.probs.rows()) - 1;
+    const RowVec p = state.trace.probs.row(last);
+    std::vector<int> order(static_cast<size_t>(p.size()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    const int k = std::min<int>(5, static_cast<int>(order.size()));
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return p(a) > p(b); });
+    const size_t next = state.translation.size();
+    if (next < state.interventions.forced_prefix.size())
+      ImGui::Text("Next token: Space feeds the forced \"%s\"; the model itself predicts:",
+                  state.target_token(state.interventions.forced_prefix[next]).c_str());
+    else
+      ImGui::Text("Next token (Space takes %s; click one to force it):",
+                  o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
+    const float bar = ImGui::GetContentRegionAvail().x * 0.4f, label = ImGui::GetFontSize() * 8;
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    for (int r = 0; r < k; ++r) {
+      const int id = order[static_cast<size_t>(r)];
+      const ImVec2 at = ImGui::GetCursorScreenPos();
+      const float h = ImGui::GetTextLineHeight();
+      ImGui::PushID(r);
+      const bool clicked = ImGui::InvisibleButton("next", ImVec2(label + bar, h + 2));
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      if (hovered) draw->AddRectFilled(at, ImVec2(at.x + label + bar, at.y + h + 2), IM_COL32(60, 70, 90, 255));
+      draw->AddText(at, IM_COL32(255, 255, 255, 255), state.target_token(id).c_str());
+      draw->AddRectFilled(ImVec2(at.x + label, at.y + 2), ImVec2(at.x + label + std::max(1.0f, p(id) * bar), at.y + h - 2),
+                          r == 0 ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.3f", p(id));
+      draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text);
+      if (clicked) {
+        state.force_token(static_cast<int>(state.translation.size()), id);  // replaces the decoder: stop here
+        return;
+      }
+    }
+  }
   if (o.strategy == DecodeStrategy::Beam) {
     ImGui::Spacing();
     ImGui::Text("Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
-                static_cast<int>(d.tree().size()));
+                static_cast<int>(state.decoder->tree().size()));
     draw_beam_tree(state);
   }
 }
