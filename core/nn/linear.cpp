@@ -1,15 +1,23 @@
 #include "nn/linear.h"
 
+#include "nn/small_gemm.h"
 #include "util/error.h"
 
 namespace sf {
+
+// Below this many rows Eigen's GEMV (one row: the decoding step) is as fast (bench/bench_forward.cpp).
+constexpr Eigen::Index kSmallGemmMinRows = 2;
 
 void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
     fail(ErrorKind::Shape, "linear_forward",
          "input has " + std::to_string(x.cols()) + " columns, weight expects " + std::to_string(w.weight.cols()));
   out.resize(x.rows(), w.weight.rows());
-  if (x.rows() >= 64) {
+  if (x.rows() >= kSmallGemmMinRows && x.rows() < 128 && small_gemm_available()) {
+    // One sentence: dot products straight from W, no packing (nn/small_gemm.h).
+    small_gemm_xwt(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(),
+                   w.weight.data(), static_cast<int>(w.weight.rows()), out.data());
+  } else if (x.rows() >= 64) {
     out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
   } else {
     // Few rows (one sentence): computed into a column-major buffer, so that Eigen's GEMM takes W^T as its

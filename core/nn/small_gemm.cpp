@@ -1,0 +1,130 @@
+#include "nn/small_gemm.h"
+
+#if defined(__AVX512F__)
+// GCC 12's own AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized
+// (GCC bug 105593); the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#endif
+
+namespace sf {
+
+#if defined(__AVX512F__)
+
+bool small_gemm_available() { return true; }
+
+namespace {
+
+// The four lane sums of a, b, c, d as one 4-float register [sum a, sum b, sum c, sum d]: interleave and add
+// within 128-bit lanes until each lane holds [a, b, c, d] partials, then add the four lanes.
+inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // [a b a b] per lane
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));  // [c d c d]
+  const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));  // [a b c d]
+  const __m512 u = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0x4E));  // + the other 256-bit half
+  const __m512 v = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0xB1));  // + the neighbouring 128-bit lane
+  return _mm512_castps512_ps128(v);
+}
+
+// One block: MR rows of x against NR rows of W, accumulated over K in MR * NR registers of 16 lanes,
+// then reduced across lanes. The tail of K (K % 16) is read with a masked load.
+template <int MR, int NR>
+void block(const float* x, long x_stride, const float* w, int K, float* y, int N) {
+  __m512 acc[MR][NR];
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  int k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 wv[NR];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_ps(w + static_cast<long>(j) * K + k);
+    // The next block's rows of W, fetched while this one computes (W streams from L2/L3 or memory once).
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j)
+      _mm_prefetch(reinterpret_cast<const char*>(w + static_cast<long>(NR + j) * K + k), _MM_HINT_T0);
+    #pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_loadu_ps(x + i * x_stride + k);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < K) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (K - k)) - 1u);
+    __m512 wv[NR];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) wv[j] = _mm512_maskz_loadu_ps(tail, w + static_cast<long>(j) * K + k);
+    #pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(tail, x + i * x_stride + k);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const __m128 sums = sum4(acc[i][0], NR > 1 ? acc[i][NR > 1 ? 1 : 0] : zero, NR > 2 ? acc[i][NR > 2 ? 2 : 0] : zero,
+                             NR > 3 ? acc[i][NR > 3 ? 3 : 0] : zero);
+    float* out = y + static_cast<long>(i) * N;
+    if (NR == 4) {
+      _mm_storeu_ps(out, sums);
+    } else {
+      alignas(16) float s4[4];
+      _mm_store_ps(s4, sums);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) out[j] = s4[j];
+    }
+  }
+}
+
+template <int NR>
+void rows_block(const float* x, int mr, long x_stride, const float* w, int K, float* y, int N) {
+  switch (mr) {
+    case 4: block<4, NR>(x, x_stride, w, K, y, N); break;
+    case 3: block<3, NR>(x, x_stride, w, K, y, N); break;
+    case 2: block<2, NR>(x, x_stride, w, K, y, N); break;
+    default: block<1, NR>(x, x_stride, w, K, y, N); break;
+  }
+}
+
+}  // namespace
+
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
+  // W outermost: a block of 4 rows of W (4 K floats) stays in L1 while every row block of x passes it, so W is
+  // read from memory once; x (M K floats, 20 KB for 20 tokens of 256) stays in L1/L2 throughout.
+  for (int n = 0; n < N; n += 4) {
+    const int nr = N - n < 4 ? N - n : 4;
+    const float* wn = w + static_cast<long>(n) * K;
+    for (int m = 0; m < M; m += 4) {
+      const int mr = M - m < 4 ? M - m : 4;
+      const float* xm = x + m * x_stride;
+      float* ym = y + static_cast<long>(m) * N + n;
+      switch (nr) {
+        case 4: rows_block<4>(xm, mr, x_stride, wn, K, ym, N); break;
+        case 3: rows_block<3>(xm, mr, x_stride, wn, K, ym, N); break;
+        case 2: rows_block<2>(xm, mr, x_stride, wn, K, ym, N); break;
+        default: rows_block<1>(xm, mr, x_stride, wn, K, ym, N); break;
+      }
+    }
+  }
+}
+
+#else
+
+bool small_gemm_available() { return false; }
+
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float s = 0.0f;
+      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * w[static_cast<long>(n) * K + k];
+      y[static_cast<long>(m) * N + n] = s;
+    }
+}
+
+#endif
+
+}  // namespace sf

@@ -1,0 +1,19 @@
+// y = x W^T for a few rows of x (one sentence), without packing W.
+//
+// Eigen's GEMM copies ("packs") both operands into its own panel layout on every call. For a sentence of 20
+// tokens the weight matrix is the big operand and is packed anew by every linear layer: in perf that copy was
+// 40% of the traced forward pass, as much as the arithmetic. Here each output is a dot product of a row of x and
+// a row of W (both contiguous in their row-major layout), computed 4 x 4 at a time in 16-lane registers and
+// summed across lanes at the end; W is read once, straight from where it lies.
+#pragma once
+#include "util/tensor.h"
+
+namespace sf {
+
+// True when this build has the vector kernel (AVX-512F); otherwise callers use Eigen.
+bool small_gemm_available();
+
+// y (M, N) = x (M, K) W (N, K)^T, all row-major and contiguous (x's rows `x_stride` floats apart).
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y);
+
+}  // namespace sf

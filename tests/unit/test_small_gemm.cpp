@@ -1,0 +1,49 @@
+// The unpacked small-row GEMM (nn/small_gemm.h) against Eigen's product: every block shape (rows and columns
+// not multiples of 4, K not a multiple of 16), a row stride wider than K, and linear_forward's dispatch.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "nn/linear.h"
+#include "nn/small_gemm.h"
+
+namespace sf {
+namespace {
+
+Mat random_mat(int rows, int cols, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+  return m;
+}
+
+TEST(SmallGemm, EqualsEigenForEveryBlockShapeAndTail) {
+  std::mt19937 rng(3);
+  for (int M : {1, 2, 3, 4, 5, 7, 20})
+    for (int N : {1, 3, 4, 6, 9})
+      for (int K : {1, 15, 16, 17, 33, 64}) {
+        const Mat x = random_mat(M, K + 5, rng);  // rows K + 5 floats apart: only the first K are used
+        const Mat w = random_mat(N, K, rng);
+        Mat y(M, N);
+        small_gemm_xwt(x.data(), M, K, x.outerStride(), w.data(), N, y.data());
+        const Mat want = x.leftCols(K) * w.transpose();
+        EXPECT_LT((y - want).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+      }
+}
+
+TEST(SmallGemm, LinearForwardAgreesAcrossItsPaths) {
+  // One row (Eigen's GEMV), a sentence (this kernel where the build has it), many rows (Eigen's GEMM): the
+  // same rows give the same outputs whichever path computes them.
+  std::mt19937 rng(5);
+  LinearWeights w{random_mat(40, 48, rng), random_mat(1, 40, rng)};
+  const Mat x = random_mat(200, 48, rng);
+  Mat all, few, one;
+  linear_forward(x, w, all);
+  linear_forward(x.topRows(20), w, few);
+  linear_forward(x.topRows(1), w, one);
+  EXPECT_LT((few - all.topRows(20)).cwiseAbs().maxCoeff(), 1e-5f);
+  EXPECT_LT((one - all.topRows(1)).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+}  // namespace
+}  // namespace sf
