@@ -2,10 +2,13 @@
 
 #include <imgui.h>
 
+#include "gui/view.h"
+
 namespace sf::gui {
 
 void explanation(const char* text) {
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
+  // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector.
+  ImGui::PushStyleColor(ImGuiCol_Text, high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
   ImGui::PushTextWrapPos(0.0f);  // the window's right edge
   ImGui::TextUnformatted(text);
   ImGui::PopTextWrapPos();
@@ -24,6 +27,7 @@ void attention_kind_picker(AttentionKind* kind) {
 
 }  // namespace sf::gui
 
+#include <algorithm>
 #include <cmath>
 
 namespace sf::gui {
@@ -72,8 +76,10 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
     const int index = static_cast<int>(i);
     if (is_hovered_token(side, index)) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
     if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
-    draw->AddText(ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - font)), ImGui::GetColorU32(ImGuiCol_Text),
-                  labels[i].c_str());
+    // Rows lower than the text (many tokens, large type): the label shrinks to its row rather than overlap.
+    const float size = std::min(font, row_height);
+    draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
+                  ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
   }
 }
 

@@ -123,6 +123,7 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   token_row_labels(ImVec2(origin.x, grid.y), queries, cell, label_width - ImGui::GetStyle().ItemSpacing.x, qside);
   ImGui::SetCursorScreenPos(grid);
   int row = -1, col = -1;
+  heatmap_.set_axis_labels(queries, keys);  // row and column names for export
   const bool hovered = heatmap_.draw("attention", ImVec2(cell * tk, cell * tq), {}, &row, &col);
   // The hovered token's row (as a query) and column (as a key), outlined.
   for (int i = 0; i < tq; ++i)
@@ -142,11 +143,14 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
     ImGui::BeginGroup();
     ImGui::Text("1. scores  Q K^T / sqrt(%d)", c.head_dim());
+    scores_.set_axis_labels(queries, keys);
     scores_.draw("attention_scores", ImVec2(mw, h));
     ImGui::Text("2. + mask M (blocked: -inf)");
+    masked_scores_.set_axis_labels(queries, keys);
     masked_scores_.draw("attention_masked_scores", ImVec2(mw, h));
     ImGui::Text("3. softmax per row  (left)");
     ImGui::Text("4. x V = head output [%d x %d]", head_out_.rows(), head_out_.cols());
+    head_out_.set_axis_labels(queries);
     head_out_.draw("attention_head_output", ImVec2(std::min(w, h * head_out_.cols() / std::max(head_out_.rows(), 1)), h));
     ImGui::EndGroup();
   }
