@@ -55,6 +55,7 @@ class App {
   // A PNG export is coming: main hides the pointer for these frames, so that no tooltip or hover highlight
   // (which lags a frame) ends up in the picture.
   bool capturing() const;
+  bool exports_pending() const { return !queued_exports_.empty() || !frame_exports_.empty(); }
   // After Window::end_frame, before present: PNG exports read the back buffer.
   void after_render();
   // What happened since the last call (exports saved or refused), for the console; each also shows in the UI.

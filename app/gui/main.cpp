@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
         script->before_frame(app, log);
         for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
         log.clear();
-        if (script->quit()) return 0;
+        if (script->quit() && !app.exports_pending()) return 0;  // exports asked for before quit finish first
       }
       const auto mouse = script ? script->mouse() : std::nullopt;
       const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};

@@ -61,7 +61,9 @@ void rebuild_fonts(float body_pixels, bool gl) {
   io.FontDefault = nullptr;                          // the first font: the body text
   load_ui_font(body_pixels);
   load_ui_font(std::round(body_pixels * kLargeFontFactor));  // the second: headers and captions
-  io.Fonts->Build();
+  unsigned char* pixels = nullptr;  // builds the atlas (and marks it ready, as NewFrame wants)
+  int width = 0, height = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
   if (gl) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
     ImGui_ImplOpenGL3_CreateFontsTexture();

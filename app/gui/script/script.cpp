@@ -148,6 +148,7 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
 }
 
 void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
+  if (quit_) return;
   if (waiting_) {
     const int step = app.take_lesson_step();
     if (step == 0) return publish(app);
