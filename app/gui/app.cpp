@@ -178,7 +178,10 @@ void App::frame() {
     ImGui::EndChild();
     ImGui::SameLine();
   }
-  const float caption_height = caption_overlay_height(caption_, lesson_, ImGui::GetContentRegionAvail().x);
+  // In presentation mode a lesson's caption is the explanation: the panel's own paragraph makes room for the data.
+  show_explanations(!(view_.present && !caption_.empty()));
+  const LessonStatus caption_lesson = view_.present ? LessonStatus{} : lesson_;  // presenting: the prompt is in the header
+  const float caption_height = caption_overlay_height(caption_, caption_lesson, ImGui::GetContentRegionAvail().x);
   ImGui::BeginChild("stage", ImVec2(0, -caption_height), false);
   layout_.stage = pixel_rect(ImGui::GetWindowPos(), ImGui::GetWindowSize());
   const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
@@ -215,7 +218,7 @@ void App::frame() {
   for (const HeatmapPlacement& p : heatmap_placements())
     if (p.heatmap && std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
       frame_tensors_.push_back(p.name);
-  lesson_step_ += draw_caption_overlay(caption_, lesson_, stage_min, stage_max);
+  lesson_step_ += draw_caption_overlay(caption_, caption_lesson, stage_min, stage_max);
   ImGui::End();
   export_tensors();
 }
@@ -259,8 +262,8 @@ std::string App::stage_detail() const {
 void App::draw_presentation_header() {
   std::string problem = state_.error;
   if (!export_status_.ok && !export_status_.text.empty()) problem += (problem.empty() ? "" : "   ") + export_status_.text;
-  sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(), static_cast<int>(stage_) + 1,
-                           static_cast<int>(Stage::Count), problem);
+  lesson_step_ += sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(), static_cast<int>(stage_) + 1,
+                                                    static_cast<int>(Stage::Count), problem, lesson_);
 }
 
 void App::request_export(const ExportRequest& request) {

@@ -76,7 +76,10 @@ int main(int argc, char** argv) {
       app.frame();
       window.end_frame();
       app.after_render();
-      for (const auto& m : app.take_messages()) std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", m.text.c_str());
+      for (const auto& m : app.take_messages()) {
+        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", m.text.c_str());
+        std::fflush(m.ok ? stdout : stderr);
+      }
       if (script) {
         if (auto path = script->screenshot_due()) {
           const std::string error = window.save_screenshot(*path);

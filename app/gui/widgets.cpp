@@ -6,7 +6,14 @@
 
 namespace sf::gui {
 
+namespace {
+bool g_explanations_shown = true;
+}  // namespace
+
+void show_explanations(bool shown) { g_explanations_shown = shown; }
+
 void explanation(const char* text) {
+  if (!g_explanations_shown) return;
   // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector.
   ImGui::PushStyleColor(ImGuiCol_Text, high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
   ImGui::PushTextWrapPos(0.0f);  // the window's right edge
@@ -32,10 +39,10 @@ void attention_kind_picker(AttentionKind* kind) {
 
 namespace sf::gui {
 
-void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians) {
+void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {
   // Draw unrotated at the pivot, then rotate the new vertices about it (ImGui 1.86 has no rotated text).
   const int first = draw->VtxBuffer.Size;
-  draw->AddText(pivot, colour, text);
+  draw->AddText(ImGui::GetFont(), size > 0 ? size : ImGui::GetFontSize(), pivot, colour, text);
   const float c = std::cos(radians), s = std::sin(radians);
   for (int i = first; i < draw->VtxBuffer.Size; ++i) {
     ImVec2& p = draw->VtxBuffer[i].pos;

@@ -175,6 +175,31 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
   EXPECT_GT(white, 500) << "no caption text";
 }
 
+// What a class sees on a 1920x1080 projector: the shipped model, the default sentence (13 tokens), a two-line
+// caption. The attention map's rows must stay at least as tall as the text, so its token labels keep full size.
+TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
+  const fs::path dir = fresh_dir("scripted_projector");
+  std::ofstream(dir / "script.txt")
+      << "present on\nattention cross.2.0\ncaption Cross-attention joins the two halves: English queries, German "
+         "keys. Each row shows which German words the decoder read while writing one English word.\n"
+      << "layout " << (dir / "layout.json").string() << "\nquit\n";
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1920x1080x24' " + STEPFORMER_APP_PATH +
+                          " --size 1920x1080 --script " + (dir / "script.txt").string() + " > " +
+                          (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << dir / "log.txt";
+  const nlohmann::json layout = load_json(dir / "layout.json");
+  ASSERT_TRUE(layout.contains("panels"));
+  const float font = layout["panels"]["font_size"];
+  EXPECT_EQ(font, 32.0f);
+  nlohmann::json attention;
+  for (const auto& h : layout["heatmaps"])
+    if (h["name"] == "attention") attention = h;
+  ASSERT_FALSE(attention.is_null());
+  EXPECT_EQ(attention["rows"], 13);
+  const float row_height = (static_cast<float>(attention["y1"]) - static_cast<float>(attention["y0"])) / 13.0f;
+  EXPECT_GE(row_height, font) << "rows lower than the text: the labels shrink";
+}
+
 TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
   const fs::path dir = fresh_dir("scripted_fullscreen");
   const std::string d = dir.string() + "/";

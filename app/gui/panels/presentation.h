@@ -16,13 +16,15 @@ struct LessonStatus {
   int pause = 0, pauses = 0;  // the pause it waits at (1-based) and how many the lesson has
 };
 
-// The header line in the large font: title, the detail ("layer 0, head 3") and "stage N / M" at the right.
-// `problem` (an error to show) goes on a second line in red when not empty.
-void draw_presentation_header(const char* title, const std::string& detail, int stage_number, int stage_count,
-                              const std::string& problem);
+// The header line: the title in the large font, the detail ("layer 0, head 3"), and at the right the lesson's
+// prompt (when a lesson runs) and "stage N / M". `problem` (an error to show) goes on a second line in red.
+// Returns +1 when the prompt's Next was clicked, -1 for Back, else 0.
+int draw_presentation_header(const char* title, const std::string& detail, int stage_number, int stage_count,
+                             const std::string& problem, const LessonStatus& lesson);
 
 // The height the caption box and the lesson prompt take at the bottom of an area `width` wide (0: nothing to
-// show): the app keeps this strip free, so a caption never hides the panel's numbers.
+// show): the app keeps this strip free, so a caption never hides the panel's numbers. In presentation mode
+// the app passes an inactive lesson here: the prompt sits in the header, and the caption gets the full width.
 float caption_overlay_height(const std::string& caption, const LessonStatus& lesson, float width);
 // The caption box and the lesson prompt, over the bottom of the rectangle [min, max] (screen coordinates).
 // Returns +1 when Next was clicked, -1 for Back, else 0.

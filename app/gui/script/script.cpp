@@ -149,6 +149,10 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
 
 void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   if (quit_) return;
+  if (interactive_ && finished()) {  // at the end, Back returns to the last pause
+    if (app.take_lesson_step() < 0 && pause_ > 0) restart_for_replay(app, pause_);
+    else return publish(app);
+  }
   if (waiting_) {
     const int step = app.take_lesson_step();
     if (step == 0) return publish(app);
