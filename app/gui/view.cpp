@@ -75,28 +75,34 @@ ImFont* large_font() {
   return atlas->Fonts.Size > 1 ? atlas->Fonts[1] : nullptr;
 }
 
-void apply_style(const ViewSettings& view) {
-  ImGuiStyle style;  // the defaults at scale 1, so repeated changes never compound
-  if (view.present) high_contrast_colours(style);
-  else ImGui::StyleColorsDark(&style);
-  style.WindowRounding = 4.0f;
-  style.FrameRounding = 3.0f;
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale) {
+  ImGuiStyle style = base;
   if (view.present) {
-    style.FrameBorderSize = 1.0f;  // widgets keep a visible edge on black
-    style.ItemSpacing = ImVec2(10, 6);
+    high_contrast_colours(style);
+    style.FrameBorderSize = std::max(style.FrameBorderSize, base_scale);  // widgets keep a visible edge on black
   }
-  style.ScaleAllSizes(body_font_pixels(view) / kBaseFontPixels);
+  style.ScaleAllSizes(body_font_pixels(view) / (kBaseFontPixels * base_scale));
   ImGui::GetStyle() = style;
   g_high_contrast = view.present;
+}
+
+void apply_style(const ViewSettings& view) {
+  ImGuiStyle dark;
+  ImGui::StyleColorsDark(&dark);
+  apply_style(view, dark, 1.0f);
 }
 
 bool high_contrast() { return g_high_contrast; }
 
 void ViewApplier::apply(GLFWwindow* window, const ViewSettings& wanted) {
   if (applied_once_ && wanted == applied_) return;
+  if (!applied_once_) {  // the window's own style (colours, rounding), made at the starting UI scale
+    base_style_ = ImGui::GetStyle();
+    base_scale_ = std::clamp(wanted.ui_scale, kMinUiScale, kMaxUiScale);
+  }
   if (!applied_once_ || wanted.ui_scale != applied_.ui_scale || wanted.present != applied_.present) {
     rebuild_fonts(body_font_pixels(wanted), true);
-    apply_style(wanted);
+    apply_style(wanted, base_style_, base_scale_);
   }
   if (window && (!applied_once_ ? wanted.fullscreen : wanted.fullscreen != applied_.fullscreen)) {
     if (wanted.fullscreen) {

@@ -6,8 +6,9 @@
 // texture re-created), never scaled up with FontGlobalScale, so text stays sharp at any size.
 #pragma once
 
+#include <imgui.h>
+
 struct GLFWwindow;
-struct ImFont;
 
 namespace sf::gui {
 
@@ -35,8 +36,11 @@ void rebuild_fonts(float body_pixels, bool gl);
 // The large font (headers, captions), or nullptr when the atlas holds only one font (headless tests).
 ImFont* large_font();
 
-// Sets ImGui's style from scratch: sizes scaled to the font, colours dark or (presentation) high contrast:
-// pure black background, white text, bright accents.
+// Sets ImGui's style from `base` (the style the window set up at UI scale `base_scale`): sizes scaled to the
+// font, colours the base's or (presentation) high contrast: pure black background, white text, bright accents.
+// Always from the base, so repeated changes never compound.
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale);
+// The same from ImGui's dark style at scale 1 (headless tests).
 void apply_style(const ViewSettings& view);
 // Whether the high-contrast colours are in use (widgets pick their own colours from it).
 bool high_contrast();
@@ -51,6 +55,8 @@ class ViewApplier {
  private:
   bool applied_once_ = false;
   ViewSettings applied_;
+  ImGuiStyle base_style_;  // what the window set up, at base_scale_
+  float base_scale_ = 1.0f;
   int windowed_x_ = 0, windowed_y_ = 0, windowed_w_ = 0, windowed_h_ = 0;
 };
 
