@@ -5,8 +5,8 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "backend/backend.h"
 #include "gui/panels/output_panel.h"
@@ -165,9 +165,9 @@ void App::frame() {
     ImGui::Separator();
   }
   const ImVec2 fb_scale = ImGui::GetIO().DisplayFramebufferScale;
-  auto pixel_rect = [&](ImVec2 pos, ImVec2 size) {
-    return PixelRect{static_cast<int>(std::lround(pos.x * fb_scale.x)), static_cast<int>(std::lround(pos.y * fb_scale.y)),
-                     static_cast<int>(std::lround(size.x * fb_scale.x)), static_cast<int>(std::lround(size.y * fb_scale.y))};
+  auto pixel_rect = [&](ImVec2 pos, ImVec2 size) {  // ImGui units -> framebuffer pixels
+    auto px = [](float v, float scale) { return static_cast<int>(std::lround(v * scale)); };
+    return PixelRect{px(pos.x, fb_scale.x), px(pos.y, fb_scale.y), px(size.x, fb_scale.x), px(size.y, fb_scale.y)};
   };
   layout_ = {};
   layout_.font_size = ImGui::GetFontSize() * fb_scale.y;
@@ -180,12 +180,14 @@ void App::frame() {
   }
   // In presentation mode a lesson's caption is the explanation: the panel's own paragraph makes room for the data.
   show_explanations(!(view_.present && !caption_.empty()));
-  const LessonStatus caption_lesson = view_.present ? LessonStatus{} : lesson_;  // presenting: the prompt is in the header
+  // Presenting, the lesson's prompt is in the header; otherwise in the caption box.
+  const LessonStatus caption_lesson = view_.present ? LessonStatus{} : lesson_;
   const float caption_height = caption_overlay_height(caption_, caption_lesson, ImGui::GetContentRegionAvail().x);
   ImGui::BeginChild("stage", ImVec2(0, -caption_height), false);
   layout_.stage = pixel_rect(ImGui::GetWindowPos(), ImGui::GetWindowSize());
   const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
-  const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x, stage_min.y + ImGui::GetWindowSize().y + caption_height);
+  const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
+                         stage_min.y + ImGui::GetWindowSize().y + caption_height);
   switch (stage_) {
     case Stage::Tokens: draw_tokens_panel(state_); break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
@@ -261,9 +263,11 @@ std::string App::stage_detail() const {
 
 void App::draw_presentation_header() {
   std::string problem = state_.error;
-  if (!export_status_.ok && !export_status_.text.empty()) problem += (problem.empty() ? "" : "   ") + export_status_.text;
-  lesson_step_ += sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(), static_cast<int>(stage_) + 1,
-                                                    static_cast<int>(Stage::Count), problem, lesson_);
+  if (!export_status_.ok && !export_status_.text.empty())
+    problem += (problem.empty() ? "" : "   ") + export_status_.text;
+  lesson_step_ += sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(),
+                                                    static_cast<int>(stage_) + 1, static_cast<int>(Stage::Count),
+                                                    problem, lesson_);
 }
 
 void App::request_export(const ExportRequest& request) {
@@ -273,7 +277,8 @@ void App::request_export(const ExportRequest& request) {
 
 bool App::capturing() const {
   auto png = [](const ExportRequest& r) { return r.kind == ExportKind::WindowPng || r.kind == ExportKind::PanelPng; };
-  return std::any_of(queued_exports_.begin(), queued_exports_.end(), [&](const QueuedExport& q) { return png(q.request); }) ||
+  return std::any_of(queued_exports_.begin(), queued_exports_.end(),
+                     [&](const QueuedExport& q) { return png(q.request); }) ||
          std::any_of(frame_exports_.begin(), frame_exports_.end(), png);
 }
 
@@ -311,7 +316,8 @@ void App::export_tensors() {
     tensor.values = h.values().data();
     tensor.row_labels = h.row_labels();
     tensor.col_labels = h.col_labels();
-    const std::string bytes = r.kind == ExportKind::Csv ? csv_text(tensor) : npy_bytes(tensor.values, tensor.rows, tensor.cols);
+    const std::string bytes =
+        r.kind == ExportKind::Csv ? csv_text(tensor) : npy_bytes(tensor.values, tensor.rows, tensor.cols);
     report_export(r, write_file_atomically(r.path, bytes, r.replace));
   }
   frame_exports_ = std::move(pngs);

@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
   if (!options.script_path.empty() || !options.lesson_path.empty()) {
     const bool lesson = !options.lesson_path.empty();
     std::string error;
-    auto parsed_script = sf::gui::parse_script_file(lesson ? options.lesson_path : options.script_path, error,
-                                                    lesson ? sf::gui::ScriptParse::Lesson : sf::gui::ScriptParse::Strict);
+    const auto mode = lesson ? sf::gui::ScriptParse::Lesson : sf::gui::ScriptParse::Strict;
+    auto parsed_script =
+        sf::gui::parse_script_file(lesson ? options.lesson_path : options.script_path, error, mode);
     if (!parsed_script) {
       std::fprintf(stderr, "stepformer: %s\n", error.c_str());
       return 2;

@@ -49,9 +49,10 @@ inline Npy parse_npy(const std::string& bytes) {
   const size_t n = static_cast<size_t>(npy.rows) * npy.cols;
   if (bytes.size() != 10 + header_len + 4 * n) return fail("data size does not match the shape");
   npy.values.resize(n);
+  const unsigned char* data = reinterpret_cast<const unsigned char*>(bytes.data()) + 10 + header_len;
   for (size_t i = 0; i < n; ++i) {
-    uint32_t bits = 0;
-    for (int b = 0; b < 4; ++b) bits |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[10 + header_len + 4 * i + b])) << (8 * b);
+    uint32_t bits = 0;  // little-endian
+    for (int b = 0; b < 4; ++b) bits |= static_cast<uint32_t>(data[4 * i + b]) << (8 * b);
     std::memcpy(&npy.values[i], &bits, 4);
   }
   return npy;
@@ -64,9 +65,14 @@ inline std::vector<std::vector<std::string>> parse_csv_records(const std::string
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') records.back().back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else records.back().back() += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        records.back().back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        records.back().back() += c;
+      }
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {

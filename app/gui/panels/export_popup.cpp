@@ -69,7 +69,8 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
     ExportRequest request;
     request.kind = kind_;
     request.path = path_;
-    if (is_tensor_kind(kind_) && !context.tensors.empty()) request.tensor = context.tensors[static_cast<size_t>(tensor_)];
+    if (is_tensor_kind(kind_) && !context.tensors.empty())
+      request.tensor = context.tensors[static_cast<size_t>(tensor_)];
     ImGui::BeginDisabled(path_.empty());
     const bool save = ImGui::Button("Save") || (ImGui::IsKeyPressed(GLFW_KEY_ENTER) && !path_.empty());
     ImGui::EndDisabled();

@@ -21,14 +21,18 @@ void prompt_text(const LessonStatus& lesson, char* out, size_t size) {
   else std::snprintf(out, size, "\u2026");  // between pauses: the lesson is running
 }
 
-// The prompt's width in the current font; one width for the whole lesson, so nothing shifts as it runs.
-float prompt_width(const LessonStatus& lesson) {
+// The prompt's width with `where` as its text, in the current font.
+float prompt_content_width(const char* where) {
   const ImGuiStyle& style = ImGui::GetStyle();
+  return ImGui::CalcTextSize(where).x + ImGui::CalcTextSize("\u25C0 Back").x + ImGui::CalcTextSize("Next \u25B6").x +
+         4 * style.FramePadding.x + 2 * style.ItemSpacing.x;
+}
+
+// One width for the whole lesson, so nothing shifts as it runs.
+float prompt_width(const LessonStatus& lesson) {
   char widest[48];
   std::snprintf(widest, sizeof(widest), "pause %d of %d", lesson.pauses, lesson.pauses);
-  return std::max(ImGui::CalcTextSize(widest).x, ImGui::CalcTextSize("end of the lesson").x) +
-         ImGui::CalcTextSize("\u25C0 Back").x + ImGui::CalcTextSize("Next \u25B6").x + 4 * style.FramePadding.x +
-         2 * style.ItemSpacing.x;
+  return std::max(prompt_content_width(widest), prompt_content_width("end of the lesson"));
 }
 
 // Where the lesson is, Back and Next, at the cursor. Returns +1 / -1 when clicked.
@@ -36,10 +40,8 @@ int draw_prompt(const LessonStatus& lesson) {
   int step = 0;
   char where[48];
   prompt_text(lesson, where, sizeof(where));
-  const float pad = prompt_width(lesson) - (ImGui::CalcTextSize(where).x + ImGui::CalcTextSize("\u25C0 Back").x +
-                                            ImGui::CalcTextSize("Next \u25B6").x + 4 * ImGui::GetStyle().FramePadding.x +
-                                            2 * ImGui::GetStyle().ItemSpacing.x);
-  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + pad);  // right-aligned within its fixed width
+  // Right-aligned within its fixed width.
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + prompt_width(lesson) - prompt_content_width(where));
   ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("%s", where);
   ImGui::SameLine();
@@ -76,7 +78,8 @@ CaptionLayout caption_layout(const std::string& caption, const LessonStatus& les
   float content = l.prompt ? ImGui::GetFrameHeight() : 0.0f;
   if (l.caption) {
     l.box_width = std::max(200.0f, width - 2 * ImGui::GetFontSize());
-    l.text_width = std::max(100.0f, l.box_width - 2 * padding.x - (l.prompt ? l.prompt_width + style.ItemSpacing.x : 0.0f));
+    const float beside = l.prompt ? l.prompt_width + style.ItemSpacing.x : 0.0f;  // the prompt, right of the text
+    l.text_width = std::max(100.0f, l.box_width - 2 * padding.x - beside);
     ImFont* font = caption_font();
     l.text_height = font->CalcTextSizeA(font->FontSize, FLT_MAX, l.text_width, caption.c_str()).y;
     content = std::max(content, l.text_height);
