@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "gui/key_latch.h"
 #include "gui/panels/output_panel.h"
 #include "gui/panels/pipeline_map_panel.h"
 #include "gui/panels/tokens_panel.h"
@@ -84,27 +85,28 @@ void App::select_head_index(int head) { attention_.head = head; }
 
 void App::handle_keys() {
   // F5: presentation mode; F11: full screen; Esc leaves both (when no popup is open).
-  if (ImGui::IsKeyPressed(GLFW_KEY_F5, false)) view_.present = !view_.present;
-  if (ImGui::IsKeyPressed(GLFW_KEY_F11, false)) view_.fullscreen = !view_.fullscreen;
-  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false) && (view_.present || view_.fullscreen) &&
+  if (key_pressed(GLFW_KEY_F5, false)) view_.present = !view_.present;
+  if (key_pressed(GLFW_KEY_F11, false)) view_.fullscreen = !view_.fullscreen;
+  if (key_pressed(GLFW_KEY_ESCAPE, false) && (view_.present || view_.fullscreen) &&
       !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))
     view_.present = view_.fullscreen = false;
   if (ImGui::GetIO().WantTextInput) return;
   // A lesson waiting at a pause owns Space, Right, PageDown (next) and Left, PageUp (back).
   if (lesson_.active && lesson_.waiting) {
-    if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false) || ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false) ||
-        ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN, false))
+    if (key_pressed(GLFW_KEY_SPACE, false) || key_pressed(GLFW_KEY_RIGHT, false) ||
+        key_pressed(GLFW_KEY_PAGE_DOWN, false))
       lesson_step_ = +1;
-    if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP, false)) lesson_step_ = -1;
+    if (key_pressed(GLFW_KEY_LEFT, false) || key_pressed(GLFW_KEY_PAGE_UP, false)) lesson_step_ = -1;
   }
   const bool stage_keys = !(lesson_.active && lesson_.waiting);
   // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
+  // key_pressed also sees taps shorter than a frame (gui/key_latch.h).
   const int stages = static_cast<int>(Stage::Count);
   const int s = static_cast<int>(stage_);
   // PageDown/PageUp too: what a presenter's clicker sends.
-  if (stage_keys && (ImGui::IsKeyPressed(GLFW_KEY_RIGHT) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)))
+  if (stage_keys && (key_pressed(GLFW_KEY_RIGHT) || key_pressed(GLFW_KEY_PAGE_DOWN)))
     select(static_cast<Stage>((s + 1) % stages));
-  if (stage_keys && (ImGui::IsKeyPressed(GLFW_KEY_LEFT) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)))
+  if (stage_keys && (key_pressed(GLFW_KEY_LEFT) || key_pressed(GLFW_KEY_PAGE_UP)))
     select(static_cast<Stage>((s + stages - 1) % stages));
   // Up goes up the stack of layers, as the figure reads bottom to top.
   const int layers = state_.model ? std::max(state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers) : 1;
@@ -126,6 +128,7 @@ void App::draw_pipeline_map() {
 void App::frame() {
   heatmap_placements().clear();
   begin_token_hover_frame();
+  begin_key_latch_frame();
   for (const ExportRequest& r : frame_exports_) report_export(r, "the frame was not rendered");  // no after_render()
   frame_exports_.clear();
   for (auto it = queued_exports_.begin(); it != queued_exports_.end();)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gui/app.h"
+#include "gui/key_latch.h"
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/script/script.h"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options);
+    sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
     for (int frame = 1; !window.should_close(); ++frame) {

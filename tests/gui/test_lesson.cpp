@@ -5,6 +5,9 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -214,6 +217,36 @@ TEST_F(LessonRun, TheWalkthroughRunsOnTheShippedModelToItsEnd) {
   EXPECT_TRUE(app_->state().error.empty()) << app_->state().error;
   for (const auto& line : log_) EXPECT_NE(line.find("unknown command"), std::string::npos) << line;
   EXPECT_FALSE(app_->view().present) << "the lesson ends with present off";
+}
+
+// A tap shorter than a frame (press and release in one event poll, as a presenter's clicker or `xdotool key`
+// sends them) still moves the lesson on: the app under xvfb-run -a, the key from xdotool.
+TEST(LessonKeys, AQuickTapContinuesTheLesson) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  if (std::system("command -v xdotool > /dev/null 2>&1") != 0) GTEST_SKIP() << "xdotool is not installed";
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "lesson_tap";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string csv = (dir / "after.csv").string();
+  std::ofstream(dir / "tap.lesson") << "model " << kModel << "\ncaption waiting for a tap\npause\nstage positional\n"
+                                    << "export-csv " << csv << "\nquit\n";
+  std::ofstream(dir / "drive.sh") << "#!/bin/sh\n"
+      << STEPFORMER_APP_PATH << " --size 1024x640 --lesson " << (dir / "tap.lesson").string() << " > "
+      << (dir / "log.txt").string() << " 2>&1 &\n"
+      << "app=$!\n"
+      << "xdotool search --sync --name Stepformer > /dev/null\n"
+      << "sleep 2\n"  // the lesson reaches its pause
+      << "xdotool mousemove 200 200 key space\n"
+      << "for i in $(seq 100); do kill -0 $app 2>/dev/null || exit 0; sleep 0.1; done\n"
+      << "kill $app\n";
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " +
+                          (dir / "drive.sh").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << "the tap was lost: the lesson never passed its pause (see " << (dir / "log.txt") << ")";
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_EQ(first_line.rfind("# positional_encoding", 0), 0u) << first_line;
 }
 
 }  // namespace
