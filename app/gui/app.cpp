@@ -5,9 +5,11 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "gui/key_latch.h"
 #include "gui/panels/interventions_panel.h"
 #include "gui/panels/output_panel.h"
 #include "gui/panels/pipeline_map_panel.h"
@@ -36,6 +38,9 @@ App::App(const AppOptions& options) : options_(options) {
   }
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
+  view_.ui_scale = options.ui_scale;
+  view_.present = options.present;
+  view_.fullscreen = options.fullscreen;
   const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
   if (!state_.load_model(path))
     std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", path.c_str(), state_.error.c_str());
@@ -80,23 +85,42 @@ void App::select_layer(int layer) { attention_.layer = layer; }
 void App::select_head_index(int head) { attention_.head = head; }
 
 void App::handle_keys() {
+  // F5: presentation mode; F11: full screen; Esc leaves both (when no popup is open).
+  if (key_pressed(GLFW_KEY_F5, false)) view_.present = !view_.present;
+  if (key_pressed(GLFW_KEY_F11, false)) view_.fullscreen = !view_.fullscreen;
+  if (key_pressed(GLFW_KEY_ESCAPE, false) && (view_.present || view_.fullscreen) &&
+      !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))
+    view_.present = view_.fullscreen = false;
   if (ImGui::GetIO().WantTextInput) return;
+  // A lesson waiting at a pause owns Space, Right, PageDown (next) and Left, PageUp (back).
+  if (lesson_.active && lesson_.waiting) {
+    if (key_pressed(GLFW_KEY_SPACE, false) || key_pressed(GLFW_KEY_RIGHT, false) ||
+        key_pressed(GLFW_KEY_PAGE_DOWN, false))
+      lesson_step_ = +1;
+    if (key_pressed(GLFW_KEY_LEFT, false) || key_pressed(GLFW_KEY_PAGE_UP, false)) lesson_step_ = -1;
+  }
+  const bool stage_keys = !(lesson_.active && lesson_.waiting);
   // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
+  // key_pressed also sees taps shorter than a frame (gui/key_latch.h).
   const int stages = static_cast<int>(Stage::Count);
   const int s = static_cast<int>(stage_);
-  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) select(static_cast<Stage>((s + 1) % stages));
-  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) select(static_cast<Stage>((s + stages - 1) % stages));
+  // PageDown/PageUp too: what a presenter's clicker sends.
+  if (stage_keys && (key_pressed(GLFW_KEY_RIGHT) || key_pressed(GLFW_KEY_PAGE_DOWN)))
+    select(static_cast<Stage>((s + 1) % stages));
+  if (stage_keys && (key_pressed(GLFW_KEY_LEFT) || key_pressed(GLFW_KEY_PAGE_UP)))
+    select(static_cast<Stage>((s + stages - 1) % stages));
   // Up goes up the stack of layers, as the figure reads bottom to top.
   const int layers = state_.model ? std::max(state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers) : 1;
-  if (ImGui::IsKeyPressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
-  if (ImGui::IsKeyPressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
+  if (key_pressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
+  if (key_pressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
   for (int k = 0; k < 9; ++k)
-    if (ImGui::IsKeyPressed(GLFW_KEY_1 + k)) attention_.head = k;
-  // Decoding token by token, from any stage: every view follows the new pass.
-  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE)) state_.step();
-  if (ImGui::IsKeyPressed(GLFW_KEY_BACKSPACE)) state_.step_back();
-  if (ImGui::IsKeyPressed(GLFW_KEY_END)) state_.run_to_end();
-  if (ImGui::IsKeyPressed(GLFW_KEY_HOME)) state_.restart();
+    if (key_pressed(GLFW_KEY_1 + k)) attention_.head = k;
+  // Decoding token by token, from any stage: every view follows the new pass (Space is the lesson's while
+  // it waits at a pause).
+  if (stage_keys && key_pressed(GLFW_KEY_SPACE)) state_.step();
+  if (key_pressed(GLFW_KEY_BACKSPACE)) state_.step_back();
+  if (key_pressed(GLFW_KEY_END)) state_.run_to_end();
+  if (key_pressed(GLFW_KEY_HOME)) state_.restart();
 }
 
 void App::draw_pipeline_map() {
@@ -111,6 +135,16 @@ void App::draw_pipeline_map() {
 void App::frame() {
   heatmap_placements().clear();
   begin_token_hover_frame();
+  begin_key_latch_frame();
+  for (const ExportRequest& r : frame_exports_) report_export(r, "the frame was not rendered");  // no after_render()
+  frame_exports_.clear();
+  for (auto it = queued_exports_.begin(); it != queued_exports_.end();)
+    if (it->frames_to_wait-- > 0) {
+      ++it;
+    } else {
+      frame_exports_.push_back(it->request);
+      it = queued_exports_.erase(it);
+    }
   handle_keys();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
@@ -118,38 +152,61 @@ void App::frame() {
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("Stepformer", nullptr, flags);
-  ImGui::Text("Stepformer %s", STEPFORMER_VERSION);
-  ImGui::SameLine();
-  if (state_.model)
-    ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", state_.model_path.c_str(),
-                        state_.model->family.c_str(), state_.model->config.d_model, state_.model->config.n_heads,
-                        state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers);
-  else
-    ImGui::TextDisabled("  no model loaded");
-
-  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
-  if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
-    state_.set_sentence(sentence_input_);
-  ImGui::SameLine();
-  if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
-  if (state_.ready()) {
-    ImGui::Text("-> %s%s", state_.translation_text().c_str(),
-                state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
-  }
-  const std::string changed = interventions_summary(state_.interventions);
-  if (!changed.empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "Changed model: %s", changed.c_str());
+  if (view_.present) {
+    draw_presentation_header();
+  } else {
+    ImGui::Text("Stepformer %s", STEPFORMER_VERSION);
     ImGui::SameLine();
-    if (ImGui::SmallButton("reset all")) state_.set_interventions(Interventions{});
-  }
-  if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
-  ImGui::Separator();
+    if (state_.model)
+      ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", state_.model_path.c_str(),
+                          state_.model->family.c_str(), state_.model->config.d_model, state_.model->config.n_heads,
+                          state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers);
+    else
+      ImGui::TextDisabled("  no model loaded");
+    draw_view_and_export_buttons();
 
-  ImGui::BeginChild("pipeline", ImVec2(ImGui::GetFontSize() * 17, 0), true);
-  draw_pipeline_map();
-  ImGui::EndChild();
-  ImGui::SameLine();
-  ImGui::BeginChild("stage", ImVec2(0, 0), false);
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
+    if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
+      state_.set_sentence(sentence_input_);
+    ImGui::SameLine();
+    if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
+    if (state_.ready()) {
+      ImGui::Text("-> %s%s", state_.translation_text().c_str(),
+                  state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
+    }
+    const std::string changed = interventions_summary(state_.interventions);
+    if (!changed.empty()) {
+      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "Changed model: %s", changed.c_str());
+      ImGui::SameLine();
+      if (ImGui::SmallButton("reset all")) state_.set_interventions(Interventions{});
+    }
+    if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
+    ImGui::Separator();
+  }
+  const ImVec2 fb_scale = ImGui::GetIO().DisplayFramebufferScale;
+  auto pixel_rect = [&](ImVec2 pos, ImVec2 size) {  // ImGui units -> framebuffer pixels
+    auto px = [](float v, float scale) { return static_cast<int>(std::lround(v * scale)); };
+    return PixelRect{px(pos.x, fb_scale.x), px(pos.y, fb_scale.y), px(size.x, fb_scale.x), px(size.y, fb_scale.y)};
+  };
+  layout_ = {};
+  layout_.font_size = ImGui::GetFontSize() * fb_scale.y;
+  if (!view_.present) {  // presentation mode shows the stage alone
+    ImGui::BeginChild("pipeline", ImVec2(ImGui::GetFontSize() * 17, 0), true);
+    layout_.pipeline = pixel_rect(ImGui::GetWindowPos(), ImGui::GetWindowSize());
+    draw_pipeline_map();
+    ImGui::EndChild();
+    ImGui::SameLine();
+  }
+  // In presentation mode a lesson's caption is the explanation: the panel's own paragraph makes room for the data.
+  show_explanations(!(view_.present && !caption_.empty()));
+  // Presenting, the lesson's prompt is in the header; otherwise in the caption box.
+  const LessonStatus caption_lesson = view_.present ? LessonStatus{} : lesson_;
+  const float caption_height = caption_overlay_height(caption_, caption_lesson, ImGui::GetContentRegionAvail().x);
+  ImGui::BeginChild("stage", ImVec2(0, -caption_height), false);
+  layout_.stage = pixel_rect(ImGui::GetWindowPos(), ImGui::GetWindowSize());
+  const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
+  const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
+                         stage_min.y + ImGui::GetWindowSize().y + caption_height);
   switch (stage_) {
     case Stage::Tokens: draw_tokens_panel(state_); break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
@@ -190,7 +247,126 @@ void App::frame() {
     case Stage::Count: break;
   }
   ImGui::EndChild();
+  frame_tensors_.clear();
+  for (const HeatmapPlacement& p : heatmap_placements())
+    if (p.heatmap && std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
+      frame_tensors_.push_back(p.name);
+  lesson_step_ += draw_caption_overlay(caption_, caption_lesson, stage_min, stage_max);
   ImGui::End();
+  export_tensors();
+}
+
+// [SECTION] presentation, view, export
+
+void App::draw_view_and_export_buttons() {
+  ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
+  if (ImGui::Button("Present")) view_.present = true;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Presentation mode (F5): large type, high contrast, the stage alone");
+  ImGui::SameLine();
+  view_popup_.draw(&view_);
+  ImGui::SameLine();
+  if (auto request = export_popup_.draw({stage_name(stage_), frame_tensors_})) request_export(*request);
+  if (!export_status_.text.empty()) {
+    ImGui::SameLine();
+    if (export_status_.ok) ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1.0f), "%s", export_status_.text.c_str());
+    else ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", export_status_.text.c_str());
+  }
+}
+
+std::string App::stage_detail() const {
+  const char* kind = attention_.kind == AttentionKind::Encoder ? "encoder"
+                     : attention_.kind == AttentionKind::Decoder ? "decoder self" : "cross";
+  char text[96] = "";
+  switch (stage_) {
+    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::DecoderAttention: case Stage::CrossAttention:
+      std::snprintf(text, sizeof(text), "layer %d, head %d", attention_.layer, attention_.head);
+      break;
+    case Stage::EncoderConcat: std::snprintf(text, sizeof(text), "%s, layer %d", kind, attention_.layer); break;
+    case Stage::EncoderAddNorm: case Stage::EncoderFeedForward: case Stage::DecoderAddNorm:
+    case Stage::DecoderFeedForward:
+      std::snprintf(text, sizeof(text), "layer %d", attention_.layer);
+      break;
+    case Stage::AllHeads: std::snprintf(text, sizeof(text), "%s attention", kind); break;
+    default: break;
+  }
+  return text;
+}
+
+void App::draw_presentation_header() {
+  std::string problem = state_.error;
+  if (!export_status_.ok && !export_status_.text.empty())
+    problem += (problem.empty() ? "" : "   ") + export_status_.text;
+  lesson_step_ += sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(),
+                                                    static_cast<int>(stage_) + 1, static_cast<int>(Stage::Count),
+                                                    problem, lesson_);
+}
+
+void App::request_export(const ExportRequest& request) {
+  const bool png = request.kind == ExportKind::WindowPng || request.kind == ExportKind::PanelPng;
+  queued_exports_.push_back({request, png ? 1 : 0});
+}
+
+bool App::capturing() const {
+  auto png = [](const ExportRequest& r) { return r.kind == ExportKind::WindowPng || r.kind == ExportKind::PanelPng; };
+  return std::any_of(queued_exports_.begin(), queued_exports_.end(),
+                     [&](const QueuedExport& q) { return png(q.request); }) ||
+         std::any_of(frame_exports_.begin(), frame_exports_.end(), png);
+}
+
+void App::report_export(const ExportRequest& request, const std::string& error) {
+  export_status_ = error.empty() ? Message{true, "saved " + request.path} : Message{false, "not exported: " + error};
+  messages_.push_back(export_status_);
+}
+
+void App::export_tensors() {
+  // The heatmaps drawn this frame are alive until the next frame starts: read their values now.
+  std::vector<ExportRequest> pngs;
+  for (const ExportRequest& r : frame_exports_) {
+    if (r.kind == ExportKind::WindowPng || r.kind == ExportKind::PanelPng) {
+      pngs.push_back(r);
+      continue;
+    }
+    const HeatmapPlacement* found = nullptr;
+    for (const HeatmapPlacement& p : heatmap_placements())
+      if (p.heatmap && (r.tensor.empty() || p.name == r.tensor)) {
+        found = &p;
+        break;
+      }
+    if (!found) {
+      report_export(r, r.tensor.empty() ? std::string("the ") + stage_name(stage_) + " stage shows no tensor"
+                                        : "no tensor '" + r.tensor + "' on this stage");
+      continue;
+    }
+    const Heatmap& h = *found->heatmap;
+    TensorView tensor;
+    tensor.name = found->name;
+    const std::string detail = stage_detail();
+    tensor.description = std::string(stage_info(stage_).title) + (detail.empty() ? "" : ", " + detail);
+    tensor.rows = h.rows();
+    tensor.cols = h.cols();
+    tensor.values = h.values().data();
+    tensor.row_labels = h.row_labels();
+    tensor.col_labels = h.col_labels();
+    const std::string bytes =
+        r.kind == ExportKind::Csv ? csv_text(tensor) : npy_bytes(tensor.values, tensor.rows, tensor.cols);
+    report_export(r, write_file_atomically(r.path, bytes, r.replace));
+  }
+  frame_exports_ = std::move(pngs);
+}
+
+void App::after_render() {
+  for (const ExportRequest& r : frame_exports_) {
+    std::vector<unsigned char> rgb;
+    int width = 0, height = 0;
+    const PixelRect rect = r.kind == ExportKind::PanelPng ? layout_.stage : PixelRect{};
+    std::string error = read_back_buffer(rect, &rgb, &width, &height);
+    if (error.empty()) {
+      const std::string png = png_bytes(rgb, width, height);
+      error = png.empty() ? "cannot encode the PNG" : write_file_atomically(r.path, png, r.replace);
+    }
+    report_export(r, error);
+  }
+  frame_exports_.clear();
 }
 
 }  // namespace sf::gui

@@ -1,19 +1,27 @@
 // The app: its state and what one frame draws. The platform (window, GL, fonts) lives in window.h.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gui/app_state.h"
+#include "gui/export.h"
 #include "gui/options.h"
 #include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/concat_panel.h"
 #include "gui/panels/decoding_panel.h"
 #include "gui/panels/embedding_panel.h"
+#include "gui/panels/export_popup.h"
 #include "gui/panels/feed_forward_panel.h"
 #include "gui/panels/heads_grid_panel.h"
 #include "gui/panels/qkv_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
+#include "gui/panels/presentation.h"
+#include "gui/panels/view_popup.h"
+#include "gui/render/capture.h"
 #include "gui/stages.h"
+#include "gui/view.h"
 
 namespace sf::gui {
 
@@ -22,6 +30,7 @@ class App {
   explicit App(const AppOptions& options);
   void frame();  // builds the ImGui frame; call between Window::begin_frame and Window::end_frame
   const AppState& state() const { return state_; }
+  Stage stage() const { return stage_; }
 
   // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
   bool open_model(const std::string& path);
@@ -34,7 +43,45 @@ class App {
   bool set_interventions(const Interventions& next) { return state_.set_interventions(next); }
   AppState& mutable_state() { return state_; }
 
+  // [SECTION] presentation, view, lessons, export
+  // The wanted look (main applies it between frames with a ViewApplier): F5, F11, the View popup, scripts.
+  const ViewSettings& view() const { return view_; }
+  ViewSettings& view() { return view_; }
+  // The lesson's caption over the bottom of the stage area ("" hides it).
+  void set_caption(const std::string& text) { caption_ = text; }
+  const std::string& caption() const { return caption_; }
+  // A lesson tells where it stands; while it waits at a pause, Space/Right/PageDown and Left/PageUp (and the
+  // prompt's buttons) are its keys rather than the stage's: take_lesson_step() returns +1, -1 or 0, once.
+  void set_lesson_status(const LessonStatus& status) { lesson_ = status; }
+  int take_lesson_step() { return std::exchange(lesson_step_, 0); }
+  // Queues an export of what the next frame draws (CSV/NPY during the frame, PNG in after_render()).
+  void request_export(const ExportRequest& request);
+  // A PNG export is coming: main hides the pointer for these frames, so that no tooltip or hover highlight
+  // (which lags a frame) ends up in the picture.
+  bool capturing() const;
+  bool exports_pending() const { return !queued_exports_.empty() || !frame_exports_.empty(); }
+  // After Window::end_frame, before present: PNG exports read the back buffer.
+  void after_render();
+  // What happened since the last call (exports saved or refused), for the console; each also shows in the UI.
+  struct Message {
+    bool ok = true;
+    std::string text;
+  };
+  std::vector<Message> take_messages() { return std::exchange(messages_, {}); }
+  // Where the last frame put things, in framebuffer pixels (the panel export's crop, the layout dump).
+  struct FrameLayout {
+    PixelRect stage;     // the stage panel
+    PixelRect pipeline;  // the pipeline map; zero-sized when hidden (presentation mode)
+    float font_size = 0; // the body text's pixel size
+  };
+  const FrameLayout& frame_layout() const { return layout_; }
+
  private:
+  void draw_view_and_export_buttons();
+  void draw_presentation_header();
+  std::string stage_detail() const;   // "layer L, head H" where the stage has them
+  void export_tensors();              // this frame's CSV/NPY requests
+  void report_export(const ExportRequest& request, const std::string& error);
   void handle_keys();
   void draw_pipeline_map();
   void select(Stage stage);
@@ -53,6 +100,22 @@ class App {
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;
   DecodingPanel decoding_panel_;
+  ViewSettings view_;
+  ViewPopup view_popup_;
+  ExportPopup export_popup_;
+  std::string caption_;
+  LessonStatus lesson_;
+  int lesson_step_ = 0;
+  struct QueuedExport {
+    ExportRequest request;
+    int frames_to_wait = 0;  // PNG: one frame without the pointer first
+  };
+  std::vector<QueuedExport> queued_exports_;
+  std::vector<ExportRequest> frame_exports_;                   // being done this frame
+  std::vector<std::string> frame_tensors_;                     // heatmaps the panel drew last frame, in order
+  std::vector<Message> messages_;
+  Message export_status_;                                      // the last export's outcome, shown in the UI
+  FrameLayout layout_;
 };
 
 }  // namespace sf::gui

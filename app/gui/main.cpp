@@ -1,4 +1,5 @@
 // stepformer: the desktop app. `stepformer --help` lists the options.
+#include <cfloat>
 #include <cstdio>
 #include <optional>
 #include <fstream>
@@ -6,20 +7,32 @@
 #include <nlohmann/json.hpp>
 
 #include "gui/app.h"
+#include "gui/key_latch.h"
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/script/script.h"
+#include "gui/view.h"
 #include "gui/window.h"
 
 namespace {
 
-bool write_layout_json(const std::string& path) {
+nlohmann::json rect_json(const sf::gui::PixelRect& r) {
+  if (r.width <= 0 || r.height <= 0) return nullptr;
+  return {{"x0", r.x}, {"y0", r.y}, {"x1", r.x + r.width}, {"y1", r.y + r.height}};
+}
+
+bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   nlohmann::json heatmaps = nlohmann::json::array();
   for (const auto& p : sf::gui::heatmap_placements())
     heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
                         {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi}});
+  // The panels: where the stage and the pipeline map (null when hidden) are, and the body text's size.
+  const auto& layout = app.frame_layout();
+  const nlohmann::json panels = {{"stage", rect_json(layout.stage)}, {"pipeline", rect_json(layout.pipeline)},
+                                 {"font_size", layout.font_size}, {"caption", app.caption()},
+                                 {"present", app.view().present}};
   std::ofstream out(path);
-  out << nlohmann::json{{"heatmaps", heatmaps}}.dump(2) << "\n";
+  out << nlohmann::json{{"heatmaps", heatmaps}, {"panels", panels}}.dump(2) << "\n";
   return static_cast<bool>(out);
 }
 
@@ -31,32 +44,45 @@ int main(int argc, char** argv) {
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
-  if (!options.script_path.empty()) {
+  if (!options.script_path.empty() || !options.lesson_path.empty()) {
+    const bool lesson = !options.lesson_path.empty();
     std::string error;
-    auto parsed_script = sf::gui::parse_script_file(options.script_path, error);
+    const auto mode = lesson ? sf::gui::ScriptParse::Lesson : sf::gui::ScriptParse::Strict;
+    auto parsed_script =
+        sf::gui::parse_script_file(lesson ? options.lesson_path : options.script_path, error, mode);
     if (!parsed_script) {
       std::fprintf(stderr, "stepformer: %s\n", error.c_str());
       return 2;
     }
-    script.emplace(std::move(*parsed_script));
+    script.emplace(std::move(*parsed_script), lesson);
   }
 
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options);
+    sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
+    sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
     for (int frame = 1; !window.should_close(); ++frame) {
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
         log.clear();
-        if (script->quit()) return 0;
+        if (script->quit() && !app.exports_pending()) return 0;  // exports asked for before quit finish first
       }
       const auto mouse = script ? script->mouse() : std::nullopt;
       const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};
-      window.begin_frame(mouse ? mouse_xy : nullptr);
+      view.apply(window.handle(), app.view());
+      // While a PNG export is due the pointer is away, so no tooltip lands in the picture (a script's hover stays).
+      const float away[2] = {-FLT_MAX, -FLT_MAX};
+      window.begin_frame(mouse ? mouse_xy : app.capturing() ? away : nullptr);
       app.frame();
       window.end_frame();
+      app.after_render();
+      for (const auto& m : app.take_messages()) {
+        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", m.text.c_str());
+        std::fflush(m.ok ? stdout : stderr);
+      }
       if (script) {
         if (auto path = script->screenshot_due()) {
           const std::string error = window.save_screenshot(*path);
@@ -64,7 +90,7 @@ int main(int argc, char** argv) {
           else std::printf("stepformer: saved %s\n", path->c_str());
         }
         if (auto path = script->layout_due())
-          if (!write_layout_json(*path)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
+          if (!write_layout_json(*path, app)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
       }
       if (screenshot_mode && frame >= options.frames) {
         const std::string error = window.save_screenshot(options.screenshot_path);
@@ -72,7 +98,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
           return 1;
         }
-        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path)) {
+        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path, app)) {
           std::fprintf(stderr, "stepformer: cannot write '%s'\n", options.layout_json_path.c_str());
           return 1;
         }

@@ -29,9 +29,14 @@ const char* kUsage =
     "                      all-heads, output\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --script FILE       run the commands in FILE, one per line (model, sentence, stage, attention,\n"
-    "                      layer, head, hover, wait, screenshot, layout, quit; see the README)\n"
+    "                      layer, head, hover, wait, screenshot, layout, present, caption, export-png,\n"
+    "                      export-panel, export-csv, export-npy, quit; see the README)\n"
+    "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
+    "                      PageDown (Left or PageUp: back to the previous pause)\n"
+    "  --present           start in presentation mode (F5): large type, high contrast, the stage alone\n"
+    "  --fullscreen        start full screen (F11)\n"
     "  --size WxH          window size (default 1280x800)\n"
-    "  --ui-scale X        scale fonts and widgets, e.g. 1.5 on a projector (default 1)\n"
+    "  --ui-scale X        scale fonts and widgets, 0.5 to 4, e.g. 1.5 on a projector (default 1)\n"
     "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
     "  --frames N          frames to render before the screenshot (default 3)\n"
     "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
@@ -96,6 +101,14 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--script");
       if (!v || !*v) return error("--script needs a file");
       r.options.script_path = v;
+    } else if (arg == "--lesson") {
+      const char* v = value("--lesson");
+      if (!v || !*v) return error("--lesson needs a file");
+      r.options.lesson_path = v;
+    } else if (arg == "--present") {
+      r.options.present = true;
+    } else if (arg == "--fullscreen") {
+      r.options.fullscreen = true;
     } else if (arg == "--model" || arg == "--sentence" || arg == "--stage" || arg == "--attention") {
       const char* v = value(arg.c_str());
       if (!v) return error(arg + " needs a value");
@@ -119,6 +132,8 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       return error("unknown option '" + arg + "'");
     }
   }
+  if (!r.options.script_path.empty() && !r.options.lesson_path.empty())
+    return error("--script and --lesson cannot be combined (a lesson is a script that waits at its pauses)");
   return r;
 }
 

@@ -16,6 +16,9 @@ struct AppOptions {
   std::string stage = "tokens";       // --stage: tokens, embedding, positional, encoder-attention, ... (app.h)
   std::string attention;              // --attention KIND.L.H: the head the attention stages show
   std::string script_path;            // --script FILE: run the commands of gui/script/script.h
+  std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
+  bool present = false;               // --present: start in presentation mode
+  bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor
 };
 
 struct ParsedOptions {

@@ -2,10 +2,20 @@
 
 #include <imgui.h>
 
+#include "gui/view.h"
+
 namespace sf::gui {
 
+namespace {
+bool g_explanations_shown = true;
+}  // namespace
+
+void show_explanations(bool shown) { g_explanations_shown = shown; }
+
 void explanation(const char* text) {
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
+  if (!g_explanations_shown) return;
+  // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector.
+  ImGui::PushStyleColor(ImGuiCol_Text, high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
   ImGui::PushTextWrapPos(0.0f);  // the window's right edge
   ImGui::TextUnformatted(text);
   ImGui::PopTextWrapPos();
@@ -24,14 +34,15 @@ void attention_kind_picker(AttentionKind* kind) {
 
 }  // namespace sf::gui
 
+#include <algorithm>
 #include <cmath>
 
 namespace sf::gui {
 
-void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians) {
+void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {
   // Draw unrotated at the pivot, then rotate the new vertices about it (ImGui 1.86 has no rotated text).
   const int first = draw->VtxBuffer.Size;
-  draw->AddText(pivot, colour, text);
+  draw->AddText(ImGui::GetFont(), size > 0 ? size : ImGui::GetFontSize(), pivot, colour, text);
   const float c = std::cos(radians), s = std::sin(radians);
   for (int i = first; i < draw->VtxBuffer.Size; ++i) {
     ImVec2& p = draw->VtxBuffer[i].pos;
@@ -72,8 +83,10 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
     const int index = static_cast<int>(i);
     if (is_hovered_token(side, index)) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
     if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
-    draw->AddText(ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - font)), ImGui::GetColorU32(ImGuiCol_Text),
-                  labels[i].c_str());
+    // Rows lower than the text (many tokens, large type): the label shrinks to its row rather than overlap.
+    const float size = std::min(font, row_height);
+    draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
+                  ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
   }
 }
 

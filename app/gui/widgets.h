@@ -7,6 +7,8 @@ namespace sf::gui {
 // A stage's plain-language explanation, always visible under its title, wrapped to the panel's width in a
 // softer colour than the numbers (students read it; it is not hidden behind a hover).
 void explanation(const char* text);
+// Whether explanation() draws (the app hides them in presentation mode while a lesson's caption explains).
+void show_explanations(bool shown);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);
@@ -18,8 +20,9 @@ void attention_kind_picker(AttentionKind* kind);
 namespace sf::gui {
 
 // Text drawn rotated by `radians` (counter-clockwise) about `pivot`, its baseline starting at the pivot:
-// column labels of heatmaps read bottom to top at pi/2 (screen y points down).
-void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians);
+// column labels of heatmaps read bottom to top at pi/2 (screen y points down). `size`: the font size (0: the
+// current one).
+void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size = 0);
 
 }  // namespace sf::gui
 

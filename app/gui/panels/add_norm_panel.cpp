@@ -111,6 +111,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
                     std::max(40.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() * 1.5f));
   ImGui::BeginGroup();
   ImGui::Text(post ? "x + Sublayer(x) [%d x %d]" : "layer-norm input x [%d x %d]", sum_.rows(), sum_.cols());
+  sum_.set_axis_labels(labels);  // row names for export
   sum_.draw("residual_sum", size);
   ImGui::EndGroup();
   ImGui::SameLine();
@@ -118,6 +119,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   ImGui::SameLine();
   ImGui::BeginGroup();
   ImGui::Text("after LayerNorm [%d x %d]", normed_.rows(), normed_.cols());
+  normed_.set_axis_labels(labels);
   normed_.draw("layer_norm", size);
   ImGui::EndGroup();
   ImGui::SameLine();

@@ -116,10 +116,9 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // Labels: keys rotated along the top, queries on the left.
   float label_width = 0;
   for (const auto& s : queries) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
-  float top_height = 0;
-  for (const auto& s : keys) top_height = std::max(top_height, ImGui::CalcTextSize(s.c_str()).x);
+  float key_width = 0;
+  for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
   label_width += ImGui::GetStyle().ItemSpacing.x;
-  top_height += ImGui::GetStyle().ItemSpacing.y;
   const float bar_width = ImGui::GetFontSize() * 4;
   const ImVec2 full = ImGui::GetContentRegionAvail();
   // The right part of the panel shows the steps that lead to the probabilities.
@@ -127,6 +126,13 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const ImVec2 avail(full.x - steps_width, full.y);
   const ImVec2 panel_origin = ImGui::GetCursorScreenPos();
   const float line = ImGui::GetTextLineHeightWithSpacing();
+  // In large type (presentation mode, a large UI scale), when the height limits the map, a long key label (a
+  // German compound) is drawn smaller, at most 5 lines high, rather than push the map down.
+  const bool large_type = ImGui::GetFontSize() >= 24.0f;
+  const bool height_bound = large_type && (avail.y - key_width - 2 * line) / tq <
+                                              std::min((avail.x - label_width - bar_width) / tk, ImGui::GetFontSize() * 3);
+  const float key_room = height_bound ? std::min(key_width, ImGui::GetFontSize() * 5) : key_width;
+  const float top_height = key_room + ImGui::GetStyle().ItemSpacing.y;
   const float cell = std::max(4.0f, std::min({(avail.x - label_width - bar_width) / tk,
                                               (avail.y - top_height - 2 * line) / tq, ImGui::GetFontSize() * 3}));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -139,12 +145,16 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     const ImVec2 c0(grid.x + j * cell, origin.y), c1(grid.x + (j + 1) * cell, grid.y);
     if (is_hovered_token(kside, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
     if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) report_hovered_token(kside, j);
-    rotated_text(draw, ImVec2(grid.x + (j + 0.5f) * cell - ImGui::GetFontSize() * 0.5f, grid.y - 4), text,
-                 keys[j].c_str(), 1.5707964f);
+    // Never wider than the column nor longer than the room above the map.
+    const float key_size = std::min({ImGui::GetFontSize(), cell,
+                                     ImGui::GetFontSize() * key_room / std::max(1.0f, ImGui::CalcTextSize(keys[j].c_str()).x)});
+    rotated_text(draw, ImVec2(grid.x + (j + 0.5f) * cell - key_size * 0.5f, grid.y - 4), text, keys[j].c_str(),
+                 1.5707964f, key_size);
   }
   token_row_labels(ImVec2(origin.x, grid.y), queries, cell, label_width - ImGui::GetStyle().ItemSpacing.x, qside);
   ImGui::SetCursorScreenPos(grid);
   int row = -1, col = -1;
+  heatmap_.set_axis_labels(queries, keys);  // row and column names for export
   const bool hovered = heatmap_.draw("attention", ImVec2(cell * tk, cell * tq), {}, &row, &col);
   // The hovered token's row (as a query) and column (as a key), outlined.
   for (int i = 0; i < tq; ++i)
@@ -165,11 +175,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
     ImGui::BeginGroup();
     ImGui::Text("1. scores  Q K^T / sqrt(%d)", c.head_dim());
+    scores_.set_axis_labels(queries, keys);
     scores_.draw("attention_scores", ImVec2(mw, h));
     ImGui::Text("2. + mask M (blocked: -inf)");
+    masked_scores_.set_axis_labels(queries, keys);
     masked_scores_.draw("attention_masked_scores", ImVec2(mw, h));
     ImGui::Text("3. softmax per row  (left)");
     ImGui::Text("4. x V = head output [%d x %d]", head_out_.rows(), head_out_.cols());
+    head_out_.set_axis_labels(queries);
     head_out_.draw("attention_head_output", ImVec2(std::min(w, h * head_out_.cols() / std::max(head_out_.rows(), 1)), h));
     ImGui::EndGroup();
   }

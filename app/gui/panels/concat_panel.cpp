@@ -51,6 +51,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
     token_row_labels(origin, labels, row_height, label_width - 8, side);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
+    h.set_axis_labels(labels);  // row names for export
     if (h.draw(name, ImVec2(width, row_height * rows), {}, &row, &col)) {
       report_hovered_token(side, row);
       ImGui::SetTooltip("token \"%s\", column %d (head %d): %.3f", labels[static_cast<size_t>(row)].c_str(), col,

@@ -53,6 +53,7 @@ void EmbeddingPanel::draw(const AppState& state) {
     token_row_labels(origin, labels, row_height, label_width - ImGui::GetStyle().ItemSpacing.x, TokenSide::Source);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
+    h.set_axis_labels(labels);  // row names for export
     if (h.draw(name, size, {}, &row, &col)) {
       report_hovered_token(TokenSide::Source, row);
       ImGui::SetTooltip("token \"%s\", dimension %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));

@@ -95,6 +95,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     token_row_labels(origin, labels, row_height, label_width - 4, side);
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
+    h.set_axis_labels(labels);  // row names for export
     if (h.draw(name, ImVec2(col_width, row_height * h.rows()), {}, &row, &col)) {
       report_hovered_token(side, row);
       ImGui::SetTooltip("%s of \"%s\", dimension %d of head %d: %.3f", title, labels[static_cast<size_t>(row)].c_str(),

@@ -73,6 +73,11 @@ void Heatmap::set_values(const float* values, int rows, int cols, float lo, floa
   }
 }
 
+void Heatmap::set_axis_labels(const std::vector<std::string>& row_labels, const std::vector<std::string>& col_labels) {
+  if (row_labels != row_labels_) row_labels_ = row_labels;
+  if (col_labels != col_labels_) col_labels_ = col_labels;
+}
+
 void Heatmap::render_to_texture(int width_px, int height_px, const HeatmapStyle& style) {
   HeatmapProgram& p = shared_program();
   // Save what ImGui's backend does not reset itself (before binding anything), render, restore.
@@ -157,7 +162,7 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   const ImVec2 bottom_right(top_left.x + size.x, top_left.y + size.y);
   heatmap_placements().push_back({name, ImVec2(top_left.x * scale.x, top_left.y * scale.y),
                                   ImVec2(bottom_right.x * scale.x, bottom_right.y * scale.y), rows_, cols_, lo_,
-                                  hi_});
+                                  hi_, this});
 
   if (!ImGui::IsItemHovered()) return false;
   const ImVec2 mouse = ImGui::GetIO().MousePos;

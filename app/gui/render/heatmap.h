@@ -19,6 +19,8 @@ struct HeatmapStyle {
   bool grid = true;  // thin lines between cells when cells are large enough
 };
 
+class Heatmap;
+
 // Where a heatmap was drawn in the last frame, in framebuffer pixels from the top-left (for tests, hover
 // lookups and the layout dump).
 struct HeatmapPlacement {
@@ -26,6 +28,7 @@ struct HeatmapPlacement {
   ImVec2 min{0, 0}, max{0, 0};
   int rows = 0, cols = 0;
   float lo = 0, hi = 0;
+  const Heatmap* heatmap = nullptr;  // what was drawn (its values and labels, for export): valid this frame
 };
 
 class Heatmap {
@@ -42,6 +45,11 @@ class Heatmap {
   float lo() const { return lo_; }
   float hi() const { return hi_; }
   float value(int row, int col) const { return values_[static_cast<size_t>(row) * cols_ + col]; }
+  const std::vector<float>& values() const { return values_; }  // (rows, cols), row-major
+  // Names of the rows and columns (tokens, positions) for export; empty: numbered.
+  void set_axis_labels(const std::vector<std::string>& row_labels, const std::vector<std::string>& col_labels = {});
+  const std::vector<std::string>& row_labels() const { return row_labels_; }
+  const std::vector<std::string>& col_labels() const { return col_labels_; }
 
   // Draws at the cursor with the given size in ImGui units (as ImGui::Image). Returns true while hovered and
   // writes the hovered cell. Records its placement under `name` for this frame. Without a GL context (the
@@ -58,6 +66,7 @@ class Heatmap {
   void render_to_texture(int width_px, int height_px, const HeatmapStyle& style);
 
   std::vector<float> values_;
+  std::vector<std::string> row_labels_, col_labels_;
   int rows_ = 0, cols_ = 0;
   float lo_ = 0, hi_ = 1;
   bool values_dirty_ = true;

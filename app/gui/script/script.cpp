@@ -1,6 +1,8 @@
 #include "gui/script/script.h"
 
+#include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -12,7 +14,8 @@ namespace sf::gui {
 
 namespace {
 
-// Commands and the number of arguments they take (-1: the rest of the line as one argument; -2: none or one).
+// Commands and the number of arguments they take (-1: the rest of the line as one argument; -2: the rest of the
+// line, which may be empty; -3: none or one word).
 struct Spec {
   const char* name;
   int args;
@@ -20,16 +23,35 @@ struct Spec {
 constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
                            {"layer", 1},      {"head", 1},      {"hover", 2},     {"unhover", 0},   {"wait", 1},
                            {"screenshot", -1}, {"layout", -1},  {"quit", 0},
+                           {"present", 1},     {"fullscreen", 1}, {"ui-scale", 1}, {"caption", -2},
+                           {"pause", 0},       {"export-png", -1}, {"export-panel", -1}, {"export-csv", -1},
+                           {"export-npy", -1},
                            // interventions
                            {"head-off", 1},   {"head-on", 1},   {"causal-mask", 1}, {"padding-mask", 1},
                            {"positional", 1}, {"mask", 3},      {"reset", 0},
                            // decoding
-                           {"step", -2},      {"back", -2},     {"run", 0},       {"restart", 0},
+                           {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
                            {"decode", -1},    {"reference", -1}, {"force", 2}};
 
-constexpr const char* kCommandList =
-    "model, sentence, stage, attention, layer, head, hover, unhover, wait, screenshot, layout, quit, head-off, head-on, "
-    "causal-mask, padding-mask, positional, mask, reset, step, back, run, restart, decode, reference, force";
+std::string command_names() {
+  std::string out;
+  for (const Spec& s : kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
+}
+
+bool parse_scale(const std::string& s, float* out) {
+  char* end = nullptr;
+  const float v = std::strtof(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !(v >= kMinUiScale && v <= kMaxUiScale)) return false;
+  *out = v;
+  return true;
+}
+
+// Commands that only produce output or pass time: skipped when a lesson replays up to an earlier pause.
+bool is_output_or_time(const std::string& name) {
+  return name == "wait" || name == "hover" || name == "screenshot" || name == "layout" || name == "quit" ||
+         name.rfind("export-", 0) == 0;
+}
 
 bool is_int(const std::string& s) {
   if (s.empty()) return false;
@@ -118,7 +140,8 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
 
 }  // namespace
 
-std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error) {
+std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
+                                   ScriptParse mode) {
   Script script;
   std::istringstream in(text);
   std::string line;
@@ -139,14 +162,22 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
       error = origin + ":" + std::to_string(number) + ": " + what;
       return std::nullopt;
     };
-    if (!spec) return bad("unknown command '" + c.name + "' (" + kCommandList + ")");
-    if (spec->args == -1) {
+    if (!spec && mode == ScriptParse::Lesson) {  // reported when reached: see ScriptRunner
+      c.known = false;
+      if (!rest.empty()) c.args = {rest};
+      script.commands.push_back(std::move(c));
+      continue;
+    }
+    if (!spec) return bad("unknown command '" + c.name + "' (" + command_names() + ")");
+    if (spec->args == -2) {
+      if (!rest.empty()) c.args = {rest};
+    } else if (spec->args == -1) {
       if (rest.empty()) return bad("'" + c.name + "' needs an argument");
       c.args = {rest};
     } else {
       std::istringstream words(rest);
       for (std::string w; words >> w;) c.args.push_back(w);
-      if (spec->args == -2 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec->args)
+      if (spec->args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec->args)
         return bad("'" + c.name + "' takes " + std::to_string(spec->args) + " argument(s), got " + std::to_string(c.args.size()));
     }
     if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
@@ -162,12 +193,17 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
     if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
         c.args[0] != "off")
       return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
+    if ((c.name == "present" || c.name == "fullscreen") && c.args[0] != "on" && c.args[0] != "off")
+      return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
+    float scale = 0;
+    if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
+      return bad("'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'");
     script.commands.push_back(std::move(c));
   }
   return script;
 }
 
-std::optional<Script> parse_script_file(const std::string& path, std::string& error) {
+std::optional<Script> parse_script_file(const std::string& path, std::string& error, ScriptParse mode) {
   std::ifstream in(path);
   if (!in) {
     error = "cannot open the script '" + path + "'";
@@ -175,18 +211,93 @@ std::optional<Script> parse_script_file(const std::string& path, std::string& er
   }
   std::stringstream text;
   text << in.rdbuf();
-  return parse_script(text.str(), path, error);
+  return parse_script(text.str(), path, error, mode);
+}
+
+ScriptRunner::ScriptRunner(Script script, bool interactive) : script_(std::move(script)), interactive_(interactive) {
+  pauses_ = static_cast<int>(std::count_if(script_.commands.begin(), script_.commands.end(),
+                                           [](const ScriptCommand& c) { return c.name == "pause"; }));
+}
+
+void ScriptRunner::publish(App& app) const {
+  if (!interactive_) return;
+  LessonStatus status;
+  status.active = true;
+  status.waiting = waiting_;
+  status.finished = finished();
+  status.pause = pause_;
+  status.pauses = pauses_;
+  app.set_lesson_status(status);
+}
+
+void ScriptRunner::restart_for_replay(App& app, int target_pause) {
+  // The lesson's own state starts over; the app keeps the rest, which the replayed commands set again.
+  next_ = 0;
+  pause_ = 0;
+  wait_frames_ = 0;
+  pending_export_.reset();
+  mouse_.reset();
+  app.set_caption("");
+  // Interventions and decoding start from the model as trained: `mask` flips a cell, so a replay over a
+  // changed state would undo what it redoes.
+  app.set_interventions(Interventions{});
+  app.mutable_state().set_decode_options(DecodeOptions{});
+  replay_to_ = target_pause;
 }
 
 void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
+  if (quit_) return;
+  if (interactive_ && finished()) {  // at the end, Back returns to the last pause
+    if (app.take_lesson_step() < 0 && pause_ > 0) restart_for_replay(app, pause_);
+    else return publish(app);
+  }
+  if (waiting_) {
+    const int step = app.take_lesson_step();
+    if (step == 0) return publish(app);
+    waiting_ = false;
+    if (step < 0) restart_for_replay(app, std::max(1, pause_ - 1));
+  }
   if (wait_frames_ > 0) {
     --wait_frames_;
-    return;
+    return publish(app);
+  }
+  if (pending_export_) {  // the screen has settled: the next frame exports
+    app.request_export(*pending_export_);
+    pending_export_.reset();
+    return publish(app);
   }
   while (next_ < script_.commands.size()) {
     const ScriptCommand& c = script_.commands[next_++];
     const std::string where = "script line " + std::to_string(c.line) + ": ";
-    if (c.name == "model") {
+    if (replay_to_ && is_output_or_time(c.name)) continue;
+    if (!c.known) {
+      if (!replay_to_) log.push_back(where + "unknown command '" + c.name + "' skipped (not in this version)");
+      continue;
+    } else if (c.name == "pause") {
+      ++pause_;
+      if (!interactive_) return;  // a script does not wait: one frame, then on
+      if (replay_to_ && pause_ < replay_to_) continue;
+      replay_to_ = 0;
+      waiting_ = true;
+      return publish(app);
+    } else if (c.name == "caption") {
+      app.set_caption(c.args.empty() ? "" : c.args[0]);
+    } else if (c.name == "present") {
+      app.view().present = c.args[0] == "on";
+    } else if (c.name == "fullscreen") {
+      app.view().fullscreen = c.args[0] == "on";
+    } else if (c.name == "ui-scale") {
+      parse_scale(c.args[0], &app.view().ui_scale);
+    } else if (c.name.rfind("export-", 0) == 0) {
+      ExportRequest request;
+      request.kind = c.name == "export-png" ? ExportKind::WindowPng
+                     : c.name == "export-panel" ? ExportKind::PanelPng
+                     : c.name == "export-csv" ? ExportKind::Csv : ExportKind::Npy;
+      request.path = c.args[0];  // replace stays false: a script never overwrites
+      pending_export_ = request;
+      wait_frames_ = 2;  // let the layout settle, as for a screenshot
+      return publish(app);
+    } else if (c.name == "model") {
       if (!app.open_model(c.args[0])) log.push_back(where + app.state().error);
     } else if (c.name == "sentence") {
       if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
@@ -234,9 +345,13 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (!run_model_command(app, c, log, where)) {
       log.push_back(where + "unhandled command '" + c.name + "'");
     }
-    // model, sentence, stage, attention, layer, head: draw a frame before the next command.
-    return;
+    // model, sentence, stage, attention, layer, head, ...: draw a frame before the next command (replaying
+    // a lesson: straight on).
+    if (replay_to_) continue;
+    return publish(app);
   }
+  replay_to_ = 0;
+  publish(app);
 }
 
 std::optional<std::string> ScriptRunner::screenshot_due() {

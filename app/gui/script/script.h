@@ -11,6 +11,15 @@
 //   wait N                   render N frames (a frame is drawn between any two commands anyway)
 //   screenshot PATH          save a PNG of the window (after the screen has settled)
 //   layout PATH              write where each heatmap was drawn, as JSON (as --layout-json)
+//   present on|off           presentation mode (large type, high contrast, the stage alone)
+//   fullscreen on|off        full screen on the primary monitor
+//   ui-scale X               the UI scale, 0.5 .. 4 (fonts re-rendered at the new size)
+//   caption TEXT...          a caption in large type over the bottom of the stage ("caption" alone hides it)
+//   pause                    a lesson (--lesson) waits here for Space / Right / PageDown; --script goes on
+//   export-png PATH          the window as PNG         } written atomically; an existing file is never
+//   export-panel PATH        the stage panel as PNG    } replaced (the script logs that and goes on)
+//   export-csv PATH          the panel's main tensor (its first heatmap) as CSV
+//   export-npy PATH          ... as NumPy .npy (float32, shape (rows, cols))
 //   quit                     exit (exit code 0; a script that ends without quit leaves the app open)
 // Interventions (each recomputes the translation and every view):
 //   head-off KIND.L.H / head-on KIND.L.H     switch a head off / on
@@ -22,6 +31,9 @@
 //   decode greedy | decode sample TEMPERATURE [TOP_K [TOP_P [SEED]]] | decode beam WIDTH [ALPHA]
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
+//
+// A lesson is parsed leniently: a command this version does not know is reported when it is reached and
+// skipped, so a lesson written for a newer Stepformer still runs. A script's unknown command is an error.
 #pragma once
 #include <optional>
 #include <string>
@@ -35,20 +47,28 @@ struct ScriptCommand {
   int line = 0;
   std::string name;
   std::vector<std::string> args;  // the words after the name ("sentence" keeps the rest of the line as one)
+  bool known = true;              // false: a lesson's command this version does not know (args: the rest)
 };
 
 struct Script {
   std::vector<ScriptCommand> commands;
 };
 
-// Parses a script file; on error returns nullopt and writes "FILE:LINE: problem" to `error`.
-std::optional<Script> parse_script_file(const std::string& path, std::string& error);
-std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error);
+// Strict: an unknown command is an error (scripts, tests). Lesson: it is kept, marked unknown.
+enum class ScriptParse { Strict, Lesson };
 
-// Runs a script one step per frame against the app.
+// Parses a script file; on error returns nullopt and writes "FILE:LINE: problem" to `error`.
+std::optional<Script> parse_script_file(const std::string& path, std::string& error,
+                                        ScriptParse mode = ScriptParse::Strict);
+std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
+                                   ScriptParse mode = ScriptParse::Strict);
+
+// Runs a script one step per frame against the app. Interactive (a lesson): `pause` waits until the app
+// reports a step (Space / Right / PageDown, or the prompt's Next); a step back replays the lesson from its
+// start, without frames, screenshots or exports, up to the previous pause.
 class ScriptRunner {
  public:
-  explicit ScriptRunner(Script script) : script_(std::move(script)) {}
+  explicit ScriptRunner(Script script, bool interactive = false);
 
   // Before building a frame: runs commands until one needs the frame drawn. Messages (errors of a command,
   // e.g. a model that does not load) go to `log`.
@@ -59,12 +79,23 @@ class ScriptRunner {
   std::optional<std::string> screenshot_due();
   std::optional<std::string> layout_due();
   bool quit() const { return quit_; }
-  bool finished() const { return next_ >= script_.commands.size() && wait_frames_ == 0; }
+  bool finished() const {
+    return next_ >= script_.commands.size() && wait_frames_ == 0 && !pending_export_ && !waiting_;
+  }
+  bool waiting() const { return waiting_; }
+  int pauses_passed() const { return pause_; }
 
  private:
+  void restart_for_replay(App& app, int target_pause);
+  void publish(App& app) const;  // the lesson's status, for the prompt and the keys
   Script script_;
+  bool interactive_ = false;
   size_t next_ = 0;
   int wait_frames_ = 0;
+  int pause_ = 0, pauses_ = 0;  // pauses reached so far, and in the whole script
+  bool waiting_ = false;
+  int replay_to_ = 0;           // replaying up to this pause (1-based); 0: not replaying
+  std::optional<ExportRequest> pending_export_;  // asked for once the screen has settled
   std::optional<ImVec2> mouse_;
   std::optional<std::string> screenshot_, layout_;
   bool quit_ = false;

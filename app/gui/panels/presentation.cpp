@@ -1,0 +1,175 @@
+#include "gui/panels/presentation.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdio>
+
+#include "gui/view.h"
+
+namespace sf::gui {
+
+namespace {
+
+// Shown for the whole lesson (Next is enabled only at a pause), so the stage does not jump between pauses.
+bool shows_prompt(const LessonStatus& lesson) { return lesson.active; }
+ImVec2 caption_padding() { return ImVec2(ImGui::GetFontSize(), ImGui::GetFontSize() * 0.6f); }
+ImFont* caption_font() { return large_font() ? large_font() : ImGui::GetFont(); }
+
+void prompt_text(const LessonStatus& lesson, char* out, size_t size) {
+  if (lesson.finished) std::snprintf(out, size, "end of the lesson");
+  else if (lesson.waiting) std::snprintf(out, size, "pause %d of %d", lesson.pause, lesson.pauses);
+  else std::snprintf(out, size, "\u2026");  // between pauses: the lesson is running
+}
+
+// The prompt's width with `where` as its text, in the current font.
+float prompt_content_width(const char* where) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  return ImGui::CalcTextSize(where).x + ImGui::CalcTextSize("\u25C0 Back").x + ImGui::CalcTextSize("Next \u25B6").x +
+         4 * style.FramePadding.x + 2 * style.ItemSpacing.x;
+}
+
+// One width for the whole lesson, so nothing shifts as it runs.
+float prompt_width(const LessonStatus& lesson) {
+  char widest[48];
+  std::snprintf(widest, sizeof(widest), "pause %d of %d", lesson.pauses, lesson.pauses);
+  return std::max(prompt_content_width(widest), prompt_content_width("end of the lesson"));
+}
+
+// Where the lesson is, Back and Next, at the cursor. Returns +1 / -1 when clicked.
+int draw_prompt(const LessonStatus& lesson) {
+  int step = 0;
+  char where[48];
+  prompt_text(lesson, where, sizeof(where));
+  // Right-aligned within its fixed width.
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + prompt_width(lesson) - prompt_content_width(where));
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("%s", where);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!lesson.waiting && !lesson.finished);
+  if (ImGui::Button("\u25C0 Back")) step = -1;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("back to the previous pause (Left, PageUp)");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!lesson.waiting);
+  if (ImGui::Button("Next \u25B6")) step = +1;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("on to the next pause (Space, Right, PageDown)");
+  ImGui::EndDisabled();
+  return step;
+}
+
+// The caption's text on the left, the prompt (where the lesson is, Back, Next) on the right of its last
+// line: one strip, as low as the text allows, so the stage keeps its room.
+struct CaptionLayout {
+  bool caption = false, prompt = false;
+  float box_width = 0;  // 0: as wide as the prompt (no caption)
+  float text_width = 0, text_height = 0;
+  float prompt_width = 0;
+  float height = 0;     // the strip kept free below the stage, margins included
+};
+
+CaptionLayout caption_layout(const std::string& caption, const LessonStatus& lesson, float width) {
+  CaptionLayout l;
+  l.caption = !caption.empty();
+  l.prompt = shows_prompt(lesson);
+  if (!l.caption && !l.prompt) return l;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 padding = caption_padding();
+  if (l.prompt) l.prompt_width = prompt_width(lesson);
+  float content = l.prompt ? ImGui::GetFrameHeight() : 0.0f;
+  if (l.caption) {
+    l.box_width = std::max(200.0f, width - 2 * ImGui::GetFontSize());
+    const float beside = l.prompt ? l.prompt_width + style.ItemSpacing.x : 0.0f;  // the prompt, right of the text
+    l.text_width = std::max(100.0f, l.box_width - 2 * padding.x - beside);
+    ImFont* font = caption_font();
+    l.text_height = font->CalcTextSizeA(font->FontSize, FLT_MAX, l.text_width, caption.c_str()).y;
+    content = std::max(content, l.text_height);
+  }
+  l.height = content + 2 * padding.y + ImGui::GetFontSize() + style.ItemSpacing.y;
+  return l;
+}
+
+}  // namespace
+
+int draw_presentation_header(const char* title, const std::string& detail, int stage_number, int stage_count,
+                             const std::string& problem, const LessonStatus& lesson) {
+  const float top = ImGui::GetCursorPosY();
+  ImFont* large = large_font();
+  if (large) ImGui::PushFont(large);
+  ImGui::TextUnformatted(title);
+  if (!detail.empty()) {
+    ImGui::SameLine(0, ImGui::GetFontSize() * 0.6f);
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.1f, 1.0f), "%s", detail.c_str());
+  }
+  const float line_height = ImGui::GetTextLineHeight();
+  if (large) ImGui::PopFont();
+  // At the right, in the body font, centred on the title's line: the lesson's prompt, then "stage N / M".
+  char counter[32];
+  std::snprintf(counter, sizeof(counter), "stage %d / %d", stage_number, stage_count);
+  const float counter_width = ImGui::CalcTextSize(counter).x;
+  const float right = ImGui::GetWindowContentRegionMax().x;
+  const float y = top + 0.5f * (line_height - ImGui::GetFrameHeight());
+  int step = 0;
+  if (lesson.active) {
+    const float x = right - counter_width - ImGui::GetFontSize() * 1.5f - prompt_width(lesson);
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), x));
+    ImGui::SetCursorPosY(y);
+    step = draw_prompt(lesson);
+  }
+  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), right - counter_width));
+  ImGui::SetCursorPosY(y);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("%s", counter);
+  ImGui::SetCursorPosY(top + line_height + ImGui::GetStyle().ItemSpacing.y);
+  if (!problem.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "%s", problem.c_str());
+  ImGui::Separator();
+  return step;
+}
+
+float caption_overlay_height(const std::string& caption, const LessonStatus& lesson, float width) {
+  return caption_layout(caption, lesson, width).height;
+}
+
+int draw_caption_overlay(const std::string& caption, const LessonStatus& lesson, ImVec2 min, ImVec2 max) {
+  const CaptionLayout l = caption_layout(caption, lesson, max.x - min.x);
+  if (!l.caption && !l.prompt) return 0;
+  const float margin = ImGui::GetFontSize();
+  // A caption spans the stage; a prompt alone sits in the bottom-right corner.
+  if (l.caption) {
+    ImGui::SetNextWindowPos(ImVec2(0.5f * (min.x + max.x), max.y - margin), ImGuiCond_Always, ImVec2(0.5f, 1.0f));
+    ImGui::SetNextWindowSizeConstraints(ImVec2(l.box_width, 0), ImVec2(l.box_width, FLT_MAX));
+  } else {
+    ImGui::SetNextWindowPos(ImVec2(max.x - margin, max.y - margin), ImGuiCond_Always, ImVec2(1.0f, 1.0f));
+  }
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                                 ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoMove;
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, ImVec4(0.04f, 0.04f, 0.08f, 0.96f));
+  ImGui::PushStyleColor(ImGuiCol_Border, ImVec4(1.0f, 0.85f, 0.1f, 1.0f));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 2.0f);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, caption_padding());
+  int step = 0;
+  if (ImGui::Begin("##caption", nullptr, flags)) {
+    const ImVec2 start = ImGui::GetCursorPos();
+    if (l.caption) {
+      ImGui::PushFont(caption_font());
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 1, 1, 1));
+      ImGui::PushTextWrapPos(start.x + l.text_width);
+      ImGui::TextUnformatted(caption.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::PopStyleColor();
+      ImGui::PopFont();
+    }
+    if (l.prompt) {
+      if (l.caption)  // level with the caption's last line, at the right
+        ImGui::SetCursorPos(ImVec2(start.x + l.box_width - 2 * caption_padding().x - l.prompt_width,
+                                   start.y + std::max(0.0f, l.text_height - ImGui::GetFrameHeight())));
+      step = draw_prompt(lesson);
+    }
+  }
+  ImGui::End();
+  ImGui::PopStyleVar(2);
+  ImGui::PopStyleColor(2);
+  return step;
+}
+
+}  // namespace sf::gui

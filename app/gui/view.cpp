@@ -1,0 +1,126 @@
+#include "gui/view.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_opengl3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gui/window.h"
+
+namespace sf::gui {
+
+namespace {
+
+bool g_high_contrast = false;
+
+void high_contrast_colours(ImGuiStyle& style) {
+  ImVec4* c = style.Colors;
+  const ImVec4 black(0, 0, 0, 1), white(1, 1, 1, 1);
+  const ImVec4 accent(0.20f, 0.55f, 1.00f, 1.0f);         // bright blue
+  const ImVec4 accent_hover(0.40f, 0.70f, 1.00f, 1.0f);
+  const ImVec4 highlight(1.00f, 0.85f, 0.10f, 1.0f);      // yellow: what is selected or grabbed
+  c[ImGuiCol_Text] = white;
+  c[ImGuiCol_TextDisabled] = ImVec4(0.82f, 0.82f, 0.82f, 1.0f);  // still readable on black from afar
+  c[ImGuiCol_WindowBg] = black;
+  c[ImGuiCol_ChildBg] = black;
+  c[ImGuiCol_PopupBg] = ImVec4(0.06f, 0.06f, 0.06f, 0.98f);
+  c[ImGuiCol_Border] = ImVec4(0.75f, 0.75f, 0.75f, 1.0f);
+  c[ImGuiCol_FrameBg] = ImVec4(0.16f, 0.16f, 0.16f, 1.0f);
+  c[ImGuiCol_FrameBgHovered] = ImVec4(0.26f, 0.26f, 0.26f, 1.0f);
+  c[ImGuiCol_FrameBgActive] = ImVec4(0.34f, 0.34f, 0.34f, 1.0f);
+  c[ImGuiCol_CheckMark] = highlight;
+  c[ImGuiCol_SliderGrab] = accent;  // the slider's white value text stays readable over its grab
+  c[ImGuiCol_SliderGrabActive] = accent_hover;
+  c[ImGuiCol_Button] = accent;
+  c[ImGuiCol_ButtonHovered] = accent_hover;
+  c[ImGuiCol_ButtonActive] = white;
+  c[ImGuiCol_Header] = accent;
+  c[ImGuiCol_HeaderHovered] = accent_hover;
+  c[ImGuiCol_HeaderActive] = accent_hover;
+  c[ImGuiCol_Separator] = ImVec4(0.85f, 0.85f, 0.85f, 1.0f);
+  c[ImGuiCol_ScrollbarBg] = black;
+  c[ImGuiCol_ScrollbarGrab] = ImVec4(0.55f, 0.55f, 0.55f, 1.0f);
+  c[ImGuiCol_PlotHistogram] = highlight;
+  c[ImGuiCol_PlotLines] = highlight;
+  c[ImGuiCol_ModalWindowDimBg] = ImVec4(0, 0, 0, 0.7f);
+}
+
+}  // namespace
+
+float body_font_pixels(const ViewSettings& view) {
+  const float scale = std::clamp(view.ui_scale, kMinUiScale, kMaxUiScale);
+  return std::round(kBaseFontPixels * scale * (view.present ? kPresentFontFactor : 1.0f));
+}
+
+void rebuild_fonts(float body_pixels, bool gl) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  io.FontDefault = nullptr;                          // the first font: the body text
+  load_ui_font(body_pixels);
+  load_ui_font(std::round(body_pixels * kLargeFontFactor));  // the second: headers and captions
+  unsigned char* pixels = nullptr;  // builds the atlas (and marks it ready, as NewFrame wants)
+  int width = 0, height = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  if (gl) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+}
+
+ImFont* large_font() {
+  const ImFontAtlas* atlas = ImGui::GetIO().Fonts;
+  return atlas->Fonts.Size > 1 ? atlas->Fonts[1] : nullptr;
+}
+
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale) {
+  ImGuiStyle style = base;
+  if (view.present) {
+    high_contrast_colours(style);
+    style.FrameBorderSize = std::max(style.FrameBorderSize, base_scale);  // widgets keep a visible edge on black
+  }
+  style.ScaleAllSizes(body_font_pixels(view) / (kBaseFontPixels * base_scale));
+  ImGui::GetStyle() = style;
+  g_high_contrast = view.present;
+}
+
+void apply_style(const ViewSettings& view) {
+  ImGuiStyle dark;
+  ImGui::StyleColorsDark(&dark);
+  apply_style(view, dark, 1.0f);
+}
+
+bool high_contrast() { return g_high_contrast; }
+
+void ViewApplier::apply(GLFWwindow* window, const ViewSettings& wanted) {
+  if (applied_once_ && wanted == applied_) return;
+  if (!applied_once_) {  // the window's own style (colours, rounding), made at the starting UI scale
+    base_style_ = ImGui::GetStyle();
+    base_scale_ = std::clamp(wanted.ui_scale, kMinUiScale, kMaxUiScale);
+  }
+  if (!applied_once_ || wanted.ui_scale != applied_.ui_scale || wanted.present != applied_.present) {
+    rebuild_fonts(body_font_pixels(wanted), true);
+    apply_style(wanted, base_style_, base_scale_);
+  }
+  if (window && (!applied_once_ ? wanted.fullscreen : wanted.fullscreen != applied_.fullscreen)) {
+    if (wanted.fullscreen) {
+      GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+      const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
+      if (mode) {
+        glfwGetWindowPos(window, &windowed_x_, &windowed_y_);
+        glfwGetWindowSize(window, &windowed_w_, &windowed_h_);
+        glfwSetWindowMonitor(window, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
+      } else {
+        std::fprintf(stderr, "stepformer: no monitor to go full screen on; staying in a window\n");
+      }
+    } else if (glfwGetWindowMonitor(window)) {
+      glfwSetWindowMonitor(window, nullptr, windowed_x_, windowed_y_, windowed_w_, windowed_h_, GLFW_DONT_CARE);
+    }
+  }
+  applied_ = wanted;
+  applied_once_ = true;
+}
+
+}  // namespace sf::gui

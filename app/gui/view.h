@@ -1,0 +1,63 @@
+// How the app looks, apart from what it shows: the UI scale, presentation mode (large crisp fonts, high
+// contrast, only the current stage) and full screen. The app holds the wanted ViewSettings; ViewApplier turns
+// them into fonts, an ImGui style and a window mode, between frames.
+//
+// Fonts are rasterised from the scalable TTF at the exact pixel size (the atlas is rebuilt and the GL font
+// texture re-created), never scaled up with FontGlobalScale, so text stays sharp at any size.
+#pragma once
+
+#include <imgui.h>
+
+struct GLFWwindow;
+
+namespace sf::gui {
+
+struct ViewSettings {
+  float ui_scale = 1.0f;   // 0.5 .. 4 (--ui-scale, the View popup's slider)
+  bool present = false;    // presentation mode (F5, --present, script `present on|off`)
+  bool fullscreen = false; // the primary monitor's video mode (F11, --fullscreen, script `fullscreen on|off`)
+  bool operator==(const ViewSettings& o) const {
+    return ui_scale == o.ui_scale && present == o.present && fullscreen == o.fullscreen;
+  }
+  bool operator!=(const ViewSettings& o) const { return !(*this == o); }
+};
+
+inline constexpr float kMinUiScale = 0.5f, kMaxUiScale = 4.0f;
+inline constexpr float kBaseFontPixels = 18.0f;     // body text at UI scale 1
+inline constexpr float kPresentFontFactor = 1.75f;  // presentation mode: 18 px -> 31.5 px at scale 1
+inline constexpr float kLargeFontFactor = 1.35f;    // headers and lesson captions, relative to the body text
+
+// The body text's pixel size for these settings.
+float body_font_pixels(const ViewSettings& view);
+
+// Rebuilds ImGui's font atlas: the body font (the default) and the large font, both from DejaVu Sans at
+// their exact pixel sizes. Between frames only. With `gl`, also re-creates the OpenGL font texture.
+void rebuild_fonts(float body_pixels, bool gl);
+// The large font (headers, captions), or nullptr when the atlas holds only one font (headless tests).
+ImFont* large_font();
+
+// Sets ImGui's style from `base` (the style the window set up at UI scale `base_scale`): sizes scaled to the
+// font, colours the base's or (presentation) high contrast: pure black background, white text, bright accents.
+// Always from the base, so repeated changes never compound.
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale);
+// The same from ImGui's dark style at scale 1 (headless tests).
+void apply_style(const ViewSettings& view);
+// Whether the high-contrast colours are in use (widgets pick their own colours from it).
+bool high_contrast();
+
+// Applies the wanted settings to the window between frames, doing only what changed: fonts and style when the
+// scale or presentation mode changed, the window mode when full screen changed (the windowed position and
+// size are saved and restored).
+class ViewApplier {
+ public:
+  void apply(GLFWwindow* window, const ViewSettings& wanted);
+
+ private:
+  bool applied_once_ = false;
+  ViewSettings applied_;
+  ImGuiStyle base_style_;  // what the window set up, at base_scale_
+  float base_scale_ = 1.0f;
+  int windowed_x_ = 0, windowed_y_ = 0, windowed_w_ = 0, windowed_h_ = 0;
+};
+
+}  // namespace sf::gui

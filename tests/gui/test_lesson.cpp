@@ -1,0 +1,253 @@
+// Lessons: scripts with captions and pauses that a teacher steps through with the keyboard. Parsing (strict
+// for --script, lenient for --lesson), the interactive runner against the headless app (Space / Right /
+// PageDown go on, Left / PageUp go back), and the shipped walkthrough on the shipped model.
+#include <gtest/gtest.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "gui/app.h"
+#include "gui/script/script.h"
+
+namespace sf::gui {
+namespace {
+
+const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
+const std::string kWalkthrough = std::string(STEPFORMER_SOURCE_DIR) + "/assets/lessons/walkthrough.lesson";
+
+TEST(LessonParse, CaptionPausePresentAndExportCommands) {
+  std::string error;
+  const auto s = parse_script("present on\ncaption  Each row is a query.  \ncaption\npause\nui-scale 1.5\n"
+                              "export-npy out dir/a.npy\nfullscreen off\n",
+                              "l", error);
+  ASSERT_TRUE(s) << error;
+  ASSERT_EQ(s->commands.size(), 7u);
+  EXPECT_EQ(s->commands[1].args, (std::vector<std::string>{"Each row is a query."}));
+  EXPECT_TRUE(s->commands[2].args.empty()) << "caption alone clears the caption";
+  EXPECT_EQ(s->commands[3].name, "pause");
+  EXPECT_EQ(s->commands[5].args, (std::vector<std::string>{"out dir/a.npy"}));
+  EXPECT_FALSE(parse_script("present maybe\n", "l", error));
+  EXPECT_NE(error.find("l:1: 'present' takes on or off"), std::string::npos) << error;
+  EXPECT_FALSE(parse_script("ui-scale 9\n", "l", error));
+  EXPECT_NE(error.find("'ui-scale' needs a number from 0.5 to 4"), std::string::npos) << error;
+  EXPECT_FALSE(parse_script("pause now\n", "l", error));
+  EXPECT_FALSE(parse_script("export-csv\n", "l", error));
+}
+
+TEST(LessonParse, ALessonKeepsCommandsThisVersionDoesNotKnowAScriptRefusesThem) {
+  const std::string text = "caption hi\nsparkle enc.0.3\npause\nconfetti\n";
+  std::string error;
+  EXPECT_FALSE(parse_script(text, "x.lesson", error, ScriptParse::Strict));
+  EXPECT_NE(error.find("x.lesson:2: unknown command 'sparkle'"), std::string::npos) << error;
+  const auto lesson = parse_script(text, "x.lesson", error, ScriptParse::Lesson);
+  ASSERT_TRUE(lesson) << error;
+  ASSERT_EQ(lesson->commands.size(), 4u);
+  EXPECT_FALSE(lesson->commands[1].known);
+  EXPECT_EQ(lesson->commands[1].args, (std::vector<std::string>{"enc.0.3"}));
+  EXPECT_TRUE(lesson->commands[2].known);
+  EXPECT_FALSE(lesson->commands[3].known);
+  // Mistakes in known commands are still mistakes.
+  EXPECT_FALSE(parse_script("layer two\n", "x.lesson", error, ScriptParse::Lesson));
+}
+
+// The runner against the headless app, one frame per step, as main() drives it.
+class LessonRun : public ::testing::Test {
+ protected:
+  void start(const std::string& text, const std::string& model = kModel, bool interactive = true) {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1280, 800);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->AddFontDefault();
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    AppOptions options;
+    options.model_path = model;
+    app_ = std::make_unique<App>(options);
+    std::string error;
+    auto script = parse_script(text, "test.lesson", error, ScriptParse::Lesson);
+    ASSERT_TRUE(script) << error;
+    runner_ = std::make_unique<ScriptRunner>(std::move(*script), interactive);
+  }
+  void TearDown() override {
+    runner_.reset();
+    app_.reset();
+    if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
+  }
+  // One frame with `key` down (a press), as the main loop runs it.
+  void frame(int key = -1) {
+    runner_->before_frame(*app_, log_);
+    ImGuiIO& io = ImGui::GetIO();
+    for (bool& down : io.KeysDown) down = false;
+    if (key >= 0) io.KeysDown[key] = true;
+    ImGui::NewFrame();
+    app_->frame();
+    ImGui::Render();
+  }
+  void frames(int n) {
+    for (int i = 0; i < n; ++i) frame();
+  }
+  void press(int key) {
+    frame(key);
+    frames(3);  // release, and let the runner run on to the next pause
+  }
+  std::unique_ptr<App> app_;
+  std::unique_ptr<ScriptRunner> runner_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(LessonRun, PausesWaitForSpaceRightOrPageDownAndLeftGoesBack) {
+  start("stage embedding\ncaption one\npause\nstage positional\ncaption two\npause\n"
+        "stage all-heads\ncaption three\npause\ncaption\nstage output\n");
+  frames(10);  // however long it waits, it stays at the first pause
+  EXPECT_TRUE(runner_->waiting());
+  EXPECT_EQ(runner_->pauses_passed(), 1);
+  EXPECT_EQ(app_->caption(), "one");
+  EXPECT_EQ(app_->stage(), Stage::Embedding);
+
+  press(GLFW_KEY_SPACE);
+  EXPECT_EQ(app_->caption(), "two");
+  EXPECT_EQ(app_->stage(), Stage::Positional);
+  press(GLFW_KEY_RIGHT);  // Right goes to the lesson's next pause, not to the next stage
+  EXPECT_EQ(app_->caption(), "three");
+  EXPECT_EQ(app_->stage(), Stage::AllHeads);
+  EXPECT_EQ(runner_->pauses_passed(), 3);
+
+  press(GLFW_KEY_LEFT);  // back: the state at the previous pause
+  EXPECT_TRUE(runner_->waiting());
+  EXPECT_EQ(runner_->pauses_passed(), 2);
+  EXPECT_EQ(app_->caption(), "two");
+  EXPECT_EQ(app_->stage(), Stage::Positional);
+  press(GLFW_KEY_PAGE_UP);
+  EXPECT_EQ(app_->caption(), "one");
+  EXPECT_EQ(app_->stage(), Stage::Embedding);
+  press(GLFW_KEY_PAGE_UP);  // the first pause is as far back as it goes
+  EXPECT_EQ(runner_->pauses_passed(), 1);
+  EXPECT_EQ(app_->caption(), "one");
+
+  press(GLFW_KEY_PAGE_DOWN);
+  press(GLFW_KEY_PAGE_DOWN);
+  press(GLFW_KEY_SPACE);  // past the last pause: the lesson runs to its end
+  EXPECT_TRUE(runner_->finished());
+  EXPECT_EQ(app_->caption(), "");
+  EXPECT_EQ(app_->stage(), Stage::Output);
+  press(GLFW_KEY_LEFT);  // finished: the arrows step stages again
+  EXPECT_EQ(app_->stage(), Stage::AllHeads);
+  EXPECT_TRUE(log_.empty()) << log_.front();
+}
+
+TEST_F(LessonRun, UnknownCommandsAreReportedOnceAndSkipped) {
+  start("caption a\nsparkle enc.0.3\npause\nconfetti off\ncaption b\npause\n");
+  frames(5);
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_EQ(log_[0], "script line 2: unknown command 'sparkle' skipped (not in this version)");
+  press(GLFW_KEY_SPACE);
+  EXPECT_EQ(app_->caption(), "b");
+  ASSERT_EQ(log_.size(), 2u);
+  press(GLFW_KEY_LEFT);  // the replay does not report them again
+  EXPECT_EQ(app_->caption(), "a");
+  EXPECT_EQ(log_.size(), 2u);
+}
+
+TEST_F(LessonRun, AScriptDoesNotWaitAtItsPauses) {
+  start("caption a\npause\ncaption b\npause\nstage output\n", kModel, false);
+  frames(8);
+  EXPECT_TRUE(runner_->finished());
+  EXPECT_EQ(app_->caption(), "b");
+  EXPECT_EQ(app_->stage(), Stage::Output);
+}
+
+TEST(Walkthrough, ParsesAndVisitsEveryStageWithACaptionAtEachPause) {
+  std::string error;
+  const auto lesson = parse_script_file(kWalkthrough, error, ScriptParse::Lesson);
+  ASSERT_TRUE(lesson) << error;
+  std::set<std::string> stages, unknown;
+  int pauses = 0;
+  bool caption_since_pause = false;
+  for (const auto& c : lesson->commands) {
+    if (!c.known) unknown.insert(c.name);
+    if (c.name == "stage") {
+      Stage s;
+      EXPECT_TRUE(stage_from_name(c.args[0], &s)) << "line " << c.line << ": " << c.args[0];
+      stages.insert(c.args[0]);
+    }
+    if (c.name == "caption" && !c.args.empty()) caption_since_pause = true;
+    if (c.name == "pause") {
+      EXPECT_TRUE(caption_since_pause) << "line " << c.line << ": a pause with nothing new to say";
+      caption_since_pause = false;
+      ++pauses;
+    }
+  }
+  EXPECT_EQ(stages.size(), static_cast<size_t>(Stage::Count)) << "the lesson visits every stage";
+  EXPECT_GE(pauses, 20);
+  EXPECT_TRUE(unknown.empty()) << "the lesson uses only commands this version knows: " << *unknown.begin();
+}
+
+TEST_F(LessonRun, TheWalkthroughRunsOnTheShippedModelToItsEnd) {
+  std::string error;
+  const auto lesson = parse_script_file(kWalkthrough, error, ScriptParse::Lesson);
+  ASSERT_TRUE(lesson) << error;
+  start("", default_model_path());  // the app on the shipped model and the default sentence
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  runner_ = std::make_unique<ScriptRunner>(*lesson, true);
+  std::set<Stage> shown;
+  std::set<std::string> captions;
+  for (int step = 0; step < 100 && !runner_->finished(); ++step) {
+    frames(3);
+    if (runner_->waiting()) {
+      shown.insert(app_->stage());
+      EXPECT_FALSE(app_->caption().empty()) << "pause " << runner_->pauses_passed();
+      EXPECT_TRUE(app_->view().present);
+      captions.insert(app_->caption());
+      press(GLFW_KEY_SPACE);
+    }
+  }
+  EXPECT_TRUE(runner_->finished());
+  EXPECT_EQ(shown.size(), static_cast<size_t>(Stage::Count)) << "every stage is on screen at some pause";
+  EXPECT_GE(captions.size(), 20u);
+  EXPECT_TRUE(app_->state().error.empty()) << app_->state().error;
+  EXPECT_TRUE(log_.empty()) << log_.front();
+  EXPECT_TRUE(app_->state().interventions.heads_off.empty()) << "the lesson resets its experiments";
+  EXPECT_FALSE(app_->view().present) << "the lesson ends with present off";
+}
+
+// A tap shorter than a frame (press and release in one event poll, as a presenter's clicker or `xdotool key`
+// sends them) still moves the lesson on: the app under xvfb-run -a, the key from xdotool.
+TEST(LessonKeys, AQuickTapContinuesTheLesson) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  if (std::system("command -v xdotool > /dev/null 2>&1") != 0) GTEST_SKIP() << "xdotool is not installed";
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "lesson_tap";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string csv = (dir / "after.csv").string();
+  std::ofstream(dir / "tap.lesson") << "model " << kModel << "\ncaption waiting for a tap\npause\nstage positional\n"
+                                    << "export-csv " << csv << "\nquit\n";
+  std::ofstream(dir / "drive.sh") << "#!/bin/sh\n"
+      << STEPFORMER_APP_PATH << " --size 1024x640 --lesson " << (dir / "tap.lesson").string() << " > "
+      << (dir / "log.txt").string() << " 2>&1 &\n"
+      << "app=$!\n"
+      << "xdotool search --sync --name Stepformer > /dev/null\n"
+      << "sleep 2\n"  // the lesson reaches its pause
+      << "xdotool mousemove 200 200 key space\n"
+      << "for i in $(seq 100); do kill -0 $app 2>/dev/null || exit 0; sleep 0.1; done\n"
+      << "kill $app\n";
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " +
+                          (dir / "drive.sh").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << "the tap was lost: the lesson never passed its pause (see " << (dir / "log.txt") << ")";
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_EQ(first_line.rfind("# positional_encoding", 0), 0u) << first_line;
+}
+
+}  // namespace
+}  // namespace sf::gui

@@ -1,0 +1,305 @@
+// Presentation mode, full screen, captions and export, as a teacher's script drives them: the app under
+// xvfb-run -a, checked through its PNGs, its layout dumps and the exported files. Plus the view logic
+// headless: F5 / Esc, and fonts rebuilt at the presentation size.
+#include <gtest/gtest.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <stb/stb_image.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "export_readers.h"
+#include "gui/app.h"
+#include "gui/view.h"
+
+namespace sf::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
+
+struct Png {
+  int width = 0, height = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
+  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
+};
+
+Png load_png(const fs::path& path) {
+  Png png;
+  int channels = 0;
+  png.pixels.reset(stbi_load(path.c_str(), &png.width, &png.height, &channels, 3));
+  return png;
+}
+
+nlohmann::json load_json(const fs::path& path) {
+  std::ifstream in(path);
+  return in ? nlohmann::json::parse(in) : nlohmann::json();
+}
+
+int run_script(const fs::path& dir, const std::string& script, const std::string& args = "") {
+  std::ofstream(dir / "script.txt") << script;
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+                          " --size 1280x800 " + args + " --script " + (dir / "script.txt").string() + " > " +
+                          (dir / "log.txt").string() + " 2>&1";
+  return std::system(cmd.c_str());
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(STEPFORMER_TEST_OUTPUT_DIR) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+class Scripted : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  }
+};
+
+TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
+  const fs::path dir = fresh_dir("scripted_export");
+  std::ofstream(dir / "existing.npy") << "a student's file";
+  const std::string d = dir.string() + "/";
+  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.1.2\n"
+                             "layout " + d + "layout.json\n"
+                             "export-png " + d + "window.png\nexport-panel " + d + "panel.png\n"
+                             "export-csv " + d + "attention.csv\nexport-npy " + d + "attention.npy\n"
+                             "export-npy " + d + "existing.npy\nexport-png " + d + "no/such/dir/w.png\n"
+                             "quit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const std::string log = test::read_bytes((dir / "log.txt").string());
+  EXPECT_NE(log.find("'" + d + "existing.npy' exists: not replaced"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot create a file in '" + d + "no/such/dir'"), std::string::npos) << log;
+  EXPECT_EQ(test::read_bytes((dir / "existing.npy").string()), "a student's file");
+
+  const Png window = load_png(dir / "window.png");
+  ASSERT_TRUE(window.pixels) << log;
+  EXPECT_EQ(window.width, 1280);
+  EXPECT_EQ(window.height, 800);
+  // The panel PNG is the stage child's rectangle, and holds the same pixels as the window there.
+  const nlohmann::json layout = load_json(dir / "layout.json");
+  ASSERT_TRUE(layout.contains("panels")) << layout.dump();
+  const nlohmann::json stage = layout["panels"]["stage"];
+  const int x0 = stage["x0"], y0 = stage["y0"], x1 = stage["x1"], y1 = stage["y1"];
+  const Png panel = load_png(dir / "panel.png");
+  ASSERT_TRUE(panel.pixels);
+  EXPECT_EQ(panel.width, x1 - x0);
+  EXPECT_EQ(panel.height, y1 - y0);
+  EXPECT_LT(panel.width, window.width - 200) << "the pipeline map is not part of the panel";
+  EXPECT_LT(panel.height, window.height - 40) << "the top bar is not part of the panel";
+  int same = 0, total = 0;
+  for (int y = 0; y < panel.height; y += 3)
+    for (int x = 0; x < panel.width; x += 3, ++total)
+      same += std::equal(panel.at(x, y), panel.at(x, y) + 3, window.at(x0 + x, y0 + y));
+  EXPECT_GE(same, total * 99 / 100) << same << " of " << total << " sampled pixels match the window";
+
+  // The tensor files: the attention heatmap of the layout, probabilities whose rows sum to 1.
+  nlohmann::json attention;
+  for (const auto& h : layout["heatmaps"])
+    if (h["name"] == "attention") attention = h;
+  ASSERT_FALSE(attention.is_null());
+  const test::Npy npy = test::parse_npy(test::read_bytes((dir / "attention.npy").string()));
+  ASSERT_TRUE(npy.error.empty()) << npy.error;
+  EXPECT_EQ(npy.rows, attention["rows"]);
+  EXPECT_EQ(npy.cols, attention["cols"]);
+  for (int r = 0; r < npy.rows; ++r) {
+    float sum = 0;
+    for (int c = 0; c < npy.cols; ++c) sum += npy.values[static_cast<size_t>(r) * npy.cols + c];
+    EXPECT_NEAR(sum, 1.0f, 1e-5f) << "row " << r;
+  }
+  const test::Csv csv = test::parse_csv(test::read_bytes((dir / "attention.csv").string()));
+  EXPECT_EQ(csv.row_labels.front(), "<bos>");
+  ASSERT_EQ(csv.values.size(), npy.values.size());
+  for (size_t i = 0; i < npy.values.size(); ++i) EXPECT_TRUE(test::same_bits(csv.values[i], npy.values[i])) << i;
+  for (const auto& name : {"window.png", "panel.png", "attention.csv", "attention.npy", "existing.npy"})
+    EXPECT_TRUE(fs::exists(dir / name)) << name;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 8)
+      << "only the script, its log, the layout and the five files: no temporary files left";
+}
+
+TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaption) {
+  const fs::path dir = fresh_dir("scripted_present");
+  const std::string d = dir.string() + "/";
+  const std::string caption = "Each row shows where one word looks.";
+  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.0.1\n"
+                             "screenshot " + d + "normal.png\nlayout " + d + "normal.json\n"
+                             "present on\ncaption " + caption + "\n"
+                             "screenshot " + d + "present.png\nlayout " + d + "present.json\n"
+                             "caption\nui-scale 1.5\nscreenshot " + d + "scaled.png\nlayout " + d + "scaled.json\n"
+                             "quit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const nlohmann::json normal = load_json(dir / "normal.json"), present = load_json(dir / "present.json"),
+                       scaled = load_json(dir / "scaled.json");
+  ASSERT_TRUE(normal.contains("panels") && present.contains("panels") && scaled.contains("panels"));
+  // The pipeline map is gone, the stage takes the window's width, the text is larger.
+  EXPECT_FALSE(normal["panels"]["pipeline"].is_null());
+  EXPECT_TRUE(present["panels"]["pipeline"].is_null());
+  EXPECT_LT(static_cast<int>(present["panels"]["stage"]["x0"]), 40);
+  EXPECT_GT(static_cast<int>(normal["panels"]["stage"]["x0"]), 200);
+  const float normal_font = normal["panels"]["font_size"], present_font = present["panels"]["font_size"];
+  EXPECT_EQ(normal_font, 18.0f);
+  EXPECT_EQ(present_font, 32.0f);  // 18 px x 1.75, rasterised at that size
+  EXPECT_EQ(static_cast<float>(scaled["panels"]["font_size"]), 47.0f);  // UI scale 1.5 on top: 18 x 1.5 x 1.75
+  EXPECT_EQ(present["panels"]["caption"], caption);
+  // The caption's strip is kept free below the stage.
+  const int normal_bottom = normal["panels"]["stage"]["y1"], present_bottom = present["panels"]["stage"]["y1"];
+  EXPECT_LT(present_bottom, normal_bottom - 60);
+  const int scaled_bottom = scaled["panels"]["stage"]["y1"];
+  EXPECT_GT(scaled_bottom, present_bottom) << "no caption: no strip";
+
+  const Png shot = load_png(dir / "present.png"), before = load_png(dir / "normal.png");
+  ASSERT_TRUE(shot.pixels && before.pixels);
+  // Pure black background (the normal style is a dark grey).
+  const unsigned char* corner = shot.at(5, shot.height / 2);
+  EXPECT_EQ(corner[0] + corner[1] + corner[2], 0);
+  const unsigned char* grey = before.at(5, before.height / 2);
+  EXPECT_GT(grey[0] + grey[1] + grey[2], 0);
+  // The caption box below the stage: its yellow border and white text.
+  int yellow = 0, white = 0;
+  for (int y = present_bottom; y < shot.height; ++y)
+    for (int x = 0; x < shot.width; ++x) {
+      const unsigned char* p = shot.at(x, y);
+      yellow += p[0] > 240 && p[1] > 200 && p[1] < 235 && p[2] < 60;
+      white += p[0] > 240 && p[1] > 240 && p[2] > 240;
+    }
+  EXPECT_GT(yellow, 1000) << "no caption border";
+  EXPECT_GT(white, 500) << "no caption text";
+}
+
+// What a class sees on a 1920x1080 projector: the shipped model, the default sentence (13 tokens), a two-line
+// caption. The attention map's rows must stay at least as tall as the text, so its token labels keep full size.
+TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
+  const fs::path dir = fresh_dir("scripted_projector");
+  std::ofstream(dir / "script.txt")
+      << "present on\nattention cross.2.0\ncaption Cross-attention joins the two halves: English queries, German "
+         "keys. Each row shows which German words the decoder read while writing one English word.\n"
+      << "layout " << (dir / "layout.json").string() << "\nquit\n";
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1920x1080x24' " + STEPFORMER_APP_PATH +
+                          " --size 1920x1080 --script " + (dir / "script.txt").string() + " > " +
+                          (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << dir / "log.txt";
+  const nlohmann::json layout = load_json(dir / "layout.json");
+  ASSERT_TRUE(layout.contains("panels"));
+  const float font = layout["panels"]["font_size"];
+  EXPECT_EQ(font, 32.0f);
+  nlohmann::json attention;
+  for (const auto& h : layout["heatmaps"])
+    if (h["name"] == "attention") attention = h;
+  ASSERT_FALSE(attention.is_null());
+  EXPECT_EQ(attention["rows"], 13);
+  const float row_height = (static_cast<float>(attention["y1"]) - static_cast<float>(attention["y0"])) / 13.0f;
+  EXPECT_GE(row_height, font) << "rows lower than the text: the labels shrink";
+}
+
+TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
+  const fs::path dir = fresh_dir("scripted_fullscreen");
+  const std::string d = dir.string() + "/";
+  ASSERT_EQ(run_script(dir, "model " + kModel + "\nfullscreen on\nscreenshot " + d + "on.png\n"
+                             "fullscreen off\nscreenshot " + d + "off.png\nquit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const Png on = load_png(dir / "on.png"), off = load_png(dir / "off.png");
+  ASSERT_TRUE(on.pixels && off.pixels);
+  EXPECT_EQ(on.width, 1600);  // the virtual screen of xvfb-run -s '-screen 0 1600x1000x24'
+  EXPECT_EQ(on.height, 1000);
+  EXPECT_EQ(off.width, 1280);
+  EXPECT_EQ(off.height, 800);
+}
+
+TEST_F(Scripted, PresentOptionStartsInPresentationMode) {
+  const fs::path dir = fresh_dir("present_option");
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --model " + kModel +
+                          " --present --stage positional --size 1024x640 --screenshot " + (dir / "p.png").string() +
+                          " --layout-json " + (dir / "p.json").string() + " > " + (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const nlohmann::json layout = load_json(dir / "p.json");
+  EXPECT_TRUE(layout["panels"]["present"]);
+  EXPECT_TRUE(layout["panels"]["pipeline"].is_null());
+  EXPECT_EQ(static_cast<float>(layout["panels"]["font_size"]), 32.0f);
+}
+
+// Headless: keys, layout and fonts without a window.
+class HeadlessView : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1280, 800);
+    io.DeltaTime = 1.0f / 60.0f;
+    rebuild_fonts(body_font_pixels(ViewSettings{}), false);
+    AppOptions options;
+    options.model_path = kModel;
+    options.sentence = "Ein Mann mit einer Frau.";
+    options.stage = "encoder-attention";
+    app_ = std::make_unique<App>(options);
+  }
+  void TearDown() override {
+    app_.reset();
+    ImGui::DestroyContext();
+  }
+  void frame(int key = -1) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (bool& down : io.KeysDown) down = false;
+    if (key >= 0) io.KeysDown[key] = true;
+    ImGui::NewFrame();
+    app_->frame();
+    ImGui::Render();
+  }
+  std::unique_ptr<App> app_;
+};
+
+TEST_F(HeadlessView, F5TogglesPresentationAndEscapeLeavesIt) {
+  frame();
+  EXPECT_GT(app_->frame_layout().pipeline.width, 100);
+  const int normal_stage_x = app_->frame_layout().stage.x;
+  frame(GLFW_KEY_F5);
+  EXPECT_TRUE(app_->view().present);
+  frame();
+  EXPECT_EQ(app_->frame_layout().pipeline.width, 0) << "the pipeline map is hidden";
+  EXPECT_LT(app_->frame_layout().stage.x, normal_stage_x - 200);
+  frame(GLFW_KEY_RIGHT);  // arrow keys still step
+  EXPECT_EQ(app_->stage(), Stage::EncoderConcat);
+  frame(GLFW_KEY_F11);
+  EXPECT_TRUE(app_->view().fullscreen);
+  frame(GLFW_KEY_ESCAPE);
+  EXPECT_FALSE(app_->view().present);
+  EXPECT_FALSE(app_->view().fullscreen);
+}
+
+TEST_F(HeadlessView, FontsAreRasterisedAtThePresentationSize) {
+  if (ImGui::GetIO().Fonts->Fonts[0]->FontSize != 18.0f)  // the 13 px bitmap fallback
+    GTEST_SKIP() << "DejaVu Sans is not installed (fonts-dejavu-core)";
+  frame();
+  EXPECT_EQ(ImGui::GetFontSize(), 18.0f);
+  ViewSettings present;
+  present.present = true;
+  rebuild_fonts(body_font_pixels(present), false);
+  apply_style(present);
+  frame();
+  EXPECT_EQ(ImGui::GetFontSize(), 32.0f);  // the atlas holds the glyphs at 32 px: no scaling at draw time
+  EXPECT_EQ(ImGui::GetIO().FontGlobalScale, 1.0f);
+  ASSERT_NE(large_font(), nullptr);
+  EXPECT_EQ(large_font()->FontSize, 43.0f);
+  EXPECT_TRUE(high_contrast());
+  EXPECT_EQ(ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x, 0.0f);
+  // Style sizes follow the font and never compound when applied twice.
+  const float padding = ImGui::GetStyle().FramePadding.x;
+  apply_style(present);
+  EXPECT_EQ(ImGui::GetStyle().FramePadding.x, padding);
+  apply_style(ViewSettings{});
+  EXPECT_FALSE(high_contrast());
+  EXPECT_LT(ImGui::GetStyle().FramePadding.x, padding);
+}
+
+}  // namespace
+}  // namespace sf::gui
