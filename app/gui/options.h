@@ -16,6 +16,10 @@ struct AppOptions {
   std::string stage = "tokens";       // --stage: tokens, embedding, positional, encoder-attention, ... (app.h)
   std::string attention;              // --attention KIND.L.H: the head the attention stages show
   std::string script_path;            // --script FILE: run the commands of gui/script/script.h
+  bool no_settings = false;           // --no-settings or STEPFORMER_NO_SETTINGS=1: no settings read or written
+  // Which options the command line gave: the last session (settings.h) fills in only the others.
+  bool model_given = false, sentence_given = false, stage_given = false, ui_scale_given = false;
+  std::string fallback_model_path;    // opened if model_path, restored from the last session, fails to load
 };
 
 struct ParsedOptions {
@@ -26,5 +30,10 @@ struct ParsedOptions {
 
 // Parses argv; prints help, version or a clear error itself (to stdout / stderr).
 ParsedOptions parse_app_options(int argc, char** argv);
+
+struct Settings;
+// Fills what the command line left open from the last session: the model (if its file still exists; the
+// shipped model becomes the fallback), the sentence, the stage (if it is a known id) and the UI scale.
+void apply_last_session(const Settings& settings, AppOptions& options);
 
 }  // namespace sf::gui
