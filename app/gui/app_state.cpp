@@ -2,6 +2,7 @@
 
 
 #include "decode/decoder.h"
+#include "gui/model_loader.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -10,22 +11,28 @@ namespace sf::gui {
 std::string default_model_path() { return shipped_model_path("de-en"); }
 
 bool AppState::load_model(const std::string& path) {
-  try {
-    auto loaded = std::make_shared<const Model>(sf::load_model(path));
-    std::swap(model, loaded);
-    model_path = path;
-    error.clear();
-    if (!sentence.empty() && !recompute()) {
-      std::swap(model, loaded);  // the sentence does not fit the new model: keep the old one
-      return false;
-    }
-    return true;
-  } catch (const Error& e) {
-    error = std::string(error_kind_name(e.kind())) + ": " + e.what();
-  } catch (const std::exception& e) {
-    error = e.what();
+  LoadedModel loaded = read_model_file(path);
+  if (!loaded.model) {
+    error = loaded.error;
+    return false;
   }
-  return false;
+  return adopt_model(std::move(loaded.model), path);
+}
+
+bool AppState::adopt_model(std::shared_ptr<const Model> loaded, const std::string& path) {
+  if (!loaded) return false;
+  std::string previous_path = path;
+  std::swap(model, loaded);
+  std::swap(model_path, previous_path);
+  error.clear();
+  if (!sentence.empty() && !recompute()) {
+    if (!loaded) return false;  // nothing to go back to: keep the new model, its error shows
+    std::swap(model, loaded);   // the sentence does not fit the new model: keep the old one
+    std::swap(model_path, previous_path);
+    error = "kept the previous model: " + error;
+    return false;
+  }
+  return true;
 }
 
 bool AppState::set_sentence(const std::string& text) {
