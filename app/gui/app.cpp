@@ -17,7 +17,9 @@
 
 namespace sf::gui {
 
-App::App(const AppOptions& options) : options_(options) {
+App::App(const AppOptions& options, SettingsStore* settings)
+    : options_(options), settings_(settings), fallback_model_path_(options.fallback_model_path),
+      ui_scale_(options.ui_scale) {
   stage_from_name(options.stage, &stage_);
   select(stage_);
   if (!options.attention.empty()) {  // --attention KIND.L.H names the head, and its kind the attention stage
@@ -35,13 +37,12 @@ App::App(const AppOptions& options) : options_(options) {
   }
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
-  const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
-  if (!state_.load_model(path))
-    std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", path.c_str(), state_.error.c_str());
+  open_model(options.model_path.empty() ? default_model_path() : options.model_path);  // in the background
 }
 
 void App::select(Stage stage) {
   stage_ = stage;
+  show_model_info_ = false;
   switch (stage) {
     case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderConcat: case Stage::EncoderAddNorm:
     case Stage::EncoderFeedForward:
@@ -54,8 +55,6 @@ void App::select(Stage stage) {
     default: break;
   }
 }
-
-bool App::open_model(const std::string& path) { return state_.load_model(path); }
 
 bool App::set_sentence(const std::string& text) {
   sentence_input_ = text;
@@ -71,6 +70,7 @@ bool App::go_to(const std::string& stage_name) {
 
 void App::select_head(const HeadRef& head) {
   attention_ = {head.kind, head.layer, head.head};
+  show_model_info_ = false;
   stage_ = head.kind == AttentionKind::Encoder ? Stage::EncoderAttention
            : head.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
 }
@@ -80,6 +80,7 @@ void App::select_head_index(int head) { attention_.head = head; }
 
 void App::handle_keys() {
   if (ImGui::GetIO().WantTextInput) return;
+  if (ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;  // a dialog has the keys
   // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
   const int stages = static_cast<int>(Stage::Count);
   const int s = static_cast<int>(stage_);
@@ -105,6 +106,8 @@ void App::draw_pipeline_map() {
 void App::frame() {
   heatmap_placements().clear();
   begin_token_hover_frame();
+  poll_model_loader();
+  handle_model_shortcuts();
   handle_keys();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
@@ -113,13 +116,15 @@ void App::frame() {
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("Stepformer", nullptr, flags);
   ImGui::Text("Stepformer %s", STEPFORMER_VERSION);
+  draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
   ImGui::SameLine();
   if (state_.model)
-    ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", state_.model_path.c_str(),
+    ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", model_file_name().c_str(),
                         state_.model->family.c_str(), state_.model->config.d_model, state_.model->config.n_heads,
                         state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers);
   else
     ImGui::TextDisabled("  no model loaded");
+  if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
 
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
   if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
@@ -135,7 +140,7 @@ void App::frame() {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("stage", ImVec2(0, 0), false);
-  switch (stage_) {
+  if (!draw_model_views()) switch (stage_) {
     case Stage::Tokens: draw_tokens_panel(state_); break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
     case Stage::Positional: positional_panel_.draw(state_); break;
@@ -163,7 +168,9 @@ void App::frame() {
     case Stage::Count: break;
   }
   ImGui::EndChild();
+  draw_model_dialogs();
   ImGui::End();
+  sync_settings();
 }
 
 }  // namespace sf::gui

@@ -9,25 +9,38 @@
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/script/script.h"
+#include "gui/settings.h"
 #include "gui/window.h"
 
 namespace {
 
-bool write_layout_json(const std::string& path) {
+// Where each heatmap was drawn, and what the app showed (model, view, dialog): for the screenshot tests.
+bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   nlohmann::json heatmaps = nlohmann::json::array();
   for (const auto& p : sf::gui::heatmap_placements())
     heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
                         {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi}});
+  nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
+                          {"view", app.showing_model_info() ? "model-info" : "stage"},
+                          {"loading", app.loading()},
+                          {"dialog", nullptr}};
+  if (const sf::gui::DialogMessage* d = app.dialog().current())
+    shown["dialog"] = {{"title", d->title}, {"file", d->file}, {"problem", d->problem}, {"hint", d->hint}};
   std::ofstream out(path);
-  out << nlohmann::json{{"heatmaps", heatmaps}}.dump(2) << "\n";
+  out << nlohmann::json{{"heatmaps", heatmaps}, {"app", shown}}.dump(2) << "\n";
   return static_cast<bool>(out);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
+  sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
+  // The last session fills in what the command line left open; a damaged settings file is moved aside and
+  // reported here and, once, in the app.
+  sf::gui::SettingsStore settings(parsed.options.no_settings ? std::string() : sf::gui::default_settings_path());
+  if (!settings.problem().empty()) std::fprintf(stderr, "stepformer: %s\n", settings.problem().c_str());
+  if (settings.enabled()) sf::gui::apply_last_session(settings.settings(), parsed.options);
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
@@ -43,9 +56,10 @@ int main(int argc, char** argv) {
 
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
-    sf::gui::App app(options);
+    sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     std::vector<std::string> log;
-    for (int frame = 1; !window.should_close(); ++frame) {
+    int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
+    while (!window.should_close()) {
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
@@ -55,6 +69,7 @@ int main(int argc, char** argv) {
       const auto mouse = script ? script->mouse() : std::nullopt;
       const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};
       window.begin_frame(mouse ? mouse_xy : nullptr);
+      app.open_dropped(window.take_dropped_paths());
       app.frame();
       window.end_frame();
       if (script) {
@@ -64,15 +79,16 @@ int main(int argc, char** argv) {
           else std::printf("stepformer: saved %s\n", path->c_str());
         }
         if (auto path = script->layout_due())
-          if (!write_layout_json(*path)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
+          if (!write_layout_json(*path, app)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
       }
-      if (screenshot_mode && frame >= options.frames) {
+      if (!app.loading()) ++frames_with_model;
+      if (screenshot_mode && frames_with_model >= options.frames) {
         const std::string error = window.save_screenshot(options.screenshot_path);
         if (!error.empty()) {
           std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
           return 1;
         }
-        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path)) {
+        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path, app)) {
           std::fprintf(stderr, "stepformer: cannot write '%s'\n", options.layout_json_path.c_str());
           return 1;
         }
@@ -80,6 +96,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       window.present();
+      if (const auto scale = app.take_ui_scale_request()) window.set_ui_scale(*scale);
     }
   } catch (const sf::gui::WindowError& e) {
     std::fprintf(stderr, "stepformer: %s\n", e.message.c_str());

@@ -2,6 +2,9 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace sf::gui {
 
 void explanation(const char* text) {
@@ -10,6 +13,36 @@ void explanation(const char* text) {
   ImGui::TextUnformatted(text);
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
+}
+
+void spinner(float radius) {
+  constexpr int kDots = 10;
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const ImVec2 centre(p.x + radius, p.y + radius);
+  const float turn = static_cast<float>(ImGui::GetTime()) * 1.5f;  // turns per second
+  const int lead = static_cast<int>(turn * kDots) % kDots;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (int i = 0; i < kDots; ++i) {
+    const float a = 6.2831853f * i / kDots;
+    const int behind = (lead - i + kDots) % kDots;  // 0 = the bright one, then fading trail
+    const float alpha = std::max(0.15f, 1.0f - behind * 0.22f);
+    draw->AddCircleFilled(ImVec2(centre.x + std::cos(a) * radius * 0.75f, centre.y + std::sin(a) * radius * 0.75f),
+                          radius * 0.17f, ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, alpha)));
+  }
+  ImGui::Dummy(ImVec2(2 * radius, 2 * radius));
+}
+
+void moving_bar(ImVec2 size) {
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float rounding = size.y * 0.5f;
+  draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, 0.2f)), rounding);
+  const float phase = std::fmod(static_cast<float>(ImGui::GetTime()) * 0.8f, 1.0f);  // sweeps per second
+  const float segment = size.x * 0.3f;
+  const float x0 = p.x - segment + phase * (size.x + segment);
+  draw->AddRectFilled(ImVec2(std::max(x0, p.x), p.y), ImVec2(std::min(x0 + segment, p.x + size.x), p.y + size.y),
+                      ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, 1.0f)), rounding);
+  ImGui::Dummy(size);
 }
 
 void attention_kind_picker(AttentionKind* kind) {

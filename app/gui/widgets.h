@@ -1,5 +1,7 @@
 // Small widgets shared by every panel.
 #pragma once
+#include <imgui.h>
+
 #include "transformer/interventions.h"
 
 namespace sf::gui {
@@ -7,6 +9,12 @@ namespace sf::gui {
 // A stage's plain-language explanation, always visible under its title, wrapped to the panel's width in a
 // softer colour than the numbers (students read it; it is not hidden behind a hover).
 void explanation(const char* text);
+
+// An indeterminate progress indicator: a ring of dots, one bright dot going round (animated by ImGui's clock).
+// Occupies a square of 2 * radius; the frame loop keeps drawing while it shows.
+void spinner(float radius);
+// An indeterminate progress bar of `size`: a bright segment sliding across a dim track.
+void moving_bar(ImVec2 size);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);

@@ -39,7 +39,7 @@ Screen screenshot(const std::string& attention, const std::string& name) {
   fs::create_directories(STEPFORMER_TEST_OUTPUT_DIR);
   const std::string png = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".png";
   const std::string layout = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".json";
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
                           " --model " + kModel + " --sentence '" + kSentence + "' --stage encoder-attention --attention " +
                           attention + " --screenshot " + png + " --layout-json " + layout + " > /dev/null 2>&1";
   Screen s;

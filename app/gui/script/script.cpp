@@ -15,9 +15,9 @@ struct Spec {
   const char* name;
   int args;
 };
-constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
+constexpr Spec kSpecs[] = {{"model", -1},     {"open", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
                            {"layer", 1},      {"head", 1},      {"hover", 2},     {"wait", 1},
-                           {"screenshot", -1}, {"layout", -1},  {"quit", 0}};
+                           {"screenshot", -1}, {"layout", -1},  {"show", 1},      {"quit", 0}};
 
 bool is_int(const std::string& s) {
   if (s.empty()) return false;
@@ -51,7 +51,7 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
       error = origin + ":" + std::to_string(number) + ": " + what;
       return std::nullopt;
     };
-    if (!spec) return bad("unknown command '" + c.name + "' (model, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, quit)");
+    if (!spec) return bad("unknown command '" + c.name + "' (model, open, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, show, quit)");
     if (spec->args == -1) {
       if (rest.empty()) return bad("'" + c.name + "' needs an argument");
       c.args = {rest};
@@ -85,11 +85,23 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     --wait_frames_;
     return;
   }
+  // A model loads in the background (the app's first, or a `model` command's): frames go on, commands wait.
+  if (wait_for_load_ && app.loading()) return;
+  wait_for_load_ = false;
+  if (loading_line_ > 0) {
+    if (!app.last_load_error().empty())
+      log.push_back("script line " + std::to_string(loading_line_) + ": " + app.last_load_error());
+    loading_line_ = 0;
+  }
   while (next_ < script_.commands.size()) {
     const ScriptCommand& c = script_.commands[next_++];
     const std::string where = "script line " + std::to_string(c.line) + ": ";
     if (c.name == "model") {
-      if (!app.open_model(c.args[0])) log.push_back(where + app.state().error);
+      app.open_model(c.args[0]);
+      loading_line_ = c.line;
+      wait_for_load_ = true;
+    } else if (c.name == "open") {
+      app.open_model(c.args[0]);
     } else if (c.name == "sentence") {
       if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
     } else if (c.name == "stage") {
@@ -127,6 +139,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "layout") {
       layout_ = c.args[0];
       return;
+    } else if (c.name == "show") {
+      if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
     } else if (c.name == "quit") {
       quit_ = true;
       return;
