@@ -86,7 +86,7 @@ void heading(const char* text) {
 
 std::string joined(const std::vector<std::string>& tokens) {
   std::string out;
-  for (const std::string& t : tokens) out += (out.empty() ? "" : "   ") + t;
+  for (const std::string& t : tokens) out += (out.empty() ? "" : "  \u00b7  ") + t;  // a middle dot: "," is a token
   return out;
 }
 
@@ -158,6 +158,82 @@ ModelInfo describe_model(const Model& model, const std::string& path) {
   return info;
 }
 
+namespace {
+
+void draw_config(const ModelInfo& info) {
+  heading("Configuration");
+  if (!ImGui::BeginTable("config", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
+  ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);  // fit the longest key / value
+  ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed);
+  ImGui::TableSetupColumn("meaning", ImGuiTableColumnFlags_WidthStretch);
+  for (const auto& [key, value] : info.config) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(key.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(value.c_str());
+    ImGui::TableNextColumn();
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", config_key_meaning(key));
+    ImGui::PopTextWrapPos();
+  }
+  ImGui::EndTable();
+}
+
+void draw_vocabularies(const Model& m, const ModelInfo& info) {
+  heading("Vocabularies");
+  const Config& c = m.config;
+  const auto lang = [](const std::string& l) { return l.empty() ? std::string() : " (" + l + ")"; };
+  ImGui::Text("source%s: %s tokens", lang(m.tokenizer.source_language).c_str(), with_thousands(m.src_vocab.size()).c_str());
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("first words: %s ...", joined(info.src_samples).c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Text("target%s: %s tokens", lang(m.tokenizer.target_language).c_str(), with_thousands(m.tgt_vocab.size()).c_str());
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("first words: %s ...", joined(info.tgt_samples).c_str());
+  ImGui::PopTextWrapPos();
+  const Vocabulary& v = m.tgt_vocab;
+  auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
+  ImGui::TextWrapped("special: %d %s   %d %s   %d %s   %d %s", c.unk_id, special(c.unk_id).c_str(), c.pad_id,
+                     special(c.pad_id).c_str(), c.bos_id, special(c.bos_id).c_str(), c.eos_id, special(c.eos_id).c_str());
+}
+
+void draw_records(const ProvenanceTable& t) {
+  ImGui::Spacing();
+  ImGui::Text("%s (%zu rows)", t.name.c_str(), t.rows.size());
+  const int columns = static_cast<int>(std::min<size_t>(t.columns.size(), 63));  // ImGui's column limit is 64
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollX |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  const float height = std::min(static_cast<float>(t.rows.size() + 1), 10.0f) * ImGui::GetFrameHeightWithSpacing();
+  if (columns == 0 || !ImGui::BeginTable(t.name.c_str(), columns, flags, ImVec2(0, height))) return;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  for (int col = 0; col < columns; ++col) ImGui::TableSetupColumn(t.columns[static_cast<size_t>(col)].c_str());
+  ImGui::TableHeadersRow();
+  for (const auto& row : t.rows) {
+    ImGui::TableNextRow();
+    for (int col = 0; col < columns; ++col) {
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(row[static_cast<size_t>(col)].c_str());
+    }
+  }
+  ImGui::EndTable();
+}
+
+void draw_provenance_and_tokenizer(const ModelInfo& info, const std::vector<std::string>& warnings) {
+  heading("Provenance (as stored in the file)");
+  if (info.provenance.empty() && info.provenance_tables.empty()) ImGui::TextDisabled("none recorded");
+  if (!info.provenance.empty()) key_value_table("provenance", info.provenance);
+  for (const ProvenanceTable& t : info.provenance_tables) draw_records(t);
+  heading("Tokenizer");
+  key_value_table("tokenizer", info.tokenizer);
+  if (!warnings.empty()) {
+    heading("Warnings from loading");
+    for (const std::string& w : warnings) ImGui::BulletText("%s", w.c_str());
+  }
+}
+
+}  // namespace
+
 void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>& warnings) {
   if (!state.model) {
     ImGui::TextDisabled("no model loaded: open one with \"Open model...\" above");
@@ -170,93 +246,37 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   }
   const std::filesystem::path p(state.model_path);
   ImGui::Text("Model info: %s", p.filename().string().c_str());
-  ImGui::SameLine();
-  ImGui::TextDisabled("(%s)", p.parent_path().string().c_str());
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("in %s", p.parent_path().string().c_str());
+  ImGui::PopTextWrapPos();
   explanation(
       "What the model file holds besides its weights: the configuration the weights were trained with, the two "
       "vocabularies (each token's id is the row of its embedding), how sentences are cut into tokens, and where "
       "the model came from.");
   const Config& c = m.config;
-  ImGui::Text("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
-              with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
-              c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
+  ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
+                     with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
+                     c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
 
+  // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
+  // large text size, so that no table is squeezed into a column a few letters wide.
+  const float em = ImGui::GetFontSize();
+  const bool two_columns = ImGui::GetContentRegionAvail().x >= em * 50;
   ImGui::BeginChild("model_info_scroll", ImVec2(0, 0), false);
-  if (ImGui::BeginTable("model_info_columns", 2, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_Resizable)) {
+  if (two_columns && ImGui::BeginTable("model_info_columns", 2, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_Resizable)) {
     ImGui::TableSetupColumn("left", ImGuiTableColumnFlags_WidthStretch, 1.35f);
     ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-
-    heading("Configuration");
-    if (ImGui::BeginTable("config", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
-      ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);    // fit the longest key / value
-      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed);
-      ImGui::TableSetupColumn("meaning", ImGuiTableColumnFlags_WidthStretch);
-      for (const auto& [key, value] : info_.config) {
-        ImGui::TableNextRow();
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(key.c_str());
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(value.c_str());
-        ImGui::TableNextColumn();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("%s", config_key_meaning(key));
-        ImGui::PopTextWrapPos();
-      }
-      ImGui::EndTable();
-    }
-
+    draw_config(info_);
     ImGui::TableNextColumn();
-    heading("Vocabularies");
-    const auto lang = [](const std::string& l) { return l.empty() ? std::string() : " (" + l + ")"; };
-    ImGui::Text("source%s: %s tokens", lang(m.tokenizer.source_language).c_str(), with_thousands(m.src_vocab.size()).c_str());
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("first words: %s ...", joined(info_.src_samples).c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::Text("target%s: %s tokens", lang(m.tokenizer.target_language).c_str(), with_thousands(m.tgt_vocab.size()).c_str());
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("first words: %s ...", joined(info_.tgt_samples).c_str());
-    ImGui::PopTextWrapPos();
-    const Vocabulary& v = m.tgt_vocab;
-    auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
-    ImGui::Text("special: %d %s   %d %s   %d %s   %d %s", c.unk_id, special(c.unk_id).c_str(), c.pad_id,
-                special(c.pad_id).c_str(), c.bos_id, special(c.bos_id).c_str(), c.eos_id, special(c.eos_id).c_str());
-
-    heading("Provenance (as stored in the file)");
-    if (info_.provenance.empty()) ImGui::TextDisabled("none recorded");
-    else key_value_table("provenance", info_.provenance);
-
-    for (const ProvenanceTable& t : info_.provenance_tables) {
-      ImGui::Spacing();
-      ImGui::Text("%s (%zu rows)", t.name.c_str(), t.rows.size());
-      const int columns = static_cast<int>(std::min<size_t>(t.columns.size(), 63));
-      const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollX |
-                                    ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
-      const float height = std::min(static_cast<float>(t.rows.size() + 1), 10.0f) * ImGui::GetFrameHeightWithSpacing();
-      if (columns > 0 && ImGui::BeginTable(t.name.c_str(), columns, flags, ImVec2(0, height))) {
-        ImGui::TableSetupScrollFreeze(1, 1);
-        for (int c = 0; c < columns; ++c) ImGui::TableSetupColumn(t.columns[static_cast<size_t>(c)].c_str());
-        ImGui::TableHeadersRow();
-        for (const auto& row : t.rows) {
-          ImGui::TableNextRow();
-          for (int c = 0; c < columns; ++c) {
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(row[static_cast<size_t>(c)].c_str());
-          }
-        }
-        ImGui::EndTable();
-      }
-    }
-
-    heading("Tokenizer");
-    key_value_table("tokenizer", info_.tokenizer);
-
-    if (!warnings.empty()) {
-      heading("Warnings from loading");
-      for (const std::string& w : warnings) ImGui::BulletText("%s", w.c_str());
-    }
+    draw_vocabularies(m, info_);
+    draw_provenance_and_tokenizer(info_, warnings);
     ImGui::EndTable();
+  } else {
+    draw_vocabularies(m, info_);
+    draw_config(info_);
+    draw_provenance_and_tokenizer(info_, warnings);
   }
   ImGui::EndChild();
 }
