@@ -208,7 +208,7 @@ void App::draw_model_dialogs() {
   draw_loading_toast();
   if (settings_) {
     const std::string problem = settings_->take_problem();
-    if (!problem.empty()) dialog_.show({"Settings", "", problem, "The app goes on with the default settings."});
+    if (!problem.empty()) dialog_.show({"Settings file", "", problem, ""});  // the message says what happens now
   }
   if (dialog_.draw()) return;  // one modal at a time: the open dialog waits under a message
   const std::vector<std::string> no_recent;

@@ -85,7 +85,7 @@ SettingsRead read_settings(const std::string& path) {
   if (!fs::exists(path, ec)) return r;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    r.problem = "cannot read the settings file '" + path + "'; using the defaults";
+    r.problem = "Cannot read the settings file '" + path + "'; using the defaults";
     return r;
   }
   std::stringstream text;
@@ -101,7 +101,7 @@ SettingsRead read_settings(const std::string& path) {
     r.settings = Settings{};
     const std::string aside = path + ".bad";
     fs::rename(path, aside, ec);
-    r.problem = "the settings file '" + path + "' is damaged: " + what + ". " +
+    r.problem = "The settings file '" + path + "' is damaged: " + what + ". " +
                 (ec ? "It could not be moved aside (" + ec.message() + ") and will not be overwritten this run"
                     : "It was moved to '" + aside + "'") +
                 "; using the defaults.";
@@ -178,7 +178,7 @@ bool SettingsStore::write_now(Clock::time_point now) {
   last_write_ = now;
   if (!error.empty()) {
     write_failed_ = true;  // once: the next change would fail the same way
-    problem_ = "cannot save the settings: " + error;
+    problem_ = "Cannot save the settings (recent files, last session): " + error;
     problem_taken_ = false;
     std::fprintf(stderr, "stepformer: %s\n", problem_.c_str());
     return false;

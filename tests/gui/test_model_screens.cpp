@@ -214,7 +214,7 @@ TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
     EXPECT_NE(log.find("is damaged: not valid JSON"), std::string::npos) << log;
     EXPECT_EQ(slurp(settings.string() + ".bad"), "{\"last_stage\": \"cross-att");
     const nlohmann::json j = load_json(dir / "damaged.json");
-    EXPECT_EQ(j["app"]["dialog"]["title"], "Settings");
+    EXPECT_EQ(j["app"]["dialog"]["title"], "Settings file");
     EXPECT_NE(j["app"]["dialog"]["problem"].get<std::string>().find(settings.string() + ".bad"), std::string::npos);
     EXPECT_NE(j["app"]["model_path"], kTiny) << "the defaults: the shipped model";
     const nlohmann::json fresh = load_json(settings);

@@ -214,6 +214,25 @@ TEST(Settings, WritesAtMostOncePerIntervalAndOnFlush) {
   EXPECT_EQ(store.writes(), 3) << "flush without a change writes nothing";
 }
 
+TEST(Settings, AFailedWriteIsReportedOnceAndNotRetriedEverySecond) {
+  TempDir dir;
+  write_text(dir.file("plain"), "x");  // a file where the settings folder should be
+  SettingsStore store(dir.file("plain/settings.json"));
+  EXPECT_EQ(store.problem(), "");
+  Settings s;
+  s.last_stage = "output";
+  store.update(s);
+  EXPECT_FALSE(store.save_if_due());
+  EXPECT_NE(store.problem().find("Cannot save the settings"), std::string::npos) << store.problem();
+  EXPECT_NE(store.take_problem(), "");
+  s.last_stage = "tokens";
+  store.update(s);
+  EXPECT_FALSE(store.save_if_due(SettingsStore::Clock::now() + std::chrono::seconds(5)));
+  EXPECT_EQ(store.take_problem(), "") << "reported once";
+  EXPECT_EQ(store.writes(), 0);
+  EXPECT_EQ(slurp(dir.file("plain")), "x");
+}
+
 TEST(Settings, DisabledStoreWritesNothing) {
   SettingsStore store;
   Settings s;
