@@ -100,13 +100,27 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
                       TokenSide side) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
+  // Rows thinner than a line of text (a long sentence on a short panel): label every step-th row so the
+  // labels do not print over each other; the hovered row's label is always drawn, on a box of its own.
+  const int step = row_height >= font ? 1 : static_cast<int>(std::ceil(font / std::max(row_height, 1.0f)));
+  int hovered = -1;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (is_hovered_token(side, static_cast<int>(i))) hovered = static_cast<int>(i);
   for (size_t i = 0; i < labels.size(); ++i) {
     const ImVec2 p0(origin.x, origin.y + i * row_height), p1(origin.x + width, origin.y + (i + 1) * row_height);
     const int index = static_cast<int>(i);
-    if (is_hovered_token(side, index)) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
+    if (index == hovered) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
     if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
-    draw->AddText(ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - font)), ImGui::GetColorU32(ImGuiCol_Text),
-                  labels[i].c_str());
+    if (index % step == 0 && (step == 1 || hovered < 0 || std::abs(index - hovered) >= step))
+      draw->AddText(ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - font)), ImGui::GetColorU32(ImGuiCol_Text),
+                    labels[i].c_str());
+  }
+  if (step > 1 && hovered >= 0) {
+    const float centre = origin.y + (hovered + 0.5f) * row_height;
+    draw->AddRectFilled(ImVec2(origin.x, centre - 0.5f * font), ImVec2(origin.x + width, centre + 0.5f * font),
+                        kHoverColour, 3.0f);
+    draw->AddText(ImVec2(origin.x + 2, centre - 0.5f * font), ImGui::GetColorU32(ImGuiCol_Text),
+                  labels[static_cast<size_t>(hovered)].c_str());
   }
 }
 

@@ -15,9 +15,9 @@ struct Spec {
   const char* name;
   int args;
 };
-constexpr Spec kSpecs[] = {{"model", -1},     {"open", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
+constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
                            {"layer", 1},      {"head", 1},      {"hover", 2},     {"wait", 1},
-                           {"screenshot", -1}, {"layout", -1},  {"show", 1},      {"quit", 0}};
+                           {"screenshot", -1}, {"layout", -1},  {"quit", 0}};
 
 bool is_int(const std::string& s) {
   if (s.empty()) return false;
@@ -28,6 +28,11 @@ bool is_int(const std::string& s) {
   return s.size() < 10;
 }
 
+}  // namespace
+
+namespace {
+// Model files and views (App, app_model.cpp): `open PATH` (load and go on), `show VIEW`.
+constexpr Spec kModelFileSpecs[] = {{"open", -1}, {"show", 1}};
 }  // namespace
 
 std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error) {
@@ -47,11 +52,13 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
     const Spec* spec = nullptr;
     for (const Spec& s : kSpecs)
       if (c.name == s.name) spec = &s;
+    for (const Spec& s : kModelFileSpecs)
+      if (c.name == s.name) spec = &s;
     auto bad = [&](const std::string& what) {
       error = origin + ":" + std::to_string(number) + ": " + what;
       return std::nullopt;
     };
-    if (!spec) return bad("unknown command '" + c.name + "' (model, open, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, show, quit)");
+    if (!spec) return bad("unknown command '" + c.name + "' (model, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, quit)");
     if (spec->args == -1) {
       if (rest.empty()) return bad("'" + c.name + "' needs an argument");
       c.args = {rest};
