@@ -18,8 +18,8 @@
 namespace sf::gui {
 
 App::App(const AppOptions& options, SettingsStore* settings)
-    : options_(options), settings_(settings), fallback_model_path_(options.fallback_model_path),
-      ui_scale_(options.ui_scale) {
+    : settings_(settings), fallback_model_path_(options.fallback_model_path), ui_scale_(options.ui_scale),
+      options_(options) {
   stage_from_name(options.stage, &stage_);
   select(stage_);
   if (!options.attention.empty()) {  // --attention KIND.L.H names the head, and its kind the attention stage

@@ -64,6 +64,18 @@ class App {
   std::string model_file_name() const;  // the top bar shows the file's name; its full path on hover
   void draw_pipeline_map();
   void select(Stage stage);
+  // Model files, dialogs, settings (app_model.cpp).
+  SettingsStore* settings_ = nullptr;
+  ModelLoader loader_;
+  std::string fallback_model_path_;     // opened once if the first model fails (the last session's is gone bad)
+  std::string last_load_error_;
+  std::vector<std::string> model_warnings_;
+  bool show_model_info_ = false;
+  ModelInfoPanel model_info_panel_;
+  OpenModelDialog open_dialog_;
+  MessageDialog dialog_;
+  float ui_scale_ = 1.0f;
+  std::optional<float> ui_scale_request_;
   AppOptions options_;
   AppState state_;
   std::string sentence_input_;
@@ -78,18 +90,6 @@ class App {
   HeadsGridPanel heads_grid_panel_;
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;
-  // Model files, dialogs, settings (app_model.cpp).
-  SettingsStore* settings_ = nullptr;
-  ModelLoader loader_;
-  std::string fallback_model_path_;     // opened once if the first model fails (the last session's is gone bad)
-  std::string last_load_error_;
-  std::vector<std::string> model_warnings_;
-  bool show_model_info_ = false;
-  ModelInfoPanel model_info_panel_;
-  OpenModelDialog open_dialog_;
-  MessageDialog dialog_;
-  float ui_scale_ = 1.0f;
-  std::optional<float> ui_scale_request_;
 };
 
 }  // namespace sf::gui

@@ -74,15 +74,23 @@ void App::poll_model_loader() {
 void App::adopt(LoadedModel loaded) {
   const std::string kept = state_.model ? fs::path(state_.model_path).filename().string() : "";
   std::optional<ErrorKind> kind = loaded.error_kind;
-  bool ok = false;
-  if (loaded.model) {
-    ok = state_.adopt_model(loaded.model, loaded.path);
-    if (!ok) {
-      kind = ErrorKind::Input;
-      loaded.error = state_.error;
+  std::string problem = loaded.error;  // "" when the model is in as asked
+  if (loaded.model && !state_.use_model(loaded.model, loaded.path)) {
+    // The file is fine; the sentence (or the interventions) do not fit the model.
+    kind = ErrorKind::Input;
+    problem = (state_.model ? "kept the previous model: " : "") + state_.error;
+    if (!state_.model && state_.sentence != kDefaultSentence) {
+      // Nothing to keep, and without a model the sentence cannot be changed: the model with the example.
+      const std::string reason = state_.error;
+      state_.sentence = sentence_input_ = kDefaultSentence;
+      if (state_.use_model(loaded.model, loaded.path)) {
+        dialog_.show({"The sentence does not fit this model", loaded.path, reason,
+                      "The model is loaded with the example sentence instead."});
+        problem.clear();
+      }
     }
   }
-  if (ok) {
+  if (state_.model && state_.model == loaded.model) {
     last_load_error_.clear();
     model_warnings_ = std::move(loaded.warnings);
     fallback_model_path_.clear();
@@ -93,11 +101,9 @@ void App::adopt(LoadedModel loaded) {
     }
     return;
   }
-  last_load_error_ = loaded.error.empty() ? "cannot open the model" : loaded.error;
+  last_load_error_ = problem.empty() ? "cannot open the model" : problem;
   std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", loaded.path.c_str(), last_load_error_.c_str());
-  if (!state_.model) {
-    state_.error = last_load_error_;  // the line under the sentence says why nothing shows
-  }
+  if (!state_.model) state_.error = last_load_error_;  // the line under the sentence says why nothing shows
   std::string hint = error_hint(kind);
   hint += hint.empty() ? "" : " ";
   if (state_.model) hint += "The current model, " + kept + ", stays loaded.";

@@ -16,20 +16,18 @@ bool AppState::load_model(const std::string& path) {
     error = loaded.error;
     return false;
   }
-  return adopt_model(std::move(loaded.model), path);
+  return use_model(std::move(loaded.model), path);
 }
 
-bool AppState::adopt_model(std::shared_ptr<const Model> loaded, const std::string& path) {
+bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
   if (!loaded) return false;
   std::string previous_path = path;
   std::swap(model, loaded);
   std::swap(model_path, previous_path);
   error.clear();
   if (!sentence.empty() && !recompute()) {
-    if (!loaded) return false;  // nothing to go back to: keep the new model, its error shows
-    std::swap(model, loaded);   // the sentence does not fit the new model: keep the old one
+    std::swap(model, loaded);  // the sentence does not fit the new model: keep the old one
     std::swap(model_path, previous_path);
-    error = "kept the previous model: " + error;
     return false;
   }
   return true;

@@ -25,11 +25,11 @@ struct AppState {
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model. Blocks:
-  // the app reads files with ModelLoader (gui/model_loader.h) and hands the result to adopt_model.
+  // the app reads files with ModelLoader (gui/model_loader.h) and hands the result to use_model.
   bool load_model(const std::string& path);
-  // Swaps in a model already read (on the frame thread) and recomputes the sentence with it. If the sentence
-  // does not work with it, sets `error` and keeps the previous model (when there is one).
-  bool adopt_model(std::shared_ptr<const Model> loaded, const std::string& path);
+  // Swaps in a model loaded elsewhere (off the frame thread) and recomputes the sentence with it; false (old
+  // model kept, `error` set) when the sentence does not fit it.
+  bool use_model(std::shared_ptr<const Model> loaded, const std::string& path);
   // Tokenizes, decodes greedily and traces. On bad input sets `error` and keeps the previous result.
   bool set_sentence(const std::string& text);
   bool recompute();

@@ -1,6 +1,6 @@
 // Loading a model file off the frame thread. The parse and every check of sf::load_model (mmap, header,
 // metadata, shapes, finite weights) run on a worker thread; the frame thread polls once per frame and, when the
-// result is in, swaps the model in through AppState::adopt_model (the recompute of the sentence needs the
+// result is in, swaps the model in through AppState::use_model (the recompute of the sentence needs the
 // frame thread's state). The model is immutable once loaded, so nothing is shared while the worker runs.
 #pragma once
 #include <chrono>

@@ -258,6 +258,21 @@ TEST_F(AppLoading, ASentenceTheNewModelCannotReadKeepsTheOldModel) {
   EXPECT_NE(app_->dialog().current()->hint.find("The current sentence does not work with this model"), std::string::npos);
 }
 
+TEST_F(AppLoading, AFirstModelTooShortForTheSentenceOpensWithTheExample) {
+  // No model to keep, and without one the sentence could not be changed: the model comes in with the example.
+  std::string sentence;
+  for (int i = 0; i < 70; ++i) sentence += "Mann ";
+  start(kTiny, sentence);
+  frame();
+  EXPECT_EQ(app_->state().model_path, kTiny);
+  EXPECT_TRUE(app_->state().ready());
+  EXPECT_EQ(app_->state().sentence, kDefaultSentence);
+  ASSERT_TRUE(app_->dialog().open());
+  EXPECT_EQ(app_->dialog().current()->title, "The sentence does not fit this model");
+  EXPECT_NE(app_->dialog().current()->problem.find("this model reads at most 64"), std::string::npos);
+  EXPECT_EQ(settings_.settings().recent_models, (std::vector<std::string>{kTiny}));
+}
+
 TEST_F(AppLoading, ADroppedFileOpens) {
   start(kTiny);
   app_->open_dropped({kSeq2Seq, kTiny});  // several: the first
