@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "gui/panels/interventions_panel.h"
 #include "gui/panels/output_panel.h"
 #include "gui/panels/pipeline_map_panel.h"
 #include "gui/panels/tokens_panel.h"
@@ -92,6 +93,11 @@ void App::handle_keys() {
   if (ImGui::IsKeyPressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
   for (int k = 0; k < 9; ++k)
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k)) attention_.head = k;
+  // Decoding token by token, from any stage: every view follows the new pass.
+  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE)) state_.step();
+  if (ImGui::IsKeyPressed(GLFW_KEY_BACKSPACE)) state_.step_back();
+  if (ImGui::IsKeyPressed(GLFW_KEY_END)) state_.run_to_end();
+  if (ImGui::IsKeyPressed(GLFW_KEY_HOME)) state_.restart();
 }
 
 void App::draw_pipeline_map() {
@@ -131,7 +137,16 @@ void App::frame() {
     state_.set_sentence(sentence_input_);
   ImGui::SameLine();
   if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
-  if (state_.ready()) ImGui::Text("-> %s", state_.translation_text().c_str());
+  if (state_.ready()) {
+    ImGui::Text("-> %s%s", state_.translation_text().c_str(),
+                state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
+  }
+  const std::string changed = interventions_summary(state_.interventions);
+  if (!changed.empty()) {
+    ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "Changed model: %s", changed.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("reset all")) state_.set_interventions(Interventions{});
+  }
   if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
   ImGui::Separator();
 
@@ -146,9 +161,11 @@ void App::frame() {
     case Stage::Positional: positional_panel_.draw(state_); break;
     case Stage::EncoderAttention:
     case Stage::DecoderAttention:
-    case Stage::CrossAttention:
-      attention_panel_.draw(state_, attention_);
+    case Stage::CrossAttention: {
+      Interventions edit = state_.interventions;
+      if (attention_panel_.draw(state_, attention_, edit)) state_.set_interventions(edit);
       break;
+    }
     case Stage::EncoderQkv: qkv_panel_.draw(state_, attention_); break;
     case Stage::EncoderConcat: concat_panel_.draw(state_, attention_); break;
     case Stage::EncoderAddNorm:
@@ -164,7 +181,17 @@ void App::frame() {
         stage_ = attention_.kind == AttentionKind::Encoder ? Stage::EncoderAttention
                  : attention_.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
       break;
-    case Stage::Output: draw_output_panel(state_, output_position_); break;
+    case Stage::Output: {
+      int token = -1;
+      if (draw_output_panel(state_, output_position_, &token)) state_.force_token(output_position_, token);
+      break;
+    }
+    case Stage::Decoding: decoding_panel_.draw(state_); break;
+    case Stage::Interventions: {
+      Interventions edit = state_.interventions;
+      if (draw_interventions_panel(state_, edit)) state_.set_interventions(edit);
+      break;
+    }
     case Stage::Count: break;
   }
   ImGui::EndChild();

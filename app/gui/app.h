@@ -10,6 +10,7 @@
 #include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/concat_panel.h"
+#include "gui/panels/decoding_panel.h"
 #include "gui/panels/embedding_panel.h"
 #include "gui/panels/feed_forward_panel.h"
 #include "gui/panels/heads_grid_panel.h"
@@ -37,6 +38,9 @@ class App {
   void select_head(const HeadRef& head);      // also opens the head's attention stage
   void select_layer(int layer);
   void select_head_index(int head);
+  // Interventions and decoding (also the script's commands).
+  bool set_interventions(const Interventions& next) { return state_.set_interventions(next); }
+  AppState& mutable_state() { return state_; }
 
   // [SECTION] model files (app_model.cpp). A load runs in the background; when it is done, the next frame
   // swaps the model in, or shows the error dialog and keeps the current one.
@@ -90,6 +94,7 @@ class App {
   HeadsGridPanel heads_grid_panel_;
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;
+  DecodingPanel decoding_panel_;
 };
 
 }  // namespace sf::gui

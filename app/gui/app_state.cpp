@@ -1,8 +1,8 @@
 #include "gui/app_state.h"
 
+#include <algorithm>
+#include <chrono>
 
-#include "decode/decoder.h"
-#include "gui/model_loader.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -10,42 +10,128 @@ namespace sf::gui {
 
 std::string default_model_path() { return shipped_model_path("de-en"); }
 
-bool AppState::load_model(const std::string& path) {
-  LoadedModel loaded = read_model_file(path);
-  if (!loaded.model) {
-    error = loaded.error;
-    return false;
-  }
-  return use_model(std::move(loaded.model), path);
-}
-
-bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
-  if (!loaded) return false;
-  std::string previous_path = path;
-  std::swap(model, loaded);
-  std::swap(model_path, previous_path);
-  error.clear();
-  if (!sentence.empty() && !recompute()) {
-    std::swap(model, loaded);  // the sentence does not fit the new model: keep the old one
-    std::swap(model_path, previous_path);
-    return false;
-  }
-  return true;
-}
-
-bool AppState::set_sentence(const std::string& text) {
-  const std::string previous = sentence;
-  sentence = text;
-  if (recompute()) return true;
-  sentence = previous;
+bool AppState::fail_with(const std::exception& e) {
+  if (const auto* typed = dynamic_cast<const Error*>(&e))
+    error = std::string(error_kind_name(typed->kind())) + ": " + typed->what();
+  else
+    error = e.what();
   return false;
 }
 
-bool AppState::recompute() {
+bool AppState::load_model(const std::string& path) {
+  try {
+    return use_model(std::make_shared<const Model>(sf::load_model(path)), path);
+  } catch (const std::exception& e) {
+    return fail_with(e);
+  }
+}
+
+bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
+  // Interventions and forced tokens name heads and ids of the old model: they start afresh with a new one.
+  // Everything is swapped as a whole, and swapped back when the sentence does not fit the new model.
+  std::shared_ptr<const Model> old_model = std::move(model);
+  std::unique_ptr<Decoder> old_decoder = std::move(decoder);
+  const std::string old_path = model_path;
+  const Interventions old_interventions = interventions;
+  model = std::move(loaded);
+  model_path = path;
+  interventions = Interventions{};
+  interventions.causal_mask = old_interventions.causal_mask;
+  interventions.padding_mask = old_interventions.padding_mask;
+  interventions.positional_encoding = old_interventions.positional_encoding;
+  error.clear();
+  if (sentence.empty() || rebuild(-1)) return true;
+  const std::string reason = error;
+  model = std::move(old_model);
+  decoder = std::move(old_decoder);
+  model_path = old_path;
+  interventions = old_interventions;
+  error = reason;
+  return false;
+}
+
+bool AppState::set_sentence(const std::string& text) {
+  // Painted masks and forced tokens belong to the old sentence's positions; a reference to its meaning.
+  const std::string previous = sentence, previous_reference = reference;
+  const Interventions previous_interventions = interventions;
+  sentence = text;
+  reference.clear();
+  interventions.custom_masks.clear();
+  interventions.forced_prefix.clear();
+  if (rebuild(-1)) return true;
+  sentence = previous;
+  reference = previous_reference;
+  interventions = previous_interventions;
+  return false;
+}
+
+bool AppState::set_interventions(const Interventions& next) {
+  const Interventions previous = interventions;
+  const std::string previous_reference = reference;
+  interventions = next;
+  if (next.forced_prefix.empty()) reference.clear();  // back to free running
+  if (recompute()) return true;
+  interventions = previous;
+  reference = previous_reference;
+  return false;
+}
+
+bool AppState::set_decode_options(const DecodeOptions& next) {
+  const DecodeOptions previous = decode_options;
+  decode_options = next;
+  if (recompute()) return true;
+  decode_options = previous;
+  return false;
+}
+
+bool AppState::set_reference(const std::string& text) {
   if (!model) {
     error = "no model loaded";
     return false;
   }
+  Interventions next = interventions;
+  next.forced_prefix.clear();
+  if (!text.empty()) {
+    try {
+      const std::vector<Token> tokens = encode(text, model->tokenizer, model->tgt_vocab, Side::Target);
+      for (size_t i = 1; i < tokens.size(); ++i) next.forced_prefix.push_back(tokens[i].id);  // after <bos>, <eos> kept
+      if (next.forced_prefix.size() <= 1) fail(ErrorKind::Input, "reference", "the reference translation is empty");
+    } catch (const std::exception& e) {
+      return fail_with(e);
+    }
+  }
+  const std::string previous = reference;
+  reference = text;
+  if (set_interventions(next)) return true;
+  reference = previous;
+  return false;
+}
+
+bool AppState::force_token(int position, int token) {
+  if (!model || position < 0 || position > static_cast<int>(translation.size())) return false;
+  Interventions next = interventions;
+  next.forced_prefix.assign(translation.begin(), translation.begin() + position);
+  next.forced_prefix.push_back(token);
+  const Interventions previous = interventions;
+  const std::string previous_reference = reference;
+  interventions = next;
+  reference.clear();
+  if (rebuild(decoding_finished() || !decoder ? -1 : position + 1)) return true;
+  interventions = previous;
+  reference = previous_reference;
+  return false;
+}
+
+bool AppState::recompute() {
+  return rebuild(decoder && !decoder->finished() ? decoder->steps() : -1);
+}
+
+bool AppState::rebuild(int steps) {
+  if (!model) {
+    error = "no model loaded";
+    return false;
+  }
+  const auto start = std::chrono::steady_clock::now();
   try {
     std::vector<Token> tokens = encode(sentence, model->tokenizer, model->src_vocab, Side::Source);
     if (tokens.size() <= 2) fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
@@ -53,22 +139,54 @@ bool AppState::recompute() {
       fail(ErrorKind::Input, "sentence",
            "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +
                std::to_string(model->config.max_positions));
-    DecodeOptions options;
+    validate_interventions(model->config, interventions);
+    DecodeOptions options = decode_options;
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
-    Decoder decoder(model->config, model->weights, token_ids(tokens), interventions, options);
-    decoder.run();
-    Trace traced = decoder.trace();
+    options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
+    auto next = std::make_unique<Decoder>(model->config, model->weights, token_ids(tokens), interventions, options);
+    if (steps < 0) next->run();
+    for (int i = 0; i < steps && next->step(); ++i) {}
+    Trace traced = next->trace();
     source_tokens = std::move(tokens);
-    translation = decoder.generated();
+    decoder = std::move(next);
+    translation = decoder->generated();
     trace = std::move(traced);
     error.clear();
     ++version;
-    return true;
-  } catch (const Error& e) {
-    error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+  } catch (const std::exception& e) {
+    return fail_with(e);
   }
-  return false;
+  last_recompute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return true;
 }
+
+void AppState::take_decoder_state() {
+  translation = decoder->generated();
+  trace = decoder->trace();
+  error.clear();
+  ++version;
+}
+
+bool AppState::step() {
+  if (!decoder || !decoder->step()) return false;
+  take_decoder_state();
+  return true;
+}
+
+bool AppState::step_back() {
+  if (!decoder || !decoder->step_back()) return false;
+  take_decoder_state();
+  return true;
+}
+
+bool AppState::run_to_end() {
+  if (!decoder || decoder->finished()) return false;
+  decoder->run();
+  take_decoder_state();
+  return true;
+}
+
+bool AppState::restart() { return rebuild(0); }
 
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;
@@ -79,8 +197,13 @@ std::vector<std::string> AppState::source_labels() const {
 std::vector<std::string> AppState::decoder_input_labels() const {
   std::vector<std::string> out;
   if (!model) return out;
-  for (int id : trace.tgt.ids) out.push_back(unescape_token(model->tgt_vocab.token(id)));
+  for (int id : trace.tgt.ids) out.push_back(target_token(id));
   return out;
+}
+
+std::string AppState::target_token(int id) const {
+  if (!model || id < 0 || id >= static_cast<int>(model->tgt_vocab.size())) return "?";
+  return unescape_token(model->tgt_vocab.token(id));
 }
 
 std::string AppState::translation_text() const {

@@ -1,11 +1,12 @@
-// What the app shows and the user changes: the model, the sentence, the translation and its trace, the
-// interventions, and where in the model the user is. Panels read it; the app recomputes it when an input
-// changes (never per frame).
+// What the app shows and the user changes: the model, the sentence, the interventions, the decoding and its
+// trace, and the last problem to show. Panels read it; inputs change it through the setters below, each of
+// which recomputes at once (in the same frame) and keeps the previous state when the new input is bad.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "transformer/interventions.h"
@@ -17,28 +18,52 @@ struct AppState {
   std::shared_ptr<const Model> model;  // immutable; shared with background work
   std::string model_path;
   std::string sentence;                // what the user typed (source language)
+  std::string reference;               // a reference translation for teacher forcing ("" = free running)
   std::vector<Token> source_tokens;    // <bos> ... <eos>, with surfaces and unknown words marked
   std::vector<int> translation;        // generated target ids, no <bos>, <eos> included when produced
-  Interventions interventions;
+  Interventions interventions;         // the user's changes; forced_prefix holds clicked or reference tokens
+  DecodeOptions decode_options;        // strategy and its parameters (max_length is set per sentence)
+  std::unique_ptr<Decoder> decoder;    // the live decoding of the sentence (reads model: reset before swapping)
   Trace trace;                         // the pass over <bos> + translation (what chose every output token)
   std::string error;                   // the last problem to show the user; the previous state stays
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
+  double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
 
-  // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model. Blocks:
-  // the app reads files with ModelLoader (gui/model_loader.h) and hands the result to use_model.
+  // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
   bool load_model(const std::string& path);
-  // Swaps in a model loaded elsewhere (off the frame thread) and recomputes the sentence with it; false (old
-  // model kept, `error` set) when the sentence does not fit it.
+  // Swaps in a model loaded elsewhere (e.g. off the frame thread); false (old model kept) when the sentence or
+  // the interventions do not fit it.
   bool use_model(std::shared_ptr<const Model> loaded, const std::string& path);
-  // Tokenizes, decodes greedily and traces. On bad input sets `error` and keeps the previous result.
+  // Tokenizes, decodes and traces. On bad input sets `error` and keeps the previous result.
   bool set_sentence(const std::string& text);
+  // Replaces the interventions and recomputes; a change the model cannot take is refused, previous kept.
+  bool set_interventions(const Interventions& next);
+  bool set_decode_options(const DecodeOptions& next);
+  // Teacher forcing: the reference's tokens are forced one by one (then <eos>); "" returns to free running.
+  bool set_reference(const std::string& text);
+  // Forces `token` at output position `position`: the translation keeps its first `position` tokens, takes
+  // `token`, and the decoder continues from there.
+  bool force_token(int position, int token);
+  // Token by token: one step forward / back, run to the end, back to the start.
+  bool step();
+  bool step_back();
+  bool run_to_end();
+  bool restart();
   bool recompute();
 
   bool ready() const { return model && trace.has_decoder(); }
+  bool decoding_finished() const { return decoder && decoder->finished(); }
   // Token strings for axis labels: source tokens, decoder input tokens (<bos> + translation).
   std::vector<std::string> source_labels() const;
   std::vector<std::string> decoder_input_labels() const;
   std::string translation_text() const;
+  std::string target_token(int id) const;  // a target id as text (unescaped)
+
+ private:
+  // Rebuilds the decoder for the current inputs and advances it `steps` steps (-1: to the end).
+  bool rebuild(int steps);
+  void take_decoder_state();  // translation and trace from the decoder
+  bool fail_with(const std::exception& e);
 };
 
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.

@@ -20,6 +20,8 @@ const StageInfo kStages[] = {
     {Stage::DecoderFeedForward, "decoder-feed-forward", "Feed-forward (decoder)"},
     {Stage::AllHeads, "all-heads", "All heads, all layers"},
     {Stage::Output, "output", "Linear + softmax"},
+    {Stage::Decoding, "decoding", "Decoding, token by token"},
+    {Stage::Interventions, "interventions", "Interventions"},
 };
 static_assert(sizeof(kStages) / sizeof(kStages[0]) == static_cast<size_t>(Stage::Count));
 

@@ -1,5 +1,6 @@
 // The stages a user steps through, in the order of the paper's figure (Vaswani et al. 2017, figure 1, read
-// bottom to top): the input side, one encoder layer, one decoder layer, the overview, the output.
+// bottom to top): the input side, one encoder layer, one decoder layer, the overview, the output; then the
+// decoding step by step and the interventions.
 #pragma once
 #include <string>
 
@@ -9,7 +10,7 @@ enum class Stage {
   Tokens, Embedding, Positional,
   EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
   DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
-  AllHeads, Output, Count
+  AllHeads, Output, Decoding, Interventions, Count
 };
 
 struct StageInfo {

@@ -39,6 +39,8 @@ void Decoder::feed(Hypothesis& h, int token) const {
   }
   h.cache.tokens.push_back(token);
   Trace t = encoded_;
+  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
+                                      static_cast<int>(h.cache.tokens.size()));
   decode_pass(*config_, *weights_, h.cache.tokens, t);
   h.next_logits = t.logits.bottomRows(1);
 }
@@ -85,7 +87,10 @@ std::vector<int> Decoder::pass_input() const {
 
 Trace Decoder::trace() const {
   Trace t = encoded_;
-  decode_pass(*config_, *weights_, pass_input(), t);
+  const std::vector<int> input = pass_input();
+  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
+                                      static_cast<int>(input.size()));
+  decode_pass(*config_, *weights_, input, t);
   return t;
 }
 

@@ -14,7 +14,8 @@
 //           sum_logprob / ((5 + length) / 6)^alpha (GNMT length penalty, alpha = length_penalty). Decoding
 //           stops when W hypotheses have finished, none is alive, or max_length is reached. Every hypothesis
 //           that was ever alive is a node of tree(); width 1 is greedy.
-// Interventions apply to every pass; forced_prefix forces the first generated tokens (teacher forcing).
+// Interventions apply to every pass (decoder-side custom masks fitted to each prefix: fit_decoder_masks);
+// forced_prefix forces the first generated tokens (teacher forcing).
 // With a KV cache (use_kv_cache and kv_cache_exact(interventions)) each step costs one row of the decoder;
 // otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
 #pragma once

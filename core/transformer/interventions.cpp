@@ -50,6 +50,24 @@ void validate_interventions(const Config& config, const Interventions& iv) {
                std::to_string(config.tgt_vocab_size) + ")");
 }
 
+Interventions fit_decoder_masks(const Interventions& iv, int src_length, int tgt_length) {
+  Interventions out = iv;
+  for (CustomMask& m : out.custom_masks) {
+    if (m.where.kind == AttentionKind::Encoder) continue;
+    const bool self = m.where.kind == AttentionKind::Decoder;
+    const int cols = self ? tgt_length : src_length;
+    if (m.blocked.rows() == tgt_length && m.blocked.cols() == cols) continue;
+    Mat fitted(tgt_length, cols);  // (T, T) dec or (T, S) cross
+    for (int i = 0; i < tgt_length; ++i)
+      for (int j = 0; j < cols; ++j)
+        fitted(i, j) = i < m.blocked.rows() && j < m.blocked.cols() ? m.blocked(i, j)
+                       : self && iv.causal_mask && j > i ? 1.0f
+                                                         : 0.0f;
+    m.blocked = std::move(fitted);
+  }
+  return out;
+}
+
 HeadRef parse_head_ref(const std::string& text) {
   auto bad = [&]() -> HeadRef {
     fail(ErrorKind::Input, "parse_head_ref",

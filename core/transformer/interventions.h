@@ -46,6 +46,13 @@ struct Interventions {
 // token outside the target vocabulary. Mask sizes are checked by the forward pass, which knows the lengths.
 void validate_interventions(const Config& config, const Interventions& interventions);
 
+// The interventions of one decoder pass over tgt_length positions, with every decoder-side custom mask (dec,
+// cross) fitted to it: cells the mask covers keep their painted value, cells outside it take the computed
+// mask (causal for dec: blocked when key > query; allowed for cross), rows and columns past the pass are
+// dropped. Row i of a decoder mask concerns query position i whatever follows it, so a mask painted on a full
+// pass applies unchanged to every shorter prefix pass while decoding, and to longer ones where it reaches.
+Interventions fit_decoder_masks(const Interventions& interventions, int src_length, int tgt_length);
+
 // Parses "enc.L.H", "dec.L.H" or "cross.L.H" (the CLI's --head-off); ErrorKind::Input on a malformed string.
 HeadRef parse_head_ref(const std::string& text);
 

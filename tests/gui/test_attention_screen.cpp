@@ -7,12 +7,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
+#include "gui/panels/interventions_panel.h"
 
 namespace sf::gui {
 namespace {
@@ -35,13 +37,19 @@ struct Screen {
   }
 };
 
-Screen screenshot(const std::string& attention, const std::string& name) {
+// Runs the app on a script: the model and sentence, `setup` (interventions), then the head, a screenshot and
+// the layout of the heatmaps.
+Screen screenshot(const std::string& attention, const std::string& name, const std::string& setup) {
   fs::create_directories(STEPFORMER_TEST_OUTPUT_DIR);
-  const std::string png = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".png";
-  const std::string layout = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name + ".json";
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
-                          " --model " + kModel + " --sentence '" + kSentence + "' --stage encoder-attention --attention " +
-                          attention + " --screenshot " + png + " --layout-json " + layout + " > /dev/null 2>&1";
+  const std::string base = std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name;
+  const std::string png = base + ".png", layout = base + ".json", script = base + ".script";
+  {
+    std::ofstream out(script);
+    out << "unhover\nmodel " << kModel << "\nsentence " << kSentence << "\n" << setup << "attention " << attention
+        << "\nscreenshot " << png << "\nlayout " << layout << "\nquit\n";
+  }
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+                          " --no-settings --size 1280x800 --script " + script + " > " + base + ".log 2>&1";
   Screen s;
   if (std::system(cmd.c_str()) != 0) return s;
   int channels = 0;
@@ -55,17 +63,20 @@ Screen screenshot(const std::string& attention, const std::string& name) {
 
 float luma(const unsigned char* p) { return 0.2126f * p[0] + 0.7152f * p[1] + 0.0722f * p[2]; }
 
-void check_head(const std::string& ref) {
+// `setup`: script lines applied in the app, `apply`: the same change made to the state here.
+void check_head(const std::string& ref, const std::string& setup = "",
+                const std::function<void(AppState&)>& apply = {}, int expected_hatched = -1) {
   AppState state;
   ASSERT_TRUE(state.load_model(kModel)) << state.error;
   ASSERT_TRUE(state.set_sentence(kSentence)) << state.error;
+  if (apply) apply(state);
   const HeadRef h = parse_head_ref(ref);
   const AttentionTrace* a = selected_attention(state.trace, {h.kind, h.layer, h.head});
   ASSERT_NE(a, nullptr);
   const Mat& probs = a->probs[h.head];
   const Mat& blocked = a->mask[h.head];
 
-  const Screen s = screenshot(ref, "attention_" + ref);
+  const Screen s = screenshot(ref, "attention_" + ref + (setup.empty() ? "" : "_changed"), setup);
   ASSERT_TRUE(s.pixels) << "the app did not write a screenshot";
   ASSERT_FALSE(s.heatmap.is_null()) << "no attention heatmap on screen";
   ASSERT_EQ(s.heatmap["rows"], probs.rows());
@@ -91,12 +102,34 @@ void check_head(const std::string& ref) {
     EXPECT_NEAR(probs(i, brightest), probs(i, want), 0.01f) << ref << " row " << i << ": brightest cell "
                                                             << brightest << ", trace maximum at " << want;
   }
-  if (h.kind == AttentionKind::Decoder) EXPECT_GT(hatched, 0) << "the causal mask blocks the cells above the diagonal";
+  if (expected_hatched >= 0) {
+    EXPECT_EQ(hatched, expected_hatched);
+  } else if (h.kind == AttentionKind::Decoder) {
+    EXPECT_GT(hatched, 0) << "the causal mask blocks the cells above the diagonal";
+  }
 }
 
 TEST(AttentionScreen, EncoderHeadBrightestCellsMatchTheTrace) { check_head("enc.1.2"); }
 TEST(AttentionScreen, DecoderHeadShowsTheCausalMaskHatched) { check_head("dec.0.1"); }
 TEST(AttentionScreen, CrossHeadBrightestCellsMatchTheTrace) { check_head("cross.1.3"); }
+
+TEST(AttentionScreen, CausalMaskOffShowsNoBlockedCells) {
+  check_head("dec.0.1", "causal-mask off\n", [](AppState& state) {
+    Interventions iv = state.interventions;
+    iv.causal_mask = false;
+    ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  }, 0);
+}
+
+TEST(AttentionScreen, PaintedCellsAreDrawnBlocked) {
+  // Two cells painted by the script's `mask` (as clicks in "paint mask"): exactly those two are hatched.
+  check_head("enc.1.2", "mask enc.1.2 3 0\nmask enc.1.2 4 5\n", [](AppState& state) {
+    Interventions iv = state.interventions;
+    ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 3, 0));
+    ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 4, 5));
+    ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  }, 2);
+}
 
 TEST(AppState, BadModelKeepsTheCurrentOneAndNamesTheProblem) {
   AppState state;

@@ -269,5 +269,45 @@ TEST(Decoder, InterventionsWithoutCacheFallBack) {
   }
 }
 
+TEST(Decoder, PaintedDecoderMaskAppliesToEveryPrefixPass) {
+  Model m;
+  // A decoder self-attention mask painted on a pass of 5 positions: head 1 of layer 0 may see the future
+  // (everything allowed) except query 2 -> key 0.
+  Interventions iv;
+  Mat painted = Mat::Zero(5, 5);
+  painted(2, 0) = 1.0f;
+  iv.custom_masks.push_back({{AttentionKind::Decoder, 0, 1}, painted});
+  // Fitting: a shorter pass takes the top-left block, a longer one the computed (causal) mask outside it.
+  const Interventions short_pass = fit_decoder_masks(iv, static_cast<int>(kSrc.size()), 3);
+  EXPECT_EQ(short_pass.custom_masks[0].blocked, painted.topLeftCorner(3, 3));
+  const Interventions long_pass = fit_decoder_masks(iv, static_cast<int>(kSrc.size()), 7);
+  EXPECT_EQ(long_pass.custom_masks[0].blocked.topLeftCorner(5, 5), painted);
+  EXPECT_EQ(long_pass.custom_masks[0].blocked(5, 6), 1.0f);  // causal outside the painted block
+  EXPECT_EQ(long_pass.custom_masks[0].blocked(6, 5), 0.0f);
+  EXPECT_EQ(long_pass.custom_masks[0].blocked(1, 6), 1.0f);
+  // Decoding with it: every step is the argmax of a full pass with the fitted mask, and the trace of the last
+  // pass carries the mask (query 0 of head 1 attends to later positions, query 2 not to key 0).
+  DecodeOptions o;
+  o.max_length = 7;
+  Decoder d(m.config, m.weights, kSrc, iv, o);
+  EXPECT_FALSE(d.uses_kv_cache());
+  d.run();
+  std::vector<int> input = {m.config.bos_id};
+  for (int token : d.generated()) {
+    const Interventions fitted = fit_decoder_masks(iv, static_cast<int>(kSrc.size()), static_cast<int>(input.size()));
+    EXPECT_EQ(argmax(forward(m.config, m.weights, kSrc, input, fitted).logits.bottomRows(1)), token);
+    input.push_back(token);
+  }
+  const Trace t = d.trace();
+  const Mat& probs = t.decoder[0].self_attn.probs[1];
+  ASSERT_GE(probs.rows(), 5);
+  EXPECT_GT(probs(0, 4), 0.0f);  // inside the painted block: allowed
+  EXPECT_EQ(probs(2, 0), 0.0f);
+  EXPECT_EQ(t.decoder[0].self_attn.probs[0](0, 4), 0.0f);  // other heads stay causal
+  if (probs.cols() > 5) {
+    EXPECT_EQ(probs(0, 5), 0.0f);  // outside it: the computed (causal) mask
+  }
+}
+
 }  // namespace
 }  // namespace sf

@@ -42,7 +42,9 @@ TEST(Interventions, HeadOffZeroesItsContribution) {
   const Trace t = forward(f.config, f.weights, f.src, f.tgt, iv);
   const AttentionTrace& a = t.encoder[1].self_attn;
   for (int h = 0; h < H; ++h)
-    if (h != keep) EXPECT_EQ(a.head_out[static_cast<size_t>(h)].cwiseAbs().maxCoeff(), 0.0f);
+    if (h != keep) {
+      EXPECT_EQ(a.head_out[static_cast<size_t>(h)].cwiseAbs().maxCoeff(), 0.0f);
+    }
   // With one head left, attn_out = head_keep W_o[:, keep*D : keep*D+D]^T + b_o.
   const LinearWeights& wo = f.weights.encoder_layers[1].self_attn.out;
   Mat expected = a.head_out[keep] * wo.weight.middleCols(keep * D, D).transpose();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gui/panels/interventions_panel.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -39,11 +40,12 @@ const char* kind_title(AttentionKind k) {
 
 }  // namespace
 
-void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
+bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interventions& edit) {
   if (!state.ready()) {
     ImGui::TextDisabled("No translation to show yet.");
-    return;
+    return false;
   }
+  bool changed = false;
   const Config& c = state.model->config;
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
@@ -58,7 +60,7 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
 
   const AttentionTrace* a = selected_attention(state.trace, sel);
-  if (!a || a->probs.empty()) return;
+  if (!a || a->probs.empty()) return changed;
   const std::vector<std::string> queries =
       sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
   const std::vector<std::string> keys =
@@ -66,10 +68,30 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
 
   ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
+  const HeadRef here{sel.kind, sel.layer, sel.head};
+  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  bool on = !edit.head_off(sel.kind, sel.layer, sel.head);
+  if (ImGui::Checkbox("head on", &on)) {
+    toggle_head(edit, here);
+    changed = true;
+  }
+  ImGui::SameLine();
+  ImGui::Checkbox("paint mask", &paint_mask_);
+  if (edit.custom_mask(sel.kind, sel.layer, sel.head)) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("clear painted mask")) {
+      edit.custom_masks.erase(std::remove_if(edit.custom_masks.begin(), edit.custom_masks.end(),
+                                             [&](const CustomMask& m) { return m.where == here; }),
+                              edit.custom_masks.end());
+      changed = true;
+    }
+  }
+
   explanation(
       "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
       "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
-      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0.");
+      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0. "
+      "Untick \"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.");
   ImGui::Text("softmax(Q K^T / sqrt(%d) + M) V     Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]",
               c.head_dim(), tq, c.head_dim(), tk, c.head_dim(), tq, tk);
 
@@ -132,6 +154,7 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
     if (is_hovered_token(kside, j))
       draw->AddRect(ImVec2(grid.x + j * cell, grid.y), ImVec2(grid.x + (j + 1) * cell, grid.y + tq * cell), kHoverColour, 0, 0, 3.0f);
   if (hovered) report_hovered_token(qside, row);
+  if (hovered && paint_mask_ && ImGui::IsMouseClicked(0)) changed |= toggle_mask_cell(state.trace, edit, here, row, col);
   ImGui::SameLine();
   colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
   if (steps_width > 0) {
@@ -157,8 +180,10 @@ void AttentionPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::Text("score q.k / sqrt(D) = %.3f", a->scores[sel.head](row, col));
     if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
     else ImGui::Text("probability = %.3f", a->probs[sel.head](row, col));
+    if (paint_mask_) ImGui::TextDisabled("click: %s this cell", blocked ? "allow" : "block");
     ImGui::EndTooltip();
   }
+  return changed;
 }
 
 }  // namespace sf::gui

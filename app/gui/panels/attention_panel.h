@@ -14,13 +14,16 @@ struct AttentionSelection {
 
 class AttentionPanel {
  public:
-  void draw(const AppState& state, AttentionSelection& selection);
+  // Edits `edit` (a copy of the state's interventions) when the user switches the head or paints its mask;
+  // returns true then.
+  bool draw(const AppState& state, AttentionSelection& selection, Interventions& edit);
 
  private:
   Heatmap heatmap_;                        // softmax probabilities, blocked cells hatched
   Heatmap scores_, masked_scores_, head_out_;  // the steps: QK^T/sqrt(D), + mask, probs V
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
+  bool paint_mask_ = false;  // clicks on the heatmap flip mask cells
 };
 
 // The attention block a selection names, or nullptr when the trace has no such layer.

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <numeric>
 
+#include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
 
-void draw_output_panel(const AppState& state, int& position) {
-  if (!state.ready()) return;
+bool draw_output_panel(const AppState& state, int& position, int* forced_token) {
+  if (!state.ready()) return false;
   const Mat& logits = state.trace.logits;  // (T, V)
   const Mat& probs = state.trace.probs;    // (T, V)
   const int T = static_cast<int>(probs.rows()), V = static_cast<int>(probs.cols());
@@ -21,12 +22,16 @@ void draw_output_panel(const AppState& state, int& position) {
   explanation(
       "The decoder's output vector at each position is multiplied by the output matrix: one score (logit) per "
       "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
-      "likely word, appends it to the decoder's input, and runs the decoder again for the next word.");
+      "likely word, appends it to the decoder's input, and runs the decoder again for the next word. Click any "
+      "candidate to force it at this position: the rest of the translation follows from it.");
   ImGui::Text("logits = dec.out W^T + b   [%d x %d]     p = softmax(logits)", T, V);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   ImGui::SliderInt("decoder position", &position, 0, T - 1);
   ImGui::SameLine();
   ImGui::Text("input so far: ... \"%s\"", inputs[static_cast<size_t>(position)].c_str());
+  ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
+  const int picked = draw_decoding_timeline(state, position);
+  if (picked >= 0) position = std::min(picked, T - 1);
 
   std::vector<int> order(static_cast<size_t>(V));
   std::iota(order.begin(), order.end(), 0);
@@ -34,6 +39,8 @@ void draw_output_panel(const AppState& state, int& position) {
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int a, int b) { return probs(position, a) > probs(position, b); });
   const int chosen = position < static_cast<int>(state.translation.size()) ? state.translation[static_cast<size_t>(position)] : -1;
+  const bool forced = position < static_cast<int>(state.interventions.forced_prefix.size());
+  bool clicked = false;
 
   const float bar_max = ImGui::GetContentRegionAvail().x * 0.6f;
   const float label_width = ImGui::GetFontSize() * 9;
@@ -43,14 +50,28 @@ void draw_output_panel(const AppState& state, int& position) {
     const float p = probs(position, id);
     const ImVec2 at = ImGui::GetCursorScreenPos();
     const float h = ImGui::GetTextLineHeight();
-    draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), unescape_token(state.model->tgt_vocab.token(id)).c_str());
+    ImGui::PushID(r);
+    if (ImGui::InvisibleButton("candidate", ImVec2(label_width + bar_max, h + 2))) {
+      *forced_token = id;
+      clicked = true;
+    }
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::PopID();
+    if (hovered) {
+      draw->AddRectFilled(at, ImVec2(at.x + label_width + bar_max, at.y + h + 2), IM_COL32(60, 70, 90, 255));
+      ImGui::SetTooltip("click: force \"%s\" at position %d and decode the rest from it",
+                        state.target_token(id).c_str(), position);
+    }
+    ImGui::SetCursorScreenPos(at);
+    draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), state.target_token(id).c_str());
     const ImVec2 b0(at.x + label_width, at.y + 2), b1(at.x + label_width + std::max(1.0f, p * bar_max), at.y + h - 2);
     draw->AddRectFilled(b0, b1, id == chosen ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
     char text[64];
-    std::snprintf(text, sizeof(text), "%.3f   (logit %.2f)%s", p, logits(position, id), id == chosen ? "   <- chosen" : "");
+    std::snprintf(text, sizeof(text), "%.3f   (logit %.2f)%s", p, logits(position, id), id != chosen ? "" : forced ? "   <- forced" : "   <- chosen");
     draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text);
     ImGui::Dummy(ImVec2(label_width + bar_max, h + 4));
   }
+  return clicked;
 }
 
 }  // namespace sf::gui

@@ -82,7 +82,7 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float width = ImGui::GetContentRegionAvail().x;
   // Height: the figure takes what is left above the hints (four lines), a pitch of at most 2.2 font sizes.
-  const float height_avail = ImGui::GetContentRegionAvail().y - 5.5f * ImGui::GetTextLineHeightWithSpacing();
+  const float height_avail = ImGui::GetContentRegionAvail().y - 7.5f * ImGui::GetTextLineHeightWithSpacing();
   const float pitch = std::clamp(height_avail / (kTopRow + 1.0f), 1.3f * f, 2.2f * f);
   const float box_h = std::min(pitch - 0.35f * f, 1.6f * f);
   const float gap = 0.6f * f;
@@ -173,14 +173,19 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
 
   // Below the figure: the overview of every head, and the keys.
   ImGui::SetCursorScreenPos(ImVec2(origin.x, bottom + 0.4f * f));
-  const bool all_here = view.current == Stage::AllHeads;
-  if (all_here) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.88f, 0.55f, 0.10f, 1.0f));
-  if (ImGui::Button("All heads, all layers", ImVec2(width, 0))) {
-    *clicked = Stage::AllHeads;
-    result = true;
-  }
-  if (all_here) ImGui::PopStyleColor();
-  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head");
+  auto stage_button = [&](Stage stage, const char* label) {
+    const bool here = view.current == stage;
+    if (here) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.88f, 0.55f, 0.10f, 1.0f));
+    if (ImGui::Button(label, ImVec2(width, 0))) {
+      *clicked = stage;
+      result = true;
+    }
+    if (here) ImGui::PopStyleColor();
+  };
+  stage_button(Stage::AllHeads, "All heads, all layers");
+  stage_button(Stage::Decoding, "Decoding, token by token");
+  stage_button(Stage::Interventions, "Interventions");
+  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head   Space: next token");
   return result;
 }
 

@@ -1,8 +1,10 @@
 #include "gui/script/script.h"
 
+#include <cfloat>
 #include <fstream>
 #include <sstream>
 
+#include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
 #include "util/error.h"
 
@@ -10,14 +12,24 @@ namespace sf::gui {
 
 namespace {
 
-// Commands and the number of arguments they take (-1: the rest of the line as one argument).
+// Commands and the number of arguments they take (-1: the rest of the line as one argument; -2: none or one).
 struct Spec {
   const char* name;
   int args;
 };
 constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
-                           {"layer", 1},      {"head", 1},      {"hover", 2},     {"wait", 1},
-                           {"screenshot", -1}, {"layout", -1},  {"quit", 0}};
+                           {"layer", 1},      {"head", 1},      {"hover", 2},     {"unhover", 0},   {"wait", 1},
+                           {"screenshot", -1}, {"layout", -1},  {"quit", 0},
+                           // interventions
+                           {"head-off", 1},   {"head-on", 1},   {"causal-mask", 1}, {"padding-mask", 1},
+                           {"positional", 1}, {"mask", 3},      {"reset", 0},
+                           // decoding
+                           {"step", -2},      {"back", -2},     {"run", 0},       {"restart", 0},
+                           {"decode", -1},    {"reference", -1}, {"force", 2}};
+
+constexpr const char* kCommandList =
+    "model, sentence, stage, attention, layer, head, hover, unhover, wait, screenshot, layout, quit, head-off, head-on, "
+    "causal-mask, padding-mask, positional, mask, reset, step, back, run, restart, decode, reference, force, open, show";
 
 bool is_int(const std::string& s) {
   if (s.empty()) return false;
@@ -26,6 +38,82 @@ bool is_int(const std::string& s) {
   for (; i < s.size(); ++i)
     if (s[i] < '0' || s[i] > '9') return false;
   return s.size() < 10;
+}
+
+// The interventions and decoding commands: each changes the state through the app, which recomputes.
+bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string>& log, const std::string& where) {
+  AppState& state = app.mutable_state();
+  auto report = [&](bool ok) {
+    if (!ok && !state.error.empty()) log.push_back(where + state.error);
+  };
+  Interventions iv = state.interventions;
+  try {
+    if (c.name == "head-off" || c.name == "head-on") {
+      const HeadRef h = parse_head_ref(c.args[0]);
+      if (iv.head_off(h.kind, h.layer, h.head) != (c.name == "head-off")) toggle_head(iv, h);
+      report(app.set_interventions(iv));
+    } else if (c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") {
+      bool& flag = c.name == "causal-mask" ? iv.causal_mask : c.name == "padding-mask" ? iv.padding_mask
+                                                                                        : iv.positional_encoding;
+      flag = c.args[0] == "on";
+      report(app.set_interventions(iv));
+    } else if (c.name == "mask") {
+      const HeadRef h = parse_head_ref(c.args[0]);
+      if (!toggle_mask_cell(state.trace, iv, h, std::stoi(c.args[1]), std::stoi(c.args[2])))
+        log.push_back(where + "no cell (" + c.args[1] + ", " + c.args[2] + ") in the mask of " + c.args[0]);
+      else
+        report(app.set_interventions(iv));
+    } else if (c.name == "reset") {
+      report(app.set_interventions(Interventions{}));
+    } else if (c.name == "step" || c.name == "back") {
+      const int n = c.args.empty() ? 1 : std::stoi(c.args[0]);
+      for (int i = 0; i < n; ++i)
+        if (!(c.name == "step" ? state.step() : state.step_back())) break;
+    } else if (c.name == "run") {
+      state.run_to_end();
+    } else if (c.name == "restart") {
+      report(state.restart());
+    } else if (c.name == "decode") {
+      // decode greedy | decode sample TEMPERATURE [TOP_K [TOP_P [SEED]]] | decode beam WIDTH [ALPHA]
+      std::istringstream words(c.args[0]);
+      std::string strategy;
+      words >> strategy;
+      DecodeOptions o = state.decode_options;
+      if (strategy == "greedy") {
+        o.strategy = DecodeStrategy::Greedy;
+      } else if (strategy == "sample") {
+        o.strategy = DecodeStrategy::Sample;
+        words >> o.sampling.temperature;
+        if (!words.eof()) words >> o.sampling.top_k;
+        if (!words.eof()) words >> o.sampling.top_p;
+        if (!words.eof()) words >> o.seed;
+      } else if (strategy == "beam") {
+        o.strategy = DecodeStrategy::Beam;
+        words >> o.beam_width;
+        if (!words.eof()) words >> o.length_penalty;
+      } else {
+        log.push_back(where + "decode takes greedy, sample TEMPERATURE [TOP_K [TOP_P [SEED]]] or beam WIDTH [ALPHA]");
+        return true;
+      }
+      if (words.fail()) {
+        log.push_back(where + "decode: cannot read the numbers in '" + c.args[0] + "'");
+        return true;
+      }
+      report(state.set_decode_options(o));
+    } else if (c.name == "reference") {
+      report(state.set_reference(c.args[0] == "-" ? "" : c.args[0]));
+    } else if (c.name == "force") {
+      if (!state.model) return true;
+      const std::optional<int> id = state.model->tgt_vocab.find(c.args[1]);
+      if (!id) log.push_back(where + "'" + c.args[1] + "' is not in the target vocabulary");
+      else report(state.force_token(std::stoi(c.args[0]), *id));
+    } else {
+      return false;
+    }
+  } catch (const Error& e) {
+    log.push_back(where + e.what());
+  }
+  return true;
 }
 
 }  // namespace
@@ -58,19 +146,29 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
       error = origin + ":" + std::to_string(number) + ": " + what;
       return std::nullopt;
     };
-    if (!spec) return bad("unknown command '" + c.name + "' (model, sentence, stage, attention, layer, head, hover, wait, screenshot, layout, quit)");
+    if (!spec) return bad("unknown command '" + c.name + "' (" + kCommandList + ")");
     if (spec->args == -1) {
       if (rest.empty()) return bad("'" + c.name + "' needs an argument");
       c.args = {rest};
     } else {
       std::istringstream words(rest);
       for (std::string w; words >> w;) c.args.push_back(w);
-      if (static_cast<int>(c.args.size()) != spec->args)
+      if (spec->args == -2 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec->args)
         return bad("'" + c.name + "' takes " + std::to_string(spec->args) + " argument(s), got " + std::to_string(c.args.size()));
     }
-    if ((c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover"))
+    if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
+        c.name == "back")
       for (const auto& a : c.args)
         if (!is_int(a) || std::stoi(a) < 0) return bad("'" + c.name + "' needs whole numbers, got '" + a + "'");
+    if (c.name == "mask")
+      for (size_t i = 1; i < 3; ++i)
+        if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0)
+          return bad("'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'");
+    if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
+      return bad("'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'");
+    if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
+        c.args[0] != "off")
+      return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
     script.commands.push_back(std::move(c));
   }
   return script;
@@ -136,6 +234,9 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       if (!found) log.push_back(where + "no attention heatmap with cell (" + c.args[0] + ", " + c.args[1] + ") on screen");
       wait_frames_ = 2;  // the tooltip appears on the next frames
       return;
+    } else if (c.name == "unhover") {
+      mouse_ = ImVec2(-FLT_MAX, -FLT_MAX);  // ImGui's "no mouse": nothing hovered, whatever the real pointer does
+      return;
     } else if (c.name == "wait") {
       wait_frames_ = std::stoi(c.args[0]);
       return;
@@ -151,6 +252,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "quit") {
       quit_ = true;
       return;
+    } else if (!run_model_command(app, c, log, where)) {
+      log.push_back(where + "unhandled command '" + c.name + "'");
     }
     // model, sentence, stage, attention, layer, head: draw a frame before the next command.
     return;

@@ -10,12 +10,23 @@
 //   attention KIND.L.H       select an attention head (KIND: enc, dec, cross) and open its stage
 //   layer L / head H         select a layer / a head
 //   hover ROW COL            put the mouse over a cell of the attention heatmap on screen
+//   unhover                  take the mouse off the window (whatever the real pointer does)
 //   wait N                   render N frames (a frame is drawn between any two commands anyway)
 //   screenshot PATH          save a PNG of the window (after the screen has settled)
 //   layout PATH              write where each heatmap was drawn, as JSON (as --layout-json)
 //   show VIEW                model-info (the model-info panel), open-model (the Open dialog), stage (back to
 //                            the stage; closes dialogs)
 //   quit                     exit (exit code 0; a script that ends without quit leaves the app open)
+// Interventions (each recomputes the translation and every view):
+//   head-off KIND.L.H / head-on KIND.L.H     switch a head off / on
+//   causal-mask on|off, padding-mask on|off, positional on|off
+//   mask KIND.L.H ROW COL    flip one cell of the head's mask (blocked <-> allowed), as a click in "paint mask"
+//   reset                    every intervention back to the model as trained
+// Decoding:
+//   step [N] / back [N]      N tokens forward / back (default 1); run: to <eos>; restart: back to <bos>
+//   decode greedy | decode sample TEMPERATURE [TOP_K [TOP_P [SEED]]] | decode beam WIDTH [ALPHA]
+//   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
+//   force POS WORD           force WORD at output position POS; the rest of the translation follows
 #pragma once
 #include <optional>
 #include <string>

@@ -1,0 +1,255 @@
+#include "gui/panels/decoding_panel.h"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+int draw_decoding_timeline(const AppState& state, int selected) {
+  if (!state.ready()) return -1;
+  const Mat& probs = state.trace.probs;  // (T, V): row i predicts output token i
+  const int rows = static_cast<int>(probs.rows());
+  const auto& forced = state.interventions.forced_prefix;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 pad = ImGui::GetStyle().FramePadding;
+  int clicked = -1;
+  for (int i = 0; i < static_cast<int>(state.translation.size()); ++i) {
+    const int id = state.translation[static_cast<size_t>(i)];
+    const std::string text = state.target_token(id);
+    const float p = i < rows ? probs(i, id) : NAN;
+    char prob[24];
+    std::snprintf(prob, sizeof(prob), "%.2f", p);
+    const ImVec2 ts = ImGui::CalcTextSize(text.c_str()), ps = ImGui::CalcTextSize(prob);
+    const ImVec2 size(std::max(ts.x, ps.x) + 2 * pad.x, ts.y + ps.y + 2 * pad.y + 4);
+    if (ImGui::GetContentRegionAvail().x < size.x) ImGui::NewLine();
+    const ImVec2 a = ImGui::GetCursorScreenPos(), b(a.x + size.x, a.y + size.y);
+    ImGui::PushID(i);
+    if (ImGui::InvisibleButton("token", size)) clicked = i;
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::PopID();
+    const bool is_forced = i < static_cast<int>(forced.size());
+    draw->AddRectFilled(a, b, i == selected ? IM_COL32(225, 140, 25, 255) : IM_COL32(40, 90, 150, 255), 4.0f);
+    // The probability as a bar along the bottom edge: full width = 1.
+    if (std::isfinite(p))
+      draw->AddRectFilled(ImVec2(a.x + 2, b.y - 5), ImVec2(a.x + 2 + (size.x - 4) * p, b.y - 2),
+                          IM_COL32(250, 220, 90, 255));
+    if (is_forced) draw->AddRect(a, b, IM_COL32(255, 255, 255, 255), 4.0f, 0, 2.0f);
+    if (hovered || is_hovered_token(TokenSide::Target, i + 1))
+      draw->AddRect(a, b, kHoverColour, 4.0f, 0, 3.0f);
+    draw->AddText(ImVec2(a.x + (size.x - ts.x) / 2, a.y + pad.y), IM_COL32(255, 255, 255, 255), text.c_str());
+    draw->AddText(ImVec2(a.x + (size.x - ps.x) / 2, a.y + pad.y + ts.y), IM_COL32(215, 215, 215, 255), prob);
+    if (hovered) {
+      report_hovered_token(TokenSide::Target, i + 1);  // decoder input position i + 1 holds output token i
+      ImGui::SetTooltip("output %d: \"%s\" with probability %.4f%s", i, text.c_str(), p,
+                        is_forced ? "\n(forced: teacher forcing or a clicked candidate)" : "");
+    }
+    ImGui::SameLine();
+  }
+  ImGui::NewLine();
+  return clicked;
+}
+
+namespace {
+
+// The beam search tree: one column per step, one box per hypothesis (its token and score), lines to the
+// parent; finished hypotheses outlined, the best one's path in orange.
+void draw_beam_tree(const AppState& state) {
+  const Decoder& d = *state.decoder;
+  const auto& tree = d.tree();
+  const float f = ImGui::GetFontSize();
+  const float col_w = f * 6.5f, row_h = f * 2.6f, box_w = f * 5.6f, box_h = f * 2.2f;
+  std::vector<int> row(tree.size(), 0), count_per_step;
+  int max_rows = 1, max_step = 0;
+  for (size_t n = 0; n < tree.size(); ++n) {
+    const int s = tree[n].step;
+    if (s >= static_cast<int>(count_per_step.size())) count_per_step.resize(static_cast<size_t>(s) + 1, 0);
+    row[n] = count_per_step[static_cast<size_t>(s)]++;
+    max_rows = std::max(max_rows, row[n] + 1);
+    max_step = std::max(max_step, s);
+  }
+  std::vector<char> on_best(tree.size(), 0);
+  for (int n = d.best_node(); n >= 0; n = tree[static_cast<size_t>(n)].parent) on_best[static_cast<size_t>(n)] = 1;
+
+  ImGui::BeginChild("beam_tree", ImVec2(0, std::min(ImGui::GetContentRegionAvail().y, max_rows * row_h + f * 2)),
+                    true, ImGuiWindowFlags_HorizontalScrollbar);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  auto box_at = [&](size_t n) {
+    return ImVec2(origin.x + tree[n].step * col_w, origin.y + row[n] * row_h);
+  };
+  for (size_t n = 1; n < tree.size(); ++n) {  // edges first, under the boxes
+    const size_t p = static_cast<size_t>(tree[n].parent);
+    const ImVec2 a = box_at(p), b = box_at(n);
+    draw->AddLine(ImVec2(a.x + box_w, a.y + box_h / 2), ImVec2(b.x, b.y + box_h / 2),
+                  on_best[n] ? IM_COL32(240, 160, 40, 255) : IM_COL32(110, 120, 135, 255), on_best[n] ? 3.0f : 1.0f);
+  }
+  for (size_t n = 0; n < tree.size(); ++n) {
+    const BeamNode& node = tree[n];
+    const ImVec2 a = box_at(n), b(a.x + box_w, a.y + box_h);
+    const bool live = std::find(d.live_beams().begin(), d.live_beams().end(), static_cast<int>(n)) != d.live_beams().end();
+    draw->AddRectFilled(a, b, on_best[n] ? IM_COL32(200, 120, 20, 255) : live ? IM_COL32(40, 90, 150, 255)
+                                                                                : IM_COL32(55, 60, 70, 255), 4.0f);
+    if (node.finished) draw->AddRect(a, b, IM_COL32(255, 255, 255, 255), 4.0f, 0, 2.0f);
+    const std::string token = n == 0 ? "<bos>" : state.target_token(node.token);
+    char score[32];
+    std::snprintf(score, sizeof(score), n == 0 ? "start" : "%.2f", node.score);
+    draw->AddText(ImVec2(a.x + 4, a.y + 1), IM_COL32(255, 255, 255, 255), token.c_str());
+    draw->AddText(ImVec2(a.x + 4, a.y + 1 + f), IM_COL32(210, 210, 210, 255), score);
+    ImGui::SetCursorScreenPos(a);
+    ImGui::PushID(static_cast<int>(n));
+    ImGui::InvisibleButton("node", ImVec2(box_w, box_h));
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("\"%s\" at step %d\nlog p = %.3f, summed %.3f\nscore = sum / ((5 + %d) / 6)^%.2f = %.3f%s",
+                        token.c_str(), node.step, node.logprob, node.sum_logprob, node.length,
+                        d.options().length_penalty, node.score, node.finished ? "\nfinished" : "");
+    ImGui::PopID();
+  }
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(ImVec2((max_step + 1) * col_w, max_rows * row_h));
+  ImGui::EndChild();
+}
+
+}  // namespace
+
+void DecodingPanel::draw(AppState& state) {
+  if (!state.ready() || !state.decoder) {
+    ImGui::TextDisabled("No translation to decode yet.");
+    return;
+  }
+  if (state.reference != shown_reference_) {  // the state changed it (a new sentence, "free running")
+    reference_input_ = state.reference;
+    shown_reference_ = state.reference;
+  }
+  ImGui::TextUnformatted("Decoding, one token at a time");
+  explanation(
+      "The decoder writes the translation one token at a time: each step runs the decoder on <bos> plus the "
+      "tokens so far and picks the next one from the output probabilities. Greedy takes the most likely token; "
+      "sampling draws one at random (temperature flattens or sharpens the distribution, top-k and top-p keep only "
+      "the likeliest); beam search keeps the best few partial translations and finishes the one with the best "
+      "length-normalised score. Teacher forcing feeds a reference translation instead of the model's own tokens.");
+
+  DecodeOptions o = state.decode_options;
+  bool changed = false;
+  int strategy = static_cast<int>(o.strategy);
+  changed |= ImGui::RadioButton("greedy", &strategy, static_cast<int>(DecodeStrategy::Greedy));
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("sampling", &strategy, static_cast<int>(DecodeStrategy::Sample));
+  ImGui::SameLine();
+  changed |= ImGui::RadioButton("beam search", &strategy, static_cast<int>(DecodeStrategy::Beam));
+  o.strategy = static_cast<DecodeStrategy>(strategy);
+  const float w = ImGui::GetFontSize() * 7;
+  if (o.strategy == DecodeStrategy::Sample) {
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderFloat("temperature", &o.sampling.temperature, 0.05f, 3.0f, "%.2f");
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderInt("top-k (0: all)", &o.sampling.top_k, 0, 100);
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderFloat("top-p", &o.sampling.top_p, 0.05f, 1.0f, "%.2f");
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::SameLine();
+    int seed = static_cast<int>(o.seed);
+    ImGui::SetNextItemWidth(w);
+    if (ImGui::InputInt("seed", &seed)) {
+      o.seed = static_cast<uint64_t>(std::max(0, seed));
+      changed = true;
+    }
+  } else if (o.strategy == DecodeStrategy::Beam) {
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderInt("beam width", &o.beam_width, 1, 8);
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderFloat("length penalty alpha", &o.length_penalty, 0.0f, 2.0f, "%.2f");
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+  }
+  if (changed) state.set_decode_options(o);
+
+  if (ImGui::Button("|< restart (Home)")) state.restart();
+  ImGui::SameLine();
+  if (ImGui::Button("< back (Backspace)")) state.step_back();
+  ImGui::SameLine();
+  if (ImGui::Button("step > (Space)")) state.step();
+  ImGui::SameLine();
+  if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
+  ImGui::SameLine();
+  const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
+  ImGui::Text("step %d%s   (recompute %.1f ms)", d.steps(), d.finished() ? ", finished" : "", state.last_recompute_ms);
+
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
+  const bool entered = ImGui::InputTextWithHint("##reference", "reference translation (English), e.g. a man in an orange shirt is standing on the street .",
+                                                &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  if (ImGui::Button("force it") || entered) state.set_reference(reference_input_);
+  ImGui::SameLine();
+  if (ImGui::Button("free running")) {
+    reference_input_.clear();
+    state.set_reference("");
+  }
+  ImGui::TextDisabled(state.interventions.forced_prefix.empty()
+                          ? "Free running: the model reads its own previous tokens."
+                          : "Forced: outlined tokens were given, not chosen; the output stage shows what the model "
+                            "itself predicted at each of them.");
+
+  ImGui::Spacing();
+  ImGui::Text("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
+              static_cast<int>(state.translation.size()));
+  draw_decoding_timeline(state, -1);
+  if (!state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0) {
+    // The distribution the next step draws from: the last row of the pass over <bos> + the tokens so far.
+    const int last = static_cast<int>(state.trace.probs.rows()) - 1;
+    const RowVec p = state.trace.probs.row(last);
+    std::vector<int> order(static_cast<size_t>(p.size()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    const int k = std::min<int>(5, static_cast<int>(order.size()));
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return p(a) > p(b); });
+    const size_t next = state.translation.size();
+    if (next < state.interventions.forced_prefix.size())
+      ImGui::Text("Next token: Space feeds the forced \"%s\"; the model itself predicts:",
+                  state.target_token(state.interventions.forced_prefix[next]).c_str());
+    else
+      ImGui::Text("Next token (Space takes %s; click one to force it):",
+                  o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
+    const float bar = ImGui::GetContentRegionAvail().x * 0.4f, label = ImGui::GetFontSize() * 8;
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    for (int r = 0; r < k; ++r) {
+      const int id = order[static_cast<size_t>(r)];
+      const ImVec2 at = ImGui::GetCursorScreenPos();
+      const float h = ImGui::GetTextLineHeight();
+      ImGui::PushID(r);
+      const bool clicked = ImGui::InvisibleButton("next", ImVec2(label + bar, h + 2));
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      if (hovered) draw->AddRectFilled(at, ImVec2(at.x + label + bar, at.y + h + 2), IM_COL32(60, 70, 90, 255));
+      draw->AddText(at, IM_COL32(255, 255, 255, 255), state.target_token(id).c_str());
+      draw->AddRectFilled(ImVec2(at.x + label, at.y + 2), ImVec2(at.x + label + std::max(1.0f, p(id) * bar), at.y + h - 2),
+                          r == 0 ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.3f", p(id));
+      draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text);
+      if (clicked) {
+        state.force_token(static_cast<int>(state.translation.size()), id);  // replaces the decoder: stop here
+        return;
+      }
+    }
+  }
+  if (o.strategy == DecodeStrategy::Beam) {
+    ImGui::Spacing();
+    ImGui::Text("Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
+                static_cast<int>(state.decoder->tree().size()));
+    draw_beam_tree(state);
+  }
+}
+
+}  // namespace sf::gui

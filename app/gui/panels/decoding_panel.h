@@ -1,0 +1,24 @@
+// Panel: decoding token by token. The strategy (greedy, sampling with temperature / top-k / top-p / seed, beam
+// search with width and length penalty) chosen live; one step forward (Space), one back (Backspace), run to
+// <eos> (End), restart (Home); teacher forcing with a reference translation versus free running; the timeline
+// of decoded tokens with the probability each had; the beam search drawn as a tree with its scores.
+#pragma once
+#include "gui/app_state.h"
+
+namespace sf::gui {
+
+// Calls the state's setters itself (step, set_decode_options, set_reference, ...); problems land in state.error.
+class DecodingPanel {
+ public:
+  void draw(AppState& state);
+
+ private:
+  std::string reference_input_;   // what the user types
+  std::string shown_reference_;   // state.reference when reference_input_ was last taken from it
+};
+
+// The tokens decoded so far as boxes with their probabilities (forced tokens outlined). Shared with the
+// output panel. Returns the index of a clicked token, or -1.
+int draw_decoding_timeline(const AppState& state, int selected);
+
+}  // namespace sf::gui

@@ -1,0 +1,184 @@
+#include "gui/panels/interventions_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+void toggle_head(Interventions& iv, const HeadRef& head) {
+  const auto it = std::find(iv.heads_off.begin(), iv.heads_off.end(), head);
+  if (it != iv.heads_off.end()) iv.heads_off.erase(it);
+  else iv.heads_off.push_back(head);
+}
+
+bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head, int row, int col) {
+  const AttentionTrace* a = nullptr;
+  if (head.kind == AttentionKind::Encoder && head.layer < static_cast<int>(trace.encoder.size()))
+    a = &trace.encoder[static_cast<size_t>(head.layer)].self_attn;
+  if (head.kind != AttentionKind::Encoder && head.layer < static_cast<int>(trace.decoder.size()))
+    a = head.kind == AttentionKind::Decoder ? &trace.decoder[static_cast<size_t>(head.layer)].self_attn
+                                            : &trace.decoder[static_cast<size_t>(head.layer)].cross_attn;
+  if (!a || head.head < 0 || head.head >= static_cast<int>(a->mask.size())) return false;
+  const Mat& applied = a->mask[static_cast<size_t>(head.head)];  // (Tq, Tk) 1 = blocked
+  if (row < 0 || col < 0 || row >= applied.rows() || col >= applied.cols()) return false;
+  CustomMask* mask = nullptr;
+  for (CustomMask& m : iv.custom_masks)
+    if (m.where == head) mask = &m;
+  if (!mask) {
+    iv.custom_masks.push_back({head, applied});
+    mask = &iv.custom_masks.back();
+  }
+  if (mask->blocked.rows() != applied.rows() || mask->blocked.cols() != applied.cols()) mask->blocked = applied;
+  mask->blocked(row, col) = mask->blocked(row, col) > 0.5f ? 0.0f : 1.0f;
+  return true;
+}
+
+std::string interventions_summary(const Interventions& iv) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (!iv.heads_off.empty()) add(std::to_string(iv.heads_off.size()) + (iv.heads_off.size() == 1 ? " head off" : " heads off"));
+  if (!iv.causal_mask) add("causal mask off");
+  if (!iv.padding_mask) add("padding mask off");
+  if (!iv.positional_encoding) add("positional encoding off");
+  if (!iv.custom_masks.empty())
+    add(std::to_string(iv.custom_masks.size()) + (iv.custom_masks.size() == 1 ? " painted mask" : " painted masks"));
+  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " forced tokens");
+  return out;
+}
+
+namespace {
+
+// A grid of layers (rows) x heads (columns) of one attention kind; a click toggles a head.
+bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& edit) {
+  const int layers = kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  const float f = ImGui::GetFontSize();
+  const float label = f * 3.5f;
+  bool changed = false;
+  ImGui::BeginGroup();
+  ImGui::TextUnformatted(kind == AttentionKind::Encoder   ? "Encoder self-attention"
+                         : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
+                                                          : "Cross-attention");
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  char text[32];
+  for (int h = 0; h < c.n_heads; ++h) {
+    std::snprintf(text, sizeof(text), "%d", h);
+    draw->AddText(ImVec2(origin.x + label + h * cell + cell * 0.35f, origin.y), IM_COL32(190, 190, 190, 255), text);
+  }
+  const float top = origin.y + ImGui::GetTextLineHeightWithSpacing();
+  for (int l = 0; l < layers; ++l) {
+    std::snprintf(text, sizeof(text), "layer %d", l);
+    draw->AddText(ImVec2(origin.x, top + l * cell + cell * 0.2f), IM_COL32(190, 190, 190, 255), text);
+    for (int h = 0; h < c.n_heads; ++h) {
+      const HeadRef ref{kind, l, h};
+      const bool off = edit.head_off(kind, l, h);
+      const ImVec2 a(origin.x + label + h * cell, top + l * cell), b(a.x + cell - 3, a.y + cell - 3);
+      ImGui::SetCursorScreenPos(a);
+      ImGui::PushID(static_cast<int>(kind) * 10000 + l * 100 + h);
+      if (ImGui::InvisibleButton("head", ImVec2(cell - 3, cell - 3))) {
+        toggle_head(edit, ref);
+        changed = true;
+      }
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      if (hovered)
+        ImGui::SetTooltip("%s.%d.%d: %s (click to switch %s)", to_string(kind), l, h, off ? "OFF" : "on",
+                          off ? "on" : "off");
+      draw->AddRectFilled(a, b, off ? IM_COL32(150, 40, 40, 255) : IM_COL32(40, 130, 80, 255), 3.0f);
+      if (hovered) draw->AddRect(a, b, kHoverColour, 3.0f, 0, 2.0f);
+      if (off) {  // a cross, readable without colour
+        draw->AddLine(ImVec2(a.x + 4, a.y + 4), ImVec2(b.x - 4, b.y - 4), IM_COL32(255, 255, 255, 255), 2.0f);
+        draw->AddLine(ImVec2(a.x + 4, b.y - 4), ImVec2(b.x - 4, a.y + 4), IM_COL32(255, 255, 255, 255), 2.0f);
+      }
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, top + layers * cell));
+  ImGui::Dummy(ImVec2(label + c.n_heads * cell, 2));
+  if (ImGui::SmallButton(kind == AttentionKind::Encoder ? "all on##enc" : kind == AttentionKind::Decoder ? "all on##dec" : "all on##cross")) {
+    edit.heads_off.erase(std::remove_if(edit.heads_off.begin(), edit.heads_off.end(),
+                                        [&](const HeadRef& r) { return r.kind == kind; }),
+                         edit.heads_off.end());
+    changed = true;
+  }
+  ImGui::EndGroup();
+  return changed;
+}
+
+}  // namespace
+
+bool draw_interventions_panel(const AppState& state, Interventions& edit) {
+  if (!state.model) return false;
+  const Config& c = state.model->config;
+  bool changed = false;
+  ImGui::TextUnformatted("Interventions: change the model and watch every view respond");
+  explanation(
+      "Switch heads off (their output becomes zeros before the output projection W_o), remove the masks, or "
+      "take away the positional encoding, and the sentence is translated again at once with the change: the "
+      "translation above, every heatmap and the output probabilities follow. The weights are never modified; "
+      "\"Reset all\" brings back the model as trained.");
+  ImGui::Text("Changed: %s", interventions_summary(edit).empty() ? "nothing (the model as trained)"
+                                                                 : interventions_summary(edit).c_str());
+  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  if (ImGui::Button("Reset all")) {
+    edit = Interventions{};
+    changed = true;
+  }
+  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  ImGui::TextDisabled("last recompute: %.1f ms", state.last_recompute_ms);
+  ImGui::Spacing();
+
+  changed |= ImGui::Checkbox("Causal mask (decoder position i sees positions <= i only)", &edit.causal_mask);
+  changed |= ImGui::Checkbox("Padding mask (pad tokens are never attended to)", &edit.padding_mask);
+  changed |= ImGui::Checkbox("Positional encoding (without it the model sees a bag of words)",
+                             &edit.positional_encoding);
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Heads: green = on, red with a cross = off. Click to switch.");
+  // Three grids side by side: cells as large as the width allows (1.2 to 2.2 font sizes).
+  const float f = ImGui::GetFontSize();
+  const float cell = std::clamp((ImGui::GetContentRegionAvail().x - 3 * (3.5f * f) - 3 * 1.5f * f) /
+                                    (3.0f * static_cast<float>(c.n_heads)),
+                                f * 1.2f, f * 2.2f);
+  changed |= head_grid(c, AttentionKind::Encoder, cell, edit);
+  ImGui::SameLine(0, f * 1.5f);
+  changed |= head_grid(c, AttentionKind::Decoder, cell, edit);
+  ImGui::SameLine(0, f * 1.5f);
+  changed |= head_grid(c, AttentionKind::Cross, cell, edit);
+
+  ImGui::Spacing();
+  if (edit.custom_masks.empty()) {
+    ImGui::TextDisabled("Painted masks: none (paint one on an attention heatmap with \"paint mask\")");
+  } else {
+    ImGui::TextUnformatted("Painted masks (they replace the computed mask of their head):");
+    for (size_t i = 0; i < edit.custom_masks.size(); ++i) {
+      const CustomMask& m = edit.custom_masks[i];
+      int blocked = 0;
+      for (Eigen::Index k = 0; k < m.blocked.size(); ++k) blocked += m.blocked.data()[k] > 0.5f;
+      ImGui::BulletText("%s.%d.%d: %d of %d cells blocked", to_string(m.where.kind), m.where.layer, m.where.head,
+                        blocked, static_cast<int>(m.blocked.size()));
+      ImGui::SameLine();
+      ImGui::PushID(static_cast<int>(i));
+      if (ImGui::SmallButton("remove")) {
+        edit.custom_masks.erase(edit.custom_masks.begin() + static_cast<long>(i));
+        changed = true;
+        ImGui::PopID();
+        break;
+      }
+      ImGui::PopID();
+    }
+  }
+  if (!edit.forced_prefix.empty()) {
+    ImGui::Text("Forced tokens (teacher forcing): %d", static_cast<int>(edit.forced_prefix.size()));
+    ImGui::SameLine();
+    if (ImGui::SmallButton("free running")) {
+      edit.forced_prefix.clear();
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace sf::gui

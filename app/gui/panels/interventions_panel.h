@@ -1,0 +1,23 @@
+// Panel: the interventions, changed live. For each attention kind a layer x head grid of toggles (a head
+// switched off contributes zeros before W_o); the causal and padding masks; positional encoding; the masks
+// painted by hand; "reset all". Every change recomputes the translation and every view in the same frame.
+#pragma once
+#include "gui/app_state.h"
+
+namespace sf::gui {
+
+// Edits a copy of the state's interventions; returns true when the user changed something (the caller then
+// hands `edit` to AppState::set_interventions).
+bool draw_interventions_panel(const AppState& state, Interventions& edit);
+
+// One line for the top bar: what is changed ("2 heads off, causal mask off"), or "" when nothing is.
+std::string interventions_summary(const Interventions& interventions);
+
+// Toggles one head in `iv` (on <-> off).
+void toggle_head(Interventions& iv, const HeadRef& head);
+
+// Flips one cell (query row, key column) of a head's mask between blocked and allowed. The first cell painted
+// on a head starts its custom mask from the mask the trace applied there. False when the cell is outside.
+bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head, int row, int col);
+
+}  // namespace sf::gui

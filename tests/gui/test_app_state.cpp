@@ -1,0 +1,156 @@
+// The app state on the shipped model: every intervention and decoding action recomputes the translation and
+// the trace at once, as the mathematics says, and a refused change leaves everything as it was.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gui/app_state.h"
+#include "gui/panels/interventions_panel.h"
+
+namespace sf::gui {
+namespace {
+
+class ShippedModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
+    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
+    baseline = state.translation;
+  }
+  int id(const char* word) const { return *state.model->tgt_vocab.find(word); }
+  AppState state;
+  std::vector<int> baseline;
+};
+
+TEST_F(ShippedModel, TranslatesTheExampleSentence) {
+  EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.");
+  EXPECT_TRUE(state.decoding_finished());
+  EXPECT_EQ(state.trace.tgt.ids.size(), state.translation.size());  // <bos> + all but the last token
+}
+
+TEST_F(ShippedModel, HeadOffZeroesItAndResetRestoresTheTranslationExactly) {
+  Interventions iv;
+  iv.heads_off.push_back({AttentionKind::Cross, 1, 3});
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  EXPECT_EQ(state.trace.decoder[1].cross_attn.head_out[3].cwiseAbs().maxCoeff(), 0.0f);
+  EXPECT_GT(state.trace.decoder[1].cross_attn.head_out[2].cwiseAbs().maxCoeff(), 0.0f);
+  ASSERT_TRUE(state.set_interventions(Interventions{}));
+  EXPECT_EQ(state.translation, baseline);
+}
+
+TEST_F(ShippedModel, EveryCrossAttentionHeadOffLosesTheSource) {
+  // Without cross-attention the decoder never reads the German sentence: the output cannot depend on it.
+  Interventions iv;
+  for (int l = 0; l < state.model->config.n_decoder_layers; ++l)
+    for (int h = 0; h < state.model->config.n_heads; ++h) iv.heads_off.push_back({AttentionKind::Cross, l, h});
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  const std::vector<int> blind = state.translation;
+  EXPECT_NE(blind, baseline);
+  ASSERT_TRUE(state.set_sentence("Zwei Hunde spielen im Schnee.")) << state.error;
+  EXPECT_EQ(state.translation, blind);
+}
+
+TEST_F(ShippedModel, CausalMaskOffLetsThePastSeeTheFuture) {
+  Interventions iv;
+  iv.causal_mask = false;
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  const Mat& p = state.trace.decoder[0].self_attn.probs[0];
+  ASSERT_GT(p.cols(), 2);
+  EXPECT_GT(p.topRightCorner(1, p.cols() - 1).sum(), 0.0f);  // <bos> attends to later positions
+  EXPECT_FALSE(state.decoder->uses_kv_cache());
+}
+
+TEST_F(ShippedModel, PaintedMaskCellBlocksExactlyThatCell) {
+  Interventions iv = state.interventions;
+  const HeadRef head{AttentionKind::Encoder, 0, 0};
+  // Block every key but <bos> for query 3: its whole row of probability moves onto column 0.
+  const int cols = static_cast<int>(state.trace.encoder[0].self_attn.probs[0].cols());
+  for (int j = 1; j < cols; ++j) ASSERT_TRUE(toggle_mask_cell(state.trace, iv, head, 3, j));
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  const Mat& p = state.trace.encoder[0].self_attn.probs[0];
+  EXPECT_NEAR(p(3, 0), 1.0f, 1e-6f);
+  EXPECT_GT(p(2, 1), 0.0f);  // other rows untouched by the mask
+  EXPECT_FALSE(toggle_mask_cell(state.trace, iv, head, 99, 0));
+}
+
+TEST_F(ShippedModel, DecoderMaskPaintedOnTheFullPassKeepsWorkingWhileStepping) {
+  Interventions iv = state.interventions;
+  const HeadRef head{AttentionKind::Decoder, 0, 2};
+  ASSERT_TRUE(toggle_mask_cell(state.trace, iv, head, 3, 0));
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  ASSERT_TRUE(state.restart()) << state.error;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(state.step()) << state.error;
+  EXPECT_EQ(state.trace.decoder[0].self_attn.probs[2](3, 0), 0.0f);
+}
+
+TEST_F(ShippedModel, PositionalEncodingOffMakesTheEncoderBlindToOrder) {
+  Interventions iv;
+  iv.positional_encoding = false;
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  EXPECT_EQ(state.trace.src.pos.cwiseAbs().maxCoeff(), 0.0f);
+  const Mat enc = state.trace.enc_out;
+  // Swapping two source words swaps their encoder outputs and nothing else.
+  ASSERT_TRUE(state.set_sentence("Mann Ein in einem orangefarbenen Hemd steht auf der Straße.")) << state.error;
+  EXPECT_LT((state.trace.enc_out.row(1) - enc.row(2)).cwiseAbs().maxCoeff(), 1e-4f);
+  EXPECT_LT((state.trace.enc_out.row(5) - enc.row(5)).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+TEST_F(ShippedModel, ForcingACandidateKeepsThePrefixAndContinues) {
+  ASSERT_TRUE(state.force_token(1, id("woman"))) << state.error;
+  ASSERT_GE(state.translation.size(), 3u);
+  EXPECT_EQ(state.translation[0], baseline[0]);
+  EXPECT_EQ(state.translation[1], id("woman"));
+  EXPECT_TRUE(state.decoding_finished());
+  EXPECT_EQ(state.translation.back(), state.model->config.eos_id);
+  EXPECT_NE(state.translation_text().find("woman"), std::string::npos) << state.translation_text();
+}
+
+TEST_F(ShippedModel, TeacherForcingFeedsTheReference) {
+  ASSERT_TRUE(state.set_reference("a man in a red shirt stands on the road .")) << state.error;
+  EXPECT_EQ(state.translation_text(), "a man in a red shirt stands on the road.");
+  // The model's own prediction at the forced "red" (position 4) is still "orange".
+  EXPECT_EQ(state.translation[4], id("red"));
+  int best = 0;
+  state.trace.probs.row(4).maxCoeff(&best);
+  EXPECT_EQ(best, id("orange"));
+  ASSERT_TRUE(state.set_reference(""));
+  EXPECT_EQ(state.translation, baseline);
+}
+
+TEST_F(ShippedModel, StepBackAndForwardAndStrategies) {
+  ASSERT_TRUE(state.restart());
+  EXPECT_TRUE(state.translation.empty());
+  EXPECT_EQ(state.trace.tgt.ids.size(), 1u);  // <bos> only: the pass that chooses the first token
+  ASSERT_TRUE(state.step());
+  ASSERT_TRUE(state.step());
+  EXPECT_EQ(state.translation, std::vector<int>(baseline.begin(), baseline.begin() + 2));
+  ASSERT_TRUE(state.step_back());
+  EXPECT_EQ(state.translation.size(), 1u);
+  ASSERT_TRUE(state.run_to_end());
+  EXPECT_EQ(state.translation, baseline);
+  DecodeOptions beam = state.decode_options;
+  beam.strategy = DecodeStrategy::Beam;
+  beam.beam_width = 4;
+  ASSERT_TRUE(state.set_decode_options(beam)) << state.error;
+  EXPECT_GT(state.decoder->tree().size(), 10u);
+  EXPECT_EQ(state.translation.back(), state.model->config.eos_id);
+  DecodeOptions bad = beam;
+  bad.beam_width = 0;
+  EXPECT_FALSE(state.set_decode_options(bad));
+  EXPECT_NE(state.error.find("beam width"), std::string::npos) << state.error;
+  EXPECT_EQ(state.decode_options.beam_width, 4);  // the previous options and result stay
+}
+
+TEST_F(ShippedModel, BadInterventionIsRefusedAndNothingChanges) {
+  const int version = state.version;
+  Interventions iv;
+  iv.heads_off.push_back({AttentionKind::Encoder, 7, 0});  // the model has 3 layers
+  EXPECT_FALSE(state.set_interventions(iv));
+  EXPECT_NE(state.error.find("layer 7"), std::string::npos) << state.error;
+  EXPECT_TRUE(state.interventions.heads_off.empty());
+  EXPECT_EQ(state.version, version);
+  EXPECT_EQ(state.translation, baseline);
+}
+
+}  // namespace
+}  // namespace sf::gui
