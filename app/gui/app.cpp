@@ -20,7 +20,9 @@
 
 namespace sf::gui {
 
-App::App(const AppOptions& options) : options_(options) {
+App::App(const AppOptions& options, SettingsStore* settings)
+    : settings_(settings), fallback_model_path_(options.fallback_model_path),
+      options_(options) {
   stage_from_name(options.stage, &stage_);
   select(stage_);
   if (!options.attention.empty()) {  // --attention KIND.L.H names the head, and its kind the attention stage
@@ -41,13 +43,12 @@ App::App(const AppOptions& options) : options_(options) {
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
-  const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
-  if (!state_.load_model(path))
-    std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", path.c_str(), state_.error.c_str());
+  open_model(options.model_path.empty() ? default_model_path() : options.model_path);  // in the background
 }
 
 void App::select(Stage stage) {
   stage_ = stage;
+  show_model_info_ = false;
   switch (stage) {
     case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderConcat: case Stage::EncoderAddNorm:
     case Stage::EncoderFeedForward:
@@ -60,8 +61,6 @@ void App::select(Stage stage) {
     default: break;
   }
 }
-
-bool App::open_model(const std::string& path) { return state_.load_model(path); }
 
 bool App::set_sentence(const std::string& text) {
   sentence_input_ = text;
@@ -77,6 +76,7 @@ bool App::go_to(const std::string& stage_name) {
 
 void App::select_head(const HeadRef& head) {
   attention_ = {head.kind, head.layer, head.head};
+  show_model_info_ = false;
   stage_ = head.kind == AttentionKind::Encoder ? Stage::EncoderAttention
            : head.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
 }
@@ -92,6 +92,7 @@ void App::handle_keys() {
       !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))
     view_.present = view_.fullscreen = false;
   if (ImGui::GetIO().WantTextInput) return;
+  if (ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;  // a dialog has the keys
   // A lesson waiting at a pause owns Space, Right, PageDown (next) and Left, PageUp (back).
   if (lesson_.active && lesson_.waiting) {
     if (key_pressed(GLFW_KEY_SPACE, false) || key_pressed(GLFW_KEY_RIGHT, false) ||
@@ -145,6 +146,8 @@ void App::frame() {
       frame_exports_.push_back(it->request);
       it = queued_exports_.erase(it);
     }
+  poll_model_loader();
+  handle_model_shortcuts();
   handle_keys();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
@@ -156,14 +159,16 @@ void App::frame() {
     draw_presentation_header();
   } else {
     ImGui::Text("Stepformer %s", STEPFORMER_VERSION);
+    draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
+    draw_view_and_export_buttons();
     ImGui::SameLine();
     if (state_.model)
-      ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", state_.model_path.c_str(),
+      ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", model_file_name().c_str(),
                           state_.model->family.c_str(), state_.model->config.d_model, state_.model->config.n_heads,
                           state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers);
     else
       ImGui::TextDisabled("  no model loaded");
-    draw_view_and_export_buttons();
+    if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
 
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
     if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
@@ -207,7 +212,7 @@ void App::frame() {
   const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
   const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
                          stage_min.y + ImGui::GetWindowSize().y + caption_height);
-  switch (stage_) {
+  if (!draw_model_views()) switch (stage_) {
     case Stage::Tokens: draw_tokens_panel(state_); break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
     case Stage::Positional: positional_panel_.draw(state_); break;
@@ -252,8 +257,10 @@ void App::frame() {
     if (p.heatmap && std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
       frame_tensors_.push_back(p.name);
   lesson_step_ += draw_caption_overlay(caption_, caption_lesson, stage_min, stage_max);
+  draw_model_dialogs();
   ImGui::End();
   export_tensors();
+  sync_settings();
 }
 
 // [SECTION] presentation, view, export

@@ -1,11 +1,13 @@
 // The app: its state and what one frame draws. The platform (window, GL, fonts) lives in window.h.
 #pragma once
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gui/app_state.h"
 #include "gui/export.h"
+#include "gui/model_loader.h"
 #include "gui/options.h"
 #include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
@@ -15,11 +17,15 @@
 #include "gui/panels/export_popup.h"
 #include "gui/panels/feed_forward_panel.h"
 #include "gui/panels/heads_grid_panel.h"
+#include "gui/panels/message_dialog.h"
+#include "gui/panels/model_info_panel.h"
+#include "gui/panels/open_model_dialog.h"
 #include "gui/panels/qkv_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
 #include "gui/panels/presentation.h"
 #include "gui/panels/view_popup.h"
 #include "gui/render/capture.h"
+#include "gui/settings.h"
 #include "gui/stages.h"
 #include "gui/view.h"
 
@@ -27,13 +33,14 @@ namespace sf::gui {
 
 class App {
  public:
-  explicit App(const AppOptions& options);
+  // `settings` (may be null: --no-settings) receives the session as it changes; the caller writes it out.
+  explicit App(const AppOptions& options, SettingsStore* settings = nullptr);
   void frame();  // builds the ImGui frame; call between Window::begin_frame and Window::end_frame
   const AppState& state() const { return state_; }
   Stage stage() const { return stage_; }
 
   // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
-  bool open_model(const std::string& path);
+  bool open_model(const std::string& path);  // starts a background load; false only for an empty path
   bool set_sentence(const std::string& text);
   bool go_to(const std::string& stage_name);  // false for an unknown stage
   void select_head(const HeadRef& head);      // also opens the head's attention stage
@@ -75,6 +82,18 @@ class App {
     float font_size = 0; // the body text's pixel size
   };
   const FrameLayout& frame_layout() const { return layout_; }
+  // [SECTION] model files (app_model.cpp). A load runs in the background; when it is done, the next frame
+  // swaps the model in, or shows the error dialog and keeps the current one.
+  void open_dropped(const std::vector<std::string>& paths);  // files dropped onto the window: the first opens
+  bool loading() const { return loader_.busy(); }
+  void finish_loading();                     // blocks until a load in progress is swapped in (tests)
+  const std::string& last_load_error() const { return last_load_error_; }  // "" after a load that worked
+  const MessageDialog& dialog() const { return dialog_; }
+  bool showing_model_info() const { return show_model_info_; }
+  // "model-info", "open-model" or "stage" (back to the stage, closing dialogs); false for another name.
+  bool show(const std::string& view);
+  // A text size the user picked (A-/A+, Ctrl+-/Ctrl+=, clamped to the View popup's range).
+  void set_text_scale(float scale);
 
  private:
   void draw_view_and_export_buttons();
@@ -83,8 +102,27 @@ class App {
   void export_tensors();              // this frame's CSV/NPY requests
   void report_export(const ExportRequest& request, const std::string& error);
   void handle_keys();
+  void poll_model_loader();     // app_model.cpp
+  void adopt(LoadedModel loaded);
+  void draw_model_bar();
+  bool draw_model_views();      // model info or the loading placeholder instead of the stage; true if drawn
+  void draw_model_dialogs();
+  void draw_loading_toast();
+  void handle_model_shortcuts();
+  void sync_settings();
+  std::string model_file_name() const;  // the top bar shows the file's name; its full path on hover
   void draw_pipeline_map();
   void select(Stage stage);
+  // Model files, dialogs, settings (app_model.cpp).
+  SettingsStore* settings_ = nullptr;
+  ModelLoader loader_;
+  std::string fallback_model_path_;     // opened once if the first model fails (the last session's is gone bad)
+  std::string last_load_error_;
+  std::vector<std::string> model_warnings_;
+  bool show_model_info_ = false;
+  ModelInfoPanel model_info_panel_;
+  OpenModelDialog open_dialog_;
+  MessageDialog dialog_;
   AppOptions options_;
   AppState state_;
   std::string sentence_input_;

@@ -11,6 +11,7 @@
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/script/script.h"
+#include "gui/settings.h"
 #include "gui/view.h"
 #include "gui/window.h"
 
@@ -21,6 +22,7 @@ nlohmann::json rect_json(const sf::gui::PixelRect& r) {
   return {{"x0", r.x}, {"y0", r.y}, {"x1", r.x + r.width}, {"y1", r.y + r.height}};
 }
 
+// Where each heatmap was drawn, and what the app showed (model, view, dialog): for the screenshot tests.
 bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   nlohmann::json heatmaps = nlohmann::json::array();
   for (const auto& p : sf::gui::heatmap_placements())
@@ -31,16 +33,27 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   const nlohmann::json panels = {{"stage", rect_json(layout.stage)}, {"pipeline", rect_json(layout.pipeline)},
                                  {"font_size", layout.font_size}, {"caption", app.caption()},
                                  {"present", app.view().present}};
+  nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
+                          {"view", app.showing_model_info() ? "model-info" : "stage"},
+                          {"loading", app.loading()},
+                          {"dialog", nullptr}};
+  if (const sf::gui::DialogMessage* d = app.dialog().current())
+    shown["dialog"] = {{"title", d->title}, {"file", d->file}, {"problem", d->problem}, {"hint", d->hint}};
   std::ofstream out(path);
-  out << nlohmann::json{{"heatmaps", heatmaps}, {"panels", panels}}.dump(2) << "\n";
+  out << nlohmann::json{{"heatmaps", heatmaps}, {"panels", panels}, {"app", shown}}.dump(2) << "\n";
   return static_cast<bool>(out);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
+  sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
+  // The last session fills in what the command line left open; a damaged settings file is moved aside and
+  // reported here and, once, in the app.
+  sf::gui::SettingsStore settings(parsed.options.no_settings ? std::string() : sf::gui::default_settings_path());
+  if (!settings.problem().empty()) std::fprintf(stderr, "stepformer: %s\n", settings.problem().c_str());
+  if (settings.enabled()) sf::gui::apply_last_session(settings.settings(), parsed.options);
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
@@ -59,11 +72,12 @@ int main(int argc, char** argv) {
 
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
-    sf::gui::App app(options);
+    sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
-    for (int frame = 1; !window.should_close(); ++frame) {
+    int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
+    while (!window.should_close()) {
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
@@ -76,6 +90,7 @@ int main(int argc, char** argv) {
       // While a PNG export is due the pointer is away, so no tooltip lands in the picture (a script's hover stays).
       const float away[2] = {-FLT_MAX, -FLT_MAX};
       window.begin_frame(mouse ? mouse_xy : app.capturing() ? away : nullptr);
+      app.open_dropped(window.take_dropped_paths());
       app.frame();
       window.end_frame();
       app.after_render();
@@ -92,7 +107,8 @@ int main(int argc, char** argv) {
         if (auto path = script->layout_due())
           if (!write_layout_json(*path, app)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
       }
-      if (screenshot_mode && frame >= options.frames) {
+      if (!app.loading()) ++frames_with_model;
+      if (screenshot_mode && frames_with_model >= options.frames) {
         const std::string error = window.save_screenshot(options.screenshot_path);
         if (!error.empty()) {
           std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());

@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "backend/backend.h"
+#include "gui/app_state.h"
+#include "gui/settings.h"
 #include "gui/stages.h"
 
 namespace sf::gui {
@@ -29,8 +32,9 @@ const char* kUsage =
     "                      all-heads, output\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --script FILE       run the commands in FILE, one per line (model, sentence, stage, attention,\n"
-    "                      layer, head, hover, wait, screenshot, layout, present, caption, export-png,\n"
-    "                      export-panel, export-csv, export-npy, quit; see the README)\n"
+    "                      layer, head, hover, wait, screenshot, layout, show, present, caption,\n"
+    "                      export-png, export-panel, export-csv, export-npy, head-off, step, ..., quit;\n"
+    "                      see the README)\n"
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
     "  --present           start in presentation mode (F5): large type, high contrast, the stage alone\n"
@@ -40,6 +44,9 @@ const char* kUsage =
     "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
     "  --frames N          frames to render before the screenshot (default 3)\n"
     "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
+    "  --no-settings       neither read nor write the settings and last session (also:\n"
+    "                      STEPFORMER_NO_SETTINGS=1); they live in $XDG_CONFIG_HOME/stepformer/settings.json\n"
+    "                      (default ~/.config/stepformer/settings.json)\n"
     "  --version           print the version and exit\n"
     "  --help              print this help and exit\n";
 
@@ -55,6 +62,8 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 
 ParsedOptions parse_app_options(int argc, char** argv) {
   ParsedOptions r;
+  if (const char* v = std::getenv("STEPFORMER_NO_SETTINGS"); v && *v && std::strcmp(v, "0") != 0)
+    r.options.no_settings = true;
   auto error = [&](const std::string& message) {
     std::fprintf(stderr, "stepformer: %s\n(see stepformer --help)\n", message.c_str());
     r.exit_now = true;
@@ -109,13 +118,22 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       r.options.present = true;
     } else if (arg == "--fullscreen") {
       r.options.fullscreen = true;
+    } else if (arg == "--no-settings") {
+      r.options.no_settings = true;
     } else if (arg == "--model" || arg == "--sentence" || arg == "--stage" || arg == "--attention") {
       const char* v = value(arg.c_str());
       if (!v) return error(arg + " needs a value");
-      if (arg == "--model") r.options.model_path = v;
-      if (arg == "--sentence") r.options.sentence = v;
+      if (arg == "--model") {
+        r.options.model_path = v;
+        r.options.model_given = true;
+      }
+      if (arg == "--sentence") {
+        r.options.sentence = v;
+        r.options.sentence_given = true;
+      }
       if (arg == "--stage") {
         r.options.stage = v;
+        r.options.stage_given = true;
         Stage stage;
         if (!stage_from_name(r.options.stage, &stage))
           return error("--stage must be one of " + stage_names() + "; got '" + r.options.stage + "'");
@@ -128,6 +146,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (!v || end == v || *end != '\0' || !(s >= 0.5f && s <= 4.0f))
         return error("--ui-scale needs a number from 0.5 to 4, got '" + std::string(v ? v : "") + "'");
       r.options.ui_scale = s;
+      r.options.ui_scale_given = true;
     } else {
       return error("unknown option '" + arg + "'");
     }
@@ -135,6 +154,23 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   if (!r.options.script_path.empty() && !r.options.lesson_path.empty())
     return error("--script and --lesson cannot be combined (a lesson is a script that waits at its pauses)");
   return r;
+}
+
+void apply_last_session(const Settings& settings, AppOptions& options) {
+  std::error_code ec;
+  if (!options.model_given && !settings.last_model.empty()) {
+    if (std::filesystem::is_regular_file(settings.last_model, ec)) {
+      options.model_path = settings.last_model;
+      options.fallback_model_path = default_model_path();
+    } else {
+      std::fprintf(stderr, "stepformer: the last model '%s' is gone; opening the shipped model\n",
+                   settings.last_model.c_str());
+    }
+  }
+  if (!options.sentence_given && !settings.last_sentence.empty()) options.sentence = settings.last_sentence;
+  Stage stage;
+  if (!options.stage_given && stage_from_name(settings.last_stage, &stage)) options.stage = settings.last_stage;
+  if (!options.ui_scale_given) options.ui_scale = settings.ui_scale;
 }
 
 }  // namespace sf::gui

@@ -19,6 +19,10 @@ struct AppOptions {
   std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
   bool present = false;               // --present: start in presentation mode
   bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor
+  bool no_settings = false;           // --no-settings or STEPFORMER_NO_SETTINGS=1: no settings read or written
+  // Which options the command line gave: the last session (settings.h) fills in only the others.
+  bool model_given = false, sentence_given = false, stage_given = false, ui_scale_given = false;
+  std::string fallback_model_path;    // opened if model_path, restored from the last session, fails to load
 };
 
 struct ParsedOptions {
@@ -29,5 +33,10 @@ struct ParsedOptions {
 
 // Parses argv; prints help, version or a clear error itself (to stdout / stderr).
 ParsedOptions parse_app_options(int argc, char** argv);
+
+struct Settings;
+// Fills what the command line left open from the last session: the model (if its file still exists; the
+// shipped model becomes the fallback), the sentence, the stage (if it is a known id) and the UI scale.
+void apply_last_session(const Settings& settings, AppOptions& options);
 
 }  // namespace sf::gui

@@ -2,6 +2,9 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "gui/view.h"
 
 namespace sf::gui {
@@ -20,6 +23,36 @@ void explanation(const char* text) {
   ImGui::TextUnformatted(text);
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
+}
+
+void spinner(float radius) {
+  constexpr int kDots = 10;
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const ImVec2 centre(p.x + radius, p.y + radius);
+  const float turn = static_cast<float>(ImGui::GetTime()) * 1.5f;  // turns per second
+  const int lead = static_cast<int>(turn * kDots) % kDots;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (int i = 0; i < kDots; ++i) {
+    const float a = 6.2831853f * i / kDots;
+    const int behind = (lead - i + kDots) % kDots;  // 0 = the bright one, then fading trail
+    const float alpha = std::max(0.15f, 1.0f - behind * 0.22f);
+    draw->AddCircleFilled(ImVec2(centre.x + std::cos(a) * radius * 0.75f, centre.y + std::sin(a) * radius * 0.75f),
+                          radius * 0.17f, ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, alpha)));
+  }
+  ImGui::Dummy(ImVec2(2 * radius, 2 * radius));
+}
+
+void moving_bar(ImVec2 size) {
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float rounding = size.y * 0.5f;
+  draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, 0.2f)), rounding);
+  const float phase = std::fmod(static_cast<float>(ImGui::GetTime()) * 0.8f, 1.0f);  // sweeps per second
+  const float segment = size.x * 0.3f;
+  const float x0 = p.x - segment + phase * (size.x + segment);
+  draw->AddRectFilled(ImVec2(std::max(x0, p.x), p.y), ImVec2(std::min(x0 + segment, p.x + size.x), p.y + size.y),
+                      ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, 1.0f)), rounding);
+  ImGui::Dummy(size);
 }
 
 void attention_kind_picker(AttentionKind* kind) {
@@ -78,15 +111,29 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
                       TokenSide side) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
+  // Rows thinner than a line of text (many tokens, large type): the label shrinks to its row, down to 0.6 of
+  // the text size; below that only every step-th row is labelled so the labels do not print over each other,
+  // and the hovered row's label is always drawn, on a box of its own.
+  const float size = std::clamp(row_height, 0.6f * font, font);
+  const int step = row_height >= size ? 1 : static_cast<int>(std::ceil(size / std::max(row_height, 1.0f)));
+  int hovered = -1;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (is_hovered_token(side, static_cast<int>(i))) hovered = static_cast<int>(i);
   for (size_t i = 0; i < labels.size(); ++i) {
     const ImVec2 p0(origin.x, origin.y + i * row_height), p1(origin.x + width, origin.y + (i + 1) * row_height);
     const int index = static_cast<int>(i);
-    if (is_hovered_token(side, index)) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
+    if (index == hovered) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
     if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
-    // Rows lower than the text (many tokens, large type): the label shrinks to its row rather than overlap.
-    const float size = std::min(font, row_height);
-    draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
-                  ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
+    if (index % step == 0 && (step == 1 || hovered < 0 || std::abs(index - hovered) >= step))
+      draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
+                    ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
+  }
+  if (step > 1 && hovered >= 0) {
+    const float centre = origin.y + (hovered + 0.5f) * row_height;
+    draw->AddRectFilled(ImVec2(origin.x, centre - 0.5f * size), ImVec2(origin.x + width, centre + 0.5f * size),
+                        kHoverColour, 3.0f);
+    draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, centre - 0.5f * size),
+                  ImGui::GetColorU32(ImGuiCol_Text), labels[static_cast<size_t>(hovered)].c_str());
   }
 }
 

@@ -1,5 +1,7 @@
 // Small widgets shared by every panel.
 #pragma once
+#include <imgui.h>
+
 #include "transformer/interventions.h"
 
 namespace sf::gui {
@@ -9,6 +11,12 @@ namespace sf::gui {
 void explanation(const char* text);
 // Whether explanation() draws (the app hides them in presentation mode while a lesson's caption explains).
 void show_explanations(bool shown);
+
+// An indeterminate progress indicator: a ring of dots, one bright dot going round (animated by ImGui's clock).
+// Occupies a square of 2 * radius; the frame loop keeps drawing while it shows.
+void spinner(float radius);
+// An indeterminate progress bar of `size`: a bright segment sliding across a dim track.
+void moving_bar(ImVec2 size);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);

@@ -56,6 +56,18 @@ std::string load_ui_font(float pixel_size) {
   return "";
 }
 
+void apply_ui_style(float ui_scale) {
+  ImGuiStyle style;  // a fresh style: ScaleAllSizes multiplies, so rescaling the current one would compound
+  ImGui::StyleColorsDark(&style);
+  style.WindowRounding = 4.0f;
+  style.FrameRounding = 3.0f;
+  // Dialogs stand out: the rest of the window goes dark behind them (the dark style's default lightens it
+  // a little, which hides a dialog among the panels).
+  style.Colors[ImGuiCol_ModalWindowDimBg] = ImVec4(0.0f, 0.0f, 0.0f, 0.55f);
+  style.ScaleAllSizes(ui_scale);
+  ImGui::GetStyle() = style;
+}
+
 Window::Window(int width, int height, const char* title, bool visible, float ui_scale) {
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
@@ -83,14 +95,38 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // layout is ours; settings go to the XDG config directory, not the working dir
-  ImGui::StyleColorsDark();
-  ImGuiStyle& style = ImGui::GetStyle();
-  style.WindowRounding = 4.0f;
-  style.FrameRounding = 3.0f;
-  style.ScaleAllSizes(ui_scale);
+  ui_scale_ = ui_scale;
+  apply_ui_style(ui_scale);
   load_ui_font(18.0f * ui_scale);
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
+  // ImGui's GLFW backend does not use the window's user pointer; the drop callback finds this Window by it.
+  glfwSetWindowUserPointer(window_, this);
+  glfwSetDropCallback(window_, &Window::on_drop);
+}
+
+void Window::on_drop(GLFWwindow* window, int count, const char** paths) {
+  auto* self = static_cast<Window*>(glfwGetWindowUserPointer(window));
+  if (!self) return;
+  for (int i = 0; i < count; ++i)
+    if (paths[i]) self->dropped_.emplace_back(paths[i]);
+}
+
+std::vector<std::string> Window::take_dropped_paths() {
+  std::vector<std::string> out;
+  out.swap(dropped_);
+  return out;
+}
+
+void Window::set_ui_scale(float ui_scale) {
+  ui_scale = std::clamp(ui_scale, 0.5f, 4.0f);
+  if (ui_scale == ui_scale_) return;
+  ui_scale_ = ui_scale;
+  apply_ui_style(ui_scale);
+  ImGui::GetIO().Fonts->Clear();
+  load_ui_font(18.0f * ui_scale);
+  ImGui_ImplOpenGL3_DestroyFontsTexture();
+  ImGui_ImplOpenGL3_CreateFontsTexture();
 }
 
 Window::~Window() {

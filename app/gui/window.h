@@ -2,6 +2,7 @@
 // and the scalable TTF font. Nothing model-specific lives here.
 #pragma once
 #include <string>
+#include <vector>
 
 struct GLFWwindow;
 
@@ -27,8 +28,19 @@ class Window {
   void framebuffer_size(int* width, int* height) const;
   GLFWwindow* handle() const { return window_; }
 
+  // Files dropped onto the window since the last call (GLFW's drop callback only queues them: the app opens
+  // them on its next frame, never from inside the callback).
+  std::vector<std::string> take_dropped_paths();
+  // Rebuilds the font at the new scale and rescales the style; takes effect from the next begin_frame. Call
+  // between frames (not between begin_frame and end_frame).
+  void set_ui_scale(float ui_scale);
+  float ui_scale() const { return ui_scale_; }
+
  private:
+  static void on_drop(GLFWwindow* window, int count, const char** paths);
   GLFWwindow* window_ = nullptr;
+  float ui_scale_ = 1.0f;
+  std::vector<std::string> dropped_;
 };
 
 struct WindowError {
@@ -39,5 +51,7 @@ struct WindowError {
 // ImGui's built-in bitmap font. Returns the path used, or "" for the fallback. Used by the window and by the
 // headless panel tests.
 std::string load_ui_font(float pixel_size);
+// The app's style (dark, rounded) with every size multiplied by `ui_scale`.
+void apply_ui_style(float ui_scale);
 
 }  // namespace sf::gui

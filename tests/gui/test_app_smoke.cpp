@@ -44,7 +44,8 @@ std::string output_path(const std::string& name) {
 std::string headless(const std::string& args) {
   const std::string xvfb = STEPFORMER_XVFB_RUN;
   if (xvfb.empty()) return "";
-  return xvfb + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " " + args;
+  // --no-settings: the user's last session must not change what the tests see.
+  return xvfb + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings " + args;
 }
 
 struct Image {
@@ -79,7 +80,7 @@ TEST(AppSmoke, BadOptionsAreNamed) {
 }
 
 TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
-  RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH + " --screenshot " +
+  RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH + " --no-settings --screenshot " +
                     output_path("never.png"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, -1) << "it must exit, not crash";

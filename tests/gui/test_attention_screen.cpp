@@ -49,7 +49,7 @@ Screen screenshot(const std::string& attention, const std::string& name, const s
         << "\nscreenshot " << png << "\nlayout " << layout << "\nquit\n";
   }
   const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
-                          " --size 1280x800 --script " + script + " > " + base + ".log 2>&1";
+                          " --no-settings --size 1280x800 --script " + script + " > " + base + ".log 2>&1";
   Screen s;
   if (std::system(cmd.c_str()) != 0) return s;
   int channels = 0;

@@ -157,6 +157,7 @@ class HeadlessExport : public ::testing::Test {
     options.stage = stage;
     options.attention = head;
     app_ = std::make_unique<App>(options);
+    app_->finish_loading();  // the model loads in the background
     frame();
     ASSERT_TRUE(app_->state().ready()) << app_->state().error;
   }

@@ -72,6 +72,7 @@ class LessonRun : public ::testing::Test {
     AppOptions options;
     options.model_path = model;
     app_ = std::make_unique<App>(options);
+    app_->finish_loading();  // the model loads in the background
     std::string error;
     auto script = parse_script(text, "test.lesson", error, ScriptParse::Lesson);
     ASSERT_TRUE(script) << error;
@@ -231,7 +232,7 @@ TEST(LessonKeys, AQuickTapContinuesTheLesson) {
   std::ofstream(dir / "tap.lesson") << "model " << kModel << "\ncaption waiting for a tap\npause\nstage positional\n"
                                     << "export-csv " << csv << "\nquit\n";
   std::ofstream(dir / "drive.sh") << "#!/bin/sh\n"
-      << STEPFORMER_APP_PATH << " --size 1024x640 --lesson " << (dir / "tap.lesson").string() << " > "
+      << STEPFORMER_APP_PATH << " --no-settings --size 1024x640 --lesson " << (dir / "tap.lesson").string() << " > "
       << (dir / "log.txt").string() << " 2>&1 &\n"
       << "app=$!\n"
       << "xdotool search --sync --name Stepformer > /dev/null\n"

@@ -32,6 +32,7 @@ class Headless : public ::testing::Test {
     options.model_path = kModel;
     options.sentence = "Ein Mann mit einer Frau.";
     app_ = std::make_unique<App>(options);
+    app_->finish_loading();  // the model loads in the background; these tests start with it in
   }
   void TearDown() override {
     app_.reset();

@@ -43,7 +43,7 @@ nlohmann::json load_json(const fs::path& path) {
 
 int run_script(const fs::path& dir, const std::string& script, const std::string& args = "") {
   std::ofstream(dir / "script.txt") << script;
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
                           " --size 1280x800 " + args + " --script " + (dir / "script.txt").string() + " > " +
                           (dir / "log.txt").string() + " 2>&1";
   return std::system(cmd.c_str());
@@ -183,7 +183,7 @@ TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
       << "present on\nattention cross.2.0\ncaption Cross-attention joins the two halves: English queries, German "
          "keys. Each row shows which German words the decoder read while writing one English word.\n"
       << "layout " << (dir / "layout.json").string() << "\nquit\n";
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1920x1080x24' " + STEPFORMER_APP_PATH +
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1920x1080x24' " + STEPFORMER_APP_PATH + " --no-settings" +
                           " --size 1920x1080 --script " + (dir / "script.txt").string() + " > " +
                           (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << dir / "log.txt";
@@ -217,7 +217,7 @@ TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
 
 TEST_F(Scripted, PresentOptionStartsInPresentationMode) {
   const fs::path dir = fresh_dir("present_option");
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --model " + kModel +
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --no-settings --model " + kModel +
                           " --present --stage positional --size 1024x640 --screenshot " + (dir / "p.png").string() +
                           " --layout-json " + (dir / "p.json").string() + " > " + (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -242,6 +242,7 @@ class HeadlessView : public ::testing::Test {
     options.sentence = "Ein Mann mit einer Frau.";
     options.stage = "encoder-attention";
     app_ = std::make_unique<App>(options);
+    app_->finish_loading();  // the model loads in the background
   }
   void TearDown() override {
     app_.reset();

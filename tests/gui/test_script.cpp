@@ -75,7 +75,7 @@ TEST(ScriptRun, WalksEveryStageAndScreenshotsIt) {
     out << "quit\n";
   }
   for (const auto& [stage, maps] : kStages) fs::remove(dir / (stage + ".png"));
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
                           " --size 1280x800 --script " + script.string() + " > " + (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << (dir / "log.txt");
 

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstdio>
 #include <iterator>
+#include <string>
 
 namespace sf::gui {
 
@@ -108,10 +109,11 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
                         here ? IM_COL32(60, 60, 40, 255) : IM_COL32(45, 48, 55, 255), 6.0f);
     char label[64];
     const int n = column == 0 ? n_enc : n_dec;
+    const std::string count = n > 0 ? std::to_string(n) : "N";  // no model (yet): the paper's N
     if (here)
-      std::snprintf(label, sizeof(label), "%s x%d: layer %d", column == 0 ? "Encoder" : "Decoder", n, view.layer);
+      std::snprintf(label, sizeof(label), "%s x%s: layer %d", column == 0 ? "Encoder" : "Decoder", count.c_str(), view.layer);
     else
-      std::snprintf(label, sizeof(label), "%s x%d", column == 0 ? "Encoder" : "Decoder", n);
+      std::snprintf(label, sizeof(label), "%s x%s", column == 0 ? "Encoder" : "Decoder", count.c_str());
     centred_text(draw, ImVec2(x, low - 0.85f * pitch), ImVec2(x + col_w, low),
                  here ? IM_COL32(250, 210, 120, 255) : IM_COL32(170, 175, 185, 255), label);
   }

@@ -31,7 +31,9 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            {"positional", 1}, {"mask", 3},      {"reset", 0},
                            // decoding
                            {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
-                           {"decode", -1},    {"reference", -1}, {"force", 2}};
+                           {"decode", -1},    {"reference", -1}, {"force", 2},
+                           // model files and views (App, app_model.cpp): load and go on; show a view
+                           {"open", -1},      {"show", 1}};
 
 std::string command_names() {
   std::string out;
@@ -266,6 +268,14 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     pending_export_.reset();
     return publish(app);
   }
+  // A model loads in the background (the app's first, or a `model` command's): frames go on, commands wait.
+  if (wait_for_load_ && app.loading()) return publish(app);
+  wait_for_load_ = false;
+  if (loading_line_ > 0) {
+    if (!app.last_load_error().empty())
+      log.push_back("script line " + std::to_string(loading_line_) + ": " + app.last_load_error());
+    loading_line_ = 0;
+  }
   while (next_ < script_.commands.size()) {
     const ScriptCommand& c = script_.commands[next_++];
     const std::string where = "script line " + std::to_string(c.line) + ": ";
@@ -298,7 +308,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       wait_frames_ = 2;  // let the layout settle, as for a screenshot
       return publish(app);
     } else if (c.name == "model") {
-      if (!app.open_model(c.args[0])) log.push_back(where + app.state().error);
+      app.open_model(c.args[0]);  // loads in the background: the next commands wait for it
+      loading_line_ = c.line;
+      wait_for_load_ = true;
+    } else if (c.name == "open") {
+      app.open_model(c.args[0]);  // loads in the background while the script goes on
     } else if (c.name == "sentence") {
       if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
     } else if (c.name == "stage") {
@@ -339,6 +353,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "layout") {
       layout_ = c.args[0];
       return;
+    } else if (c.name == "show") {
+      if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
+    } else if (c.name == "show") {
+      if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
     } else if (c.name == "quit") {
       quit_ = true;
       return;

@@ -1,7 +1,10 @@
 // Scripts: `stepformer --script FILE` runs commands one per line, for tests and for teachers' prepared
 // walkthroughs. Blank lines and lines starting with # are ignored.
 //
-//   model PATH               open a model file (a bad file is reported; the current model stays)
+//   model PATH               open a model file, in the background as the Open dialog does; the script waits
+//                            for it (a bad file shows the error dialog, is reported, the current model stays)
+//   open PATH                start opening a model file and go on at once (as a click on Open: the next
+//                            commands run while it loads; for screenshots of the loading indicator)
 //   sentence TEXT...         set the source sentence and translate it
 //   stage NAME               go to a stage (the names of --stage)
 //   attention KIND.L.H       select an attention head (KIND: enc, dec, cross) and open its stage
@@ -20,6 +23,8 @@
 //   export-panel PATH        the stage panel as PNG    } replaced (the script logs that and goes on)
 //   export-csv PATH          the panel's main tensor (its first heatmap) as CSV
 //   export-npy PATH          ... as NumPy .npy (float32, shape (rows, cols))
+//   show VIEW                model-info (the model-info panel), open-model (the Open dialog), stage (back to
+//                            the stage; closes dialogs)
 //   quit                     exit (exit code 0; a script that ends without quit leaves the app open)
 // Interventions (each recomputes the translation and every view):
 //   head-off KIND.L.H / head-on KIND.L.H     switch a head off / on
@@ -99,6 +104,8 @@ class ScriptRunner {
   std::optional<ImVec2> mouse_;
   std::optional<std::string> screenshot_, layout_;
   bool quit_ = false;
+  bool wait_for_load_ = true;  // at start (the app's first model) and after `model`: commands wait for it
+  int loading_line_ = 0;       // the line of a `model` command whose file is loading
 };
 
 }  // namespace sf::gui

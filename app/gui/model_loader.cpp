@@ -1,0 +1,67 @@
+#include "gui/model_loader.h"
+
+namespace sf::gui {
+
+LoadedModel read_model_file(const std::string& path) {
+  LoadedModel r;
+  r.path = path;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    r.model = std::make_shared<const Model>(sf::load_model(path, &r.warnings));
+  } catch (const Error& e) {
+    r.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    r.error_kind = e.kind();
+  } catch (const std::bad_alloc&) {
+    r.error = "out of memory reading '" + path + "'";
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+ModelLoader::~ModelLoader() {
+  if (future_.valid()) future_.wait();
+}
+
+void ModelLoader::start(const std::string& path) {
+  if (busy()) {
+    queued_ = path;
+    return;
+  }
+  path_ = path;
+  started_ = Clock::now();
+  future_ = std::async(std::launch::async, read_model_file, path);
+}
+
+double ModelLoader::elapsed_seconds(Clock::time_point now) const {
+  return busy() ? std::chrono::duration<double>(now - started_).count() : 0.0;
+}
+
+std::optional<LoadedModel> ModelLoader::finish() {
+  LoadedModel result = future_.get();
+  path_.clear();
+  if (queued_) {
+    // A newer request came while this one ran: it wins, this result is dropped.
+    const std::string next = *queued_;
+    queued_.reset();
+    start(next);
+    return std::nullopt;
+  }
+  return result;
+}
+
+std::optional<LoadedModel> ModelLoader::poll() {
+  if (!busy() || future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+  return finish();
+}
+
+std::optional<LoadedModel> ModelLoader::wait() {
+  while (busy()) {
+    future_.wait();
+    if (auto r = finish()) return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,112 @@
+#include "gui/panels/open_model_dialog.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace sf::gui {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kPopup = "Open a model file";
+
+std::vector<std::string> list_models(const std::string& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (folder.empty() || !fs::is_directory(folder, ec)) return out;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".safetensors") out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One file as a row: its name (clickable, or greyed when the file is gone) and its folder, smaller and dimmer.
+bool file_row(const std::string& path, bool exists, int id) {
+  const fs::path p(path);
+  ImGui::PushID(id);
+  bool clicked = false;
+  if (exists) {
+    clicked = ImGui::Selectable(p.filename().string().c_str(), false, ImGuiSelectableFlags_DontClosePopups);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("open %s", path.c_str());
+  } else {
+    ImGui::TextDisabled("%s  (missing)", p.filename().string().c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s no longer exists", path.c_str());
+  }
+  ImGui::PopID();
+  return clicked;
+}
+
+}  // namespace
+
+void OpenModelDialog::show(const std::string& path) {
+  path_ = path;
+  show_requested_ = true;
+  close_requested_ = false;
+}
+
+OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, const std::string& shipped_folder) {
+  OpenModelChoice choice;
+  if (show_requested_) {
+    ImGui::OpenPopup(kPopup);
+    shipped_ = list_models(shipped_folder);
+    show_requested_ = false;
+  }
+  const float em = ImGui::GetFontSize();
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(viewport->GetCenter(), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(std::min(em * 46, viewport->WorkSize.x - 2 * em), 0));
+  open_ = ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
+  if (!open_) return choice;
+
+  ImGui::TextUnformatted("Model file (.safetensors):");
+  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+  ImGui::SetNextItemWidth(-em * 9);
+  const bool entered = ImGui::InputText("##model_path", &path_, ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(path_.empty());
+  if ((ImGui::Button("Open", ImVec2(em * 4, 0)) || entered) && !path_.empty()) choice.open = path_;
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel", ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) close_requested_ = true;
+  ImGui::TextDisabled("or drop a .safetensors file onto the window");
+
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Recent files");
+  ImGui::Separator();
+  if (recent.empty()) ImGui::TextDisabled("none yet: the models you open are listed here");
+  std::error_code ec;
+  for (size_t i = 0; i < recent.size(); ++i) {
+    const bool exists = fs::is_regular_file(recent[i], ec);  // a stat per row per frame, while open: cheap
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton("Remove")) choice.remove = recent[i];
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("remove from this list (the file stays)");
+    ImGui::PopID();
+    ImGui::SameLine();
+    if (file_row(recent[i], exists, static_cast<int>(i))) choice.open = recent[i];
+    if (exists) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s", fs::path(recent[i]).parent_path().string().c_str());
+    }
+  }
+  if (!shipped_.empty()) {
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Shipped with Stepformer");
+    ImGui::Separator();
+    for (size_t i = 0; i < shipped_.size(); ++i)
+      if (file_row(shipped_[i], true, 1000 + static_cast<int>(i))) choice.open = shipped_[i];
+  }
+  if (choice.open || close_requested_) {
+    ImGui::CloseCurrentPopup();
+    close_requested_ = false;
+    open_ = false;
+  }
+  ImGui::EndPopup();
+  return choice;
+}
+
+}  // namespace sf::gui

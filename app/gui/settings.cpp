@@ -1,0 +1,197 @@
+#include "gui/settings.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sf::gui {
+
+namespace fs = std::filesystem;
+
+bool Settings::operator==(const Settings& o) const {
+  return recent_models == o.recent_models && last_model == o.last_model && last_sentence == o.last_sentence &&
+         last_stage == o.last_stage && ui_scale == o.ui_scale;
+}
+
+void add_recent_model(Settings& settings, const std::string& path) {
+  remove_recent_model(settings, path);
+  settings.recent_models.insert(settings.recent_models.begin(), path);
+  if (settings.recent_models.size() > static_cast<size_t>(kMaxRecentModels))
+    settings.recent_models.resize(kMaxRecentModels);
+}
+
+void remove_recent_model(Settings& settings, const std::string& path) {
+  auto& r = settings.recent_models;
+  r.erase(std::remove(r.begin(), r.end(), path), r.end());
+}
+
+nlohmann::json settings_to_json(const Settings& s) {
+  return {{"version", kSettingsVersion},     {"recent_models", s.recent_models}, {"last_model", s.last_model},
+          {"last_sentence", s.last_sentence}, {"last_stage", s.last_stage},       {"ui_scale", s.ui_scale}};
+}
+
+Settings settings_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("the file holds " + std::string(j.type_name()) + ", not a JSON object");
+  auto bad = [](const std::string& key, const std::string& expected, const nlohmann::json& v) {
+    return std::runtime_error("'" + key + "' must be " + expected + ", found " + v.dump());
+  };
+  Settings s;
+  if (j.contains("version") && !j["version"].is_number_integer()) throw bad("version", "a whole number", j["version"]);
+  if (j.contains("recent_models")) {
+    const auto& r = j["recent_models"];
+    if (!r.is_array()) throw bad("recent_models", "a list of paths", r);
+    for (const auto& p : r)
+      if (!p.is_string()) throw bad("recent_models", "a list of paths", p);
+    // Most recent first: adding from the back keeps the order and drops duplicates and the extras.
+    for (auto it = r.rbegin(); it != r.rend(); ++it)
+      if (!it->get<std::string>().empty()) add_recent_model(s, it->get<std::string>());
+  }
+  for (const auto& [key, member] : {std::pair<const char*, std::string*>{"last_model", &s.last_model},
+                                    {"last_sentence", &s.last_sentence},
+                                    {"last_stage", &s.last_stage}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_string()) throw bad(key, "a string", j[key]);
+    *member = j[key].get<std::string>();
+  }
+  if (j.contains("ui_scale")) {
+    const auto& v = j["ui_scale"];
+    if (!v.is_number() || !(v.get<double>() >= 0.5 && v.get<double>() <= 4.0))
+      throw bad("ui_scale", "a number from 0.5 to 4", v);
+    s.ui_scale = v.get<float>();
+  }
+  return s;
+}
+
+std::string default_settings_path() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg && *xdg && xdg[0] == '/') return (fs::path(xdg) / "stepformer" / "settings.json").string();
+  const char* home = std::getenv("HOME");
+  if (home && *home) return (fs::path(home) / ".config" / "stepformer" / "settings.json").string();
+  return "";
+}
+
+SettingsRead read_settings(const std::string& path) {
+  SettingsRead r;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return r;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    r.problem = "Cannot read the settings file '" + path + "'; using the defaults";
+    return r;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  in.close();
+  try {
+    r.settings = settings_from_json(nlohmann::json::parse(text.str()));
+    return r;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+      what = "not valid JSON (byte " + std::to_string(pe->byte) + ")";
+    r.settings = Settings{};
+    const std::string aside = path + ".bad";
+    fs::rename(path, aside, ec);
+    r.problem = "The settings file '" + path + "' is damaged: " + what + ". " +
+                (ec ? "It could not be moved aside (" + ec.message() + ") and will not be overwritten this run"
+                    : "It was moved to '" + aside + "'") +
+                "; using the defaults.";
+    r.leave_alone = static_cast<bool>(ec);
+  }
+  return r;
+}
+
+std::string write_settings(const Settings& settings, const std::string& path) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) return "cannot create the folder '" + target.parent_path().string() + "': " + ec.message();
+  const std::string text = settings_to_json(settings).dump(2) + "\n";
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot write '" + temp + "': " + std::strerror(errno);
+  auto give_up = [&](const std::string& what) {
+    const std::string reason = what + ": " + std::strerror(errno);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return reason;
+  };
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return give_up("cannot write '" + temp + "'");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return give_up("cannot flush '" + temp + "'");
+  if (::close(fd) != 0) {
+    const std::string reason = "cannot close '" + temp + "': " + std::strerror(errno);
+    ::unlink(temp.c_str());
+    return reason;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = "cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno);
+    ::unlink(temp.c_str());
+    return reason;
+  }
+  // The rename itself is durable once the folder's entry is on disk.
+  const std::string folder = target.has_parent_path() ? target.parent_path().string() : ".";
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return "";
+}
+
+SettingsStore::SettingsStore(std::string path, Clock::duration min_interval)
+    : path_(std::move(path)), min_interval_(min_interval) {
+  if (path_.empty()) return;
+  SettingsRead r = read_settings(path_);
+  problem_ = r.problem;
+  if (r.leave_alone) path_.clear();  // run with the defaults and never write over the damaged file
+  settings_ = stored_ = r.settings;
+}
+
+SettingsStore::~SettingsStore() { flush(); }
+
+bool SettingsStore::save_if_due(Clock::time_point now) {
+  if (!enabled() || settings_ == stored_ || write_failed_) return false;
+  if (writes_ > 0 && now - last_write_ < min_interval_) return false;
+  return write_now(now);
+}
+
+void SettingsStore::flush() {
+  if (enabled() && settings_ != stored_ && !write_failed_) write_now(Clock::now());
+}
+
+bool SettingsStore::write_now(Clock::time_point now) {
+  const std::string error = write_settings(settings_, path_);
+  last_write_ = now;
+  if (!error.empty()) {
+    write_failed_ = true;  // once: the next change would fail the same way
+    problem_ = "Cannot save the settings (recent files, last session): " + error;
+    problem_taken_ = false;
+    std::fprintf(stderr, "stepformer: %s\n", problem_.c_str());
+    return false;
+  }
+  stored_ = settings_;
+  ++writes_;
+  return true;
+}
+
+std::string SettingsStore::take_problem() {
+  if (problem_taken_) return "";
+  problem_taken_ = true;
+  return problem_;
+}
+
+}  // namespace sf::gui
