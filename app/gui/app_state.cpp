@@ -143,12 +143,18 @@ bool AppState::rebuild(int steps) {
     DecodeOptions options = decode_options;
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
     options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
-    auto next = std::make_unique<Decoder>(model->config, model->weights, token_ids(tokens), interventions, options);
+    const std::vector<int> src_ids = token_ids(tokens);
+    auto next = std::make_unique<Decoder>(model->config, model->weights, src_ids, interventions, options);
+    // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
+    // the previous one is checked in one batched pass and only what differs is decoded step by step.
+    if (steps < 0 && decoder && src_ids == token_ids(source_tokens) && decoder_model_ == model.get())
+      next->prefill(translation);
     if (steps < 0) next->run();
     for (int i = 0; i < steps && next->step(); ++i) {}
     Trace traced = next->trace();
     source_tokens = std::move(tokens);
     decoder = std::move(next);
+    decoder_model_ = model.get();
     translation = decoder->generated();
     trace = std::move(traced);
     error.clear();

@@ -64,6 +64,7 @@ struct AppState {
   bool rebuild(int steps);
   void take_decoder_state();  // translation and trace from the decoder
   bool fail_with(const std::exception& e);
+  const Model* decoder_model_ = nullptr;  // the model `decoder` and `translation` came from
 };
 
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.

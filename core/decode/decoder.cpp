@@ -86,8 +86,9 @@ std::vector<int> Decoder::pass_input() const {
 }
 
 Trace Decoder::trace() const {
-  Trace t = encoded_;
   const std::vector<int> input = pass_input();
+  if (finished_trace_ && finished_ && finished_trace_->tgt.ids == input) return *finished_trace_;
+  Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
                                       static_cast<int>(input.size()));
   decode_pass(*config_, *weights_, input, t);
@@ -102,6 +103,68 @@ bool Decoder::step() {
   if (options_.strategy == DecodeStrategy::Beam) step_beam();
   else step_single();
   return true;
+}
+
+int Decoder::prefill(const std::vector<int>& candidate) {
+  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_ || steps() != 0 || finished_ || candidate.empty())
+    return 0;
+  const int n = std::min(static_cast<int>(candidate.size()), max_length_);
+  std::vector<int> input = {config_->bos_id};
+  input.insert(input.end(), candidate.begin(), candidate.begin() + n);
+  for (int id : input)
+    if (id < 0 || id >= config_->tgt_vocab_size) return 0;  // a candidate from another vocabulary
+  // A candidate that finishes (ends with <eos> or at max_length) is checked without feeding its last token:
+  // then the pass is exactly the one trace() shows once decoding is finished, and is kept for it.
+  const bool ends = candidate[static_cast<size_t>(n - 1)] == config_->eos_id || n >= max_length_;
+  if (ends) input.pop_back();
+  Trace t = encoded_;
+  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row i predicts candidate[i]
+  const int rows = static_cast<int>(input.size());
+  Hypothesis& h = states_.front();
+  int taken = 0;
+  for (int i = 0; i < n && !finished_; ++i) {
+    const RowVec logits = i == 0 ? h.next_logits : RowVec(t.logits.row(i));
+    int token = forced_token(i);
+    if (token < 0) token = argmax(logits);
+    if (token != candidate[static_cast<size_t>(i)]) break;
+    // What step_single does with this token, its prediction read from the batched pass.
+    history_.push_back(Snapshot{rng_, last_distribution_, h.next_logits, live_, finished_beams_, tree_.size(), finished_});
+    const int parent = live_.front();
+    const BeamNode& p = tree_[static_cast<size_t>(parent)];
+    last_distribution_ = (logits.array() - logits.maxCoeff()).exp().matrix();
+    last_distribution_ /= last_distribution_.sum();
+    const float lp = log_softmax(logits)(token);
+    BeamNode node{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
+    node.score = node.sum_logprob / length_penalty(node.length);
+    node.finished = token == config_->eos_id || node.length >= max_length_;
+    tree_.push_back(node);
+    const int id = static_cast<int>(tree_.size()) - 1;
+    ++taken;
+    if (node.finished) {
+      finished_beams_.push_back(id);
+      live_.clear();
+      finished_ = true;
+    } else {
+      live_ = {id};
+      if (i + 1 < rows) h.next_logits = t.logits.row(i + 1);
+    }
+  }
+  if (taken == 0) return 0;
+  // The cache holds what the hypothesis consumed: <bos> + the taken tokens (+ not the last one if it finished,
+  // as step_single does not feed a finishing token).
+  const int consumed = finished_ ? taken : taken + 1;
+  h.cache.tokens.assign(input.begin(), input.begin() + consumed);
+  for (int l = 0; l < config_->n_decoder_layers; ++l) {
+    const AttentionTrace& a = t.decoder[static_cast<size_t>(l)].self_attn;
+    DecoderLayerCache& c = h.cache.layers[static_cast<size_t>(l)];
+    for (int head = 0; head < config_->n_heads; ++head) {
+      c.self_k[static_cast<size_t>(head)] = a.k[static_cast<size_t>(head)].topRows(consumed);
+      c.self_v[static_cast<size_t>(head)] = a.v[static_cast<size_t>(head)].topRows(consumed);
+    }
+  }
+  if (finished_) h.next_logits = t.logits.row(consumed - 1);
+  if (finished_ && consumed == rows) finished_trace_ = std::make_shared<const Trace>(std::move(t));
+  return taken;
 }
 
 int Decoder::run() {

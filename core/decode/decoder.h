@@ -20,6 +20,7 @@
 // otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "decode/kv_cache.h"
@@ -63,6 +64,13 @@ class Decoder {
           const Interventions& interventions = {}, const DecodeOptions& options = {});
 
   bool step();       // one token (beam: one token on every live hypothesis); false when already finished
+  // Greedy, at the start, with an exact KV cache: takes the longest prefix of `candidate` that greedy decoding
+  // (with the forced prefix) chooses, checked in one batched pass over <bos> + candidate rather than one step
+  // per token, and fills the cache from that pass. What it takes are ordinary steps (step_back undoes them
+  // one by one); decoding goes on from there with step() or run(). Returns the number of tokens taken (0
+  // where it does not apply). The app re-decodes a sentence after every intervention this way: most change
+  // few or none of its tokens.
+  int prefill(const std::vector<int>& candidate);
   bool step_back();  // undoes the last step; false at the start
   int run();         // steps until finished; returns the number of steps taken
   bool finished() const { return finished_; }
@@ -126,6 +134,7 @@ class Decoder {
   std::vector<Hypothesis> states_;  // parallel to live_ (greedy / sample: kept when finished)
   std::vector<Snapshot> history_;
   bool finished_ = false;
+  std::shared_ptr<const Trace> finished_trace_;  // prefill's pass when it finished decoding: trace() reuses it
 };
 
 }  // namespace sf

@@ -269,6 +269,51 @@ TEST(Decoder, InterventionsWithoutCacheFallBack) {
   }
 }
 
+TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
+  Model m;
+  DecodeOptions o;
+  o.max_length = 9;
+  Decoder plain(m.config, m.weights, kSrc, {}, o);
+  plain.run();
+  const std::vector<int> tokens = plain.generated();
+  ASSERT_GE(tokens.size(), 4u);
+  // The whole translation: every token taken, finished, the same tree, the same trace.
+  Decoder fast(m.config, m.weights, kSrc, {}, o);
+  EXPECT_EQ(fast.prefill(tokens), static_cast<int>(tokens.size()));
+  EXPECT_EQ(fast.finished(), plain.finished());
+  EXPECT_EQ(fast.generated(), tokens);
+  EXPECT_EQ(fast.steps(), plain.steps());
+  ASSERT_EQ(fast.tree().size(), plain.tree().size());
+  for (size_t i = 0; i < fast.tree().size(); ++i) {
+    EXPECT_EQ(fast.tree()[i].token, plain.tree()[i].token);
+    EXPECT_EQ(fast.tree()[i].step, plain.tree()[i].step);
+    EXPECT_NEAR(fast.tree()[i].sum_logprob, plain.tree()[i].sum_logprob, 1e-4f);
+  }
+  EXPECT_LT((fast.trace().logits - plain.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+  // Steps back and forward again as if stepped: the cache filled from the batched pass is the incremental one.
+  ASSERT_TRUE(fast.step_back());
+  ASSERT_TRUE(fast.step_back());
+  ASSERT_TRUE(fast.step_back());
+  fast.run();
+  EXPECT_EQ(fast.generated(), tokens);
+  // A candidate that differs at position 2: two tokens taken, the rest decoded step by step as before.
+  std::vector<int> wrong = tokens;
+  wrong[2] = wrong[2] == 7 ? 8 : 7;
+  Decoder partial(m.config, m.weights, kSrc, {}, o);
+  EXPECT_EQ(partial.prefill(wrong), 2);
+  EXPECT_FALSE(partial.finished());
+  partial.run();
+  EXPECT_EQ(partial.generated(), tokens);
+  // Not for sampling, nor after the first step.
+  DecodeOptions sample = o;
+  sample.strategy = DecodeStrategy::Sample;
+  Decoder s(m.config, m.weights, kSrc, {}, sample);
+  EXPECT_EQ(s.prefill(tokens), 0);
+  Decoder stepped(m.config, m.weights, kSrc, {}, o);
+  stepped.step();
+  EXPECT_EQ(stepped.prefill(tokens), 0);
+}
+
 TEST(Decoder, PaintedDecoderMaskAppliesToEveryPrefixPass) {
   Model m;
   // A decoder self-attention mask painted on a pass of 5 positions: head 1 of layer 0 may see the future
