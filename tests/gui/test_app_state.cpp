@@ -6,6 +6,7 @@
 
 #include "gui/app_state.h"
 #include "gui/panels/interventions_panel.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 namespace {
@@ -150,6 +151,19 @@ TEST_F(ShippedModel, BadInterventionIsRefusedAndNothingChanges) {
   EXPECT_TRUE(state.interventions.heads_off.empty());
   EXPECT_EQ(state.version, version);
   EXPECT_EQ(state.translation, baseline);
+}
+
+}  // namespace
+}  // namespace sf::gui
+
+namespace sf::gui {
+namespace {
+
+TEST(ShippedFrenchModel, TranslatesTheIssuesSentence) {
+  AppState state;
+  ASSERT_TRUE(state.load_model(shipped_model_path("fr-en"))) << state.error;
+  ASSERT_TRUE(state.set_sentence("Un homme en uniforme orange pose au milieu d'une rue.")) << state.error;
+  EXPECT_EQ(state.translation_text(), "a man in an orange uniform poses in the middle of a street.");
 }
 
 }  // namespace
