@@ -168,6 +168,13 @@ std::string write_file_atomically(const std::string& path, const std::string& by
     }
   }
   ::unlink(temp.c_str());  // after link (or a failed rename): the temporary name goes; after rename: ENOENT
+  if (error.empty()) {  // the new name itself is durable once the folder's entry is on disk
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);
+      ::close(dir_fd);
+    }
+  }
   return error;
 }
 

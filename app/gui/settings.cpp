@@ -1,13 +1,10 @@
 #include "gui/settings.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "gui/export.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -116,40 +113,7 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) return "cannot create the folder '" + target.parent_path().string() + "': " + ec.message();
   const std::string text = settings_to_json(settings).dump(2) + "\n";
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot write '" + temp + "': " + std::strerror(errno);
-  auto give_up = [&](const std::string& what) {
-    const std::string reason = what + ": " + std::strerror(errno);
-    ::close(fd);
-    ::unlink(temp.c_str());
-    return reason;
-  };
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return give_up("cannot write '" + temp + "'");
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return give_up("cannot flush '" + temp + "'");
-  if (::close(fd) != 0) {
-    const std::string reason = "cannot close '" + temp + "': " + std::strerror(errno);
-    ::unlink(temp.c_str());
-    return reason;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = "cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno);
-    ::unlink(temp.c_str());
-    return reason;
-  }
-  // The rename itself is durable once the folder's entry is on disk.
-  const std::string folder = target.has_parent_path() ? target.parent_path().string() : ".";
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return "";
+  return write_file_atomically(path, text, /*replace=*/true);  // temp file, fsync, rename (gui/export.h)
 }
 
 SettingsStore::SettingsStore(std::string path, Clock::duration min_interval)

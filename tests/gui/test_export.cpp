@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "export_readers.h"
+#include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/export.h"
 #include "gui/panels/attention_panel.h"
@@ -142,15 +143,7 @@ TEST(ExportNames, DefaultIsTheFirstFreeNumber) {
 class HeadlessExport : public ::testing::Test {
  protected:
   void start(const std::string& stage, const std::string& head) {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->AddFontDefault();
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    testing::start_headless_imgui();
     AppOptions options;
     options.model_path = kModel;
     options.sentence = "Ein Mann mit einer Frau.";

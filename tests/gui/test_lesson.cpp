@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 
+#include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/script/script.h"
 
@@ -60,15 +61,7 @@ TEST(LessonParse, ALessonKeepsCommandsThisVersionDoesNotKnowAScriptRefusesThem) 
 class LessonRun : public ::testing::Test {
  protected:
   void start(const std::string& text, const std::string& model = kModel, bool interactive = true) {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->AddFontDefault();
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    testing::start_headless_imgui();
     AppOptions options;
     options.model_path = model;
     app_ = std::make_unique<App>(options);

@@ -17,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/model_loader.h"
 #include "gui/panels/model_info_panel.h"
@@ -141,15 +142,7 @@ TEST(ModelLoader, ANewerRequestWinsOverOneStillWaiting) {
 class AppLoading : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->AddFontDefault();
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    testing::start_headless_imgui();
   }
   void TearDown() override {
     app_.reset();

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
@@ -19,15 +20,7 @@ const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures
 class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->AddFontDefault();
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    testing::start_headless_imgui();
     AppOptions options;
     options.model_path = kModel;
     options.sentence = "Ein Mann mit einer Frau.";

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export_readers.h"
+#include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/view.h"
 
@@ -231,11 +232,7 @@ TEST_F(Scripted, PresentOptionStartsInPresentationMode) {
 class HeadlessView : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
+    testing::start_headless_imgui(/*default_font=*/false);
     rebuild_fonts(body_font_pixels(ViewSettings{}), false);
     AppOptions options;
     options.model_path = kModel;
