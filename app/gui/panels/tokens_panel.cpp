@@ -57,13 +57,15 @@ void draw_tokens_panel(const AppState& state) {
   }
   ImGui::NewLine();
   ImGui::Spacing();
-  ImGui::TextUnformatted("Translation (greedy decoding), each token with its probability");
+  ImGui::TextDisabled("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
+                      "or see the decoding stage", state.model->tgt_vocab.size());
+  ImGui::TextUnformatted("Translation: the English tokens and their ids");
   const Mat& probs = state.trace.probs;  // (T, V): row t predicts the token after decoder input t
   for (size_t t = 0; t < state.translation.size(); ++t) {
     const int id = state.translation[t];
     const float p = static_cast<Eigen::Index>(t) < probs.rows() ? probs(static_cast<Eigen::Index>(t), id) : 0.0f;
     char tip[96];
-    std::snprintf(tip, sizeof(tip), "p = %.3f", p);
+    std::snprintf(tip, sizeof(tip), "id %d, chosen with probability %.3f", id, p);
     const bool special = id == state.model->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
     token_box(unescape_token(state.model->tgt_vocab.token(id)), id, special ? kSpecialColour : kWordColour, tip,
