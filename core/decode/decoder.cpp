@@ -220,13 +220,8 @@ void Decoder::step_beam() {
       continue;
     }
     // The 2W best tokens of this hypothesis (ties towards the lower id).
-    std::vector<int> order(static_cast<size_t>(lp.size()));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-    const size_t k = std::min(order.size(), static_cast<size_t>(2 * width));
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                      [&](int a, int b) { return lp(a) > lp(b) || (lp(a) == lp(b) && a < b); });
-    for (size_t i = 0; i < k; ++i)
-      candidates.push_back({static_cast<int>(s), order[i], lp(order[i]), p.sum_logprob + lp(order[i])});
+    for (int id : top_k_ids(lp, 2 * width))
+      candidates.push_back({static_cast<int>(s), id, lp(id), p.sum_logprob + lp(id)});
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.sum > b.sum; });

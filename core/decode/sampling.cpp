@@ -29,6 +29,16 @@ RowVec log_softmax(const RowVec& logits) {
   return (logits.array() - lse).matrix();
 }
 
+std::vector<int> top_k_ids(const RowVec& scores, int k) {
+  std::vector<int> order(static_cast<size_t>(scores.size()));
+  std::iota(order.begin(), order.end(), 0);
+  const auto n = static_cast<std::ptrdiff_t>(std::clamp<Eigen::Index>(k, 0, scores.size()));
+  std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                    [&](int a, int b) { return scores(a) > scores(b) || (scores(a) == scores(b) && a < b); });
+  order.resize(static_cast<size_t>(n));
+  return order;
+}
+
 RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& o) {
   validate_sampling(o);
   const Eigen::Index v = logits.size();

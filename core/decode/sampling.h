@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "util/tensor.h"
 
@@ -23,6 +24,9 @@ void validate_sampling(const SamplingOptions& options);
 
 // The index of the largest logit (the lowest such index on ties).
 int argmax(const RowVec& logits);
+// The ids of the k highest scores (logits, log-probabilities or probabilities), best first, ties towards the
+// lower id; k is cut to the vocabulary. Beam search's candidates, the GUI's top-k lists.
+std::vector<int> top_k_ids(const RowVec& scores, int k);
 
 // The distribution sampling draws from (1, V): zero outside the kept set, summing to 1.
 RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& options);

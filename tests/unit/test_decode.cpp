@@ -188,6 +188,14 @@ TEST(Sampling, TopKTopPTemperature) {
   EXPECT_THROW(sampling_distribution(logits, bad), Error);
 }
 
+TEST(Sampling, TopKIdsBestFirstTiesTowardsTheLowerId) {
+  RowVec scores(6);
+  scores << 0.1f, 0.7f, 0.3f, 0.7f, -2.0f, 0.3f;
+  EXPECT_EQ(top_k_ids(scores, 4), (std::vector<int>{1, 3, 2, 5}));
+  EXPECT_EQ(top_k_ids(scores, 99).size(), 6u);
+  EXPECT_TRUE(top_k_ids(scores, 0).empty());
+}
+
 TEST(Decoder, BeamWidthOneIsGreedy) {
   for (uint32_t seed : {11u, 12u, 13u}) {
     Model m(NormPlacement::Post, seed);

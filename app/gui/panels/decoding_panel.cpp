@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "decode/sampling.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -210,10 +211,8 @@ void DecodingPanel::draw(AppState& state) {
     // The distribution the next step draws from: the last row of the pass over <bos> + the tokens so far.
     const int last = static_cast<int>(state.trace.probs.rows()) - 1;
     const RowVec p = state.trace.probs.row(last);
-    std::vector<int> order(static_cast<size_t>(p.size()));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-    const int k = std::min<int>(5, static_cast<int>(order.size()));
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return p(a) > p(b); });
+    const std::vector<int> order = top_k_ids(p, 5);
+    const int k = static_cast<int>(order.size());
     const size_t next = state.translation.size();
     if (next < state.interventions.forced_prefix.size())
       ImGui::Text("Next token: Space feeds the forced \"%s\"; the model itself predicts:",

@@ -3,8 +3,8 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <numeric>
 
+#include "decode/sampling.h"
 #include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
 
@@ -33,11 +33,8 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
   const int picked = draw_decoding_timeline(state, position);
   if (picked >= 0) position = std::min(picked, T - 1);
 
-  std::vector<int> order(static_cast<size_t>(V));
-  std::iota(order.begin(), order.end(), 0);
-  const int k = std::min(10, V);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int a, int b) { return probs(position, a) > probs(position, b); });
+  const std::vector<int> order = top_k_ids(probs.row(position), 10);
+  const int k = static_cast<int>(order.size());
   const int chosen = position < static_cast<int>(state.translation.size()) ? state.translation[static_cast<size_t>(position)] : -1;
   const bool forced = position < static_cast<int>(state.interventions.forced_prefix.size());
   bool clicked = false;
