@@ -20,12 +20,10 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   } else if (x.rows() >= 64) {
     out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
   } else {
-    // Few rows (one sentence): computed into a column-major buffer, so that Eigen's GEMM takes W^T as its
-    // right-hand side (W (out, in) row-major is W^T (in, out) column-major, packed by contiguous copies) and the
-    // sentence as the small left-hand side. Written straight into the row-major output, Eigen transposes the
-    // product and packs all of W as a row-major left-hand side; for 20 tokens that packing was the largest cost
-    // of the forward pass in perf (about 45%). For many rows the packing is amortised and the transposing copy
-    // below would cost more (measured with bench/bench_forward.cpp).
+    // One row (a decoding step), or a build without the AVX-512 kernel: computed into a column-major buffer, so
+    // that Eigen takes W^T (in, out) column-major as its right-hand side (contiguous copies) and the few rows as
+    // the small left-hand side; written straight into the row-major output, Eigen would pack all of W as a
+    // row-major left-hand side instead (measured with bench/bench_forward.cpp).
     thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
     product.resize(x.rows(), w.weight.rows());
     product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)

@@ -27,6 +27,20 @@ Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
   return p;
 }
 
+void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with_head) {
+  attention_kind_picker(&sel.kind);
+  const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  sel.layer = std::clamp(sel.layer, 0, layers - 1);
+  sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
+  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  if (!with_head) return;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
+}
+
 namespace {
 
 const char* kind_title(AttentionKind k) {
@@ -47,17 +61,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
   bool changed = false;
   const Config& c = state.model->config;
-  const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
-  sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
-
-  attention_kind_picker(&sel.kind);
-  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
+  draw_attention_selector(c, sel, /*with_head=*/true);
 
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->probs.empty()) return changed;

@@ -26,6 +26,11 @@ class AttentionPanel {
   bool paint_mask_ = false;  // clicks on the heatmap flip mask cells
 };
 
+// The row of controls that picks what an attention view shows: the kind (encoder self, decoder self, cross),
+// the layer, and with `with_head` the head; keeps the selection inside the model (the layer count follows the
+// kind just picked).
+void draw_attention_selector(const Config& config, AttentionSelection& selection, bool with_head);
+
 // The attention block a selection names, or nullptr when the trace has no such layer.
 const AttentionTrace* selected_attention(const Trace& trace, const AttentionSelection& s);
 // probs with blocked cells as NaN (drawn hatched): (Tq, Tk).

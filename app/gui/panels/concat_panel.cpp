@@ -11,12 +11,7 @@ namespace sf::gui {
 void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
-  attention_kind_picker(&sel.kind);
-  const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
-  sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  draw_attention_selector(c, sel, /*with_head=*/false);
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a) return;
 

@@ -21,10 +21,7 @@ float symmetric_range(const Mat& a, const Mat& b, const Mat& c) {
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
-  attention_kind_picker(&sel.kind);
-  const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
-  sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
+  draw_attention_selector(c, sel, /*with_head=*/true);
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->q.empty()) return;
   const int H = c.n_heads, D = c.head_dim();
@@ -46,11 +43,6 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
               static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
   ImGui::Text("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d", H, c.d_model, H, D,
               sel.head, sel.head * D, sel.head * D + D - 1);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("head", &sel.head, 0, H - 1);
 
   // The head strip: which slice of the C columns the selected head owns.
   {
