@@ -146,10 +146,12 @@ bool AppState::rebuild(int steps) {
     const std::vector<int> src_ids = token_ids(tokens);
     auto next = std::make_unique<Decoder>(model->config, model->weights, src_ids, interventions, options);
     // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
-    // the previous one is checked in one batched pass and only what differs is decoded step by step.
+    // the previous one is checked in one batched pass, and where the new one departs from it, the rest is
+    // guessed from it again and checked a stretch at a time (Decoder::run_guided).
     if (steps < 0 && decoder && src_ids == token_ids(source_tokens) && decoder_model_ == model.get())
-      next->prefill(translation);
-    if (steps < 0) next->run();
+      next->run_guided(translation);
+    else if (steps < 0)
+      next->run();
     for (int i = 0; i < steps && next->step(); ++i) {}
     Trace traced = next->trace();
     source_tokens = std::move(tokens);

@@ -8,6 +8,28 @@
 
 namespace sf {
 
+namespace {
+
+// The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
+// generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
+// them there; with no match, the guess from the current position on (a word replaced by another).
+std::vector<int> continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
+  const int position = static_cast<int>(generated.size());  // of the next token
+  const int size = static_cast<int>(guess.size());
+  for (int n = std::min(3, position); n >= 1; --n) {
+    int best = -1;  // where the continuation starts in guess
+    for (int from = n; from < size; ++from) {
+      if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
+      if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
+    }
+    if (best >= 0) return std::vector<int>(guess.begin() + best, guess.end());
+  }
+  if (position < size) return std::vector<int>(guess.begin() + position, guess.end());
+  return {};
+}
+
+}  // namespace
+
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
@@ -21,12 +43,20 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
   use_cache_ = options.use_kv_cache && kv_cache_exact(interventions);
   tree_.push_back(BeamNode{config.bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
-  states_.push_back(start_hypothesis());
+  // <bos> is fed on the first step (ensure_started), not here: prefill() reads its prediction from its own pass.
+  Hypothesis h;
+  h.cache = start_kv_cache(config, weights, encoded_);
+  states_.push_back(std::move(h));
+}
+
+void Decoder::ensure_started() {
+  Hypothesis& h = states_.front();
+  if (h.cache.length() == 0 && !finished_) feed(h, config_->bos_id);
 }
 
 Decoder::Hypothesis Decoder::start_hypothesis() const {
   Hypothesis h;
-  if (use_cache_) h.cache = start_kv_cache(*config_, *weights_, encoded_);
+  h.cache = start_kv_cache(*config_, *weights_, encoded_);  // without an exact cache: the cross keys/values
   feed(h, config_->bos_id);
   return h;
 }
@@ -37,12 +67,12 @@ void Decoder::feed(Hypothesis& h, int token) const {
     h.next_logits = decode_step(*config_, *weights_, encoded_, token, h.cache);
     return;
   }
-  h.cache.tokens.push_back(token);
-  Trace t = encoded_;
-  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
-                                      static_cast<int>(h.cache.tokens.size()));
-  decode_pass(*config_, *weights_, h.cache.tokens, t);
-  h.next_logits = t.logits.bottomRows(1);
+  // Every row may see every other: the whole prefix again, from an empty self-attention cache, its last row only
+  // through the last layer and the output projection.
+  std::vector<int> tokens = h.cache.tokens;
+  tokens.push_back(token);
+  truncate_kv_cache(h.cache, 0);
+  h.next_logits = decode_chunk(*config_, *weights_, encoded_, tokens, h.cache, 1).row(0);
 }
 
 Decoder::Hypothesis Decoder::rebuild(int node) const {
@@ -97,11 +127,45 @@ Trace Decoder::trace() const {
 
 bool Decoder::step() {
   if (finished_) return false;
+  ensure_started();
+  push_history();
+  if (options_.strategy == DecodeStrategy::Beam) step_beam();
+  else step_single();
+  return true;
+}
+
+void Decoder::push_history() {
   const bool single = options_.strategy != DecodeStrategy::Beam;
   history_.push_back(Snapshot{rng_, last_distribution_, single ? states_.front().next_logits : RowVec(), live_,
                               finished_beams_, tree_.size(), finished_});
-  if (options_.strategy == DecodeStrategy::Beam) step_beam();
-  else step_single();
+}
+
+bool Decoder::append_single(int token, const RowVec& logits) {
+  const int parent = live_.front();
+  const BeamNode& p = tree_[static_cast<size_t>(parent)];
+  const float lp = log_softmax(logits)(token);
+  BeamNode n{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
+  n.score = n.sum_logprob / length_penalty(n.length);
+  n.finished = token == config_->eos_id || n.length >= max_length_;
+  tree_.push_back(n);
+  const int id = static_cast<int>(tree_.size()) - 1;
+  if (n.finished) {
+    finished_beams_.push_back(id);
+    live_.clear();  // states_ keeps the hypothesis (bos + path(parent) consumed) for step_back
+    finished_ = true;
+  } else {
+    live_ = {id};
+  }
+  return n.finished;
+}
+
+bool Decoder::take_if_chosen(int token) {
+  const RowVec& logits = states_.front().next_logits;
+  const int forced = forced_token(tree_[static_cast<size_t>(live_.front())].length);
+  if ((forced >= 0 ? forced : argmax(logits)) != token) return false;
+  push_history();
+  last_distribution_ = softmax(logits);
+  append_single(token, logits);
   return true;
 }
 
@@ -117,39 +181,18 @@ int Decoder::prefill(const std::vector<int>& candidate) {
   // then the pass is exactly the one trace() shows once decoding is finished, and is kept for it.
   const bool ends = candidate[static_cast<size_t>(n - 1)] == config_->eos_id || n >= max_length_;
   if (ends) input.pop_back();
-  Trace t = encoded_;
-  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row i predicts candidate[i]
   const int rows = static_cast<int>(input.size());
+  Trace t = encoded_;
+  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), rows);
+  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row i predicts candidate[i]
   Hypothesis& h = states_.front();
+  h.next_logits = t.logits.row(0);  // <bos> is not fed yet (ensure_started): the pass is its step
   int taken = 0;
-  for (int i = 0; i < n && !finished_; ++i) {
-    const RowVec logits = i == 0 ? h.next_logits : RowVec(t.logits.row(i));
-    int token = forced_token(i);
-    if (token < 0) token = argmax(logits);
-    if (token != candidate[static_cast<size_t>(i)]) break;
-    // What step_single does with this token, its prediction read from the batched pass.
-    history_.push_back(Snapshot{rng_, last_distribution_, h.next_logits, live_, finished_beams_, tree_.size(), finished_});
-    const int parent = live_.front();
-    const BeamNode& p = tree_[static_cast<size_t>(parent)];
-    last_distribution_ = (logits.array() - logits.maxCoeff()).exp().matrix();
-    last_distribution_ /= last_distribution_.sum();
-    const float lp = log_softmax(logits)(token);
-    BeamNode node{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
-    node.score = node.sum_logprob / length_penalty(node.length);
-    node.finished = token == config_->eos_id || node.length >= max_length_;
-    tree_.push_back(node);
-    const int id = static_cast<int>(tree_.size()) - 1;
+  while (taken < n && take_if_chosen(candidate[static_cast<size_t>(taken)])) {
     ++taken;
-    if (node.finished) {
-      finished_beams_.push_back(id);
-      live_.clear();
-      finished_ = true;
-    } else {
-      live_ = {id};
-      if (i + 1 < rows) h.next_logits = t.logits.row(i + 1);
-    }
+    if (finished_) break;
+    h.next_logits = t.logits.row(taken);
   }
-  if (taken == 0) return 0;
   // The cache holds what the hypothesis consumed: <bos> + the taken tokens (+ not the last one if it finished,
   // as step_single does not feed a finishing token).
   const int consumed = finished_ ? taken : taken + 1;
@@ -162,9 +205,45 @@ int Decoder::prefill(const std::vector<int>& candidate) {
       c.self_v[static_cast<size_t>(head)] = a.v[static_cast<size_t>(head)].topRows(consumed);
     }
   }
-  if (finished_) h.next_logits = t.logits.row(consumed - 1);
   if (finished_ && consumed == rows) finished_trace_ = std::make_shared<const Trace>(std::move(t));
-  return taken;
+  return taken;  // 0: only <bos> was fed
+}
+
+int Decoder::run_guided(const std::vector<int>& guess) {
+  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_) return run();
+  const int start = steps();
+  if (steps() == 0) prefill(guess);
+  ensure_started();
+  Hypothesis& h = states_.front();
+  while (!finished_) {
+    // The next token is known (the prediction in hand); what follows it is guessed, and both go through the
+    // decoder in one pass: row 0 predicts the token after it, row i the one after draft[i - 1].
+    const int length = tree_[static_cast<size_t>(live_.front())].length;
+    const int forced = forced_token(length);
+    const int token = forced >= 0 ? forced : argmax(h.next_logits);
+    take_if_chosen(token);
+    if (finished_) break;
+    std::vector<int> chunk = {token};
+    std::vector<int> draft = continuation_guess(generated(), guess);
+    // A token that would finish at max_length is not fed (its position would be past the last): left to a pass
+    // of its own.
+    const int room = max_length_ - (length + 1) - 1;
+    draft.resize(static_cast<size_t>(std::clamp(static_cast<int>(draft.size()), 0, std::max(room, 0))));
+    chunk.insert(chunk.end(), draft.begin(), draft.end());
+    const int fed_before = h.cache.length();
+    const Mat logits = decode_chunk(*config_, *weights_, encoded_, chunk, h.cache, static_cast<int>(chunk.size()));
+    h.next_logits = logits.row(0);
+    int taken = 0;  // of the draft
+    while (taken < static_cast<int>(draft.size()) && take_if_chosen(draft[static_cast<size_t>(taken)])) {
+      ++taken;
+      if (finished_) break;
+      h.next_logits = logits.row(taken);
+    }
+    // Keep what the hypothesis consumed: the token and the draft's taken tokens but a finishing one (step_single
+    // does not feed it).
+    truncate_kv_cache(h.cache, fed_before + 1 + (finished_ ? taken - 1 : taken));
+  }
+  return steps() - start;
 }
 
 int Decoder::run() {
@@ -174,32 +253,16 @@ int Decoder::run() {
 }
 
 void Decoder::step_single() {
-  const int parent = live_.front();
   Hypothesis& h = states_.front();
-  const BeamNode& p = tree_[static_cast<size_t>(parent)];
-  int token = forced_token(p.length);
+  int token = forced_token(tree_[static_cast<size_t>(live_.front())].length);
   if (options_.strategy == DecodeStrategy::Sample) {
     last_distribution_ = sampling_distribution(h.next_logits, options_.sampling);
     if (token < 0) token = draw(last_distribution_, rng_);
   } else {
-    last_distribution_ = (h.next_logits.array() - h.next_logits.maxCoeff()).exp().matrix();
-    last_distribution_ /= last_distribution_.sum();
+    last_distribution_ = softmax(h.next_logits);
     if (token < 0) token = argmax(h.next_logits);
   }
-  const float lp = log_softmax(h.next_logits)(token);
-  BeamNode n{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
-  n.score = n.sum_logprob / length_penalty(n.length);
-  n.finished = token == config_->eos_id || n.length >= max_length_;
-  tree_.push_back(n);
-  const int id = static_cast<int>(tree_.size()) - 1;
-  if (n.finished) {
-    finished_beams_.push_back(id);
-    live_.clear();  // states_ keeps the hypothesis (bos + path(parent) consumed) for step_back
-    finished_ = true;
-    return;
-  }
-  live_ = {id};
-  feed(h, token);
+  if (!append_single(token, h.next_logits)) feed(h, token);
 }
 
 void Decoder::step_beam() {

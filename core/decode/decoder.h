@@ -71,6 +71,13 @@ class Decoder {
   // where it does not apply). The app re-decodes a sentence after every intervention this way: most change
   // few or none of its tokens.
   int prefill(const std::vector<int>& candidate);
+  // Greedy with an exact KV cache: run() with guesses. After prefill(guess) at the start, each next stretch of
+  // tokens is guessed from `guess` (where it holds the last tokens decoded, what follows them there) and
+  // checked in one batched pass through the cache (decode_chunk): the tokens greedy decoding chooses are taken
+  // up to the first that differs, which is then decoded as a plain step. The same tokens, trees and steps as
+  // run(), in fewer passes when the translation changed in a word or two. Other strategies: run(). Returns the
+  // number of steps taken.
+  int run_guided(const std::vector<int>& guess);
   bool step_back();  // undoes the last step; false at the start
   int run();         // steps until finished; returns the number of steps taken
   bool finished() const { return finished_; }
@@ -116,6 +123,10 @@ class Decoder {
   void feed(Hypothesis& h, int token) const;
   Hypothesis rebuild(int node) const;
   void step_single();
+  void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
+  void push_history();                             // what step_back restores, before a step
+  bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
+  bool take_if_chosen(int token);  // greedy: a step taking `token` if it is what greedy chooses (not fed)
   void step_beam();
   float length_penalty(int length) const;
   int forced_token(int position) const;

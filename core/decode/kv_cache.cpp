@@ -8,8 +8,13 @@ namespace sf {
 
 bool kv_cache_exact(const Interventions& iv) {
   if (!iv.causal_mask) return false;
+  // A painted decoder self-attention mask keeps the cache exact while it lets no query see a later key (cells
+  // past its edge take the causal mask, fit_decoder_masks); cross-attention masks concern one query row each.
   for (const CustomMask& m : iv.custom_masks)
-    if (m.where.kind != AttentionKind::Encoder) return false;
+    if (m.where.kind == AttentionKind::Decoder)
+      for (Eigen::Index i = 0; i < m.blocked.rows(); ++i)
+        for (Eigen::Index j = i + 1; j < m.blocked.cols(); ++j)
+          if (m.blocked(i, j) <= 0.5f) return false;
   return true;
 }
 
@@ -37,54 +42,82 @@ void append_rows(std::vector<Mat>& cache, const std::vector<Mat>& rows) {
   }
 }
 
-// H copies of a (1, Tk) row: key j blocked when keys[j] is padding (and the padding mask is on).
-std::vector<Mat> key_padding_row(const Config& config, const Interventions& iv, const std::vector<int>& keys) {
-  Mat row = Mat::Zero(1, static_cast<Eigen::Index>(keys.size()));
-  if (iv.padding_mask)
-    for (size_t j = 0; j < keys.size(); ++j)
-      if (keys[j] == config.pad_id) row(0, static_cast<Eigen::Index>(j)) = 1.0f;
-  return std::vector<Mat>(static_cast<size_t>(config.n_heads), row);
-}
-
 }  // namespace
 
-RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,
-                   KvCache& cache) {
-  const Interventions& iv = encoded.interventions;
-  const int position = cache.length();
+Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const std::vector<int>& tokens, KvCache& cache, int out_rows) {
+  const int k = static_cast<int>(tokens.size());
+  if (k == 0 || out_rows < 1 || out_rows > k)
+    fail(ErrorKind::Input, "decode_chunk",
+         "asked for " + std::to_string(out_rows) + " rows of logits from " + std::to_string(k) + " tokens");
+  const int first = cache.length();  // position of tokens[0]
+  const int total = first + k;
   EmbeddingTrace emb;
-  embed_tokens(config, weights, false, {token}, position, iv.positional_encoding, emb);  // (1, C)
-  cache.tokens.push_back(token);
-  const std::vector<Mat> self_mask = key_padding_row(config, iv, cache.tokens);
-  const std::vector<Mat> cross_mask = key_padding_row(config, iv, encoded.src.ids);
-  Mat x = std::move(emb.sum);  // (1, C)
+  embed_tokens(config, weights, false, tokens, first, encoded.interventions.positional_encoding, emb);  // (k, C)
+  // Painted decoder-side masks fitted to a pass over all `total` positions; the chunk takes their last rows.
+  const Interventions iv = fit_decoder_masks(encoded.interventions, static_cast<int>(encoded.src.ids.size()), total);
+  check_custom_mask_sizes(iv, static_cast<int>(encoded.src.ids.size()), total);
+  cache.tokens.insert(cache.tokens.end(), tokens.begin(), tokens.end());
+  const bool post_norm = config.norm_placement == NormPlacement::Post;
+  Mat x = std::move(emb.sum);  // (k, C), then (out_rows, C) in the last layer
   DecoderLayerTrace t;
   for (int l = 0; l < config.n_decoder_layers; ++l) {
     const DecoderLayerWeights& w = weights.decoder_layers[static_cast<size_t>(l)];
     DecoderLayerCache& c = cache.layers[static_cast<size_t>(l)];
-    AttentionFn self_attn = [&](const ConstMatRef& xq, AttentionTrace& a) {
+    // The keys and values of all k rows go into the cache. In the last layer only the last out_rows rows
+    // need queries (nothing reads the others' outputs): their keys and values come from the self-attention's
+    // input of every row (post-norm: x itself; pre-norm: LN(x)), computed here.
+    const bool last = l + 1 == config.n_decoder_layers;
+    const bool fewer_queries = last && out_rows < static_cast<int>(x.rows());
+    if (fewer_queries) {
       std::vector<Mat> k_new, v_new;
-      attention_keys_values(xq, w.self_attn, config.n_heads, k_new, v_new);  // H x (1, D)
+      if (post_norm) {
+        attention_keys_values(x, w.self_attn, config.n_heads, k_new, v_new);  // H x (k, D)
+      } else {
+        LayerNormTrace n;
+        layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, n);
+        attention_keys_values(n.out, w.self_attn, config.n_heads, k_new, v_new);
+      }
       append_rows(c.self_k, k_new);
       append_rows(c.self_v, v_new);
-      attention_from_keys_values(xq, c.self_k, c.self_v, w.self_attn, config.n_heads, self_mask,
-                                 heads_on(config, iv, AttentionKind::Decoder, l), a);
+      x = Mat(x.bottomRows(out_rows));
+    }
+    const Eigen::Index first_query = total - x.rows();
+    AttentionFn self_attn = [&](const ConstMatRef& xq, AttentionTrace& a) {
+      if (!fewer_queries) {
+        std::vector<Mat> k_new, v_new;
+        attention_keys_values(xq, w.self_attn, config.n_heads, k_new, v_new);  // H x (k, D)
+        append_rows(c.self_k, k_new);
+        append_rows(c.self_v, v_new);
+      }
+      attention_from_keys_values(
+          xq, c.self_k, c.self_v, w.self_attn, config.n_heads,
+          build_masks(config, iv, AttentionKind::Decoder, l, first_query, xq.rows(), cache.tokens, iv.causal_mask),
+          heads_on(config, iv, AttentionKind::Decoder, l), a);
     };
     AttentionFn cross_attn = [&](const ConstMatRef& xq, AttentionTrace& a) {
-      attention_from_keys_values(xq, c.cross_k, c.cross_v, w.cross_attn, config.n_heads, cross_mask,
-                                 heads_on(config, iv, AttentionKind::Cross, l), a);
+      attention_from_keys_values(
+          xq, c.cross_k, c.cross_v, w.cross_attn, config.n_heads,
+          build_masks(config, iv, AttentionKind::Cross, l, first_query, xq.rows(), encoded.src.ids, false),
+          heads_on(config, iv, AttentionKind::Cross, l), a);
     };
     decoder_layer_forward(config, w, x, self_attn, cross_attn, t);
-    x = t.out;
+    x = std::move(t.out);
   }
   if (config.decoder_final_norm) {
     LayerNormTrace n;
     layer_norm_forward(x, weights.decoder_norm, config.layer_norm_eps, n);
     x = std::move(n.out);
   }
+  if (x.rows() > out_rows) x = Mat(x.bottomRows(out_rows));
   Mat logits;
-  linear_forward(x, weights.generator, logits);  // (1, Vt)
-  return logits.row(0);
+  linear_forward(x, weights.generator, logits);  // (out_rows, Vt)
+  return logits;
+}
+
+RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,
+                   KvCache& cache) {
+  return decode_chunk(config, weights, encoded, {token}, cache, 1).row(0);
 }
 
 void truncate_kv_cache(KvCache& cache, int length) {

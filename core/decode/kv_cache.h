@@ -4,8 +4,9 @@
 // O(t^2) per token. Cross-attention keys/values come from enc.out and are computed once.
 //
 // The cache holds the same interventions as the encoder trace it starts from (heads off, padding mask,
-// positional encoding). Causal mask off, or a custom decoder/cross mask, makes later tokens change earlier
-// rows: kv_cache_exact() is false then, and decoders recompute the prefix instead.
+// positional encoding, painted masks). Causal mask off, or a painted decoder mask that lets a query see a later
+// key, makes later tokens change earlier rows: kv_cache_exact() is false then, and decoders recompute the
+// prefix instead (decode_chunk from an empty cache, every token at once).
 #pragma once
 #include <vector>
 
@@ -32,6 +33,16 @@ bool kv_cache_exact(const Interventions& interventions);
 
 // An empty cache on the encoder half of `encoded` (computes the cross-attention keys and values).
 KvCache start_kv_cache(const Config& config, const ModelWeights& weights, const Trace& encoded);
+
+// Feeds `tokens` (k) at positions cache.length() .. in one pass: their rows go through every layer together,
+// each query seeing the cached keys and the chunk's own under the masks of a pass over all positions (causal
+// mask, padding, painted masks fitted by fit_decoder_masks), and their keys/values are appended. Returns the
+// logits (out_rows, Vt) of the last out_rows tokens: row i predicts the token after tokens[k - out_rows + i].
+// In the last layer only those rows are queried, and only they reach the output projection.
+//   k tokens, out_rows k: checks k guessed tokens at once (speculative decoding);
+//   a whole prefix on an empty cache, out_rows 1: one decoding step without the causal mask.
+Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const std::vector<int>& tokens, KvCache& cache, int out_rows);
 
 // Feeds `token` at position cache.length() and returns the logits (1, Vt) that predict the token after it.
 RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,

@@ -23,6 +23,11 @@ int argmax(const RowVec& logits) {
   return static_cast<int>(best);
 }
 
+RowVec softmax(const RowVec& logits) {
+  RowVec p = (logits.array() - logits.maxCoeff()).exp().matrix();
+  return p / p.sum();
+}
+
 RowVec log_softmax(const RowVec& logits) {
   const float m = logits.maxCoeff();
   const float lse = m + std::log((logits.array() - m).exp().sum());
@@ -43,9 +48,7 @@ RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& o) {
   validate_sampling(o);
   const Eigen::Index v = logits.size();
   const RowVec scaled = logits / o.temperature;
-  const float m = scaled.maxCoeff();
-  RowVec p = (scaled.array() - m).exp().matrix();
-  p /= p.sum();
+  const RowVec p = softmax(scaled);
   // Order by probability, descending; ties by id.
   std::vector<int> order(static_cast<size_t>(v));
   std::iota(order.begin(), order.end(), 0);

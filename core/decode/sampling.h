@@ -31,7 +31,8 @@ std::vector<int> top_k_ids(const RowVec& scores, int k);
 // The distribution sampling draws from (1, V): zero outside the kept set, summing to 1.
 RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& options);
 
-// log softmax of a row (1, V).
+// softmax and log softmax of a row (1, V).
+RowVec softmax(const RowVec& logits);
 RowVec log_softmax(const RowVec& logits);
 
 // std::mt19937_64 is specified exactly by the C++ standard, so a seed gives the same draws everywhere; the

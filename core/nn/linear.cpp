@@ -5,22 +5,20 @@
 
 namespace sf {
 
-// Below this many rows Eigen's GEMV (one row: the decoding step) is as fast (bench/bench_forward.cpp).
-constexpr Eigen::Index kSmallGemmMinRows = 2;
-
 void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
     fail(ErrorKind::Shape, "linear_forward",
          "input has " + std::to_string(x.cols()) + " columns, weight expects " + std::to_string(w.weight.cols()));
   out.resize(x.rows(), w.weight.rows());
-  if (x.rows() >= kSmallGemmMinRows && x.rows() < 128 && small_gemm_available()) {
-    // One sentence: dot products straight from W, no packing (nn/small_gemm.h).
+  if (x.rows() < 128 && small_gemm_available()) {
+    // A decoding step or one sentence: dot products straight from W, no packing, W's rows shared out between
+    // the threads (nn/small_gemm.h). For one row Eigen's GEMV is as fast on one thread, slower on two.
     small_gemm_xwt(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(),
                    w.weight.data(), static_cast<int>(w.weight.rows()), out.data());
   } else if (x.rows() >= 64) {
     out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
   } else {
-    // One row (a decoding step), or a build without the AVX-512 kernel: computed into a column-major buffer, so
+    // A build without the AVX-512 kernel: computed into a column-major buffer, so
     // that Eigen takes W^T (in, out) column-major as its right-hand side (contiguous copies) and the few rows as
     // the small left-hand side; written straight into the row-major output, Eigen would pack all of W as a
     // row-major left-hand side instead (measured with bench/bench_forward.cpp).

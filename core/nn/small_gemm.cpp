@@ -13,6 +13,8 @@ namespace sf {
 
 bool small_gemm_available() { return true; }
 
+constexpr long kParallelMacs = 1L << 16;
+
 namespace {
 
 // The four lane sums of a, b, c, d as one 4-float register [sum a, sum b, sum c, sum d]: interleave and add
@@ -95,6 +97,10 @@ void rows_block(const float* x, int mr, long x_stride, const float* w, int K, fl
 void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
   // W outermost: a block of 4 rows of W (4 K floats) stays in L1 while every row block of x passes it, so W is
   // read from memory once; x (M K floats, 20 KB for 20 tokens of 256) stays in L1/L2 throughout.
+  // The blocks of W are shared out between the OpenMP threads (each writes its own columns of y); below
+  // kParallelMacs the fork would cost more than it saves.
+  const long macs = static_cast<long>(M) * N * K;
+  #pragma omp parallel for schedule(static) if (macs >= kParallelMacs)
   for (int n = 0; n < N; n += 4) {
     const int nr = N - n < 4 ? N - n : 4;
     const float* wn = w + static_cast<long>(n) * K;

@@ -15,30 +15,35 @@ std::string kind_layer_head(AttentionKind kind, int layer, int head) {
   return std::string(to_string(kind)) + "." + std::to_string(layer) + "." + std::to_string(head);
 }
 
-// The computed mask of one attention block (same for all heads), then custom masks per head.
-//   key_is_pad: (Tk) keys blocked by the padding mask; causal: block j > i.
+}  // namespace
+
 std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                             Eigen::Index tq, Eigen::Index tk, const std::vector<int>& key_ids, bool causal) {
+                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal) {
+  const Eigen::Index tk = static_cast<Eigen::Index>(key_ids.size());
   Mat base = Mat::Zero(tq, tk);  // (Tq, Tk) 1 = blocked
   if (iv.padding_mask)
     for (Eigen::Index j = 0; j < tk; ++j)
       if (key_ids[static_cast<size_t>(j)] == config.pad_id) base.col(j).setOnes();
-  if (causal)
-    for (Eigen::Index i = 0; i < tq; ++i)
-      if (i + 1 < tk) base.row(i).tail(tk - i - 1).setOnes();
+  if (causal)  // query row i is position first_query + i: keys after it are blocked
+    for (Eigen::Index i = 0; i < tq; ++i) {
+      const Eigen::Index after = first_query + i + 1;
+      if (after < tk) base.row(i).tail(tk - after).setOnes();
+    }
   std::vector<Mat> masks(static_cast<size_t>(config.n_heads), base);
   for (int h = 0; h < config.n_heads; ++h) {
     const CustomMask* custom = iv.custom_mask(kind, layer, h);
     if (!custom) continue;
-    if (custom->blocked.rows() != tq || custom->blocked.cols() != tk)
+    if (custom->blocked.rows() != first_query + tq || custom->blocked.cols() != tk)
       fail(ErrorKind::Input, "forward",
            "custom mask for " + kind_layer_head(kind, layer, h) + " is " +
                shape_string({custom->blocked.rows(), custom->blocked.cols()}) + ", the pass needs " +
-               shape_string({tq, tk}));
-    masks[static_cast<size_t>(h)] = custom->blocked;
+               shape_string({first_query + tq, tk}));
+    masks[static_cast<size_t>(h)] = custom->blocked.bottomRows(tq);
   }
   return masks;
 }
+
+namespace {
 
 void run_encoder(const Config& config, const ModelWeights& weights, int from, Trace& trace) {
   const Interventions& iv = trace.interventions;
@@ -55,7 +60,7 @@ void run_encoder(const Config& config, const ModelWeights& weights, int from, Tr
     const Mat& x = l == 0 ? trace.src.sum : trace.encoder[static_cast<size_t>(l - 1)].out;
     AttentionFn self_attn = [&](const ConstMatRef& xq, AttentionTrace& t) {
       multi_head_attention_forward(xq, xq, w.self_attn, config.n_heads,
-                                   build_masks(config, iv, AttentionKind::Encoder, l, S, S, trace.src.ids, false),
+                                   build_masks(config, iv, AttentionKind::Encoder, l, 0, S, trace.src.ids, false),
                                    heads_on(config, iv, AttentionKind::Encoder, l), t);
     };
     encoder_layer_forward(config, w, x, self_attn, trace.encoder[static_cast<size_t>(l)]);
@@ -79,7 +84,6 @@ void run_decoder(const Config& config, const ModelWeights& weights, int from, Tr
     from = 0;
   }
   if (from >= L) return;
-  const Eigen::Index S = trace.enc_out.rows();
   const Eigen::Index T = static_cast<Eigen::Index>(trace.tgt.ids.size());
   for (int l = from; l < L; ++l) {
     const DecoderLayerWeights& w = weights.decoder_layers[static_cast<size_t>(l)];
@@ -87,12 +91,12 @@ void run_decoder(const Config& config, const ModelWeights& weights, int from, Tr
     AttentionFn self_attn = [&](const ConstMatRef& xq, AttentionTrace& t) {
       multi_head_attention_forward(
           xq, xq, w.self_attn, config.n_heads,
-          build_masks(config, iv, AttentionKind::Decoder, l, T, T, trace.tgt.ids, iv.causal_mask),
+          build_masks(config, iv, AttentionKind::Decoder, l, 0, T, trace.tgt.ids, iv.causal_mask),
           heads_on(config, iv, AttentionKind::Decoder, l), t);
     };
     AttentionFn cross_attn = [&](const ConstMatRef& xq, AttentionTrace& t) {
       multi_head_attention_forward(xq, trace.enc_out, w.cross_attn, config.n_heads,
-                                   build_masks(config, iv, AttentionKind::Cross, l, T, S, trace.src.ids, false),
+                                   build_masks(config, iv, AttentionKind::Cross, l, 0, T, trace.src.ids, false),
                                    heads_on(config, iv, AttentionKind::Cross, l), t);
     };
     decoder_layer_forward(config, w, x, self_attn, cross_attn, trace.decoder[static_cast<size_t>(l)]);

@@ -71,6 +71,12 @@ void check_custom_mask_sizes(const Interventions& interventions, int src_length,
 // "source" or "target" for error messages).
 void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
                   int first_position, bool positional_encoding, EmbeddingTrace& t);
+// The masks H x (Tq, Tk) of one attention block for queries at positions first_query .. first_query + tq - 1
+// over the keys key_ids (Tk): the computed mask (padding of the keys; causal: key j > query position blocked),
+// replaced for a head by its custom mask, whose rows first_query.. are taken (it must be
+// (first_query + tq, Tk): fitted to the whole pass). first_query > 0 for rows fed after a KV cache.
+std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
+                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
 // The head_on flags of one attention block.
 std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
 // dec_out (N, C) -> logits (N, Vt) and probs (N, Vt).

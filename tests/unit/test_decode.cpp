@@ -65,6 +65,63 @@ TEST(KvCache, IncrementalEqualsFullRecompute) {
   no_causal.causal_mask = false;
   EXPECT_FALSE(kv_cache_exact(no_causal));
   EXPECT_TRUE(kv_cache_exact(Interventions{}));
+  // Painted masks: a decoder mask that blocks every later key keeps the cache exact, one that lets a query see a
+  // later key does not; cross-attention masks concern one query row each.
+  Interventions painted;
+  Mat causal_plus = Mat::Zero(4, 4);
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) causal_plus(i, j) = 1.0f;
+  causal_plus(3, 1) = 1.0f;
+  painted.custom_masks = {{{AttentionKind::Decoder, 0, 1}, causal_plus}, {{AttentionKind::Cross, 1, 0}, Mat::Ones(4, 6)}};
+  EXPECT_TRUE(kv_cache_exact(painted));
+  painted.custom_masks[0].blocked(1, 2) = 0.0f;
+  EXPECT_FALSE(kv_cache_exact(painted));
+}
+
+TEST(KvCache, ChunkEqualsTheFullPassRows) {
+  for (NormPlacement placement : {NormPlacement::Post, NormPlacement::Pre}) {
+    Model m(placement);
+    m.weights = random_weights(m.config, 5, 0.3f);
+    Interventions iv;
+    iv.heads_off = {{AttentionKind::Decoder, 1, 3}};
+    Mat blocked = Mat::Zero(8, 8);  // causal, and query 5 may not see key 2
+    for (int i = 0; i < 8; ++i)
+      for (int j = i + 1; j < 8; ++j) blocked(i, j) = 1.0f;
+    blocked(5, 2) = 1.0f;
+    iv.custom_masks = {{{AttentionKind::Decoder, 0, 2}, blocked}};
+    ASSERT_TRUE(kv_cache_exact(iv));
+    const std::vector<int> tgt = {2, 6, 11, 4, 8, 1, 9, 13};
+    Trace encoded;
+    encode(m.config, m.weights, kSrc, iv, encoded);
+    const Trace full = forward(m.config, m.weights, kSrc, tgt, iv);
+    // Three tokens one at a time, then five in one chunk: every row of the chunk is the full pass's row.
+    KvCache cache = start_kv_cache(m.config, m.weights, encoded);
+    for (int t = 0; t < 3; ++t) decode_step(m.config, m.weights, encoded, tgt[static_cast<size_t>(t)], cache);
+    const std::vector<int> chunk(tgt.begin() + 3, tgt.end());
+    KvCache again = cache;
+    const Mat logits = decode_chunk(m.config, m.weights, encoded, chunk, cache, 5);
+    ASSERT_EQ(logits.rows(), 5);
+    for (int i = 0; i < 5; ++i) EXPECT_LT(mixed_error(logits.row(i), full.logits.row(3 + i)), 1e-5f) << i;
+    EXPECT_EQ(cache.tokens, tgt);
+    // Only the last two rows asked for: the same two rows, and the same keys and values cached.
+    const Mat last = decode_chunk(m.config, m.weights, encoded, chunk, again, 2);
+    ASSERT_EQ(last.rows(), 2);
+    EXPECT_LT(mixed_error(last.row(1), full.logits.row(7)), 1e-5f);
+    EXPECT_LT(mixed_error(last.row(0), full.logits.row(6)), 1e-5f);
+    for (size_t l = 0; l < cache.layers.size(); ++l)
+      EXPECT_LT((again.layers[l].self_k[1] - cache.layers[l].self_k[1]).cwiseAbs().maxCoeff(), 1e-5f);
+    // Without the causal mask, a whole prefix from an empty cache gives the full pass's last row.
+    Interventions open = iv;
+    open.causal_mask = false;
+    open.custom_masks.clear();
+    Trace encoded_open;
+    encode(m.config, m.weights, kSrc, open, encoded_open);
+    KvCache empty = start_kv_cache(m.config, m.weights, encoded_open);
+    const Mat row = decode_chunk(m.config, m.weights, encoded_open, tgt, empty, 1);
+    EXPECT_LT(mixed_error(row.row(0), forward(m.config, m.weights, kSrc, tgt, open).logits.row(7)), 1e-5f);
+    EXPECT_THROW(decode_chunk(m.config, m.weights, encoded, {}, cache, 1), Error);
+    EXPECT_THROW(decode_chunk(m.config, m.weights, encoded, {3, 4}, cache, 3), Error);
+  }
 }
 
 std::vector<int> greedy_by_hand(const Model& m, int max_length) {
@@ -320,6 +377,98 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   Decoder stepped(m.config, m.weights, kSrc, {}, o);
   stepped.step();
   EXPECT_EQ(stepped.prefill(tokens), 0);
+}
+
+// What decoding did, node by node: the same tokens, parents and steps (and log-probabilities within rounding).
+void expect_same_decoding(const Decoder& got, const Decoder& want) {
+  EXPECT_EQ(got.generated(), want.generated());
+  EXPECT_EQ(got.finished(), want.finished());
+  EXPECT_EQ(got.steps(), want.steps());
+  ASSERT_EQ(got.tree().size(), want.tree().size());
+  for (size_t i = 0; i < got.tree().size(); ++i) {
+    EXPECT_EQ(got.tree()[i].token, want.tree()[i].token);
+    EXPECT_EQ(got.tree()[i].parent, want.tree()[i].parent);
+    EXPECT_EQ(got.tree()[i].step, want.tree()[i].step);
+    EXPECT_NEAR(got.tree()[i].sum_logprob, want.tree()[i].sum_logprob, 1e-4f);
+  }
+  EXPECT_LT((got.trace().logits - want.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
+  Model m;
+  DecodeOptions o;
+  o.max_length = 12;
+  Decoder plain(m.config, m.weights, kSrc, {}, o);
+  plain.run();
+  const std::vector<int> tokens = plain.generated();
+  ASSERT_GE(tokens.size(), 5u);
+  std::vector<int> one_word = tokens;  // a word replaced
+  one_word[2] = one_word[2] == 7 ? 8 : 7;
+  std::vector<int> shifted = tokens;  // a word inserted
+  shifted.insert(shifted.begin() + 1, 14);
+  const std::vector<std::vector<int>> guesses = {tokens, one_word, shifted, {}, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+                                                 std::vector<int>(tokens.begin(), tokens.begin() + 3)};
+  for (const std::vector<int>& guess : guesses) {
+    Decoder guided(m.config, m.weights, kSrc, {}, o);
+    guided.run_guided(guess);
+    expect_same_decoding(guided, plain);
+    // Its steps undo one by one, and stepping again gives the same tokens: the cache is the incremental one.
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(guided.step_back());
+    guided.run();
+    EXPECT_EQ(guided.generated(), tokens);
+  }
+  // With an intervention, a forced prefix, and a limit that stops decoding before <eos>.
+  Interventions iv;
+  iv.heads_off = {{AttentionKind::Decoder, 0, 2}, {AttentionKind::Cross, 1, 1}};
+  iv.forced_prefix = {tokens[0], 17};
+  for (int limit : {12, 4}) {
+    o.max_length = limit;
+    Decoder changed(m.config, m.weights, kSrc, iv, o);
+    changed.run();
+    Decoder guided(m.config, m.weights, kSrc, iv, o);
+    guided.run_guided(tokens);
+    expect_same_decoding(guided, changed);
+  }
+  // Other strategies, and decoders without an exact cache, decode as run() does.
+  DecodeOptions beam = o;
+  beam.strategy = DecodeStrategy::Beam;
+  Decoder b1(m.config, m.weights, kSrc, {}, beam), b2(m.config, m.weights, kSrc, {}, beam);
+  b1.run();
+  b2.run_guided(tokens);
+  expect_same_decoding(b2, b1);
+  Interventions open;
+  open.causal_mask = false;
+  Decoder n1(m.config, m.weights, kSrc, open, o), n2(m.config, m.weights, kSrc, open, o);
+  n1.run();
+  n2.run_guided(tokens);
+  expect_same_decoding(n2, n1);
+}
+
+TEST(Decoder, PaintedCausalMaskKeepsTheCache) {
+  Model m;
+  // Painted, causal, with one more cell blocked (query 3 may not see key 1): the cache stays exact, and the
+  // decoder with it gives what the decoder without a cache gives.
+  Interventions iv;
+  Mat painted = Mat::Zero(5, 5);
+  for (int i = 0; i < 5; ++i)
+    for (int j = i + 1; j < 5; ++j) painted(i, j) = 1.0f;
+  painted(3, 1) = 1.0f;
+  iv.custom_masks = {{{AttentionKind::Decoder, 1, 0}, painted}, {{AttentionKind::Cross, 0, 3}, Mat::Zero(5, 6)}};
+  iv.custom_masks[1].blocked(2, 4) = 1.0f;
+  DecodeOptions o;
+  o.max_length = 8;
+  Decoder cached(m.config, m.weights, kSrc, iv, o);
+  EXPECT_TRUE(cached.uses_kv_cache());
+  cached.run();
+  DecodeOptions no_cache = o;
+  no_cache.use_kv_cache = false;
+  Decoder full(m.config, m.weights, kSrc, iv, no_cache);
+  EXPECT_FALSE(full.uses_kv_cache());
+  full.run();
+  expect_same_decoding(cached, full);
+  const Trace t = cached.trace();
+  EXPECT_EQ(t.decoder[1].self_attn.probs[0](3, 1), 0.0f);
+  EXPECT_EQ(t.decoder[0].cross_attn.probs[3](2, 4), 0.0f);
 }
 
 TEST(Decoder, PaintedDecoderMaskAppliesToEveryPrefixPass) {

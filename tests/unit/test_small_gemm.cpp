@@ -2,6 +2,8 @@
 // not multiples of 4, K not a multiple of 16), a row stride wider than K, and linear_forward's dispatch.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <random>
 
 #include "nn/linear.h"
@@ -31,9 +33,28 @@ TEST(SmallGemm, EqualsEigenForEveryBlockShapeAndTail) {
       }
 }
 
+TEST(SmallGemm, ThreadsComputeWhatOneThreadDoes) {
+  // Above the size where the columns are shared out between threads (a decoding step's output projection, a
+  // sentence's feed-forward): the same floats as one thread, bit for bit, and Eigen's product within rounding.
+  std::mt19937 rng(7);
+  for (int M : {1, 3, 20})
+    for (int N : {601, 1027}) {
+      const Mat x = random_mat(M, 256, rng), w = random_mat(N, 256, rng);
+      Mat one(M, N), two(M, N);
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(1);
+      small_gemm_xwt(x.data(), M, 256, x.outerStride(), w.data(), N, one.data());
+      omp_set_num_threads(2);
+      small_gemm_xwt(x.data(), M, 256, x.outerStride(), w.data(), N, two.data());
+      omp_set_num_threads(before);
+      EXPECT_EQ(one, two) << M << "x" << N;
+      EXPECT_LT((two - x * w.transpose()).cwiseAbs().maxCoeff(), 1e-4f) << M << "x" << N;
+    }
+}
+
 TEST(SmallGemm, LinearForwardAgreesAcrossItsPaths) {
-  // One row (Eigen's GEMV), a sentence (this kernel where the build has it), many rows (Eigen's GEMM): the
-  // same rows give the same outputs whichever path computes them.
+  // One row and a sentence (this kernel where the build has it), many rows (Eigen's GEMM): the same rows give
+  // the same outputs whichever path computes them.
   std::mt19937 rng(5);
   LinearWeights w{random_mat(40, 48, rng), random_mat(1, 40, rng)};
   const Mat x = random_mat(200, 48, rng);
