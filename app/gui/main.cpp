@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gui/app.h"
+#include "gui/frame_log.h"
 #include "gui/key_latch.h"
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
@@ -76,8 +77,17 @@ int main(int argc, char** argv) {
     sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
+    sf::gui::FrameLog frame_log;
+    if (!options.frame_log_path.empty()) {
+      std::string error;
+      if (!frame_log.open(options.frame_log_path, error)) {
+        std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+        return 2;
+      }
+    }
     int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
     while (!window.should_close()) {
+      frame_log.begin_frame(app.state());
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
@@ -92,7 +102,12 @@ int main(int argc, char** argv) {
       window.begin_frame(mouse ? mouse_xy : app.capturing() ? away : nullptr);
       app.open_dropped(window.take_dropped_paths());
       app.frame();
+      frame_log.built();
       window.end_frame();
+      if (frame_log.is_open()) {
+        window.finish_gpu();
+        frame_log.end_frame(app.state());
+      }
       app.after_render();
       for (const auto& m : app.take_messages()) {
         std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", m.text.c_str());

@@ -44,6 +44,7 @@ const char* kUsage =
     "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
     "  --frames N          frames to render before the screenshot (default 3)\n"
     "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
+    "  --frame-log PATH    write each frame's time (input to finished picture) and what it recomputed\n"
     "  --no-settings       neither read nor write the settings and last session (also:\n"
     "                      STEPFORMER_NO_SETTINGS=1); they live in $XDG_CONFIG_HOME/stepformer/settings.json\n"
     "                      (default ~/.config/stepformer/settings.json)\n"
@@ -106,6 +107,10 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--layout-json");
       if (!v || !*v) return error("--layout-json needs a path");
       r.options.layout_json_path = v;
+    } else if (arg == "--frame-log") {
+      const char* v = value("--frame-log");
+      if (!v || !*v) return error("--frame-log needs a path");
+      r.options.frame_log_path = v;
     } else if (arg == "--script") {
       const char* v = value("--script");
       if (!v || !*v) return error("--script needs a file");

@@ -10,6 +10,7 @@ struct AppOptions {
   std::string screenshot_path;        // --screenshot PATH: render, save a PNG of the window, exit 0
   int frames = 3;                     // --frames N: frames rendered before the screenshot (layout settles)
   std::string layout_json_path;       // --layout-json PATH: where each heatmap was drawn (for tests)
+  std::string frame_log_path;         // --frame-log PATH: each frame's milliseconds and what it recomputed
   float ui_scale = 1.0f;              // --ui-scale X: font and widget scale (1.5 for a projector)
   std::string model_path;             // --model PATH (default: the shipped model)
   std::string sentence;               // --sentence TEXT (default: the example sentence)

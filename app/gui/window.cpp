@@ -155,12 +155,17 @@ void Window::end_frame() {
   int w = 0, h = 0;
   glfwGetFramebufferSize(window_, &w, &h);
   glViewport(0, 0, w, h);
-  glClearColor(0.08f, 0.08f, 0.10f, 1.0f);
+  // The background of the full-screen main window, which draws none itself (App::frame): the style's window
+  // colour as it looks over black.
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  glClearColor(bg.x * bg.w, bg.y * bg.w, bg.z * bg.w, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 }
 
 void Window::present() { glfwSwapBuffers(window_); }
+
+void Window::finish_gpu() { glFinish(); }
 
 void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebufferSize(window_, width, height); }
 

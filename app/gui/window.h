@@ -22,6 +22,7 @@ class Window {
   void begin_frame(const float* mouse_override = nullptr);
   void end_frame();    // render ImGui into the back buffer (call save_screenshot after this, before present)
   void present();      // swap buffers
+  void finish_gpu();   // waits until the GPU has drawn the frame (glFinish), for frame timing
 
   // Reads the back buffer and writes a PNG. Returns an empty string on success, else the reason.
   std::string save_screenshot(const std::string& png_path) const;

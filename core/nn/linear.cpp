@@ -12,7 +12,7 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   out.resize(x.rows(), w.weight.rows());
   if (x.rows() < 128 && small_gemm_available()) {
     // A decoding step or one sentence: dot products straight from W, no packing, W's rows shared out between
-    // the threads (nn/small_gemm.h). For one row Eigen's GEMV is as fast on one thread, slower on two.
+    // threads (nn/small_gemm.h). For one row Eigen's GEMV is as fast on one thread, slower on two.
     small_gemm_xwt(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(),
                    w.weight.data(), static_cast<int>(w.weight.rows()), out.data());
   } else if (x.rows() >= 64) {

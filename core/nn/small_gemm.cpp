@@ -7,6 +7,10 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
+
+#include "util/parallel.h"
+
 namespace sf {
 
 #if defined(__AVX512F__)
@@ -14,6 +18,7 @@ namespace sf {
 bool small_gemm_available() { return true; }
 
 constexpr long kParallelMacs = 1L << 16;
+constexpr long kChunkMacs = 1L << 12;
 
 namespace {
 
@@ -97,25 +102,33 @@ void rows_block(const float* x, int mr, long x_stride, const float* w, int K, fl
 void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
   // W outermost: a block of 4 rows of W (4 K floats) stays in L1 while every row block of x passes it, so W is
   // read from memory once; x (M K floats, 20 KB for 20 tokens of 256) stays in L1/L2 throughout.
-  // The blocks of W are shared out between the OpenMP threads (each writes its own columns of y); below
-  // kParallelMacs the fork would cost more than it saves.
-  const long macs = static_cast<long>(M) * N * K;
-  #pragma omp parallel for schedule(static) if (macs >= kParallelMacs)
-  for (int n = 0; n < N; n += 4) {
-    const int nr = N - n < 4 ? N - n : 4;
-    const float* wn = w + static_cast<long>(n) * K;
-    for (int m = 0; m < M; m += 4) {
-      const int mr = M - m < 4 ? M - m : 4;
-      const float* xm = x + m * x_stride;
-      float* ym = y + static_cast<long>(m) * N + n;
-      switch (nr) {
-        case 4: rows_block<4>(xm, mr, x_stride, wn, K, ym, N); break;
-        case 3: rows_block<3>(xm, mr, x_stride, wn, K, ym, N); break;
-        case 2: rows_block<2>(xm, mr, x_stride, wn, K, ym, N); break;
-        default: rows_block<1>(xm, mr, x_stride, wn, K, ym, N); break;
+  auto columns = [&](int first_block, int end_block) {
+    for (int n = first_block * 4; n < std::min(N, end_block * 4); n += 4) {
+      const int nr = N - n < 4 ? N - n : 4;
+      const float* wn = w + static_cast<long>(n) * K;
+      for (int m = 0; m < M; m += 4) {
+        const int mr = M - m < 4 ? M - m : 4;
+        const float* xm = x + m * x_stride;
+        float* ym = y + static_cast<long>(m) * N + n;
+        switch (nr) {
+          case 4: rows_block<4>(xm, mr, x_stride, wn, K, ym, N); break;
+          case 3: rows_block<3>(xm, mr, x_stride, wn, K, ym, N); break;
+          case 2: rows_block<2>(xm, mr, x_stride, wn, K, ym, N); break;
+          default: rows_block<1>(xm, mr, x_stride, wn, K, ym, N); break;
+        }
       }
     }
-  }
+  };
+  // The blocks of W are shared out between threads (util/parallel.h), each writing its own columns of y: four
+  // chunks per thread (a thread that starts late takes fewer), none below kChunkMacs; below kParallelMacs in
+  // all the sharing would cost more than it saves.
+  const long macs = static_cast<long>(M) * N * K;
+  const int blocks = (N + 3) / 4;
+  const int threads = parallel_threads();
+  if (macs < kParallelMacs || threads == 1) return columns(0, blocks);
+  const long block_macs = 4L * M * K;
+  const long grain = std::max((blocks + 4L * threads - 1) / (4L * threads), (kChunkMacs + block_macs - 1) / block_macs);
+  parallel_for(blocks, static_cast<int>(grain), columns);
 }
 
 #else

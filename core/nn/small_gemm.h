@@ -6,8 +6,8 @@
 // a row of W (both contiguous in their row-major layout), computed 4 x 4 at a time in 16-lane registers and
 // summed across lanes at the end; W is read once, straight from where it lies. For one row (a decoding step) the
 // time is that of reading W from memory (the output projection alone is 6 MB for the shipped model), so the
-// blocks of W are shared out between the OpenMP threads (OMP_NUM_THREADS), each writing its own columns of y:
-// two cores pull W through two memory paths.
+// blocks of W are shared out between threads (util/parallel.h), each writing its own columns of y: two cores
+// pull W through two memory paths.
 #pragma once
 #include "util/tensor.h"
 

@@ -10,7 +10,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "gui/render/colormap.h"
 #include "nn/positional_encoding.h"
@@ -87,6 +89,48 @@ TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
   EXPECT_NE(r.output.find("cannot open a display"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("xvfb-run -a"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(output_path("never.png")));
+}
+
+TEST(AppSmoke, FrameLogTimesEveryFrameAndNamesWhatItRecomputed) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  const std::string script = output_path("frame_log.script"), log = output_path("frames.log");
+  std::ofstream(script) << "wait 3\nhead-off dec.1.2\nwait 2\nreset\nwait 2\nquit\n";
+  fs::remove(log);
+  const RunResult r = run(headless("--stage decoder-attention --frame-log " + log + " --script " + script));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line.rfind("# frame  frame_ms  build_ms  draw_ms  recompute_ms", 0), 0u) << line;
+  int frames = 0;
+  std::vector<std::string> recomputed;  // "what" of the frames that recomputed
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    int frame = 0;
+    double total = 0, build = 0, draw = 0;
+    std::string recompute;
+    ASSERT_TRUE(fields >> frame >> total >> build >> draw >> recompute) << line;
+    EXPECT_EQ(frame, ++frames);
+    EXPECT_NEAR(total, build + draw, 0.02) << line;
+    if (recompute == "-") continue;
+    EXPECT_GT(std::stod(recompute), 0.0) << line;
+    EXPECT_LE(std::stod(recompute), build + 0.01) << "the recompute is part of the frame's build: " << line;
+    std::string what;
+    std::getline(fields, what);
+    recomputed.push_back(what);
+  }
+  EXPECT_GE(frames, 8);
+  // The first translation, the head switched off (the translation loses "is"), the reset.
+  ASSERT_EQ(recomputed.size(), 3u) << r.output;
+  EXPECT_NE(recomputed[1].find("1 head off | a man in an orange shirt standing on the street."), std::string::npos)
+      << recomputed[1];
+  EXPECT_NE(recomputed[2].find("as trained | a man in an orange shirt is standing on the street."), std::string::npos)
+      << recomputed[2];
+  // A log that cannot be written is named, and the app does not start.
+  const RunResult bad = run(headless("--frame-log /nonexistent-dir/frames.log --frames 1 --screenshot " +
+                                     output_path("never2.png")));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("cannot write the frame log '/nonexistent-dir/frames.log'"), std::string::npos) << bad.output;
 }
 
 TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {

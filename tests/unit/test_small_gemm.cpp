@@ -2,12 +2,11 @@
 // not multiples of 4, K not a multiple of 16), a row stride wider than K, and linear_forward's dispatch.
 #include <gtest/gtest.h>
 
-#include <omp.h>
-
 #include <random>
 
 #include "nn/linear.h"
 #include "nn/small_gemm.h"
+#include "util/parallel.h"
 
 namespace sf {
 namespace {
@@ -41,12 +40,13 @@ TEST(SmallGemm, ThreadsComputeWhatOneThreadDoes) {
     for (int N : {601, 1027}) {
       const Mat x = random_mat(M, 256, rng), w = random_mat(N, 256, rng);
       Mat one(M, N), two(M, N);
-      const int before = omp_get_max_threads();
-      omp_set_num_threads(1);
+      const int before = parallel_threads();
+      set_parallel_threads(1);
       small_gemm_xwt(x.data(), M, 256, x.outerStride(), w.data(), N, one.data());
-      omp_set_num_threads(2);
-      small_gemm_xwt(x.data(), M, 256, x.outerStride(), w.data(), N, two.data());
-      omp_set_num_threads(before);
+      set_parallel_threads(2);
+      for (int repeat = 0; repeat < 20; ++repeat)  // workers asleep, spinning, or late: the same result
+        small_gemm_xwt(x.data(), M, 256, x.outerStride(), w.data(), N, two.data());
+      set_parallel_threads(before);
       EXPECT_EQ(one, two) << M << "x" << N;
       EXPECT_LT((two - x * w.transpose()).cwiseAbs().maxCoeff(), 1e-4f) << M << "x" << N;
     }

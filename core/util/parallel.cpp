@@ -1,0 +1,155 @@
+#include "util/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SF_PAUSE() _mm_pause()
+#else
+#define SF_PAUSE() ((void)0)
+#endif
+
+namespace sf {
+
+namespace {
+
+constexpr int kSpinMicroseconds = 100;
+
+struct Job {
+  const std::function<void(int, int)>* body = nullptr;
+  int n = 0, grain = 1, chunks = 0;
+  std::atomic<int> next{0};  // the next chunk to take
+  std::atomic<int> done{0};  // chunks finished
+};
+
+void run_chunks(Job& job) {
+  for (;;) {
+    const int c = job.next.fetch_add(1);
+    if (c >= job.chunks) return;
+    const int begin = c * job.grain;
+    (*job.body)(begin, std::min(job.n, begin + job.grain));
+    job.done.fetch_add(1);
+  }
+}
+
+class Pool {
+ public:
+  ~Pool() { resize(1); }
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void resize(int threads) {
+    std::lock_guard<std::mutex> submit(submit_);  // no loop runs meanwhile
+    const size_t want = static_cast<size_t>(std::max(threads, 1) - 1);
+    if (want == workers_.size()) return;
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stop_ = false;
+    for (size_t i = 0; i < want; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  void run(int n, int grain, const std::function<void(int, int)>& body) {
+    grain = std::max(grain, 1);
+    const int chunks = (n + grain - 1) / grain;
+    std::unique_lock<std::mutex> submit(submit_, std::try_to_lock);
+    if (workers_.empty() || chunks <= 1 || !submit.owns_lock()) {
+      if (n > 0) body(0, n);
+      return;
+    }
+    Job job;
+    job.body = &body;
+    job.n = n;
+    job.grain = grain;
+    job.chunks = chunks;
+    current_.store(&job);
+    generation_.fetch_add(1);
+    if (sleeping_.load() > 0) {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+      wake_.notify_all();
+    }
+    run_chunks(job);
+    while (job.done.load() < job.chunks) SF_PAUSE();
+    // No worker may touch `job` once this returns: it is withdrawn, and workers that picked it up are waited for
+    // (a worker counts itself in before it reads current_, so one that does so later reads nullptr).
+    current_.store(nullptr);
+    while (in_job_.load() > 0) SF_PAUSE();
+  }
+
+ private:
+  void work() {
+    unsigned long long seen = generation_.load();
+    for (;;) {
+      // Spin a little for the next loop, then sleep until one is posted.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+      bool posted = false;
+      for (int i = 0;; ++i) {
+        if (generation_.load() != seen) {
+          posted = true;
+          break;
+        }
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+        SF_PAUSE();
+      }
+      if (!posted) {
+        std::unique_lock<std::mutex> lock(sleep_mutex_);
+        sleeping_.fetch_add(1);
+        wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+        sleeping_.fetch_sub(1);
+        if (stop_) return;
+      }
+      seen = generation_.load();
+      in_job_.fetch_add(1);
+      if (Job* job = current_.load()) run_chunks(*job);
+      in_job_.fetch_sub(1);
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex submit_;
+  std::atomic<Job*> current_{nullptr};
+  std::atomic<unsigned long long> generation_{0};
+  std::atomic<int> in_job_{0};
+  std::atomic<int> sleeping_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by sleep_mutex_
+};
+
+int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n >= 1) return std::min(n, 8);
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores, 1u, 8u));
+}
+
+Pool& pool() {
+  static Pool p;
+  static std::once_flag started;
+  std::call_once(started, [] { p.resize(default_threads()); });
+  return p;
+}
+
+}  // namespace
+
+int parallel_threads() { return pool().threads(); }
+
+void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, 8)); }
+
+void parallel_for(int n, int grain, const std::function<void(int, int)>& body) { pool().run(n, grain, body); }
+
+}  // namespace sf

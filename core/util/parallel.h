@@ -1,0 +1,25 @@
+// A small pool of worker threads for the short parallel loops of inference (the rows of W in a decoding step's
+// linear layers). OpenMP would do the sharing, but libgomp's idle workers spin for milliseconds after every
+// loop: in the app that is a core taken from the renderer (Mesa's llvmpipe draws on the CPU where there is no
+// GPU) in the frame that follows a recompute. Here idle workers spin for at most kSpinMicroseconds between
+// loops (a decoding pass issues one every few microseconds) and then sleep.
+//
+//   parallel_for(n, grain, [&](int begin, int end) { ... });   // [0, n) in chunks of `grain`
+//
+// Chunks are taken from a shared counter by the calling thread and the workers alike, so a worker that is slow
+// to wake (or descheduled) only takes fewer chunks; the caller never waits for one that has not started. The
+// loop returns when every chunk is done. A call made while another is running (from another thread, or from
+// inside a body) runs serially on its own thread.
+#pragma once
+#include <functional>
+
+namespace sf {
+
+// Threads taking part in parallel_for, the caller included: OMP_NUM_THREADS where set (the benchmarks compare
+// with PyTorch at equal threads), else the machine's cores, at most 8. 1: every loop runs on the caller.
+int parallel_threads();
+void set_parallel_threads(int threads);  // from 1; workers are started or stopped to match
+
+void parallel_for(int n, int grain, const std::function<void(int begin, int end)>& body);
+
+}  // namespace sf

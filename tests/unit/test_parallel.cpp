@@ -1,0 +1,59 @@
+// util/parallel.h: every index of a loop is run exactly once whatever the threads do (asleep, spinning, late),
+// nested and concurrent calls run serially instead of deadlocking, and the thread count can change.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "util/parallel.h"
+
+namespace sf {
+namespace {
+
+TEST(Parallel, EveryIndexRunsExactlyOnce) {
+  const int before = parallel_threads();
+  for (int threads : {1, 2, 3}) {
+    set_parallel_threads(threads);
+    EXPECT_EQ(parallel_threads(), threads);
+    for (int round = 0; round < 200; ++round) {
+      const int n = 1 + round * 7 % 301;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      parallel_for(n, 1 + round % 5, [&](int begin, int end) {
+        ASSERT_LE(0, begin);
+        ASSERT_LE(begin, end);
+        ASSERT_LE(end, n);
+        for (int i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " i " << i;
+      // Now and then the workers fall asleep between loops.
+      if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  parallel_for(0, 4, [](int, int) { FAIL() << "an empty loop runs nothing"; });
+  set_parallel_threads(before);
+}
+
+TEST(Parallel, NestedAndConcurrentCallsComplete) {
+  const int before = parallel_threads();
+  set_parallel_threads(2);
+  std::atomic<int> total{0};
+  parallel_for(8, 1, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i)
+      parallel_for(10, 2, [&](int b, int e) { total.fetch_add(e - b); });  // serial inside
+  });
+  EXPECT_EQ(total.load(), 80);
+  std::atomic<int> other{0};
+  std::thread t([&] {
+    for (int r = 0; r < 100; ++r) parallel_for(64, 4, [&](int b, int e) { other.fetch_add(e - b); });
+  });
+  for (int r = 0; r < 100; ++r) parallel_for(64, 4, [&](int b, int e) { total.fetch_add(e - b); });
+  t.join();
+  EXPECT_EQ(other.load(), 6400);
+  EXPECT_EQ(total.load(), 80 + 6400);
+  set_parallel_threads(before);
+}
+
+}  // namespace
+}  // namespace sf
