@@ -48,7 +48,7 @@ ModelWeights random_weights(const Config& c, uint32_t seed) {
     return m;
   };
   auto lin = [&](int out, int in) {
-    return LinearWeights{mat(out, in, 1.0f / std::sqrt(static_cast<float>(in))), mat(1, out, 0.02f)};
+    return LinearWeights{mat(out, in, 1.0f / std::sqrt(static_cast<float>(in))), mat(1, out, 0.02f), {}, nullptr};
   };
   auto ln = [&]() { return LayerNormWeights{RowVec::Ones(c.d_model), RowVec::Zero(c.d_model)}; };
   const int C = c.d_model, F = c.d_ff;

@@ -1,10 +1,12 @@
 // What the GUI does on every intervention, on the shipped model: decode the example sentence greedily with the
 // change (after checking the previous translation in one batched pass), then trace the final pass
-// (AppState::recompute in app/gui). The figure to compare with a frame
-// (16.7 ms at 60 Hz). One thread (Eigen single-threaded), as the app's frame thread.
+// (AppState::recompute in app/gui). The figure to compare with a frame (16.7 ms at 60 Hz); the frame's drawing
+// comes on top (tools/bench_frames.sh measures both in the app). Threads: OMP_NUM_THREADS (util/parallel.h),
+// else the machine's cores, as in the app.
 //
-//   BM_Recompute/<intervention>   none, enc-head-off, dec-head-off, cross-head-off, causal-off, padding-off,
-//                                 positions-off, enc-mask, dec-mask
+//   recompute/<intervention>/1   none, enc_head_off, dec_head_off, cross_head_off, causal_off, padding_off,
+//                                positions_off, enc_mask, dec_mask; /1 with the linear layers reading the
+//                                weights as halves (the shipped model is stored as F16), /0 as floats
 //   BM_Step                       one decoding step (Space) with its trace
 //
 // The model file: STEPFORMER_BENCH_MODEL or assets/models/de-en.safetensors.
@@ -31,6 +33,12 @@ const Model& shipped() {
   return model;
 }
 
+// The same weights read as floats: a copy's linear layers do not use the half copies (LinearWeights::half_of).
+const Model& shipped_floats() {
+  static const Model model = shipped();
+  return model;
+}
+
 std::vector<int> source_ids() {
   const Model& m = shipped();
   return token_ids(encode("Ein Mann in einem orangefarbenen Hemd steht auf der Straße.", m.tokenizer, m.src_vocab,
@@ -41,7 +49,7 @@ std::vector<int> source_ids() {
 // (Decoder::prefill), then decoding goes on from the first token that differs, guessing the rest from the
 // previous translation and checking each guess in one pass (Decoder::run_guided).
 void recompute(benchmark::State& state, Interventions iv) {
-  const Model& m = shipped();
+  const Model& m = state.range(0) ? shipped() : shipped_floats();
   const std::vector<int> src = source_ids();
   DecodeOptions o;
   o.max_length = static_cast<int>(src.size()) + 30;
@@ -51,7 +59,7 @@ void recompute(benchmark::State& state, Interventions iv) {
   size_t tokens = 0;
   int kept = 0;
   for (auto _ : state) {
-    Decoder d(m.config, m.weights, src, iv, o);
+    Decoder d(m.config, m.weights, src, iv, o, &before.encoded());  // the encoder pass reused where it can be
     d.run_guided(previous);
     Trace t = d.trace();
     benchmark::DoNotOptimize(t.probs.data());
@@ -61,6 +69,7 @@ void recompute(benchmark::State& state, Interventions iv) {
   }
   state.counters["tokens"] = static_cast<double>(tokens);
   state.counters["same"] = kept;
+  state.SetLabel(state.range(0) ? "weights as halves" : "weights as floats");
 }
 
 Interventions with(void (*change)(Interventions&)) {
@@ -71,25 +80,25 @@ Interventions with(void (*change)(Interventions&)) {
 
 const int kS = 13;  // the example sentence: <bos> + 11 words + <eos>
 
-BENCHMARK_CAPTURE(recompute, none, Interventions{})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(recompute, none, Interventions{})->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, enc_head_off, with([](Interventions& iv) { iv.heads_off = {{AttentionKind::Encoder, 0, 3}}; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, dec_head_off, with([](Interventions& iv) { iv.heads_off = {{AttentionKind::Decoder, 1, 2}}; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, cross_head_off, with([](Interventions& iv) { iv.heads_off = {{AttentionKind::Cross, 2, 5}}; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, causal_off, with([](Interventions& iv) { iv.causal_mask = false; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, padding_off, with([](Interventions& iv) { iv.padding_mask = false; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, positions_off, with([](Interventions& iv) { iv.positional_encoding = false; }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, enc_mask, with([](Interventions& iv) {
                     Mat blocked = Mat::Zero(kS, kS);
                     blocked(3, 2) = 1.0f;
                     iv.custom_masks = {{{AttentionKind::Encoder, 1, 0}, blocked}};
                   }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(recompute, dec_mask, with([](Interventions& iv) {
                     Mat blocked = Mat::Zero(13, 13);  // painted on a 13-position pass, fitted to every prefix
                     for (int i = 0; i < 13; ++i)
@@ -97,7 +106,7 @@ BENCHMARK_CAPTURE(recompute, dec_mask, with([](Interventions& iv) {
                     blocked(5, 1) = 1.0f;
                     iv.custom_masks = {{{AttentionKind::Decoder, 0, 0}, blocked}};
                   }))
-    ->Unit(benchmark::kMillisecond);
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 void BM_Step(benchmark::State& state) {
   const Model& m = shipped();

@@ -144,16 +144,25 @@ bool AppState::rebuild(int steps) {
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
     options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
     const std::vector<int> src_ids = token_ids(tokens);
-    auto next = std::make_unique<Decoder>(model->config, model->weights, src_ids, interventions, options);
+    const bool same_source = decoder && src_ids == token_ids(source_tokens) && decoder_model_ == model.get();
+    // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say).
+    auto next = std::make_unique<Decoder>(model->config, model->weights, src_ids, interventions, options,
+                                          same_source ? &decoder->encoded() : nullptr);
     // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
-    // the previous one is checked in one batched pass, and where the new one departs from it, the rest is
-    // guessed from it again and checked a stretch at a time (Decoder::run_guided).
-    if (steps < 0 && decoder && src_ids == token_ids(source_tokens) && decoder_model_ == model.get())
-      next->run_guided(translation);
-    else if (steps < 0)
+    // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
+    // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
+    // a time (Decoder::run_guided).
+    if (steps < 0 && same_source) {
+      const std::vector<int>* guess = &translation;
+      for (const RememberedTranslation& r : remembered_)
+        if (r.model == model.get() && r.src_ids == src_ids && r.interventions == interventions) guess = &r.translation;
+      next->run_guided(*guess);
+    } else if (steps < 0) {
       next->run();
+    }
     for (int i = 0; i < steps && next->step(); ++i) {}
     Trace traced = next->trace();
+    last_guessed = next->guessed();
     source_tokens = std::move(tokens);
     decoder = std::move(next);
     decoder_model_ = model.get();
@@ -161,6 +170,13 @@ bool AppState::rebuild(int steps) {
     trace = std::move(traced);
     error.clear();
     ++version;
+    if (decoder->finished() && options.strategy == DecodeStrategy::Greedy) {
+      std::erase_if(remembered_, [&](const RememberedTranslation& r) {
+        return r.model == model.get() && r.src_ids == src_ids && r.interventions == interventions;
+      });
+      if (remembered_.size() >= kRemembered) remembered_.erase(remembered_.begin());
+      remembered_.push_back({model.get(), src_ids, interventions, translation});
+    }
   } catch (const std::exception& e) {
     return fail_with(e);
   }

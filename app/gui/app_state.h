@@ -28,6 +28,7 @@ struct AppState {
   std::string error;                   // the last problem to show the user; the previous state stays
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
   double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
+  int last_guessed = 0;                // tokens the last recompute took from a guess (Decoder::run_guided)
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
   bool load_model(const std::string& path);
@@ -65,6 +66,16 @@ struct AppState {
   void take_decoder_state();  // translation and trace from the decoder
   bool fail_with(const std::exception& e);
   const Model* decoder_model_ = nullptr;  // the model `decoder` and `translation` came from
+  // Greedy translations finished lately, by model, source and interventions: switching a change off and on
+  // again (a class watching a head come and go) re-decodes from the translation it had, checked in one pass.
+  struct RememberedTranslation {
+    const Model* model = nullptr;
+    std::vector<int> src_ids;
+    Interventions interventions;
+    std::vector<int> translation;
+  };
+  std::vector<RememberedTranslation> remembered_;  // most recent last, at most kRemembered
+  static constexpr size_t kRemembered = 16;
 };
 
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.

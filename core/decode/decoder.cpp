@@ -31,7 +31,7 @@ std::vector<int> continuation_guess(const std::vector<int>& generated, const std
 }  // namespace
 
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
-                 const Interventions& interventions, const DecodeOptions& options)
+                 const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   if (options.strategy == DecodeStrategy::Sample) validate_sampling(options.sampling);
   if (options.strategy == DecodeStrategy::Beam && options.beam_width < 1)
@@ -39,7 +39,8 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
   if (options.max_length < 0)
     fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
-  encode(config, weights, src_ids, interventions, encoded_);
+  if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, encoded_))
+    encode(config, weights, src_ids, interventions, encoded_);
   use_cache_ = options.use_kv_cache && kv_cache_exact(interventions);
   tree_.push_back(BeamNode{config.bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
@@ -209,10 +210,14 @@ int Decoder::prefill(const std::vector<int>& candidate) {
   return taken;  // 0: only <bos> was fed
 }
 
-int Decoder::run_guided(const std::vector<int>& guess) {
+int Decoder::run_guided(const std::vector<int>& guess_in) {
   if (options_.strategy != DecodeStrategy::Greedy || !use_cache_) return run();
+  // A guess from another vocabulary (an earlier model's) guesses nothing.
+  const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
+                                  [&](int id) { return id >= 0 && id < config_->tgt_vocab_size; });
+  const std::vector<int>& guess = usable ? guess_in : std::vector<int>();
   const int start = steps();
-  if (steps() == 0) prefill(guess);
+  if (steps() == 0) guessed_ += prefill(guess);
   ensure_started();
   Hypothesis& h = states_.front();
   while (!finished_) {
@@ -239,6 +244,7 @@ int Decoder::run_guided(const std::vector<int>& guess) {
       if (finished_) break;
       h.next_logits = logits.row(taken);
     }
+    guessed_ += taken;
     // Keep what the hypothesis consumed: the token and the draft's taken tokens but a finishing one (step_single
     // does not feed it).
     truncate_kv_cache(h.cache, fed_before + 1 + (finished_ ? taken - 1 : taken));

@@ -59,9 +59,12 @@ struct BeamNode {
 // state (encoder trace, caches, tree, history) is copied with it.
 class Decoder {
  public:
-  // Runs the encoder. Throws ErrorKind::Input for bad ids, interventions or options.
+  // Runs the encoder, or takes it from `previous_encoder` (an encoder pass of the same model, e.g. another
+  // decoder's encoded()) where its source is the same and the interventions change nothing before the decoder
+  // (reuse_encoder). Throws ErrorKind::Input for bad ids, interventions or options.
   Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
-          const Interventions& interventions = {}, const DecodeOptions& options = {});
+          const Interventions& interventions = {}, const DecodeOptions& options = {},
+          const Trace* previous_encoder = nullptr);
 
   bool step();       // one token (beam: one token on every live hypothesis); false when already finished
   // Greedy, at the start, with an exact KV cache: takes the longest prefix of `candidate` that greedy decoding
@@ -78,6 +81,7 @@ class Decoder {
   // run(), in fewer passes when the translation changed in a word or two. Other strategies: run(). Returns the
   // number of steps taken.
   int run_guided(const std::vector<int>& guess);
+  int guessed() const { return guessed_; }  // tokens run_guided took from its guesses (checked in batched passes)
   bool step_back();  // undoes the last step; false at the start
   int run();         // steps until finished; returns the number of steps taken
   bool finished() const { return finished_; }
@@ -145,6 +149,7 @@ class Decoder {
   std::vector<Hypothesis> states_;  // parallel to live_ (greedy / sample: kept when finished)
   std::vector<Snapshot> history_;
   bool finished_ = false;
+  int guessed_ = 0;
   std::shared_ptr<const Trace> finished_trace_;  // prefill's pass when it finished decoding: trace() reuses it
 };
 

@@ -6,6 +6,7 @@
 
 #include "io/json_text.h"
 #include "model/name_tables.h"
+#include "nn/linear.h"
 #include "util/error.h"
 #include "util/tensor.h"
 
@@ -151,6 +152,7 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
     }
   }
   complete_shared_weights(c, m.weights);
+  attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (nn/linear.h)
 
   std::unordered_set<std::string> known;
   for (const TensorSpec& spec : layout) known.insert(spec.name);

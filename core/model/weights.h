@@ -2,6 +2,8 @@
 // KV caches and interventions lives elsewhere). Linear layers keep PyTorch's (out, in) layout, so
 //   y = x W^T + b      x (N, in), W (out, in), b (out)
 #pragma once
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "util/tensor.h"
@@ -11,6 +13,13 @@ namespace sf {
 struct LinearWeights {
   Mat weight;   // (out, in)
   RowVec bias;  // (1, out); size 0 when the config has no biases
+  // The same weight in IEEE half precision, where every value is exactly a half (a model stored as F16, as the
+  // shipped ones are): linear_forward reads these, half the bytes from memory for the same products. Made by
+  // attach_half_weights (load_model) and valid only for the matrix it was made from (half_of ==
+  // weight.data()): a copied or resized weight computes from its floats, and training drops it
+  // (parameter_views).
+  std::shared_ptr<const std::vector<uint16_t>> half;
+  const float* half_of = nullptr;
 };
 
 struct LayerNormWeights {

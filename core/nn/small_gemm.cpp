@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "io/safetensors.h"
 #include "util/parallel.h"
 
 namespace sf {
@@ -33,10 +34,24 @@ inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm512_castps512_ps128(v);
 }
 
-// One block: MR rows of x against NR rows of W, accumulated over K in MR * NR registers of 16 lanes,
-// then reduced across lanes. The tail of K (K % 16) is read with a masked load.
-template <int MR, int NR>
-void block(const float* x, long x_stride, const float* w, int K, float* y, int N) {
+// 16 consecutive weights as floats: loaded as they are, or converted from halves (vcvtph2ps, exact).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// The first `tail` (< 16) of them, zeros after.
+inline __m512 load16_tail(__mmask16 tail, const float* p) { return _mm512_maskz_loadu_ps(tail, p); }
+inline __m512 load16_tail(__mmask16 tail, const uint16_t* p) {
+  alignas(32) uint16_t part[16] = {};
+  for (int i = 0; i < 16; ++i)
+    if ((tail >> i) & 1u) part[i] = p[i];
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(part)));
+}
+
+// One block: MR rows of x against NR rows of W (floats or halves), accumulated over K in MR * NR registers of
+// 16 lanes, then reduced across lanes. The tail of K (K % 16) is read with a masked load.
+template <int MR, int NR, typename W>
+void block(const float* x, long x_stride, const W* w, int K, float* y, int N) {
   __m512 acc[MR][NR];
   #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
@@ -46,7 +61,7 @@ void block(const float* x, long x_stride, const float* w, int K, float* y, int N
   for (; k + 16 <= K; k += 16) {
     __m512 wv[NR];
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_ps(w + static_cast<long>(j) * K + k);
+    for (int j = 0; j < NR; ++j) wv[j] = load16(w + static_cast<long>(j) * K + k);
     // The next block's rows of W, fetched while this one computes (W streams from L2/L3 or memory once).
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j)
@@ -62,7 +77,7 @@ void block(const float* x, long x_stride, const float* w, int K, float* y, int N
     const __mmask16 tail = static_cast<__mmask16>((1u << (K - k)) - 1u);
     __m512 wv[NR];
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_maskz_loadu_ps(tail, w + static_cast<long>(j) * K + k);
+    for (int j = 0; j < NR; ++j) wv[j] = load16_tail(tail, w + static_cast<long>(j) * K + k);
     #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_maskz_loadu_ps(tail, x + i * x_stride + k);
@@ -87,8 +102,8 @@ void block(const float* x, long x_stride, const float* w, int K, float* y, int N
   }
 }
 
-template <int NR>
-void rows_block(const float* x, int mr, long x_stride, const float* w, int K, float* y, int N) {
+template <int NR, typename W>
+void rows_block(const float* x, int mr, long x_stride, const W* w, int K, float* y, int N) {
   switch (mr) {
     case 4: block<4, NR>(x, x_stride, w, K, y, N); break;
     case 3: block<3, NR>(x, x_stride, w, K, y, N); break;
@@ -97,15 +112,14 @@ void rows_block(const float* x, int mr, long x_stride, const float* w, int K, fl
   }
 }
 
-}  // namespace
-
-void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
+template <typename W>
+void gemm_xwt(const float* x, int M, int K, long x_stride, const W* w, int N, float* y) {
   // W outermost: a block of 4 rows of W (4 K floats) stays in L1 while every row block of x passes it, so W is
   // read from memory once; x (M K floats, 20 KB for 20 tokens of 256) stays in L1/L2 throughout.
   auto columns = [&](int first_block, int end_block) {
     for (int n = first_block * 4; n < std::min(N, end_block * 4); n += 4) {
       const int nr = N - n < 4 ? N - n : 4;
-      const float* wn = w + static_cast<long>(n) * K;
+      const W* wn = w + static_cast<long>(n) * K;
       for (int m = 0; m < M; m += 4) {
         const int mr = M - m < 4 ? M - m : 4;
         const float* xm = x + m * x_stride;
@@ -131,6 +145,16 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
   parallel_for(blocks, static_cast<int>(grain), columns);
 }
 
+}  // namespace
+
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
+  gemm_xwt(x, M, K, x_stride, w, N, y);
+}
+
+void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y) {
+  gemm_xwt(x, M, K, x_stride, w, N, y);
+}
+
 #else
 
 bool small_gemm_available() { return false; }
@@ -140,6 +164,15 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
     for (int n = 0; n < N; ++n) {
       float s = 0.0f;
       for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * w[static_cast<long>(n) * K + k];
+      y[static_cast<long>(m) * N + n] = s;
+    }
+}
+
+void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float s = 0.0f;
+      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * f16_to_float(w[static_cast<long>(n) * K + k]);
       y[static_cast<long>(m) * N + n] = s;
     }
 }

@@ -12,6 +12,8 @@ void add(std::vector<ParameterView>& out, const std::string& name, M& m) {
 }
 
 void add_linear(std::vector<ParameterView>& out, const std::string& name, LinearWeights& l) {
+  l.half.reset();  // the floats are about to change: the half copy would go stale
+  l.half_of = nullptr;
   add(out, name + ".weight", l.weight);
   add(out, name + ".bias", l.bias);
 }

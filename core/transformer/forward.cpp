@@ -262,6 +262,24 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
   trace.logits.resize(0, 0);  // marks the decoder half as not computed (has_decoder); decode_pass refills it
 }
 
+bool reuse_encoder(const Config& config, const Trace& previous, const std::vector<int>& src_ids,
+                   const Interventions& interventions, Trace& trace) {
+  validate_interventions(config, interventions);
+  check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), -1);
+  if (!previous.has_encoder() || previous.src.ids != src_ids ||
+      static_cast<int>(previous.encoder.size()) != config.n_encoder_layers ||
+      plan_recompute(config, previous.interventions, interventions).encoder_from < config.n_encoder_layers)
+    return false;
+  trace.interventions = interventions;
+  trace.src = previous.src;
+  trace.encoder = previous.encoder;
+  trace.encoder_norm = previous.encoder_norm;
+  trace.enc_out = previous.enc_out;
+  trace.tgt.ids.clear();
+  trace.logits.resize(0, 0);  // the decoder half is not computed (has_decoder), as after encode()
+  return true;
+}
+
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace) {
   if (!trace.has_encoder()) fail(ErrorKind::Input, "decode_pass", "the trace holds no encoder pass");
   check_token_ids(config, weights, false, tgt_ids, 0);

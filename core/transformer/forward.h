@@ -37,6 +37,14 @@ void forward(const Config& config, const ModelWeights& weights, const std::vecto
 void encode(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
             const Interventions& interventions, Trace& trace);
 
+// The encoder half of `previous`, a trace of the same model and source, for a pass with `interventions` where
+// they change nothing before the decoder (plan_recompute's encoder_from is past the last layer: a decoder or
+// cross-attention head, the causal mask, a decoder-side painted mask): fills `trace` as encode() would, by
+// copying. Returns false, trace untouched, where it does not apply (other source, encoder-side change);
+// ErrorKind::Input for interventions the model cannot take, as encode().
+bool reuse_encoder(const Config& config, const Trace& previous, const std::vector<int>& src_ids,
+                   const Interventions& interventions, Trace& trace);
+
 // The decoder half on the encoder half already in `trace` (with trace.interventions): fills tgt .. probs.
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace);
 

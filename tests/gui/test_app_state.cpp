@@ -6,6 +6,8 @@
 
 #include "gui/app_state.h"
 #include "gui/panels/interventions_panel.h"
+#include "nn/linear.h"
+#include "nn/small_gemm.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -27,6 +29,18 @@ TEST_F(ShippedModel, TranslatesTheExampleSentence) {
   EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.");
   EXPECT_TRUE(state.decoding_finished());
   EXPECT_EQ(state.trace.tgt.ids.size(), state.translation.size());  // <bos> + all but the last token
+  // Stored as F16, its linear layers read halves where the build has the vector kernel; the floats and the
+  // halves give the same translation and the same output probabilities (to the last bit, nn/linear.h).
+  if (small_gemm_available()) {
+    EXPECT_TRUE(uses_half_weights(state.model->weights.generator));
+    EXPECT_TRUE(uses_half_weights(state.model->weights.decoder_layers[2].ffn.fc1));
+  }
+  const ModelWeights floats = state.model->weights;  // a copy reads its floats
+  EXPECT_FALSE(uses_half_weights(floats.generator));
+  Decoder decoder(state.model->config, floats, state.decoder->encoded().src.ids, {}, state.decoder->options());
+  decoder.run();
+  EXPECT_EQ(decoder.generated(), state.translation);
+  EXPECT_EQ(decoder.trace().probs, state.trace.probs);
 }
 
 TEST_F(ShippedModel, HeadOffZeroesItAndResetRestoresTheTranslationExactly) {
@@ -37,6 +51,30 @@ TEST_F(ShippedModel, HeadOffZeroesItAndResetRestoresTheTranslationExactly) {
   EXPECT_GT(state.trace.decoder[1].cross_attn.head_out[2].cwiseAbs().maxCoeff(), 0.0f);
   ASSERT_TRUE(state.set_interventions(Interventions{}));
   EXPECT_EQ(state.translation, baseline);
+}
+
+TEST_F(ShippedModel, SwitchingBackAndForthRedecodesFromTheTranslationItHad) {
+  // Decoder head 1.2 off drops "is" ("... orange shirt standing on ..."). The first time, the new translation is
+  // guessed from the old one and part of it is decoded afresh; back as trained, and off again, the translation
+  // those very interventions gave is remembered, so every token comes from the guess, checked in one pass.
+  Interventions off;
+  off.heads_off.push_back({AttentionKind::Decoder, 1, 2});
+  ASSERT_TRUE(state.set_interventions(off)) << state.error;
+  const std::vector<int> changed = state.translation;
+  ASSERT_NE(changed, baseline);
+  EXPECT_LT(state.last_guessed, static_cast<int>(changed.size()));
+  ASSERT_TRUE(state.set_interventions(Interventions{}));
+  EXPECT_EQ(state.translation, baseline);
+  EXPECT_EQ(state.last_guessed, static_cast<int>(baseline.size()));
+  ASSERT_TRUE(state.set_interventions(off));
+  EXPECT_EQ(state.translation, changed);
+  EXPECT_EQ(state.last_guessed, static_cast<int>(changed.size()));
+  // What decoding from scratch gives, trace included.
+  Decoder fresh(state.model->config, state.model->weights, state.decoder->encoded().src.ids, off,
+                state.decoder->options());
+  fresh.run();
+  EXPECT_EQ(fresh.generated(), changed);
+  EXPECT_LT((fresh.trace().probs - state.trace.probs).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
 TEST_F(ShippedModel, EveryCrossAttentionHeadOffLosesTheSource) {

@@ -444,6 +444,43 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   expect_same_decoding(n2, n1);
 }
 
+TEST(Decoder, ReusesTheEncoderOnlyWhereNothingBeforeTheDecoderChanged) {
+  Model m;
+  Trace previous;
+  encode(m.config, m.weights, kSrc, {}, previous);
+  // Decoder-side changes: the encoder half is copied, with the new interventions, and decoding is unchanged.
+  Interventions dec;
+  dec.heads_off = {{AttentionKind::Decoder, 1, 0}, {AttentionKind::Cross, 0, 2}};
+  dec.causal_mask = false;
+  Trace reused;
+  ASSERT_TRUE(reuse_encoder(m.config, previous, kSrc, dec, reused));
+  EXPECT_EQ(reused.interventions, dec);
+  EXPECT_EQ(reused.enc_out, previous.enc_out);
+  EXPECT_FALSE(reused.has_decoder());
+  DecodeOptions o;
+  o.max_length = 6;
+  Decoder a(m.config, m.weights, kSrc, dec, o), b(m.config, m.weights, kSrc, dec, o, &previous);
+  a.run();
+  b.run();
+  expect_same_decoding(b, a);
+  // Encoder-side changes, or another source: computed anew.
+  Interventions enc;
+  enc.heads_off = {{AttentionKind::Encoder, 1, 0}};
+  Interventions positions;
+  positions.positional_encoding = false;
+  Interventions padding;
+  padding.padding_mask = false;
+  for (const Interventions& iv : {enc, positions, padding}) EXPECT_FALSE(reuse_encoder(m.config, previous, kSrc, iv, reused));
+  EXPECT_FALSE(reuse_encoder(m.config, previous, {5, 9, 12}, dec, reused));
+  Decoder c(m.config, m.weights, kSrc, enc, o, &previous), d(m.config, m.weights, kSrc, enc, o);
+  EXPECT_NE(c.encoded().enc_out, previous.enc_out);
+  EXPECT_EQ(c.encoded().enc_out, d.encoded().enc_out);
+  // Interventions the model cannot take are refused as encode() refuses them.
+  Interventions bad;
+  bad.heads_off = {{AttentionKind::Decoder, 9, 0}};
+  EXPECT_THROW(reuse_encoder(m.config, previous, kSrc, bad, reused), Error);
+}
+
 TEST(Decoder, PaintedCausalMaskKeepsTheCache) {
   Model m;
   // Painted, causal, with one more cell blocked (query 3 may not see key 1): the cache stays exact, and the

@@ -5,7 +5,9 @@
 #include <random>
 
 #include "nn/linear.h"
+#include "io/safetensors.h"
 #include "nn/small_gemm.h"
+#include "train/parameters.h"
 #include "util/parallel.h"
 
 namespace sf {
@@ -52,11 +54,64 @@ TEST(SmallGemm, ThreadsComputeWhatOneThreadDoes) {
     }
 }
 
+// Rounded to values that are exactly halves, as the weights of a model stored as F16 are.
+Mat halves(Mat m) {
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = f16_to_float(float_to_f16(m.data()[i]));
+  return m;
+}
+
+TEST(SmallGemm, HalfWeightsGiveTheFloatKernelsResultBitForBit) {
+  std::mt19937 rng(9);
+  for (int M : {1, 2, 5, 20})
+    for (int N : {1, 3, 4, 9, 601})
+      for (int K : {7, 16, 33, 256}) {
+        const Mat x = random_mat(M, K, rng), w = halves(random_mat(N, K, rng));
+        std::vector<uint16_t> w16(static_cast<size_t>(w.size()));
+        for (size_t i = 0; i < w16.size(); ++i) w16[i] = float_to_f16(w.data()[i]);
+        Mat from_floats(M, N), from_halves(M, N);
+        small_gemm_xwt(x.data(), M, K, x.outerStride(), w.data(), N, from_floats.data());
+        small_gemm_xwt_f16(x.data(), M, K, x.outerStride(), w16.data(), N, from_halves.data());
+        EXPECT_EQ(from_halves, from_floats) << M << "x" << N << "x" << K;
+      }
+}
+
+TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
+  std::mt19937 rng(10);
+  ModelWeights weights;
+  weights.generator = {halves(random_mat(30, 16, rng)), random_mat(1, 30, rng), {}, nullptr};
+  weights.decoder_layers.resize(1);
+  DecoderLayerWeights& layer = weights.decoder_layers[0];
+  for (LinearWeights* l : {&layer.self_attn.q, &layer.self_attn.k, &layer.self_attn.v, &layer.self_attn.out,
+                           &layer.cross_attn.q, &layer.cross_attn.k, &layer.cross_attn.v, &layer.cross_attn.out})
+    *l = {halves(random_mat(16, 16, rng)), RowVec(), {}, nullptr};
+  layer.ffn.fc1 = {random_mat(32, 16, rng), RowVec(), {}, nullptr};  // not halves: 0.1-like floats
+  layer.ffn.fc2 = {halves(random_mat(16, 32, rng)), RowVec(), {}, nullptr};
+  if (!small_gemm_available()) GTEST_SKIP() << "no vector kernel in this build: halves are not used";
+  EXPECT_EQ(attach_half_weights(weights), 10);
+  EXPECT_TRUE(uses_half_weights(weights.generator));
+  EXPECT_FALSE(uses_half_weights(layer.ffn.fc1));
+  // The same outputs from halves as from floats.
+  const Mat x = random_mat(3, 16, rng);
+  Mat with_halves, with_floats;
+  linear_forward(x, weights.generator, with_halves);
+  LinearWeights copy = weights.generator;  // a copy owns another matrix: it computes from its floats
+  EXPECT_FALSE(uses_half_weights(copy));
+  linear_forward(x, copy, with_floats);
+  EXPECT_EQ(with_halves, with_floats);
+  // A copy changed afterwards computes what its floats say.
+  copy.weight(2, 5) += 1.0f;
+  linear_forward(x, copy, with_floats);
+  EXPECT_NE(with_floats.col(2), with_halves.col(2));
+  // Training takes the parameters to change them: the half copies go.
+  parameter_views(weights);
+  EXPECT_FALSE(uses_half_weights(weights.generator));
+}
+
 TEST(SmallGemm, LinearForwardAgreesAcrossItsPaths) {
   // One row and a sentence (this kernel where the build has it), many rows (Eigen's GEMM): the same rows give
   // the same outputs whichever path computes them.
   std::mt19937 rng(5);
-  LinearWeights w{random_mat(40, 48, rng), random_mat(1, 40, rng)};
+  LinearWeights w{random_mat(40, 48, rng), random_mat(1, 40, rng), {}, nullptr};
   const Mat x = random_mat(200, 48, rng);
   Mat all, few, one;
   linear_forward(x, w, all);

@@ -44,14 +44,14 @@ void expect_gradient(const std::function<double()>& f, float* x, const float* gr
 
 TEST(LayerGradients, Linear) {
   std::mt19937 rng(1);
-  LinearWeights w{random_mat(4, 5, rng), random_mat(1, 4, rng)};
+  LinearWeights w{random_mat(4, 5, rng), random_mat(1, 4, rng), {}, nullptr};
   Mat x = random_mat(3, 5, rng), r = random_mat(3, 4, rng);  // L = sum(y * r)
   auto loss = [&] {
     Mat y;
     linear_forward(x, w, y);
     return static_cast<double>((y.array() * r.array()).sum());
   };
-  LinearWeights g{Mat::Zero(4, 5), RowVec::Zero(4)};
+  LinearWeights g{Mat::Zero(4, 5), RowVec::Zero(4), {}, nullptr};
   Mat dx;
   linear_backward(x, w, r, g, &dx);
   expect_gradient(loss, w.weight.data(), g.weight.data(), w.weight.size(), "W");
