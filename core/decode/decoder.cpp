@@ -12,8 +12,15 @@ namespace {
 
 // The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
 // generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
-// them there; with no match, the guess from the current position on (a word replaced by another).
-std::vector<int> continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
+// them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
+// the continuation starts at most one position away from where it stood in the guess (a word replaced, added
+// or dropped), the likely case.
+struct Continuation {
+  std::vector<int> tokens;
+  bool aligned = false;
+};
+
+Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
   const int position = static_cast<int>(generated.size());  // of the next token
   const int size = static_cast<int>(guess.size());
   for (int n = std::min(3, position); n >= 1; --n) {
@@ -22,9 +29,9 @@ std::vector<int> continuation_guess(const std::vector<int>& generated, const std
       if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
       if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
     }
-    if (best >= 0) return std::vector<int>(guess.begin() + best, guess.end());
+    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
   }
-  if (position < size) return std::vector<int>(guess.begin() + position, guess.end());
+  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
   return {};
 }
 
@@ -72,8 +79,33 @@ void Decoder::feed(Hypothesis& h, int token) const {
   // through the last layer and the output projection.
   std::vector<int> tokens = h.cache.tokens;
   tokens.push_back(token);
+  h.full_pass.reset();
+  const size_t g = guess_.size();
+  if (g >= 2 && guess_.back() == config_->eos_id && token == guess_[g - 2]) {
+    // Likely the last pass (the guess ends here): all of it, traced, which is what trace() shows if <eos> follows.
+    auto t = std::make_shared<Trace>(encoded_);
+    t->interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
+                                         static_cast<int>(tokens.size()));
+    decode_pass(*config_, *weights_, tokens, *t);
+    h.next_logits = t->logits.bottomRows(1);
+    fill_cache(*t, static_cast<int>(tokens.size()), h.cache);
+    h.full_pass = std::move(t);
+    return;
+  }
   truncate_kv_cache(h.cache, 0);
   h.next_logits = decode_chunk(*config_, *weights_, encoded_, tokens, h.cache, 1).row(0);
+}
+
+void Decoder::fill_cache(const Trace& t, int rows, KvCache& cache) const {
+  cache.tokens.assign(t.tgt.ids.begin(), t.tgt.ids.begin() + rows);
+  for (int l = 0; l < config_->n_decoder_layers; ++l) {
+    const AttentionTrace& a = t.decoder[static_cast<size_t>(l)].self_attn;
+    DecoderLayerCache& c = cache.layers[static_cast<size_t>(l)];
+    for (int head = 0; head < config_->n_heads; ++head) {
+      c.self_k[static_cast<size_t>(head)] = a.k[static_cast<size_t>(head)].topRows(rows);
+      c.self_v[static_cast<size_t>(head)] = a.v[static_cast<size_t>(head)].topRows(rows);
+    }
+  }
 }
 
 Decoder::Hypothesis Decoder::rebuild(int node) const {
@@ -119,6 +151,10 @@ std::vector<int> Decoder::pass_input() const {
 Trace Decoder::trace() const {
   const std::vector<int> input = pass_input();
   if (finished_trace_ && finished_ && finished_trace_->tgt.ids == input) return *finished_trace_;
+  if (finished_ && !states_.empty()) {
+    const std::shared_ptr<const Trace>& last = states_.front().full_pass;
+    if (last && last->tgt.ids == input) return *last;
+  }
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
                                       static_cast<int>(input.size()));
@@ -171,51 +207,55 @@ bool Decoder::take_if_chosen(int token) {
 }
 
 int Decoder::prefill(const std::vector<int>& candidate) {
-  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_ || steps() != 0 || finished_ || candidate.empty())
-    return 0;
-  const int n = std::min(static_cast<int>(candidate.size()), max_length_);
-  std::vector<int> input = {config_->bos_id};
-  input.insert(input.end(), candidate.begin(), candidate.begin() + n);
+  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_ || steps() != 0 || finished_) return 0;
+  return check_in_full_pass(candidate);
+}
+
+int Decoder::check_in_full_pass(const std::vector<int>& continuation) {
+  const std::vector<int> prefix = pass_input();  // <bos> + what is generated (fed or not yet)
+  const int first = static_cast<int>(prefix.size());
+  const int n = std::min(static_cast<int>(continuation.size()), max_length_ - (first - 1));
+  if (n <= 0) return 0;
+  std::vector<int> input = prefix;
+  input.insert(input.end(), continuation.begin(), continuation.begin() + n);
   for (int id : input)
     if (id < 0 || id >= config_->tgt_vocab_size) return 0;  // a candidate from another vocabulary
-  // A candidate that finishes (ends with <eos> or at max_length) is checked without feeding its last token:
+  // A continuation that finishes (ends with <eos> or at max_length) is checked without feeding its last token:
   // then the pass is exactly the one trace() shows once decoding is finished, and is kept for it.
-  const bool ends = candidate[static_cast<size_t>(n - 1)] == config_->eos_id || n >= max_length_;
+  const bool ends = continuation[static_cast<size_t>(n - 1)] == config_->eos_id || first - 1 + n >= max_length_;
   if (ends) input.pop_back();
   const int rows = static_cast<int>(input.size());
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), rows);
-  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row i predicts candidate[i]
+  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row first - 1 + i predicts continuation[i]
   Hypothesis& h = states_.front();
-  h.next_logits = t.logits.row(0);  // <bos> is not fed yet (ensure_started): the pass is its step
+  h.next_logits = t.logits.row(first - 1);  // what is generated so far need not be fed yet: the pass feeds it
   int taken = 0;
-  while (taken < n && take_if_chosen(candidate[static_cast<size_t>(taken)])) {
+  while (taken < n && take_if_chosen(continuation[static_cast<size_t>(taken)])) {
     ++taken;
     if (finished_) break;
-    h.next_logits = t.logits.row(taken);
+    h.next_logits = t.logits.row(first - 1 + taken);
   }
-  // The cache holds what the hypothesis consumed: <bos> + the taken tokens (+ not the last one if it finished,
-  // as step_single does not feed a finishing token).
-  const int consumed = finished_ ? taken : taken + 1;
-  h.cache.tokens.assign(input.begin(), input.begin() + consumed);
-  for (int l = 0; l < config_->n_decoder_layers; ++l) {
-    const AttentionTrace& a = t.decoder[static_cast<size_t>(l)].self_attn;
-    DecoderLayerCache& c = h.cache.layers[static_cast<size_t>(l)];
-    for (int head = 0; head < config_->n_heads; ++head) {
-      c.self_k[static_cast<size_t>(head)] = a.k[static_cast<size_t>(head)].topRows(consumed);
-      c.self_v[static_cast<size_t>(head)] = a.v[static_cast<size_t>(head)].topRows(consumed);
-    }
-  }
+  // The cache holds what the hypothesis consumed: <bos> + the generated tokens but a finishing one (step_single
+  // does not feed it), taken from the pass.
+  const int consumed = first + (finished_ ? taken - 1 : taken);
+  fill_cache(t, consumed, h.cache);
   if (finished_ && consumed == rows) finished_trace_ = std::make_shared<const Trace>(std::move(t));
-  return taken;  // 0: only <bos> was fed
+  return taken;
 }
 
 int Decoder::run_guided(const std::vector<int>& guess_in) {
-  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_) return run();
   // A guess from another vocabulary (an earlier model's) guesses nothing.
   const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
                                   [&](int id) { return id >= 0 && id < config_->tgt_vocab_size; });
   const std::vector<int>& guess = usable ? guess_in : std::vector<int>();
+  if (options_.strategy != DecodeStrategy::Greedy) return run();
+  if (!use_cache_) {  // step by step; the guess only tells which pass is likely the last (feed)
+    guess_ = guess;
+    const int steps_taken = run();
+    guess_.clear();
+    return steps_taken;
+  }
   const int start = steps();
   if (steps() == 0) guessed_ += prefill(guess);
   ensure_started();
@@ -229,11 +269,19 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
     take_if_chosen(token);
     if (finished_) break;
     std::vector<int> chunk = {token};
-    std::vector<int> draft = continuation_guess(generated(), guess);
+    const Continuation guessed = continuation_guess(generated(), guess);
+    std::vector<int> draft = guessed.tokens;
+    if (!guessed.aligned && draft.size() > 3) draft.resize(3);  // a weak guess: a few tokens, not a whole pass
     // A token that would finish at max_length is not fed (its position would be past the last): left to a pass
     // of its own.
     const int room = max_length_ - (length + 1) - 1;
     draft.resize(static_cast<size_t>(std::clamp(static_cast<int>(draft.size()), 0, std::max(room, 0))));
+    if (guessed.aligned && !draft.empty() && draft.back() == config_->eos_id) {
+      // A likely guess that runs to the end: checked in a full pass over the whole translation, which is the
+      // pass trace() shows when the guess holds (then kept for it, not computed again).
+      guessed_ += check_in_full_pass(draft);
+      continue;
+    }
     chunk.insert(chunk.end(), draft.begin(), draft.end());
     const int fed_before = h.cache.length();
     const Mat logits = decode_chunk(*config_, *weights_, encoded_, chunk, h.cache, static_cast<int>(chunk.size()));

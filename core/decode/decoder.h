@@ -113,6 +113,7 @@ class Decoder {
   struct Hypothesis {  // a live beam (greedy and sample use one)
     KvCache cache;     // has consumed bos + the path
     RowVec next_logits;
+    std::shared_ptr<const Trace> full_pass;  // without an exact cache: the last feed's pass, when it was traced
   };
   struct Snapshot {    // what step_back restores
     Rng rng;
@@ -127,10 +128,15 @@ class Decoder {
   void feed(Hypothesis& h, int token) const;
   Hypothesis rebuild(int node) const;
   void step_single();
+  void fill_cache(const Trace& pass, int rows, KvCache& cache) const;  // the first rows' tokens, keys, values
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
   void push_history();                             // what step_back restores, before a step
   bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
   bool take_if_chosen(int token);  // greedy: a step taking `token` if it is what greedy chooses (not fed)
+  // Greedy, exact cache: takes the tokens of `continuation` that greedy decoding chooses after what is generated,
+  // checked in one traced pass over <bos> + generated + continuation, which also fills the cache; a pass that
+  // ends decoding becomes trace()'s. Returns the number taken.
+  int check_in_full_pass(const std::vector<int>& continuation);
   void step_beam();
   float length_penalty(int length) const;
   int forced_token(int position) const;
@@ -150,6 +156,7 @@ class Decoder {
   std::vector<Snapshot> history_;
   bool finished_ = false;
   int guessed_ = 0;
+  std::vector<int> guess_;  // run_guided without an exact cache: the guess, read by feed
   std::shared_ptr<const Trace> finished_trace_;  // prefill's pass when it finished decoding: trace() reuses it
 };
 

@@ -442,6 +442,13 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   n1.run();
   n2.run_guided(tokens);
   expect_same_decoding(n2, n1);
+  // Guessing its own translation, the pass before <eos> is run in full and becomes the trace.
+  Decoder n3(m.config, m.weights, kSrc, open, o);
+  n3.run_guided(n1.generated());
+  expect_same_decoding(n3, n1);
+  ASSERT_TRUE(n3.step_back());
+  n3.run();
+  expect_same_decoding(n3, n1);
 }
 
 TEST(Decoder, ReusesTheEncoderOnlyWhereNothingBeforeTheDecoderChanged) {
