@@ -5,7 +5,9 @@
 // else the machine's cores, as in the app.
 //
 //   recompute/<intervention>/1   none, enc_head_off, dec_head_off, cross_head_off, causal_off, padding_off,
-//                                positions_off, enc_mask, dec_mask; /1 with the linear layers reading the
+//                                positions_off, enc_mask, dec_mask (blocks one more cell: the KV cache holds),
+//                                dec_mask_future (lets a query see a later key: no KV cache, each step
+//                                recomputes the prefix); /1 with the linear layers reading the
 //                                weights as halves (the shipped model is stored as F16), /0 as floats
 //   BM_Step                       one decoding step (Space) with its trace
 //
@@ -104,6 +106,15 @@ BENCHMARK_CAPTURE(recompute, dec_mask, with([](Interventions& iv) {
                     for (int i = 0; i < 13; ++i)
                       for (int j = i + 1; j < 13; ++j) blocked(i, j) = 1.0f;
                     blocked(5, 1) = 1.0f;
+                    iv.custom_masks = {{{AttentionKind::Decoder, 0, 0}, blocked}};
+                  }))
+    ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_CAPTURE(recompute, dec_mask_future, with([](Interventions& iv) {
+                    Mat blocked = Mat::Zero(13, 13);  // causal but for one cell: query 1 may see key 5
+                    for (int i = 0; i < 13; ++i)
+                      for (int j = i + 1; j < 13; ++j) blocked(i, j) = 1.0f;
+                    blocked(1, 5) = 0.0f;
                     iv.custom_masks = {{{AttentionKind::Decoder, 0, 0}, blocked}};
                   }))
     ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
