@@ -334,27 +334,39 @@ TEST(Decoder, InterventionsWithoutCacheFallBack) {
   }
 }
 
+// What decoding did, node by node: the same tokens, parents and steps (and log-probabilities within rounding).
+void expect_same_decoding(const Decoder& got, const Decoder& want) {
+  EXPECT_EQ(got.generated(), want.generated());
+  EXPECT_EQ(got.finished(), want.finished());
+  EXPECT_EQ(got.steps(), want.steps());
+  ASSERT_EQ(got.tree().size(), want.tree().size());
+  for (size_t i = 0; i < got.tree().size(); ++i) {
+    EXPECT_EQ(got.tree()[i].token, want.tree()[i].token);
+    EXPECT_EQ(got.tree()[i].parent, want.tree()[i].parent);
+    EXPECT_EQ(got.tree()[i].step, want.tree()[i].step);
+    EXPECT_NEAR(got.tree()[i].sum_logprob, want.tree()[i].sum_logprob, 1e-4f);
+  }
+  EXPECT_LT((got.trace().logits - want.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+// A decoder of kSrc that has run to the end.
+Decoder decoded(const Model& m, const DecodeOptions& o, const Interventions& iv = {}) {
+  Decoder d(m.config, m.weights, kSrc, iv, o);
+  d.run();
+  return d;
+}
+
 TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   Model m;
   DecodeOptions o;
   o.max_length = 9;
-  Decoder plain(m.config, m.weights, kSrc, {}, o);
-  plain.run();
+  const Decoder plain = decoded(m, o);
   const std::vector<int> tokens = plain.generated();
   ASSERT_GE(tokens.size(), 4u);
   // The whole translation: every token taken, finished, the same tree, the same trace.
   Decoder fast(m.config, m.weights, kSrc, {}, o);
   EXPECT_EQ(fast.prefill(tokens), static_cast<int>(tokens.size()));
-  EXPECT_EQ(fast.finished(), plain.finished());
-  EXPECT_EQ(fast.generated(), tokens);
-  EXPECT_EQ(fast.steps(), plain.steps());
-  ASSERT_EQ(fast.tree().size(), plain.tree().size());
-  for (size_t i = 0; i < fast.tree().size(); ++i) {
-    EXPECT_EQ(fast.tree()[i].token, plain.tree()[i].token);
-    EXPECT_EQ(fast.tree()[i].step, plain.tree()[i].step);
-    EXPECT_NEAR(fast.tree()[i].sum_logprob, plain.tree()[i].sum_logprob, 1e-4f);
-  }
-  EXPECT_LT((fast.trace().logits - plain.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+  expect_same_decoding(fast, plain);
   // Steps back and forward again as if stepped: the cache filled from the batched pass is the incremental one.
   ASSERT_TRUE(fast.step_back());
   ASSERT_TRUE(fast.step_back());
@@ -379,27 +391,11 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   EXPECT_EQ(stepped.prefill(tokens), 0);
 }
 
-// What decoding did, node by node: the same tokens, parents and steps (and log-probabilities within rounding).
-void expect_same_decoding(const Decoder& got, const Decoder& want) {
-  EXPECT_EQ(got.generated(), want.generated());
-  EXPECT_EQ(got.finished(), want.finished());
-  EXPECT_EQ(got.steps(), want.steps());
-  ASSERT_EQ(got.tree().size(), want.tree().size());
-  for (size_t i = 0; i < got.tree().size(); ++i) {
-    EXPECT_EQ(got.tree()[i].token, want.tree()[i].token);
-    EXPECT_EQ(got.tree()[i].parent, want.tree()[i].parent);
-    EXPECT_EQ(got.tree()[i].step, want.tree()[i].step);
-    EXPECT_NEAR(got.tree()[i].sum_logprob, want.tree()[i].sum_logprob, 1e-4f);
-  }
-  EXPECT_LT((got.trace().logits - want.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
-}
-
 TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   Model m;
   DecodeOptions o;
   o.max_length = 12;
-  Decoder plain(m.config, m.weights, kSrc, {}, o);
-  plain.run();
+  const Decoder plain = decoded(m, o);
   const std::vector<int> tokens = plain.generated();
   ASSERT_GE(tokens.size(), 5u);
   std::vector<int> one_word = tokens;  // a word replaced
@@ -423,23 +419,20 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   iv.forced_prefix = {tokens[0], 17};
   for (int limit : {12, 4}) {
     o.max_length = limit;
-    Decoder changed(m.config, m.weights, kSrc, iv, o);
-    changed.run();
     Decoder guided(m.config, m.weights, kSrc, iv, o);
     guided.run_guided(tokens);
-    expect_same_decoding(guided, changed);
+    expect_same_decoding(guided, decoded(m, o, iv));
   }
   // Other strategies, and decoders without an exact cache, decode as run() does.
   DecodeOptions beam = o;
   beam.strategy = DecodeStrategy::Beam;
-  Decoder b1(m.config, m.weights, kSrc, {}, beam), b2(m.config, m.weights, kSrc, {}, beam);
-  b1.run();
+  Decoder b2(m.config, m.weights, kSrc, {}, beam);
   b2.run_guided(tokens);
-  expect_same_decoding(b2, b1);
+  expect_same_decoding(b2, decoded(m, beam));
   Interventions open;
   open.causal_mask = false;
-  Decoder n1(m.config, m.weights, kSrc, open, o), n2(m.config, m.weights, kSrc, open, o);
-  n1.run();
+  const Decoder n1 = decoded(m, o, open);
+  Decoder n2(m.config, m.weights, kSrc, open, o);
   n2.run_guided(tokens);
   expect_same_decoding(n2, n1);
   // Guessing its own translation, the pass before <eos> is run in full and becomes the trace.
