@@ -75,10 +75,12 @@ class Decoder {
   // few or none of its tokens.
   int prefill(const std::vector<int>& candidate);
   // Greedy with an exact KV cache: run() with guesses. After prefill(guess) at the start, each next stretch of
-  // tokens is guessed from `guess` (where it holds the last tokens decoded, what follows them there) and
-  // checked in one batched pass through the cache (decode_chunk): the tokens greedy decoding chooses are taken
-  // up to the first that differs, which is then decoded as a plain step. The same tokens, trees and steps as
-  // run(), in fewer passes when the translation changed in a word or two. Other strategies: run(). Returns the
+  // tokens is guessed from `guess` (where it holds the last tokens decoded, what follows them there) and fed
+  // with the token in hand in one batched pass through the cache (decode_chunk); a guess that lines up and runs
+  // to <eos> is checked instead in one traced pass over the whole translation, which then is trace()'s. The
+  // tokens greedy decoding chooses are taken up to the first that differs. The same tokens, trees and steps as
+  // run(), in fewer passes when the translation changed in a word or two. Without an exact cache it steps as
+  // run() does, running traced the pass that the guess says is the last. Other strategies: run(). Returns the
   // number of steps taken.
   int run_guided(const std::vector<int>& guess);
   int guessed() const { return guessed_; }  // tokens run_guided took from its guesses (checked in batched passes)
