@@ -6,7 +6,6 @@
 
 #include "io/json_text.h"
 #include "model/name_tables.h"
-#include "nn/linear.h"
 #include "util/error.h"
 #include "util/tensor.h"
 
@@ -152,7 +151,7 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
     }
   }
   complete_shared_weights(c, m.weights);
-  attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (nn/linear.h)
+  attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (model/weights.h)
 
   std::unordered_set<std::string> known;
   for (const TensorSpec& spec : layout) known.insert(spec.name);

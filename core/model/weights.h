@@ -22,6 +22,9 @@ struct LinearWeights {
   const float* half_of = nullptr;
 };
 
+// Whether `w` holds a half copy made from the very matrix it holds now.
+bool has_half_weights(const LinearWeights& w);
+
 struct LayerNormWeights {
   RowVec gamma;  // (1, C)
   RowVec beta;   // (1, C)
@@ -66,5 +69,10 @@ struct ModelWeights {
   LayerNormWeights decoder_norm;  // present when config.decoder_final_norm
   LinearWeights generator;        // (Vt, C) output projection to logits; weight equals tgt_embedding when tied
 };
+
+// Gives every linear layer whose weight is exactly representable in half precision its half copy
+// (LinearWeights::half); returns how many got one. Results do not change: each half converts back to the very
+// float it came from, and the kernel sums the products in the same order (nn/small_gemm.h).
+int attach_half_weights(ModelWeights& weights);
 
 }  // namespace sf

@@ -21,7 +21,7 @@ bool small_gemm_available();
 // y (M, N) = x (M, K) W (N, K)^T, all row-major and contiguous (x's rows `x_stride` floats apart).
 void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y);
 // The same with W stored as IEEE halves, converted to floats as they are loaded (F16C): half the bytes to read,
-// and for halves made from floats exactly (attach_half_weights) the very same result as small_gemm_xwt.
+// and for halves made from floats exactly (attach_half_weights, model/weights.h) the very same result as small_gemm_xwt.
 void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y);
 
 }  // namespace sf

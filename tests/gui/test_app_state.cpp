@@ -6,8 +6,6 @@
 
 #include "gui/app_state.h"
 #include "gui/panels/interventions_panel.h"
-#include "nn/linear.h"
-#include "nn/small_gemm.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -29,14 +27,12 @@ TEST_F(ShippedModel, TranslatesTheExampleSentence) {
   EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.");
   EXPECT_TRUE(state.decoding_finished());
   EXPECT_EQ(state.trace.tgt.ids.size(), state.translation.size());  // <bos> + all but the last token
-  // Stored as F16, its linear layers read halves where the build has the vector kernel; the floats and the
-  // halves give the same translation and the same output probabilities (to the last bit, nn/linear.h).
-  if (small_gemm_available()) {
-    EXPECT_TRUE(uses_half_weights(state.model->weights.generator));
-    EXPECT_TRUE(uses_half_weights(state.model->weights.decoder_layers[2].ffn.fc1));
-  }
+  // Stored as F16, its linear layers hold halves (read where the build has the vector kernel); the floats
+  // and the halves give the same translation and the same output probabilities (to the last bit).
+  EXPECT_TRUE(has_half_weights(state.model->weights.generator));
+  EXPECT_TRUE(has_half_weights(state.model->weights.decoder_layers[2].ffn.fc1));
   const ModelWeights floats = state.model->weights;  // a copy reads its floats
-  EXPECT_FALSE(uses_half_weights(floats.generator));
+  EXPECT_FALSE(has_half_weights(floats.generator));
   Decoder decoder(state.model->config, floats, state.decoder->encoded().src.ids, {}, state.decoder->options());
   decoder.run();
   EXPECT_EQ(decoder.generated(), state.translation);

@@ -4,8 +4,9 @@
 
 #include <random>
 
-#include "nn/linear.h"
 #include "io/safetensors.h"
+#include "model/weights.h"
+#include "nn/linear.h"
 #include "nn/small_gemm.h"
 #include "train/parameters.h"
 #include "util/parallel.h"
@@ -86,16 +87,15 @@ TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
     *l = {halves(random_mat(16, 16, rng)), RowVec(), {}, nullptr};
   layer.ffn.fc1 = {random_mat(32, 16, rng), RowVec(), {}, nullptr};  // not halves: 0.1-like floats
   layer.ffn.fc2 = {halves(random_mat(16, 32, rng)), RowVec(), {}, nullptr};
-  if (!small_gemm_available()) GTEST_SKIP() << "no vector kernel in this build: halves are not used";
   EXPECT_EQ(attach_half_weights(weights), 10);
-  EXPECT_TRUE(uses_half_weights(weights.generator));
-  EXPECT_FALSE(uses_half_weights(layer.ffn.fc1));
+  EXPECT_TRUE(has_half_weights(weights.generator));
+  EXPECT_FALSE(has_half_weights(layer.ffn.fc1));
   // The same outputs from halves as from floats.
   const Mat x = random_mat(3, 16, rng);
   Mat with_halves, with_floats;
   linear_forward(x, weights.generator, with_halves);
   LinearWeights copy = weights.generator;  // a copy owns another matrix: it computes from its floats
-  EXPECT_FALSE(uses_half_weights(copy));
+  EXPECT_FALSE(has_half_weights(copy));
   linear_forward(x, copy, with_floats);
   EXPECT_EQ(with_halves, with_floats);
   // A copy changed afterwards computes what its floats say.
@@ -104,7 +104,7 @@ TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
   EXPECT_NE(with_floats.col(2), with_halves.col(2));
   // Training takes the parameters to change them: the half copies go.
   parameter_views(weights);
-  EXPECT_FALSE(uses_half_weights(weights.generator));
+  EXPECT_FALSE(has_half_weights(weights.generator));
 }
 
 TEST(SmallGemm, LinearForwardAgreesAcrossItsPaths) {

@@ -1,0 +1,52 @@
+#include "model/weights.h"
+
+#include <cstring>
+
+#include "io/safetensors.h"
+
+namespace sf {
+
+bool has_half_weights(const LinearWeights& w) {
+  return w.half && w.half_of == w.weight.data() && w.half->size() == static_cast<size_t>(w.weight.size());
+}
+
+namespace {
+
+bool attach_half(LinearWeights& w) {
+  w.half.reset();
+  w.half_of = nullptr;
+  if (w.weight.size() == 0) return false;
+  auto half = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(w.weight.size()));
+  for (Eigen::Index i = 0; i < w.weight.size(); ++i) {
+    const float value = w.weight.data()[i];
+    const uint16_t h = float_to_f16(value);
+    const float back = f16_to_float(h);
+    if (std::memcmp(&back, &value, sizeof(float)) != 0) return false;  // not a half (or a NaN): floats it is
+    (*half)[static_cast<size_t>(i)] = h;
+  }
+  w.half = std::move(half);
+  w.half_of = w.weight.data();
+  return true;
+}
+
+}  // namespace
+
+int attach_half_weights(ModelWeights& weights) {
+  int attached = 0;
+  auto attention = [&](AttentionWeights& a) {
+    for (LinearWeights* l : {&a.q, &a.k, &a.v, &a.out}) attached += attach_half(*l);
+  };
+  for (EncoderLayerWeights& l : weights.encoder_layers) {
+    attention(l.self_attn);
+    attached += attach_half(l.ffn.fc1) + attach_half(l.ffn.fc2);
+  }
+  for (DecoderLayerWeights& l : weights.decoder_layers) {
+    attention(l.self_attn);
+    attention(l.cross_attn);
+    attached += attach_half(l.ffn.fc1) + attach_half(l.ffn.fc2);
+  }
+  attached += attach_half(weights.generator);
+  return attached;
+}
+
+}  // namespace sf
