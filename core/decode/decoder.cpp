@@ -10,6 +10,9 @@ namespace sf {
 
 namespace {
 
+// Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
+constexpr int kPrefixBatch = 6;
+
 // The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
 // generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
 // them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
@@ -79,19 +82,6 @@ void Decoder::feed(Hypothesis& h, int token) const {
   // through the last layer and the output projection.
   std::vector<int> tokens = h.cache.tokens;
   tokens.push_back(token);
-  h.full_pass.reset();
-  const size_t g = guess_.size();
-  if (g >= 2 && guess_.back() == config_->eos_id && token == guess_[g - 2]) {
-    // Likely the last pass (the guess ends here): all of it, traced, which is what trace() shows if <eos> follows.
-    auto t = std::make_shared<Trace>(encoded_);
-    t->interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
-                                         static_cast<int>(tokens.size()));
-    decode_pass(*config_, *weights_, tokens, *t);
-    h.next_logits = t->logits.bottomRows(1);
-    fill_cache(*t, static_cast<int>(tokens.size()), h.cache);
-    h.full_pass = std::move(t);
-    return;
-  }
   truncate_kv_cache(h.cache, 0);
   h.next_logits = decode_chunk(*config_, *weights_, encoded_, tokens, h.cache, 1).row(0);
 }
@@ -151,10 +141,6 @@ std::vector<int> Decoder::pass_input() const {
 Trace Decoder::trace() const {
   const std::vector<int> input = pass_input();
   if (finished_trace_ && finished_ && finished_trace_->tgt.ids == input) return *finished_trace_;
-  if (finished_ && !states_.empty()) {
-    const std::shared_ptr<const Trace>& last = states_.front().full_pass;
-    if (last && last->tgt.ids == input) return *last;
-  }
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
                                       static_cast<int>(input.size()));
@@ -250,13 +236,60 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
                                   [&](int id) { return id >= 0 && id < config_->tgt_vocab_size; });
   const std::vector<int>& guess = usable ? guess_in : std::vector<int>();
   if (options_.strategy != DecodeStrategy::Greedy) return run();
-  if (!use_cache_) {  // step by step; the guess only tells which pass is likely the last (feed)
-    guess_ = guess;
-    const int steps_taken = run();
-    guess_.clear();
-    return steps_taken;
-  }
   const int start = steps();
+  if (!use_cache_) {
+    // Every step is a pass over its whole prefix. The token in hand and a few guessed after it give the next
+    // steps' inputs at once: their passes run as one batch (decode_prefixes), and the guessed tokens are taken
+    // up to the first that greedy decoding does not choose.
+    ensure_started();
+    Hypothesis& h = states_.front();
+    while (!finished_) {
+      const int length = tree_[static_cast<size_t>(live_.front())].length;
+      const int forced = forced_token(length);
+      const int token = forced >= 0 ? forced : argmax(h.next_logits);
+      take_if_chosen(token);
+      if (finished_) break;
+      const Continuation guessed = continuation_guess(generated(), guess);
+      std::vector<int> draft = guessed.tokens;
+      const int room = max_length_ - (length + 1) - 1;  // a finishing token is not fed
+      const int most = std::min(guessed.aligned ? kPrefixBatch : 2, std::max(room, 0));
+      if (static_cast<int>(draft.size()) > most) draft.resize(static_cast<size_t>(most));
+      std::vector<int> tokens = h.cache.tokens;  // <bos> + the path before `token`
+      const int before = static_cast<int>(tokens.size());
+      tokens.push_back(token);
+      tokens.insert(tokens.end(), draft.begin(), draft.end());
+      // The passes to run: after `token`, and after each guessed token but a finishing <eos> (never fed).
+      const bool ends = !draft.empty() && draft.back() == config_->eos_id;
+      int longest = static_cast<int>(tokens.size()) - (ends ? 1 : 0);
+      // A likely guess that ends the translation: its last pass is the one trace() shows, so it runs traced.
+      std::shared_ptr<Trace> full;
+      if (ends && guessed.aligned) {
+        full = std::make_shared<Trace>(encoded_);
+        full->interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), longest);
+        decode_pass(*config_, *weights_, std::vector<int>(tokens.begin(), tokens.begin() + longest), *full);
+        --longest;
+      }
+      std::vector<int> lengths;
+      for (int n = before + 1; n <= longest; ++n) lengths.push_back(n);
+      const Mat logits = decode_prefixes(*config_, *weights_, encoded_, tokens, lengths, h.cache);
+      auto prediction = [&](int i) -> RowVec {  // after tokens[before + i]
+        return i < static_cast<int>(lengths.size()) ? RowVec(logits.row(i)) : RowVec(full->logits.bottomRows(1));
+      };
+      truncate_kv_cache(h.cache, 0);  // no keys or values are kept without a cache: only the tokens fed
+      h.cache.tokens.assign(tokens.begin(), tokens.begin() + before + 1);
+      h.next_logits = prediction(0);
+      int taken = 0;
+      while (taken < static_cast<int>(draft.size()) && take_if_chosen(draft[static_cast<size_t>(taken)])) {
+        ++taken;
+        if (finished_) break;
+        h.cache.tokens.push_back(draft[static_cast<size_t>(taken) - 1]);
+        h.next_logits = prediction(taken);
+      }
+      if (finished_ && full && full->tgt.ids == pass_input()) finished_trace_ = std::move(full);
+      guessed_ += taken;
+    }
+    return steps() - start;
+  }
   if (steps() == 0) guessed_ += prefill(guess);
   ensure_started();
   Hypothesis& h = states_.front();

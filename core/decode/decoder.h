@@ -74,14 +74,14 @@ class Decoder {
   // where it does not apply). The app re-decodes a sentence after every intervention this way: most change
   // few or none of its tokens.
   int prefill(const std::vector<int>& candidate);
-  // Greedy with an exact KV cache: run() with guesses. After prefill(guess) at the start, each next stretch of
+  // Greedy: run() with guesses. With an exact KV cache: after prefill(guess) at the start, each next stretch of
   // tokens is guessed from `guess` (where it holds the last tokens decoded, what follows them there) and fed
   // with the token in hand in one batched pass through the cache (decode_chunk); a guess that lines up and runs
-  // to <eos> is checked instead in one traced pass over the whole translation, which then is trace()'s. The
-  // tokens greedy decoding chooses are taken up to the first that differs. The same tokens, trees and steps as
-  // run(), in fewer passes when the translation changed in a word or two. Without an exact cache it steps as
-  // run() does, running traced the pass that the guess says is the last. Other strategies: run(). Returns the
-  // number of steps taken.
+  // to <eos> is checked instead in one traced pass over the whole translation, which then is trace()'s. Without
+  // one, the steps that the token in hand and a few guessed tokens make run as one batch of passes
+  // (decode_prefixes). The tokens greedy decoding chooses are taken up to the first that differs. The same
+  // tokens, trees and steps as run(), in fewer passes when the translation changed in a word or two. Other
+  // strategies: run(). Returns the number of steps taken.
   int run_guided(const std::vector<int>& guess);
   int guessed() const { return guessed_; }  // tokens run_guided took from its guesses (checked in batched passes)
   bool step_back();  // undoes the last step; false at the start
@@ -115,7 +115,6 @@ class Decoder {
   struct Hypothesis {  // a live beam (greedy and sample use one)
     KvCache cache;     // has consumed bos + the path
     RowVec next_logits;
-    std::shared_ptr<const Trace> full_pass;  // without an exact cache: the last feed's pass, when it was traced
   };
   struct Snapshot {    // what step_back restores
     Rng rng;
@@ -158,8 +157,7 @@ class Decoder {
   std::vector<Snapshot> history_;
   bool finished_ = false;
   int guessed_ = 0;
-  std::vector<int> guess_;  // run_guided without an exact cache: the guess, read by feed
-  std::shared_ptr<const Trace> finished_trace_;  // prefill's pass when it finished decoding: trace() reuses it
+  std::shared_ptr<const Trace> finished_trace_;  // a guided pass that finished decoding: trace() reuses it
 };
 
 }  // namespace sf

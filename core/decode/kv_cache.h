@@ -44,6 +44,14 @@ KvCache start_kv_cache(const Config& config, const ModelWeights& weights, const 
 Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
                  const std::vector<int>& tokens, KvCache& cache, int out_rows);
 
+// Without an exact cache (causal mask off, a painted mask that lets a query see a later key), several decoding
+// steps checked at once: for each length n in `lengths` (rising), a pass over tokens[0 .. n-1] alone, as a
+// decoder step would run it, all of them stacked into one batch (each prefix's rows attend within the prefix,
+// under the masks fitted to its length). Returns the logits (lengths.size(), Vt) of each prefix's last row.
+// `cross` supplies the cross-attention keys and values (start_kv_cache); its self-attention part is not used.
+Mat decode_prefixes(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                    const std::vector<int>& tokens, const std::vector<int>& lengths, const KvCache& cross);
+
 // Feeds `token` at position cache.length() and returns the logits (1, Vt) that predict the token after it.
 RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,
                    KvCache& cache);

@@ -444,6 +444,48 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   expect_same_decoding(n3, n1);
 }
 
+TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {
+  // Without the causal mask, and with a painted mask that lets query 1 see key 4 and one on cross-attention:
+  // each prefix's last row equals the last row of a full pass over that prefix alone.
+  for (NormPlacement placement : {NormPlacement::Post, NormPlacement::Pre}) {
+    Model m(placement);
+    m.weights = random_weights(m.config, 7, 0.3f);
+    for (bool causal : {false, true}) {
+      Interventions iv;
+      iv.causal_mask = causal;
+      iv.heads_off = {{AttentionKind::Decoder, 1, 2}, {AttentionKind::Cross, 0, 1}};
+      Mat painted = Mat::Zero(6, 6);
+      for (int i = 0; i < 6; ++i)
+        for (int j = i + 1; j < 6; ++j) painted(i, j) = causal ? 1.0f : 0.0f;
+      painted(1, 4) = 0.0f;
+      painted(3, 0) = 1.0f;
+      Mat cross = Mat::Zero(6, static_cast<Eigen::Index>(kSrc.size()));
+      cross(2, 1) = 1.0f;
+      iv.custom_masks = {{{AttentionKind::Decoder, 0, 3}, painted}, {{AttentionKind::Cross, 1, 0}, cross}};
+      Trace encoded;
+      encode(m.config, m.weights, kSrc, iv, encoded);
+      const KvCache keys = start_kv_cache(m.config, m.weights, encoded);
+      const std::vector<int> tokens = {2, 6, 11, 4, 8, 1, 9, 13};  // a pad among them, masked as a key
+      const std::vector<int> lengths = {2, 3, 5, 6, 8};
+      const Mat logits = decode_prefixes(m.config, m.weights, encoded, tokens, lengths, keys);
+      ASSERT_EQ(logits.rows(), 5);
+      for (size_t j = 0; j < lengths.size(); ++j) {
+        const std::vector<int> prefix(tokens.begin(), tokens.begin() + lengths[j]);
+        const Interventions fitted = fit_decoder_masks(iv, static_cast<int>(kSrc.size()), lengths[j]);
+        const Trace alone = forward(m.config, m.weights, kSrc, prefix, fitted);
+        EXPECT_LT(mixed_error(logits.row(static_cast<Eigen::Index>(j)), alone.logits.bottomRows(1)), 1e-5f)
+            << "placement " << int(placement) << " causal " << causal << " length " << lengths[j];
+      }
+    }
+    Trace encoded;
+    encode(m.config, m.weights, kSrc, {}, encoded);
+    const KvCache keys = start_kv_cache(m.config, m.weights, encoded);
+    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {2, 2}, keys), Error);
+    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {3}, keys), Error);
+    EXPECT_EQ(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {}, keys).rows(), 0);
+  }
+}
+
 TEST(Decoder, ReusesTheEncoderOnlyWhereNothingBeforeTheDecoderChanged) {
   Model m;
   Trace previous;
