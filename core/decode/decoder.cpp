@@ -13,31 +13,6 @@ namespace {
 // Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
 constexpr int kPrefixBatch = 6;
 
-// The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
-// generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
-// them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
-// the continuation starts at most one position away from where it stood in the guess (a word replaced, added
-// or dropped), the likely case.
-struct Continuation {
-  std::vector<int> tokens;
-  bool aligned = false;
-};
-
-Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
-  const int position = static_cast<int>(generated.size());  // of the next token
-  const int size = static_cast<int>(guess.size());
-  for (int n = std::min(3, position); n >= 1; --n) {
-    int best = -1;  // where the continuation starts in guess
-    for (int from = n; from < size; ++from) {
-      if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
-      if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
-    }
-    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
-  }
-  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
-  return {};
-}
-
 }  // namespace
 
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
@@ -230,6 +205,43 @@ int Decoder::check_in_full_pass(const std::vector<int>& continuation) {
   return taken;
 }
 
+// The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
+// generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
+// them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
+// the continuation starts at most one position away from where it stood in the guess (a word replaced, added
+// or dropped), the likely case.
+Decoder::Continuation Decoder::continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
+  const int position = static_cast<int>(generated.size());  // of the next token
+  const int size = static_cast<int>(guess.size());
+  for (int n = std::min(3, position); n >= 1; --n) {
+    int best = -1;  // where the continuation starts in guess
+    for (int from = n; from < size; ++from) {
+      if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
+      if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
+    }
+    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
+  }
+  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
+  return {};
+}
+
+int Decoder::take_greedy_token() {
+  const int forced = forced_token(tree_[static_cast<size_t>(live_.front())].length);
+  const int token = forced >= 0 ? forced : argmax(states_.front().next_logits);
+  take_if_chosen(token);
+  return token;
+}
+
+Decoder::Continuation Decoder::continuation_after_token(const std::vector<int>& guess, int most_aligned, int most_weak) const {
+  Continuation guessed = continuation_guess(generated(), guess);
+  // A weak guess: a few tokens, not a whole pass. None that would be fed past max_length (a token that finishes
+  // there is not fed: it is left to a pass of its own).
+  const int room = max_length_ - tree_[static_cast<size_t>(live_.front())].length - 1;
+  const int most = std::min(guessed.aligned ? most_aligned : most_weak, std::max(room, 0));
+  if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
+  return guessed;
+}
+
 int Decoder::run_guided(const std::vector<int>& guess_in) {
   // A guess from another vocabulary (an earlier model's) guesses nothing.
   const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
@@ -244,16 +256,10 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
     ensure_started();
     Hypothesis& h = states_.front();
     while (!finished_) {
-      const int length = tree_[static_cast<size_t>(live_.front())].length;
-      const int forced = forced_token(length);
-      const int token = forced >= 0 ? forced : argmax(h.next_logits);
-      take_if_chosen(token);
+      const int token = take_greedy_token();
       if (finished_) break;
-      const Continuation guessed = continuation_guess(generated(), guess);
-      std::vector<int> draft = guessed.tokens;
-      const int room = max_length_ - (length + 1) - 1;  // a finishing token is not fed
-      const int most = std::min(guessed.aligned ? kPrefixBatch : 2, std::max(room, 0));
-      if (static_cast<int>(draft.size()) > most) draft.resize(static_cast<size_t>(most));
+      const Continuation guessed = continuation_after_token(guess, kPrefixBatch, 2);
+      const std::vector<int>& draft = guessed.tokens;
       std::vector<int> tokens = h.cache.tokens;  // <bos> + the path before `token`
       const int before = static_cast<int>(tokens.size());
       tokens.push_back(token);
@@ -296,19 +302,11 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
   while (!finished_) {
     // The next token is known (the prediction in hand); what follows it is guessed, and both go through the
     // decoder in one pass: row 0 predicts the token after it, row i the one after draft[i - 1].
-    const int length = tree_[static_cast<size_t>(live_.front())].length;
-    const int forced = forced_token(length);
-    const int token = forced >= 0 ? forced : argmax(h.next_logits);
-    take_if_chosen(token);
+    const int token = take_greedy_token();
     if (finished_) break;
     std::vector<int> chunk = {token};
-    const Continuation guessed = continuation_guess(generated(), guess);
-    std::vector<int> draft = guessed.tokens;
-    if (!guessed.aligned && draft.size() > 3) draft.resize(3);  // a weak guess: a few tokens, not a whole pass
-    // A token that would finish at max_length is not fed (its position would be past the last): left to a pass
-    // of its own.
-    const int room = max_length_ - (length + 1) - 1;
-    draft.resize(static_cast<size_t>(std::clamp(static_cast<int>(draft.size()), 0, std::max(room, 0))));
+    const Continuation guessed = continuation_after_token(guess, max_length_, 3);
+    const std::vector<int>& draft = guessed.tokens;
     if (guessed.aligned && !draft.empty() && draft.back() == config_->eos_id) {
       // A likely guess that runs to the end: checked in a full pass over the whole translation, which is the
       // pass trace() shows when the guess holds (then kept for it, not computed again).

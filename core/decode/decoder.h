@@ -134,6 +134,16 @@ class Decoder {
   void push_history();                             // what step_back restores, before a step
   bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
   bool take_if_chosen(int token);  // greedy: a step taking `token` if it is what greedy chooses (not fed)
+  // Greedy: takes the token chosen from the prediction in hand (not fed); returns it.
+  int take_greedy_token();
+  struct Continuation {  // what a guess says follows the tokens generated
+    std::vector<int> tokens;
+    bool aligned = false;  // it starts at most one position from where it stood in the guess: likely right
+  };
+  static Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess);
+  // continuation_guess, at most most_aligned tokens for a guess that lines up, most_weak for one that does not,
+  // none fed past max_length.
+  Continuation continuation_after_token(const std::vector<int>& guess, int most_aligned, int most_weak) const;
   // Greedy, exact cache: takes the tokens of `continuation` that greedy decoding chooses after what is generated,
   // checked in one traced pass over <bos> + generated + continuation, which also fills the cache; a pass that
   // ends decoding becomes trace()'s. Returns the number taken.
