@@ -15,7 +15,8 @@ bool FrameLog::open(const std::string& path, std::string& error) {
     error = "cannot write the frame log '" + path + "': " + std::strerror(errno);
     return false;
   }
-  out_ << "# frame  frame_ms  build_ms  draw_ms  recompute_ms  what the frame recomputed (interventions | translation)\n";
+  out_ << "# frame  frame_ms  build_ms  draw_ms  recompute_ms  what the frame recomputed"
+          " (interventions | translation)\n";
   out_ << std::fixed << std::setprecision(2);
   return true;
 }

@@ -232,7 +232,8 @@ int Decoder::take_greedy_token() {
   return token;
 }
 
-Decoder::Continuation Decoder::continuation_after_token(const std::vector<int>& guess, int most_aligned, int most_weak) const {
+Decoder::Continuation Decoder::continuation_after_token(const std::vector<int>& guess, int most_aligned,
+                                                        int most_weak) const {
   Continuation guessed = continuation_guess(generated(), guess);
   // A weak guess: a few tokens, not a whole pass. None that would be fed past max_length (a token that finishes
   // there is not fed: it is left to a pass of its own).
@@ -271,7 +272,8 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
       std::shared_ptr<Trace> full;
       if (ends && guessed.aligned) {
         full = std::make_shared<Trace>(encoded_);
-        full->interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), longest);
+        full->interventions =
+            fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), longest);
         decode_pass(*config_, *weights_, std::vector<int>(tokens.begin(), tokens.begin() + longest), *full);
         --longest;
       }

@@ -157,16 +157,20 @@ Mat decode_prefixes(const Config& config, const ModelWeights& weights, const Tra
     Mat k_all, v_all;  // (R, C)
     if (last_rows) {
       LayerNormTrace n;
-      if (config.norm_placement == NormPlacement::Pre) layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, n);
+      if (config.norm_placement == NormPlacement::Pre)
+        layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, n);
       const Mat& kv_in = config.norm_placement == NormPlacement::Pre ? n.out : x;
       linear_forward(kv_in, w.self_attn.k, k_all);
       linear_forward(kv_in, w.self_attn.v, v_all);
       Mat ends(P, config.d_model);
-      for (Eigen::Index j = 0; j < P; ++j) ends.row(j) = x.row(first[static_cast<size_t>(j)] + lengths[static_cast<size_t>(j)] - 1);
+      for (size_t j = 0; j < lengths.size(); ++j)
+        ends.row(static_cast<Eigen::Index>(j)) = x.row(first[j] + lengths[j] - 1);
       x = std::move(ends);
     }
     // The query rows of prefix j: all its rows, or in the last layer its last row (row j).
-    auto query_rows = [&](size_t j) { return last_rows ? std::pair<int, int>(static_cast<int>(j), 1) : std::pair<int, int>(first[j], lengths[j]); };
+    auto query_rows = [&](size_t j) {
+      return last_rows ? std::pair<int, int>(static_cast<int>(j), 1) : std::pair<int, int>(first[j], lengths[j]);
+    };
     // Self-attention: the projections over all rows at once, the attention itself within each prefix.
     AttentionFn self_attn = [&](const ConstMatRef& xq, AttentionTrace& a) {
       Mat q, k_own, v_own;

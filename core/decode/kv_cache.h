@@ -6,7 +6,7 @@
 // The cache holds the same interventions as the encoder trace it starts from (heads off, padding mask,
 // positional encoding, painted masks). Causal mask off, or a painted decoder mask that lets a query see a later
 // key, makes later tokens change earlier rows: kv_cache_exact() is false then, and decoders recompute the
-// prefix instead (decode_chunk from an empty cache, every token at once).
+// prefix instead (decode_chunk from an empty cache, every token at once; several steps at once: decode_prefixes).
 #pragma once
 #include <vector>
 

@@ -5,7 +5,6 @@
 
 namespace sf {
 
-
 void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
     fail(ErrorKind::Shape, "linear_forward",
@@ -23,10 +22,10 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   } else if (x.rows() >= 64) {
     out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
   } else {
-    // A build without the AVX-512 kernel: computed into a column-major buffer, so
-    // that Eigen takes W^T (in, out) column-major as its right-hand side (contiguous copies) and the few rows as
-    // the small left-hand side; written straight into the row-major output, Eigen would pack all of W as a
-    // row-major left-hand side instead (measured with bench/bench_forward.cpp).
+    // A build without the AVX-512 kernel: computed into a column-major buffer, so that Eigen takes W^T (in, out)
+    // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;
+    // written straight into the row-major output, Eigen would pack all of W as a row-major left-hand side
+    // instead (measured with bench/bench_forward.cpp).
     thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
     product.resize(x.rows(), w.weight.rows());
     product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)

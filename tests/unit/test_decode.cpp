@@ -72,7 +72,8 @@ TEST(KvCache, IncrementalEqualsFullRecompute) {
   for (int i = 0; i < 4; ++i)
     for (int j = i + 1; j < 4; ++j) causal_plus(i, j) = 1.0f;
   causal_plus(3, 1) = 1.0f;
-  painted.custom_masks = {{{AttentionKind::Decoder, 0, 1}, causal_plus}, {{AttentionKind::Cross, 1, 0}, Mat::Ones(4, 6)}};
+  painted.custom_masks = {{{AttentionKind::Decoder, 0, 1}, causal_plus},
+                          {{AttentionKind::Cross, 1, 0}, Mat::Ones(4, 6)}};
   EXPECT_TRUE(kv_cache_exact(painted));
   painted.custom_masks[0].blocked(1, 2) = 0.0f;
   EXPECT_FALSE(kv_cache_exact(painted));
@@ -512,7 +513,8 @@ TEST(Decoder, ReusesTheEncoderOnlyWhereNothingBeforeTheDecoderChanged) {
   positions.positional_encoding = false;
   Interventions padding;
   padding.padding_mask = false;
-  for (const Interventions& iv : {enc, positions, padding}) EXPECT_FALSE(reuse_encoder(m.config, previous, kSrc, iv, reused));
+  for (const Interventions& iv : {enc, positions, padding})
+    EXPECT_FALSE(reuse_encoder(m.config, previous, kSrc, iv, reused));
   EXPECT_FALSE(reuse_encoder(m.config, previous, {5, 9, 12}, dec, reused));
   Decoder c(m.config, m.weights, kSrc, enc, o, &previous), d(m.config, m.weights, kSrc, enc, o);
   EXPECT_NE(c.encoded().enc_out, previous.enc_out);
