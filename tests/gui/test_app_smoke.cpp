@@ -1,7 +1,6 @@
 // The app as a user starts it: under xvfb-run -a, with --screenshot. Checks the PNG itself: the size asked
 // for, not blank, and the heatmap area shows the colormap's colours where the data put them.
 #include <gtest/gtest.h>
-#include <stb/stb_image.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app_under_xvfb.h"
 #include "gui/render/colormap.h"
 #include "nn/positional_encoding.h"
 
@@ -43,25 +43,11 @@ std::string output_path(const std::string& name) {
   return std::string(STEPFORMER_TEST_OUTPUT_DIR) + "/" + name;
 }
 
-std::string headless(const std::string& args) {
-  const std::string xvfb = STEPFORMER_XVFB_RUN;
-  if (xvfb.empty()) return "";
-  // --no-settings: the user's last session must not change what the tests see.
-  return xvfb + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings " + args;
-}
+// --no-settings: the user's last session must not change what the tests see.
+std::string headless(const std::string& args) { return testing::headless_app_command("--no-settings " + args); }
 
-struct Image {
-  int width = 0, height = 0;
-  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
-  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
-};
-
-Image load_png(const std::string& path) {
-  Image image;
-  int channels = 0;
-  image.pixels.reset(stbi_load(path.c_str(), &image.width, &image.height, &channels, 3));
-  return image;
-}
+using testing::Image;
+using testing::load_png;
 
 TEST(AppSmoke, HelpAndVersionExitZero) {
   RunResult help = run(std::string(STEPFORMER_APP_PATH) + " --help");

@@ -3,7 +3,6 @@
 // the heatmap the brightest cell is where the trace has that row's largest probability, and cells the mask
 // blocks are drawn hatched grey, not in a colormap colour.
 #include <gtest/gtest.h>
-#include <stb/stb_image.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app_under_xvfb.h"
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/interventions_panel.h"
@@ -24,11 +24,8 @@ namespace fs = std::filesystem;
 const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
 const std::string kSentence = "Ein Mann mit einer Frau, und zwei Männer auf einem.";
 
-struct Screen {
-  int width = 0, height = 0;
-  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
+struct Screen : testing::Image {
   nlohmann::json heatmap;
-  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
   // The pixel at the centre of cell (row, col).
   const unsigned char* cell(int row, int col) const {
     const float x0 = heatmap["x0"], y0 = heatmap["y0"], x1 = heatmap["x1"], y1 = heatmap["y1"];
@@ -48,14 +45,12 @@ Screen screenshot(const std::string& attention, const std::string& name, const s
     out << "unhover\nmodel " << kModel << "\nsentence " << kSentence << "\n" << setup << "attention " << attention
         << "\nscreenshot " << png << "\nlayout " << layout << "\nquit\n";
   }
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH +
-                          " --no-settings --size 1280x800 --script " + script + " > " + base + ".log 2>&1";
+  const std::string cmd = testing::headless_app_command("--no-settings --size 1280x800 --script " + script + " > " +
+                                                        base + ".log 2>&1");
   Screen s;
   if (std::system(cmd.c_str()) != 0) return s;
-  int channels = 0;
-  s.pixels.reset(stbi_load(png.c_str(), &s.width, &s.height, &channels, 3));
-  std::ifstream in(layout);
-  const nlohmann::json j = nlohmann::json::parse(in);
+  static_cast<testing::Image&>(s) = testing::load_png(png);
+  const nlohmann::json j = testing::load_json(layout);
   for (const auto& h : j["heatmaps"])
     if (h["name"] == "attention") s.heatmap = h;
   return s;

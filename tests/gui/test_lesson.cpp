@@ -79,12 +79,7 @@ class LessonRun : public ::testing::Test {
   // One frame with `key` down (a press), as the main loop runs it.
   void frame(int key = -1) {
     runner_->before_frame(*app_, log_);
-    ImGuiIO& io = ImGui::GetIO();
-    for (bool& down : io.KeysDown) down = false;
-    if (key >= 0) io.KeysDown[key] = true;
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
+    testing::headless_frame(*app_, key);
   }
   void frames(int n) {
     for (int i = 0; i < n; ++i) frame();

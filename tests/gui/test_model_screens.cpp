@@ -3,7 +3,6 @@
 // failure (the screen after closing the dialog equals the one before), and the settings file remembering the
 // session, restoring it at the next start, and a damaged one moved aside.
 #include <gtest/gtest.h>
-#include <stb/stb_image.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "app_under_xvfb.h"
+#include "export_readers.h"
 #include "io/safetensors.h"
 
 namespace sf::gui {
@@ -24,54 +25,20 @@ namespace fs = std::filesystem;
 
 const std::string kTiny = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
 
-fs::path output_dir(const std::string& name) {
-  const fs::path dir = fs::path(STEPFORMER_TEST_OUTPUT_DIR) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::fresh_output_dir;
+using testing::Image;
+using testing::load_json;
+using testing::load_png;
 
 // Runs the app headless; `env` goes before it (e.g. XDG_CONFIG_HOME=...). Output to dir/NAME.log.
 int run_app(const fs::path& dir, const std::string& name, const std::string& env, const std::string& args) {
-  const std::string cmd = "env " + env + " " + STEPFORMER_XVFB_RUN + " -a -s '-screen 0 1600x1000x24' " +
-                          STEPFORMER_APP_PATH + " --size 1280x800 " + args + " > " + (dir / (name + ".log")).string() + " 2>&1";
+  const std::string cmd = "env " + env + " " +
+                          testing::headless_app_command("--size 1280x800 " + args + " > " +
+                                                        (dir / (name + ".log")).string() + " 2>&1");
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-struct Image {
-  int width = 0, height = 0;
-  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
-  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
-  float mean_luma(int x0, int y0, int x1, int y1) const {
-    double sum = 0;
-    for (int y = y0; y < y1; ++y)
-      for (int x = x0; x < x1; ++x) sum += 0.2126 * at(x, y)[0] + 0.7152 * at(x, y)[1] + 0.0722 * at(x, y)[2];
-    return static_cast<float>(sum / ((x1 - x0) * (y1 - y0)));
-  }
-};
-
-Image load_png(const fs::path& path) {
-  Image image;
-  int channels = 0;
-  image.pixels.reset(stbi_load(path.c_str(), &image.width, &image.height, &channels, 3));
-  return image;
-}
-
-nlohmann::json load_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  return nlohmann::json::parse(in);
-}
-
-// A copy of the tiny fixture with one NaN in a weight.
 std::string nan_model(const fs::path& dir) {
   const SafetensorsFile file = SafetensorsFile::open(kTiny);
   std::vector<std::vector<float>> values;
@@ -88,7 +55,7 @@ std::string nan_model(const fs::path& dir) {
 
 TEST(ModelScreens, ModelInfoAndTheErrorDialogOfABadFile) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
-  const fs::path dir = output_dir("model_screens");
+  const fs::path dir = fresh_output_dir("model_screens");
   const std::string bad = nan_model(dir);
   {
     std::ofstream script(dir / "script.txt");
@@ -111,8 +78,8 @@ TEST(ModelScreens, ModelInfoAndTheErrorDialogOfABadFile) {
            << "quit\n";
   }
   ASSERT_EQ(run_app(dir, "run", "", "--no-settings --script " + (dir / "script.txt").string()), 0)
-      << slurp(dir / "run.log");
-  const std::string log = slurp(dir / "run.log");
+      << test::read_bytes(dir / "run.log");
+  const std::string log = test::read_bytes(dir / "run.log");
   EXPECT_NE(log.find("script line 10: value error: [load_model] tensor 'transformer.decoder.layers.0.linear2.weight' holds NaN"),
             std::string::npos) << log;
 
@@ -169,7 +136,7 @@ TEST(ModelScreens, ModelInfoAndTheErrorDialogOfABadFile) {
 
 TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
-  const fs::path dir = output_dir("settings_session");
+  const fs::path dir = fresh_output_dir("settings_session");
   const fs::path config = dir / "config";
   const fs::path settings = config / "stepformer" / "settings.json";
   const std::string env = "XDG_CONFIG_HOME=" + config.string() + " STEPFORMER_NO_SETTINGS=";
@@ -183,7 +150,7 @@ TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
   // A session: open the tiny model, type a sentence, go to cross-attention; on exit the settings hold it.
   {
     std::ofstream(dir / "session.txt") << "model " << kTiny << "\nsentence Zwei Hunde.\nstage cross-attention\nwait 2\nquit\n";
-    ASSERT_EQ(run_app(dir, "session", env, "--script " + (dir / "session.txt").string()), 0) << slurp(dir / "session.log");
+    ASSERT_EQ(run_app(dir, "session", env, "--script " + (dir / "session.txt").string()), 0) << test::read_bytes(dir / "session.log");
     const nlohmann::json s = load_json(settings);
     ASSERT_FALSE(s.is_null()) << "no " << settings;
     EXPECT_EQ(s["last_model"], kTiny);
@@ -198,7 +165,7 @@ TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
   // The next start, with no options, comes back to it.
   {
     ASSERT_EQ(run_app(dir, "restore", env, "--screenshot " + (dir / "restore.png").string() + " --layout-json " +
-                                               (dir / "restore.json").string()), 0) << slurp(dir / "restore.log");
+                                               (dir / "restore.json").string()), 0) << test::read_bytes(dir / "restore.log");
     const nlohmann::json j = load_json(dir / "restore.json");
     EXPECT_EQ(j["app"]["model_path"], kTiny);
     bool attention = false;
@@ -209,10 +176,10 @@ TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
   {
     std::ofstream(settings) << "{\"last_stage\": \"cross-att";
     ASSERT_EQ(run_app(dir, "damaged", env, "--screenshot " + (dir / "damaged.png").string() + " --layout-json " +
-                                               (dir / "damaged.json").string()), 0) << slurp(dir / "damaged.log");
-    const std::string log = slurp(dir / "damaged.log");
+                                               (dir / "damaged.json").string()), 0) << test::read_bytes(dir / "damaged.log");
+    const std::string log = test::read_bytes(dir / "damaged.log");
     EXPECT_NE(log.find("is damaged: not valid JSON"), std::string::npos) << log;
-    EXPECT_EQ(slurp(settings.string() + ".bad"), "{\"last_stage\": \"cross-att");
+    EXPECT_EQ(test::read_bytes(settings.string() + ".bad"), "{\"last_stage\": \"cross-att");
     const nlohmann::json j = load_json(dir / "damaged.json");
     EXPECT_EQ(j["app"]["dialog"]["title"], "Settings file");
     EXPECT_NE(j["app"]["dialog"]["problem"].get<std::string>().find(settings.string() + ".bad"), std::string::npos);

@@ -32,15 +32,7 @@ class Headless : public ::testing::Test {
     ImGui::DestroyContext();
   }
   // One frame; `key` (a GLFW key code) is held down during it.
-  void frame(int key = -1, ImVec2 mouse = ImVec2(-1, -1)) {
-    ImGuiIO& io = ImGui::GetIO();
-    for (bool& down : io.KeysDown) down = false;
-    if (key >= 0) io.KeysDown[key] = true;
-    io.MousePos = mouse;
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
-  }
+  void frame(int key = -1, ImVec2 mouse = ImVec2(-1, -1)) { testing::headless_frame(*app_, key, mouse); }
   std::set<std::string> drawn() const {
     std::set<std::string> names;
     for (const auto& p : heatmap_placements()) names.insert(p.name);

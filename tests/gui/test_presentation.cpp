@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
-#include <stb/stb_image.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app_under_xvfb.h"
 #include "export_readers.h"
 #include "headless_imgui.h"
 #include "gui/app.h"
@@ -24,37 +24,16 @@ namespace fs = std::filesystem;
 
 const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/models/pytorch_tutorial_tiny.safetensors";
 
-struct Png {
-  int width = 0, height = 0;
-  std::unique_ptr<unsigned char, void (*)(void*)> pixels{nullptr, stbi_image_free};
-  const unsigned char* at(int x, int y) const { return pixels.get() + (static_cast<size_t>(y) * width + x) * 3; }
-};
-
-Png load_png(const fs::path& path) {
-  Png png;
-  int channels = 0;
-  png.pixels.reset(stbi_load(path.c_str(), &png.width, &png.height, &channels, 3));
-  return png;
-}
-
-nlohmann::json load_json(const fs::path& path) {
-  std::ifstream in(path);
-  return in ? nlohmann::json::parse(in) : nlohmann::json();
-}
+using testing::fresh_output_dir;
+using testing::load_json;
+using testing::load_png;
 
 int run_script(const fs::path& dir, const std::string& script, const std::string& args = "") {
   std::ofstream(dir / "script.txt") << script;
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
-                          " --size 1280x800 " + args + " --script " + (dir / "script.txt").string() + " > " +
-                          (dir / "log.txt").string() + " 2>&1";
+  const std::string cmd = testing::headless_app_command("--no-settings --size 1280x800 " + args + " --script " +
+                                                        (dir / "script.txt").string() + " > " +
+                                                        (dir / "log.txt").string() + " 2>&1");
   return std::system(cmd.c_str());
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(STEPFORMER_TEST_OUTPUT_DIR) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 class Scripted : public ::testing::Test {
@@ -65,7 +44,7 @@ class Scripted : public ::testing::Test {
 };
 
 TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
-  const fs::path dir = fresh_dir("scripted_export");
+  const fs::path dir = fresh_output_dir("scripted_export");
   std::ofstream(dir / "existing.npy") << "a student's file";
   const std::string d = dir.string() + "/";
   ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.1.2\n"
@@ -81,7 +60,7 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
   EXPECT_NE(log.find("cannot create a file in '" + d + "no/such/dir'"), std::string::npos) << log;
   EXPECT_EQ(test::read_bytes((dir / "existing.npy").string()), "a student's file");
 
-  const Png window = load_png(dir / "window.png");
+  const testing::Image window = load_png(dir / "window.png");
   ASSERT_TRUE(window.pixels) << log;
   EXPECT_EQ(window.width, 1280);
   EXPECT_EQ(window.height, 800);
@@ -90,7 +69,7 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
   ASSERT_TRUE(layout.contains("panels")) << layout.dump();
   const nlohmann::json stage = layout["panels"]["stage"];
   const int x0 = stage["x0"], y0 = stage["y0"], x1 = stage["x1"], y1 = stage["y1"];
-  const Png panel = load_png(dir / "panel.png");
+  const testing::Image panel = load_png(dir / "panel.png");
   ASSERT_TRUE(panel.pixels);
   EXPECT_EQ(panel.width, x1 - x0);
   EXPECT_EQ(panel.height, y1 - y0);
@@ -127,7 +106,7 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
 }
 
 TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaption) {
-  const fs::path dir = fresh_dir("scripted_present");
+  const fs::path dir = fresh_output_dir("scripted_present");
   const std::string d = dir.string() + "/";
   const std::string caption = "Each row shows where one word looks.";
   ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.0.1\n"
@@ -157,7 +136,7 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
   const int scaled_bottom = scaled["panels"]["stage"]["y1"];
   EXPECT_GT(scaled_bottom, present_bottom) << "no caption: no strip";
 
-  const Png shot = load_png(dir / "present.png"), before = load_png(dir / "normal.png");
+  const testing::Image shot = load_png(dir / "present.png"), before = load_png(dir / "normal.png");
   ASSERT_TRUE(shot.pixels && before.pixels);
   // Pure black background (the normal style is a dark grey).
   const unsigned char* corner = shot.at(5, shot.height / 2);
@@ -179,7 +158,7 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
 // What a class sees on a 1920x1080 projector: the shipped model, the default sentence (13 tokens), a two-line
 // caption. The attention map's rows must stay at least as tall as the text, so its token labels keep full size.
 TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
-  const fs::path dir = fresh_dir("scripted_projector");
+  const fs::path dir = fresh_output_dir("scripted_projector");
   std::ofstream(dir / "script.txt")
       << "present on\nattention cross.2.0\ncaption Cross-attention joins the two halves: English queries, German "
          "keys. Each row shows which German words the decoder read while writing one English word.\n"
@@ -202,13 +181,13 @@ TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
 }
 
 TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
-  const fs::path dir = fresh_dir("scripted_fullscreen");
+  const fs::path dir = fresh_output_dir("scripted_fullscreen");
   const std::string d = dir.string() + "/";
   ASSERT_EQ(run_script(dir, "model " + kModel + "\nfullscreen on\nscreenshot " + d + "on.png\n"
                              "fullscreen off\nscreenshot " + d + "off.png\nquit\n"),
             0)
       << "see " << dir / "log.txt";
-  const Png on = load_png(dir / "on.png"), off = load_png(dir / "off.png");
+  const testing::Image on = load_png(dir / "on.png"), off = load_png(dir / "off.png");
   ASSERT_TRUE(on.pixels && off.pixels);
   EXPECT_EQ(on.width, 1600);  // the virtual screen of xvfb-run -s '-screen 0 1600x1000x24'
   EXPECT_EQ(on.height, 1000);
@@ -217,7 +196,7 @@ TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
 }
 
 TEST_F(Scripted, PresentOptionStartsInPresentationMode) {
-  const fs::path dir = fresh_dir("present_option");
+  const fs::path dir = fresh_output_dir("present_option");
   const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --no-settings --model " + kModel +
                           " --present --stage positional --size 1024x640 --screenshot " + (dir / "p.png").string() +
                           " --layout-json " + (dir / "p.json").string() + " > " + (dir / "log.txt").string() + " 2>&1";
@@ -245,14 +224,7 @@ class HeadlessView : public ::testing::Test {
     app_.reset();
     ImGui::DestroyContext();
   }
-  void frame(int key = -1) {
-    ImGuiIO& io = ImGui::GetIO();
-    for (bool& down : io.KeysDown) down = false;
-    if (key >= 0) io.KeysDown[key] = true;
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
-  }
+  void frame(int key = -1) { testing::headless_frame(*app_, key); }
   std::unique_ptr<App> app_;
 };
 

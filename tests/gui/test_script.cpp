@@ -1,7 +1,6 @@
 // Scripts: parsing (every mistake named with its line) and a scripted walk through every stage of the app
 // under xvfb-run -a, one screenshot per stage, each checked for the heatmaps that stage must show.
 #include <gtest/gtest.h>
-#include <stb/stb_image.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "app_under_xvfb.h"
 #include "gui/script/script.h"
 
 namespace sf::gui {
@@ -75,19 +75,19 @@ TEST(ScriptRun, WalksEveryStageAndScreenshotsIt) {
     out << "quit\n";
   }
   for (const auto& [stage, maps] : kStages) fs::remove(dir / (stage + ".png"));
-  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " --no-settings" +
-                          " --size 1280x800 --script " + script.string() + " > " + (dir / "log.txt").string() + " 2>&1";
+  const std::string cmd = testing::headless_app_command("--no-settings --size 1280x800 --script " + script.string() +
+                                                        " > " + (dir / "log.txt").string() + " 2>&1");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << (dir / "log.txt");
 
   for (const auto& [stage, maps] : kStages) {
-    int w = 0, h = 0, channels = 0;
-    std::unique_ptr<unsigned char, void (*)(void*)> pixels(
-        stbi_load((dir / (stage + ".png")).c_str(), &w, &h, &channels, 3), stbi_image_free);
-    ASSERT_TRUE(pixels) << stage << ": no screenshot";
-    EXPECT_EQ(w, 1280);
-    EXPECT_EQ(h, 800);
+    const testing::Image shot = testing::load_png(dir / (stage + ".png"));
+    ASSERT_TRUE(shot.pixels) << stage << ": no screenshot";
+    EXPECT_EQ(shot.width, 1280);
+    EXPECT_EQ(shot.height, 800);
+    const unsigned char* pixels = shot.pixels.get();
     std::set<int> colours;
-    for (int i = 0; i < w * h; i += 7) colours.insert(pixels.get()[3 * i] << 16 | pixels.get()[3 * i + 1] << 8 | pixels.get()[3 * i + 2]);
+    for (int i = 0; i < shot.width * shot.height; i += 7)
+      colours.insert(pixels[3 * i] << 16 | pixels[3 * i + 1] << 8 | pixels[3 * i + 2]);
     EXPECT_GT(colours.size(), 20u) << stage << " looks blank";
 
     std::ifstream in(dir / (stage + ".json"));
