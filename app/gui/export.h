@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
+
 namespace sf::gui {
 
 enum class ExportKind { WindowPng, PanelPng, Csv, Npy };
@@ -51,9 +53,7 @@ std::string csv_text(const TensorView& tensor);
 // RGB pixels (top row first, 3 bytes per pixel) as PNG bytes; empty on failure.
 std::string png_bytes(const std::vector<unsigned char>& rgb, int width, int height);
 
-// Writes `bytes` to `path` atomically (see above). Returns "" on success, else a sentence for the user
-// naming the path and the reason ("'x.png' exists: not replaced", "cannot create a file in '/root': ...").
-std::string write_file_atomically(const std::string& path, const std::string& bytes, bool replace);
+// Files are written by write_file_atomically (io/atomic_file.h, see above).
 
 // The first free name "stepformer-STAGE[-WHAT]-N.EXT" (N = 1, 2, ...) in `directory`: a default that
 // never names an existing file.

@@ -113,7 +113,7 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) return "cannot create the folder '" + target.parent_path().string() + "': " + ec.message();
   const std::string text = settings_to_json(settings).dump(2) + "\n";
-  return write_file_atomically(path, text, /*replace=*/true);  // temp file, fsync, rename (gui/export.h)
+  return write_file_atomically(path, text, /*replace=*/true);  // temp file, fsync, rename (io/atomic_file.h)
 }
 
 SettingsStore::SettingsStore(std::string path, Clock::duration min_interval)

@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "io/atomic_file.h"
 #include "io/json_text.h"
 #include "util/error.h"
 #include "util/tensor.h"
@@ -405,78 +405,32 @@ void emit_safetensors(const std::vector<TensorToWrite>& tensors, const std::map<
   }
 }
 
-std::string parent_directory(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
-
-std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& tensors,
-                                             const std::map<std::string, std::string>& metadata, DType storage) {
+std::vector<std::byte> serialize(const std::vector<TensorToWrite>& tensors,
+                                 const std::map<std::string, std::string>& metadata, DType storage,
+                                 const char* where) {
   std::vector<std::byte> out;
-  emit_safetensors(tensors, metadata, storage, "serialize_safetensors", [&](const void* p, size_t n) {
+  emit_safetensors(tensors, metadata, storage, where, [&](const void* p, size_t n) {
     const auto* b = static_cast<const std::byte*>(p);
     out.insert(out.end(), b, b + n);
   });
   return out;
 }
 
+}  // namespace
+
+std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& tensors,
+                                             const std::map<std::string, std::string>& metadata, DType storage) {
+  return serialize(tensors, metadata, storage, "serialize_safetensors");
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata, DType storage) {
+  // The whole file in memory first (tens of MB for a model), then written atomically (io/atomic_file.h).
   const char* where = "save_safetensors";
-  static std::atomic<unsigned> counter{0};
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(ErrorKind::File, where, "cannot create '" + temp + "': " + errno_text());
-
-  std::vector<char> buffer;
-  buffer.reserve(1 << 20);
-  auto flush = [&] {
-    size_t done = 0;
-    while (done < buffer.size()) {
-      const ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail(ErrorKind::File, where, "cannot write '" + temp + "': " + errno_text());
-      done += static_cast<size_t>(n);
-    }
-    buffer.clear();
-  };
-  try {
-    emit_safetensors(tensors, metadata, storage, where, [&](const void* p, size_t n) {
-      const char* c = static_cast<const char*>(p);
-      while (n > 0) {
-        const size_t take = std::min(n, buffer.capacity() - buffer.size());
-        buffer.insert(buffer.end(), c, c + take);
-        c += take;
-        n -= take;
-        if (buffer.size() == buffer.capacity()) flush();
-      }
-    });
-    flush();
-    if (::fsync(fd) != 0) fail(ErrorKind::File, where, "cannot flush '" + temp + "': " + errno_text());
-  } catch (...) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    const std::string why = errno_text();
-    ::unlink(temp.c_str());
-    fail(ErrorKind::File, where, "cannot close '" + temp + "': " + why);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(temp.c_str());
-    fail(ErrorKind::File, where, "cannot rename '" + temp + "' to '" + path + "': " + why);
-  }
-  // Make the rename itself durable.
-  const int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  const std::vector<std::byte> bytes = serialize(tensors, metadata, storage, where);
+  const std::string error = write_file_atomically(
+      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), /*replace=*/true);
+  if (!error.empty()) fail(ErrorKind::File, where, error);
 }
 
 }  // namespace sf
