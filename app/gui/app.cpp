@@ -134,7 +134,7 @@ void App::draw_pipeline_map() {
 }
 
 void App::frame() {
-  heatmap_placements().clear();
+  begin_heatmap_frame();
   begin_token_hover_frame();
   begin_key_latch_frame();
   for (const ExportRequest& r : frame_exports_) report_export(r, "the frame was not rendered");  // no after_render()

@@ -14,6 +14,7 @@ bool g_explanations_shown = true;
 }  // namespace
 
 void show_explanations(bool shown) { g_explanations_shown = shown; }
+bool explanations_shown() { return g_explanations_shown; }
 
 void explanation(const char* text) {
   if (!g_explanations_shown) return;
@@ -23,6 +24,12 @@ void explanation(const char* text) {
   ImGui::TextUnformatted(text);
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
+}
+
+void same_line_if_fits(float width, float spacing) {
+  const float gap = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
+  const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + gap + width <= right_edge) ImGui::SameLine(0, spacing);
 }
 
 void spinner(float radius) {

@@ -11,12 +11,17 @@ namespace sf::gui {
 void explanation(const char* text);
 // Whether explanation() draws (the app hides them in presentation mode while a lesson's caption explains).
 void show_explanations(bool shown);
+bool explanations_shown();
 
 // An indeterminate progress indicator: a ring of dots, one bright dot going round (animated by ImGui's clock).
 // Occupies a square of 2 * radius; the frame loop keeps drawing while it shows.
 void spinner(float radius);
 // An indeterminate progress bar of `size`: a bright segment sliding across a dim track.
 void moving_bar(ImVec2 size);
+
+// ImGui::SameLine(0, spacing) when the next `width` (ImGui units) still fits before the window's right edge;
+// otherwise the next item starts a line of its own (large type in presentation mode would push it off).
+void same_line_if_fits(float width, float spacing = -1.0f);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);

@@ -180,6 +180,39 @@ TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
   EXPECT_GE(row_height, font) << "rows lower than the text: the labels shrink";
 }
 
+// A 1280x800 projector without a caption: the attention stage's five lines of explanation, in large type, go
+// beside the map instead of above it, so the map keeps most of the height and every row its label (above it,
+// the map was 206 px high and its rows half the text's height: every other label was left out).
+TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
+  const fs::path dir = fresh_output_dir("scripted_projector_small");
+  const std::string d = dir.string() + "/";
+  ASSERT_EQ(run_script(dir, "present on\nattention dec.0.0\nlayout " + d + "layout.json\nscreenshot " + d +
+                                "shot.png\nquit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const nlohmann::json layout = load_json(dir / "layout.json");
+  ASSERT_TRUE(layout.contains("panels"));
+  const float font = layout["panels"]["font_size"];
+  nlohmann::json attention;
+  for (const auto& h : layout["heatmaps"])
+    if (h["name"] == "attention") attention = h;
+  ASSERT_FALSE(attention.is_null());
+  ASSERT_EQ(attention["rows"], 13);
+  const float y0 = attention["y0"], y1 = attention["y1"], x1 = attention["x1"];
+  EXPECT_GE(y1 - y0, 0.45f * 800) << "the map lost the height to the text";
+  EXPECT_GE((y1 - y0) / 13.0f, 0.75f * font) << "rows much lower than the text: labels are left out";
+  // The explanation (pale blue text) is on the right of the map and its colour bar, level with the map.
+  const testing::Image shot = load_png(dir / "shot.png");
+  ASSERT_TRUE(shot.pixels);
+  int explanation_pixels = 0;
+  for (int y = static_cast<int>(y0); y < static_cast<int>(y1); ++y)
+    for (int x = static_cast<int>(x1 + 3 * font); x < shot.width; ++x) {
+      const unsigned char* p = shot.at(x, y);
+      explanation_pixels += p[0] > 170 && p[0] < 225 && p[1] > 215 && p[2] > 245;
+    }
+  EXPECT_GT(explanation_pixels, 2000) << "no explanation beside the map";
+}
+
 TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {
   const fs::path dir = fresh_output_dir("scripted_fullscreen");
   const std::string d = dir.string() + "/";

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/widgets.h"
@@ -32,12 +34,14 @@ void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
-  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  // Sliders of 4.5 lines: the kind, layer and head fit one line of a 1280-pixel window in presentation mode.
+  const float slider_width = ImGui::GetFontSize() * 4.5f + ImGui::GetStyle().ItemInnerSpacing.x;
+  same_line_if_fits(slider_width + ImGui::CalcTextSize("layer").x, ImGui::GetFontSize());
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
   ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
   if (!with_head) return;
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  same_line_if_fits(slider_width + ImGui::CalcTextSize("head").x);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
   ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
 }
 
@@ -73,7 +77,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
 
   ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
   const HeadRef here{sel.kind, sel.layer, sel.head};
-  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const auto checkbox_width = [&](const char* label) {
+    return ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  };
+  same_line_if_fits(checkbox_width("head on") + style.ItemSpacing.x + checkbox_width("paint mask"),
+                    ImGui::GetFontSize() * 2);
   bool on = !edit.head_off(sel.kind, sel.layer, sel.head);
   if (ImGui::Checkbox("head on", &on)) {
     toggle_head(edit, here);
@@ -90,14 +99,6 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
       changed = true;
     }
   }
-
-  explanation(
-      "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
-      "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
-      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0. "
-      "Untick \"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.");
-  ImGui::Text("softmax(Q K^T / sqrt(%d) + M) V     Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]",
-              c.head_dim(), tq, c.head_dim(), tk, c.head_dim(), tq, tk);
 
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
       uploaded_.head != sel.head) {
@@ -118,27 +119,82 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
 
   // Labels: keys rotated along the top, queries on the left.
+  const float font = ImGui::GetFontSize();
   float label_width = 0;
   for (const auto& s : queries) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
   float key_width = 0;
   for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
-  label_width += ImGui::GetStyle().ItemSpacing.x;
-  const float bar_width = ImGui::GetFontSize() * 4;
+  label_width += style.ItemSpacing.x;
+  const float bar_width = colour_bar_width();
   const ImVec2 full = ImGui::GetContentRegionAvail();
   // The right part of the panel shows the steps that lead to the probabilities.
-  const float steps_width = full.x > ImGui::GetFontSize() * 40 ? full.x * 0.3f : 0.0f;
+  const float steps_width = full.x > font * 40 ? full.x * 0.3f : 0.0f;
   const ImVec2 avail(full.x - steps_width, full.y);
-  const ImVec2 panel_origin = ImGui::GetCursorScreenPos();
   const float line = ImGui::GetTextLineHeightWithSpacing();
-  // In large type (presentation mode, a large UI scale), when the height limits the map, a long key label (a
-  // German compound) is drawn smaller, at most 5 lines high, rather than push the map down.
-  const bool large_type = ImGui::GetFontSize() >= 24.0f;
-  const bool height_bound = large_type && (avail.y - key_width - 2 * line) / tq <
-                                              std::min((avail.x - label_width - bar_width) / tk, ImGui::GetFontSize() * 3);
-  const float key_room = height_bound ? std::min(key_width, ImGui::GetFontSize() * 5) : key_width;
-  const float top_height = key_room + ImGui::GetStyle().ItemSpacing.y;
-  const float cell = std::max(4.0f, std::min({(avail.x - label_width - bar_width) / tk,
-                                              (avail.y - top_height - 2 * line) / tq, ImGui::GetFontSize() * 3}));
+
+  static constexpr const char* kExplanation =
+      "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
+      "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
+      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0. "
+      "Untick \"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.";
+  // The formula and the shapes: one line above the map, the shapes on a line of their own beside it.
+  char formula[160];
+  std::snprintf(formula, sizeof(formula), "softmax(Q K^T / sqrt(%d) + M) V", c.head_dim());
+  char shapes[120];
+  std::snprintf(shapes, sizeof(shapes), "Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]", tq, c.head_dim(), tk,
+                c.head_dim(), tq, tk);
+  const std::string formula_line = std::string(formula) + "     " + shapes;
+  // Height of the explanation and the formula: above the map the explanation wraps at the window's edge and the
+  // formula is one line; beside it both wrap in their column.
+  const auto text_height = [&](float width, bool beside) {
+    float h = beside ? ImGui::CalcTextSize(formula, nullptr, false, width).y +
+                           ImGui::CalcTextSize(shapes, nullptr, false, width).y + 2 * style.ItemSpacing.y
+                     : ImGui::CalcTextSize(formula_line.c_str()).y + style.ItemSpacing.y;
+    if (explanations_shown()) h += ImGui::CalcTextSize(kExplanation, nullptr, false, width).y + style.ItemSpacing.y;
+    return h;
+  };
+  // The cell size (square cells) of the map with a cell at most `cell_limit`, in a room `height` high, and the
+  // room its key labels get. In large type (presentation mode, a large UI scale), when the height limits the
+  // map, a long key label (a German compound) is drawn smaller, at most 5 lines high, rather than push the map
+  // down.
+  struct MapFit {
+    float cell, key_room;
+  };
+  const bool large_type = font >= 24.0f;
+  const auto fit = [&](float cell_limit, float height) {
+    const bool height_bound = large_type && (height - key_width - 2 * line) / tq < std::min(cell_limit, font * 3);
+    const float key_room = height_bound ? std::min(key_width, font * 5) : key_width;
+    const float top_height = key_room + style.ItemSpacing.y;
+    return MapFit{std::max(4.0f, std::min({cell_limit, (height - top_height - 2 * line) / tq, font * 3})), key_room};
+  };
+  const auto cells_across = [&](float width) { return (width - label_width - bar_width) / tk; };
+  // The explanation goes above the map, or beside it in a column of its own when the panel has no steps column
+  // (presentation mode, a narrow window) and the map grows by a fifth that way: in presentation mode on a
+  // 1280 x 800 projector the five lines of large type above it left the map a third of the height. Beside,
+  // the map takes the height and the column the width it leaves; while the text is taller than the panel the
+  // map gives up width.
+  MapFit map = fit(cells_across(avail.x), avail.y - text_height(full.x, false));
+  bool text_beside = false;
+  const float min_column = font * 10;
+  if (steps_width == 0 && avail.x > 2 * min_column) {
+    MapFit beside = fit(cells_across(avail.x - min_column - 2 * style.ItemSpacing.x), avail.y);
+    for (; beside.cell > map.cell * 1.2f; beside = fit(beside.cell * 0.9f, avail.y)) {
+      const float column = avail.x - (label_width + beside.cell * tk + bar_width + 2 * style.ItemSpacing.x);
+      if (column >= min_column && text_height(column, true) <= avail.y) {
+        map = beside;
+        text_beside = true;
+        break;
+      }
+    }
+  }
+  if (!text_beside) {
+    explanation(kExplanation);
+    ImGui::TextUnformatted(formula_line.c_str());
+  }
+  const ImVec2 panel_origin = ImGui::GetCursorScreenPos();  // below the text when it is above the map
+  const float steps_height = ImGui::GetContentRegionAvail().y;
+  const float cell = map.cell, key_room = map.key_room;
+  const float top_height = key_room + style.ItemSpacing.y;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 grid(origin.x + label_width, origin.y + top_height);
   ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -171,10 +227,20 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (hovered && paint_mask_ && ImGui::IsMouseClicked(0)) changed |= toggle_mask_cell(state.trace, edit, here, row, col);
   ImGui::SameLine();
   colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
+  if (text_beside) {
+    ImGui::SetCursorScreenPos(ImVec2(ImGui::GetItemRectMax().x + style.ItemSpacing.x, origin.y));
+    ImGui::BeginGroup();
+    explanation(kExplanation);
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(formula);
+    ImGui::TextUnformatted(shapes);
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+  }
   if (steps_width > 0) {
     // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its formula.
     const float w = steps_width - ImGui::GetStyle().ItemSpacing.x * 2;
-    const float h = std::min(w * tq / std::max(tk, 1), (full.y - 6 * line) / 3);
+    const float h = std::min(w * tq / std::max(tk, 1), (steps_height - 6 * line) / 3);
     const float mw = h * tk / std::max(tq, 1);
     ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
     ImGui::BeginGroup();

@@ -20,7 +20,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
       "Each head produced its own [T x D] output. Placed side by side they form one [T x C] matrix again, one "
       "block of D columns per head (head h in columns h*D .. h*D+D-1). W_o then mixes the heads: every output "
       "number can draw on every head. A head switched off contributes a block of zeros here.");
-  ImGui::Text("concat(head_0 .. head_%d) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = concat W_o^T + b_o [%d x %d]",
+  ImGui::TextWrapped("concat(head_0 .. head_%d) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = concat W_o^T + b_o [%d x %d]",
               c.n_heads - 1, static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
               static_cast<int>(a->attn_out.rows()), c.d_model);
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
@@ -34,7 +34,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   const std::vector<std::string> labels =
       sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
   const TokenSide side = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7, bar = ImGui::GetFontSize() * 3.5f;
+  const float label_width = ImGui::GetFontSize() * 7, bar = colour_bar_width();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = concat_.rows();
   const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,

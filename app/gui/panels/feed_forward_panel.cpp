@@ -31,7 +31,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
       "Attention mixes information between tokens; the feed-forward network then works on each token alone: it "
       "widens the vector from d_model to d_ff numbers, applies a non-linearity, and narrows it back. ReLU sets "
       "every negative number to exactly zero, so only some hidden units fire for a given token.");
-  ImGui::Text("FFN(x) = %s(x W1^T + b1) W2^T + b2     x [%d x %d]  W1 [%d x %d]  hidden [%d x %d]  W2 [%d x %d]",
+  ImGui::TextWrapped("FFN(x) = %s(x W1^T + b1) W2^T + b2     x [%d x %d]  W1 [%d x %d]  hidden [%d x %d]  W2 [%d x %d]",
               relu ? "ReLU" : "GELU", static_cast<int>(f.hidden.rows()), c.d_model, c.d_ff, c.d_model,
               static_cast<int>(f.hidden.rows()), c.d_ff, c.d_model, c.d_ff);
 
@@ -52,7 +52,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_input_labels();
   const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7, bar = ImGui::GetFontSize() * 3.5f;
+  const float label_width = ImGui::GetFontSize() * 7, bar = colour_bar_width();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = pre_.rows();
   const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,

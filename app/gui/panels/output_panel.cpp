@@ -24,7 +24,7 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
       "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
       "likely word, appends it to the decoder's input, and runs the decoder again for the next word. Click any "
       "candidate to force it at this position: the rest of the translation follows from it.");
-  ImGui::Text("logits = dec.out W^T + b   [%d x %d]     p = softmax(logits)", T, V);
+  ImGui::TextWrapped("logits = dec.out W^T + b   [%d x %d]     p = softmax(logits)", T, V);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   ImGui::SliderInt("decoder position", &position, 0, T - 1);
   ImGui::SameLine();
@@ -39,8 +39,12 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
   const bool forced = position < static_cast<int>(state.interventions.forced_prefix.size());
   bool clicked = false;
 
-  const float bar_max = ImGui::GetContentRegionAvail().x * 0.6f;
   const float label_width = ImGui::GetFontSize() * 9;
+  // The longest bar leaves room for its numbers and the "<- forced" mark before the panel's edge (large type).
+  const float numbers_width = ImGui::CalcTextSize("0.000   (logit -00.00)   <- forced").x + 8;
+  const float bar_max = std::max(ImGui::GetFontSize() * 4,
+                                 std::min(ImGui::GetContentRegionAvail().x * 0.6f,
+                                          ImGui::GetContentRegionAvail().x - label_width - numbers_width));
   ImDrawList* draw = ImGui::GetWindowDrawList();
   for (int r = 0; r < k; ++r) {
     const int id = order[static_cast<size_t>(r)];

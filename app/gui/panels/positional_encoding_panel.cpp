@@ -65,7 +65,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
         "dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0) to 10000*2*pi (the last). "
         "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "
         "PE(pos + k) is a rotation of PE(pos), so attention can find relative positions.");
-    ImGui::Text("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
+    ImGui::TextWrapped("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
                 d_model);
   }
 
@@ -109,7 +109,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   }
 
   // The matrix and the similarity of positions, side by side.
-  const float bar = ImGui::GetFontSize() * 3.5f;
+  const float bar = colour_bar_width();
   const float height = std::max(64.0f, ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);
   const float sim_side = std::min(height, avail.x * 0.35f);
   const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);

@@ -39,7 +39,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
       "for, the key k what it offers to others, the value v what it passes on when attended to. The C columns are "
       "cut into H heads of D columns each: every head compares queries and keys in its own small space, so "
       "different heads can look for different things.");
-  ImGui::Text("Q = X W_Q^T + b_Q    K = X W_K^T + b_K    V = X W_V^T + b_V     X [%d x %d]  W [%d x %d]  ->  Q, K, V [%d x %d]",
+  ImGui::TextWrapped("Q = X W_Q^T + b_Q    K = X W_K^T + b_K    V = X W_V^T + b_V     X [%d x %d]  W [%d x %d]  ->  Q, K, V [%d x %d]",
               static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
   ImGui::Text("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d", H, c.d_model, H, D,
               sel.head, sel.head * D, sel.head * D + D - 1);
@@ -73,7 +73,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const std::vector<std::string> klabels = sel.kind == AttentionKind::Cross ? state.source_labels() : qlabels;
 
   const float label_width = ImGui::GetFontSize() * 7;
-  const float bar = ImGui::GetFontSize() * 3.5f;
+  const float bar = colour_bar_width();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float col_width = (avail.x - bar) / 3 - label_width - ImGui::GetStyle().ItemSpacing.x * 2;
   const int rows = static_cast<int>(std::max(q.rows(), k.rows()));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 
 #include "gui/render/gl_program.h"
 
@@ -53,8 +54,6 @@ Heatmap::~Heatmap() {
   // Textures die with the context at exit; deleting is only valid while a context is current.
   if (!glfwGetCurrentContext()) return;
   if (value_texture_) glDeleteTextures(1, &value_texture_);
-  if (colour_texture_) glDeleteTextures(1, &colour_texture_);
-  if (framebuffer_) glDeleteFramebuffers(1, &framebuffer_);
 }
 
 void Heatmap::set_values(const float* values, int rows, int cols, float lo, float hi) {
@@ -64,13 +63,9 @@ void Heatmap::set_values(const float* values, int rows, int cols, float lo, floa
     rows_ = rows;
     cols_ = cols;
     values_dirty_ = true;
-    colour_dirty_ = true;
   }
-  if (lo != lo_ || hi != hi_) {
-    lo_ = lo;
-    hi_ = hi;
-    colour_dirty_ = true;
-  }
+  lo_ = lo;
+  hi_ = hi;
 }
 
 void Heatmap::set_axis_labels(const std::vector<std::string>& row_labels, const std::vector<std::string>& col_labels) {
@@ -78,71 +73,77 @@ void Heatmap::set_axis_labels(const std::vector<std::string>& row_labels, const 
   if (col_labels != col_labels_) col_labels_ = col_labels;
 }
 
-void Heatmap::render_to_texture(int width_px, int height_px, const HeatmapStyle& style) {
-  HeatmapProgram& p = shared_program();
-  // Save what ImGui's backend does not reset itself (before binding anything), render, restore.
-  GLint last_framebuffer = 0, last_program = 0, last_vao = 0, last_texture = 0, last_viewport[4];
-  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &last_framebuffer);
-  glGetIntegerv(GL_CURRENT_PROGRAM, &last_program);
-  glGetIntegerv(GL_VERTEX_ARRAY_BINDING, &last_vao);
+void Heatmap::upload_if_needed() {
+  if (!values_dirty_) return;
+  GLint last_texture = 0;
   glGetIntegerv(GL_TEXTURE_BINDING_2D, &last_texture);
-  glGetIntegerv(GL_VIEWPORT, last_viewport);
-  const GLboolean blend = glIsEnabled(GL_BLEND), scissor = glIsEnabled(GL_SCISSOR_TEST);
-
   if (!value_texture_) glGenTextures(1, &value_texture_);
-  if (values_dirty_) {
-    glBindTexture(GL_TEXTURE_2D, value_texture_);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols_, rows_, 0, GL_RED, GL_FLOAT, values_.data());
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    values_dirty_ = false;
-    ++uploads_;
-  }
-  if (!colour_texture_) {
-    glGenTextures(1, &colour_texture_);
-    glGenFramebuffers(1, &framebuffer_);
-  }
-  if (width_px != rendered_w_ || height_px != rendered_h_) {
-    glBindTexture(GL_TEXTURE_2D, colour_texture_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width_px, height_px, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_);
-    glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, colour_texture_, 0);
-  }
+  glBindTexture(GL_TEXTURE_2D, value_texture_);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols_, rows_, 0, GL_RED, GL_FLOAT, values_.data());
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(last_texture));
+  values_dirty_ = false;
+  ++uploads_;
+}
 
+namespace {
 
-  glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_);
-  glViewport(0, 0, width_px, height_px);
+// What the draw-list callback needs to colour one heatmap: copied at draw() time, so that the values' range
+// and the place are those of the frame being built. Kept until the next frame starts (heatmap_placements()
+// is cleared then too), in a deque so that earlier entries stay where they are.
+struct HeatmapDrawCall {
+  GLuint value_texture = 0;
+  float lo = 0, hi = 1;
+  HeatmapStyle style;
+  ImVec2 min, max;  // ImGui units, screen space
+};
+
+std::deque<HeatmapDrawCall>& frame_draw_calls() {
+  static std::deque<HeatmapDrawCall> calls;
+  return calls;
+}
+
+// Called by ImGui's OpenGL renderer where the heatmap sits in the draw order. Its viewport is the heatmap's
+// rectangle in framebuffer pixels (GL counts y from the bottom); the scissor is the clip rectangle the
+// callback was recorded under. The ImDrawCallback_ResetRenderState queued right after it restores ImGui's
+// program, vertex array, viewport and blending.
+void draw_heatmap_callback(const ImDrawList*, const ImDrawCmd* cmd) {
+  const HeatmapDrawCall& call = *static_cast<const HeatmapDrawCall*>(cmd->UserCallbackData);
+  const ImDrawData* frame = ImGui::GetDrawData();
+  const ImVec2 origin = frame->DisplayPos, scale = frame->FramebufferScale;
+  const float fb_height = frame->DisplaySize.y * scale.y;
+  const auto px_x = [&](float x) { return static_cast<int>(std::lround((x - origin.x) * scale.x)); };
+  const auto px_y = [&](float y) { return static_cast<int>(std::lround(fb_height - (y - origin.y) * scale.y)); };
+  const int x0 = px_x(call.min.x), x1 = px_x(call.max.x), y_top = px_y(call.min.y), y_bottom = px_y(call.max.y);
+  const int clip_x0 = px_x(cmd->ClipRect.x), clip_x1 = px_x(cmd->ClipRect.z);
+  const int clip_top = px_y(cmd->ClipRect.y), clip_bottom = px_y(cmd->ClipRect.w);
+  if (x1 <= x0 || y_top <= y_bottom || clip_x1 <= clip_x0 || clip_top <= clip_bottom) return;
+
+  HeatmapProgram& p = shared_program();
+  glViewport(x0, y_bottom, x1 - x0, y_top - y_bottom);
+  glScissor(clip_x0, clip_bottom, clip_x1 - clip_x0, clip_top - clip_bottom);
   glDisable(GL_BLEND);
-  glDisable(GL_SCISSOR_TEST);
   glUseProgram(p.program);
   glActiveTexture(GL_TEXTURE0);
-  glBindTexture(GL_TEXTURE_2D, value_texture_);
+  glBindTexture(GL_TEXTURE_2D, call.value_texture);
   glUniform1i(p.u_values, 0);
-  glUniform1f(p.u_min, lo_);
-  glUniform1f(p.u_max, hi_);
-  glUniform1i(p.u_colormap, static_cast<int>(style.colormap));
-  glUniform1f(p.u_grid, style.grid ? 1.0f : 0.0f);
-  glUniform2f(p.u_target_px, static_cast<float>(width_px), static_cast<float>(height_px));
+  glUniform1f(p.u_min, call.lo);
+  glUniform1f(p.u_max, call.hi);
+  glUniform1i(p.u_colormap, static_cast<int>(call.style.colormap));
+  glUniform1f(p.u_grid, call.style.grid ? 1.0f : 0.0f);
+  glUniform2f(p.u_target_px, static_cast<float>(x1 - x0), static_cast<float>(y_top - y_bottom));
   glBindVertexArray(p.vao);
   glDrawArrays(GL_TRIANGLES, 0, 3);
+}
 
-  glBindVertexArray(last_vao);
-  glUseProgram(last_program);
-  glBindTexture(GL_TEXTURE_2D, last_texture);
-  glBindFramebuffer(GL_FRAMEBUFFER, last_framebuffer);
-  glViewport(last_viewport[0], last_viewport[1], last_viewport[2], last_viewport[3]);
-  if (blend) glEnable(GL_BLEND);
-  if (scissor) glEnable(GL_SCISSOR_TEST);
+}  // namespace
 
-  rendered_w_ = width_px;
-  rendered_h_ = height_px;
-  rendered_style_ = style;
-  colour_dirty_ = false;
-  ++renders_;
+void begin_heatmap_frame() {
+  heatmap_placements().clear();
+  frame_draw_calls().clear();
 }
 
 bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int* hovered_row, int* hovered_col) {
@@ -152,14 +153,16 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   }
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
   const ImVec2 top_left = ImGui::GetCursorScreenPos();
-  if (!glfwGetCurrentContext()) {
-    ImGui::Dummy(size);  // headless (panel tests: ImGui without a window or GL): lay out, draw nothing
-  } else {
-    render_if_needed(size, style);
-    // The framebuffer texture has its origin at the bottom: flip v.
-    ImGui::Image((ImTextureID)(intptr_t)colour_texture_, size, ImVec2(0, 1), ImVec2(1, 0));
-  }
   const ImVec2 bottom_right(top_left.x + size.x, top_left.y + size.y);
+  ImGui::Dummy(size);  // the item: layout, clipping and hovering as for an image
+  // Without a GL context (the headless panel tests: ImGui without a window) it only lays out.
+  if (glfwGetCurrentContext() && ImGui::IsItemVisible()) {
+    upload_if_needed();
+    frame_draw_calls().push_back({value_texture_, lo_, hi_, style, top_left, bottom_right});
+    ImDrawList* draw_list = ImGui::GetWindowDrawList();
+    draw_list->AddCallback(draw_heatmap_callback, &frame_draw_calls().back());
+    draw_list->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  }
   heatmap_placements().push_back({name, ImVec2(top_left.x * scale.x, top_left.y * scale.y),
                                   ImVec2(bottom_right.x * scale.x, bottom_right.y * scale.y), rows_, cols_, lo_,
                                   hi_, this});
@@ -173,14 +176,8 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   return true;
 }
 
-void Heatmap::render_if_needed(ImVec2 size, const HeatmapStyle& style) {
-  const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
-  const int width_px = std::max(1, static_cast<int>(std::lround(size.x * scale.x)));
-  const int height_px = std::max(1, static_cast<int>(std::lround(size.y * scale.y)));
-  const bool style_changed =
-      style.colormap != rendered_style_.colormap || style.grid != rendered_style_.grid;
-  if (colour_dirty_ || values_dirty_ || style_changed || width_px != rendered_w_ || height_px != rendered_h_)
-    render_to_texture(width_px, height_px, style);
+float colour_bar_width() {
+  return ImGui::GetFontSize() * 1.2f + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("-0.000").x;
 }
 
 void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map) {

@@ -1,8 +1,11 @@
 // Heatmaps: a (rows x cols) float matrix drawn through the GLSL colormap shader (shaders/heatmap.*.glsl).
 //
-// The values live in an R32F texture that is uploaded only when they change; the shader renders them into an
-// RGBA texture of the on-screen size (again only when the values, the range or the size change), which ImGui
-// then draws as an image. So a frame with nothing new costs no uploads and no shader passes.
+// The values live in an R32F texture (cols x rows) that is uploaded only when they change. The shader colours
+// the heatmap's pixels straight into the frame, in the place ImGui laid out for it: draw() leaves a callback in
+// the window's draw list, and ImGui's renderer calls it in order with the other widgets (so clipping, scrolling
+// and overlapping windows behave as for an image). Drawing into the frame rather than into a cached texture of
+// its own costs a shader pass per frame, but no framebuffer switch when the values change: with Mesa's software
+// renderer each switch flushed the frame so far (~150 us), 2-5 ms after an intervention in the all-heads stage.
 // NaN values mark blocked cells (masked attention) and are drawn hatched.
 #pragma once
 #include <imgui.h>
@@ -57,13 +60,11 @@ class Heatmap {
   bool draw(const char* name, ImVec2 size, const HeatmapStyle& style = {}, int* hovered_row = nullptr,
             int* hovered_col = nullptr);
 
-  // Texture uploads and shader passes done so far (tests check that an unchanged frame does none).
+  // Value-texture uploads done so far (an unchanged frame does none).
   int upload_count() const { return uploads_; }
-  int render_count() const { return renders_; }
 
  private:
-  void render_if_needed(ImVec2 size, const HeatmapStyle& style);  // shader pass when data, range, size changed
-  void render_to_texture(int width_px, int height_px, const HeatmapStyle& style);
+  void upload_if_needed();
 
   std::vector<float> values_;
   std::vector<std::string> row_labels_, col_labels_;
@@ -71,18 +72,17 @@ class Heatmap {
   float lo_ = 0, hi_ = 1;
   bool values_dirty_ = true;
   unsigned int value_texture_ = 0;  // R32F (cols x rows)
-  unsigned int colour_texture_ = 0; // RGBA8, the rendered heatmap
-  unsigned int framebuffer_ = 0;
-  int rendered_w_ = 0, rendered_h_ = 0;
-  HeatmapStyle rendered_style_{};
-  bool colour_dirty_ = true;
-  int uploads_ = 0, renders_ = 0;
+  int uploads_ = 0;
 };
 
 // A vertical colour bar with the range printed beside it: what the colours of a heatmap mean.
 void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map = Colormap::Viridis);
+// The width colour_bar needs for its bar and a number like "-0.000" beside it, in the current font.
+float colour_bar_width();
 
-// Placements of every heatmap drawn since the last reset (the app resets at the start of each frame).
+// Placements of every heatmap drawn since the frame began.
 std::vector<HeatmapPlacement>& heatmap_placements();
+// Starts a frame: forgets the last frame's placements and draw calls (App::frame calls it first).
+void begin_heatmap_frame();
 
 }  // namespace sf::gui
