@@ -188,20 +188,37 @@ int Decoder::check_in_full_pass(const std::vector<int>& continuation) {
   const int rows = static_cast<int>(input.size());
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), rows);
-  decode_pass(*config_, *weights_, input, t);  // logits (rows, Vt): row first - 1 + i predicts continuation[i]
+  // Row first - 1 + i of the logits predicts continuation[i]. The output layer (a 5,921-word vocabulary: most
+  // of a row's cost) runs on the rows as the check reaches them, 4 rows first, then twice as many as so far:
+  // a guess that goes wrong early (a word changed near the start) leaves the rest of the rows out; the rows
+  // before first - 1 are computed only for a pass that is kept as the trace.
+  decode_pass(*config_, *weights_, input, t, OutputLayer::Deferred);
+  const int done_begin = first - 1;
+  int done_end = done_begin;
+  auto logits_row = [&](int row) -> RowVec {
+    if (row >= done_end) {
+      const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
+      output_rows(*weights_, done_end, end, t);
+      done_end = end;
+    }
+    return t.logits.row(row);
+  };
   Hypothesis& h = states_.front();
-  h.next_logits = t.logits.row(first - 1);  // what is generated so far need not be fed yet: the pass feeds it
+  h.next_logits = logits_row(first - 1);  // what is generated so far need not be fed yet: the pass feeds it
   int taken = 0;
   while (taken < n && take_if_chosen(continuation[static_cast<size_t>(taken)])) {
     ++taken;
     if (finished_) break;
-    h.next_logits = t.logits.row(first - 1 + taken);
+    h.next_logits = logits_row(first - 1 + taken);
   }
   // The cache holds what the hypothesis consumed: <bos> + the generated tokens but a finishing one (step_single
   // does not feed it), taken from the pass.
   const int consumed = first + (finished_ ? taken - 1 : taken);
   fill_cache(t, consumed, h.cache);
-  if (finished_ && consumed == rows) finished_trace_ = std::make_shared<const Trace>(std::move(t));
+  if (finished_ && consumed == rows) {
+    complete_output(*weights_, done_begin, done_end, t);
+    finished_trace_ = std::make_shared<const Trace>(std::move(t));
+  }
   return taken;
 }
 
@@ -274,7 +291,10 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
         full = std::make_shared<Trace>(encoded_);
         full->interventions =
             fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), longest);
-        decode_pass(*config_, *weights_, std::vector<int>(tokens.begin(), tokens.begin() + longest), *full);
+        // Only its last row's logits are needed to check the guess; the rest only if it is kept.
+        decode_pass(*config_, *weights_, std::vector<int>(tokens.begin(), tokens.begin() + longest), *full,
+                    OutputLayer::Deferred);
+        output_rows(*weights_, longest - 1, longest, *full);
         --longest;
       }
       std::vector<int> lengths;
@@ -293,7 +313,11 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
         h.cache.tokens.push_back(draft[static_cast<size_t>(taken) - 1]);
         h.next_logits = prediction(taken);
       }
-      if (finished_ && full && full->tgt.ids == pass_input()) finished_trace_ = std::move(full);
+      if (finished_ && full && full->tgt.ids == pass_input()) {
+        const int rows = static_cast<int>(full->dec_out.rows());
+        complete_output(*weights_, rows - 1, rows, *full);
+        finished_trace_ = std::move(full);
+      }
       guessed_ += taken;
     }
     return steps() - start;

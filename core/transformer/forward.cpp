@@ -75,7 +75,8 @@ void run_encoder(const Config& config, const ModelWeights& weights, int from, Tr
   }
 }
 
-void run_decoder(const Config& config, const ModelWeights& weights, int from, Trace& trace) {
+void run_decoder(const Config& config, const ModelWeights& weights, int from, Trace& trace,
+                 OutputLayer output = OutputLayer::AllRows) {
   const Interventions& iv = trace.interventions;
   const int L = config.n_decoder_layers;
   trace.decoder.resize(static_cast<size_t>(L));
@@ -109,7 +110,12 @@ void run_decoder(const Config& config, const ModelWeights& weights, int from, Tr
     trace.decoder_norm = {};
     trace.dec_out = last;
   }
-  output_forward(config, weights, trace.dec_out, trace.logits, trace.probs);
+  if (output == OutputLayer::AllRows) {
+    output_forward(config, weights, trace.dec_out, trace.logits, trace.probs);
+  } else {
+    trace.logits.resize(trace.dec_out.rows(), weights.generator.weight.rows());
+    trace.probs.resize(0, 0);
+  }
 }
 
 void check_weights(const Config& config, const ModelWeights& weights) {
@@ -280,13 +286,35 @@ bool reuse_encoder(const Config& config, const Trace& previous, const std::vecto
   return true;
 }
 
-void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace) {
+void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace,
+                 OutputLayer output) {
   if (!trace.has_encoder()) fail(ErrorKind::Input, "decode_pass", "the trace holds no encoder pass");
   check_token_ids(config, weights, false, tgt_ids, 0);
   check_custom_mask_sizes(trace.interventions, static_cast<int>(trace.src.ids.size()),
                           static_cast<int>(tgt_ids.size()));
   trace.tgt.ids = tgt_ids;
-  run_decoder(config, weights, -1, trace);
+  run_decoder(config, weights, -1, trace, output);
+}
+
+void output_rows(const ModelWeights& weights, int begin, int end, Trace& trace) {
+  if (begin < 0 || end > trace.dec_out.rows() || trace.logits.rows() != trace.dec_out.rows())
+    fail(ErrorKind::Shape, "output_rows", "rows " + std::to_string(begin) + ".." + std::to_string(end) +
+                                              " of a pass of " + std::to_string(trace.dec_out.rows()));
+  if (end <= begin) return;
+  Mat rows;
+  linear_forward(trace.dec_out.middleRows(begin, end - begin), weights.generator, rows);  // (end - begin, Vt)
+  trace.logits.middleRows(begin, end - begin) = rows;
+}
+
+void complete_output(const ModelWeights& weights, int done_begin, int done_end, Trace& trace) {
+  const int rows = static_cast<int>(trace.dec_out.rows());
+  if (done_end <= done_begin) {
+    done_begin = 0;
+    done_end = 0;
+  }
+  output_rows(weights, 0, done_begin, trace);
+  output_rows(weights, done_end, rows, trace);
+  masked_softmax(trace.logits, Mat(), trace.probs);
 }
 
 Trace forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,

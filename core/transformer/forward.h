@@ -45,8 +45,21 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
 bool reuse_encoder(const Config& config, const Trace& previous, const std::vector<int>& src_ids,
                    const Interventions& interventions, Trace& trace);
 
-// The decoder half on the encoder half already in `trace` (with trace.interventions): fills tgt .. probs.
-void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace);
+// What decode_pass computes of the output layer (dec_out (T, C) -> logits, probs (T, Vt), 1.5 M multiply-adds a
+// row for the shipped model's 5,921 words): every row, or none yet, for a caller that checks guessed tokens
+// row by row and stops at the first wrong one (Decoder::check_in_full_pass): it reads rows with output_rows and
+// completes the trace with complete_output only for a pass it keeps.
+enum class OutputLayer { AllRows, Deferred };
+
+// The decoder half on the encoder half already in `trace` (with trace.interventions): fills tgt .. probs
+// (Deferred: tgt .. dec_out; logits is (T, Vt) with rows still to compute, probs empty).
+void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace,
+                 OutputLayer output = OutputLayer::AllRows);
+// Logits rows [begin, end) of a Deferred pass: trace.logits.middleRows(begin, end - begin) =
+// dec_out rows W^T + b, the same numbers as the full output layer gives them.
+void output_rows(const ModelWeights& weights, int begin, int end, Trace& trace);
+// Completes a Deferred pass: the logits rows not yet computed (all but [done_begin, done_end)) and probs.
+void complete_output(const ModelWeights& weights, int done_begin, int done_end, Trace& trace);
 
 // Recomputing only what an intervention affects. Stages are numbered: -1 the embeddings, 0..L-1 the layers,
 // L nothing (this half is untouched). A change in the encoder reruns the decoder from layer 0 (every

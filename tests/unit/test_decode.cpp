@@ -137,6 +137,29 @@ std::vector<int> greedy_by_hand(const Model& m, int max_length) {
   return out;
 }
 
+// The output layer in pieces (a pass with OutputLayer::Deferred, rows read as a check reaches them, the rest
+// filled when the pass is kept) gives the full output layer's logits and probabilities.
+TEST(Forward, DeferredOutputRowsEqualTheFullOutputLayer) {
+  Model m;
+  const std::vector<int> tgt = {2, 6, 11, 4, 8, 1, 9, 13};
+  Trace encoded;
+  encode(m.config, m.weights, kSrc, {}, encoded);
+  Trace full = encoded, deferred = encoded;
+  decode_pass(m.config, m.weights, tgt, full);
+  decode_pass(m.config, m.weights, tgt, deferred, OutputLayer::Deferred);
+  EXPECT_EQ(deferred.dec_out, full.dec_out);
+  EXPECT_EQ(deferred.probs.size(), 0);
+  ASSERT_EQ(deferred.logits.rows(), 8);
+  output_rows(m.weights, 3, 4, deferred);  // one row, then a block after it
+  output_rows(m.weights, 4, 7, deferred);
+  for (int r = 3; r < 7; ++r)
+    EXPECT_LT((deferred.logits.row(r) - full.logits.row(r)).cwiseAbs().maxCoeff(), 1e-5f) << r;
+  complete_output(m.weights, 3, 7, deferred);
+  EXPECT_LT((deferred.logits - full.logits).cwiseAbs().maxCoeff(), 1e-5f);
+  EXPECT_LT((deferred.probs - full.probs).cwiseAbs().maxCoeff(), 1e-6f);
+  EXPECT_THROW(output_rows(m.weights, 5, 9, deferred), Error);
+}
+
 TEST(Decoder, GreedyMatchesArgmaxOfFullPasses) {
   Model m;
   DecodeOptions o;
@@ -348,6 +371,10 @@ void expect_same_decoding(const Decoder& got, const Decoder& want) {
     EXPECT_NEAR(got.tree()[i].sum_logprob, want.tree()[i].sum_logprob, 1e-4f);
   }
   EXPECT_LT((got.trace().logits - want.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+  // The trace is complete: a pass whose output layer ran row by row has every row's probabilities too.
+  ASSERT_EQ(got.trace().probs.rows(), want.trace().probs.rows());
+  ASSERT_EQ(got.trace().probs.cols(), want.trace().probs.cols());
+  EXPECT_LT((got.trace().probs - want.trace().probs).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
 // A decoder of kSrc that has run to the end.
