@@ -2,6 +2,7 @@
 
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h>  // GetCurrentWindow: how far right a panel laid out (layout dump)
 #include <imgui_stdlib.h>
 
 #include <algorithm>
@@ -255,6 +256,10 @@ void App::frame() {
     }
     case Stage::Count: break;
   }
+  // How far right the panel laid out its widgets, against the room it has (the scroll bar excluded): a wider
+  // layout runs off the window (large type on a small screen), which the screen tests look for.
+  layout_.stage_content_right = ImGui::GetCurrentWindow()->DC.CursorMaxPos.x * fb_scale.x;
+  layout_.stage_room_right = (ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) * fb_scale.x;
   ImGui::EndChild();
   frame_tensors_.clear();
   for (const HeatmapPlacement& p : heatmap_placements())

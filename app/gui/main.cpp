@@ -33,6 +33,8 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   const auto& layout = app.frame_layout();
   const nlohmann::json panels = {{"stage", rect_json(layout.stage)}, {"pipeline", rect_json(layout.pipeline)},
                                  {"font_size", layout.font_size}, {"caption", app.caption()},
+                                 {"stage_content_right", layout.stage_content_right},
+                                 {"stage_room_right", layout.stage_room_right},
                                  {"present", app.view().present}};
   nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
                           {"view", app.showing_model_info() ? "model-info" : "stage"},

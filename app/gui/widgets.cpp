@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include <cstdarg>
+
 #include <algorithm>
 #include <cmath>
 
@@ -30,6 +32,30 @@ void same_line_if_fits(float width, float spacing) {
   const float gap = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
   const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   if (ImGui::GetItemRectMax().x + gap + width <= right_edge) ImGui::SameLine(0, spacing);
+}
+
+float labelled_box_width(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+}
+
+float button_width(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, true).x + 2 * ImGui::GetStyle().FramePadding.x;
+}
+
+float labelled_field_width(float field_width, const char* label) {
+  const float text = ImGui::CalcTextSize(label, nullptr, true).x;
+  return field_width + (text > 0 ? ImGui::GetStyle().ItemInnerSpacing.x + text : 0.0f);
+}
+
+void text_disabled_wrapped(const char* fmt, ...) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::PushTextWrapPos(0.0f);
+  va_list args;
+  va_start(args, fmt);
+  ImGui::TextV(fmt, args);
+  va_end(args);
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
 }
 
 void spinner(float radius) {

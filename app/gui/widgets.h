@@ -22,6 +22,13 @@ void moving_bar(ImVec2 size);
 // ImGui::SameLine(0, spacing) when the next `width` (ImGui units) still fits before the window's right edge;
 // otherwise the next item starts a line of its own (large type in presentation mode would push it off).
 void same_line_if_fits(float width, float spacing = -1.0f);
+// The width of a checkbox or radio button with `label`, of a button, and of a field `field_width` wide with
+// its label after it (a slider, an input); text after "##" is not shown, so not counted.
+float labelled_box_width(const char* label);
+float button_width(const char* label);
+float labelled_field_width(float field_width, const char* label);
+// Text in the disabled colour, wrapped at the window's edge.
+void text_disabled_wrapped(const char* fmt, ...) IM_FMTARGS(1);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);

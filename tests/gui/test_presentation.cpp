@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "app_under_xvfb.h"
@@ -211,6 +213,34 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
       explanation_pixels += p[0] > 170 && p[0] < 225 && p[1] > 215 && p[2] > 245;
     }
   EXPECT_GT(explanation_pixels, 2000) << "no explanation beside the map";
+}
+
+// Nothing of any stage runs off the right edge of a 1280x800 window, in large type (presentation mode) or not:
+// rows of controls wrap, formulas and notes wrap, grids and maps share the width (the layout dump gives how far
+// right the stage panel laid out its widgets, and the room it had). Before: the decoding stage's step counter
+// ended 424 px past the edge in presentation mode, the cross-attention head grid was cut at head 4, the
+// add & norm block choice, the tokens stage's notes and the maps' colour bars ran off by 6 to 380 px.
+TEST_F(Scripted, EveryStageFitsTheWidthOfA1280x800Window) {
+  const std::vector<std::string> stages = {
+      "tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads", "encoder-add-norm",
+      "encoder-feed-forward", "decoder-attention", "cross-attention", "decoder-add-norm", "decoder-feed-forward",
+      "all-heads", "output", "decoding", "interventions"};
+  for (const bool present : {true, false}) {
+    const fs::path dir = fresh_output_dir(present ? "scripted_fit_present" : "scripted_fit_normal");
+    std::string script = present ? "present on\n" : "";
+    for (const std::string& stage : stages)
+      script += "stage " + stage + "\nwait 2\nlayout " + (dir / (stage + ".json")).string() + "\n";
+    ASSERT_EQ(run_script(dir, script + "quit\n"), 0) << "see " << dir / "log.txt";
+    for (const std::string& stage : stages) {
+      const nlohmann::json layout = load_json(dir / (stage + ".json"));
+      ASSERT_TRUE(layout.contains("panels")) << stage;
+      EXPECT_EQ(static_cast<bool>(layout["panels"]["present"]), present) << stage;
+      const float right = layout["panels"]["stage_content_right"], room = layout["panels"]["stage_room_right"];
+      EXPECT_GT(right, 0.5f * room) << stage;  // the panel laid out something
+      EXPECT_LE(right, room + 1) << stage << (present ? " in presentation mode" : "") << ": " << right - room
+                                 << " px past the right edge";
+    }
+  }
 }
 
 TEST_F(Scripted, FullScreenTakesTheMonitorAndGivesTheWindowBack) {

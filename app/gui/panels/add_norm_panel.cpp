@@ -43,10 +43,10 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   ImGui::RadioButton("decoder", &side, 1);
   if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
   ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
   for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
-    ImGui::SameLine();
+    same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
     ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);
   }
   const Block& blk = blocks[static_cast<size_t>(block_)];
@@ -59,9 +59,9 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
       "standard deviation 1, then multiplies by gamma and adds beta (learned per dimension). It keeps the numbers "
       "in a range where training is stable.");
   if (post)
-    ImGui::Text("y = LayerNorm(x + Sublayer(x))     LayerNorm(z) = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta");
+    ImGui::TextWrapped("y = LayerNorm(x + Sublayer(x))     LayerNorm(z) = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta");
   else
-    ImGui::Text("pre-norm: y = x + Sublayer(LayerNorm(x))   (this model normalises before each sublayer)");
+    ImGui::TextWrapped("pre-norm: y = x + Sublayer(LayerNorm(x))   (this model normalises before each sublayer)");
 
   if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
       uploaded_.layer != sel.layer) {

@@ -78,10 +78,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
-  const auto checkbox_width = [&](const char* label) {
-    return ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
-  };
-  same_line_if_fits(checkbox_width("head on") + style.ItemSpacing.x + checkbox_width("paint mask"),
+  same_line_if_fits(labelled_box_width("head on") + style.ItemSpacing.x + labelled_box_width("paint mask"),
                     ImGui::GetFontSize() * 2);
   bool on = !edit.head_off(sel.kind, sel.layer, sel.head);
   if (ImGui::Checkbox("head on", &on)) {

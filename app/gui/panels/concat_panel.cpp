@@ -39,7 +39,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int rows = concat_.rows();
   const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,
                                       ImGui::GetFontSize() * 1.4f);
-  const float width = avail.x - label_width - bar - 8;
+  const float width = avail.x - label_width - bar - ImGui::GetStyle().ItemSpacing.x;  // the map, then the bar
   auto strip = [&](Heatmap& h, const char* name, const char* title, bool head_lines) {
     ImGui::TextUnformatted(title);
     const ImVec2 origin = ImGui::GetCursorScreenPos();

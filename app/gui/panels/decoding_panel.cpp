@@ -144,20 +144,21 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::SameLine();
   changed |= ImGui::RadioButton("beam search", &strategy, static_cast<int>(DecodeStrategy::Beam));
   o.strategy = static_cast<DecodeStrategy>(strategy);
+  // Rows of controls: each goes on the line before it while it fits (large type: on a line of its own).
   const float w = ImGui::GetFontSize() * 7;
   if (o.strategy == DecodeStrategy::Sample) {
     ImGui::SetNextItemWidth(w);
     ImGui::SliderFloat("temperature", &o.sampling.temperature, 0.05f, 3.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    ImGui::SameLine();
+    same_line_if_fits(labelled_field_width(w, "top-k (0: all)"));
     ImGui::SetNextItemWidth(w);
     ImGui::SliderInt("top-k (0: all)", &o.sampling.top_k, 0, 100);
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    ImGui::SameLine();
+    same_line_if_fits(labelled_field_width(w, "top-p"));
     ImGui::SetNextItemWidth(w);
     ImGui::SliderFloat("top-p", &o.sampling.top_p, 0.05f, 1.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    ImGui::SameLine();
+    same_line_if_fits(labelled_field_width(w, "seed"));
     int seed = static_cast<int>(o.seed);
     ImGui::SetNextItemWidth(w);
     if (ImGui::InputInt("seed", &seed)) {
@@ -168,7 +169,7 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::SetNextItemWidth(w);
     ImGui::SliderInt("beam width", &o.beam_width, 1, 8);
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    ImGui::SameLine();
+    same_line_if_fits(labelled_field_width(w, "length penalty alpha"));
     ImGui::SetNextItemWidth(w);
     ImGui::SliderFloat("length penalty alpha", &o.length_penalty, 0.0f, 2.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
@@ -176,15 +177,18 @@ void DecodingPanel::draw(AppState& state) {
   if (changed) state.set_decode_options(o);
 
   if (ImGui::Button("|< restart (Home)")) state.restart();
-  ImGui::SameLine();
+  same_line_if_fits(button_width("< back (Backspace)"));
   if (ImGui::Button("< back (Backspace)")) state.step_back();
-  ImGui::SameLine();
+  same_line_if_fits(button_width("step > (Space)"));
   if (ImGui::Button("step > (Space)")) state.step();
-  ImGui::SameLine();
+  same_line_if_fits(button_width("run to <eos> >| (End)"));
   if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
-  ImGui::SameLine();
   const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
-  ImGui::Text("step %d%s   (recompute %.1f ms)", d.steps(), d.finished() ? ", finished" : "", state.last_recompute_ms);
+  char step_text[96];
+  std::snprintf(step_text, sizeof(step_text), "step %d%s   (recompute %.1f ms)", d.steps(),
+                d.finished() ? ", finished" : "", state.last_recompute_ms);
+  same_line_if_fits(ImGui::CalcTextSize(step_text).x);
+  ImGui::TextUnformatted(step_text);
 
   ImGui::Spacing();
   ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
@@ -204,7 +208,7 @@ void DecodingPanel::draw(AppState& state) {
                             "itself predicted at each of them.");
 
   ImGui::Spacing();
-  ImGui::Text("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
+  ImGui::TextWrapped("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
               static_cast<int>(state.translation.size()));
   draw_decoding_timeline(state, -1);
   if (!state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0) {

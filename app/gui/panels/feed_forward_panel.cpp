@@ -64,7 +64,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
     int row = -1, col = -1;
     h.set_axis_labels(labels);  // row names for export
-    if (h.draw(name, ImVec2(avail.x - label_width - bar - 8, row_height * rows), {}, &row, &col)) {
+    if (h.draw(name, ImVec2(avail.x - label_width - bar - ImGui::GetStyle().ItemSpacing.x, row_height * rows), {}, &row, &col)) {
       report_hovered_token(side_of_rows, row);
       ImGui::SetTooltip("token \"%s\", hidden unit %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));
     }

@@ -52,16 +52,22 @@ std::string interventions_summary(const Interventions& iv) {
 
 namespace {
 
+const char* grid_title(AttentionKind kind) {
+  return kind == AttentionKind::Encoder   ? "Encoder self-attention"
+         : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
+                                          : "Cross-attention";
+}
+
+// The width of a grid's layer labels ("layer 0").
+float grid_label_width() { return ImGui::GetFontSize() * 3.5f; }
+
 // A grid of layers (rows) x heads (columns) of one attention kind; a click toggles a head.
 bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& edit) {
   const int layers = kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
-  const float f = ImGui::GetFontSize();
-  const float label = f * 3.5f;
+  const float label = grid_label_width();
   bool changed = false;
   ImGui::BeginGroup();
-  ImGui::TextUnformatted(kind == AttentionKind::Encoder   ? "Encoder self-attention"
-                         : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
-                                                          : "Cross-attention");
+  ImGui::TextUnformatted(grid_title(kind));
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   char text[32];
@@ -122,12 +128,13 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit) {
       "\"Reset all\" brings back the model as trained.");
   ImGui::Text("Changed: %s", interventions_summary(edit).empty() ? "nothing (the model as trained)"
                                                                  : interventions_summary(edit).c_str());
-  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  same_line_if_fits(ImGui::CalcTextSize("Reset all").x + 2 * ImGui::GetStyle().FramePadding.x,
+                    ImGui::GetFontSize() * 2);
   if (ImGui::Button("Reset all")) {
     edit = Interventions{};
     changed = true;
   }
-  ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+  same_line_if_fits(ImGui::CalcTextSize("last recompute: 00.0 ms").x, ImGui::GetFontSize() * 2);
   ImGui::TextDisabled("last recompute: %.1f ms", state.last_recompute_ms);
   ImGui::Spacing();
 
@@ -137,16 +144,23 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit) {
                              &edit.positional_encoding);
   ImGui::Spacing();
   ImGui::TextUnformatted("Heads: green = on, red with a cross = off. Click to switch.");
-  // Three grids side by side: cells as large as the width allows (1.2 to 2.2 font sizes).
-  const float f = ImGui::GetFontSize();
-  const float cell = std::clamp((ImGui::GetContentRegionAvail().x - 3 * (3.5f * f) - 3 * 1.5f * f) /
-                                    (3.0f * static_cast<float>(c.n_heads)),
-                                f * 1.2f, f * 2.2f);
-  changed |= head_grid(c, AttentionKind::Encoder, cell, edit);
-  ImGui::SameLine(0, f * 1.5f);
-  changed |= head_grid(c, AttentionKind::Decoder, cell, edit);
-  ImGui::SameLine(0, f * 1.5f);
-  changed |= head_grid(c, AttentionKind::Cross, cell, edit);
+  // Three grids side by side: cells as large as the width allows, from 2.2 font sizes down to 0.8 (large type
+  // on a 1280-pixel projector); a grid is as wide as its cells or its title. Where even that does not fit (many
+  // heads), a grid goes under the others.
+  const float f = ImGui::GetFontSize(), gap = f * 1.5f;
+  const AttentionKind kinds[3] = {AttentionKind::Encoder, AttentionKind::Decoder, AttentionKind::Cross};
+  const auto grid_width = [&](AttentionKind kind, float cell) {
+    return std::max(grid_label_width() + c.n_heads * cell, ImGui::CalcTextSize(grid_title(kind)).x);
+  };
+  const auto all_width = [&](float cell) {
+    return grid_width(kinds[0], cell) + grid_width(kinds[1], cell) + grid_width(kinds[2], cell) + 2 * gap;
+  };
+  float cell = f * 2.2f;
+  while (cell > f * 0.8f && all_width(cell) > ImGui::GetContentRegionAvail().x) cell -= 1.0f;
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) same_line_if_fits(grid_width(kinds[k], cell), gap);
+    changed |= head_grid(c, kinds[k], cell, edit);
+  }
 
   ImGui::Spacing();
   if (edit.custom_masks.empty()) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "gui/widgets.h"
 #include "nn/positional_encoding.h"
@@ -84,22 +86,29 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   }
   const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
   {
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
-    const ImVec2 p1(p0.x + avail.x - ImGui::GetFontSize() * 13, p0.y + std::max(80.0f, avail.y * 0.28f));
-    ImDrawList* draw = ImGui::GetWindowDrawList();
-    draw->AddRectFilled(p0, p1, IM_COL32(25, 25, 30, 255));
-    draw->AddLine(ImVec2(p0.x, (p0.y + p1.y) / 2), ImVec2(p1.x, (p0.y + p1.y) / 2), IM_COL32(90, 90, 90, 255));
-    for (size_t k = 0; k < curve_dims_.size(); ++k) plot_column(draw, encoding_, curve_dims_[k], p0, p1, range, kCurveColours[k]);
-    const float legend_x = p1.x + ImGui::GetStyle().ItemSpacing.x;
-    for (size_t k = 0; k < curve_dims_.size(); ++k) {
-      const int dim = curve_dims_[k];
+    // The legend beside the plot: one line per curve, as wide as its longest line; the plot at least as high.
+    std::vector<std::string> legend;
+    float legend_width = 0;
+    for (const int dim : curve_dims_) {
       char text[80];
       if (learned) std::snprintf(text, sizeof(text), "dim %d (learned)", dim);
       else
         std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim % 2 ? "cos" : "sin",
                       2.0 * 3.14159265 * std::pow(10000.0, (dim - dim % 2) / static_cast<double>(d_model)));
-      draw->AddText(ImVec2(legend_x, p0.y + k * ImGui::GetTextLineHeightWithSpacing()), kCurveColours[k], text);
+      legend.emplace_back(text);
+      legend_width = std::max(legend_width, ImGui::CalcTextSize(text).x);
     }
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const ImVec2 p1(p0.x + std::max(avail.x * 0.4f, avail.x - legend_width - ImGui::GetStyle().ItemSpacing.x),
+                    p0.y + std::max({80.0f, avail.y * 0.28f, line * static_cast<float>(legend.size())}));
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->AddRectFilled(p0, p1, IM_COL32(25, 25, 30, 255));
+    draw->AddLine(ImVec2(p0.x, (p0.y + p1.y) / 2), ImVec2(p1.x, (p0.y + p1.y) / 2), IM_COL32(90, 90, 90, 255));
+    for (size_t k = 0; k < curve_dims_.size(); ++k) plot_column(draw, encoding_, curve_dims_[k], p0, p1, range, kCurveColours[k]);
+    const float legend_x = p1.x + ImGui::GetStyle().ItemSpacing.x;
+    for (size_t k = 0; k < legend.size(); ++k)
+      draw->AddText(ImVec2(legend_x, p0.y + k * line), kCurveColours[k], legend[k].c_str());
     draw->AddText(ImVec2(p0.x + 4, p1.y - ImGui::GetFontSize() - 2), IM_COL32(160, 160, 160, 255), "position 0");
     char last[32];
     std::snprintf(last, sizeof(last), "position %d", P - 1);
@@ -110,11 +119,19 @@ void PositionalEncodingPanel::draw(const AppState& state) {
 
   // The matrix and the similarity of positions, side by side.
   const float bar = colour_bar_width();
-  const float height = std::max(64.0f, ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);
-  const float sim_side = std::min(height, avail.x * 0.35f);
+  // The room left below the curves, but at least 8 lines (large type on a small screen: the panel scrolls).
+  const float height = std::max(ImGui::GetFontSize() * 8,
+                                ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);
+  // The similarity map's title wraps to the map's width (large type); the map gives up that height.
+  static constexpr const char* kSimilarityTitle = "PE(i) . PE(j): near positions are similar";
+  float sim_side = std::min(height, avail.x * 0.35f);
+  const float title_extra = ImGui::CalcTextSize(kSimilarityTitle, nullptr, false, sim_side).y - ImGui::GetFontSize();
+  if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
   const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);
   ImGui::BeginGroup();
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_width);  // the group stays as wide as the matrix
   ImGui::Text("the matrix: %d positions (rows) x %d dimensions (columns)", P, d_model);
+  ImGui::PopTextWrapPos();
   int row = -1, col = -1;
   if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), {}, &row, &col))
     ImGui::SetTooltip("position %d, dimension %d: %.4f", row, col, matrix_.value(row, col));
@@ -123,7 +140,9 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height));
   ImGui::SameLine();
   ImGui::BeginGroup();
-  ImGui::TextUnformatted("PE(i) . PE(j): near positions are similar");
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + sim_side);
+  ImGui::TextUnformatted(kSimilarityTitle);
+  ImGui::PopTextWrapPos();
   if (similarity_.draw("positional_similarity", ImVec2(sim_side, sim_side), {}, &row, &col))
     ImGui::SetTooltip("positions %d and %d: dot product %.2f", row, col, similarity_.value(row, col));
   ImGui::EndGroup();

@@ -44,7 +44,7 @@ void draw_tokens_panel(const AppState& state) {
       "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
       "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
       "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence.");
-  ImGui::TextDisabled("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
+  text_disabled_wrapped("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
                       state.model->src_vocab.size());
   for (size_t i = 0; i < state.source_tokens.size(); ++i) {
     const Token& t = state.source_tokens[i];
@@ -57,7 +57,7 @@ void draw_tokens_panel(const AppState& state) {
   }
   ImGui::NewLine();
   ImGui::Spacing();
-  ImGui::TextDisabled("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
+  text_disabled_wrapped("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
                       "or see the decoding stage", state.model->tgt_vocab.size());
   ImGui::TextUnformatted("Translation: the English tokens and their ids");
   const Mat& probs = state.trace.probs;  // (T, V): row t predicts the token after decoder input t
