@@ -181,7 +181,7 @@ void App::frame() {
     ImGui::SameLine();
     if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
     if (state_.ready()) {
-      ImGui::Text("-> %s%s", state_.translation_text().c_str(),
+      ImGui::TextWrapped("-> %s%s", state_.translation_text().c_str(),
                   state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
     }
     const std::string changed = interventions_summary(state_.interventions);

@@ -144,10 +144,10 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
                       TokenSide side) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
-  // Rows thinner than a line of text (many tokens, large type): the label shrinks to its row, down to 0.6 of
-  // the text size; below that only every step-th row is labelled so the labels do not print over each other,
-  // and the hovered row's label is always drawn, on a box of its own.
-  const float size = std::clamp(row_height, 0.6f * font, font);
+  // Rows thinner than a line of text (many tokens, large type): the label shrinks to its row, down to half the
+  // text size but not below 10 pixels; below that only every step-th row is labelled so the labels do not print
+  // over each other, and the hovered row's label is always drawn, on a box of its own.
+  const float size = std::clamp(row_height, std::min(font, std::max(0.5f * font, 10.0f)), font);
   const int step = row_height >= size ? 1 : static_cast<int>(std::ceil(size / std::max(row_height, 1.0f)));
   int hovered = -1;
   for (size_t i = 0; i < labels.size(); ++i)

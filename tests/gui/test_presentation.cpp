@@ -213,6 +213,23 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
       explanation_pixels += p[0] > 170 && p[0] < 225 && p[1] > 215 && p[2] > 245;
     }
   EXPECT_GT(explanation_pixels, 2000) << "no explanation beside the map";
+
+  // With a lesson's caption (three lines of large type below the stage, the explanation hidden) the key labels
+  // above the map shrink with its cells, so the rows keep at least half the text's height: every row is still
+  // labelled (before, with the labels' room fixed at five lines, the rows were 12.7 px and every other label
+  // was left out).
+  ASSERT_EQ(run_script(dir, "present on\nattention enc.0.3\ncaption Self-attention: compare each query with every "
+                            "key, scale by the square root of 32, softmax. Each row shows where one word looks; "
+                            "every row adds up to 1.\nlayout " + d + "caption.json\nquit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const nlohmann::json with_caption = load_json(dir / "caption.json");
+  ASSERT_FALSE(std::string(with_caption["panels"]["caption"]).empty());
+  nlohmann::json map;
+  for (const auto& h : with_caption["heatmaps"])
+    if (h["name"] == "attention") map = h;
+  ASSERT_FALSE(map.is_null());
+  EXPECT_GE((static_cast<float>(map["y1"]) - static_cast<float>(map["y0"])) / 13.0f, 0.5f * font);
 }
 
 // Nothing of any stage runs off the right edge of a 1280x800 window, in large type (presentation mode) or not:

@@ -150,23 +150,39 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     if (explanations_shown()) h += ImGui::CalcTextSize(kExplanation, nullptr, false, width).y + style.ItemSpacing.y;
     return h;
   };
-  // The cell size (square cells) of the map with a cell at most `cell_limit`, in a room `height` high, and the
-  // room its key labels get. In large type (presentation mode, a large UI scale), when the height limits the
-  // map, a long key label (a German compound) is drawn smaller, at most 5 lines high, rather than push the map
-  // down.
+  // The cell size (square cells) of the map with a cell at most `cell_limit` (and 3 lines), in a room `height`
+  // high, and the room its key labels get above it. A key label is drawn at most a cell high (rotated: its
+  // length is its height), so the room shrinks with the cell: key_room = key_width * min(1, cell / font), and
+  // in large type (presentation mode, a large UI scale) at most 5 lines: a long German compound is drawn
+  // smaller rather than push the map down. The room grows with the cell and the height left for the rows
+  // shrinks with the room, so the largest cell that fits is found by bisection.
   struct MapFit {
     float cell, key_room;
   };
   const bool large_type = font >= 24.0f;
+  const float below = 0.5f * line;  // under the map
   const auto fit = [&](float cell_limit, float height) {
-    const bool height_bound = large_type && (height - key_width - 2 * line) / tq < std::min(cell_limit, font * 3);
-    const float key_room = height_bound ? std::min(key_width, font * 5) : key_width;
-    const float top_height = key_room + style.ItemSpacing.y;
-    return MapFit{std::max(4.0f, std::min({cell_limit, (height - top_height - 2 * line) / tq, font * 3})), key_room};
+    const auto key_room_for = [&](float cell) {
+      const float room = key_width * std::min(1.0f, cell / font);
+      return large_type ? std::min(room, font * 5) : room;
+    };
+    const auto fits = [&](float cell) {
+      return cell * tq + key_room_for(cell) + style.ItemSpacing.y + below <= height;
+    };
+    float lo = 4.0f, hi = std::max(lo, std::min(cell_limit, font * 3));
+    if (fits(hi)) {
+      lo = hi;
+    } else {
+      for (int i = 0; i < 24; ++i) {
+        const float mid = 0.5f * (lo + hi);
+        (fits(mid) ? lo : hi) = mid;
+      }
+    }
+    return MapFit{lo, key_room_for(lo)};
   };
   const auto cells_across = [&](float width) { return (width - label_width - bar_width) / tk; };
   // The explanation goes above the map, or beside it in a column of its own when the panel has no steps column
-  // (presentation mode, a narrow window) and the map grows by a fifth that way: in presentation mode on a
+  // (presentation mode, a narrow window) and the map grows by a tenth that way: in presentation mode on a
   // 1280 x 800 projector the five lines of large type above it left the map a third of the height. Beside,
   // the map takes the height and the column the width it leaves; while the text is taller than the panel the
   // map gives up width.
@@ -175,7 +191,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const float min_column = font * 10;
   if (steps_width == 0 && avail.x > 2 * min_column) {
     MapFit beside = fit(cells_across(avail.x - min_column - 2 * style.ItemSpacing.x), avail.y);
-    for (; beside.cell > map.cell * 1.2f; beside = fit(beside.cell * 0.9f, avail.y)) {
+    for (; beside.cell > map.cell * 1.1f; beside = fit(beside.cell * 0.9f, avail.y)) {
       const float column = avail.x - (label_width + beside.cell * tk + bar_width + 2 * style.ItemSpacing.x);
       if (column >= min_column && text_height(column, true) <= avail.y) {
         map = beside;
