@@ -113,9 +113,13 @@ std::vector<int> Decoder::pass_input() const {
   return input;
 }
 
+bool Decoder::trace_kept() const {
+  return finished_trace_ && finished_ && finished_trace_->tgt.ids == pass_input();
+}
+
 Trace Decoder::trace() const {
   const std::vector<int> input = pass_input();
-  if (finished_trace_ && finished_ && finished_trace_->tgt.ids == input) return *finished_trace_;
+  if (trace_kept()) return *finished_trace_;
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
                                       static_cast<int>(input.size()));

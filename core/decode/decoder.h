@@ -84,6 +84,9 @@ class Decoder {
   // strategies: run(). Returns the number of steps taken.
   int run_guided(const std::vector<int>& guess);
   int guessed() const { return guessed_; }  // tokens run_guided took from its guesses (checked in batched passes)
+  // Whether trace() returns a pass that decoding already ran (a guess checked in a full pass and kept), rather
+  // than one of its own.
+  bool trace_kept() const;
   bool step_back();  // undoes the last step; false at the start
   int run();         // steps until finished; returns the number of steps taken
   bool finished() const { return finished_; }

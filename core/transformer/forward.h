@@ -56,7 +56,8 @@ enum class OutputLayer { AllRows, Deferred };
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace,
                  OutputLayer output = OutputLayer::AllRows);
 // Logits rows [begin, end) of a Deferred pass: trace.logits.middleRows(begin, end - begin) =
-// dec_out rows W^T + b, the same numbers as the full output layer gives them.
+// dec_out rows W^T + b: the full output layer's numbers to the last bits or so (linear_forward may pick another
+// kernel for fewer rows, summing in another order).
 void output_rows(const ModelWeights& weights, int begin, int end, Trace& trace);
 // Completes a Deferred pass: the logits rows not yet computed (all but [done_begin, done_end)) and probs.
 void complete_output(const ModelWeights& weights, int done_begin, int done_end, Trace& trace);

@@ -234,9 +234,11 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
 
 // Nothing of any stage runs off the right edge of a 1280x800 window, in large type (presentation mode) or not:
 // rows of controls wrap, formulas and notes wrap, grids and maps share the width (the layout dump gives how far
-// right the stage panel laid out its widgets, and the room it had). Before: the decoding stage's step counter
-// ended 424 px past the edge in presentation mode, the cross-attention head grid was cut at head 4, the
-// add & norm block choice, the tokens stage's notes and the maps' colour bars ran off by 6 to 380 px.
+// right the stage panel laid out its widgets, and the room it had: widgets and wrapped text, not what a panel
+// draws straight into its draw list, like the colour bars' numbers, which the screenshots were looked at for).
+// Before: the decoding stage's step counter ended 424 px past the edge in presentation mode, the
+// cross-attention head grid was cut at head 4, the add & norm block choice, the tokens stage's notes and the
+// maps' colour bars ran off by 6 to 380 px.
 TEST_F(Scripted, EveryStageFitsTheWidthOfA1280x800Window) {
   const std::vector<std::string> stages = {
       "tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads", "encoder-add-norm",

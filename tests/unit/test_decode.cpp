@@ -463,13 +463,37 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   Decoder n2(m.config, m.weights, kSrc, open, o);
   n2.run_guided(tokens);
   expect_same_decoding(n2, n1);
-  // Guessing its own translation, the pass before <eos> is run in full and becomes the trace.
   Decoder n3(m.config, m.weights, kSrc, open, o);
   n3.run_guided(n1.generated());
   expect_same_decoding(n3, n1);
   ASSERT_TRUE(n3.step_back());
   n3.run();
   expect_same_decoding(n3, n1);
+
+  // Guesses that run to <eos> are checked in a full pass that becomes the trace, its output layer completed
+  // (the random model never picks <eos> itself: a forced prefix ends the translation).
+  DecodeOptions twelve;
+  twelve.max_length = 12;
+  Interventions to_eos;
+  to_eos.forced_prefix = {6, 6, 6, 6, 6, m.config.eos_id};
+  const std::vector<int> wrong_start = {7, 6, 6, 6, 6, m.config.eos_id};
+  // With the cache: the first guessed token is wrong, then the rest of the guess is checked from position 2
+  // (the rows before it are filled only because the pass is kept).
+  const Decoder c1 = decoded(m, twelve, to_eos);
+  ASSERT_TRUE(c1.finished());
+  Decoder c2(m.config, m.weights, kSrc, to_eos, twelve);
+  c2.run_guided(wrong_start);
+  expect_same_decoding(c2, c1);
+  EXPECT_TRUE(c2.trace_kept());
+  EXPECT_FALSE(c1.trace_kept());
+  // Without a cache: the batch's last pass runs traced, its last row first, and is kept.
+  Interventions open_to_eos = to_eos;
+  open_to_eos.causal_mask = false;
+  const Decoder u1 = decoded(m, twelve, open_to_eos);
+  Decoder u2(m.config, m.weights, kSrc, open_to_eos, twelve);
+  u2.run_guided(u1.generated());
+  expect_same_decoding(u2, u1);
+  EXPECT_TRUE(u2.trace_kept());
 }
 
 TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {

@@ -106,7 +106,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::EndTable();
   }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar = colour_bar_width();
+  const float bar = std::max(colour_bar_width(sum_.lo(), sum_.hi()), colour_bar_width(normed_.lo(), normed_.hi()));
   const ImVec2 size((avail.x - 2 * bar) / 2 - 2 * ImGui::GetStyle().ItemSpacing.x,
                     std::max(40.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() * 1.5f));
   ImGui::BeginGroup();

@@ -122,7 +122,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   float key_width = 0;
   for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
   label_width += style.ItemSpacing.x;
-  const float bar_width = colour_bar_width();
+  const float bar_width = colour_bar_width(0.0f, 1.0f);
   const ImVec2 full = ImGui::GetContentRegionAvail();
   // The right part of the panel shows the steps that lead to the probabilities.
   const float steps_width = full.x > font * 40 ? full.x * 0.3f : 0.0f;
@@ -253,7 +253,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (steps_width > 0) {
     // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its formula.
     const float w = steps_width - ImGui::GetStyle().ItemSpacing.x * 2;
-    const float h = std::min(w * tq / std::max(tk, 1), (steps_height - 6 * line) / 3);
+    const float h = std::max(0.0f, std::min(w * tq / std::max(tk, 1), (steps_height - 6 * line) / 3));
     const float mw = h * tk / std::max(tq, 1);
     ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
     ImGui::BeginGroup();

@@ -34,7 +34,8 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   const std::vector<std::string> labels =
       sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
   const TokenSide side = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7, bar = colour_bar_width();
+  const float label_width = ImGui::GetFontSize() * 7;
+  const float bar = std::max(colour_bar_width(concat_.lo(), concat_.hi()), colour_bar_width(projected_.lo(), projected_.hi()));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = concat_.rows();
   const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,

@@ -41,7 +41,7 @@ void EmbeddingPanel::draw(const AppState& state) {
   float label_width = 0;
   for (const auto& s : labels) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
   label_width += ImGui::GetStyle().ItemSpacing.x * 2;
-  const float bar = colour_bar_width();
+  const float bar = colour_bar_width(-range_, range_);
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = static_cast<int>(src.tok_embed.rows());
   const float row_height = std::clamp((avail.y - 4 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 6.0f,

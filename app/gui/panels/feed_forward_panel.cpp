@@ -52,7 +52,8 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_input_labels();
   const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7, bar = colour_bar_width();
+  const float label_width = ImGui::GetFontSize() * 7;
+  const float bar = std::max(colour_bar_width(pre_.lo(), pre_.hi()), colour_bar_width(post_.lo(), post_.hi()));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const int rows = pre_.rows();
   const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,

@@ -134,7 +134,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit) {
     edit = Interventions{};
     changed = true;
   }
-  same_line_if_fits(ImGui::CalcTextSize("last recompute: 00.0 ms").x, ImGui::GetFontSize() * 2);
+  same_line_if_fits(ImGui::CalcTextSize("last recompute: 000.0 ms").x, ImGui::GetFontSize() * 2);
   ImGui::TextDisabled("last recompute: %.1f ms", state.last_recompute_ms);
   ImGui::Spacing();
 

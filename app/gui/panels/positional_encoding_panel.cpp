@@ -118,7 +118,8 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   }
 
   // The matrix and the similarity of positions, side by side.
-  const float bar = colour_bar_width();
+  const float bar = std::max(colour_bar_width(matrix_.lo(), matrix_.hi()),
+                             colour_bar_width(similarity_.lo(), similarity_.hi()));
   // The room left below the curves, but at least 8 lines (large type on a small screen: the panel scrolls).
   const float height = std::max(ImGui::GetFontSize() * 8,
                                 ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);

@@ -73,7 +73,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const std::vector<std::string> klabels = sel.kind == AttentionKind::Cross ? state.source_labels() : qlabels;
 
   const float label_width = ImGui::GetFontSize() * 7;
-  const float bar = colour_bar_width();
+  const float bar = colour_bar_width(q_.lo(), q_.hi());
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float col_width = (avail.x - bar) / 3 - label_width - ImGui::GetStyle().ItemSpacing.x * 2;
   const int rows = static_cast<int>(std::max(q.rows(), k.rows()));

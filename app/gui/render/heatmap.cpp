@@ -114,17 +114,25 @@ void draw_heatmap_callback(const ImDrawList*, const ImDrawCmd* cmd) {
   const HeatmapDrawCall& call = *static_cast<const HeatmapDrawCall*>(cmd->UserCallbackData);
   const ImDrawData* frame = ImGui::GetDrawData();
   const ImVec2 origin = frame->DisplayPos, scale = frame->FramebufferScale;
-  const float fb_height = frame->DisplaySize.y * scale.y;
-  const auto px_x = [&](float x) { return static_cast<int>(std::lround((x - origin.x) * scale.x)); };
-  const auto px_y = [&](float y) { return static_cast<int>(std::lround(fb_height - (y - origin.y) * scale.y)); };
-  const int x0 = px_x(call.min.x), x1 = px_x(call.max.x), y_top = px_y(call.min.y), y_bottom = px_y(call.max.y);
-  const int clip_x0 = px_x(cmd->ClipRect.x), clip_x1 = px_x(cmd->ClipRect.z);
-  const int clip_top = px_y(cmd->ClipRect.y), clip_bottom = px_y(cmd->ClipRect.w);
-  if (x1 <= x0 || y_top <= y_bottom || clip_x1 <= clip_x0 || clip_top <= clip_bottom) return;
+  // Framebuffer pixels: the map's rectangle to the nearest pixel (as its placement, which the screen tests
+  // sample); the clip rectangle rounded as the OpenGL 3 backend rounds its own, so that the map never draws
+  // past what clips the widgets around it, at any framebuffer scale.
+  const int fb_height = static_cast<int>(frame->DisplaySize.y * scale.y);
+  const ImVec2 rect_min((call.min.x - origin.x) * scale.x, (call.min.y - origin.y) * scale.y);
+  const ImVec2 rect_max((call.max.x - origin.x) * scale.x, (call.max.y - origin.y) * scale.y);
+  const ImVec2 clip_min((cmd->ClipRect.x - origin.x) * scale.x, (cmd->ClipRect.y - origin.y) * scale.y);
+  const ImVec2 clip_max((cmd->ClipRect.z - origin.x) * scale.x, (cmd->ClipRect.w - origin.y) * scale.y);
+  if (rect_max.x <= rect_min.x || rect_max.y <= rect_min.y || clip_max.x <= clip_min.x || clip_max.y <= clip_min.y)
+    return;
+  const int x0 = static_cast<int>(std::lround(rect_min.x)), x1 = static_cast<int>(std::lround(rect_max.x));
+  const int y_bottom = static_cast<int>(std::lround(fb_height - rect_max.y));
+  const int y_top = static_cast<int>(std::lround(fb_height - rect_min.y));
+  if (x1 <= x0 || y_top <= y_bottom) return;
 
   HeatmapProgram& p = shared_program();
   glViewport(x0, y_bottom, x1 - x0, y_top - y_bottom);
-  glScissor(clip_x0, clip_bottom, clip_x1 - clip_x0, clip_top - clip_bottom);
+  glScissor(static_cast<int>(clip_min.x), static_cast<int>(fb_height - clip_max.y),
+            static_cast<int>(clip_max.x - clip_min.x), static_cast<int>(clip_max.y - clip_min.y));
   glDisable(GL_BLEND);
   glUseProgram(p.program);
   glActiveTexture(GL_TEXTURE0);
@@ -176,14 +184,33 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   return true;
 }
 
-float colour_bar_width() {
-  return ImGui::GetFontSize() * 1.2f + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("-0.000").x;
+namespace {
+
+// The numbers beside a colour bar: the top (hi), the middle and the bottom (lo) of the range.
+struct BarLabels {
+  char text[3][32];
+  BarLabels(float lo, float hi) {
+    std::snprintf(text[0], sizeof(text[0]), "%.3g", hi);
+    std::snprintf(text[1], sizeof(text[1]), "%.3g", 0.5f * (lo + hi));
+    std::snprintf(text[2], sizeof(text[2]), "%.3g", lo);
+  }
+};
+
+float bar_part_width() { return ImGui::GetFontSize() * 1.2f; }
+
+}  // namespace
+
+float colour_bar_width(float lo, float hi) {
+  const BarLabels labels(lo, hi);
+  float widest = 0;
+  for (const char* t : labels.text) widest = std::max(widest, ImGui::CalcTextSize(t).x);
+  return bar_part_width() + ImGui::GetStyle().ItemInnerSpacing.x + widest;
 }
 
 void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
-  const float bar_width = std::min(size.x * 0.35f, ImGui::GetFontSize() * 1.2f);
+  const float bar_width = std::min(size.x * 0.35f, bar_part_width());
   const int steps = 64;
   for (int i = 0; i < steps; ++i) {
     // Top of the bar is the high end of the range.
@@ -192,16 +219,13 @@ void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map
     draw->AddRectFilled(ImVec2(p0.x, y0), ImVec2(p0.x + bar_width, y1 + 0.5f), ImColor(c.r, c.g, c.b));
   }
   draw->AddRect(p0, ImVec2(p0.x + bar_width, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
-  char text[32];
+  const BarLabels labels(lo, hi);
   const float text_x = p0.x + bar_width + ImGui::GetStyle().ItemInnerSpacing.x;
   const ImU32 text_colour = ImGui::GetColorU32(ImGuiCol_Text);
   const float line = ImGui::GetFontSize();
-  std::snprintf(text, sizeof(text), "%.3g", hi);
-  draw->AddText(ImVec2(text_x, p0.y), text_colour, text);
-  std::snprintf(text, sizeof(text), "%.3g", 0.5f * (lo + hi));
-  draw->AddText(ImVec2(text_x, p0.y + 0.5f * (size.y - line)), text_colour, text);
-  std::snprintf(text, sizeof(text), "%.3g", lo);
-  draw->AddText(ImVec2(text_x, p0.y + size.y - line), text_colour, text);
+  draw->AddText(ImVec2(text_x, p0.y), text_colour, labels.text[0]);
+  draw->AddText(ImVec2(text_x, p0.y + 0.5f * (size.y - line)), text_colour, labels.text[1]);
+  draw->AddText(ImVec2(text_x, p0.y + size.y - line), text_colour, labels.text[2]);
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered() && label && *label) ImGui::SetTooltip("%s: colours from %.4g (dark) to %.4g (bright)", label, lo, hi);
 }

@@ -6,7 +6,9 @@
 // and overlapping windows behave as for an image). Drawing into the frame rather than into a cached texture of
 // its own costs a shader pass per frame, but no framebuffer switch when the values change: with Mesa's software
 // renderer each switch flushed the frame so far (~150 us), 2-5 ms after an intervention in the all-heads stage.
-// NaN values mark blocked cells (masked attention) and are drawn hatched.
+// NaN values mark blocked cells (masked attention) and are drawn hatched. The map is opaque (style.Alpha and
+// disabled widgets do not fade it), and is not to be the last item of a modal's root window (ImGui would
+// then draw the modal's dimming after a callback, which it asserts against): panels draw it in child windows.
 #pragma once
 #include <imgui.h>
 
@@ -77,8 +79,8 @@ class Heatmap {
 
 // A vertical colour bar with the range printed beside it: what the colours of a heatmap mean.
 void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map = Colormap::Viridis);
-// The width colour_bar needs for its bar and a number like "-0.000" beside it, in the current font.
-float colour_bar_width();
+// The width colour_bar needs for the range [lo, hi]: the bar and its widest number, in the current font.
+float colour_bar_width(float lo, float hi);
 
 // Placements of every heatmap drawn since the frame began.
 std::vector<HeatmapPlacement>& heatmap_placements();
