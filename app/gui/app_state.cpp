@@ -155,7 +155,7 @@ bool AppState::rebuild(int steps) {
     if (steps < 0 && same_source) {
       const std::vector<int>* guess = &translation;
       for (const RememberedTranslation& r : remembered_)
-        if (r.model == model.get() && r.src_ids == src_ids && r.interventions == interventions) guess = &r.translation;
+        if (r.is_for(model.get(), src_ids, interventions)) guess = &r.translation;
       next->run_guided(*guess);
     } else if (steps < 0) {
       next->run();
@@ -171,9 +171,8 @@ bool AppState::rebuild(int steps) {
     error.clear();
     ++version;
     if (decoder->finished() && options.strategy == DecodeStrategy::Greedy) {
-      std::erase_if(remembered_, [&](const RememberedTranslation& r) {
-        return r.model == model.get() && r.src_ids == src_ids && r.interventions == interventions;
-      });
+      std::erase_if(remembered_,
+                    [&](const RememberedTranslation& r) { return r.is_for(model.get(), src_ids, interventions); });
       if (remembered_.size() >= kRemembered) remembered_.erase(remembered_.begin());
       remembered_.push_back({model.get(), src_ids, interventions, translation});
     }

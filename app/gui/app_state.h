@@ -73,6 +73,9 @@ struct AppState {
     std::vector<int> src_ids;
     Interventions interventions;
     std::vector<int> translation;
+    bool is_for(const Model* m, const std::vector<int>& src, const Interventions& iv) const {
+      return model == m && src_ids == src && interventions == iv;
+    }
   };
   std::vector<RememberedTranslation> remembered_;  // most recent last, at most kRemembered
   static constexpr size_t kRemembered = 16;

@@ -117,14 +117,17 @@ bool Decoder::trace_kept() const {
   return finished_trace_ && finished_ && finished_trace_->tgt.ids == pass_input();
 }
 
-Trace Decoder::trace() const {
-  const std::vector<int> input = pass_input();
-  if (trace_kept()) return *finished_trace_;
+Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output) const {
   Trace t = encoded_;
   t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
                                       static_cast<int>(input.size()));
-  decode_pass(*config_, *weights_, input, t);
+  decode_pass(*config_, *weights_, input, t, output);
   return t;
+}
+
+Trace Decoder::trace() const {
+  if (trace_kept()) return *finished_trace_;
+  return traced_pass(pass_input(), OutputLayer::AllRows);
 }
 
 bool Decoder::step() {
@@ -190,13 +193,11 @@ int Decoder::check_in_full_pass(const std::vector<int>& continuation) {
   const bool ends = continuation[static_cast<size_t>(n - 1)] == config_->eos_id || first - 1 + n >= max_length_;
   if (ends) input.pop_back();
   const int rows = static_cast<int>(input.size());
-  Trace t = encoded_;
-  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), rows);
   // Row first - 1 + i of the logits predicts continuation[i]. The output layer (a 5,921-word vocabulary: most
   // of a row's cost) runs on the rows as the check reaches them, 4 rows first, then twice as many as so far:
   // a guess that goes wrong early (a word changed near the start) leaves the rest of the rows out; the rows
   // before first - 1 are computed only for a pass that is kept as the trace.
-  decode_pass(*config_, *weights_, input, t, OutputLayer::Deferred);
+  Trace t = traced_pass(input, OutputLayer::Deferred);
   const int done_begin = first - 1;
   int done_end = done_begin;
   auto logits_row = [&](int row) -> RowVec {
@@ -292,12 +293,9 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
       // A likely guess that ends the translation: its last pass is the one trace() shows, so it runs traced.
       std::shared_ptr<Trace> full;
       if (ends && guessed.aligned) {
-        full = std::make_shared<Trace>(encoded_);
-        full->interventions =
-            fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()), longest);
         // Only its last row's logits are needed to check the guess; the rest only if it is kept.
-        decode_pass(*config_, *weights_, std::vector<int>(tokens.begin(), tokens.begin() + longest), *full,
-                    OutputLayer::Deferred);
+        full = std::make_shared<Trace>(
+            traced_pass(std::vector<int>(tokens.begin(), tokens.begin() + longest), OutputLayer::Deferred));
         output_rows(*weights_, longest - 1, longest, *full);
         --longest;
       }

@@ -27,6 +27,7 @@
 #include "decode/sampling.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "transformer/forward.h"  // OutputLayer
 #include "transformer/interventions.h"
 #include "transformer/trace.h"
 
@@ -132,6 +133,8 @@ class Decoder {
   void feed(Hypothesis& h, int token) const;
   Hypothesis rebuild(int node) const;
   void step_single();
+  // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it.
+  Trace traced_pass(const std::vector<int>& input, OutputLayer output) const;
   void fill_cache(const Trace& pass, int rows, KvCache& cache) const;  // the first rows' tokens, keys, values
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
   void push_history();                             // what step_back restores, before a step

@@ -44,6 +44,15 @@ void append_rows(std::vector<Mat>& cache, const std::vector<Mat>& rows) {
   }
 }
 
+// What a decoder layer's self-attention reads, so its keys and values: x itself (post-norm) or LN(x) (pre-norm,
+// computed into `normed`).
+const Mat& self_attention_input(const Config& config, const DecoderLayerWeights& w, const Mat& x,
+                                LayerNormTrace& normed) {
+  if (config.norm_placement == NormPlacement::Post) return x;
+  layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, normed);
+  return normed.out;
+}
+
 }  // namespace
 
 Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
@@ -60,7 +69,6 @@ Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace&
   const Interventions iv = fit_decoder_masks(encoded.interventions, static_cast<int>(encoded.src.ids.size()), total);
   check_custom_mask_sizes(iv, static_cast<int>(encoded.src.ids.size()), total);
   cache.tokens.insert(cache.tokens.end(), tokens.begin(), tokens.end());
-  const bool post_norm = config.norm_placement == NormPlacement::Post;
   Mat x = std::move(emb.sum);  // (k, C), then (out_rows, C) in the last layer
   DecoderLayerTrace t;
   for (int l = 0; l < config.n_decoder_layers; ++l) {
@@ -73,13 +81,9 @@ Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace&
     const bool fewer_queries = last && out_rows < static_cast<int>(x.rows());
     if (fewer_queries) {
       std::vector<Mat> k_new, v_new;
-      if (post_norm) {
-        attention_keys_values(x, w.self_attn, config.n_heads, k_new, v_new);  // H x (k, D)
-      } else {
-        LayerNormTrace n;
-        layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, n);
-        attention_keys_values(n.out, w.self_attn, config.n_heads, k_new, v_new);
-      }
+      LayerNormTrace normed;
+      attention_keys_values(self_attention_input(config, w, x, normed), w.self_attn, config.n_heads, k_new,
+                            v_new);  // H x (k, D)
       append_rows(c.self_k, k_new);
       append_rows(c.self_v, v_new);
       x = Mat(x.bottomRows(out_rows));
@@ -156,10 +160,8 @@ Mat decode_prefixes(const Config& config, const ModelWeights& weights, const Tra
     const bool last_rows = l + 1 == config.n_decoder_layers;
     Mat k_all, v_all;  // (R, C)
     if (last_rows) {
-      LayerNormTrace n;
-      if (config.norm_placement == NormPlacement::Pre)
-        layer_norm_forward(x, w.self_attn_norm, config.layer_norm_eps, n);
-      const Mat& kv_in = config.norm_placement == NormPlacement::Pre ? n.out : x;
+      LayerNormTrace normed;
+      const Mat& kv_in = self_attention_input(config, w, x, normed);
       linear_forward(kv_in, w.self_attn.k, k_all);
       linear_forward(kv_in, w.self_attn.v, v_all);
       Mat ends(P, config.d_model);

@@ -384,10 +384,22 @@ Decoder decoded(const Model& m, const DecodeOptions& o, const Interventions& iv 
   return d;
 }
 
+// Greedy decoding options stopping at `max_length` tokens.
+DecodeOptions greedy_up_to(int max_length) {
+  DecodeOptions o;
+  o.max_length = max_length;
+  return o;
+}
+
+// `tokens` with the one at `at` replaced by another word: a guess that is wrong there.
+std::vector<int> with_word_replaced(std::vector<int> tokens, size_t at) {
+  tokens[at] = tokens[at] == 7 ? 8 : 7;
+  return tokens;
+}
+
 TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   Model m;
-  DecodeOptions o;
-  o.max_length = 9;
+  const DecodeOptions o = greedy_up_to(9);
   const Decoder plain = decoded(m, o);
   const std::vector<int> tokens = plain.generated();
   ASSERT_GE(tokens.size(), 4u);
@@ -402,10 +414,8 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   fast.run();
   EXPECT_EQ(fast.generated(), tokens);
   // A candidate that differs at position 2: two tokens taken, the rest decoded step by step as before.
-  std::vector<int> wrong = tokens;
-  wrong[2] = wrong[2] == 7 ? 8 : 7;
   Decoder partial(m.config, m.weights, kSrc, {}, o);
-  EXPECT_EQ(partial.prefill(wrong), 2);
+  EXPECT_EQ(partial.prefill(with_word_replaced(tokens, 2)), 2);
   EXPECT_FALSE(partial.finished());
   partial.run();
   EXPECT_EQ(partial.generated(), tokens);
@@ -421,13 +431,11 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
 
 TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   Model m;
-  DecodeOptions o;
-  o.max_length = 12;
+  DecodeOptions o = greedy_up_to(12);
   const Decoder plain = decoded(m, o);
   const std::vector<int> tokens = plain.generated();
   ASSERT_GE(tokens.size(), 5u);
-  std::vector<int> one_word = tokens;  // a word replaced
-  one_word[2] = one_word[2] == 7 ? 8 : 7;
+  const std::vector<int> one_word = with_word_replaced(tokens, 2);
   std::vector<int> shifted = tokens;  // a word inserted
   shifted.insert(shifted.begin() + 1, 14);
   const std::vector<std::vector<int>> guesses = {tokens, one_word, shifted, {}, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
@@ -472,8 +480,7 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
 
   // Guesses that run to <eos> are checked in a full pass that becomes the trace, its output layer completed
   // (the random model never picks <eos> itself: a forced prefix ends the translation).
-  DecodeOptions twelve;
-  twelve.max_length = 12;
+  const DecodeOptions twelve = greedy_up_to(12);
   Interventions to_eos;
   to_eos.forced_prefix = {6, 6, 6, 6, 6, m.config.eos_id};
   const std::vector<int> wrong_start = {7, 6, 6, 6, 6, m.config.eos_id};
