@@ -16,6 +16,7 @@
 #include "gui/panels/pipeline_map_panel.h"
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 #include "util/error.h"
 
@@ -136,6 +137,7 @@ void App::draw_pipeline_map() {
 
 void App::frame() {
   begin_heatmap_frame();
+  begin_item_frame();
   begin_token_hover_frame();
   begin_key_latch_frame();
   for (const ExportRequest& r : frame_exports_) report_export(r, "the frame was not rendered");  // no after_render()

@@ -38,6 +38,7 @@ class App {
   void frame();  // builds the ImGui frame; call between Window::begin_frame and Window::end_frame
   const AppState& state() const { return state_; }
   Stage stage() const { return stage_; }
+  const AttentionSelection& attention() const { return attention_; }  // the kind, layer and head on show
 
   // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
   bool open_model(const std::string& path);  // starts a background load; false only for an empty path

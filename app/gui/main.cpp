@@ -11,6 +11,7 @@
 #include "gui/key_latch.h"
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/item_placements.h"
 #include "gui/script/script.h"
 #include "gui/settings.h"
 #include "gui/view.h"
@@ -29,6 +30,10 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   for (const auto& p : sf::gui::heatmap_placements())
     heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
                         {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi}});
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& p : sf::gui::item_placements())
+    items.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
+                     {"index", p.index}, {"text", p.text}, {"value", p.value}});
   // The panels: where the stage and the pipeline map (null when hidden) are, and the body text's size.
   const auto& layout = app.frame_layout();
   const nlohmann::json panels = {{"stage", rect_json(layout.stage)}, {"pipeline", rect_json(layout.pipeline)},
@@ -43,7 +48,7 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   if (const sf::gui::DialogMessage* d = app.dialog().current())
     shown["dialog"] = {{"title", d->title}, {"file", d->file}, {"problem", d->problem}, {"hint", d->hint}};
   std::ofstream out(path);
-  out << nlohmann::json{{"heatmaps", heatmaps}, {"panels", panels}, {"app", shown}}.dump(2) << "\n";
+  out << nlohmann::json{{"heatmaps", heatmaps}, {"items", items}, {"panels", panels}, {"app", shown}}.dump(2) << "\n";
   return static_cast<bool>(out);
 }
 

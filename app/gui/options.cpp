@@ -25,11 +25,7 @@ const char* kUsage =
     "Options:\n"
     "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
     "  --sentence TEXT     the source sentence (default: an example)\n"
-    "  --stage NAME        stage to open (default tokens): tokens, embedding, positional,\n"
-    "                      encoder-qkv, encoder-attention, concat-heads, encoder-add-norm,\n"
-    "                      encoder-feed-forward,\n"
-    "                      decoder-attention, cross-attention, decoder-add-norm, decoder-feed-forward,\n"
-    "                      all-heads, output\n"
+    "  --stage NAME        stage to open (default tokens): %STAGES%\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
     "  --script FILE       run the commands in FILE, one per line (model, sentence, stage, attention,\n"
     "                      layer, head, hover, wait, screenshot, layout, show, present, caption,\n"
@@ -50,6 +46,29 @@ const char* kUsage =
     "                      (default ~/.config/stepformer/settings.json)\n"
     "  --version           print the version and exit\n"
     "  --help              print this help and exit\n";
+
+// The help text, with the stages that --stage takes listed from the table the parser reads (stage_names()),
+// wrapped to the help's column, so the two never disagree.
+std::string usage() {
+  std::string text = kUsage;
+  std::string stages, line;
+  std::string names = stage_names() + ",";
+  for (size_t at = 0; at < names.size();) {
+    const size_t comma = names.find(',', at);
+    const std::string name = names.substr(at, comma - at);
+    at = comma + 2;
+    const bool last = at >= names.size();
+    const std::string item = name + (last ? "" : ",");
+    if (!line.empty() && line.size() + 1 + item.size() > 56) {
+      stages += line + "\n                      ";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  stages += line;
+  text.replace(text.find("%STAGES%"), 8, stages);
+  return text;
+}
 
 bool parse_int(const char* s, int lo, int hi, int* out) {
   char* end = nullptr;
@@ -79,7 +98,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage().c_str(), stdout);
       r.exit_now = true;
       return r;
     } else if (arg == "--version") {

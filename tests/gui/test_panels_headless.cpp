@@ -70,15 +70,43 @@ TEST_F(Headless, RightAndLeftArrowsWalkThePipeline) {
 
 TEST_F(Headless, NumberKeysPickAHeadAndUpDownALayer) {
   ASSERT_TRUE(app_->go_to("encoder-attention"));
-  frame(GLFW_KEY_3);
+  frame();
+  ASSERT_EQ(app_->attention().layer, 0);
+  ASSERT_EQ(app_->attention().head, 0);
+  // The attention heatmap drawn last frame holds the probabilities of `layer`, `head` of the encoder.
+  auto expect_drawn_head = [&](int layer, int head) {
+    const Mat& probs = app_->state().trace.encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
+    const Heatmap* map = nullptr;
+    for (const auto& p : heatmap_placements())
+      if (p.name == "attention") map = p.heatmap;
+    ASSERT_NE(map, nullptr);
+    ASSERT_EQ(map->rows(), probs.rows());
+    ASSERT_EQ(map->cols(), probs.cols());
+    for (int i = 0; i < map->rows(); ++i)
+      for (int j = 0; j < map->cols(); ++j)
+        ASSERT_EQ(map->value(i, j), probs(i, j)) << "layer " << layer << " head " << head << " cell " << i << "," << j;
+  };
+  expect_drawn_head(0, 0);
+  frame(GLFW_KEY_3);  // head 2
+  frame();
+  EXPECT_EQ(app_->attention().head, 2);
+  EXPECT_EQ(app_->attention().layer, 0);
+  expect_drawn_head(0, 2);
+  frame(GLFW_KEY_UP);  // up the stack: layer 1
+  frame();
+  EXPECT_EQ(app_->attention().layer, 1);
+  EXPECT_EQ(app_->attention().head, 2);
+  expect_drawn_head(1, 2);
+  frame(GLFW_KEY_UP);  // the tiny model has 2 layers: stays at the top
+  frame();
+  EXPECT_EQ(app_->attention().layer, 1);
   frame(GLFW_KEY_DOWN);
   frame();
-  // The attention heatmap of encoder layer 1, head 2 has S x S cells.
-  const int s = static_cast<int>(app_->state().source_tokens.size());
-  bool found = false;
-  for (const auto& p : heatmap_placements())
-    if (p.name == "attention") found = p.rows == s && p.cols == s;
-  EXPECT_TRUE(found);
+  EXPECT_EQ(app_->attention().layer, 0);
+  frame(GLFW_KEY_1);
+  frame();
+  EXPECT_EQ(app_->attention().head, 0);
+  expect_drawn_head(0, 0);
 }
 
 TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {

@@ -151,9 +151,12 @@ TEST(Settings, TheStoreNeverWritesOverTheDamagedFile) {
   write_text(path, "not json");
   {
     SettingsStore store(path);
-    EXPECT_NE(store.problem().find("is damaged"), std::string::npos);
-    EXPECT_EQ(store.take_problem(), store.problem());
+    const std::string problem = store.problem();
+    EXPECT_NE(problem.find("The settings file '" + path + "' is damaged"), std::string::npos) << problem;
+    EXPECT_NE(problem.find(path + ".bad"), std::string::npos) << "names where the damaged file went: " << problem;
+    EXPECT_EQ(store.take_problem(), problem) << "the first take is the problem";
     EXPECT_EQ(store.take_problem(), "") << "reported once";
+    EXPECT_EQ(store.problem(), problem) << "the problem stays readable after it was taken";
     Settings s = store.settings();
     s.last_stage = "embedding";
     store.update(s);

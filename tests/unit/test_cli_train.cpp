@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -50,10 +52,10 @@ fs::path make_corpus() {
   auto write_split = [&](const std::string& split, int n) {
     std::ofstream src(dir / (split + ".lc.norm.tok.xx")), tgt(dir / (split + ".lc.norm.tok.yy"));
     for (int i = 0; i < n; ++i) {
-      std::vector<std::string> words(3 + rng() % 4);
-      for (auto& w : words) w = "w" + std::to_string(rng() % 20);
-      for (size_t k = 0; k < words.size(); ++k) src << (k ? " " : "") << words[k];
-      for (size_t k = 0; k < words.size(); ++k) tgt << (k ? " " : "") << "v" << words[k].substr(1);
+      std::vector<unsigned> words(3 + rng() % 4);
+      for (auto& w : words) w = rng() % 20;
+      for (size_t k = 0; k < words.size(); ++k) src << (k ? " " : "") << "w" << words[k];
+      for (size_t k = 0; k < words.size(); ++k) tgt << (k ? " " : "") << "v" << words[k];
       src << "\n";
       tgt << "\n";
     }
@@ -64,33 +66,42 @@ fs::path make_corpus() {
   return dir;
 }
 
-const char* kModelArgs =
+const std::string kModelArgs =
     " --src xx --tgt yy --d-model 32 --heads 4 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --batch-tokens 100"
-    " --lr 3e-3 --warmup 40 --dropout 0.1 --label-smoothing 0.1 --seed 5 --threads 1 --final-beam 2 --f32";
+    " --lr 3e-3 --warmup 40 --dropout 0.1 --label-smoothing 0.1 --seed 5 --final-beam 2 --f32";
+
+// `train` on the corpus in `dir` with the options above.
+std::string train_command(const fs::path& dir, const fs::path& out, int epochs, int threads) {
+  std::ostringstream s;
+  s << "train --data " << dir.string() << " --out " << out.string() << " --epochs " << epochs << kModelArgs
+    << " --threads " << threads;
+  return s.str();
+}
 
 TEST(CliTrain, TrainsResumesAndIsDeterministic) {
   const fs::path dir = make_corpus();
-  const std::string data = " --data " + dir.string();
 
   // Fifteen epochs straight through.
   const fs::path straight = dir / "straight.safetensors";
-  CliRun r = cli("train" + data + " --out " + straight.string() + " --epochs 15" + kModelArgs);
+  CliRun r = cli(train_command(dir, straight, 15, 1));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 15: train loss"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(straight));
   EXPECT_TRUE(fs::exists(straight.string() + ".checkpoint"));
 
-  // Ten epochs, "interrupted", then the same command asked for fifteen: it resumes after epoch 10.
+  // Ten epochs, "interrupted", then the same command asked for fifteen: it resumes after epoch 10. This run
+  // uses two threads: the trainer's parallel loops split rows and elements among threads and the gradients are
+  // not summed across threads, so the thread count changes no bit of the result.
   const fs::path resumed = dir / "resumed.safetensors";
-  r = cli("train" + data + " --out " + resumed.string() + " --epochs 10" + kModelArgs);
+  r = cli(train_command(dir, resumed, 10, 2));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = cli("train" + data + " --out " + resumed.string() + " --epochs 15" + kModelArgs);
+  r = cli(train_command(dir, resumed, 15, 2));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("epoch 1: train loss"), std::string::npos) << "finished epochs must not rerun";
 
   // Same seed, same data: the same weights and Adam moments, bit for bit, whether or not the run was
-  // interrupted (the checkpoints differ only in their wall-clock times).
+  // interrupted and on one thread or two (the checkpoints differ only in their wall-clock times).
   const Model a = load_model(straight.string());
   const SafetensorsFile ca = SafetensorsFile::open(straight.string() + ".checkpoint");
   const SafetensorsFile cb = SafetensorsFile::open(resumed.string() + ".checkpoint");
@@ -112,16 +123,22 @@ TEST(CliTrain, TrainsResumesAndIsDeterministic) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string bleu_line = last_line(r.output);
   ASSERT_EQ(bleu_line.rfind("BLEU = ", 0), 0u) << r.output;
-  EXPECT_GT(std::stod(bleu_line.substr(7)), 0.0) << "fifteen epochs of a renaming task score about 20";
+  // Fifteen epochs of this renaming task score 22.5 with beam 2 (seed 5); an untrained model or a broken
+  // backward pass scores near 0.
+  EXPECT_GT(std::stod(bleu_line.substr(7)), 15.0) << r.output;
   std::ifstream h(hyps);
   int lines = 0;
   for (std::string l; std::getline(h, l);) ++lines;
   EXPECT_EQ(lines, 40);
 
-  // translate prints a sentence of the target vocabulary (v1 v2 v3 once learned).
+  // translate renames the words, as learned (fifteen epochs get the words right, not always their order:
+  // this model says "v2 v1 v3"); an untrained model repeats a word or runs to the length limit.
   r = cli("translate " + straight.string() + " \"w1 w2 w3\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find('v'), std::string::npos) << r.output;
+  std::istringstream words(r.output);
+  std::vector<std::string> said{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+  std::sort(said.begin(), said.end());
+  EXPECT_EQ(said, (std::vector<std::string>{"v1", "v2", "v3"})) << r.output;
   fs::remove_all(dir);
 }
 

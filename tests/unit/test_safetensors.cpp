@@ -158,6 +158,17 @@ TEST(SafetensorsRead, HeaderLengthPastTheEnd) {
   expect_format_error(file_image("{}", {}, ~0ull - 1), "runs past the end");
 }
 
+TEST(SafetensorsRead, HeaderOverTheLimitIsRefusedBeforeItIsParsed) {
+  // A header of exactly the limit is read (an empty object padded with spaces); one byte more is refused, by
+  // its length alone, naming the limit.
+  const uint64_t limit = SafetensorsFile::kMaxHeaderBytes;
+  ASSERT_EQ(limit, 100u << 20) << "docs/model-files.md documents 100 MiB";
+  std::string header = "{" + std::string(limit - 2, ' ') + "}";
+  EXPECT_NO_THROW(SafetensorsFile::from_bytes(file_image(header, {}), "big.safetensors"));
+  header.insert(1, " ");
+  expect_format_error(file_image(header, {}), "header length 104857601 exceeds the limit of 104857600 bytes");
+}
+
 TEST(SafetensorsRead, InvalidJson) {
   expect_format_error(file_image(R"({"a": {"dtype": "F32", )", {}), "not valid JSON");
   expect_format_error(file_image("[1, 2]", {}), "does not start with '{'");

@@ -6,6 +6,7 @@
 
 #include "decode/sampling.h"
 #include "gui/panels/decoding_panel.h"
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -67,6 +68,7 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
     draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), state.target_token(id).c_str());
     const ImVec2 b0(at.x + label_width, at.y + 2), b1(at.x + label_width + std::max(1.0f, p * bar_max), at.y + h - 2);
     draw->AddRectFilled(b0, b1, id == chosen ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
+    record_item(id == chosen ? "output_bar.chosen" : "output_bar", b0, b1, r, state.target_token(id), p);
     char text[64];
     std::snprintf(text, sizeof(text), "%.3f   (logit %.2f)%s", p, logits(position, id), id != chosen ? "" : forced ? "   <- forced" : "   <- chosen");
     draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text);

@@ -2,6 +2,7 @@
 
 #include <imgui.h>
 
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -19,6 +20,8 @@ void token_box(const std::string& text, int id, ImU32 fill, const char* tooltip,
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), fill, 4.0f);
+  record_item(side == TokenSide::Source ? "token.source" : "token.target", p, ImVec2(p.x + size.x, p.y + size.y), index,
+              text);
   if (is_hovered_token(side, index)) draw->AddRect(p, ImVec2(p.x + size.x, p.y + size.y), kHoverColour, 4.0f, 0, 3.0f);
   draw->AddText(ImVec2(p.x + (size.x - text_size.x) / 2, p.y + pad.y), IM_COL32(255, 255, 255, 255), text.c_str());
   draw->AddText(ImVec2(p.x + (size.x - id_size.x) / 2, p.y + pad.y + text_size.y), IM_COL32(200, 200, 200, 255),

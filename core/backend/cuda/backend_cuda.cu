@@ -17,7 +17,8 @@ const BackendInfo& backend_info() {
       cudaGetDeviceProperties(&prop, 0);
       b.cuda_available = true;
       b.cuda_device_count = count;
-      b.description = std::string("CPU (Eigen) + CUDA: ") + prop.name;
+      // Found, not used yet: every computation runs on the CPU until the CUDA backend exists.
+      b.description = std::string("CPU (Eigen); GPU found (") + prop.name + "), not used: no CUDA compute yet";
     } else {
       cudaGetLastError();  // clear the sticky error
       b.description = std::string("CPU (Eigen); CUDA built but no GPU usable (") + cudaGetErrorString(status) + ")";
