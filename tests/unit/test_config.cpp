@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "model/config.h"
 #include "nn/positional_encoding.h"
@@ -16,15 +17,65 @@ Config small_config() {
   return c;
 }
 
-TEST(Config, JsonRoundTrip) {
-  Config c = small_config();
-  c.positional_encoding = PositionalEncoding::Learned;
-  c.norm_placement = NormPlacement::Pre;
-  c.activation = Activation::GELU;
-  c.layer_norm_eps = 1e-6f;
-  const Config back = config_from_json(config_to_json(c));
-  EXPECT_EQ(config_to_json(back), config_to_json(c));
-  EXPECT_NO_THROW(back.validate());
+// Every key with a value other than its default, as a user writes it (the README's key names), so that a key
+// that is not read, or read into the wrong field, shows.
+const char* kEveryKey = R"({
+  "d_model": 48, "n_heads": 6, "n_encoder_layers": 2, "n_decoder_layers": 5, "d_ff": 96,
+  "src_vocab_size": 100, "tgt_vocab_size": 100, "max_positions": 77,
+  "positional_encoding": "learned", "embedding_scale": "one", "norm_placement": "pre",
+  "encoder_final_norm": true, "decoder_final_norm": true, "activation": "gelu", "layer_norm_eps": 1e-6,
+  "bias": false, "tie_output_embedding": true, "share_embeddings": true,
+  "pad_id": 4, "bos_id": 5, "eos_id": 6, "unk_id": 7
+})";
+
+void expect_every_key(const Config& c) {
+  EXPECT_EQ(c.d_model, 48);
+  EXPECT_EQ(c.n_heads, 6);
+  EXPECT_EQ(c.n_encoder_layers, 2);
+  EXPECT_EQ(c.n_decoder_layers, 5);
+  EXPECT_EQ(c.d_ff, 96);
+  EXPECT_EQ(c.src_vocab_size, 100);
+  EXPECT_EQ(c.tgt_vocab_size, 100);
+  EXPECT_EQ(c.max_positions, 77);
+  EXPECT_EQ(c.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(c.embedding_scale, EmbeddingScale::One);
+  EXPECT_EQ(c.norm_placement, NormPlacement::Pre);
+  EXPECT_TRUE(c.encoder_final_norm);
+  EXPECT_TRUE(c.decoder_final_norm);
+  EXPECT_EQ(c.activation, Activation::GELU);
+  EXPECT_EQ(c.layer_norm_eps, 1e-6f);
+  EXPECT_FALSE(c.bias);
+  EXPECT_TRUE(c.tie_output_embedding);
+  EXPECT_TRUE(c.share_embeddings);
+  EXPECT_EQ(c.pad_id, 4);
+  EXPECT_EQ(c.bos_id, 5);
+  EXPECT_EQ(c.eos_id, 6);
+  EXPECT_EQ(c.unk_id, 7);
+}
+
+TEST(Config, EveryKeyIsReadAndWrittenBack) {
+  const Config c = config_from_json(nlohmann::json::parse(kEveryKey));
+  expect_every_key(c);
+  EXPECT_NO_THROW(c.validate());
+  // Written out and read back: the same values, under the same names.
+  const nlohmann::json written = config_to_json(c);
+  EXPECT_EQ(written, nlohmann::json::parse(kEveryKey));
+  expect_every_key(config_from_json(written));
+}
+
+TEST(Config, AbsentKeysTakeTheDefaults) {
+  const Config c = config_from_json({{"d_model", 32}, {"n_heads", 4}, {"n_encoder_layers", 1}, {"n_decoder_layers", 1},
+                                     {"d_ff", 64}, {"src_vocab_size", 10}, {"tgt_vocab_size", 12}});
+  Config want;  // the defaults, with the required keys as given
+  want.d_model = 32, want.n_heads = 4, want.n_encoder_layers = 1, want.n_decoder_layers = 1, want.d_ff = 64;
+  want.src_vocab_size = 10, want.tgt_vocab_size = 12;
+  EXPECT_EQ(config_to_json(c), config_to_json(want));
+  EXPECT_EQ(c.max_positions, 256);
+  EXPECT_EQ(c.embedding_scale, EmbeddingScale::SqrtDModel);
+  EXPECT_TRUE(c.bias);
+  EXPECT_EQ(c.layer_norm_eps, 1e-5f);
+  EXPECT_EQ(c.pad_id, 1);
+  EXPECT_EQ(c.unk_id, 0);
 }
 
 TEST(Config, RejectsHeadsNotDividingWidth) {
@@ -50,6 +101,20 @@ TEST(Config, RejectsZeroLayersAndSpecialIdsOutsideVocabulary) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("eos_id (100) is outside the vocabulary"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, RejectsSpecialIdsThatCoincide) {
+  for (auto [pad, bos, eos] : {std::tuple{1, 1, 3}, std::tuple{1, 2, 2}, std::tuple{3, 2, 3}}) {
+    Config c = small_config();
+    c.pad_id = pad, c.bos_id = bos, c.eos_id = eos;
+    try {
+      c.validate();
+      ADD_FAILURE() << "pad " << pad << ", bos " << bos << ", eos " << eos << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Config);
+      EXPECT_NE(std::string(e.what()).find("pad_id, bos_id and eos_id must differ"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -66,6 +66,15 @@ TEST(Interventions, CrossAndDecoderHeadsOff) {
   EXPECT_EQ(t.decoder[0].cross_attn.head_out[1].cwiseAbs().maxCoeff(), 0.0f);
   EXPECT_EQ(t.decoder[1].self_attn.head_out[3].cwiseAbs().maxCoeff(), 0.0f);
   EXPECT_GT(t.decoder[0].cross_attn.head_out[0].cwiseAbs().maxCoeff(), 0.0f);
+  // Each switch reaches only its own kind, layer and head: the same head index of the other kind in the same
+  // layer, and the same kind and head in the other layer, still compute.
+  EXPECT_GT(t.decoder[0].self_attn.head_out[1].cwiseAbs().maxCoeff(), 0.0f) << "cross.0.1 switched off dec.0.1";
+  EXPECT_GT(t.decoder[1].cross_attn.head_out[3].cwiseAbs().maxCoeff(), 0.0f) << "dec.1.3 switched off cross.1.3";
+  EXPECT_GT(t.decoder[1].cross_attn.head_out[1].cwiseAbs().maxCoeff(), 0.0f) << "cross.0.1 switched off cross.1.1";
+  EXPECT_GT(t.encoder[0].self_attn.head_out[1].cwiseAbs().maxCoeff(), 0.0f) << "cross.0.1 switched off enc.0.1";
+  // The first decoder layer's self-attention runs before any switched-off head: it is exactly as without them.
+  const Trace base = forward(f.config, f.weights, f.src, f.tgt);
+  EXPECT_EQ(max_abs_diff(base.decoder[0].self_attn.attn_out, t.decoder[0].self_attn.attn_out), 0.0f);
 }
 
 TEST(Interventions, CausalMask) {
@@ -242,6 +251,26 @@ TEST(Trace, NamesAndShapes) {
     ASSERT_TRUE(shapes.count(name)) << name;
     EXPECT_EQ(shapes[name], shape) << name;
   }
+  // Each name holds its own tensor (not only its shape): a few checked value for value against the trace.
+  std::map<std::string, const Tensor*> by_name;
+  const std::vector<NamedTensor> named = trace_tensors(t);
+  for (const auto& nt : named) by_name[nt.name] = &nt.tensor;
+  const auto expect_holds = [&](const std::string& name, const Tensor& want) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+    EXPECT_EQ(by_name[name]->data, want.data) << name;
+  };
+  const AttentionTrace& a = t.encoder[1].self_attn;
+  expect_holds("enc.1.self_attn.q", Tensor::from_heads(a.q));
+  expect_holds("enc.1.self_attn.k", Tensor::from_heads(a.k));
+  expect_holds("enc.1.self_attn.v", Tensor::from_heads(a.v));
+  expect_holds("enc.1.self_attn.scores", Tensor::from_heads(a.scores));
+  expect_holds("enc.1.self_attn.probs", Tensor::from_heads(a.probs));
+  expect_holds("enc.1.self_attn.mask", Tensor::from_heads(a.mask));
+  expect_holds("dec.0.cross_attn.probs", Tensor::from_heads(t.decoder[0].cross_attn.probs));
+  expect_holds("dec.1.norm2", Tensor::from_mat(t.decoder[1].norm2.out));
+  expect_holds("enc.0.ffn_hidden", Tensor::from_mat(t.encoder[0].ffn.hidden));
+  expect_holds("logits", Tensor::from_mat(t.logits));
+  expect_holds("probs", Tensor::from_mat(t.probs));
   // Probabilities are distributions, and scores are recorded before the mask.
   EXPECT_LT((t.probs.rowwise().sum().array() - 1.0f).abs().maxCoeff(), 1e-5f);
   EXPECT_TRUE(t.decoder[0].self_attn.scores[0].allFinite());

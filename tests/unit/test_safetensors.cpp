@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <random>
+#include <algorithm>
 
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -80,6 +82,39 @@ TEST(SafetensorsDType, F16KnownValues) {
   EXPECT_EQ(float_to_f16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 ulp rounds to even (2)
   EXPECT_EQ(bf16_to_float(0x3F80), 1.0f);
   EXPECT_EQ(bf16_to_float(0xC0A0), -5.0f);
+}
+
+TEST(SafetensorsDType, F16RoundsToNearestWithTiesToEven) {
+  // Between 1 (0x3C00) and the next F16, 1 + 2^-10 (0x3C01): above the midpoint rounds up, the midpoint itself
+  // goes to the even neighbour, and so does the midpoint of 0x3C01 and 0x3C02.
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11) - std::ldexp(1.0f, -20)), 0x3C00);
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);
+  EXPECT_EQ(float_to_f16(-(1.0f + std::ldexp(3.0f, -11))), 0xBC02);
+  // Against a reference written here: the nearest of all finite F16 values (ties to the even bit pattern), for
+  // random floats across the whole range, normal and subnormal.
+  std::vector<std::pair<float, uint16_t>> finite;
+  for (uint32_t bits = 0; bits < 0x7C00; ++bits) finite.push_back({f16_to_float(static_cast<uint16_t>(bits)), static_cast<uint16_t>(bits)});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> exponent(-26.0f, 15.9f), mantissa(1.0f, 2.0f);
+  for (int n = 0; n < 200000; ++n) {
+    const float f = std::ldexp(mantissa(rng), static_cast<int>(std::floor(exponent(rng))));
+    if (f > 65504.0f) continue;
+    const auto above = std::lower_bound(finite.begin(), finite.end(), std::pair<float, uint16_t>{f, 0});
+    uint16_t want;
+    if (above == finite.begin()) {
+      want = above->second;
+    } else if (above == finite.end()) {
+      want = 0x7BFF;
+    } else {
+      const auto below = above - 1;
+      const double up = static_cast<double>(above->first) - f, down = static_cast<double>(f) - below->first;
+      want = up < down ? above->second : down < up ? below->second : (above->second % 2 == 0 ? above->second : below->second);
+    }
+    ASSERT_EQ(float_to_f16(f), want) << std::hexfloat << f;
+    ASSERT_EQ(float_to_f16(-f), want | 0x8000) << std::hexfloat << -f;
+  }
 }
 
 TEST(SafetensorsDType, EveryF16ValueSurvivesARoundTrip) {
@@ -315,6 +350,11 @@ TEST(SafetensorsWrite, SerializeMatchesTheFile) {
   const auto bytes = serialize_safetensors({{"a", {3}, v}}, {{"x", "y"}});
   ASSERT_EQ(bytes.size(), on_disk.size());
   EXPECT_EQ(std::memcmp(bytes.data(), on_disk.data(), bytes.size()), 0);
+  // ...and the bytes are the tensor and the metadata, read back.
+  const SafetensorsFile back = SafetensorsFile::from_bytes(bytes, "serialized");
+  ASSERT_NE(back.find("a"), nullptr);
+  EXPECT_EQ(back.find("a")->to_floats(), v);
+  EXPECT_EQ(back.metadata().at("x"), "y");
 }
 
 }  // namespace

@@ -107,15 +107,63 @@ TEST(Tokenizer, SettingsSwitchRulesOff) {
 }
 
 TEST(Tokenizer, SettingsJsonRoundTripAndErrors) {
+  // Every key with a value other than its default, written as a model file's metadata holds it.
+  const nlohmann::json every_key = {{"lowercase", false},          {"split_punctuation", false},
+                                    {"moses_escape", false},       {"normalize_punctuation", false},
+                                    {"source_language", "fr"},     {"target_language", "en"},
+                                    {"add_bos_eos", false}};
+  const TokenizerSettings s = tokenizer_settings_from_json(every_key);
+  EXPECT_FALSE(s.lowercase);
+  EXPECT_FALSE(s.split_punctuation);
+  EXPECT_FALSE(s.moses_escape);
+  EXPECT_FALSE(s.normalize_punctuation);
+  EXPECT_EQ(s.source_language, "fr");
+  EXPECT_EQ(s.target_language, "en");
+  EXPECT_FALSE(s.add_bos_eos);
+  EXPECT_EQ(tokenizer_settings_to_json(s), every_key);
+  const TokenizerSettings defaults = tokenizer_settings_from_json(nlohmann::json::object());
+  EXPECT_TRUE(defaults.lowercase && defaults.split_punctuation && defaults.moses_escape &&
+              defaults.normalize_punctuation && defaults.add_bos_eos);
+  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"source_language", 3}}), Error);
+  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"moses_escape", "no"}}), Error);
+  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json::array()), Error);
+}
+
+TEST(Tokenizer, GermanOrdinalsKeepTheirPeriodWhateverFollows) {
+  // Moses' German prefixes hold the numbers: "2." is an ordinal even before a capitalised word (the text keeps
+  // its case here, so the lowercase-next-word rule cannot be what keeps it together); English splits it.
   TokenizerSettings s;
   s.lowercase = false;
-  s.source_language = "fr";
-  s.target_language = "en";
-  const TokenizerSettings back = tokenizer_settings_from_json(tokenizer_settings_to_json(s));
-  EXPECT_EQ(tokenizer_settings_to_json(back), tokenizer_settings_to_json(s));
-  EXPECT_TRUE(tokenizer_settings_from_json(nlohmann::json::object()).lowercase);  // defaults
-  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"source_language", 3}}), Error);
-  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json::array()), Error);
+  s.source_language = "de";
+  auto texts = [&](const std::string& text) {
+    std::vector<std::string> out;
+    for (const auto& t : tokenize(text, s)) out.push_back(t.text);
+    return out;
+  };
+  EXPECT_EQ(texts("Am 2. Oktober"), (std::vector<std::string>{"Am", "2.", "Oktober"}));
+  s.source_language = "en";
+  EXPECT_EQ(texts("On 2. October"), (std::vector<std::string>{"On", "2", ".", "October"}));
+}
+
+TEST(Tokenizer, InvalidUtf8BecomesReplacementCharacters) {
+  // Each byte that does not start a valid sequence is one U+FFFD (EF BF BD); a lead byte whose continuation is
+  // missing or not a continuation byte does not swallow the next character.
+  TokenizerSettings s;
+  s.source_language = "en";
+  s.split_punctuation = false;
+  auto texts = [&](const std::string& text) {
+    std::vector<std::string> out;
+    for (const auto& t : tokenize(text, s)) out.push_back(t.text);
+    return out;
+  };
+  EXPECT_EQ(texts("a\xc3x"), (std::vector<std::string>{"a\xef\xbf\xbdx"}));
+  EXPECT_EQ(texts("\xff\xfe b"), (std::vector<std::string>{"\xef\xbf\xbd\xef\xbf\xbd", "b"}));
+  EXPECT_EQ(texts("\xe2\x82"), (std::vector<std::string>{"\xef\xbf\xbd\xef\xbf\xbd"}));
+  EXPECT_EQ(texts("\xc0\xaf"), (std::vector<std::string>{"\xef\xbf\xbd\xef\xbf\xbd"})) << "an overlong '/'";
+  EXPECT_EQ(texts("\xed\xa0\x80"), (std::vector<std::string>{"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"})) << "a surrogate";
+  // Valid sequences of two, three and four bytes pass (lowercased).
+  EXPECT_EQ(texts("\xc3\x9c \xe2\x82\xac \xf0\x9f\x98\x80"),
+            (std::vector<std::string>{"\xc3\xbc", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}));
 }
 
 TEST(Tokenizer, NeverCrashesOnOddInput) {
