@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "decode/decoder.h"
 #include "forward_fixture.h"
 #include "io/safetensors.h"
@@ -77,6 +79,33 @@ TEST(CliTrace, IdsWithInterventions) {
   EXPECT_EQ(file.find("dec.1.cross_attn.probs")->shape, (std::vector<int64_t>{4, 3, 4}));
   EXPECT_EQ(file.find("logits")->shape, (std::vector<int64_t>{3, 10}));
   EXPECT_EQ(file.metadata().at("format"), "stepformer-trace");
+  // The ids and tokens it ran on, and the interventions, as written.
+  EXPECT_EQ(file.find("src.ids")->to_floats(), (std::vector<float>{5, 6, 7, 1}));
+  EXPECT_EQ(file.find("tgt.ids")->to_floats(), (std::vector<float>{2, 4, 5}));
+  EXPECT_EQ(nlohmann::json::parse(file.metadata().at("src_ids")), nlohmann::json({5, 6, 7, 1}));
+  EXPECT_EQ(nlohmann::json::parse(file.metadata().at("tgt_tokens")), nlohmann::json({"<bos>", "w4", "w5"}));
+  EXPECT_EQ(file.metadata().at("decoded"), "false");
+  EXPECT_EQ(nlohmann::json::parse(file.metadata().at("interventions")),
+            (nlohmann::json{{"heads_off", {"enc.1.2", "cross.0.0"}}, {"causal_mask", false}, {"padding_mask", true},
+                            {"positional_encoding", true}}));
+}
+
+TEST(CliTrace, NoPaddingMaskLetsQueriesSeeThePads) {
+  // A source ending in two pads (id 1): with the padding mask its keys are blocked; without it they are not,
+  // and the trace is forward() without the padding mask.
+  CliModel m;
+  const std::string out = (m.dir / "trace.safetensors").string();
+  ASSERT_EQ(m.run("--ids --src '5 6 1 1' --tgt '2 4' --out " + out), 0);
+  const Trace masked = forward(m.model.config, m.model.weights, {5, 6, 1, 1}, {2, 4});
+  expect_file_matches(out, masked);
+  EXPECT_EQ(masked.encoder[0].self_attn.probs[0](0, 3), 0.0f);
+  ASSERT_EQ(m.run("--ids --src '5 6 1 1' --tgt '2 4' --no-padding-mask --out " + out), 0);
+  Interventions iv;
+  iv.padding_mask = false;
+  const Trace unmasked = forward(m.model.config, m.model.weights, {5, 6, 1, 1}, {2, 4}, iv);
+  EXPECT_GT(unmasked.encoder[0].self_attn.probs[0](0, 3), 0.0f);
+  expect_file_matches(out, unmasked);
+  EXPECT_FALSE(nlohmann::json::parse(SafetensorsFile::open(out).metadata().at("interventions"))["padding_mask"]);
 }
 
 TEST(CliTrace, TextAndGreedy) {

@@ -7,12 +7,15 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <random>
 #include <sstream>
 
+#include "decode/decoder.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "model/tokenizer.h"
 #include "train/parameters.h"
 
 namespace sf {
@@ -132,13 +135,46 @@ TEST(CliTrain, TrainsResumesAndIsDeterministic) {
   EXPECT_EQ(lines, 40);
 
   // translate renames the words, as learned (fifteen epochs get the words right, not always their order:
-  // this model says "v2 v1 v3"); an untrained model repeats a word or runs to the length limit.
+  // this model says "v2 v1 v3"); an untrained model repeats a word or runs to the length limit. It prints
+  // what the core's greedy decoding of the sentence gives, in that order.
   r = cli("translate " + straight.string() + " \"w1 w2 w3\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream words(r.output);
   std::vector<std::string> said{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+  DecodeOptions greedy;
+  greedy.max_length = 20;
+  Decoder decoder(a.config, a.weights, token_ids(encode("w1 w2 w3", a.tokenizer, a.src_vocab, Side::Source)), {}, greedy);
+  decoder.run();
+  std::vector<std::string> decoded;
+  for (int id : decoder.generated())
+    if (id != a.config.eos_id) decoded.push_back(a.tgt_vocab.token(id));
+  EXPECT_EQ(said, decoded) << r.output;
   std::sort(said.begin(), said.end());
   EXPECT_EQ(said, (std::vector<std::string>{"v1", "v2", "v3"})) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(CliTrain, ClippingBoundsEveryGradientTheOptimizerSees) {
+  // With --clip X every step's gradient has a global norm of at most X, so no element of Adam's first moment
+  // (an average of gradients) can exceed X. Unclipped, this corpus's first epoch leaves moments near 0.05.
+  const fs::path dir = make_corpus();
+  const fs::path out = dir / "clipped.safetensors";
+  std::ostringstream command;
+  command << "train --data " << dir.string() << " --out " << out.string() << " --epochs 1" << kModelArgs
+          << " --threads 1 --clip 0.001";
+  const CliRun r = cli(command.str());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const SafetensorsFile checkpoint = SafetensorsFile::open(out.string() + ".checkpoint");
+  int moments = 0;
+  float largest = 0;
+  for (const TensorView& t : checkpoint.tensors()) {
+    if (t.name.rfind("adam_m.", 0) != 0) continue;
+    ++moments;
+    for (float m : t.to_floats()) largest = std::max(largest, std::abs(m));
+  }
+  EXPECT_GT(moments, 10);
+  EXPECT_GT(largest, 0.0f);
+  EXPECT_LE(largest, 0.001f * 1.0001f);
   fs::remove_all(dir);
 }
 

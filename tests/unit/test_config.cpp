@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
+#include <limits>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "model/config.h"
 #include "nn/positional_encoding.h"
@@ -116,6 +120,31 @@ TEST(Config, RejectsSpecialIdsThatCoincide) {
       EXPECT_NE(std::string(e.what()).find("pad_id, bos_id and eos_id must differ"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Config, RejectsWhatNoModelCanBe) {
+  // Each rule of validate() on its own, named in the message.
+  const std::vector<std::pair<std::function<void(Config&)>, std::string>> cases = {
+      {[](Config& c) { c.share_embeddings = true; }, "share_embeddings needs equal vocabulary sizes"},
+      {[](Config& c) { c.layer_norm_eps = 0.0f; }, "layer_norm_eps must be a positive finite number"},
+      {[](Config& c) { c.layer_norm_eps = std::numeric_limits<float>::infinity(); }, "layer_norm_eps"},
+      {[](Config& c) { c.d_model = 65536 * 2, c.n_heads = 1; }, "implausibly large"},
+      {[](Config& c) { c.n_encoder_layers = 257; }, "implausibly large"},
+      {[](Config& c) { c.max_positions = 0; }, "max_positions"},
+      {[](Config& c) { c.unk_id = -1; }, "unk_id (-1) is outside the vocabulary"},
+  };
+  for (const auto& [change, message] : cases) {
+    Config c = small_config();
+    change(c);
+    try {
+      c.validate();
+      ADD_FAILURE() << "accepted; expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Config);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(small_config().validate());
 }
 
 TEST(Config, FromJsonNamesBadKeys) {

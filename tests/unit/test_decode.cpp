@@ -251,10 +251,16 @@ TEST(Sampling, TopKTopPTemperature) {
   p = sampling_distribution(logits, o);
   EXPECT_EQ((p.array() > 0).count(), 1);
   EXPECT_EQ(p(1), 1.0f);
-  // Lower temperature sharpens.
-  SamplingOptions cold;
-  cold.temperature = 0.25f;
-  EXPECT_GT(sampling_distribution(logits, cold)(1), full(1));
+  // The temperature divides the logits: p = softmax(logits / T), computed here by hand (T = 0.25 sharpens).
+  for (float t : {0.25f, 2.0f}) {
+    SamplingOptions tempered;
+    tempered.temperature = t;
+    const RowVec got = sampling_distribution(logits, tempered);
+    double sum = 0;
+    for (Eigen::Index i = 0; i < logits.size(); ++i) sum += std::exp(static_cast<double>(logits(i)) / t);
+    for (Eigen::Index i = 0; i < logits.size(); ++i)
+      EXPECT_NEAR(got(i), std::exp(static_cast<double>(logits(i)) / t) / sum, 1e-6) << "T " << t << ", id " << i;
+  }
   // Draws follow the distribution.
   Rng rng(5);
   std::vector<int> counts(6, 0);
@@ -321,6 +327,15 @@ TEST(Decoder, BeamTree) {
   for (int n : d.finished_beams()) EXPECT_TRUE(paths.insert(d.path(n)).second);
   EXPECT_EQ(d.generated(), d.path(d.best_node()));
   for (int n : d.finished_beams()) EXPECT_LE(tree[static_cast<size_t>(n)].score, tree[static_cast<size_t>(d.best_node())].score);
+  // Scores carry GNMT's length penalty: sum_logprob / ((5 + length) / 6)^alpha, alpha 0.6 by default; with
+  // alpha 0 the score is the sum itself.
+  for (size_t n = 1; n < tree.size(); ++n)
+    EXPECT_NEAR(tree[n].score, tree[n].sum_logprob / std::pow((5.0 + tree[n].length) / 6.0, 0.6), 1e-5) << "node " << n;
+  o.length_penalty = 0.0f;
+  Decoder plain(m.config, m.weights, kSrc, {}, o);
+  plain.run();
+  for (size_t n = 1; n < plain.tree().size(); ++n)
+    EXPECT_NEAR(plain.tree()[n].score, plain.tree()[n].sum_logprob, 1e-6) << "node " << n;
 }
 
 TEST(Decoder, ForcedPrefix) {

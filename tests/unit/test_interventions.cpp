@@ -328,6 +328,11 @@ TEST(NnOps, MaskedSoftmaxAndLayerNorm) {
   EXPECT_NEAR(t.mean(1), 5.0f, 1e-6f);
   EXPECT_NEAR(t.std(1), std::sqrt(2.0f / 3.0f), 1e-6f);
   EXPECT_NEAR(t.out(1, 2), 1.0f / std::sqrt(2.0f / 3.0f), 1e-5f);
+  // eps inside the root, gamma and beta applied: y = gamma (x - mean) / sqrt(var + eps) + beta.
+  const LayerNormWeights affine{RowVec::Constant(3, 2.0f), RowVec::Constant(3, 0.5f)};
+  layer_norm_forward(scores, affine, 0.25f, t);
+  EXPECT_NEAR(t.std(0), std::sqrt(2.0f / 3.0f + 0.25f), 1e-6f);
+  EXPECT_NEAR(t.out(0, 0), 2.0f * -1.0f / std::sqrt(2.0f / 3.0f + 0.25f) + 0.5f, 1e-5f);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 //   dL/dw ~ (L(w + h) - L(w - h)) / 2h
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <random>
 
@@ -103,6 +104,25 @@ TEST(LayerGradients, LabelSmoothedCrossEntropy) {
   auto loss = [&] { return label_smoothed_cross_entropy(z, targets, 1, 0.1f, nullptr).loss; };
   expect_gradient(loss, z.data(), dz.data(), z.size(), "logits", 1e-3);
   EXPECT_TRUE(dz.row(1).isZero());
+  // PyTorch's definition, in double here: the target distribution q = (1 - eps) onehot(y) + eps / V, loss =
+  // mean over non-pad rows of -sum_v q_v log p_v, and dL/dz = (p - q) / tokens. The finite differences above
+  // cannot tell eps / V from eps / (V - 1) (a 5e-4 difference); these can.
+  const double eps = 0.1, V = 9;
+  double want_loss = 0;
+  for (int i = 0; i < 5; ++i) {
+    const int y = targets[static_cast<size_t>(i)];
+    double sum = 0;
+    for (int v = 0; v < 9; ++v) sum += std::exp(static_cast<double>(z(i, v)));
+    for (int v = 0; v < 9; ++v) {
+      const double p = std::exp(static_cast<double>(z(i, v))) / sum;
+      const double q = (v == y ? 1 - eps : 0.0) + eps / V;
+      if (y != 1) {
+        want_loss -= q * std::log(p) / 3;
+        EXPECT_NEAR(dz(i, v), (p - q) / 3, 1e-6) << "row " << i << ", column " << v;
+      }
+    }
+  }
+  EXPECT_NEAR(r.loss, want_loss, 1e-6);
   // Without smoothing the loss is the negative log-likelihood.
   const LossResult plain = label_smoothed_cross_entropy(z, targets, 1, 0.0f, nullptr);
   EXPECT_NEAR(plain.loss, plain.nll, 1e-9);

@@ -12,6 +12,7 @@
 #include "train/batched_model.h"
 #include "train/optimizer.h"
 #include "train/parameters.h"
+#include "util/error.h"
 
 namespace sf {
 namespace {
@@ -98,6 +99,42 @@ TEST_P(TrainingAgainstPytorch, AdamStepsGiveTorchsLosses) {
     batch_backward(c, model.weights, batch, trace, dlogits, grads);
     adam.step(model.weights, grads, lr);
   }
+}
+
+TEST(LearningRateSchedule, WarmsUpLinearlyThenDecaysAsTheInverseSquareRoot) {
+  // The paper's schedule scaled to peak at `peak` on step `warmup`: peak * min(step / warmup, sqrt(warmup / step)).
+  LearningRateSchedule s;
+  s.peak = 1e-3f;
+  s.warmup_steps = 400;
+  EXPECT_FLOAT_EQ(s.at(1), 1e-3f / 400);
+  EXPECT_FLOAT_EQ(s.at(100), 0.25e-3f);
+  EXPECT_FLOAT_EQ(s.at(400), 1e-3f);
+  EXPECT_FLOAT_EQ(s.at(1600), 0.5e-3f);
+  EXPECT_FLOAT_EQ(s.at(40000), 0.1e-3f);
+  s.kind = LearningRateSchedule::Kind::Constant;
+  EXPECT_FLOAT_EQ(s.at(1), 1e-3f);
+  EXPECT_FLOAT_EQ(s.at(40000), 1e-3f);
+  EXPECT_EQ(schedule_kind_from_string("constant"), LearningRateSchedule::Kind::Constant);
+  EXPECT_EQ(schedule_kind_from_string("inverse_sqrt"), LearningRateSchedule::Kind::InverseSqrt);
+  EXPECT_THROW(schedule_kind_from_string("cosine"), Error);
+}
+
+TEST(ClipGradients, ScalesTheGlobalNormDownToTheLimitAsTorchDoes) {
+  // torch.nn.utils.clip_grad_norm_: the global L2 norm over every parameter; above max_norm, every gradient is
+  // multiplied by max_norm / (norm + 1e-6); at or below it, nothing changes.
+  Model model = load_model(fixture("pytorch_tutorial_post.model.safetensors"));
+  ModelWeights grads = zeros_like(model.weights);
+  const auto views = parameter_views(grads);
+  ASSERT_GE(views.size(), 2u);
+  views.front().data[0] = 3.0f;  // 3 and 4 in two different parameters: norm 5
+  views.back().data[views.back().size - 1] = 4.0f;
+  EXPECT_NEAR(clip_gradients(grads, 10.0f), 5.0, 1e-6);
+  EXPECT_EQ(views.front().data[0], 3.0f) << "under the limit: unchanged";
+  EXPECT_NEAR(clip_gradients(grads, 1.0f), 5.0, 1e-6);
+  EXPECT_NEAR(views.front().data[0], 3.0 / (5.0 + 1e-6), 1e-7);
+  EXPECT_NEAR(views.back().data[views.back().size - 1], 4.0 / (5.0 + 1e-6), 1e-7);
+  EXPECT_NEAR(clip_gradients(grads, 0.0f), 1.0, 1e-5) << "max_norm 0 only measures";
+  EXPECT_NEAR(views.front().data[0], 3.0 / (5.0 + 1e-6), 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TrainingAgainstPytorch,
