@@ -41,8 +41,14 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
                                  {"stage_content_right", layout.stage_content_right},
                                  {"stage_room_right", layout.stage_room_right},
                                  {"present", app.view().present}};
+  const sf::gui::AttentionSelection& a = app.attention();
+  const char* kind = a.kind == sf::AttentionKind::Encoder ? "enc" : a.kind == sf::AttentionKind::Decoder ? "dec" : "cross";
   nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
                           {"view", app.showing_model_info() ? "model-info" : "stage"},
+                          {"stage", sf::gui::stage_name(app.stage())},
+                          {"attention", std::string(kind) + "." + std::to_string(a.layer) + "." + std::to_string(a.head)},
+                          {"sentence", app.state().sentence},
+                          {"translation", app.state().translation_text()},
                           {"loading", app.loading()},
                           {"dialog", nullptr}};
   if (const sf::gui::DialogMessage* d = app.dialog().current())
@@ -78,20 +84,22 @@ int main(int argc, char** argv) {
     script.emplace(std::move(*parsed_script), lesson);
   }
 
+  // The frame log is opened before the window, so that a path that cannot be written stops the app at once.
+  sf::gui::FrameLog frame_log;
+  if (!options.frame_log_path.empty()) {
+    std::string error;
+    if (!frame_log.open(options.frame_log_path, error)) {
+      std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+      return 2;
+    }
+  }
+
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
-    sf::gui::FrameLog frame_log;
-    if (!options.frame_log_path.empty()) {
-      std::string error;
-      if (!frame_log.open(options.frame_log_path, error)) {
-        std::fprintf(stderr, "stepformer: %s\n", error.c_str());
-        return 2;
-      }
-    }
     int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
     while (!window.should_close()) {
       frame_log.begin_frame(app.state());

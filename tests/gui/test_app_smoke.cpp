@@ -119,9 +119,10 @@ TEST(AppSmoke, FrameLogTimesEveryFrameAndNamesWhatItRecomputed) {
       << recomputed[1];
   EXPECT_NE(recomputed[2].find("as trained | a man in an orange shirt is standing on the street."), std::string::npos)
       << recomputed[2];
-  // A log that cannot be written is named, and the app does not start.
-  const RunResult bad = run(headless("--frame-log /nonexistent-dir/frames.log --frames 1 --screenshot " +
-                                     output_path("never2.png")));
+  // A log that cannot be written is named, and the app stops before it opens a window (no display needed).
+  const RunResult bad = run(std::string("env -u DISPLAY ") + STEPFORMER_APP_PATH +
+                            " --no-settings --frame-log /nonexistent-dir/frames.log --frames 1 --screenshot " +
+                            output_path("never2.png"));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("cannot write the frame log '/nonexistent-dir/frames.log'"), std::string::npos) << bad.output;
 }
@@ -155,7 +156,11 @@ TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {
     if (placed["name"] == "positional_encoding") h = placed;
   ASSERT_FALSE(h.is_null()) << "no positional-encoding heatmap on screen";
   const int rows = h["rows"], cols = h["cols"];
-  const float x0 = h["x0"], y0 = h["y0"], x1 = h["x1"], y1 = h["y1"], lo = h["lo"], hi = h["hi"];
+  const float x0 = h["x0"], y0 = h["y0"], x1 = h["x1"], y1 = h["y1"];
+  // sin and cos lie in [-1, 1]: the map's colours span exactly that (not the app's own idea of the range).
+  const float lo = -1.0f, hi = 1.0f;
+  EXPECT_EQ(h["lo"].get<float>(), lo);
+  EXPECT_EQ(h["hi"].get<float>(), hi);
   ASSERT_GT(x1 - x0, 100.0f);
   ASSERT_GT(y1 - y0, 100.0f);
 

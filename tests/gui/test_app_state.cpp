@@ -108,6 +108,26 @@ TEST_F(ShippedModel, PaintedMaskCellBlocksExactlyThatCell) {
   EXPECT_FALSE(toggle_mask_cell(state.trace, iv, head, 99, 0));
 }
 
+TEST_F(ShippedModel, ANewSentenceDropsWhatBelongedToTheOldOnesPositions) {
+  // Painted cells, forced tokens and the reference belong to the old sentence; switched-off heads and masks do
+  // not, and stay.
+  Interventions iv = state.interventions;
+  ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 0, 0}, 3, 1));
+  iv.heads_off.push_back({AttentionKind::Cross, 2, 0});
+  iv.causal_mask = false;
+  ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+  ASSERT_TRUE(state.force_token(1, id("woman"))) << state.error;
+  ASSERT_FALSE(state.interventions.custom_masks.empty());
+  ASSERT_FALSE(state.interventions.forced_prefix.empty());
+  ASSERT_TRUE(state.set_sentence("Zwei Hunde spielen im Schnee.")) << state.error;
+  EXPECT_TRUE(state.interventions.custom_masks.empty());
+  EXPECT_TRUE(state.interventions.forced_prefix.empty());
+  EXPECT_EQ(state.interventions.heads_off.size(), 1u);
+  EXPECT_FALSE(state.interventions.causal_mask);
+  EXPECT_GT(state.trace.encoder[0].self_attn.probs[0](3, 1), 0.0f) << "the painted cell no longer blocks";
+  EXPECT_EQ(state.trace.interventions.custom_masks.size(), 0u);
+}
+
 TEST_F(ShippedModel, DecoderMaskPaintedOnTheFullPassKeepsWorkingWhileStepping) {
   Interventions iv = state.interventions;
   const HeadRef head{AttentionKind::Decoder, 0, 2};

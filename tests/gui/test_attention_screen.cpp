@@ -129,6 +129,13 @@ TEST(AttentionScreen, PaintedCellsAreDrawnBlocked) {
     ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 3, 0));
     ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 4, 5));
     ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+    // Row is the query, column the key: (3, 0) and (4, 5) are blocked, their mirror cells are not.
+    const Mat& blocked = state.trace.encoder[1].self_attn.mask[2];
+    EXPECT_GT(blocked(3, 0), 0.5f);
+    EXPECT_GT(blocked(4, 5), 0.5f);
+    EXPECT_LT(blocked(0, 3), 0.5f);
+    EXPECT_LT(blocked(5, 4), 0.5f);
+    EXPECT_EQ(blocked.sum(), 2.0f);
   }, 2);
 }
 

@@ -225,6 +225,22 @@ TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
   for (size_t i = 0; i < csv.values.size(); ++i) EXPECT_TRUE(same_bits(csv.values[i], npy.values[i])) << i;
 }
 
+TEST_F(HeadlessExport, CrossAttentionRowsAreTheDecoderAndColumnsTheSource) {
+  // A map that is not square: its rows (queries) are the decoder's input, its columns (keys) the source.
+  start("cross-attention", "cross.1.3");
+  const fs::path dir = scratch("cross");
+  ASSERT_TRUE(export_now(ExportKind::Csv, dir / "c.csv").ok);
+  const test::Csv csv = parse_csv(read_bytes((dir / "c.csv").string()));
+  const Mat& probs = app_->state().trace.decoder[1].cross_attn.probs[3];  // (T, S)
+  ASSERT_NE(probs.rows(), probs.cols()) << "pick a sentence whose source and translation differ in length";
+  EXPECT_EQ(csv.row_labels, app_->state().decoder_input_labels());
+  EXPECT_EQ(csv.col_labels, app_->state().source_labels());
+  ASSERT_EQ(csv.values.size(), static_cast<size_t>(probs.size()));
+  for (Eigen::Index r = 0; r < probs.rows(); ++r)
+    for (Eigen::Index c = 0; c < probs.cols(); ++c)
+      EXPECT_TRUE(same_bits(csv.values[static_cast<size_t>(r * probs.cols() + c)], probs(r, c))) << r << "," << c;
+}
+
 TEST_F(HeadlessExport, MaskedCellsAreNaNInBothFormats) {
   start("decoder-attention", "dec.0.1");
   const fs::path dir = scratch("masked");

@@ -133,6 +133,27 @@ TEST_F(LessonRun, PausesWaitForSpaceRightOrPageDownAndLeftGoesBack) {
   EXPECT_TRUE(log_.empty()) << log_.front();
 }
 
+TEST_F(LessonRun, WhileItWaitsTheKeysMoveTheLessonNotTheStageNorTheDecoding) {
+  // Pauses that change neither the stage nor the decoding: a Right or Space taken by the stage as well would
+  // show as a stage moved on or a token decoded.
+  start("stage embedding\nrestart\ncaption one\npause\ncaption two\npause\ncaption three\npause\n");
+  frames(5);
+  ASSERT_TRUE(runner_->waiting());
+  ASSERT_EQ(app_->state().translation.size(), 0u) << "restart leaves only <bos>";
+  press(GLFW_KEY_RIGHT);
+  EXPECT_EQ(app_->caption(), "two");
+  EXPECT_EQ(app_->stage(), Stage::Embedding);
+  press(GLFW_KEY_SPACE);
+  EXPECT_EQ(app_->caption(), "three");
+  EXPECT_EQ(app_->stage(), Stage::Embedding);
+  EXPECT_EQ(app_->state().translation.size(), 0u) << "Space went on with the lesson and also decoded a token";
+  press(GLFW_KEY_PAGE_DOWN);
+  EXPECT_TRUE(runner_->finished());
+  EXPECT_EQ(app_->stage(), Stage::Embedding);
+  press(GLFW_KEY_SPACE);  // finished: Space decodes again
+  EXPECT_EQ(app_->state().translation.size(), 1u);
+}
+
 TEST_F(LessonRun, UnknownCommandsAreReportedOnceAndSkipped) {
   start("caption a\nsparkle enc.0.3\npause\nconfetti off\ncaption b\npause\n");
   frames(5);
@@ -225,7 +246,12 @@ TEST(LessonKeys, AQuickTapContinuesTheLesson) {
       << "app=$!\n"
       << "xdotool search --sync --name Stepformer > /dev/null\n"
       << "sleep 2\n"  // the lesson reaches its pause
-      << "xdotool mousemove 200 200 key space\n"
+      // Press and release while the app is stopped: both events wait in its queue and arrive in the same poll,
+      // a tap shorter than any frame (sent to a running app, they often straddle two frames and look held)
+      << "xdotool mousemove 200 200\n"
+      << "kill -STOP $app\n"
+      << "xdotool key --delay 0 space\n"
+      << "kill -CONT $app\n"
       << "for i in $(seq 100); do kill -0 $app 2>/dev/null || exit 0; sleep 0.1; done\n"
       << "kill $app\n";
   const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " +

@@ -3,6 +3,8 @@
 // failure (the screen after closing the dialog equals the one before), and the settings file remembering the
 // session, restoring it at the next start, and a damaged one moved aside.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include <sstream>
 
 #include "app_under_xvfb.h"
+#include "model/model.h"
 #include "export_readers.h"
 #include "io/safetensors.h"
 
@@ -91,6 +94,21 @@ TEST(ModelScreens, ModelInfoAndTheErrorDialogOfABadFile) {
   EXPECT_EQ(info["app"]["view"], "model-info");
   EXPECT_EQ(info["app"]["model_path"], kTiny);
   EXPECT_TRUE(info["heatmaps"].empty());
+  // Its configuration table: one row per config key, within the window's width (the panel scrolls down), with
+  // the file's values.
+  const nlohmann::json config = config_to_json(load_model(kTiny).config);
+  std::map<std::string, std::string> rows;
+  for (const auto& item : info["items"]) {
+    if (item["name"] != "model_info.config") continue;
+    const std::string text = item["text"];
+    rows[text.substr(0, text.find(" = "))] = text.substr(text.find(" = ") + 3);
+    EXPECT_GE(item["x0"].get<float>(), 0.0f);
+    EXPECT_LE(item["x1"].get<float>(), 1280.0f) << text;
+  }
+  EXPECT_EQ(rows.size(), config.size()) << "every config key is a row";
+  EXPECT_EQ(rows["d_model"], config["d_model"].dump());
+  EXPECT_EQ(rows["n_heads"], config["n_heads"].dump());
+  EXPECT_EQ(rows["activation"], config["activation"].get<std::string>());
 
   // The dialog names the file and the problem; the model behind it is the one before.
   EXPECT_EQ(dialog["app"]["dialog"]["title"], "Cannot open the model");
@@ -125,6 +143,19 @@ TEST(ModelScreens, ModelInfoAndTheErrorDialogOfABadFile) {
     return rows;
   };
   EXPECT_GE(title_rows(d), 15) << "no dialog title bar in dialog.png";
+  // The problem is drawn, in its light red (1, 0.55, 0.5), where the dialog says it put it.
+  nlohmann::json problem;
+  for (const auto& item : dialog["items"])
+    if (item["name"] == "dialog.problem") problem = item;
+  ASSERT_FALSE(problem.is_null()) << "the dialog drew no problem text";
+  EXPECT_EQ(problem["text"], dialog["app"]["dialog"]["problem"]);
+  int red_text = 0;
+  for (int y = static_cast<int>(problem["y0"].get<float>()); y < static_cast<int>(problem["y1"].get<float>()); ++y)
+    for (int x = static_cast<int>(problem["x0"].get<float>()); x < static_cast<int>(problem["x1"].get<float>()); ++x) {
+      const unsigned char* p = d.at(x, y);
+      red_text += p[0] > 200 && std::abs(p[1] - 140) <= 30 && std::abs(p[2] - 128) <= 30;
+    }
+  EXPECT_GT(red_text, 100) << "the problem's text is not in the picture";
   EXPECT_EQ(title_rows(b), 0);
   EXPECT_GT(std::abs(d.mean_luma(440, 330, 840, 470) - b.mean_luma(440, 330, 840, 470)), 8.0f);
   // The info panel replaces the stage: most of the stage area changes, and it is not blank.
@@ -168,6 +199,8 @@ TEST(ModelScreens, SettingsRememberTheSessionAndSurviveDamage) {
                                                (dir / "restore.json").string()), 0) << test::read_bytes(dir / "restore.log");
     const nlohmann::json j = load_json(dir / "restore.json");
     EXPECT_EQ(j["app"]["model_path"], kTiny);
+    EXPECT_EQ(j["app"]["sentence"], "Zwei Hunde.");
+    EXPECT_EQ(j["app"]["stage"], "cross-attention");
     bool attention = false;
     for (const auto& h : j["heatmaps"]) attention |= h["name"] == "attention" && h["rows"] > 0;
     EXPECT_TRUE(attention) << "the cross-attention stage is back";

@@ -5,6 +5,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <cstdio>
 #include <set>
 
 #include "headless_imgui.h"
@@ -115,7 +116,27 @@ TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
   frame();
   const Config& c = app_->state().model->config;
   int maps = 0;
-  for (const auto& p : heatmap_placements()) maps += p.name.rfind("head_", 0) == 0;
+  for (const auto& p : heatmap_placements()) {
+    if (p.name.rfind("head_", 0) != 0) continue;
+    ++maps;
+    // head_L_H holds encoder layer L, head H's probabilities, and sits in row L, column H of the grid.
+    int layer = -1, head = -1;
+    ASSERT_EQ(std::sscanf(p.name.c_str(), "head_%d_%d", &layer, &head), 2) << p.name;
+    const Mat& probs = app_->state().trace.encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
+    ASSERT_EQ(p.heatmap->rows(), probs.rows());
+    for (int i = 0; i < p.heatmap->rows(); ++i)
+      for (int j = 0; j < p.heatmap->cols(); ++j) ASSERT_EQ(p.heatmap->value(i, j), probs(i, j)) << p.name;
+    for (const auto& q : heatmap_placements()) {
+      int l2 = -1, h2 = -1;
+      if (std::sscanf(q.name.c_str(), "head_%d_%d", &l2, &h2) != 2) continue;
+      if (l2 == layer && h2 > head) {
+        EXPECT_GT(q.min.x, p.min.x) << q.name << " is not right of " << p.name;
+      }
+      if (h2 == head && l2 > layer) {
+        EXPECT_GT(q.min.y, p.min.y) << q.name << " is not below " << p.name;
+      }
+    }
+  }
   EXPECT_EQ(maps, c.n_encoder_layers * c.n_heads);
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app_under_xvfb.h"
+#include "gui/app_state.h"
 #include "export_readers.h"
 #include "headless_imgui.h"
 #include "gui/app.h"
@@ -97,8 +98,18 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
     for (int c = 0; c < npy.cols; ++c) sum += npy.values[static_cast<size_t>(r) * npy.cols + c];
     EXPECT_NEAR(sum, 1.0f, 1e-5f) << "row " << r;
   }
+  // ...and they are the model's own probabilities of encoder layer 1, head 2 (computed here), bit for bit.
+  AppState state;
+  ASSERT_TRUE(state.load_model(kModel)) << state.error;
+  ASSERT_TRUE(state.set_sentence("Ein Mann mit einer Frau.")) << state.error;
+  const Mat& probs = state.trace.encoder[1].self_attn.probs[2];
+  ASSERT_EQ(npy.rows, probs.rows());
+  for (int r = 0; r < npy.rows; ++r)
+    for (int c = 0; c < npy.cols; ++c)
+      EXPECT_TRUE(test::same_bits(npy.values[static_cast<size_t>(r) * npy.cols + c], probs(r, c))) << r << "," << c;
   const test::Csv csv = test::parse_csv(test::read_bytes((dir / "attention.csv").string()));
-  EXPECT_EQ(csv.row_labels.front(), "<bos>");
+  EXPECT_EQ(csv.row_labels, state.source_labels());
+  EXPECT_EQ(csv.col_labels, state.source_labels());
   ASSERT_EQ(csv.values.size(), npy.values.size());
   for (size_t i = 0; i < npy.values.size(); ++i) EXPECT_TRUE(test::same_bits(csv.values[i], npy.values[i])) << i;
   for (const auto& name : {"window.png", "panel.png", "attention.csv", "attention.npy", "existing.npy"})
@@ -132,6 +143,15 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
   EXPECT_EQ(present_font, 32.0f);  // 18 px x 1.75, rasterised at that size
   EXPECT_EQ(static_cast<float>(scaled["panels"]["font_size"]), 47.0f);  // UI scale 1.5 on top: 18 x 1.5 x 1.75
   EXPECT_EQ(present["panels"]["caption"], caption);
+  // The caption is set in the large type (the header font), larger than the body text.
+  nlohmann::json caption_item;
+  for (const auto& item : present["items"])
+    if (item["name"] == "caption") caption_item = item;
+  ASSERT_FALSE(caption_item.is_null()) << "no caption drawn";
+  EXPECT_EQ(caption_item["text"], caption);
+  EXPECT_GT(caption_item["value"].get<float>(), present_font) << "the caption is larger than the body text";
+  EXPECT_GE(caption_item["y0"].get<float>(), static_cast<float>(present["panels"]["stage"]["y1"].get<int>()))
+      << "the caption sits below the stage";
   // The caption's strip is kept free below the stage.
   const int normal_bottom = normal["panels"]["stage"]["y1"], present_bottom = present["panels"]["stage"]["y1"];
   EXPECT_LT(present_bottom, normal_bottom - 60);

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
+#include <tuple>
 #include <algorithm>
 #include <functional>
 
@@ -162,6 +164,20 @@ TEST(ScriptRun, WalksEveryStageAndScreenshotsIt) {
       EXPECT_GT(static_cast<float>(m["x1"]) - static_cast<float>(m["x0"]), 8.0f) << stage << " " << m["name"];
     }
     for (const std::string& m : maps) EXPECT_TRUE(drawn.count(m)) << stage << " does not draw '" << m << "'";
+    // The attention stages show their own kind of attention, with its shape: queries x keys.
+    const int S = static_cast<int>(state.source_tokens.size()), T = static_cast<int>(state.trace.tgt.ids.size());
+    const std::map<std::string, std::tuple<std::string, int, int>> attention = {
+        {"encoder-attention", {"enc.", S, S}}, {"decoder-attention", {"dec.", T, T}}, {"cross-attention", {"cross.", T, S}}};
+    if (const auto it = attention.find(stage); it != attention.end()) {
+      const auto& [kind, rows, cols] = it->second;
+      EXPECT_EQ(layout["app"]["attention"].get<std::string>().rfind(kind, 0), 0u) << stage << ": " << layout["app"]["attention"];
+      for (const auto& m : layout["heatmaps"])
+        if (m["name"] == "attention") {
+          EXPECT_EQ(m["rows"], rows) << stage;
+          EXPECT_EQ(m["cols"], cols) << stage;
+        }
+    }
+    EXPECT_EQ(layout["app"]["stage"], stage);
     if (stage == "tokens") check_tokens_stage(shot, layout, state);
     if (stage == "output") check_output_stage(shot, layout, state);
   }

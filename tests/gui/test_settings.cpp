@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "gui/options.h"
@@ -215,6 +216,22 @@ TEST(Settings, WritesAtMostOncePerIntervalAndOnFlush) {
   EXPECT_EQ(read_settings(path).settings.last_stage, "tokens");
   store.flush();
   EXPECT_EQ(store.writes(), 3) << "flush without a change writes nothing";
+  // A change of any one field is a change to save: each alone makes the next flush write.
+  const std::vector<std::function<void(Settings&)>> changes = {
+      [](Settings& x) { x.last_sentence = "Ein Hund."; },
+      [](Settings& x) { x.last_model = "/m.safetensors"; },
+      [](Settings& x) { x.recent_models = {"/m.safetensors"}; },
+      [](Settings& x) { x.ui_scale = 2.0f; },
+      [](Settings& x) { x.last_stage = "output"; }};
+  int writes = store.writes();
+  for (const auto& change : changes) {
+    change(s);
+    store.update(s);
+    store.flush();
+    EXPECT_EQ(store.writes(), ++writes);
+  }
+  EXPECT_TRUE(read_settings(path).settings == s);
+  EXPECT_EQ(read_settings(path).settings.last_sentence, "Ein Hund.");
 }
 
 TEST(Settings, AFailedWriteIsReportedOnceAndNotRetriedEverySecond) {
@@ -284,6 +301,18 @@ TEST(Settings, TheLastSessionFillsWhatTheCommandLineLeftOpen) {
   EXPECT_EQ(given.model_path, "/given.safetensors");
   EXPECT_EQ(given.stage, "output");
   EXPECT_EQ(given.sentence, "Zwei Hunde spielen im Schnee.");
+  EXPECT_FLOAT_EQ(given.ui_scale, 1.5f);
+
+  // A sentence and a text size given on the command line win too.
+  AppOptions typed;
+  typed.sentence = "Ein Hund.";
+  typed.sentence_given = true;
+  typed.ui_scale = 2.0f;
+  typed.ui_scale_given = true;
+  apply_last_session(s, typed);
+  EXPECT_EQ(typed.sentence, "Ein Hund.");
+  EXPECT_FLOAT_EQ(typed.ui_scale, 2.0f);
+  EXPECT_EQ(typed.model_path, model);
 
   // A last model that is gone, and a stage this version does not know, are left out.
   s.last_model = dir.file("gone.safetensors");

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gui/render/item_placements.h"
+
 namespace sf::gui {
 
 namespace {
@@ -40,6 +42,7 @@ bool MessageDialog::draw() {
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.55f, 0.5f, 1.0f));
     ImGui::TextUnformatted(m.problem.c_str());
+    record_item("dialog.problem", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, m.problem);
     ImGui::PopStyleColor();
     if (!m.hint.empty()) {
       ImGui::Spacing();

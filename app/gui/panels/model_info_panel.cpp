@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -166,12 +167,15 @@ void draw_config(const ModelInfo& info) {
   ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);  // fit the longest key / value
   ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("meaning", ImGuiTableColumnFlags_WidthStretch);
+  int row = 0;
   for (const auto& [key, value] : info.config) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(key.c_str());
+    const ImVec2 key_min = ImGui::GetItemRectMin();
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(value.c_str());
+    record_item("model_info.config", key_min, ImGui::GetItemRectMax(), row++, key + " = " + value);
     ImGui::TableNextColumn();
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("%s", config_key_meaning(key));

@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cstdio>
 
+#include "gui/render/item_placements.h"
 #include "gui/view.h"
 
 namespace sf::gui {
@@ -155,6 +156,7 @@ int draw_caption_overlay(const std::string& caption, const LessonStatus& lesson,
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 1, 1, 1));
       ImGui::PushTextWrapPos(start.x + l.text_width);
       ImGui::TextUnformatted(caption.c_str());
+      record_item("caption", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, caption, ImGui::GetFontSize());
       ImGui::PopTextWrapPos();
       ImGui::PopStyleColor();
       ImGui::PopFont();

@@ -355,8 +355,6 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       return;
     } else if (c.name == "show") {
       if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
-    } else if (c.name == "show") {
-      if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
     } else if (c.name == "quit") {
       quit_ = true;
       return;
