@@ -265,7 +265,8 @@ void App::frame() {
   ImGui::EndChild();
   frame_tensors_.clear();
   for (const HeatmapPlacement& p : heatmap_placements())
-    if (p.heatmap && std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
+    if (p.heatmap && p.name.rfind("minimap:", 0) != 0 &&
+        std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
       frame_tensors_.push_back(p.name);
   lesson_step_ += draw_caption_overlay(caption_, caption_lesson, stage_min, stage_max);
   draw_model_dialogs();
@@ -346,7 +347,7 @@ void App::export_tensors() {
     }
     const HeatmapPlacement* found = nullptr;
     for (const HeatmapPlacement& p : heatmap_placements())
-      if (p.heatmap && (r.tensor.empty() || p.name == r.tensor)) {
+      if (p.heatmap && p.name.rfind("minimap:", 0) != 0 && (r.tensor.empty() || p.name == r.tensor)) {
         found = &p;
         break;
       }

@@ -47,6 +47,14 @@ class App {
   void select_head(const HeadRef& head);      // also opens the head's attention stage
   void select_layer(int layer);
   void select_head_index(int head);
+  // The attention stages' view switch and cell expansion (also the script's `view` and `expand`).
+  void set_attention_view(AttentionView view) { attention_panel_.set_view(view); }
+  AttentionView attention_view() const { return attention_panel_.view(); }
+  void expand_attention_cell(int row, int col) { attention_panel_.expand(row, col); }
+  void collapse_attention_cell() { attention_panel_.collapse(); }
+  const std::optional<AttentionCell>& expanded_attention_cell() const { return attention_panel_.expanded_cell(); }
+  // Zooms the attention map (1: the whole map) with cell (row, col) in view (the script's `zoom`).
+  void zoom_attention(float zoom, int row, int col) { attention_panel_.map().set_zoom(zoom, row, col); }
   // Interventions and decoding (also the script's commands).
   bool set_interventions(const Interventions& next) { return state_.set_interventions(next); }
   AppState& mutable_state() { return state_; }

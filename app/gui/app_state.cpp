@@ -213,7 +213,31 @@ bool AppState::restart() { return rebuild(0); }
 
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;
-  for (const Token& t : source_tokens) out.push_back(t.special ? t.text : unescape_token(t.text));
+  for (const Token& t : source_tokens) {
+    if (t.unknown && model) out.push_back(model->src_vocab.token(model->config.unk_id));
+    else out.push_back(t.special ? t.text : unescape_token(t.text));
+  }
+  return out;
+}
+
+std::vector<std::string> AppState::source_label_tips() const {
+  std::vector<std::string> out;
+  for (const Token& t : source_tokens) {
+    if (t.unknown) out.push_back("\"" + t.surface + "\" is not in the vocabulary: the model reads <unk>");
+    else if (t.special) out.push_back(t.text);
+    else out.push_back("\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\" (id " + std::to_string(t.id) + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> AppState::decoder_row_labels() const {
+  std::vector<std::string> out = decoder_input_labels();
+  for (size_t t = 0; t < out.size(); ++t) {
+    // Row t reads decoder input t and predicts the token after it: translation[t] once chosen.
+    std::string predicted = "?";
+    if (t < translation.size()) predicted = target_token(translation[t]);
+    out[t] += " -> " + predicted;
+  }
   return out;
 }
 

@@ -54,9 +54,14 @@ struct AppState {
 
   bool ready() const { return model && trace.has_decoder(); }
   bool decoding_finished() const { return decoder && decoder->finished(); }
-  // Token strings for axis labels: source tokens, decoder input tokens (<bos> + translation).
+  // Token strings for axis labels: source tokens as the model read them (an unknown word is "<unk>"), decoder
+  // input tokens (<bos> + translation), and decoder rows as "input -> predicted" ("orange -> shirt": the
+  // position reads "orange" and predicts "shirt"; the last row of an unfinished decoding predicts "?").
   std::vector<std::string> source_labels() const;
   std::vector<std::string> decoder_input_labels() const;
+  std::vector<std::string> decoder_row_labels() const;
+  // What hovering a label says: the word as typed, and for an unknown word that the model read <unk>.
+  std::vector<std::string> source_label_tips() const;
   std::string translation_text() const;
   std::string target_token(int id) const;  // a target id as text (unescaped)
 

@@ -29,7 +29,11 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
   nlohmann::json heatmaps = nlohmann::json::array();
   for (const auto& p : sf::gui::heatmap_placements())
     heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
-                        {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi}});
+                        {"rows", p.rows}, {"cols", p.cols}, {"lo", p.lo}, {"hi", p.hi},
+                        {"window", {p.window.col0, p.window.row0, p.window.cols, p.window.rows}},
+                        {"colormap", p.colormap == sf::gui::Colormap::Diverging ? "diverging"
+                                     : p.colormap == sf::gui::Colormap::Magma   ? "magma"
+                                                                                : "viridis"}});
   nlohmann::json items = nlohmann::json::array();
   for (const auto& p : sf::gui::item_placements())
     items.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},

@@ -141,7 +141,7 @@ void report_hovered_token(TokenSide side, int index) { g_current = {side, index}
 bool is_hovered_token(TokenSide side, int index) { return g_shown.index == index && g_shown.side == side && index >= 0; }
 
 void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, float row_height, float width,
-                      TokenSide side) {
+                      TokenSide side, const std::vector<std::string>* tips) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
   // Rows thinner than a line of text (many tokens, large type): the label shrinks to its row, down to half the
@@ -156,7 +156,10 @@ void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, flo
     const ImVec2 p0(origin.x, origin.y + i * row_height), p1(origin.x + width, origin.y + (i + 1) * row_height);
     const int index = static_cast<int>(i);
     if (index == hovered) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
-    if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) report_hovered_token(side, index);
+    if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) {
+      report_hovered_token(side, index);
+      if (tips && i < tips->size()) ImGui::SetTooltip("%s", (*tips)[i].c_str());
+    }
     if (index % step == 0 && (step == 1 || hovered < 0 || std::abs(index - hovered) >= step))
       draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
                     ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());

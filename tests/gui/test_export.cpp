@@ -233,7 +233,7 @@ TEST_F(HeadlessExport, CrossAttentionRowsAreTheDecoderAndColumnsTheSource) {
   const test::Csv csv = parse_csv(read_bytes((dir / "c.csv").string()));
   const Mat& probs = app_->state().trace.decoder[1].cross_attn.probs[3];  // (T, S)
   ASSERT_NE(probs.rows(), probs.cols()) << "pick a sentence whose source and translation differ in length";
-  EXPECT_EQ(csv.row_labels, app_->state().decoder_input_labels());
+  EXPECT_EQ(csv.row_labels, app_->state().decoder_row_labels()) << "rows: the position's input -> what it predicts";
   EXPECT_EQ(csv.col_labels, app_->state().source_labels());
   ASSERT_EQ(csv.values.size(), static_cast<size_t>(probs.size()));
   for (Eigen::Index r = 0; r < probs.rows(); ++r)

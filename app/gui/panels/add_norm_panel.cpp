@@ -76,7 +76,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   }
 
   // Per-token statistics: before (the norm's input, recorded by the forward) and after (its output).
-  const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_input_labels();
+  const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_row_labels();
   const Mat& out = blk.norm->out;
   if (ImGui::BeginTable("stats", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("token");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gui/panels/interventions_panel.h"
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -47,16 +48,40 @@ void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with
 
 namespace {
 
-const char* kind_title(AttentionKind k) {
+// What each kind of attention is, for a student reading the panel.
+const char* kind_explanation(AttentionKind k) {
   switch (k) {
-    case AttentionKind::Encoder: return "Encoder self-attention";
-    case AttentionKind::Decoder: return "Decoder masked self-attention";
-    case AttentionKind::Cross: return "Cross-attention (decoder queries, encoder keys)";
+    case AttentionKind::Encoder:
+      return "Each row is a query token, each column a key token of the same German sentence. A row shows how "
+             "strongly that query attends to every key: the softmax of the scores Q K^T / sqrt(D), so each row sums "
+             "to 1. Hatched cells are blocked by a mask (padding, or cells painted here): they get -inf before the "
+             "softmax, so probability 0. Click a cell to see its whole computation; untick \"head on\" to switch "
+             "this head off; with \"paint mask\" a click blocks or allows a cell.";
+    case AttentionKind::Decoder:
+      return "Each row is a decoder position: it reads one English token and predicts the next (\"orange -> shirt\" "
+             "reads \"orange\" and is trained to output \"shirt\"). Columns are the tokens it may read. The causal "
+             "mask hatches every later position: a word cannot look at the words it is about to predict. Rows sum "
+             "to 1. Click a cell to see its computation.";
+    case AttentionKind::Cross:
+      return "Cross-attention joins the two halves. Queries come from the decoder (each row: the English position "
+             "\"reads -> predicts\"), keys and values from the encoder's final output over the German sentence: the "
+             "same encoder output in every decoder layer. There is no causal mask here: every English position may "
+             "read every German word. A bright cell shows which German word the decoder looked at while writing "
+             "its next English word. Click a cell to see its computation.";
   }
   return "";
 }
 
 }  // namespace
+
+std::string attention_title(AttentionKind kind, const Interventions& iv) {
+  std::string title = kind == AttentionKind::Encoder   ? "Encoder self-attention"
+                      : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
+                                                       : "Cross-attention (decoder queries, encoder keys and values)";
+  if (kind == AttentionKind::Decoder && !iv.causal_mask) title += " (causal mask OFF)";
+  if (!iv.padding_mask) title += " (padding mask OFF)";
+  return title;
+}
 
 bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interventions& edit) {
   if (!state.ready()) {
@@ -69,13 +94,19 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
 
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->probs.empty()) return changed;
+  // Decoder rows read one token and predict the next: "orange -> shirt". Keys are what is read.
   const std::vector<std::string> queries =
-      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
+      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
   const std::vector<std::string> keys =
       sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
+  const std::vector<std::string> source_tips = state.source_label_tips();
   const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
+  const bool selection_changed =
+      uploaded_.kind != sel.kind || uploaded_.layer != sel.layer || uploaded_.head != sel.head;
+  if (selection_changed) expanded_.reset();
+  if (expanded_ && (expanded_->row >= tq || expanded_->col >= tk)) expanded_.reset();
 
-  ImGui::Text("%s, layer %d, head %d", kind_title(sel.kind), sel.layer, sel.head);
+  ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), sel.layer, sel.head);
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
   same_line_if_fits(labelled_box_width("head on") + style.ItemSpacing.x + labelled_box_width("paint mask"),
@@ -96,80 +127,92 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
       changed = true;
     }
   }
+  // The view switch: the heatmap, or the same head as lines between the two columns of tokens.
+  int view = static_cast<int>(view_);
+  same_line_if_fits(labelled_box_width("heatmap") + labelled_box_width("lines") + style.ItemSpacing.x,
+                    ImGui::GetFontSize() * 2);
+  ImGui::RadioButton("heatmap", &view, static_cast<int>(AttentionView::Heatmap));
+  ImGui::SameLine();
+  ImGui::RadioButton("lines", &view, static_cast<int>(AttentionView::Lines));
+  view_ = static_cast<AttentionView>(view);
 
-  if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
-      uploaded_.head != sel.head) {
+  if (uploaded_version_ != state.version || selection_changed) {
     const Mat p = probabilities_with_blocked_cells(*a, sel.head);
-    heatmap_.set_values(p.data(), tq, tk, 0.0f, 1.0f);
+    map_.heatmap().set_values(p.data(), tq, tk, 0.0f, 1.0f);
     const Mat& scores = a->scores[sel.head];  // (Tq, Tk), scaled, before the mask
     const float r = std::max(1e-3f, scores.cwiseAbs().maxCoeff());
-    scores_.set_values(scores.data(), tq, tk, -r, r);
+    scores_.heatmap().set_values(scores.data(), tq, tk, -r, r);
     Mat masked = scores;
     for (Eigen::Index i = 0; i < masked.size(); ++i)
       if (std::isnan(p.data()[i])) masked.data()[i] = std::numeric_limits<float>::quiet_NaN();
-    masked_scores_.set_values(masked.data(), tq, tk, -r, r);
+    masked_scores_.heatmap().set_values(masked.data(), tq, tk, -r, r);
     const Mat& out = a->head_out[sel.head];  // (Tq, D)
     const float ro = std::max(1e-3f, out.cwiseAbs().maxCoeff());
-    head_out_.set_values(out.data(), static_cast<int>(out.rows()), static_cast<int>(out.cols()), -ro, ro);
+    head_out_.heatmap().set_values(out.data(), static_cast<int>(out.rows()), static_cast<int>(out.cols()), -ro, ro);
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
+  const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
+  const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
 
-  // Labels: keys rotated along the top, queries on the left.
-  const float font = ImGui::GetFontSize();
-  float label_width = 0;
-  for (const auto& s : queries) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
-  float key_width = 0;
-  for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
-  label_width += style.ItemSpacing.x;
-  const float bar_width = colour_bar_width(0.0f, 1.0f);
-  const ImVec2 full = ImGui::GetContentRegionAvail();
-  // The right part of the panel shows the steps that lead to the probabilities.
-  const float steps_width = full.x > font * 40 ? full.x * 0.3f : 0.0f;
-  const ImVec2 avail(full.x - steps_width, full.y);
-  const float line = ImGui::GetTextLineHeightWithSpacing();
-
-  static constexpr const char* kExplanation =
-      "Each row is a query token, each column a key token. A row shows how strongly that query attends to every "
-      "key: the softmax of the scores Q K^T / sqrt(D), so each row sums to 1. Hatched cells are blocked by the "
-      "mask (padding, or future positions in the decoder): they get -inf before the softmax, so probability 0. "
-      "Untick \"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.";
-  // The formula and the shapes: one line above the map, the shapes on a line of their own beside it.
+  const char* explanation_text = kind_explanation(sel.kind);
   char formula[160];
   std::snprintf(formula, sizeof(formula), "softmax(Q K^T / sqrt(%d) + M) V", c.head_dim());
   char shapes[120];
   std::snprintf(shapes, sizeof(shapes), "Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]", tq, c.head_dim(), tk,
                 c.head_dim(), tq, tk);
   const std::string formula_line = std::string(formula) + "     " + shapes;
+
+  if (view_ == AttentionView::Lines) {
+    explanation("Lines: each query token on the left joins every key token on the right, as opaque as its "
+                "probability; one colour per head. Click a head's colour to add it, hover a token for its lines.");
+    ImGui::TextUnformatted(formula_line.c_str());
+    lines_panel_.draw(*a, queries, keys, qside, kside, sel.head, ImGui::GetContentRegionAvail());
+    expanded_cell_.reset();
+    return changed;
+  }
+
+  // Labels: keys rotated along the top, queries on the left.
+  const float font = ImGui::GetFontSize();
+  const float label_width = MapView::label_width_for(queries);
+  float key_width = 0;
+  for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
+  const float bar_width = colour_bar_width(0.0f, 1.0f) + style.ItemSpacing.x;
+  const ImVec2 full = ImGui::GetContentRegionAvail();
+  // The right part of the panel shows the steps that lead to the probabilities, or the opened cell.
+  const float steps_width = expanded_ ? std::max(full.x * (full.x > font * 40 ? 0.36f : 0.45f), std::min(full.x * 0.5f, font * 22))
+                            : full.x > font * 40 ? full.x * 0.3f
+                                                 : 0.0f;
+  const ImVec2 avail(full.x - steps_width, full.y);
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+
   // Height of the explanation and the formula: above the map the explanation wraps at the window's edge and the
   // formula is one line; beside it both wrap in their column.
   const auto text_height = [&](float width, bool beside) {
     float h = beside ? ImGui::CalcTextSize(formula, nullptr, false, width).y +
                            ImGui::CalcTextSize(shapes, nullptr, false, width).y + 2 * style.ItemSpacing.y
                      : ImGui::CalcTextSize(formula_line.c_str()).y + style.ItemSpacing.y;
-    if (explanations_shown()) h += ImGui::CalcTextSize(kExplanation, nullptr, false, width).y + style.ItemSpacing.y;
+    if (explanations_shown()) h += ImGui::CalcTextSize(explanation_text, nullptr, false, width).y + style.ItemSpacing.y;
     return h;
   };
   // The cell size (square cells) of the map with a cell at most `cell_limit` (and 3 lines), in a room `height`
   // high, and the room its key labels get above it. A key label is drawn at most a cell high (rotated: its
-  // length is its height), so the room shrinks with the cell: key_room = key_width * min(1, cell / font), and
-  // in large type (presentation mode, a large UI scale) at most 5 lines: a long German compound is drawn
-  // smaller rather than push the map down. The room grows with the cell and the height left for the rows
-  // shrinks with the room, so the largest cell that fits is found by bisection.
+  // length is its height), so the room shrinks with the cell: key_room = key_width * min(1, cell / font), at most
+  // five lines (a long German compound is drawn smaller rather than push the map down; tensor_view.h). The
+  // room grows with the cell and the height left for the rows shrinks with the room, so the largest cell that
+  // fits is found by bisection. Below 10 px a key label is not drawn at all, and takes no room.
   struct MapFit {
     float cell, key_room;
   };
-  const bool large_type = font >= 24.0f;
   const float below = 0.5f * line;  // under the map
+  const float min_label = std::max(10.0f, 0.5f * font);
   const auto fit = [&](float cell_limit, float height) {
     const auto key_room_for = [&](float cell) {
-      const float room = key_width * std::min(1.0f, cell / font);
-      return large_type ? std::min(room, font * 5) : room;
+      if (cell < min_label) return 0.0f;
+      return std::min(key_width * std::min(1.0f, cell / font), 5.0f * font) + style.ItemSpacing.y;
     };
-    const auto fits = [&](float cell) {
-      return cell * tq + key_room_for(cell) + style.ItemSpacing.y + below <= height;
-    };
-    float lo = 4.0f, hi = std::max(lo, std::min(cell_limit, font * 3));
+    const auto fits = [&](float cell) { return cell * tq + key_room_for(cell) + below <= height; };
+    float lo = 1.0f, hi = std::max(lo, std::min(cell_limit, font * 3));
     if (fits(hi)) {
       lo = hi;
     } else {
@@ -201,84 +244,99 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     }
   }
   if (!text_beside) {
-    explanation(kExplanation);
+    explanation(explanation_text);
     ImGui::TextUnformatted(formula_line.c_str());
   }
   const ImVec2 panel_origin = ImGui::GetCursorScreenPos();  // below the text when it is above the map
   const float steps_height = ImGui::GetContentRegionAvail().y;
-  const float cell = map.cell, key_room = map.key_room;
-  const float top_height = key_room + style.ItemSpacing.y;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const ImVec2 grid(origin.x + label_width, origin.y + top_height);
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
-  const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
-  for (int j = 0; j < tk; ++j) {
-    const ImVec2 c0(grid.x + j * cell, origin.y), c1(grid.x + (j + 1) * cell, grid.y);
-    if (is_hovered_token(kside, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
-    if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) report_hovered_token(kside, j);
-    // Never wider than the column nor longer than the room above the map.
-    const float key_size = std::min({ImGui::GetFontSize(), cell,
-                                     ImGui::GetFontSize() * key_room / std::max(1.0f, ImGui::CalcTextSize(keys[j].c_str()).x)});
-    rotated_text(draw, ImVec2(grid.x + (j + 0.5f) * cell - key_size * 0.5f, grid.y - 4), text, keys[j].c_str(),
-                 1.5707964f, key_size);
+
+  // The map: square cells, labels, colour bar; zoom and pan once the cells are too small to read.
+  MapAxis row_axis, col_axis;
+  row_axis.labels = &queries;
+  row_axis.tips = sel.kind == AttentionKind::Encoder ? &source_tips : nullptr;
+  row_axis.tokens = true;
+  row_axis.side = qside;
+  col_axis.labels = &keys;
+  col_axis.tips = sel.kind == AttentionKind::Decoder ? nullptr : &source_tips;
+  col_axis.tokens = true;
+  col_axis.side = kside;
+  MapViewOptions options;
+  options.style = {Colormap::Viridis, true};
+  options.value_name = "probability";
+  options.square_cells = true;
+  options.always_label = font >= 24.0f;  // large type (presentation mode): every row keeps its label
+  options.tooltip = false;
+  options.label_width = label_width;
+  map_.heatmap().set_axis_labels(queries, keys);  // row and column names for export
+  const ImVec2 map_size(label_width + map.cell * tk + bar_width, map.key_room + map.cell * tq);
+  const MapViewHit hit = map_.draw("attention", map_size, row_axis, col_axis, options);
+  if (hit.clicked) {
+    if (paint_mask_) changed |= toggle_mask_cell(state.trace, edit, here, hit.row, hit.col);
+    else expanded_ = {hit.row, hit.col};
   }
-  token_row_labels(ImVec2(origin.x, grid.y), queries, cell, label_width - ImGui::GetStyle().ItemSpacing.x, qside);
-  ImGui::SetCursorScreenPos(grid);
-  int row = -1, col = -1;
-  heatmap_.set_axis_labels(queries, keys);  // row and column names for export
-  const bool hovered = heatmap_.draw("attention", ImVec2(cell * tk, cell * tq), {}, &row, &col);
-  // The hovered token's row (as a query) and column (as a key), outlined.
-  for (int i = 0; i < tq; ++i)
-    if (is_hovered_token(qside, i))
-      draw->AddRect(ImVec2(grid.x, grid.y + i * cell), ImVec2(grid.x + tk * cell, grid.y + (i + 1) * cell), kHoverColour, 0, 0, 3.0f);
-  for (int j = 0; j < tk; ++j)
-    if (is_hovered_token(kside, j))
-      draw->AddRect(ImVec2(grid.x + j * cell, grid.y), ImVec2(grid.x + (j + 1) * cell, grid.y + tq * cell), kHoverColour, 0, 0, 3.0f);
-  if (hovered) report_hovered_token(qside, row);
-  if (hovered && paint_mask_ && ImGui::IsMouseClicked(0)) changed |= toggle_mask_cell(state.trace, edit, here, row, col);
-  ImGui::SameLine();
-  colour_bar("probability", 0.0f, 1.0f, ImVec2(bar_width, cell * tq));
+  const float map_right = origin.x + map_size.x;
   if (text_beside) {
-    ImGui::SetCursorScreenPos(ImVec2(ImGui::GetItemRectMax().x + style.ItemSpacing.x, origin.y));
+    ImGui::SetCursorScreenPos(ImVec2(map_right + style.ItemSpacing.x, origin.y));
     ImGui::BeginGroup();
-    explanation(kExplanation);
+    explanation(explanation_text);
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextUnformatted(formula);
     ImGui::TextUnformatted(shapes);
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
   }
-  if (steps_width > 0) {
-    // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its formula.
-    const float w = steps_width - ImGui::GetStyle().ItemSpacing.x * 2;
-    const float h = std::max(0.0f, std::min(w * tq / std::max(tk, 1), (steps_height - 6 * line) / 3));
-    const float mw = h * tk / std::max(tq, 1);
-    ImGui::SetCursorScreenPos(ImVec2(panel_origin.x + avail.x + ImGui::GetStyle().ItemSpacing.x, panel_origin.y));
+  const float column_x = panel_origin.x + avail.x + style.ItemSpacing.x;
+  const float column_w = steps_width - 2 * style.ItemSpacing.x;
+  if (expanded_) {
+    // The opened cell's computation, in the right-hand column.
+    expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col);
+    ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
+    ImGui::BeginChild("##cell", ImVec2(column_w, steps_height), false);
+    if (cell_panel_.draw(*expanded_cell_, queries[static_cast<size_t>(expanded_->row)],
+                         keys[static_cast<size_t>(expanded_->col)], keys, ImGui::GetContentRegionAvail().x))
+      expanded_.reset();
+    ImGui::EndChild();
+  } else if (steps_width > 0) {
+    expanded_cell_.reset();
+    // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its labels and colour bar.
+    const float h = std::max(3 * font, (steps_height - 5 * line) / 3);
+    ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginGroup();
+    MapViewOptions small;
+    small.style = {Colormap::Diverging, true};
+    small.value_name = "score";
+    small.label_width = std::min(label_width, column_w * 0.35f);
     ImGui::Text("1. scores  Q K^T / sqrt(%d)", c.head_dim());
-    scores_.set_axis_labels(queries, keys);
-    scores_.draw("attention_scores", ImVec2(mw, h));
+    scores_.heatmap().set_axis_labels(queries, keys);
+    scores_.draw("attention_scores", ImVec2(column_w, h), row_axis, col_axis, small);
     ImGui::Text("2. + mask M (blocked: -inf)");
-    masked_scores_.set_axis_labels(queries, keys);
-    masked_scores_.draw("attention_masked_scores", ImVec2(mw, h));
+    masked_scores_.heatmap().set_axis_labels(queries, keys);
+    masked_scores_.draw("attention_masked_scores", ImVec2(column_w, h), row_axis, col_axis, small);
     ImGui::Text("3. softmax per row  (left)");
-    ImGui::Text("4. x V = head output [%d x %d]", head_out_.rows(), head_out_.cols());
-    head_out_.set_axis_labels(queries);
-    head_out_.draw("attention_head_output", ImVec2(std::min(w, h * head_out_.cols() / std::max(head_out_.rows(), 1)), h));
+    ImGui::Text("4. x V = head output [%d x %d]", head_out_.heatmap().rows(), head_out_.heatmap().cols());
+    head_out_.heatmap().set_axis_labels(queries);
+    small.value_name = "value";
+    head_out_.draw("attention_head_output", ImVec2(column_w, h), row_axis, MapAxis{}, small);
     ImGui::EndGroup();
+  } else {
+    expanded_cell_.reset();
   }
-  if (hovered && row < static_cast<int>(queries.size()) && col < static_cast<int>(keys.size())) {
-    const bool blocked = a->mask[sel.head].size() > 0 && a->mask[sel.head](row, col) > 0.5f;
+  if (hit.hovered && hit.row < static_cast<int>(queries.size()) && hit.col < static_cast<int>(keys.size())) {
+    const bool blocked = a->mask[sel.head].size() > 0 && a->mask[sel.head](hit.row, hit.col) > 0.5f;
     ImGui::BeginTooltip();
-    ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[row].c_str(), row, keys[col].c_str(), col);
-    ImGui::Text("score q.k / sqrt(D) = %.3f", a->scores[sel.head](row, col));
+    ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[hit.row].c_str(), hit.row,
+                keys[hit.col].c_str(), hit.col);
+    ImGui::Text("score q.k / sqrt(D) = %.3f", a->scores[sel.head](hit.row, hit.col));
     if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
-    else ImGui::Text("probability = %.3f", a->probs[sel.head](row, col));
-    if (paint_mask_) ImGui::TextDisabled("click: %s this cell", blocked ? "allow" : "block");
+    else ImGui::Text("probability = %.3f", a->probs[sel.head](hit.row, hit.col));
+    ImGui::TextDisabled(paint_mask_ ? "click: %s this cell" : "click: open this cell's computation",
+                        blocked ? "allow" : "block");
     ImGui::EndTooltip();
   }
+  // The panel's room is taken up to the bottom of the map (and the text beside it).
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, std::max(origin.y + map_size.y, ImGui::GetCursorScreenPos().y)));
+  ImGui::Dummy(ImVec2(0, 0));
   return changed;
 }
 

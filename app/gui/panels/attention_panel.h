@@ -1,8 +1,14 @@
 // Panel: one attention head as a heatmap of softmax probabilities, queries down the side, keys along the top,
-// masked cells hatched, with the formula, the shapes and what a cell means on hover.
+// masked cells hatched, with the formula, the shapes and what a cell means on hover; beside it the steps that
+// lead there (scores, + mask, times V), or, once a cell is clicked, that cell's whole computation
+// (attention_cell_panel.h). A view switch shows the same head as lines instead (attention_lines_panel.h).
 #pragma once
+#include <optional>
+
 #include "gui/app_state.h"
-#include "gui/render/heatmap.h"
+#include "gui/panels/attention_cell_panel.h"
+#include "gui/panels/attention_lines_panel.h"
+#include "gui/render/map_view.h"
 
 namespace sf::gui {
 
@@ -12,19 +18,42 @@ struct AttentionSelection {
   int head = 0;
 };
 
+enum class AttentionView { Heatmap, Lines };
+
 class AttentionPanel {
  public:
   // Edits `edit` (a copy of the state's interventions) when the user switches the head or paints its mask;
   // returns true then.
   bool draw(const AppState& state, AttentionSelection& selection, Interventions& edit);
 
+  // What the script's `view` and `expand` commands (and a click on a cell) set.
+  void set_view(AttentionView view) { view_ = view; }
+  AttentionView view() const { return view_; }
+  void expand(int row, int col) { expanded_ = {row, col}; }
+  void collapse() { expanded_.reset(); }
+  // The cell shown opened, if any, with its numbers as last drawn.
+  const std::optional<AttentionCell>& expanded_cell() const { return expanded_cell_; }
+  MapView& map() { return map_; }
+
  private:
-  Heatmap heatmap_;                        // softmax probabilities, blocked cells hatched
-  Heatmap scores_, masked_scores_, head_out_;  // the steps: QK^T/sqrt(D), + mask, probs V
+  struct Cell {
+    int row, col;
+  };
+  MapView map_;                               // softmax probabilities, blocked cells hatched
+  MapView scores_, masked_scores_, head_out_;  // the steps: QK^T/sqrt(D), + mask, probs V
+  AttentionCellPanel cell_panel_;
+  AttentionLinesPanel lines_panel_;
+  AttentionView view_ = AttentionView::Heatmap;
+  std::optional<Cell> expanded_;
+  std::optional<AttentionCell> expanded_cell_;
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
   bool paint_mask_ = false;  // clicks on the heatmap flip mask cells
 };
+
+// The title of an attention view, with what the interventions change in it ("Decoder masked self-attention
+// (causal mask OFF)").
+std::string attention_title(AttentionKind kind, const Interventions& interventions);
 
 // The row of controls that picks what an attention view shows: the kind (encoder self, decoder self, cross),
 // the layer, and with `with_head` the head; keeps the selection inside the model (the layer count follows the

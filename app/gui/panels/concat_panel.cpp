@@ -32,7 +32,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
     uploaded_ = sel;
   }
   const std::vector<std::string> labels =
-      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
+      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
   const TokenSide side = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
   const float label_width = ImGui::GetFontSize() * 7;
   const float bar = std::max(colour_bar_width(concat_.lo(), concat_.hi()), colour_bar_width(projected_.lo(), projected_.hi()));

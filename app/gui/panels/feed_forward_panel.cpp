@@ -50,7 +50,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
               100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size()),
               relu ? "; darkest = exactly 0" : "");
 
-  const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_input_labels();
+  const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_row_labels();
   const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
   const float label_width = ImGui::GetFontSize() * 7;
   const float bar = std::max(colour_bar_width(pre_.lo(), pre_.hi()), colour_bar_width(post_.lo(), post_.hi()));

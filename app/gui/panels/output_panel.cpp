@@ -29,7 +29,11 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   ImGui::SliderInt("decoder position", &position, 0, T - 1);
   ImGui::SameLine();
-  ImGui::Text("input so far: ... \"%s\"", inputs[static_cast<size_t>(position)].c_str());
+  // Row `position` reads decoder input `position` and predicts the token after it.
+  std::string predicted = "the next token";
+  if (position < static_cast<int>(state.translation.size()))
+    predicted = std::string(1, '"').append(state.target_token(state.translation[static_cast<size_t>(position)])).append(1, '"');
+  ImGui::Text("reads \"%s\", predicts %s", inputs[static_cast<size_t>(position)].c_str(), predicted.c_str());
   ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
   const int picked = draw_decoding_timeline(state, position);
   if (picked >= 0) position = std::min(picked, T - 1);

@@ -4,16 +4,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "gui/render/item_placements.h"
+#include "gui/stage_tensors.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
 
+RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head_dim, int row) {
+  RowVec out = x.row(row) * w.weight.middleRows(head * head_dim, head_dim).transpose();
+  if (w.bias.size() > 0) out += w.bias.segment(head * head_dim, head_dim);
+  return out;
+}
+
 namespace {
 
-float symmetric_range(const Mat& a, const Mat& b, const Mat& c) {
-  const float m = std::max({a.cwiseAbs().maxCoeff(), b.cwiseAbs().maxCoeff(), c.cwiseAbs().maxCoeff()});
-  return m > 0 ? m : 1.0f;
+float max_abs(const Mat& m) { return std::max(1e-3f, m.size() ? m.cwiseAbs().maxCoeff() : 0.0f); }
+
+void set_map(MapView& view, const Mat& m, float range) {
+  view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -range, range);
 }
 
 }  // namespace
@@ -23,85 +33,200 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Config& c = state.model->config;
   draw_attention_selector(c, sel, /*with_head=*/true);
   const AttentionTrace* a = selected_attention(state.trace, sel);
-  if (!a || a->q.empty()) return;
+  const AttentionInputs in = attention_inputs(c, state.trace, sel.kind, sel.layer);
+  if (!a || a->q.empty() || !in.queries_from || !in.keys_from) return;
   const int H = c.n_heads, D = c.head_dim();
   const Mat& q = a->q[sel.head];  // (Tq, D)
   const Mat& k = a->k[sel.head];  // (Tk, D)
   const Mat& v = a->v[sel.head];  // (Tk, D)
+  const AttentionWeights& w = attention_weights(state.model->weights, sel.kind, sel.layer);
+  const bool cross = sel.kind == AttentionKind::Cross;
 
-  ImGui::Text("Queries, keys and values (%s, layer %d)",
+  ImGui::TextWrapped("Queries, keys and values (%s, layer %d)",
               sel.kind == AttentionKind::Encoder   ? "encoder self-attention"
               : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
                                                    : "cross-attention: queries from the decoder, keys and values from the encoder",
               sel.layer);
   explanation(
-      "Every token's vector x is multiplied by three learned matrices. The query q says what the token is looking "
-      "for, the key k what it offers to others, the value v what it passes on when attended to. The C columns are "
-      "cut into H heads of D columns each: every head compares queries and keys in its own small space, so "
-      "different heads can look for different things.");
+      "Every token's vector x (a row of X) is multiplied by three learned matrices. The query q says what the "
+      "token is looking for, the key k what it offers to others, the value v what it passes on when attended to. "
+      "The C columns are cut into H heads of D columns each: every head compares queries and keys in its own "
+      "small space, so different heads can look for different things. Click a token in Q, K or V to see its "
+      "projection.");
   ImGui::TextWrapped("Q = X W_Q^T + b_Q    K = X W_K^T + b_K    V = X W_V^T + b_V     X [%d x %d]  W [%d x %d]  ->  Q, K, V [%d x %d]",
-              static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
-  ImGui::Text("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d", H, c.d_model, H, D,
-              sel.head, sel.head * D, sel.head * D + D - 1);
+                     static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
+  ImGui::TextWrapped("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d (rows %d..%d of each W)",
+              H, c.d_model, H, D, sel.head, sel.head * D, sel.head * D + D - 1, sel.head * D, sel.head * D + D - 1);
 
   // The head strip: which slice of the C columns the selected head owns.
   {
     const ImVec2 p = ImGui::GetCursorScreenPos();
-    const float w = ImGui::GetContentRegionAvail().x * 0.8f, h = ImGui::GetFontSize() * 1.2f;
+    const float w_strip = ImGui::GetContentRegionAvail().x * 0.8f, h = ImGui::GetFontSize() * 1.2f;
     ImDrawList* draw = ImGui::GetWindowDrawList();
     for (int i = 0; i < H; ++i) {
-      const ImVec2 a0(p.x + w * i / H, p.y), a1(p.x + w * (i + 1) / H - 2, p.y + h);
+      const ImVec2 a0(p.x + w_strip * i / H, p.y), a1(p.x + w_strip * (i + 1) / H - 2, p.y + h);
       draw->AddRectFilled(a0, a1, i == sel.head ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 90, 120, 255));
       char label[16];
       std::snprintf(label, sizeof(label), "head %d", i);
-      draw->AddText(ImVec2(a0.x + 4, a0.y), IM_COL32(255, 255, 255, 255), label);
+      draw->AddText(ImVec2(a0.x + 4, a0.y), i == sel.head ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), label);
     }
-    ImGui::Dummy(ImVec2(w, h + 4));
+    ImGui::Dummy(ImVec2(w_strip, h + 4));
   }
 
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
       uploaded_.head != sel.head) {
-    const float r = symmetric_range(q, k, v);
-    q_.set_values(q.data(), static_cast<int>(q.rows()), D, -r, r);
-    k_.set_values(k.data(), static_cast<int>(k.rows()), D, -r, r);
-    v_.set_values(v.data(), static_cast<int>(v.rows()), D, -r, r);
+    const float r = std::max({max_abs(q), max_abs(k), max_abs(v)});
+    set_map(q_, q, r);
+    set_map(k_, k, r);
+    set_map(v_, v, r);
+    set_map(x_q_, *in.queries_from, max_abs(*in.queries_from));
+    set_map(x_kv_, *in.keys_from, max_abs(*in.keys_from));
+    const Mat wq = w.q.weight.middleRows(sel.head * D, D), wk = w.k.weight.middleRows(sel.head * D, D),
+              wv = w.v.weight.middleRows(sel.head * D, D);
+    const float rw = std::max({max_abs(wq), max_abs(wk), max_abs(wv)});
+    set_map(w_q_, wq, rw);
+    set_map(w_k_, wk, rw);
+    set_map(w_v_, wv, rw);
+    if (uploaded_.kind != sel.kind || uploaded_.layer != sel.layer || uploaded_.head != sel.head) opened_.reset();
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
+  // Decoder rows say what they read and what they predict ("orange -> shirt").
   const std::vector<std::string> qlabels =
-      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_input_labels();
-  const std::vector<std::string> klabels = sel.kind == AttentionKind::Cross ? state.source_labels() : qlabels;
-
-  const float label_width = ImGui::GetFontSize() * 7;
-  const float bar = colour_bar_width(q_.lo(), q_.hi());
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float col_width = (avail.x - bar) / 3 - label_width - ImGui::GetStyle().ItemSpacing.x * 2;
-  const int rows = static_cast<int>(std::max(q.rows(), k.rows()));
-  const float row_height = std::clamp((avail.y - 2 * ImGui::GetTextLineHeightWithSpacing()) / rows, 6.0f,
-                                      ImGui::GetFontSize() * 1.6f);
-  auto column = [&](Heatmap& h, const char* name, const char* title, const std::vector<std::string>& labels,
-                    TokenSide side) {
-    ImGui::BeginGroup();
-    ImGui::Text("%s [%d x %d]", title, h.rows(), h.cols());
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    token_row_labels(origin, labels, row_height, label_width - 4, side);
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
-    int row = -1, col = -1;
-    h.set_axis_labels(labels);  // row names for export
-    if (h.draw(name, ImVec2(col_width, row_height * h.rows()), {}, &row, &col)) {
-      report_hovered_token(side, row);
-      ImGui::SetTooltip("%s of \"%s\", dimension %d of head %d: %.3f", title, labels[static_cast<size_t>(row)].c_str(),
-                        col, sel.head, h.value(row, col));
-    }
-    ImGui::EndGroup();
-    ImGui::SameLine();
-  };
+      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
+  const std::vector<std::string> klabels = cross ? state.source_labels() : qlabels;
+  const std::vector<std::string> tips = state.source_label_tips();
   const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
   const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
-  column(q_, "q", "Q", qlabels, qside);
-  column(k_, "k", "K", klabels, kside);
-  column(v_, "v", "V", klabels, kside);
-  colour_bar("value", q_.lo(), q_.hi(), ImVec2(bar, row_height * rows));
+  MapAxis q_axis, k_axis, none;
+  q_axis.labels = &qlabels;
+  q_axis.tokens = true;
+  q_axis.side = qside;
+  q_axis.tips = sel.kind == AttentionKind::Encoder ? &tips : nullptr;
+  k_axis.labels = &klabels;
+  k_axis.tokens = true;
+  k_axis.side = kside;
+  k_axis.tips = kside == TokenSide::Source ? &tips : nullptr;
+  if (opened_ && opened_->row >= (opened_->side == Side::Query ? q.rows() : k.rows())) opened_.reset();
+
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  MapViewOptions signed_map;
+  signed_map.style = {Colormap::Diverging, true};
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+
+  // 1. The input X (for cross-attention, the decoder's rows for Q and the encoder's output for K and V) and the
+  //    head's slices of the three weight matrices.
+  const float top_h = std::max(5 * line, avail.y * 0.36f);
+  const float x_w = avail.x * 0.5f - style.ItemSpacing.x;
+  ImGui::BeginGroup();
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + x_w);
+  if (cross) {
+    ImGui::Text("X for Q: the decoder's rows [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+    x_q_.heatmap().set_axis_labels(qlabels);
+    x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * top_h - line), q_axis, none, signed_map);
+    ImGui::Text("X for K, V: the encoder's output [%d x %d]", static_cast<int>(in.keys_from->rows()), c.d_model);
+    x_kv_.heatmap().set_axis_labels(klabels);
+    x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * top_h - line), k_axis, none, signed_map);
+  } else {
+    ImGui::Text("X: the rows this layer's attention reads [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+    x_q_.heatmap().set_axis_labels(qlabels);
+    x_q_.draw("qkv_input", ImVec2(x_w, top_h - line), q_axis, none, signed_map);
+  }
+  ImGui::PopTextWrapPos();
+  ImGui::EndGroup();
+  ImGui::SameLine();
+  ImGui::BeginGroup();
+  const float w_w = (avail.x - x_w - 3 * style.ItemSpacing.x) / 3 - style.ItemSpacing.x;
+  MapViewOptions weights = signed_map;
+  weights.style.grid = false;
+  weights.value_name = "weight";
+  const char* titles[3] = {"W_Q", "W_K", "W_V"};
+  MapView* slices[3] = {&w_q_, &w_k_, &w_v_};
+  const char* names[3] = {"qkv_weight_q", "qkv_weight_k", "qkv_weight_v"};
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w_w);
+    ImGui::Text("%s, head %d [%d x %d]", titles[i], sel.head, D, c.d_model);
+    ImGui::PopTextWrapPos();
+    slices[i]->draw(names[i], ImVec2(w_w, std::min(top_h - line, w_w * 1.2f)), none, none, weights);
+    ImGui::EndGroup();
+  }
+  ImGui::EndGroup();
+
+  // 2. Q, K, V of the head, or one token's projection.
+  const ImVec2 rest = ImGui::GetContentRegionAvail();
+  if (!opened_) {
+    const float col_width = (rest.x - 2 * style.ItemSpacing.x) / 3;
+    auto column = [&](MapView& view, const char* name, const char* title, const MapAxis& axis, Side side) {
+      ImGui::BeginGroup();
+      ImGui::Text("%s [%d x %d]", title, view.heatmap().rows(), view.heatmap().cols());
+      view.heatmap().set_axis_labels(*axis.labels);  // row names for export
+      MapViewOptions o = signed_map;
+      o.label_width = std::min(MapView::label_width_for(*axis.labels), col_width * 0.45f);
+      const MapViewHit hit = view.draw(name, ImVec2(col_width, rest.y - line), axis, none, o);
+      if (hit.clicked) opened_ = Opened{side, hit.row};
+      ImGui::EndGroup();
+    };
+    column(q_, "q", "Q", q_axis, Side::Query);
+    ImGui::SameLine();
+    column(k_, "k", "K", k_axis, Side::Key);
+    ImGui::SameLine();
+    column(v_, "v", "V", k_axis, Side::Key);
+    return;
+  }
+
+  const bool query = opened_->side == Side::Query;
+  const int row = opened_->row;
+  const Mat& x = query ? *in.queries_from : *in.keys_from;
+  const std::string& token = (query ? qlabels : klabels)[static_cast<size_t>(row)];
+  ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its C numbers times the head's slice of each W", token.c_str(), row);
+  same_line_if_fits(button_width("close"));
+  if (ImGui::SmallButton("close")) {
+    opened_.reset();
+    return;
+  }
+  const RowVec x_row = x.row(row);
+  x_row_.heatmap().set_values(x_row.data(), 1, static_cast<int>(x_row.size()), -max_abs(x_row), max_abs(x_row));
+  const std::vector<std::string> x_label = {"x_" + std::to_string(row)};
+  MapAxis x_axis;
+  x_axis.labels = &x_label;
+  const float strip_h = 1.6f * font;
+  x_row_.draw("qkv_x_row", ImVec2(rest.x, strip_h), x_axis, none, signed_map);
+  const int n = query ? 1 : 2;
+  const LinearWeights* lin[2] = {query ? &w.q : &w.k, &w.v};
+  const char* w_names[2] = {query ? "W_Q" : "W_K", "W_V"};
+  const char* out_names[2] = {query ? "q" : "k", "v"};
+  const Mat* traced[2] = {query ? &q : &k, &v};
+  const float block_w = (rest.x - (n - 1) * style.ItemSpacing.x) / n;
+  const float slice_h = std::max(3 * line, rest.y - 3 * strip_h - 5 * line);
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + block_w);
+    const Mat slice = lin[i]->weight.middleRows(sel.head * D, D);
+    set_map(w_slice_[i], slice, max_abs(slice));
+    ImGui::TextWrapped("%s rows %d..%d (head %d) [%d x %d]", w_names[i], sel.head * D, sel.head * D + D - 1, sel.head, D, c.d_model);
+    MapViewOptions o = signed_map;
+    o.style.grid = false;
+    o.value_name = "weight";
+    w_slice_[i].draw(i == 0 ? "qkv_slice_0" : "qkv_slice_1", ImVec2(block_w, slice_h), none, none, o);
+    // The output row as the equation gives it, and the trace's row beside it.
+    const RowVec out = project_head_row(x, *lin[i], sel.head, D, row);
+    out_row_[i].heatmap().set_values(out.data(), 1, D, -max_abs(out), max_abs(out));
+    const std::vector<std::string> o_label = {std::string(out_names[i]) + "_" + std::to_string(row)};
+    MapAxis o_axis;
+    o_axis.labels = &o_label;
+    ImGui::TextWrapped("%s_%d = x_%d %s^T + b = [1 x %d]", out_names[i], row, row, w_names[i], D);
+    out_row_[i].draw(i == 0 ? "qkv_out_0" : "qkv_out_1", ImVec2(block_w, strip_h), o_axis, none, signed_map);
+    const float diff = (out - traced[i]->row(row)).cwiseAbs().maxCoeff();
+    text_disabled_wrapped("the head's %s row %d in the trace differs by %.1e", out_names[i], row, diff);
+    record_item("qkv.projection", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), i, out_names[i], diff);
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+  }
 }
 
 }  // namespace sf::gui

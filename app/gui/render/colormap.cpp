@@ -1,6 +1,7 @@
 #include "gui/render/colormap.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sf::gui {
 
@@ -25,6 +26,31 @@ constexpr double kMagma[7][3] = {
     {-50.76852536473588, 29.04658282127291, 4.23415299384598},
     {18.65570506591883, -11.48977351997711, -5.601961508734096}};
 
+// Diverging: the shader's lab_to_srgb and diverging(), in double.
+Rgb lab_to_srgb(double l, double a, double b) {
+  const double fy = (l + 16.0) / 116.0, f[3] = {fy + a / 500.0, fy, fy - b / 200.0};
+  const double white[3] = {0.95047, 1.0, 1.08883};
+  double xyz[3];
+  for (int i = 0; i < 3; ++i) {
+    const double cubed = f[i] * f[i] * f[i];
+    xyz[i] = (cubed > 0.008856 ? cubed : (f[i] - 16.0 / 116.0) / 7.787) * white[i];
+  }
+  const double m[3][3] = {{3.2404542, -1.5371385, -0.4985314}, {-0.9692660, 1.8760108, 0.0415560},
+                          {0.0556434, -0.2040259, 1.0572252}};
+  float out[3];
+  for (int i = 0; i < 3; ++i) {
+    const double lin = std::clamp(m[i][0] * xyz[0] + m[i][1] * xyz[1] + m[i][2] * xyz[2], 0.0, 1.0);
+    out[i] = static_cast<float>(lin > 0.0031308 ? 1.055 * std::pow(lin, 1.0 / 2.4) - 0.055 : 12.92 * lin);
+  }
+  return {out[0], out[1], out[2]};
+}
+
+Rgb diverging(double t) {
+  const double s = 2.0 * t - 1.0, w = std::abs(s);
+  const double end[3] = {70.0, s < 0 ? -6.0 : 36.0, s < 0 ? -40.0 : 50.0};
+  return lab_to_srgb(12.0 + (end[0] - 12.0) * w, end[1] * w, end[2] * w);
+}
+
 float horner(const double (&c)[7][3], int channel, double t) {
   double v = c[6][channel];
   for (int i = 5; i >= 0; --i) v = c[i][channel] + t * v;
@@ -35,8 +61,21 @@ float horner(const double (&c)[7][3], int channel, double t) {
 
 Rgb colormap_rgb(Colormap map, float t) {
   const double x = std::clamp(static_cast<double>(t), 0.0, 1.0);
+  if (map == Colormap::Diverging) return diverging(x);
   const auto& c = map == Colormap::Magma ? kMagma : kViridis;
   return {horner(c, 0, x), horner(c, 1, x), horner(c, 2, x)};
+}
+
+Lab srgb_to_lab(const Rgb& c) {
+  const auto linear = [](double v) { return v > 0.04045 ? std::pow((v + 0.055) / 1.055, 2.4) : v / 12.92; };
+  const double r = linear(c.r), g = linear(c.g), b = linear(c.b);
+  const double xyz[3] = {(0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047,
+                         0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+                         (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883};
+  double f[3];
+  for (int i = 0; i < 3; ++i) f[i] = xyz[i] > 0.008856 ? std::cbrt(xyz[i]) : 7.787 * xyz[i] + 16.0 / 116.0;
+  return {static_cast<float>(116.0 * f[1] - 16.0), static_cast<float>(500.0 * (f[0] - f[1])),
+          static_cast<float>(200.0 * (f[1] - f[2]))};
 }
 
 float colormap_position(float value, float lo, float hi) {

@@ -20,7 +20,7 @@ namespace {
 // One program and one (empty) VAO shared by every heatmap; created on first use, with the GL context current.
 struct HeatmapProgram {
   GLuint program = 0, vao = 0;
-  GLint u_values = -1, u_min = -1, u_max = -1, u_colormap = -1, u_grid = -1, u_target_px = -1;
+  GLint u_values = -1, u_min = -1, u_max = -1, u_colormap = -1, u_grid = -1, u_target_px = -1, u_window = -1;
 };
 
 HeatmapProgram& shared_program() {
@@ -34,6 +34,7 @@ HeatmapProgram& shared_program() {
     h.u_colormap = glGetUniformLocation(h.program, "u_colormap");
     h.u_grid = glGetUniformLocation(h.program, "u_grid");
     h.u_target_px = glGetUniformLocation(h.program, "u_target_px");
+    h.u_window = glGetUniformLocation(h.program, "u_window");
     return h;
   }();
   return p;
@@ -99,6 +100,7 @@ struct HeatmapDrawCall {
   float lo = 0, hi = 1;
   HeatmapStyle style;
   ImVec2 min, max;  // ImGui units, screen space
+  HeatmapWindow window;
 };
 
 std::deque<HeatmapDrawCall>& frame_draw_calls() {
@@ -143,6 +145,7 @@ void draw_heatmap_callback(const ImDrawList*, const ImDrawCmd* cmd) {
   glUniform1i(p.u_colormap, static_cast<int>(call.style.colormap));
   glUniform1f(p.u_grid, call.style.grid ? 1.0f : 0.0f);
   glUniform2f(p.u_target_px, static_cast<float>(x1 - x0), static_cast<float>(y_top - y_bottom));
+  glUniform4f(p.u_window, call.window.col0, call.window.row0, call.window.cols, call.window.rows);
   glBindVertexArray(p.vao);
   glDrawArrays(GL_TRIANGLES, 0, 3);
 }
@@ -154,11 +157,13 @@ void begin_heatmap_frame() {
   frame_draw_calls().clear();
 }
 
-bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int* hovered_row, int* hovered_col) {
+bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int* hovered_row, int* hovered_col,
+                   HeatmapWindow window) {
   if (rows_ <= 0 || cols_ <= 0 || size.x < 1 || size.y < 1) {
     ImGui::Dummy(size);
     return false;
   }
+  if (window.cols <= 0 || window.rows <= 0) window = {0, 0, static_cast<float>(cols_), static_cast<float>(rows_)};
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
   const ImVec2 top_left = ImGui::GetCursorScreenPos();
   const ImVec2 bottom_right(top_left.x + size.x, top_left.y + size.y);
@@ -166,19 +171,19 @@ bool Heatmap::draw(const char* name, ImVec2 size, const HeatmapStyle& style, int
   // Without a GL context (the headless panel tests: ImGui without a window) it only lays out.
   if (glfwGetCurrentContext() && ImGui::IsItemVisible()) {
     upload_if_needed();
-    frame_draw_calls().push_back({value_texture_, lo_, hi_, style, top_left, bottom_right});
+    frame_draw_calls().push_back({value_texture_, lo_, hi_, style, top_left, bottom_right, window});
     ImDrawList* draw_list = ImGui::GetWindowDrawList();
     draw_list->AddCallback(draw_heatmap_callback, &frame_draw_calls().back());
     draw_list->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
   }
   heatmap_placements().push_back({name, ImVec2(top_left.x * scale.x, top_left.y * scale.y),
                                   ImVec2(bottom_right.x * scale.x, bottom_right.y * scale.y), rows_, cols_, lo_,
-                                  hi_, this});
+                                  hi_, this, window, style.colormap});
 
   if (!ImGui::IsItemHovered()) return false;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  const int col = std::clamp(static_cast<int>((mouse.x - top_left.x) / size.x * cols_), 0, cols_ - 1);
-  const int row = std::clamp(static_cast<int>((mouse.y - top_left.y) / size.y * rows_), 0, rows_ - 1);
+  const int col = std::clamp(static_cast<int>(window.col0 + (mouse.x - top_left.x) / size.x * window.cols), 0, cols_ - 1);
+  const int row = std::clamp(static_cast<int>(window.row0 + (mouse.y - top_left.y) / size.y * window.rows), 0, rows_ - 1);
   if (hovered_row) *hovered_row = row;
   if (hovered_col) *hovered_col = col;
   return true;
@@ -204,6 +209,10 @@ float colour_bar_width(float lo, float hi) {
   const BarLabels labels(lo, hi);
   float widest = 0;
   for (const char* t : labels.text) widest = std::max(widest, ImGui::CalcTextSize(t).x);
+  char range[48];  // the one-line form of a short bar
+  if (lo == -hi) std::snprintf(range, sizeof(range), "\u00b1%.3g", hi);
+  else std::snprintf(range, sizeof(range), "%.3g..%.3g", lo, hi);
+  widest = std::max(widest, ImGui::CalcTextSize(range).x);
   return bar_part_width() + ImGui::GetStyle().ItemInnerSpacing.x + widest;
 }
 
@@ -223,9 +232,17 @@ void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map
   const float text_x = p0.x + bar_width + ImGui::GetStyle().ItemInnerSpacing.x;
   const ImU32 text_colour = ImGui::GetColorU32(ImGuiCol_Text);
   const float line = ImGui::GetFontSize();
-  draw->AddText(ImVec2(text_x, p0.y), text_colour, labels.text[0]);
-  draw->AddText(ImVec2(text_x, p0.y + 0.5f * (size.y - line)), text_colour, labels.text[1]);
-  draw->AddText(ImVec2(text_x, p0.y + size.y - line), text_colour, labels.text[2]);
+  if (size.y >= 3.0f * line) {  // the top, the middle and the bottom of the range
+    draw->AddText(ImVec2(text_x, p0.y), text_colour, labels.text[0]);
+    draw->AddText(ImVec2(text_x, p0.y + 0.5f * (size.y - line)), text_colour, labels.text[1]);
+    draw->AddText(ImVec2(text_x, p0.y + size.y - line), text_colour, labels.text[2]);
+  } else {  // a bar as short as a strip: the range in one line ("+-5.04" about 0), in type that fits the bar
+    char text[48];
+    if (lo == -hi) std::snprintf(text, sizeof(text), "\u00b1%.3g", hi);
+    else std::snprintf(text, sizeof(text), "%.3g..%.3g", lo, hi);
+    const float size_px = std::min(line, std::max(10.0f, size.y));
+    draw->AddText(ImGui::GetFont(), size_px, ImVec2(text_x, p0.y + 0.5f * (size.y - size_px)), text_colour, text);
+  }
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered() && label && *label) ImGui::SetTooltip("%s: colours from %.4g (dark) to %.4g (bright)", label, lo, hi);
 }

@@ -24,6 +24,12 @@ struct HeatmapStyle {
   bool grid = true;  // thin lines between cells when cells are large enough
 };
 
+// The part of a map drawn across its rectangle, in cells: a zoomed view shows a window of the map. cols or rows
+// <= 0 mean the whole map.
+struct HeatmapWindow {
+  float col0 = 0, row0 = 0, cols = 0, rows = 0;
+};
+
 class Heatmap;
 
 // Where a heatmap was drawn in the last frame, in framebuffer pixels from the top-left (for tests, hover
@@ -34,6 +40,8 @@ struct HeatmapPlacement {
   int rows = 0, cols = 0;
   float lo = 0, hi = 0;
   const Heatmap* heatmap = nullptr;  // what was drawn (its values and labels, for export): valid this frame
+  HeatmapWindow window;              // the cells shown across [min, max] (the whole map unless zoomed)
+  Colormap colormap = Colormap::Viridis;
 };
 
 class Heatmap {
@@ -59,8 +67,9 @@ class Heatmap {
   // Draws at the cursor with the given size in ImGui units (as ImGui::Image). Returns true while hovered and
   // writes the hovered cell. Records its placement under `name` for this frame. Without a GL context (the
   // headless panel tests) it only lays out and records the placement.
+  // `window`: the cells to show (the whole map by default).
   bool draw(const char* name, ImVec2 size, const HeatmapStyle& style = {}, int* hovered_row = nullptr,
-            int* hovered_col = nullptr);
+            int* hovered_col = nullptr, HeatmapWindow window = {});
 
   // Value-texture uploads done so far (an unchanged frame does none).
   int upload_count() const { return uploads_; }

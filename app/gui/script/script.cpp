@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "gui/panels/interventions_panel.h"
@@ -33,7 +34,9 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
                            {"decode", -1},    {"reference", -1}, {"force", 2},
                            // model files and views (App, app_model.cpp): load and go on; show a view
-                           {"open", -1},      {"show", 1}};
+                           {"open", -1},      {"show", 1},
+                           // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
+                           {"view", 1},       {"expand", -1},   {"zoom", -1}};
 
 std::string command_names() {
   std::string out;
@@ -190,6 +193,28 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
       for (size_t i = 1; i < 3; ++i)
         if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0)
           return bad("'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'");
+    if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
+      return bad("'view' takes lines or heatmap, got '" + c.args[0] + "'");
+    if (c.name == "expand") {
+      std::istringstream in(c.args[0]);
+      std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+      const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
+                        std::stoi(words[1]) >= 0;
+      if (!cell && !(words.size() == 1 && words[0] == "off"))
+        return bad("'expand' takes ROW COL (whole numbers) or off, got '" + c.args[0] + "'");
+      c.args = words;
+    }
+    if (c.name == "zoom") {
+      std::istringstream in(c.args[0]);
+      std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+      char* end = nullptr;
+      const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
+      const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
+                      (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
+                                             std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
+      if (!ok) return bad("'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'");
+      c.args = words;
+    }
     if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
       return bad("'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'");
     if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
@@ -331,12 +356,15 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       // The cell's centre on the attention heatmap of the last frame.
       const int row = std::stoi(c.args[0]), col = std::stoi(c.args[1]);
       bool found = false;
-      for (const HeatmapPlacement& p : heatmap_placements())
-        if (p.name == "attention" && row < p.rows && col < p.cols) {
-          mouse_ = ImVec2(p.min.x + (col + 0.5f) * (p.max.x - p.min.x) / p.cols,
-                          p.min.y + (row + 0.5f) * (p.max.y - p.min.y) / p.rows);
+      for (const HeatmapPlacement& p : heatmap_placements()) {
+        const HeatmapWindow& w = p.window;  // a zoomed map shows part of its cells
+        if (p.name == "attention" && row < p.rows && col < p.cols && col + 0.5f >= w.col0 &&
+            col + 0.5f <= w.col0 + w.cols && row + 0.5f >= w.row0 && row + 0.5f <= w.row0 + w.rows) {
+          mouse_ = ImVec2(p.min.x + (col + 0.5f - w.col0) * (p.max.x - p.min.x) / w.cols,
+                          p.min.y + (row + 0.5f - w.row0) * (p.max.y - p.min.y) / w.rows);
           found = true;
         }
+      }
       if (!found) log.push_back(where + "no attention heatmap with cell (" + c.args[0] + ", " + c.args[1] + ") on screen");
       wait_frames_ = 2;  // the tooltip appears on the next frames
       return;
@@ -352,6 +380,18 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       return;
     } else if (c.name == "layout") {
       layout_ = c.args[0];
+      return;
+    } else if (c.name == "view") {
+      app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
+    } else if (c.name == "expand") {
+      if (c.args[0] == "off") app.collapse_attention_cell();
+      else app.expand_attention_cell(std::stoi(c.args[0]), std::stoi(c.args[1]));
+      wait_frames_ = 2;  // the column lays out on the next frames
+      return;
+    } else if (c.name == "zoom") {
+      app.zoom_attention(std::strtof(c.args[0].c_str(), nullptr), c.args.size() == 3 ? std::stoi(c.args[1]) : -1,
+                         c.args.size() == 3 ? std::stoi(c.args[2]) : -1);
+      wait_frames_ = 2;
       return;
     } else if (c.name == "show") {
       if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");

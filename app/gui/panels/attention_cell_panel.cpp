@@ -1,0 +1,152 @@
+#include "gui/panels/attention_cell_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gui/render/item_placements.h"
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, int col) {
+  AttentionCell c;
+  if (head < 0 || head >= static_cast<int>(a.q.size())) return c;
+  const Mat& q = a.q[static_cast<size_t>(head)];
+  const Mat& k = a.k[static_cast<size_t>(head)];
+  if (row < 0 || row >= q.rows() || col < 0 || col >= k.rows()) return c;
+  c.head = head, c.row = row, c.col = col;
+  c.head_dim = static_cast<int>(q.cols());
+  c.q = q.row(row);
+  c.k = k.row(col);
+  c.products = c.q.cwiseProduct(c.k);
+  double dot = 0;  // summed in double: the number shown is the sum of the numbers shown
+  for (Eigen::Index d = 0; d < c.products.size(); ++d) dot += c.products(d);
+  c.dot = static_cast<float>(dot);
+  c.scaled = static_cast<float>(dot / std::sqrt(static_cast<double>(c.head_dim)));
+  const Mat& blocked = a.mask[static_cast<size_t>(head)];
+  c.blocked = blocked.size() > 0 && blocked(row, col) > 0.5f;
+  c.traced_score = a.scores[static_cast<size_t>(head)](row, col);
+  c.row_probs = a.probs[static_cast<size_t>(head)].row(row);
+  c.prob = c.row_probs(col);
+  c.v = a.v[static_cast<size_t>(head)];
+  c.out = c.row_probs * c.v;  // (1, Tk) x (Tk, D)
+  c.traced_out = a.head_out[static_cast<size_t>(head)].row(row);
+  return c;
+}
+
+namespace {
+
+// A strip (1 x n) of signed numbers on the diverging scale, symmetric about 0.
+void set_strip(MapView& view, const RowVec& values, float range) {
+  view.heatmap().set_values(values.data(), 1, static_cast<int>(values.size()), -range, range);
+}
+
+float max_abs(std::initializer_list<const RowVec*> rows) {
+  float m = 1e-6f;
+  for (const RowVec* r : rows) m = std::max(m, r->cwiseAbs().maxCoeff());
+  return m;
+}
+
+}  // namespace
+
+bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, const std::string& key,
+                              const std::vector<std::string>& key_labels, float width) {
+  bool closed = false;
+  const float font = ImGui::GetFontSize();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  ImGui::BeginGroup();
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+  ImGui::Text("One cell: query \"%s\" (row %d) looks at key \"%s\" (column %d), head %d", query.c_str(), c.row,
+              key.c_str(), c.col, c.head);
+  if (ImGui::SmallButton("close (expand off)")) closed = true;
+
+  const float strip_h = std::max(font, 1.4f * font);
+  const float r_qk = max_abs({&c.q, &c.k});
+  set_strip(q_, c.q, r_qk);
+  set_strip(k_, c.k, r_qk);
+  set_strip(products_, c.products, std::max(1e-6f, c.products.cwiseAbs().maxCoeff()));
+  MapViewOptions strip;
+  strip.style = {Colormap::Diverging, true};
+  strip.tooltip = true;
+  const std::vector<std::string> dims = [&] {
+    std::vector<std::string> d;
+    for (int i = 0; i < c.head_dim; ++i) d.push_back(std::to_string(i));
+    return d;
+  }();
+  const MapAxis none;
+  const std::vector<std::string> q_row = {"q_" + std::to_string(c.row)}, k_row = {"k_" + std::to_string(c.col)},
+                                 p_row = {"q*k"};
+  MapAxis q_axis, k_axis, p_axis;
+  q_axis.labels = &q_row;
+  k_axis.labels = &k_row;
+  p_axis.labels = &p_row;
+  const float label_w = MapView::label_width_for({"q*k   "});
+  strip.label_width = label_w;
+
+  ImGui::TextUnformatted("1. the query's and the key's D numbers, multiplied pairwise");
+  q_.draw("cell_q", ImVec2(width, strip_h), q_axis, none, strip);
+  k_.draw("cell_k", ImVec2(width, strip_h), k_axis, none, strip);
+  products_.draw("cell_products", ImVec2(width, strip_h), p_axis, none, strip);
+  ImGui::Text("2. sum of the %d products  q.k = %.4f", c.head_dim, c.dot);
+  ImGui::Text("3. divided by sqrt(D) = sqrt(%d) = %.3f:  score = %.4f", c.head_dim, std::sqrt(float(c.head_dim)), c.scaled);
+  record_item("cell.score", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.scaled);
+  if (c.blocked)
+    ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "4. + mask: -inf (blocked) -> after the softmax exactly 0");
+  else
+    ImGui::Text("4. + mask: + 0 (allowed) -> %.4f", c.scaled);
+
+  // The softmax over the whole row, this cell outlined.
+  row_probs_.heatmap().set_values(c.row_probs.data(), 1, static_cast<int>(c.row_probs.size()), 0.0f, 1.0f);
+  ImGui::Text("5. softmax over the row: p = %.4f (exp of this score over the sum of the row's exps)", c.prob);
+  record_item("cell.prob", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.prob);
+  MapViewOptions probs;
+  probs.style = {Colormap::Viridis, true};
+  probs.value_name = "probability";
+  const std::vector<std::string> p_label = {"row " + std::to_string(c.row)};
+  MapAxis row_axis, key_axis;
+  row_axis.labels = &p_label;
+  key_axis.labels = &key_labels;
+  probs.label_width = label_w;
+  const float key_room = std::min(5.0f * font, [&] {
+    float w = 0;
+    for (const auto& s : key_labels) w = std::max(w, ImGui::CalcTextSize(s.c_str()).x);
+    return w;
+  }());
+  row_probs_.draw("cell_row_probs", ImVec2(width, strip_h + key_room + style.ItemSpacing.y), row_axis, key_axis, probs);
+  // Outline this cell's column in the row.
+  for (const HeatmapPlacement& p : heatmap_placements())
+    if (p.name == "cell_row_probs" && p.cols > 0) {
+      const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+      const float cw = (p.max.x - p.min.x) / p.window.cols;
+      const float x0 = (p.min.x + (c.col - p.window.col0) * cw) / scale.x, y0 = p.min.y / scale.y;
+      ImGui::GetWindowDrawList()->AddRect(ImVec2(x0, y0), ImVec2(x0 + cw / scale.x, p.max.y / scale.y), kHoverColour,
+                                          0, 0, 3.0f);
+    }
+
+  // Weights times values: the head's output for this query.
+  ImGui::Text("6. out = sum_j p_j v_j: the row's weights times V [%d x %d]", static_cast<int>(c.v.rows()), c.head_dim);
+  const float r_v = std::max(1e-6f, c.v.cwiseAbs().maxCoeff());
+  values_.heatmap().set_values(c.v.data(), static_cast<int>(c.v.rows()), static_cast<int>(c.v.cols()), -r_v, r_v);
+  MapViewOptions vals;
+  vals.style = {Colormap::Diverging, true};
+  vals.value_name = "value";
+  MapAxis v_rows;
+  v_rows.labels = &key_labels;
+  const float v_h = std::clamp(c.v.rows() * font * 0.6f, 3 * font, 8 * font);
+  values_.draw("cell_values", ImVec2(width, v_h), v_rows, none, vals);
+  const float r_o = max_abs({&c.out});
+  set_strip(out_, c.out, r_o);
+  const std::vector<std::string> o_row = {"out_" + std::to_string(c.row)};
+  MapAxis o_axis;
+  o_axis.labels = &o_row;
+  out_.draw("cell_out", ImVec2(width, strip_h), o_axis, none, strip);
+  ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next)", c.head_dim);
+  ImGui::PopTextWrapPos();
+  ImGui::EndGroup();
+  return closed;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,266 @@
+#include "gui/render/map_view.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui_internal.h>  // SetItemUsingMouseWheel: the wheel zooms the map instead of scrolling the panel
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gui/render/item_placements.h"
+
+namespace sf::gui {
+
+namespace {
+
+constexpr float kMaxZoom = 64.0f;
+constexpr float kZoomStep = 1.25f;
+
+// The smallest type a label is drawn in: half the text size, and never below 10 pixels.
+float min_label_size() { return std::max(10.0f, 0.5f * ImGui::GetFontSize()); }
+
+float widest(const std::vector<std::string>& labels) {
+  float w = 0;
+  for (const auto& s : labels) w = std::max(w, ImGui::CalcTextSize(s.c_str()).x);
+  return w;
+}
+
+}  // namespace
+
+float MapView::label_width_for(const std::vector<std::string>& labels) {
+  return widest(labels) + ImGui::GetStyle().ItemSpacing.x;
+}
+
+void MapView::set_zoom(float zoom, float row, float col) {
+  zoom_ = std::clamp(zoom, 1.0f, kMaxZoom);
+  pending_row_ = row;
+  pending_col_ = col;
+}
+
+void MapView::clamp_window(int rows, int cols) {
+  first_col_ = std::clamp(first_col_, 0.0f, std::max(0.0f, cols - window_.cols));
+  first_row_ = std::clamp(first_row_, 0.0f, std::max(0.0f, rows - window_.rows));
+  window_.col0 = first_col_;
+  window_.row0 = first_row_;
+}
+
+MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, const MapAxis& cols,
+                               const MapViewOptions& o) {
+  MapViewHit hit;
+  const int R = map_.rows(), C = map_.cols();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  if (R <= 0 || C <= 0 || size.x < 8 || size.y < 8) {
+    ImGui::Dummy(ImVec2(std::max(size.x, 1.0f), std::max(size.y, 1.0f)));
+    return hit;
+  }
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float font = ImGui::GetFontSize(), min_label = min_label_size();
+  const float label_w = rows.labels ? (o.label_width >= 0 ? o.label_width : label_width_for(*rows.labels)) : 0.0f;
+  const float bar_w = o.colour_bar ? colour_bar_width(map_.lo(), map_.hi()) + style.ItemSpacing.x : 0.0f;
+
+  // The cells at zoom 1 without the column labels' room, then that room (a label is drawn at most a cell wide,
+  // rotated: its length shrinks with the cell; at most five lines of text high), then the cells again.
+  const float room_x = std::max(8.0f, size.x - label_w - bar_w);
+  const auto cells_for = [&](float room_y, float* cw, float* ch) {
+    *cw = room_x / C;
+    *ch = std::max(1.0f, room_y) / R;
+    if (o.square_cells) *cw = *ch = std::min(*cw, *ch);
+  };
+  float cw0 = 0, ch0 = 0;
+  cells_for(size.y, &cw0, &ch0);
+  float top_room = 0;
+  const float col_text = cols.labels ? widest(*cols.labels) : 0.0f;
+  // (from the cells at zoom 1: zooming in must not take height from the rows; labels then fit the room)
+  if (cols.labels && cw0 >= min_label)
+    top_room = std::min(col_text * std::min(1.0f, cw0 / font), 5.0f * font) + style.ItemSpacing.y;
+  cells_for(size.y - top_room, &cw0, &ch0);
+
+  // Presentation mode: never fewer pixels per row than a readable label.
+  // (a row a hair under the size, from float rounding in the caller's fit, is not worth a scrolling map)
+  min_zoom_ = o.always_label && rows.labels && min_label / ch0 > 1.001f ? std::min(min_label / ch0, kMaxZoom) : 1.0f;
+  zoom_ = std::clamp(zoom_, min_zoom_, kMaxZoom);
+  const float cw = cw0 * zoom_, ch = ch0 * zoom_;
+  const ImVec2 map_size(std::min(room_x, cw * C), std::min(std::max(1.0f, size.y - top_room), ch * R));
+  window_.cols = map_size.x / cw;
+  window_.rows = map_size.y / ch;
+  if (pending_row_ >= 0 || pending_col_ >= 0) {  // bring the asked-for cell to the middle of the window
+    if (pending_row_ >= 0) first_row_ = pending_row_ + 0.5f - window_.rows / 2;
+    if (pending_col_ >= 0) first_col_ = pending_col_ + 0.5f - window_.cols / 2;
+    pending_row_ = pending_col_ = -1;
+  }
+  clamp_window(R, C);
+  const ImVec2 map_pos(origin.x + label_w, origin.y + top_room);
+  const ImVec2 map_end(map_pos.x + map_size.x, map_pos.y + map_size.y);
+  const auto row_y = [&](float i) { return map_pos.y + (i - first_row_) * ch; };
+  const auto col_x = [&](float j) { return map_pos.x + (j - first_col_) * cw; };
+  const int row_begin = static_cast<int>(std::floor(first_row_)), row_end = std::min(R, static_cast<int>(std::ceil(first_row_ + window_.rows)));
+  const int col_begin = static_cast<int>(std::floor(first_col_)), col_end = std::min(C, static_cast<int>(std::ceil(first_col_ + window_.cols)));
+
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+
+  // The map, and the pointer on it.
+  // The pointer is an invisible button over the map: it stays the active item through a drag and its release.
+  ImGui::SetCursorScreenPos(map_pos);
+  map_.draw(name, map_size, o.style, nullptr, nullptr, window_);
+  ImGui::SetCursorScreenPos(map_pos);
+  ImGui::PushID(name);
+  ImGui::InvisibleButton("##pointer", map_size);
+  ImGui::PopID();
+  ImGui::SetItemUsingMouseWheel();
+  const ImGuiIO& io = ImGui::GetIO();
+  const bool over_map = ImGui::IsItemHovered();
+  if (over_map) {
+    hit.hovered = true;
+    hit.col = std::clamp(static_cast<int>(first_col_ + (io.MousePos.x - map_pos.x) / cw), 0, C - 1);
+    hit.row = std::clamp(static_cast<int>(first_row_ + (io.MousePos.y - map_pos.y) / ch), 0, R - 1);
+    // Zoom about the pointer: the cell under it stays under it.
+    float factor = 1.0f;
+    if (io.MouseWheel != 0) factor = std::pow(kZoomStep, io.MouseWheel);
+    if (!io.KeyCtrl && (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))) factor = kZoomStep;
+    if (!io.KeyCtrl && (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))) factor = 1 / kZoomStep;
+    if (!io.KeyCtrl && (ImGui::IsKeyPressed(GLFW_KEY_0) || ImGui::IsKeyPressed(GLFW_KEY_KP_0))) factor = min_zoom_ / zoom_;
+    if (factor != 1.0f) {
+      const float under_col = first_col_ + (io.MousePos.x - map_pos.x) / cw;
+      const float under_row = first_row_ + (io.MousePos.y - map_pos.y) / ch;
+      const float z = std::clamp(zoom_ * factor, min_zoom_, kMaxZoom);
+      first_col_ = under_col - (io.MousePos.x - map_pos.x) / (cw0 * z);
+      first_row_ = under_row - (io.MousePos.y - map_pos.y) / (ch0 * z);
+      zoom_ = z;
+    }
+    if (ImGui::IsItemActivated()) {
+      dragging_ = false;
+      drag_from_ = io.MousePos;
+      drag_col_ = first_col_;
+      drag_row_ = first_row_;
+    }
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDown(0)) {
+    const ImVec2 d(io.MousePos.x - drag_from_.x, io.MousePos.y - drag_from_.y);
+    if (std::abs(d.x) + std::abs(d.y) > 3.0f) dragging_ = true;
+    if (dragging_ && zoom_ > 1.0f) {  // the map follows the pointer
+      first_col_ = drag_col_ - d.x / cw;
+      first_row_ = drag_row_ - d.y / ch;
+    }
+  }
+  if (ImGui::IsItemDeactivated()) {
+    if (!dragging_ && over_map) hit.clicked = true;
+    dragging_ = false;
+  }
+  clamp_window(R, C);
+
+  // Row labels: each visible row's, once a row can hold one; smaller, only the hovered row's, on a box.
+  const TokenSide row_side = rows.side, col_side = cols.side;
+  int hovered_row_token = -1;
+  if (rows.tokens)
+    for (int i = row_begin; i < row_end; ++i)
+      if (is_hovered_token(row_side, i)) hovered_row_token = i;
+  if (rows.labels) {
+    draw->PushClipRect(ImVec2(origin.x, map_pos.y), ImVec2(map_pos.x, map_end.y), true);
+    const float size_px = std::min(font, ch);
+    const bool readable = ch >= min_label;
+    for (int i = row_begin; i < row_end && i < static_cast<int>(rows.labels->size()); ++i) {
+      const ImVec2 p0(origin.x, row_y(static_cast<float>(i))), p1(map_pos.x - 2, row_y(static_cast<float>(i + 1)));
+      const bool lit = i == hovered_row_token || (hit.hovered && i == hit.row);
+      if (lit) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
+      if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered() && p0.y >= map_pos.y - 1 && p1.y <= map_end.y + 1) {
+        if (rows.tokens) report_hovered_token(row_side, i);
+        const auto& tip = rows.tips && i < static_cast<int>(rows.tips->size()) ? (*rows.tips)[static_cast<size_t>(i)]
+                                                                               : (*rows.labels)[static_cast<size_t>(i)];
+        ImGui::SetTooltip("%s", tip.c_str());
+      }
+      if (readable)
+        draw->AddText(ImGui::GetFont(), size_px, ImVec2(origin.x + 2, p0.y + 0.5f * (ch - size_px)), text,
+                      (*rows.labels)[static_cast<size_t>(i)].c_str());
+    }
+    draw->PopClipRect();
+    const int shown = hit.hovered ? hit.row : hovered_row_token;
+    if (!readable && shown >= 0 && shown < static_cast<int>(rows.labels->size())) {
+      const float centre = row_y(shown + 0.5f);
+      draw->AddRectFilled(ImVec2(origin.x, centre - 0.5f * min_label), ImVec2(map_pos.x - 2, centre + 0.5f * min_label),
+                          kHoverColour, 3.0f);
+      draw->AddText(ImGui::GetFont(), min_label, ImVec2(origin.x + 2, centre - 0.5f * min_label), text,
+                    (*rows.labels)[static_cast<size_t>(shown)].c_str());
+    }
+  }
+
+  // Column labels, rotated to read bottom to top, each at most a cell wide and as long as the room above.
+  if (cols.labels && top_room > 0) {
+    // (a rotated glyph's line height runs sideways: half a cell of slack past the last column)
+    draw->PushClipRect(ImVec2(map_pos.x, origin.y), ImVec2(map_end.x + 0.5f * cw, map_pos.y), true);
+    for (int j = col_begin; j < col_end && j < static_cast<int>(cols.labels->size()); ++j) {
+      const char* label = (*cols.labels)[static_cast<size_t>(j)].c_str();
+      const ImVec2 c0(col_x(static_cast<float>(j)), origin.y), c1(col_x(static_cast<float>(j + 1)), map_pos.y);
+      if (cols.tokens && is_hovered_token(col_side, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
+      if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) {
+        if (cols.tokens) report_hovered_token(col_side, j);
+        const auto& tip = cols.tips && j < static_cast<int>(cols.tips->size()) ? (*cols.tips)[static_cast<size_t>(j)]
+                                                                               : (*cols.labels)[static_cast<size_t>(j)];
+        ImGui::SetTooltip("%s", tip.c_str());
+      }
+      const float length = std::max(1.0f, ImGui::CalcTextSize(label).x);
+      const float size_px = std::min({font, cw, font * (top_room - style.ItemSpacing.y) / length});
+      if (size_px >= min_label * 0.8f)
+        rotated_text(draw, ImVec2(col_x(j + 0.5f) - size_px * 0.5f, map_pos.y - 4), text, label, 1.5707964f, size_px);
+    }
+    draw->PopClipRect();
+  }
+
+  // The hovered cell's row and column, outlined (not the row's token again as a column); else the rows and
+  // columns of a token hovered elsewhere.
+  draw->PushClipRect(map_pos, map_end, true);
+  const auto outline_row = [&](int i) {
+    draw->AddRect(ImVec2(map_pos.x, row_y(static_cast<float>(i))), ImVec2(map_end.x, row_y(static_cast<float>(i + 1))),
+                  kHoverColour, 0, 0, 3.0f);
+  };
+  const auto outline_col = [&](int j) {
+    draw->AddRect(ImVec2(col_x(static_cast<float>(j)), map_pos.y), ImVec2(col_x(static_cast<float>(j + 1)), map_end.y),
+                  kHoverColour, 0, 0, 3.0f);
+  };
+  if (hit.hovered) {
+    outline_row(hit.row);
+    outline_col(hit.col);
+    if (rows.tokens) report_hovered_token(row_side, hit.row);
+  } else {
+    if (hovered_row_token >= 0) outline_row(hovered_row_token);
+    if (cols.tokens)
+      for (int j = col_begin; j < col_end; ++j)
+        if (is_hovered_token(col_side, j)) outline_col(j);
+  }
+  draw->PopClipRect();
+  if (hit.hovered && o.tooltip) {
+    const auto label = [](const MapAxis& a, int i) {
+      return a.labels && i < static_cast<int>(a.labels->size()) ? "\"" + (*a.labels)[static_cast<size_t>(i)] + "\""
+                                                                 : std::to_string(i);
+    };
+    ImGui::SetTooltip("row %d %s, column %d %s\n%s %.4g", hit.row, label(rows, hit.row).c_str(), hit.col,
+                      label(cols, hit.col).c_str(), o.value_name, map_.value(hit.row, hit.col));
+  }
+
+  // The colour bar, and below it while zoomed the whole map with the window marked.
+  if (o.colour_bar) {
+    const float inner = bar_w - style.ItemSpacing.x;
+    const bool zoomed = zoom_ > 1.001f;
+    const float mini_h = zoomed ? std::clamp(inner * R / C, 2.0f * font, 0.45f * map_size.y) : 0.0f;
+    const float bar_h = std::max(font, map_size.y - (zoomed ? mini_h + style.ItemSpacing.y : 0.0f));
+    ImGui::SetCursorScreenPos(ImVec2(map_end.x + style.ItemSpacing.x, map_pos.y));
+    colour_bar(o.value_name, map_.lo(), map_.hi(), ImVec2(inner, bar_h), o.style.colormap);
+    if (zoomed) {
+      const ImVec2 m0(map_end.x + style.ItemSpacing.x, map_pos.y + bar_h + style.ItemSpacing.y);
+      const float mini_w = std::min(inner, mini_h * C / R);
+      ImGui::SetCursorScreenPos(m0);
+      const std::string mini = std::string("minimap:") + name;
+      map_.draw(mini.c_str(), ImVec2(mini_w, mini_h), HeatmapStyle{o.style.colormap, false});
+      const float sx = mini_w / C, sy = mini_h / R;
+      draw->AddRect(ImVec2(m0.x + first_col_ * sx, m0.y + first_row_ * sy),
+                    ImVec2(m0.x + (first_col_ + window_.cols) * sx, m0.y + (first_row_ + window_.rows) * sy),
+                    IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+      record_item("minimap", m0, ImVec2(m0.x + mini_w, m0.y + mini_h), -1, name, zoom_);
+    }
+  }
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(size);
+  return hit;
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,82 @@
+// A tensor as every panel shows it: a heatmap with its rows' labels on the left, its columns' labels above
+// (read bottom to top), its colour bar on the right, and zoom and pan once the cells are too small to read.
+//
+//   [row labels | map                         | colour bar ]
+//                                              | minimap    ]   (while zoomed: the whole map, the window marked)
+//
+// - Labels are drawn once a cell can hold them (half the text size, at least 10 px); smaller, only the hovered
+//   row's label shows. With `always_label` (presentation mode) the view zooms in until every row it shows has
+//   its label, and the user pans to the rest: labels are never thinned.
+// - Zoom: the mouse wheel over the map (about the pointer), or = and - while the pointer is over it; 0 fits the
+//   whole map again. A drag pans. A click (without a drag) is reported, for the panels' cell actions.
+// - Hovering a cell outlines its row and its column; a token hovered in another view (rows or columns that are
+//   tokens) outlines its row or column here.
+// - Nothing is drawn outside the rectangle the caller gives: the map, its labels and the bar share it.
+#pragma once
+#include <imgui.h>
+
+#include <string>
+#include <vector>
+
+#include "gui/render/heatmap.h"
+#include "gui/widgets.h"
+
+namespace sf::gui {
+
+// One axis of a map: its labels and what they are.
+struct MapAxis {
+  const std::vector<std::string>* labels = nullptr;  // one per row / column; null: no labels
+  const std::vector<std::string>* tips = nullptr;    // what hovering a label shows; null: the label itself
+  bool tokens = false;                               // the labels are positions of `side`: hovers link views
+  TokenSide side = TokenSide::Source;
+};
+
+struct MapViewOptions {
+  HeatmapStyle style;
+  bool colour_bar = true;
+  const char* value_name = "value";  // the colour bar's and the cell tooltip's name for a value
+  bool square_cells = false;         // keep cells square (attention maps); the map may then not fill the width
+  bool always_label = false;         // zoom in until each shown row has a readable label (presentation mode)
+  bool tooltip = true;               // a tooltip with the hovered cell's labels and value
+  float label_width = -1;            // room for the row labels; < 0: the widest label's
+};
+
+struct MapViewHit {
+  bool hovered = false;
+  int row = -1, col = -1;  // the cell under the pointer while hovered
+  bool clicked = false;    // released over (row, col) without dragging
+};
+
+class MapView {
+ public:
+  Heatmap& heatmap() { return map_; }
+  const Heatmap& heatmap() const { return map_; }
+
+  // Lays the map out in `size` (ImGui units) at the cursor and draws it; the cursor then moves past `size`.
+  MapViewHit draw(const char* name, ImVec2 size, const MapAxis& rows, const MapAxis& cols,
+                     const MapViewOptions& options = {});
+
+  // The zoom (1 = the whole map) and the window's first cell; set_zoom keeps `row`, `col` in view (scripts,
+  // tests, lessons).
+  float zoom() const { return zoom_; }
+  void set_zoom(float zoom, float row = -1, float col = -1);
+  void fit() { zoom_ = 1, first_col_ = 0, first_row_ = 0; }
+  HeatmapWindow window() const { return window_; }
+
+  // The room a row label column of `labels` needs, in the current font.
+  static float label_width_for(const std::vector<std::string>& labels);
+
+ private:
+  void clamp_window(int rows, int cols);
+
+  Heatmap map_;
+  float zoom_ = 1.0f, min_zoom_ = 1.0f;
+  float first_col_ = 0, first_row_ = 0;  // the window's top-left, in cells
+  HeatmapWindow window_;
+  bool dragging_ = false;
+  ImVec2 drag_from_{0, 0};
+  float drag_col_ = 0, drag_row_ = 0;
+  float pending_row_ = -1, pending_col_ = -1;  // set_zoom's cell to bring into view on the next draw
+};
+
+}  // namespace sf::gui

@@ -1,0 +1,88 @@
+#include "gui/stage_tensors.h"
+
+namespace sf::gui {
+
+namespace {
+
+bool post(const Config& c) { return c.norm_placement == NormPlacement::Post; }
+
+const Mat& encoder_layer_input(const Trace& t, int layer) {
+  return layer == 0 ? t.src.sum : t.encoder[static_cast<size_t>(layer - 1)].out;
+}
+const Mat& decoder_layer_input(const Trace& t, int layer) {
+  return layer == 0 ? t.tgt.sum : t.decoder[static_cast<size_t>(layer - 1)].out;
+}
+
+}  // namespace
+
+AttentionInputs attention_inputs(const Config& config, const Trace& trace, AttentionKind kind, int layer) {
+  AttentionInputs in;
+  if (layer < 0) return in;
+  if (kind == AttentionKind::Encoder) {
+    if (layer >= static_cast<int>(trace.encoder.size())) return in;
+    in.queries_from = post(config) ? &encoder_layer_input(trace, layer) : &trace.encoder[static_cast<size_t>(layer)].norm1.out;
+    in.keys_from = in.queries_from;
+  } else {
+    if (layer >= static_cast<int>(trace.decoder.size())) return in;
+    const DecoderLayerTrace& d = trace.decoder[static_cast<size_t>(layer)];
+    if (kind == AttentionKind::Decoder) {
+      in.queries_from = post(config) ? &decoder_layer_input(trace, layer) : &d.norm1.out;
+      in.keys_from = in.queries_from;
+    } else {
+      in.queries_from = post(config) ? &d.norm1.out : &d.norm2.out;
+      in.keys_from = &trace.enc_out;
+    }
+  }
+  return in;
+}
+
+const AttentionWeights& attention_weights(const ModelWeights& weights, AttentionKind kind, int layer) {
+  if (kind == AttentionKind::Encoder) return weights.encoder_layers[static_cast<size_t>(layer)].self_attn;
+  const DecoderLayerWeights& d = weights.decoder_layers[static_cast<size_t>(layer)];
+  return kind == AttentionKind::Decoder ? d.self_attn : d.cross_attn;
+}
+
+std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& trace, bool encoder, int layer) {
+  std::vector<ResidualBlock> blocks;
+  if (layer < 0) return blocks;
+  if (encoder) {
+    if (layer >= static_cast<int>(trace.encoder.size())) return blocks;
+    const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(layer)];
+    const Mat& x = encoder_layer_input(trace, layer);
+    if (post(config)) {
+      blocks.push_back({"after self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
+      blocks.push_back({"after the feed-forward", &t.norm1.out, &t.ffn.out, &t.residual2, &t.norm2});
+    } else {
+      blocks.push_back({"around self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
+      blocks.push_back({"around the feed-forward", &t.residual1, &t.ffn.out, &t.residual2, &t.norm2});
+    }
+  } else {
+    if (layer >= static_cast<int>(trace.decoder.size())) return blocks;
+    const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(layer)];
+    const Mat& x = decoder_layer_input(trace, layer);
+    if (post(config)) {
+      blocks.push_back({"after masked self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
+      blocks.push_back({"after cross-attention", &t.norm1.out, &t.cross_attn.attn_out, &t.residual2, &t.norm2});
+      blocks.push_back({"after the feed-forward", &t.norm2.out, &t.ffn.out, &t.residual3, &t.norm3});
+    } else {
+      blocks.push_back({"around masked self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
+      blocks.push_back({"around cross-attention", &t.residual1, &t.cross_attn.attn_out, &t.residual2, &t.norm2});
+      blocks.push_back({"around the feed-forward", &t.residual2, &t.ffn.out, &t.residual3, &t.norm3});
+    }
+  }
+  return blocks;
+}
+
+const Mat* feed_forward_input(const Config& config, const Trace& trace, bool encoder, int layer) {
+  if (layer < 0) return nullptr;
+  if (encoder) {
+    if (layer >= static_cast<int>(trace.encoder.size())) return nullptr;
+    const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(layer)];
+    return post(config) ? &t.norm1.out : &t.norm2.out;
+  }
+  if (layer >= static_cast<int>(trace.decoder.size())) return nullptr;
+  const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(layer)];
+  return post(config) ? &t.norm2.out : &t.norm3.out;
+}
+
+}  // namespace sf::gui
