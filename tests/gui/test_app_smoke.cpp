@@ -157,7 +157,9 @@ TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {
   ASSERT_FALSE(h.is_null()) << "no positional-encoding heatmap on screen";
   const int rows = h["rows"], cols = h["cols"];
   const float x0 = h["x0"], y0 = h["y0"], x1 = h["x1"], y1 = h["y1"];
-  // sin and cos lie in [-1, 1]: the map's colours span exactly that (not the app's own idea of the range).
+  // sin and cos lie in [-1, 1]: the map's colours span exactly that (not the app's own idea of the range), on
+  // the diverging scale for signed values.
+  EXPECT_EQ(h["colormap"], "diverging");
   const float lo = -1.0f, hi = 1.0f;
   EXPECT_EQ(h["lo"].get<float>(), lo);
   EXPECT_EQ(h["hi"].get<float>(), hi);
@@ -171,7 +173,7 @@ TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {
     for (int col = 0; col < cols; col += 7) {
       const int x = static_cast<int>(x0 + (col + 0.5f) * (x1 - x0) / cols);
       const int y = static_cast<int>(y0 + (row + 0.5f) * (y1 - y0) / rows);
-      const Rgb expect = colormap_rgb(Colormap::Viridis, colormap_position(pe(row, col), lo, hi));
+      const Rgb expect = colormap_rgb(Colormap::Diverging, colormap_position(pe(row, col), lo, hi));
       const unsigned char* p = image.at(x, y);
       const float err = std::max({std::abs(p[0] / 255.0f - expect.r), std::abs(p[1] / 255.0f - expect.g),
                                   std::abs(p[2] / 255.0f - expect.b)});

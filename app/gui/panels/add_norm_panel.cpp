@@ -5,19 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/stage_tensors.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
-
-namespace {
-
-struct Block {
-  const char* name;
-  const Mat* sum;                // the residual sum (post-norm: the norm's input)
-  const LayerNormTrace* norm;    // its layer norm
-};
-
-}  // namespace
 
 void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
@@ -25,16 +16,8 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const bool encoder = sel.kind == AttentionKind::Encoder;
   const int layers = encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  std::vector<Block> blocks;
-  if (encoder) {
-    const EncoderLayerTrace& t = state.trace.encoder[static_cast<size_t>(sel.layer)];
-    blocks = {{"after self-attention", &t.residual1, &t.norm1}, {"after the feed-forward", &t.residual2, &t.norm2}};
-  } else {
-    const DecoderLayerTrace& t = state.trace.decoder[static_cast<size_t>(sel.layer)];
-    blocks = {{"after masked self-attention", &t.residual1, &t.norm1},
-              {"after cross-attention", &t.residual2, &t.norm2},
-              {"after the feed-forward", &t.residual3, &t.norm3}};
-  }
+  const std::vector<ResidualBlock> blocks = residual_blocks(c, state.trace, encoder, sel.layer);
+  if (blocks.empty()) return;
   block_ = std::clamp(block_, 0, static_cast<int>(blocks.size()) - 1);
 
   int side = encoder ? 0 : 1;
@@ -49,10 +32,10 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
     ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);
   }
-  const Block& blk = blocks[static_cast<size_t>(block_)];
+  const ResidualBlock& blk = blocks[static_cast<size_t>(block_)];
   const bool post = c.norm_placement == NormPlacement::Post;
 
-  ImGui::Text("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
+  ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
   explanation(
       "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
       "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
@@ -63,21 +46,67 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   else
     ImGui::TextWrapped("pre-norm: y = x + Sublayer(LayerNorm(x))   (this model normalises before each sublayer)");
 
+  // The four steps, left to right, in the order they happen.
+  const Mat* steps[4] = {blk.input, post ? blk.sublayer_out : &blk.norm->out, post ? blk.sum : blk.sublayer_out,
+                         post ? &blk.norm->out : blk.sum};
+  const char* titles[4] = {"x: the block's input", post ? "Sublayer(x)" : "LayerNorm(x): what the sublayer reads",
+                           post ? "x + Sublayer(x)" : "Sublayer(LayerNorm(x))",
+                           post ? "LayerNorm(x + Sublayer(x)): the output" : "x + Sublayer(LN(x)): the output"};
+  const char* names[4] = {"add_norm_input", post ? "sublayer_output" : "layer_norm",
+                          post ? "residual_sum" : "sublayer_output", post ? "layer_norm" : "residual_sum"};
   if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
       uploaded_.layer != sel.layer) {
-    const float r = std::max(1e-3f, blk.sum->cwiseAbs().maxCoeff());
-    sum_.set_values(blk.sum->data(), static_cast<int>(blk.sum->rows()), static_cast<int>(blk.sum->cols()), -r, r);
-    const float rn = std::max(1e-3f, blk.norm->out.cwiseAbs().maxCoeff());
-    normed_.set_values(blk.norm->out.data(), static_cast<int>(blk.norm->out.rows()), static_cast<int>(blk.norm->out.cols()),
-                       -rn, rn);
+    for (int i = 0; i < 4; ++i) {
+      const Mat& m = *steps[i];
+      const float r = std::max(1e-3f, m.cwiseAbs().maxCoeff());
+      maps_[i].heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -r, r);
+    }
     uploaded_version_ = state.version;
     uploaded_block_ = block_;
     uploaded_ = sel;
   }
 
-  // Per-token statistics: before (the norm's input, recorded by the forward) and after (its output).
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_row_labels();
-  const Mat& out = blk.norm->out;
+  const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
+  MapAxis rows, none;
+  rows.labels = &labels;
+  rows.tokens = true;
+  rows.side = side_of_rows;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  // The maps take the upper part; the per-token statistics the rest (scrolling when long).
+  const int n = static_cast<int>(blk.input->rows());
+  const float table_h = std::min(avail.y * 0.42f, (n + 1.5f) * ImGui::GetFrameHeightWithSpacing());
+  const float maps_h = std::max(4 * line, avail.y - table_h - 2 * line);
+  const float label_w = MapView::label_width_for(labels);
+  const float each = (avail.x - label_w - 3 * style.ItemSpacing.x) / 4;
+  MapViewOptions o;
+  o.style = {Colormap::Diverging, false};
+  float title_h = 0;  // the tallest title: every map starts below it, so that the rows line up across the four
+  for (int i = 0; i < 4; ++i)
+    title_h = std::max(title_h, ImGui::CalcTextSize(titles[i], nullptr, false, each + (i == 0 ? label_w : 0.0f)).y);
+  for (int i = 0; i < 4; ++i) {
+    if (i > 0) ImGui::SameLine();
+    ImGui::BeginGroup();
+    const float top = ImGui::GetCursorScreenPos().y;
+    const float w = each + (i == 0 ? label_w : 0.0f);
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
+    ImGui::TextUnformatted(titles[i]);
+    ImGui::PopTextWrapPos();
+    maps_[i].heatmap().set_axis_labels(labels);  // row names for export
+    o.label_width = i == 0 ? label_w : 0.0f;
+    ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, top + title_h + style.ItemSpacing.y));
+    maps_[i].draw(names[i], ImVec2(w, maps_h - title_h - style.ItemSpacing.y),
+                  i == 0 ? rows : MapAxis{nullptr, nullptr, true, side_of_rows}, none, o);
+    ImGui::EndGroup();
+  }
+
+  // Per-token statistics: the norm's input (mean and standard deviation as the forward recorded them) and its
+  // output.
+  const LayerNormTrace& norm = *blk.norm;
+  const Mat& out = norm.out;
+  ImGui::BeginChild("##stats", ImVec2(0, 0), false);
   if (ImGui::BeginTable("stats", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("token");
     ImGui::TableSetupColumn(post ? "mean of x + sublayer" : "mean of x");
@@ -88,16 +117,15 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     for (Eigen::Index i = 0; i < out.rows() && i < static_cast<Eigen::Index>(labels.size()); ++i) {
       const float mean_after = out.row(i).mean();
       const float std_after = std::sqrt((out.row(i).array() - mean_after).square().mean());
-      const TokenSide side = encoder ? TokenSide::Source : TokenSide::Target;
       ImGui::TableNextRow();
-      if (is_hovered_token(side, static_cast<int>(i))) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kHoverColour);
+      if (is_hovered_token(side_of_rows, static_cast<int>(i))) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kHoverColour);
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(labels[static_cast<size_t>(i)].c_str());
-      if (ImGui::IsItemHovered()) report_hovered_token(side, static_cast<int>(i));
+      if (ImGui::IsItemHovered()) report_hovered_token(side_of_rows, static_cast<int>(i));
       ImGui::TableNextColumn();
-      ImGui::Text("%8.3f", blk.norm->mean(i));
+      ImGui::Text("%8.3f", norm.mean(i));
       ImGui::TableNextColumn();
-      ImGui::Text("%8.3f", blk.norm->std(i));
+      ImGui::Text("%8.3f", norm.std(i));
       ImGui::TableNextColumn();
       ImGui::Text("%8.3f", mean_after);
       ImGui::TableNextColumn();
@@ -105,25 +133,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     }
     ImGui::EndTable();
   }
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar = std::max(colour_bar_width(sum_.lo(), sum_.hi()), colour_bar_width(normed_.lo(), normed_.hi()));
-  const ImVec2 size((avail.x - 2 * bar) / 2 - 2 * ImGui::GetStyle().ItemSpacing.x,
-                    std::max(40.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() * 1.5f));
-  ImGui::BeginGroup();
-  ImGui::Text(post ? "x + Sublayer(x) [%d x %d]" : "layer-norm input x [%d x %d]", sum_.rows(), sum_.cols());
-  sum_.set_axis_labels(labels);  // row names for export
-  sum_.draw("residual_sum", size);
-  ImGui::EndGroup();
-  ImGui::SameLine();
-  colour_bar("value", sum_.lo(), sum_.hi(), ImVec2(bar, size.y));
-  ImGui::SameLine();
-  ImGui::BeginGroup();
-  ImGui::Text("after LayerNorm [%d x %d]", normed_.rows(), normed_.cols());
-  normed_.set_axis_labels(labels);
-  normed_.draw("layer_norm", size);
-  ImGui::EndGroup();
-  ImGui::SameLine();
-  colour_bar("value", normed_.lo(), normed_.hi(), ImVec2(bar, size.y));
+  ImGui::EndChild();
 }
 
 }  // namespace sf::gui

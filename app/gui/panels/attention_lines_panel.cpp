@@ -25,7 +25,7 @@ std::vector<AttentionLine> attention_lines(const AttentionTrace& a, const std::v
 ImU32 head_colour(int head, int heads, float alpha) {
   float r = 0, g = 0, b = 0;
   ImGui::ColorConvertHSVtoRGB(static_cast<float>(head) / std::max(heads, 1), 0.65f, 1.0f, r, g, b);
-  return ImGui::GetColorU32(ImVec4(r, g, b, alpha));
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, alpha));  // (no ImGui context needed: tests call it)
 }
 
 void AttentionLinesPanel::show_only(int head, int heads) {

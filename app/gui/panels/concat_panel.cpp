@@ -25,42 +25,41 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
               static_cast<int>(a->attn_out.rows()), c.d_model);
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
     const float r = std::max(1e-3f, a->heads_out.cwiseAbs().maxCoeff());
-    concat_.set_values(a->heads_out.data(), static_cast<int>(a->heads_out.rows()), c.d_model, -r, r);
+    concat_.heatmap().set_values(a->heads_out.data(), static_cast<int>(a->heads_out.rows()), c.d_model, -r, r);
     const float ro = std::max(1e-3f, a->attn_out.cwiseAbs().maxCoeff());
-    projected_.set_values(a->attn_out.data(), static_cast<int>(a->attn_out.rows()), c.d_model, -ro, ro);
+    projected_.heatmap().set_values(a->attn_out.data(), static_cast<int>(a->attn_out.rows()), c.d_model, -ro, ro);
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
   const std::vector<std::string> labels =
       sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
   const TokenSide side = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7;
-  const float bar = std::max(colour_bar_width(concat_.lo(), concat_.hi()), colour_bar_width(projected_.lo(), projected_.hi()));
+  MapAxis rows, none;
+  rows.labels = &labels;
+  rows.tokens = true;
+  rows.side = side;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const int rows = concat_.rows();
-  const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,
-                                      ImGui::GetFontSize() * 1.4f);
-  const float width = avail.x - label_width - bar - ImGui::GetStyle().ItemSpacing.x;  // the map, then the bar
-  auto strip = [&](Heatmap& h, const char* name, const char* title, bool head_lines) {
-    ImGui::TextUnformatted(title);
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    token_row_labels(origin, labels, row_height, label_width - 8, side);
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
-    int row = -1, col = -1;
-    h.set_axis_labels(labels);  // row names for export
-    if (h.draw(name, ImVec2(width, row_height * rows), {}, &row, &col)) {
-      report_hovered_token(side, row);
-      ImGui::SetTooltip("token \"%s\", column %d (head %d): %.3f", labels[static_cast<size_t>(row)].c_str(), col,
-                        col / c.head_dim(), h.value(row, col));
-    }
-    if (head_lines)  // the boundaries between the heads' column blocks
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float height = std::max(3 * line, (avail.y - 3 * line) / 2);
+  MapViewOptions o;
+  o.style = {Colormap::Diverging, false};
+  auto strip = [&](MapView& view, const char* name, const char* title, bool head_lines) {
+    ImGui::TextWrapped("%s", title);
+    view.heatmap().set_axis_labels(labels);  // row names for export
+    view.draw(name, ImVec2(avail.x, height), rows, none, o);
+    if (!head_lines) return;
+    // The boundaries between the heads' column blocks, over the map as drawn (zoomed or not).
+    for (const HeatmapPlacement& p : heatmap_placements()) {
+      if (p.name != name) continue;
+      const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+      ImDrawList* draw = ImGui::GetWindowDrawList();
+      draw->PushClipRect(ImVec2(p.min.x / scale.x, p.min.y / scale.y), ImVec2(p.max.x / scale.x, p.max.y / scale.y), true);
       for (int hd = 1; hd < c.n_heads; ++hd) {
-        const float x = origin.x + label_width + width * hd / c.n_heads;
-        ImGui::GetWindowDrawList()->AddLine(ImVec2(x, origin.y), ImVec2(x, origin.y + row_height * rows),
-                                            IM_COL32(255, 255, 255, 220), 2.0f);
+        const float x = (p.min.x + (hd * c.head_dim() - p.window.col0) * (p.max.x - p.min.x) / p.window.cols) / scale.x;
+        draw->AddLine(ImVec2(x, p.min.y / scale.y), ImVec2(x, p.max.y / scale.y), IM_COL32(255, 255, 255, 220), 2.0f);
       }
-    ImGui::SameLine();
-    colour_bar("value", h.lo(), h.hi(), ImVec2(bar, row_height * rows));
+      draw->PopClipRect();
+    }
   };
   strip(concat_, "heads_concat", "the heads side by side (white lines separate the heads)", true);
   strip(projected_, "attention_output", "after W_o: the attention block's output", false);

@@ -3,7 +3,7 @@
 #pragma once
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
-#include "gui/render/heatmap.h"
+#include "gui/render/map_view.h"
 
 namespace sf::gui {
 
@@ -12,7 +12,7 @@ class ConcatPanel {
   void draw(const AppState& state, AttentionSelection& selection);
 
  private:
-  Heatmap concat_, projected_;
+  MapView concat_, projected_;
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
 };

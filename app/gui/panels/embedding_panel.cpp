@@ -13,15 +13,21 @@ void EmbeddingPanel::draw(const AppState& state) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
   const EmbeddingTrace& src = state.trace.src;  // tok_embed, pos, sum: (S, C)
+  const EmbeddingTrace& tgt = state.trace.tgt;  // (T, C)
   if (uploaded_version_ != state.version) {
-    // One symmetric range for both maps, so equal colours mean equal values: the 99th percentile of |x|.
+    // One symmetric range for all four maps, so equal colours mean equal values: the 99th percentile of |x|.
     std::vector<float> magnitudes(src.sum.data(), src.sum.data() + src.sum.size());
+    magnitudes.insert(magnitudes.end(), tgt.sum.data(), tgt.sum.data() + tgt.sum.size());
     for (float& v : magnitudes) v = std::abs(v);
     std::nth_element(magnitudes.begin(), magnitudes.begin() + magnitudes.size() * 99 / 100, magnitudes.end());
     range_ = std::max(1e-3f, magnitudes[magnitudes.size() * 99 / 100]);
-    embedding_.set_values(src.tok_embed.data(), static_cast<int>(src.tok_embed.rows()),
-                          static_cast<int>(src.tok_embed.cols()), -range_, range_);
-    sum_.set_values(src.sum.data(), static_cast<int>(src.sum.rows()), static_cast<int>(src.sum.cols()), -range_, range_);
+    const auto set = [&](MapView& view, const Mat& m) {
+      view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -range_, range_);
+    };
+    set(embedding_, src.tok_embed);
+    set(sum_, src.sum);
+    set(target_embedding_, tgt.tok_embed);
+    set(target_sum_, tgt.sum);
     uploaded_version_ = state.version;
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
@@ -29,41 +35,49 @@ void EmbeddingPanel::draw(const AppState& state) {
   explanation(
       "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: the "
       "vector is what the model knows about the word before it sees the sentence. The vectors are multiplied by "
-      "sqrt(d_model) so that they are not drowned by the positional encoding (values in [-1, 1]) added next.");
+      "sqrt(d_model) so that they are not drowned by the positional encoding (values in [-1, 1]) added next. The "
+      "encoder embeds the German sentence; the decoder embeds the English words so far, shifted right by <bos>.");
   if (scaled)
-    ImGui::Text("x_i = E[id_i] * sqrt(d_model) = E[id_i] * %.1f   E: [%d x %d]   tokens: [%d x %d]", std::sqrt(float(c.d_model)),
-                state.model->src_vocab.size(), c.d_model, static_cast<int>(src.tok_embed.rows()), c.d_model);
+    ImGui::TextWrapped("x_i = E[id_i] * sqrt(d_model) = E[id_i] * %.1f   E_src [%d x %d]   E_tgt [%d x %d]",
+                       std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model,
+                       state.model->tgt_vocab.size(), c.d_model);
   else
-    ImGui::Text("x_i = E[id_i]   E: [%d x %d]   tokens: [%d x %d]", state.model->src_vocab.size(), c.d_model,
-                static_cast<int>(src.tok_embed.rows()), c.d_model);
+    ImGui::TextWrapped("x_i = E[id_i]   E_src [%d x %d]   E_tgt [%d x %d]", state.model->src_vocab.size(), c.d_model,
+                       state.model->tgt_vocab.size(), c.d_model);
 
-  const std::vector<std::string> labels = state.source_labels();
-  float label_width = 0;
-  for (const auto& s : labels) label_width = std::max(label_width, ImGui::CalcTextSize(s.c_str()).x);
-  label_width += ImGui::GetStyle().ItemSpacing.x * 2;
-  const float bar = colour_bar_width(-range_, range_);
+  const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
+  const std::vector<std::string> target_labels = state.decoder_input_labels();
+  const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const int rows = static_cast<int>(src.tok_embed.rows());
-  const float row_height = std::clamp((avail.y - 4 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 6.0f,
-                                      ImGui::GetFontSize() * 1.6f);
-  const ImVec2 size(avail.x - label_width - bar - ImGui::GetStyle().ItemSpacing.x, row_height * rows);
-
-  auto strip = [&](Heatmap& h, const char* name) {
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    token_row_labels(origin, labels, row_height, label_width - ImGui::GetStyle().ItemSpacing.x, TokenSide::Source);
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
-    int row = -1, col = -1;
-    h.set_axis_labels(labels);  // row names for export
-    if (h.draw(name, size, {}, &row, &col)) {
-      report_hovered_token(TokenSide::Source, row);
-      ImGui::SetTooltip("token \"%s\", dimension %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));
-    }
-    ImGui::SameLine();
-    colour_bar("value", -range_, range_, ImVec2(bar, size.y));
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float half = (avail.x - style.ItemSpacing.x) / 2;
+  const float map_h = std::max(3 * line, (avail.y - 4 * line) / 2);
+  MapViewOptions o;
+  o.style = {Colormap::Diverging, false};
+  const auto side = [&](const char* heading, MapView& embedded, const char* embedded_name, MapView& input,
+                        const char* input_name, const std::vector<std::string>& rows, const std::vector<std::string>* row_tips,
+                        TokenSide token_side, int n, const char* stack) {
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + half);
+    ImGui::TextUnformatted(heading);
+    MapAxis axis, none;
+    axis.labels = &rows;
+    axis.tips = row_tips;
+    axis.tokens = true;
+    axis.side = token_side;
+    embedded.heatmap().set_axis_labels(rows);  // row names for export
+    embedded.draw(embedded_name, ImVec2(half, map_h), axis, none, o);
+    ImGui::Text("+ positional encoding  ->  the %s's input  x_i + PE(i)   [%d x %d]", stack, n, c.d_model);
+    input.heatmap().set_axis_labels(rows);
+    input.draw(input_name, ImVec2(half, map_h), axis, none, o);
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
   };
-  strip(embedding_, "embedding");
-  ImGui::Text("+ positional encoding  ->  the encoder's input  x_i + PE(i)   [%d x %d]", rows, c.d_model);
-  strip(sum_, "encoder_input");
+  side("Source (German): the encoder's tokens", embedding_, "embedding", sum_, "encoder_input", labels, &tips,
+       TokenSide::Source, static_cast<int>(src.sum.rows()), "encoder");
+  ImGui::SameLine();
+  side("Target (English, shifted right): the decoder's tokens", target_embedding_, "target_embedding", target_sum_,
+       "decoder_input", target_labels, nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), "decoder");
 }
 
 }  // namespace sf::gui

@@ -1,8 +1,10 @@
-// Panel: token embeddings. Each token's vector as a colour strip (one row per token, one column per
-// dimension), the sqrt(d_model) scale, and the positional encoding added to give the encoder's input.
+// Panel: token embeddings, both sides. Each token's vector as a colour strip (one row per token, one column per
+// dimension), the sqrt(d_model) scale, and the positional encoding added: on the left the source sentence
+// becoming the encoder's input, on the right the shifted target (<bos> + the translation) becoming the
+// decoder's input.
 #pragma once
 #include "gui/app_state.h"
-#include "gui/render/heatmap.h"
+#include "gui/render/map_view.h"
 
 namespace sf::gui {
 
@@ -11,7 +13,7 @@ class EmbeddingPanel {
   void draw(const AppState& state);
 
  private:
-  Heatmap embedding_, sum_;
+  MapView embedding_, sum_, target_embedding_, target_sum_;
   int uploaded_version_ = -1;
   float range_ = 1.0f;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gui/stage_tensors.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -35,45 +36,67 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
               relu ? "ReLU" : "GELU", static_cast<int>(f.hidden.rows()), c.d_model, c.d_ff, c.d_model,
               static_cast<int>(f.hidden.rows()), c.d_ff, c.d_model, c.d_ff);
 
+  const Mat* x = feed_forward_input(c, state.trace, encoder, sel.layer);
+  if (!x) return;
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
-    const float r = std::max(1e-3f, f.hidden_pre.cwiseAbs().maxCoeff());
-    pre_.set_values(f.hidden_pre.data(), static_cast<int>(f.hidden_pre.rows()), static_cast<int>(f.hidden_pre.cols()), -r, r);
-    // After ReLU the values are >= 0: the dark end of the map is exactly zero.
-    post_.set_values(f.hidden.data(), static_cast<int>(f.hidden.rows()), static_cast<int>(f.hidden.cols()),
-                     relu ? 0.0f : -r, r);
+    const auto set = [](MapView& view, const Mat& m, float lo, float hi) {
+      view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), lo, hi);
+    };
+    const auto range = [](const Mat& m) { return std::max(1e-3f, m.cwiseAbs().maxCoeff()); };
+    set(input_, *x, -range(*x), range(*x));
+    const float r = range(f.hidden_pre);
+    set(pre_, f.hidden_pre, -r, r);
+    // After ReLU the values are >= 0: a sequential scale whose dark end is exactly zero. GELU dips below 0.
+    set(post_, f.hidden, relu ? 0.0f : -r, r);
+    set(out_, f.out, -range(f.out), range(f.out));
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
   const Eigen::Index zeros = (f.hidden.array() == 0.0f).count();
-  ImGui::Text("%s: %lld of %lld hidden values are zero (%.0f%%)%s", relu ? "ReLU" : "GELU",
-              static_cast<long long>(zeros), static_cast<long long>(f.hidden.size()),
-              100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size()),
-              relu ? "; darkest = exactly 0" : "");
+  ImGui::TextWrapped("%s: %lld of %lld hidden values are zero (%.0f%%)%s", relu ? "ReLU" : "GELU",
+                     static_cast<long long>(zeros), static_cast<long long>(f.hidden.size()),
+                     100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size()),
+                     relu ? "; darkest = exactly 0" : "");
 
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_row_labels();
   const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
-  const float label_width = ImGui::GetFontSize() * 7;
-  const float bar = std::max(colour_bar_width(pre_.lo(), pre_.hi()), colour_bar_width(post_.lo(), post_.hi()));
+  MapAxis rows, linked, none;
+  rows.labels = &labels;
+  rows.tokens = linked.tokens = true;
+  rows.side = linked.side = side_of_rows;
+  const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const int rows = pre_.rows();
-  const float row_height = std::clamp((avail.y - 3 * ImGui::GetTextLineHeightWithSpacing()) / (2 * rows), 5.0f,
-                                      ImGui::GetFontSize() * 1.4f);
-  auto strip = [&](Heatmap& h, const char* name, const char* title) {
-    ImGui::TextUnformatted(title);
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    token_row_labels(origin, labels, row_height, label_width - 8, side_of_rows);
-    ImGui::SetCursorScreenPos(ImVec2(origin.x + label_width, origin.y));
-    int row = -1, col = -1;
-    h.set_axis_labels(labels);  // row names for export
-    if (h.draw(name, ImVec2(avail.x - label_width - bar - ImGui::GetStyle().ItemSpacing.x, row_height * rows), {}, &row, &col)) {
-      report_hovered_token(side_of_rows, row);
-      ImGui::SetTooltip("token \"%s\", hidden unit %d: %.3f", labels[static_cast<size_t>(row)].c_str(), col, h.value(row, col));
-    }
-    ImGui::SameLine();
-    colour_bar("value", h.lo(), h.hi(), ImVec2(bar, row_height * rows));
-  };
-  strip(pre_, "ffn_hidden_pre", "x W1^T + b1 (before the activation)");
-  strip(post_, "ffn_hidden", relu ? "after ReLU: negatives become 0" : "after GELU");
+  const float label_w = MapView::label_width_for(labels);
+  // Widths in proportion to the columns (C, F, F, C), at least a fifth of the room each.
+  const float room = avail.x - label_w - 3 * style.ItemSpacing.x;
+  const float total = 2.0f * c.d_model + 2.0f * c.d_ff;
+  float widths[4];
+  for (int i = 0; i < 4; ++i) widths[i] = std::max(0.2f * room, room * ((i == 0 || i == 3) ? c.d_model : c.d_ff) / total);
+  const float scale = room / (widths[0] + widths[1] + widths[2] + widths[3]);
+  for (float& w : widths) w *= scale;
+  widths[0] += label_w;
+  const char* titles[4] = {"x: the input", "x W1^T + b1 (before the activation)",
+                           relu ? "after ReLU: negatives become 0" : "after GELU", "x W2^T + b2: the output"};
+  const char* names[4] = {"ffn_input", "ffn_hidden_pre", "ffn_hidden", "ffn_output"};
+  MapView* views[4] = {&input_, &pre_, &post_, &out_};
+  float title_h = 0;
+  for (int i = 0; i < 4; ++i) title_h = std::max(title_h, ImGui::CalcTextSize(titles[i], nullptr, false, widths[i]).y);
+  for (int i = 0; i < 4; ++i) {
+    if (i > 0) ImGui::SameLine();
+    ImGui::BeginGroup();
+    const float top = ImGui::GetCursorScreenPos().y;
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + widths[i]);
+    ImGui::TextUnformatted(titles[i]);
+    ImGui::PopTextWrapPos();
+    ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, top + title_h + style.ItemSpacing.y));
+    MapViewOptions o;
+    o.style = {i == 2 && relu ? Colormap::Viridis : Colormap::Diverging, false};
+    o.label_width = i == 0 ? label_w : 0.0f;
+    o.value_name = i == 1 || i == 2 ? "hidden unit" : "value";
+    views[i]->heatmap().set_axis_labels(labels);  // row names for export
+    views[i]->draw(names[i], ImVec2(widths[i], avail.y - title_h - style.ItemSpacing.y), i == 0 ? rows : linked, none, o);
+    ImGui::EndGroup();
+  }
 }
 
 }  // namespace sf::gui

@@ -1,9 +1,10 @@
-// Panel: the position-wise feed-forward network: each token's vector goes through C -> F -> C with an
-// activation between; the hidden activations before and after ReLU/GELU, with the zeros ReLU makes.
+// Panel: the position-wise feed-forward network, input beside output: each token's vector x goes through
+// C -> F -> C with an activation between: x, the hidden layer before and after ReLU/GELU (with the zeros ReLU
+// makes), and the W2 output.
 #pragma once
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
-#include "gui/render/heatmap.h"
+#include "gui/render/map_view.h"
 
 namespace sf::gui {
 
@@ -12,7 +13,7 @@ class FeedForwardPanel {
   void draw(const AppState& state, AttentionSelection& selection);
 
  private:
-  Heatmap pre_, post_;
+  MapView input_, pre_, post_, out_;
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
 };

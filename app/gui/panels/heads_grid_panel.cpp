@@ -38,7 +38,8 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float label = ImGui::GetFontSize() * 4;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
-  const float cell = std::max(16.0f, std::min((avail.x - label) / H - gap,
+  const float bar = colour_bar_width(0.0f, 1.0f) + gap;  // one colour bar for every map: probabilities 0..1
+  const float cell = std::max(16.0f, std::min((avail.x - label - bar) / H - gap,
                                               (avail.y - 2 * ImGui::GetTextLineHeightWithSpacing()) / layers - gap));
   bool clicked = false;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -75,8 +76,10 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
                       IM_COL32(240, 190, 40, 255), 0, 0, 2.0f);
     }
   }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x + label + H * (cell + gap), origin.y + header));
+  colour_bar("probability", 0.0f, 1.0f, ImVec2(bar - gap, layers * (cell + gap) - gap));
   ImGui::SetCursorScreenPos(origin);
-  ImGui::Dummy(ImVec2(label + H * (cell + gap), header + layers * (cell + gap)));
+  ImGui::Dummy(ImVec2(label + H * (cell + gap) + bar, header + layers * (cell + gap)));
   return clicked;
 }
 

@@ -147,6 +147,38 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
                  "Output probabilities");
   }
 
+  // The residual connections: from each sublayer's input, around the sublayer, into its add & norm (encoder on
+  // the left of its column, decoder on the right: the cross-attention's K, V come in from the left).
+  {
+    const ImU32 residual = IM_COL32(120, 200, 140, 255);
+    const auto around = [&](size_t from_below, size_t into, bool left) {
+      ImVec2 f0, f1, t0, t1;
+      box_rect(kBoxes[from_below], &f0, &f1);  // the sublayer (or first box) whose input the residual carries
+      box_rect(kBoxes[into], &t0, &t1);        // the add & norm it joins
+      const float cx = (f0.x + f1.x) / 2, start_y = f1.y + 0.5f * (pitch - box_h);  // the gap below the box
+      const float side_x = left ? f0.x - 0.32f * gap : f1.x + 0.32f * gap;
+      const float end_y = (t0.y + t1.y) / 2, end_x = left ? t0.x : t1.x;
+      draw->AddLine(ImVec2(cx, start_y), ImVec2(side_x, start_y), residual, 1.5f);
+      draw->AddLine(ImVec2(side_x, start_y), ImVec2(side_x, end_y), residual, 1.5f);
+      draw->AddLine(ImVec2(side_x, end_y), ImVec2(end_x, end_y), residual, 1.5f);
+      const float dir = left ? 1.0f : -1.0f;
+      draw->AddTriangleFilled(ImVec2(end_x - dir * 5, end_y - 3.5f), ImVec2(end_x - dir * 5, end_y + 3.5f),
+                              ImVec2(end_x, end_y), residual);
+    };
+    around(3, 6, true);    // encoder: x -> (Q, K, V, attention, concat) -> add & norm
+    around(7, 8, true);    //          h -> feed-forward -> add & norm
+    around(12, 13, false); // decoder: y -> masked self-attention -> add & norm
+    around(14, 15, false); //          -> cross-attention -> add & norm
+    around(16, 17, false); //          -> feed-forward -> add & norm
+  }
+  {
+    // The encoder's output enters every cross-attention as its keys and values.
+    ImVec2 e0, e1;
+    box_rect(kBoxes[8], &e0, &e1);
+    const float up = e0.y - 0.7f * pitch;
+    draw->AddText(ImVec2((e0.x + e1.x) / 2 + 4, up - ImGui::GetFontSize() - 2), IM_COL32(110, 170, 240, 255), "K, V");
+  }
+
   // The boxes, each a button.
   bool result = false;
   for (size_t i = 0; i < std::size(kBoxes); ++i) {

@@ -134,11 +134,12 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   ImGui::Text("the matrix: %d positions (rows) x %d dimensions (columns)", P, d_model);
   ImGui::PopTextWrapPos();
   int row = -1, col = -1;
-  if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), {}, &row, &col))
+  // Sines and cosines are signed: the diverging scale, 0 in its centre (dark grey), -1 blue, +1 orange.
+  if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
     ImGui::SetTooltip("position %d, dimension %d: %.4f", row, col, matrix_.value(row, col));
   ImGui::EndGroup();
   ImGui::SameLine();
-  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height));
+  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height), Colormap::Diverging);
   ImGui::SameLine();
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + sim_side);

@@ -169,9 +169,12 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
                                                                                : (*rows.labels)[static_cast<size_t>(i)];
         ImGui::SetTooltip("%s", tip.c_str());
       }
-      if (readable)
+      if (readable) {
         draw->AddText(ImGui::GetFont(), size_px, ImVec2(origin.x + 2, p0.y + 0.5f * (ch - size_px)), text,
                       (*rows.labels)[static_cast<size_t>(i)].c_str());
+        if (p0.y >= map_pos.y - 1 && p1.y <= map_end.y + 1)  // wholly in view: for the tests and lessons
+          record_item(std::string(name) + ".row", p0, p1, i, (*rows.labels)[static_cast<size_t>(i)], size_px);
+      }
     }
     draw->PopClipRect();
     const int shown = hit.hovered ? hit.row : hovered_row_token;
