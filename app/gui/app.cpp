@@ -48,6 +48,14 @@ App::App(const AppOptions& options, SettingsStore* settings)
   open_model(options.model_path.empty() ? default_model_path() : options.model_path);  // in the background
 }
 
+namespace {
+// A stage's own tensors; not the pictures of other stages (the tokens stage's thumbnails) nor a zoomed map's
+// minimap.
+bool exportable(const std::string& heatmap_name) {
+  return heatmap_name.rfind("minimap:", 0) != 0 && heatmap_name.rfind("thumbnail_", 0) != 0;
+}
+}  // namespace
+
 void App::select(Stage stage) {
   stage_ = stage;
   show_model_info_ = false;
@@ -220,7 +228,9 @@ void App::frame() {
   const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
                          stage_min.y + ImGui::GetWindowSize().y + caption_height);
   if (!draw_model_views()) switch (stage_) {
-    case Stage::Tokens: draw_tokens_panel(state_); break;
+    case Stage::Tokens:
+      if (const std::optional<Stage> go = tokens_panel_.draw(state_)) select(*go);
+      break;
     case Stage::Embedding: embedding_panel_.draw(state_); break;
     case Stage::Positional: positional_panel_.draw(state_); break;
     case Stage::EncoderAttention:
@@ -246,6 +256,13 @@ void App::frame() {
                  : attention_.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
       break;
     case Stage::Output: {
+      // The output stage follows the decoding: on arriving and after every step it shows the last row, the
+      // distribution the newest token came from (or, while decoding, the next token's); the slider then moves
+      // freely until the next step.
+      if (output_followed_version_ != state_.version || output_followed_stage_ != stage_) {
+        output_position_ = std::max(0, static_cast<int>(state_.trace.tgt.ids.size()) - 1);
+        output_followed_version_ = state_.version;
+      }
       int token = -1;
       if (draw_output_panel(state_, output_position_, &token)) state_.force_token(output_position_, token);
       break;
@@ -265,9 +282,10 @@ void App::frame() {
   ImGui::EndChild();
   frame_tensors_.clear();
   for (const HeatmapPlacement& p : heatmap_placements())
-    if (p.heatmap && p.name.rfind("minimap:", 0) != 0 &&
+    if (p.heatmap && exportable(p.name) &&
         std::find(frame_tensors_.begin(), frame_tensors_.end(), p.name) == frame_tensors_.end())
       frame_tensors_.push_back(p.name);
+  output_followed_stage_ = stage_;
   lesson_step_ += draw_caption_overlay(caption_, caption_lesson, stage_min, stage_max);
   draw_model_dialogs();
   ImGui::End();
@@ -315,9 +333,31 @@ void App::draw_presentation_header() {
   std::string problem = state_.error;
   if (!export_status_.ok && !export_status_.text.empty())
     problem += (problem.empty() ? "" : "   ") + export_status_.text;
-  lesson_step_ += sf::gui::draw_presentation_header(stage_info(stage_).title, stage_detail(),
-                                                    static_cast<int>(stage_) + 1, static_cast<int>(Stage::Count),
-                                                    problem, lesson_);
+  // The attention stages' titles follow the state: "Decoder masked self-attention (causal mask OFF)".
+  const bool attention = stage_ == Stage::EncoderAttention || stage_ == Stage::DecoderAttention ||
+                         stage_ == Stage::CrossAttention;
+  const std::string title = attention ? attention_title(attention_.kind, state_.interventions) : stage_info(stage_).title;
+  lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), static_cast<int>(stage_) + 1,
+                                                    static_cast<int>(Stage::Count), problem, lesson_);
+  // The sentence strip: the source, the translation, and what is changed with the translation as trained.
+  if (!state_.ready()) return;
+  SentenceStrip strip;
+  strip.source = state_.sentence;
+  const auto words = [&](const std::vector<int>& ids) {
+    std::vector<StripWord> out;
+    for (int id : ids)
+      if (id != state_.model->config.eos_id) out.push_back({state_.target_token(id)});
+    return out;
+  };
+  strip.now = words(state_.translation);
+  strip.decoding = !state_.decoding_finished();
+  strip.badge = interventions_badge(state_.interventions);
+  if (!strip.badge.empty()) {
+    strip.before = words(state_.translation_as_trained());
+    mark_changed_words(strip.now, strip.before);
+  }
+  draw_sentence_strip(strip);
+  ImGui::Separator();
 }
 
 void App::request_export(const ExportRequest& request) {
@@ -347,7 +387,7 @@ void App::export_tensors() {
     }
     const HeatmapPlacement* found = nullptr;
     for (const HeatmapPlacement& p : heatmap_placements())
-      if (p.heatmap && p.name.rfind("minimap:", 0) != 0 && (r.tensor.empty() || p.name == r.tensor)) {
+      if (p.heatmap && exportable(p.name) && (r.tensor.empty() || p.name == r.tensor)) {
         found = &p;
         break;
       }

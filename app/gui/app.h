@@ -21,6 +21,7 @@
 #include "gui/panels/model_info_panel.h"
 #include "gui/panels/open_model_dialog.h"
 #include "gui/panels/qkv_panel.h"
+#include "gui/panels/tokens_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
 #include "gui/panels/presentation.h"
 #include "gui/panels/view_popup.h"
@@ -39,6 +40,7 @@ class App {
   const AppState& state() const { return state_; }
   Stage stage() const { return stage_; }
   const AttentionSelection& attention() const { return attention_; }  // the kind, layer and head on show
+  int output_position() const { return output_position_; }  // the decoder position the output stage shows
 
   // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
   bool open_model(const std::string& path);  // starts a background load; false only for an empty path
@@ -139,6 +141,10 @@ class App {
   Stage stage_ = Stage::Tokens;
   AttentionSelection attention_;
   int output_position_ = 0;
+  int output_followed_version_ = -1;       // the state's version the output position last followed
+  Stage output_followed_stage_ = Stage::Tokens;  // the stage drawn last frame (arriving at Output follows too)
+
+  TokensPanel tokens_panel_;
   EmbeddingPanel embedding_panel_;
   PositionalEncodingPanel positional_panel_;
   AttentionPanel attention_panel_;

@@ -79,6 +79,7 @@ bool AppState::set_interventions(const Interventions& next) {
 bool AppState::set_decode_options(const DecodeOptions& next) {
   const DecodeOptions previous = decode_options;
   decode_options = next;
+  ++decode_options_version_;  // the translation as trained is decoded again with these
   if (recompute()) return true;
   decode_options = previous;
   return false;
@@ -210,6 +211,36 @@ bool AppState::run_to_end() {
 }
 
 bool AppState::restart() { return rebuild(0); }
+
+const std::vector<int>& AppState::translation_as_trained() {
+  const std::vector<int> src_ids = token_ids(source_tokens);
+  if (!model || src_ids.empty()) {
+    as_trained_ = {};
+    return as_trained_.translation;
+  }
+  if (as_trained_.model == model.get() && as_trained_.src_ids == src_ids && as_trained_.version == decode_options_version_)
+    return as_trained_.translation;
+  as_trained_ = {model.get(), src_ids, decode_options.strategy, decode_options_version_, {}};
+  if (interventions == Interventions{} && decoder && decoder->finished()) {
+    as_trained_.translation = translation;
+    return as_trained_.translation;
+  }
+  for (const RememberedTranslation& r : remembered_)
+    if (r.is_for(model.get(), src_ids, Interventions{}) && decode_options.strategy == DecodeStrategy::Greedy) {
+      as_trained_.translation = r.translation;
+      return as_trained_.translation;
+    }
+  try {
+    DecodeOptions options = decode_options;
+    options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
+    Decoder d(model->config, model->weights, src_ids, Interventions{}, options);
+    d.run();
+    as_trained_.translation = d.generated();
+  } catch (const std::exception&) {
+    as_trained_.translation.clear();  // shown as nothing to compare with
+  }
+  return as_trained_.translation;
+}
 
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;

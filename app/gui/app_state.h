@@ -51,6 +51,10 @@ struct AppState {
   bool run_to_end();
   bool restart();
   bool recompute();
+  // The translation of the current sentence by the model as trained (no interventions, no forced tokens), with
+  // the current decoding strategy: what a change is compared against. Decoded once per sentence, model and
+  // strategy, then kept; empty when there is no sentence or it cannot be decoded.
+  const std::vector<int>& translation_as_trained();
 
   bool ready() const { return model && trace.has_decoder(); }
   bool decoding_finished() const { return decoder && decoder->finished(); }
@@ -83,6 +87,14 @@ struct AppState {
     }
   };
   std::vector<RememberedTranslation> remembered_;  // most recent last, at most kRemembered
+  struct AsTrained {
+    const Model* model = nullptr;
+    std::vector<int> src_ids;
+    DecodeStrategy strategy = DecodeStrategy::Greedy;
+    int version = -1;  // decode_options_version_ it was decoded with
+    std::vector<int> translation;
+  } as_trained_;
+  int decode_options_version_ = 0;
   static constexpr size_t kRemembered = 16;
 };
 

@@ -53,6 +53,7 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
                           {"attention", std::string(kind) + "." + std::to_string(a.layer) + "." + std::to_string(a.head)},
                           {"sentence", app.state().sentence},
                           {"translation", app.state().translation_text()},
+                          {"output_position", app.output_position()},
                           {"loading", app.loading()},
                           {"dialog", nullptr}};
   if (const sf::gui::DialogMessage* d = app.dialog().current())

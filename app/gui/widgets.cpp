@@ -7,19 +7,41 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/render/item_placements.h"
 #include "gui/view.h"
 
 namespace sf::gui {
 
 namespace {
 bool g_explanations_shown = true;
+bool g_folded_when_presenting = true;  // presentation mode: the paragraphs wait behind "Explain"
+bool folded() { return high_contrast() && g_folded_when_presenting; }
 }  // namespace
 
 void show_explanations(bool shown) { g_explanations_shown = shown; }
 bool explanations_shown() { return g_explanations_shown; }
+void fold_explanations(bool folded) { g_folded_when_presenting = folded; }
+bool explanations_folded() { return folded(); }
+
+float explanation_height(const char* text, float width) {
+  if (!g_explanations_shown) return 0.0f;
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  if (folded()) return ImGui::GetFrameHeight() + spacing;
+  const float toggle = high_contrast() ? ImGui::GetFrameHeight() + spacing : 0.0f;
+  return toggle + ImGui::CalcTextSize(text, nullptr, false, width).y + spacing;
+}
 
 void explanation(const char* text) {
   if (!g_explanations_shown) return;
+  if (high_contrast()) {
+    // Presentation mode: a one-line toggle; the paragraph only when asked for (one switch for every stage).
+    ImGui::PushID(text);
+    if (ImGui::SmallButton(g_folded_when_presenting ? "Explain \u25B8" : "Hide the explanation \u25BE"))
+      g_folded_when_presenting = !g_folded_when_presenting;
+    record_item("explain", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, g_folded_when_presenting ? "folded" : "open");
+    ImGui::PopID();
+    if (g_folded_when_presenting) return;
+  }
   // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector.
   ImGui::PushStyleColor(ImGuiCol_Text, high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
   ImGui::PushTextWrapPos(0.0f);  // the window's right edge

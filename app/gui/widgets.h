@@ -12,6 +12,12 @@ void explanation(const char* text);
 // Whether explanation() draws (the app hides them in presentation mode while a lesson's caption explains).
 void show_explanations(bool shown);
 bool explanations_shown();
+// In presentation mode each paragraph folds behind a one-line "Explain" toggle (one switch for all stages;
+// folded at first, so the data gets the screen); in normal mode they are open.
+void fold_explanations(bool folded);
+bool explanations_folded();
+// The height explanation(text) takes at `width` (0 when hidden; a button's line when folded).
+float explanation_height(const char* text, float width);
 
 // An indeterminate progress indicator: a ring of dots, one bright dot going round (animated by ImGui's clock).
 // Occupies a square of 2 * radius; the frame loop keeps drawing while it shows.

@@ -34,9 +34,11 @@ class Headless : public ::testing::Test {
   }
   // One frame; `key` (a GLFW key code) is held down during it.
   void frame(int key = -1, ImVec2 mouse = ImVec2(-1, -1)) { testing::headless_frame(*app_, key, mouse); }
+  // The stage's own maps (not the tokens stage's pictures of the other stages).
   std::set<std::string> drawn() const {
     std::set<std::string> names;
-    for (const auto& p : heatmap_placements()) names.insert(p.name);
+    for (const auto& p : heatmap_placements())
+      if (p.name.rfind("thumbnail_", 0) != 0) names.insert(p.name);
     return names;
   }
   std::unique_ptr<App> app_;
@@ -52,7 +54,10 @@ TEST_F(Headless, OpensOnTheModelWithATranslation) {
 
 TEST_F(Headless, RightAndLeftArrowsWalkThePipeline) {
   frame();
-  EXPECT_TRUE(drawn().empty()) << "the tokens stage draws no heatmap";
+  EXPECT_TRUE(drawn().empty()) << "the tokens stage draws no map of its own";
+  int thumbnails = 0;
+  for (const auto& p : heatmap_placements()) thumbnails += p.name.rfind("thumbnail_", 0) == 0;
+  EXPECT_EQ(thumbnails, 9) << "a picture of every stage along the pipeline";
   frame(GLFW_KEY_RIGHT);  // -> embedding
   frame();
   EXPECT_TRUE(drawn().count("embedding"));

@@ -5,6 +5,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -202,16 +203,25 @@ TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
   EXPECT_GE(row_height, font) << "rows lower than the text: the labels shrink";
 }
 
-// A 1280x800 projector without a caption: the attention stage's five lines of explanation, in large type, go
-// beside the map instead of above it, so the map keeps most of the height and every row its label (above it,
-// the map was 206 px high and its rows half the text's height: every other label was left out).
+// A 1280x800 projector without a caption: the sentence strip on top, the explanation folded behind "Explain",
+// the map keeps most of the height and every row its label. Opened ("explain on"), the attention stage's five
+// lines of explanation, in large type, go beside the map instead of above it (above it, the map was 206 px
+// high and its rows half the text's height: every other label was left out).
 TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
   const fs::path dir = fresh_output_dir("scripted_projector_small");
   const std::string d = dir.string() + "/";
-  ASSERT_EQ(run_script(dir, "present on\nattention dec.0.0\nlayout " + d + "layout.json\nscreenshot " + d +
-                                "shot.png\nquit\n"),
+  ASSERT_EQ(run_script(dir, "present on\nattention dec.0.0\nlayout " + d + "folded.json\nexplain on\nlayout " + d +
+                                "layout.json\nscreenshot " + d + "shot.png\nexplain off\nquit\n"),
             0)
       << "see " << dir / "log.txt";
+  const nlohmann::json folded = load_json(dir / "folded.json");
+  bool toggle = false;
+  for (const auto& item : folded["items"]) toggle |= item["name"] == "explain" && item["text"] == "folded";
+  EXPECT_TRUE(toggle) << "presentation mode folds the explanation behind its toggle";
+  for (const auto& h : folded["heatmaps"])
+    if (h["name"] == "attention")
+      EXPECT_GE((h["y1"].get<float>() - h["y0"].get<float>()) / 13.0f, 0.75f * folded["panels"]["font_size"].get<float>())
+          << "folded, the rows keep most of the text's height";
   const nlohmann::json layout = load_json(dir / "layout.json");
   ASSERT_TRUE(layout.contains("panels"));
   const float font = layout["panels"]["font_size"];
@@ -221,7 +231,7 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
   ASSERT_FALSE(attention.is_null());
   ASSERT_EQ(attention["rows"], 13);
   const float y0 = attention["y0"], y1 = attention["y1"], x1 = attention["x1"];
-  EXPECT_GE(y1 - y0, 0.45f * 800) << "the map lost the height to the text";
+  EXPECT_GE(y1 - y0, 0.4f * 800) << "the map lost the height to the text (and the sentence strip above)";
   EXPECT_GE((y1 - y0) / 13.0f, 0.75f * font) << "rows much lower than the text: labels are left out";
   // The explanation (pale blue text) is on the right of the map and its colour bar, level with the map.
   const testing::Image shot = load_png(dir / "shot.png");
@@ -279,7 +289,123 @@ TEST_F(Scripted, EveryStageFitsTheWidthOfA1280x800Window) {
       EXPECT_GT(right, 0.5f * room) << stage;  // the panel laid out something
       EXPECT_LE(right, room + 1) << stage << (present ? " in presentation mode" : "") << ": " << right - room
                                  << " px past the right edge";
+      if (!present) continue;
+      // Presentation mode: the sentence strip is there (the source and the translation's words, in the window).
+      std::vector<nlohmann::json> source, words;
+      for (const auto& item : layout["items"]) {
+        if (item["name"] == "strip.source") source.push_back(item);
+        if (item["name"] == "strip.translation") words.push_back(item);
+      }
+      ASSERT_EQ(source.size(), 1u) << stage << ": no sentence strip";
+      EXPECT_EQ(source[0]["text"], "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.") << stage;
+      EXPECT_EQ(words.size(), 12u) << stage << ": the translation's words (\"a man in an orange shirt is standing on the street .\")";
+      for (const auto& w : words) EXPECT_LE(w["x1"].get<float>(), 1280.0f) << stage << " " << w["text"];
+      // Every attention row in view keeps its label, in type that follows the presentation font.
+      for (const auto& h : layout["heatmaps"]) {
+        if (h["name"] != "attention") continue;
+        const float row_h = (h["y1"].get<float>() - h["y0"].get<float>()) / h["window"][3].get<float>();
+        int labels = 0;
+        for (const auto& item : layout["items"])
+          if (item["name"] == "attention.row") {
+            ++labels;
+            EXPECT_GE(item["value"].get<float>(), 0.5f * layout["panels"]["font_size"].get<float>() - 0.5f) << stage;
+          }
+        EXPECT_GE(labels, static_cast<int>(std::floor(h["window"][3].get<float>()))) << stage << ": row labels left out";
+        EXPECT_GE(row_h, 0.5f * layout["panels"]["font_size"].get<float>() - 0.5f) << stage;
+      }
+      // The attention stages' step maps lie inside the window.
+      if (stage.find("attention") != std::string::npos && stage != "all-heads")
+        for (const char* step : {"attention_scores", "attention_masked_scores", "attention_head_output"}) {
+          bool found = false;
+          for (const auto& h : layout["heatmaps"])
+            if (h["name"] == step) {
+              found = true;
+              EXPECT_LE(h["x1"].get<float>(), 1280.0f) << stage << " " << step;
+              EXPECT_LE(h["y1"].get<float>(), 800.0f) << stage << " " << step << " below the window";
+              EXPECT_GE(h["y1"].get<float>() - h["y0"].get<float>(), 20.0f) << stage << " " << step;
+            }
+          EXPECT_TRUE(found) << stage << ": no step map " << step << " at 1280x800";
+        }
     }
+  }
+}
+
+// A lecture's moving parts at 1280x800 in presentation mode: decoding step by step shows the next token's bars
+// in the window, beam search's tree shows its newest column, and the output stage follows the step just taken.
+TEST_F(Scripted, DecodingBarsAndTheBeamTreesNewestColumnStayInTheWindow) {
+  const fs::path dir = fresh_output_dir("scripted_decoding");
+  const std::string d = dir.string() + "/";
+  ASSERT_EQ(run_script(dir, "present on\nstage decoding\nrestart\nstep 3\nlayout " + d + "greedy.json\n"
+                            "decode beam 4\nrestart\nstep 6\nlayout " + d + "beam.json\nscreenshot " + d +
+                            "beam.png\nquit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const nlohmann::json greedy = load_json(dir / "greedy.json"), beam = load_json(dir / "beam.json");
+  int bars = 0;
+  for (const auto& item : greedy["items"])
+    if (item["name"] == "next_bar") {
+      ++bars;
+      EXPECT_LE(item["y1"].get<float>(), 800.0f) << "a next-token bar below the window";
+      EXPECT_LE(item["x1"].get<float>(), 1280.0f);
+    }
+  EXPECT_EQ(bars, 5) << "the five likeliest next tokens";
+  int newest = 0;
+  for (const auto& item : beam["items"])
+    if (item["name"] == "beam.newest") {
+      ++newest;
+      EXPECT_EQ(item["index"], 6) << "the newest column is step 6";
+      EXPECT_GE(item["x0"].get<float>(), 0.0f);
+      EXPECT_LE(item["x1"].get<float>(), 1280.0f) << "the newest column is scrolled into view";
+      EXPECT_LE(item["y1"].get<float>(), 800.0f);
+    }
+  EXPECT_GE(newest, 1) << "no box of the newest column in view";
+}
+
+// An intervention in presentation mode: a red badge names it, and the translation before it stands beside the
+// new one with the words that changed marked (causal mask off: "is" is lost).
+TEST_F(Scripted, TheStripNamesTheInterventionAndMarksWhatItChanged) {
+  const fs::path dir = fresh_output_dir("scripted_strip");
+  const std::string d = dir.string() + "/";
+  ASSERT_EQ(run_script(dir, "present on\nattention dec.1.3\ncausal-mask off\nlayout " + d + "off.json\nscreenshot " +
+                            d + "off.png\nreset\nlayout " + d + "reset.json\nquit\n"),
+            0)
+      << "see " << dir / "log.txt";
+  const nlohmann::json off = load_json(dir / "off.json"), reset = load_json(dir / "reset.json");
+  std::string badge, before, now;
+  std::vector<std::string> lost, gained;
+  for (const auto& item : off["items"]) {
+    const std::string name = item["name"], text = item["text"];
+    if (name == "strip.badge") badge = text;
+    if (name == "strip.before") {
+      before += (before.empty() ? "" : " ") + text;
+      if (item["value"].get<float>() > 0.5f) lost.push_back(text);
+    }
+    if (name == "strip.translation") {
+      now += (now.empty() ? "" : " ") + text;
+      if (item["value"].get<float>() > 0.5f) gained.push_back(text);
+    }
+  }
+  EXPECT_EQ(badge, "causal mask off");
+  EXPECT_EQ(before, "a man in an orange shirt is standing on the street .");
+  EXPECT_EQ(now, "a man in an orange shirt standing on the street .");
+  EXPECT_EQ(lost, (std::vector<std::string>{"is"}));
+  EXPECT_TRUE(gained.empty());
+  // The header's title follows the state.
+  EXPECT_NE(off["app"]["translation"].get<std::string>().find("shirt standing"), std::string::npos);
+  // The badge is drawn red in the picture.
+  const testing::Image shot = load_png(dir / "off.png");
+  ASSERT_TRUE(shot.pixels);
+  for (const auto& item : off["items"])
+    if (item["name"] == "strip.badge") {
+      const unsigned char* p = shot.at(static_cast<int>(item["x0"].get<float>()) + 3,
+                                       static_cast<int>((item["y0"].get<float>() + item["y1"].get<float>()) / 2));
+      EXPECT_GT(p[0], 180);
+      EXPECT_LT(p[1], 60);
+    }
+  // After "reset": no badge, nothing marked.
+  for (const auto& item : reset["items"]) {
+    EXPECT_NE(item["name"], "strip.badge");
+    EXPECT_NE(item["name"], "strip.before");
   }
 }
 

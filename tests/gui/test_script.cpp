@@ -104,13 +104,16 @@ void check_tokens_stage(const testing::Image& shot, const nlohmann::json& layout
     EXPECT_EQ(targets[t]["text"], state.target_token(state.translation[t])) << "translated token " << t;
 }
 
-// The output stage at decoder position 0: the ten likeliest words, longest bar first, each bar's length its
-// probability (the trace's), the chosen word's bar yellow and the others blue.
+// The output stage at the decoder position it follows (the last: the distribution <eos> came from): the ten
+// likeliest words, longest bar first, each bar's length its probability (the trace's), the chosen word's bar
+// yellow and the others blue.
 void check_output_stage(const testing::Image& shot, const nlohmann::json& layout, const AppState& state) {
+  const int position = layout["app"]["output_position"];
+  EXPECT_EQ(position, static_cast<int>(state.trace.tgt.ids.size()) - 1) << "the output stage follows the decoding";
   const auto bars = items_named(layout, "output_bar");
   ASSERT_EQ(bars.size(), 10u);
   std::vector<std::pair<float, int>> ranked;
-  for (Eigen::Index v = 0; v < state.trace.probs.cols(); ++v) ranked.push_back({state.trace.probs(0, v), static_cast<int>(v)});
+  for (Eigen::Index v = 0; v < state.trace.probs.cols(); ++v) ranked.push_back({state.trace.probs(position, v), static_cast<int>(v)});
   std::partial_sort(ranked.begin(), ranked.begin() + 10, ranked.end(), std::greater<>());
   const float px_per_probability = (bars[0]["x1"].get<float>() - bars[0]["x0"].get<float>()) / ranked[0].first;
   int chosen = 0;
@@ -121,7 +124,7 @@ void check_output_stage(const testing::Image& shot, const nlohmann::json& layout
     EXPECT_NEAR(width, std::max(1.0f, ranked[r].first * px_per_probability), 1.5f) << "candidate " << r;
     const bool is_chosen = bars[r]["name"] == "output_bar.chosen";
     chosen += is_chosen;
-    EXPECT_EQ(is_chosen, ranked[r].second == state.translation[0]) << "candidate " << r;
+    EXPECT_EQ(is_chosen, ranked[r].second == state.translation[static_cast<size_t>(position)]) << "candidate " << r;
     if (width < 3) continue;
     const unsigned char* p = shot.at(static_cast<int>(bars[r]["x0"].get<float>()) + 1,
                                      static_cast<int>((bars[r]["y0"].get<float>() + bars[r]["y1"].get<float>()) / 2));

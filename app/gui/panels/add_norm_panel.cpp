@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gui/stage_tensors.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -35,13 +36,16 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const ResidualBlock& blk = blocks[static_cast<size_t>(block_)];
   const bool post = c.norm_placement == NormPlacement::Post;
 
-  ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
+  if (!high_contrast())  // presentation mode: the header says it
+    ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
   explanation(
       "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
       "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
       "standard deviation 1, then multiplies by gamma and adds beta (learned per dimension). It keeps the numbers "
       "in a range where training is stable.");
-  if (post)
+  if (post && high_contrast())
+    ImGui::TextWrapped("y = LayerNorm(x + Sublayer(x))");
+  else if (post)
     ImGui::TextWrapped("y = LayerNorm(x + Sublayer(x))     LayerNorm(z) = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta");
   else
     ImGui::TextWrapped("pre-norm: y = x + Sublayer(LayerNorm(x))   (this model normalises before each sublayer)");
@@ -49,9 +53,12 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   // The four steps, left to right, in the order they happen.
   const Mat* steps[4] = {blk.input, post ? blk.sublayer_out : &blk.norm->out, post ? blk.sum : blk.sublayer_out,
                          post ? &blk.norm->out : blk.sum};
-  const char* titles[4] = {"x: the block's input", post ? "Sublayer(x)" : "LayerNorm(x): what the sublayer reads",
+  const bool short_titles = high_contrast();
+  const char* titles[4] = {short_titles ? "x" : "x: the block's input",
+                           post ? "Sublayer(x)" : short_titles ? "LN(x)" : "LayerNorm(x): what the sublayer reads",
                            post ? "x + Sublayer(x)" : "Sublayer(LayerNorm(x))",
-                           post ? "LayerNorm(x + Sublayer(x)): the output" : "x + Sublayer(LN(x)): the output"};
+                           post ? (short_titles ? "LayerNorm(sum)" : "LayerNorm(x + Sublayer(x)): the output")
+                                : (short_titles ? "x + Sublayer(LN(x))" : "x + Sublayer(LN(x)): the output")};
   const char* names[4] = {"add_norm_input", post ? "sublayer_output" : "layer_norm",
                           post ? "residual_sum" : "sublayer_output", post ? "layer_norm" : "residual_sum"};
   if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
@@ -77,8 +84,14 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float line = ImGui::GetTextLineHeightWithSpacing();
   // The maps take the upper part; the per-token statistics the rest (scrolling when long).
   const int n = static_cast<int>(blk.input->rows());
-  const float table_h = std::min(avail.y * 0.42f, (n + 1.5f) * ImGui::GetFrameHeightWithSpacing());
-  const float maps_h = std::max(4 * line, avail.y - table_h - 2 * line);
+  // Below the maps, each token's mean and standard deviation: a table in normal mode (a third of the height
+  // at most; its type shrinks to fit, down to half); in presentation mode the two lines a class reads (the
+  // ranges before and after, and the hovered token's numbers), so that the maps keep the screen.
+  const bool presenting = high_contrast();
+  const float row_h = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
+  const float table_h = presenting ? 2.2f * line : std::min(avail.y * 0.36f, (n + 1) * row_h + 4);
+  const float table_scale = std::clamp(table_h / ((n + 1) * row_h + 4), 0.5f, 1.0f);
+  const float maps_h = std::max(4 * line, avail.y - table_h - line);
   const float label_w = MapView::label_width_for(labels);
   const float each = (avail.x - label_w - 3 * style.ItemSpacing.x) / 4;
   MapViewOptions o;
@@ -106,7 +119,30 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   // output.
   const LayerNormTrace& norm = *blk.norm;
   const Mat& out = norm.out;
+  if (presenting) {
+    const auto mean_after = [&](Eigen::Index i) { return out.row(i).mean(); };
+    const auto std_after = [&](Eigen::Index i) {
+      return std::sqrt((out.row(i).array() - mean_after(i)).square().mean());
+    };
+    float lo_m = 1e9f, hi_m = -1e9f, lo_s = 1e9f, hi_s = -1e9f, lo_ma = 1e9f, hi_ma = -1e9f, lo_sa = 1e9f, hi_sa = -1e9f;
+    int hovered = -1;
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      lo_m = std::min(lo_m, norm.mean(i)), hi_m = std::max(hi_m, norm.mean(i));
+      lo_s = std::min(lo_s, norm.std(i)), hi_s = std::max(hi_s, norm.std(i));
+      lo_ma = std::min(lo_ma, mean_after(i)), hi_ma = std::max(hi_ma, mean_after(i));
+      lo_sa = std::min(lo_sa, std_after(i)), hi_sa = std::max(hi_sa, std_after(i));
+      if (is_hovered_token(side_of_rows, static_cast<int>(i))) hovered = static_cast<int>(i);
+    }
+    ImGui::TextWrapped("per token, before the norm: mean %.2f .. %.2f, std %.2f .. %.2f;  after: mean %.2f .. %.2f, "
+                       "std %.2f .. %.2f", lo_m, hi_m, lo_s, hi_s, lo_ma, hi_ma, lo_sa, hi_sa);
+    if (hovered >= 0)
+      ImGui::TextWrapped("\"%s\": mean %.3f, std %.3f before; mean %.3f, std %.3f after",
+                         labels[static_cast<size_t>(hovered)].c_str(), norm.mean(hovered), norm.std(hovered),
+                         mean_after(hovered), std_after(hovered));
+    return;
+  }
   ImGui::BeginChild("##stats", ImVec2(0, 0), false);
+  ImGui::SetWindowFontScale(table_scale);
   if (ImGui::BeginTable("stats", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("token");
     ImGui::TableSetupColumn(post ? "mean of x + sublayer" : "mean of x");
@@ -133,6 +169,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     }
     ImGui::EndTable();
   }
+  ImGui::SetWindowFontScale(1.0f);
   ImGui::EndChild();
 }
 

@@ -10,6 +10,7 @@
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/item_placements.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -106,7 +107,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (selection_changed) expanded_.reset();
   if (expanded_ && (expanded_->row >= tq || expanded_->col >= tk)) expanded_.reset();
 
-  ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), sel.layer, sel.head);
+  if (!high_contrast())  // presentation mode: the header says it
+    ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), sel.layer, sel.head);
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
   same_line_if_fits(labelled_box_width("head on") + style.ItemSpacing.x + labelled_box_width("paint mask"),
@@ -174,15 +176,20 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
 
   // Labels: keys rotated along the top, queries on the left.
   const float font = ImGui::GetFontSize();
-  const float label_width = MapView::label_width_for(queries);
+  // The row labels' room: as wide as the widest label in the type it will be drawn in (a label is drawn at most
+  // a row high), found with the map's fit below.
+  float label_width = MapView::label_width_for(queries);
   float key_width = 0;
   for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
   const float bar_width = colour_bar_width(0.0f, 1.0f) + style.ItemSpacing.x;
   const ImVec2 full = ImGui::GetContentRegionAvail();
   // The right part of the panel shows the steps that lead to the probabilities, or the opened cell.
+  // (presentation mode on a 1280-pixel projector is 38 lines of type wide: the steps stay, unless the
+  // explanation is opened there: then it takes their place beside the map)
+  const bool explaining_beside = high_contrast() && !explanations_folded() && explanations_shown();
   const float steps_width = expanded_ ? std::max(full.x * (full.x > font * 40 ? 0.36f : 0.45f), std::min(full.x * 0.5f, font * 22))
-                            : full.x > font * 40 ? full.x * 0.3f
-                                                 : 0.0f;
+                            : full.x > font * 30 && !explaining_beside ? full.x * 0.3f
+                                                                       : 0.0f;
   const ImVec2 avail(full.x - steps_width, full.y);
   const float line = ImGui::GetTextLineHeightWithSpacing();
 
@@ -192,7 +199,10 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     float h = beside ? ImGui::CalcTextSize(formula, nullptr, false, width).y +
                            ImGui::CalcTextSize(shapes, nullptr, false, width).y + 2 * style.ItemSpacing.y
                      : ImGui::CalcTextSize(formula_line.c_str()).y + style.ItemSpacing.y;
-    if (explanations_shown()) h += ImGui::CalcTextSize(explanation_text, nullptr, false, width).y + style.ItemSpacing.y;
+    const bool formula_beside_button = !beside && explanations_folded() &&
+                                       explanation_height(explanation_text, width) > 0 &&
+                                       button_width("Explain \u25B8") + font + ImGui::CalcTextSize(formula_line.c_str()).x <= width;
+    if (!formula_beside_button) h += explanation_height(explanation_text, width);
     return h;
   };
   // The cell size (square cells) of the map with a cell at most `cell_limit` (and 3 lines), in a room `height`
@@ -230,6 +240,10 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // the map takes the height and the column the width it leaves; while the text is taller than the panel the
   // map gives up width.
   MapFit map = fit(cells_across(avail.x), avail.y - text_height(full.x, false));
+  if (map.cell < font) {  // rows lower than the text: the labels shrink with them, and give back their width
+    label_width = label_width * std::max(map.cell, min_label) / font + style.ItemSpacing.x;
+    map = fit(cells_across(avail.x), avail.y - text_height(full.x, false));
+  }
   bool text_beside = false;
   const float min_column = font * 10;
   if (steps_width == 0 && avail.x > 2 * min_column) {
@@ -245,6 +259,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
   if (!text_beside) {
     explanation(explanation_text);
+    if (explanations_folded()) same_line_if_fits(ImGui::CalcTextSize(formula_line.c_str()).x, font);
     ImGui::TextUnformatted(formula_line.c_str());
   }
   const ImVec2 panel_origin = ImGui::GetCursorScreenPos();  // below the text when it is above the map
@@ -299,25 +314,43 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::EndChild();
   } else if (steps_width > 0) {
     expanded_cell_.reset();
-    // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its labels and colour bar.
-    const float h = std::max(3 * font, (steps_height - 5 * line) / 3);
+    // 1. scores, 2. + mask, 3. softmax (the large map), 4. times V: each small, with its labels and colour bar
+    // (row labels only where the column has room for them: in large type the maps take the width).
+    // A narrow column (large type) gets the short titles.
+    const bool narrow = column_w < 16 * font;
+    char title4[64];
+    std::snprintf(title4, sizeof(title4), narrow ? "4. x V: the head's output" : "4. x V = head output [%d x %d]",
+                  head_out_.heatmap().rows(), head_out_.heatmap().cols());
+    char title1[64];
+    std::snprintf(title1, sizeof(title1), narrow ? "1. scores / sqrt(%d)" : "1. scores  Q K^T / sqrt(%d)", c.head_dim());
+    const char* title2 = narrow ? "2. + mask" : "2. + mask M (blocked: -inf)";
+    const char* title3 = narrow ? "3. softmax: the map" : "3. softmax per row  (left)";
+    float titles_h = 0;
+    for (const char* t : {static_cast<const char*>(title1), title2, title3, static_cast<const char*>(title4)})
+      titles_h += ImGui::CalcTextSize(t, nullptr, false, column_w).y + style.ItemSpacing.y;
+    const float h = std::max(1.5f * font, (steps_height - titles_h - 3 * style.ItemSpacing.y) / 3);
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + column_w);
     MapViewOptions small;
     small.style = {Colormap::Diverging, true};
     small.value_name = "score";
-    small.label_width = std::min(label_width, column_w * 0.35f);
-    ImGui::Text("1. scores  Q K^T / sqrt(%d)", c.head_dim());
+    const bool step_labels = !narrow;
+    small.label_width = step_labels ? std::min(label_width, column_w * 0.35f) : 0.0f;
+    const MapAxis step_rows = step_labels ? row_axis : MapAxis{nullptr, nullptr, true, qside};
+    const MapAxis step_cols = step_labels ? col_axis : MapAxis{nullptr, nullptr, true, kside};
+    ImGui::TextWrapped("%s", title1);
     scores_.heatmap().set_axis_labels(queries, keys);
-    scores_.draw("attention_scores", ImVec2(column_w, h), row_axis, col_axis, small);
-    ImGui::Text("2. + mask M (blocked: -inf)");
+    scores_.draw("attention_scores", ImVec2(column_w, h), step_rows, step_cols, small);
+    ImGui::TextWrapped("%s", title2);
     masked_scores_.heatmap().set_axis_labels(queries, keys);
-    masked_scores_.draw("attention_masked_scores", ImVec2(column_w, h), row_axis, col_axis, small);
-    ImGui::Text("3. softmax per row  (left)");
-    ImGui::Text("4. x V = head output [%d x %d]", head_out_.heatmap().rows(), head_out_.heatmap().cols());
+    masked_scores_.draw("attention_masked_scores", ImVec2(column_w, h), step_rows, step_cols, small);
+    ImGui::TextWrapped("%s", title3);
+    ImGui::TextWrapped("%s", title4);
     head_out_.heatmap().set_axis_labels(queries);
     small.value_name = "value";
-    head_out_.draw("attention_head_output", ImVec2(column_w, h), row_axis, MapAxis{}, small);
+    head_out_.draw("attention_head_output", ImVec2(column_w, h), step_rows, MapAxis{}, small);
+    ImGui::PopTextWrapPos();
     ImGui::EndGroup();
   } else {
     expanded_cell_.reset();

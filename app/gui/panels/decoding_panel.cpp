@@ -8,6 +8,8 @@
 #include <cstdio>
 
 #include "decode/sampling.h"
+#include "gui/render/item_placements.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -59,8 +61,9 @@ int draw_decoding_timeline(const AppState& state, int selected) {
 namespace {
 
 // The beam search tree: one column per step, one box per hypothesis (its token and score), lines to the
-// parent; finished hypotheses outlined, the best one's path in orange.
-void draw_beam_tree(const AppState& state) {
+// parent; finished hypotheses outlined, the best one's path in orange. When it has grown since the last frame it
+// scrolls to its newest column; a drag pans it (and the scroll bar).
+void draw_beam_tree(const AppState& state, size_t& last_size) {
   const Decoder& d = *state.decoder;
   const auto& tree = d.tree();
   const float f = ImGui::GetFontSize();
@@ -113,6 +116,24 @@ void draw_beam_tree(const AppState& state) {
   }
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(ImVec2((max_step + 1) * col_w, max_rows * row_h));
+  if (tree.size() != last_size) {  // a new step: its column in view, at the right
+    ImGui::SetScrollX(std::max(0.0f, max_step * col_w + box_w + f - ImGui::GetWindowContentRegionMax().x +
+                                         ImGui::GetWindowContentRegionMin().x));
+    last_size = tree.size();
+  }
+  if (ImGui::IsWindowHovered() && ImGui::IsMouseDragging(0)) {  // pan
+    ImGui::SetScrollX(ImGui::GetScrollX() - ImGui::GetIO().MouseDelta.x);
+    ImGui::SetScrollY(ImGui::GetScrollY() - ImGui::GetIO().MouseDelta.y);
+  }
+  // Where the newest column's boxes are on screen, as much of each as the tree's view shows (for the tests).
+  const ImVec2 view0 = ImGui::GetWindowPos(), view1(view0.x + ImGui::GetWindowSize().x, view0.y + ImGui::GetWindowSize().y);
+  for (size_t n = 0; n < tree.size(); ++n) {
+    const ImVec2 a = box_at(n);
+    const ImVec2 lo(std::max(a.x, view0.x), std::max(a.y, view0.y));
+    const ImVec2 hi(std::min(a.x + box_w, view1.x), std::min(a.y + box_h, view1.y));
+    if (tree[n].step == max_step && hi.x > lo.x && hi.y > lo.y)
+      record_item("beam.newest", lo, hi, tree[n].step, n == 0 ? "<bos>" : state.target_token(tree[n].token));
+  }
   ImGui::EndChild();
 }
 
@@ -127,7 +148,8 @@ void DecodingPanel::draw(AppState& state) {
     reference_input_ = state.reference;
     shown_reference_ = state.reference;
   }
-  ImGui::TextUnformatted("Decoding, one token at a time");
+  const bool presenting = high_contrast();
+  if (!presenting) ImGui::TextUnformatted("Decoding, one token at a time");  // (the header says it)
   explanation(
       "The decoder writes the translation one token at a time: each step runs the decoder on <bos> plus the "
       "tokens so far and picks the next one from the output probabilities. Greedy takes the most likely token; "
@@ -191,6 +213,16 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::TextUnformatted(step_text);
 
   ImGui::Spacing();
+  // In presentation mode teacher forcing waits behind one line: the timeline, the next token's candidates and
+  // the beam tree get the screen.
+  if (presenting) {
+    if (ImGui::SmallButton(show_forcing_ ? "Teacher forcing \u25BE" : "Teacher forcing \u25B8")) show_forcing_ = !show_forcing_;
+    if (!state.interventions.forced_prefix.empty()) {
+      same_line_if_fits(ImGui::CalcTextSize("(forcing on)").x);
+      ImGui::TextDisabled("(forcing on)");
+    }
+  }
+  if (!presenting || show_forcing_) {
   ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
   const bool entered = ImGui::InputTextWithHint("##reference", "reference translation (English), e.g. a man in an orange shirt is standing on the street .",
@@ -202,10 +234,11 @@ void DecodingPanel::draw(AppState& state) {
     reference_input_.clear();
     state.set_reference("");
   }
-  ImGui::TextDisabled(state.interventions.forced_prefix.empty()
-                          ? "Free running: the model reads its own previous tokens."
-                          : "Forced: outlined tokens were given, not chosen; the output stage shows what the model "
-                            "itself predicted at each of them.");
+  text_disabled_wrapped("%s", state.interventions.forced_prefix.empty()
+                                 ? "Free running: the model reads its own previous tokens."
+                                 : "Forced: outlined tokens were given, not chosen; the output stage shows what the "
+                                   "model itself predicted at each of them.");
+  }
 
   ImGui::Spacing();
   ImGui::TextWrapped("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
@@ -238,6 +271,8 @@ void DecodingPanel::draw(AppState& state) {
       draw->AddText(at, IM_COL32(255, 255, 255, 255), state.target_token(id).c_str());
       draw->AddRectFilled(ImVec2(at.x + label, at.y + 2), ImVec2(at.x + label + std::max(1.0f, p(id) * bar), at.y + h - 2),
                           r == 0 ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
+      record_item("next_bar", ImVec2(at.x + label, at.y + 2), ImVec2(at.x + label + std::max(1.0f, p(id) * bar), at.y + h - 2),
+                  r, state.target_token(id), p(id));
       char text[32];
       std::snprintf(text, sizeof(text), "%.3f", p(id));
       draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text);
@@ -249,9 +284,9 @@ void DecodingPanel::draw(AppState& state) {
   }
   if (o.strategy == DecodeStrategy::Beam) {
     ImGui::Spacing();
-    ImGui::Text("Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
+    ImGui::TextWrapped("Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
                 static_cast<int>(state.decoder->tree().size()));
-    draw_beam_tree(state);
+    draw_beam_tree(state, tree_size_);
   }
 }
 

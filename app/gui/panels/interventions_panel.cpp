@@ -50,6 +50,29 @@ std::string interventions_summary(const Interventions& iv) {
   return out;
 }
 
+std::string interventions_badge(const Interventions& iv) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
+  if (!iv.causal_mask) add("causal mask off");
+  if (!iv.padding_mask) add("padding mask off");
+  if (!iv.positional_encoding) add("positional encoding off");
+  if (!iv.heads_off.empty()) {
+    std::string heads = std::to_string(iv.heads_off.size()) + (iv.heads_off.size() == 1 ? " head off" : " heads off");
+    if (iv.heads_off.size() <= 4) {
+      heads += ":";
+      for (size_t i = 0; i < iv.heads_off.size(); ++i) {
+        const HeadRef& h = iv.heads_off[i];
+        heads += std::string(i ? ", " : " ") + to_string(h.kind) + "." + std::to_string(h.layer) + "." + std::to_string(h.head);
+      }
+    }
+    add(heads);
+  }
+  if (!iv.custom_masks.empty())
+    add(std::to_string(iv.custom_masks.size()) + (iv.custom_masks.size() == 1 ? " painted mask" : " painted masks"));
+  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " tokens forced");
+  return out;
+}
+
 namespace {
 
 const char* grid_title(AttentionKind kind) {

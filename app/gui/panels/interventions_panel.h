@@ -12,6 +12,9 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit);
 
 // One line for the top bar: what is changed ("2 heads off, causal mask off"), or "" when nothing is.
 std::string interventions_summary(const Interventions& interventions);
+// The same naming what is changed, for a badge a class reads: "causal mask off", "2 heads off: cross.1.3,
+// cross.2.0" (up to four heads by name, then a count); "" when nothing is.
+std::string interventions_badge(const Interventions& interventions);
 
 // Toggles one head in `iv` (on <-> off).
 void toggle_head(Interventions& iv, const HeadRef& head);

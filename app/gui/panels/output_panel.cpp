@@ -7,6 +7,7 @@
 #include "decode/sampling.h"
 #include "gui/panels/decoding_panel.h"
 #include "gui/render/item_placements.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -19,7 +20,7 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
   position = std::clamp(position, 0, T - 1);
   const std::vector<std::string> inputs = state.decoder_input_labels();
 
-  ImGui::TextUnformatted("Output: linear layer and softmax over the target vocabulary");
+  if (!high_contrast()) ImGui::TextUnformatted("Output: linear layer and softmax over the target vocabulary");
   explanation(
       "The decoder's output vector at each position is multiplied by the output matrix: one score (logit) per "
       "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
@@ -38,7 +39,10 @@ bool draw_output_panel(const AppState& state, int& position, int* forced_token) 
   const int picked = draw_decoding_timeline(state, position);
   if (picked >= 0) position = std::min(picked, T - 1);
 
-  const std::vector<int> order = top_k_ids(probs.row(position), 10);
+  // The ten likeliest words, or as many as the panel has lines for (large type on a projector): at least three.
+  const float bar_line = ImGui::GetTextLineHeight() + 4 + ImGui::GetStyle().ItemSpacing.y;
+  const int fits = static_cast<int>(ImGui::GetContentRegionAvail().y / bar_line);
+  const std::vector<int> order = top_k_ids(probs.row(position), std::clamp(fits, 3, 10));
   const int k = static_cast<int>(order.size());
   const int chosen = position < static_cast<int>(state.translation.size()) ? state.translation[static_cast<size_t>(position)] : -1;
   const bool forced = position < static_cast<int>(state.interventions.forced_prefix.size());

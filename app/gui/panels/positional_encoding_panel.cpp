@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/view.h"
 #include "gui/widgets.h"
 #include "nn/positional_encoding.h"
 
@@ -101,7 +102,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const ImVec2 p1(p0.x + std::max(avail.x * 0.4f, avail.x - legend_width - ImGui::GetStyle().ItemSpacing.x),
-                    p0.y + std::max({80.0f, avail.y * 0.28f, line * static_cast<float>(legend.size())}));
+                    p0.y + std::max({80.0f, avail.y * (high_contrast() ? 0.22f : 0.28f), line * static_cast<float>(legend.size())}));
     ImDrawList* draw = ImGui::GetWindowDrawList();
     draw->AddRectFilled(p0, p1, IM_COL32(25, 25, 30, 255));
     draw->AddLine(ImVec2(p0.x, (p0.y + p1.y) / 2), ImVec2(p1.x, (p0.y + p1.y) / 2), IM_COL32(90, 90, 90, 255));
@@ -121,7 +122,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   const float bar = std::max(colour_bar_width(matrix_.lo(), matrix_.hi()),
                              colour_bar_width(similarity_.lo(), similarity_.hi()));
   // The room left below the curves, but at least 8 lines (large type on a small screen: the panel scrolls).
-  const float height = std::max(ImGui::GetFontSize() * 8,
+  const float height = std::max(ImGui::GetFontSize() * 4,
                                 ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2.5f);
   // The similarity map's title wraps to the map's width (large type); the map gives up that height.
   static constexpr const char* kSimilarityTitle = "PE(i) . PE(j): near positions are similar";

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdio>
+#include <string_view>
 
 #include "gui/render/item_placements.h"
 #include "gui/view.h"
+#include "gui/widgets.h"
 
 namespace sf::gui {
 
@@ -91,36 +93,127 @@ CaptionLayout caption_layout(const std::string& caption, const LessonStatus& les
 
 }  // namespace
 
+void mark_changed_words(std::vector<StripWord>& now, std::vector<StripWord>& before) {
+  const size_t n = now.size(), m = before.size();
+  std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));  // lcs[i][j]: of now[i..], before[j..]
+  for (size_t i = n; i-- > 0;)
+    for (size_t j = m; j-- > 0;)
+      lcs[i][j] = now[i].text == before[j].text ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+  for (auto& w : now) w.changed = true;
+  for (auto& w : before) w.changed = true;
+  for (size_t i = 0, j = 0; i < n && j < m;) {
+    if (now[i].text == before[j].text) {
+      now[i++].changed = false;
+      before[j++].changed = false;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+}
+
+namespace {
+
+// Words in a row that wraps at the window's edge; changed words in `mark` (struck through when `strike`).
+void word_flow(const std::vector<StripWord>& words, ImVec4 plain, ImVec4 mark, bool strike, const char* item) {
+  const float space = ImGui::CalcTextSize(" ").x;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const StripWord& w = words[i];
+    // Punctuation sits against the word before it, as in written text ("street." not "street .").
+    const bool punctuation = w.text.size() == 1 && std::string_view(".,;:!?)").find(w.text[0]) != std::string_view::npos;
+    if (i > 0) same_line_if_fits(ImGui::CalcTextSize(w.text.c_str()).x, punctuation ? 0.0f : space);
+    ImGui::TextColored(w.changed ? mark : plain, "%s", w.text.c_str());
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    if (w.changed && strike)
+      ImGui::GetWindowDrawList()->AddLine(ImVec2(a.x, 0.5f * (a.y + b.y)), ImVec2(b.x, 0.5f * (a.y + b.y)),
+                                          ImGui::ColorConvertFloat4ToU32(mark), 2.0f);
+    record_item(item, a, b, static_cast<int>(i), w.text, w.changed ? 1.0f : 0.0f);
+  }
+}
+
+}  // namespace
+
+void draw_sentence_strip(const SentenceStrip& strip) {
+  const ImVec4 dim(0.65f, 0.65f, 0.7f, 1.0f), white(1, 1, 1, 1), yellow(1.0f, 0.85f, 0.1f, 1.0f),
+      red(1.0f, 0.4f, 0.35f, 1.0f);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextColored(dim, "German:");
+  ImGui::SameLine();
+  ImGui::TextUnformatted(strip.source.c_str());
+  record_item("strip.source", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, strip.source);
+  ImGui::PopTextWrapPos();
+  ImGui::TextColored(dim, "English:");
+  ImGui::SameLine();
+  word_flow(strip.now, white, yellow, false, "strip.translation");
+  if (strip.decoding) {
+    same_line_if_fits(ImGui::CalcTextSize("...").x);
+    ImGui::TextColored(dim, "...");
+  }
+  if (!strip.badge.empty()) {
+    // The badge: white on red, naming what is changed; then the translation as trained.
+    const ImVec2 pad = ImGui::GetStyle().FramePadding;
+    const ImVec2 text = ImGui::CalcTextSize(strip.badge.c_str());
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + text.x + 2 * pad.x, p.y + text.y + 2 * pad.y),
+                                              IM_COL32(200, 30, 30, 255), 6.0f);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(p.x + pad.x, p.y + pad.y), IM_COL32(255, 255, 255, 255), strip.badge.c_str());
+    ImGui::Dummy(ImVec2(text.x + 2 * pad.x, text.y + 2 * pad.y));
+    record_item("strip.badge", p, ImGui::GetItemRectMax(), -1, strip.badge);
+    same_line_if_fits(ImGui::CalcTextSize("as trained:").x, ImGui::GetFontSize() * 0.6f);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextColored(dim, "as trained:");
+    ImGui::SameLine();
+    word_flow(strip.before, dim, red, true, "strip.before");
+  }
+}
+
 int draw_presentation_header(const char* title, const std::string& detail, int stage_number, int stage_count,
                              const std::string& problem, const LessonStatus& lesson) {
   const float top = ImGui::GetCursorPosY();
-  ImFont* large = large_font();
-  if (large) ImGui::PushFont(large);
-  ImGui::TextUnformatted(title);
-  if (!detail.empty()) {
-    ImGui::SameLine(0, ImGui::GetFontSize() * 0.6f);
-    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.1f, 1.0f), "%s", detail.c_str());
-  }
-  const float line_height = ImGui::GetTextLineHeight();
-  if (large) ImGui::PopFont();
-  // At the right, in the body font, centred on the title's line: the lesson's prompt, then "stage N / M".
+  // At the right, in the body font, centred on the title's line: the lesson's prompt, then "stage N / M". The
+  // title and its detail take what is left: in the large font when they fit there, else in the body font (a
+  // title that follows the state, "Decoder masked self-attention (causal mask OFF)", is long).
   char counter[32];
   std::snprintf(counter, sizeof(counter), "stage %d / %d", stage_number, stage_count);
   const float counter_width = ImGui::CalcTextSize(counter).x;
   const float right = ImGui::GetWindowContentRegionMax().x;
+  const float room = right - ImGui::GetCursorPosX() - counter_width - ImGui::GetFontSize() * 1.5f -
+                     (lesson.active ? prompt_width(lesson) + ImGui::GetFontSize() : 0.0f);
+  ImFont* large = large_font();
+  const auto width_in = [&](ImFont* font) {
+    const float size = font ? font->FontSize : ImGui::GetFontSize();
+    ImFont* f = font ? font : ImGui::GetFont();
+    return f->CalcTextSizeA(size, FLT_MAX, 0, title).x + size * 0.6f +
+           (detail.empty() ? 0.0f : f->CalcTextSizeA(size, FLT_MAX, 0, detail.c_str()).x);
+  };
+  ImFont* font = large && width_in(large) <= room ? large : nullptr;
+  const float left = ImGui::GetCursorPosX();
+  if (font) ImGui::PushFont(font);
+  const float line_height = ImGui::GetTextLineHeight();
+  // One line when the title and its detail fit the room; else the detail on a line of its own below.
+  const bool one_line = width_in(font) <= room;
+  ImGui::PushTextWrapPos(left + room);
+  ImGui::TextUnformatted(title);
+  ImGui::PopTextWrapPos();
+  float bottom = ImGui::GetCursorPosY();
+  if (!detail.empty()) {
+    if (one_line) ImGui::SameLine(0, ImGui::GetFontSize() * 0.6f);
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.1f, 1.0f), "%s", detail.c_str());
+    bottom = std::max(bottom, ImGui::GetCursorPosY());
+  }
+  if (font) ImGui::PopFont();
+  // The prompt and the counter at the right of the first line, placed where they belong (not after the title).
   const float y = top + 0.5f * (line_height - ImGui::GetFrameHeight());
   int step = 0;
   if (lesson.active) {
-    const float x = right - counter_width - ImGui::GetFontSize() * 1.5f - prompt_width(lesson);
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), x));
-    ImGui::SetCursorPosY(y);
+    ImGui::SetCursorPos(ImVec2(right - counter_width - ImGui::GetFontSize() * 1.5f - prompt_width(lesson), y));
     step = draw_prompt(lesson);
   }
-  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), right - counter_width));
-  ImGui::SetCursorPosY(y);
+  ImGui::SetCursorPos(ImVec2(right - counter_width, y));
   ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("%s", counter);
-  ImGui::SetCursorPosY(top + line_height + ImGui::GetStyle().ItemSpacing.y);
+  ImGui::SetCursorPosY(std::max(bottom, top + line_height + ImGui::GetStyle().ItemSpacing.y));
   if (!problem.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "%s", problem.c_str());
   ImGui::Separator();
   return step;

@@ -5,8 +5,31 @@
 #include <imgui.h>
 
 #include <string>
+#include <vector>
 
 namespace sf::gui {
+
+// [SECTION] the sentence strip: what the class talks about, at the top of presentation mode
+// One word of a translation in the strip, and whether the other translation lacks it.
+struct StripWord {
+  std::string text;
+  bool changed = false;
+};
+// Marks the words of `now` and of `before` that are not part of their longest common subsequence: the words an
+// intervention brought in, and the ones it took away.
+void mark_changed_words(std::vector<StripWord>& now, std::vector<StripWord>& before);
+
+struct SentenceStrip {
+  std::string source;               // the sentence as typed
+  std::vector<StripWord> now;       // the current translation's words (no <eos>)
+  std::vector<StripWord> before;    // the model's as trained, when something is changed
+  std::string badge;                // what is changed ("causal mask off", "2 heads off: ..."); "" when nothing
+  bool decoding = false;            // the translation is not finished yet
+};
+// Under the header: the source sentence, the translation, and while something is changed a red badge naming
+// it with the translation as trained beside (changed words marked: the new ones yellow, the lost ones red and
+// struck through).
+void draw_sentence_strip(const SentenceStrip& strip);
 
 // Where a lesson (--lesson) stands; inactive for --script and without one.
 struct LessonStatus {

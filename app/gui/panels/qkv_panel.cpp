@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/stage_tensors.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -42,6 +43,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const AttentionWeights& w = attention_weights(state.model->weights, sel.kind, sel.layer);
   const bool cross = sel.kind == AttentionKind::Cross;
 
+  if (!high_contrast())  // presentation mode: the header says it
   ImGui::TextWrapped("Queries, keys and values (%s, layer %d)",
               sel.kind == AttentionKind::Encoder   ? "encoder self-attention"
               : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
@@ -118,7 +120,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   // 1. The input X (for cross-attention, the decoder's rows for Q and the encoder's output for K and V) and the
   //    head's slices of the three weight matrices.
-  const float top_h = std::max(5 * line, avail.y * 0.36f);
+  const float top_h = std::max(4 * line, avail.y * (high_contrast() ? 0.3f : 0.36f));
   const float x_w = avail.x * 0.5f - style.ItemSpacing.x;
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + x_w);

@@ -3,9 +3,14 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdio>
+#include <functional>
+#include <vector>
 
 #include "gui/render/item_placements.h"
+#include "gui/render/heatmap.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -14,8 +19,12 @@ namespace {
 
 // A token as a box: the text large, the id small beneath (an unknown word: "<unk> 0", what the model reads).
 // Colours: special tokens grey, unknown words red. `min_width`: at least that wide (columns of the decoder).
+// Presentation mode: boxes without their ids (a hover shows them), so the whole story fits the screen.
+bool g_compact = false;
+
 ImVec2 token_box_size(const std::string& text, const std::string& id_text) {
-  const ImVec2 text_size = ImGui::CalcTextSize(text.c_str()), id_size = ImGui::CalcTextSize(id_text.c_str());
+  const ImVec2 text_size = ImGui::CalcTextSize(text.c_str());
+  const ImVec2 id_size = g_compact ? ImVec2(0, 0) : ImGui::CalcTextSize(id_text.c_str());
   const ImVec2 pad = ImGui::GetStyle().FramePadding;
   return ImVec2(std::max(text_size.x, id_size.x) + 2 * pad.x, text_size.y + id_size.y + 2 * pad.y);
 }
@@ -36,12 +45,13 @@ void token_box(const std::string& text, const std::string& id_text, ImU32 fill, 
   record_item(record_as, p, ImVec2(p.x + size.x, p.y + size.y), index, text);
   if (is_hovered_token(side, index)) draw->AddRect(p, ImVec2(p.x + size.x, p.y + size.y), kHoverColour, 4.0f, 0, 3.0f);
   draw->AddText(ImVec2(p.x + (size.x - text_size.x) / 2, p.y + pad.y), IM_COL32(255, 255, 255, 255), text.c_str());
-  draw->AddText(ImVec2(p.x + (size.x - id_size.x) / 2, p.y + pad.y + text_size.y), IM_COL32(200, 200, 200, 255),
-                id_text.c_str());
+  if (!g_compact)
+    draw->AddText(ImVec2(p.x + (size.x - id_size.x) / 2, p.y + pad.y + text_size.y), IM_COL32(200, 200, 200, 255),
+                  id_text.c_str());
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered()) {
     report_hovered_token(side, index);
-    if (tooltip) ImGui::SetTooltip("%s", tooltip);
+    if (tooltip) ImGui::SetTooltip(g_compact ? "%s (id %s)" : "%s", tooltip, id_text.c_str());
   }
 }
 
@@ -52,15 +62,31 @@ constexpr ImU32 kInputColour = IM_COL32(45, 100, 95, 255);  // the decoder's inp
 
 }  // namespace
 
-void draw_tokens_panel(const AppState& state) {
-  if (!state.model) return;
-  ImGui::TextUnformatted("Tokenization");
+namespace {
+
+// One stage's picture: a name, the tensor it shows, its colour scale.
+struct Thumbnail {
+  Stage stage;
+  const char* name;
+  const Mat* values;
+  bool probabilities;  // 0..1 on viridis; else signed on the diverging scale
+};
+
+}  // namespace
+
+std::optional<Stage> TokensPanel::draw(const AppState& state) {
+  if (!state.model) return std::nullopt;
+  std::optional<Stage> clicked;
+  g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
+  if (!g_compact) ImGui::TextUnformatted("Tokenization");
   explanation(
       "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
       "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
-      "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence.");
-  text_disabled_wrapped("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
-                      state.model->src_vocab.size());
+      "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence. The decoder "
+      "reads the translation shifted right by one (after <bos>) and at each position writes the next word.");
+  if (!g_compact)
+    text_disabled_wrapped("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
+                          state.model->src_vocab.size());
   for (size_t i = 0; i < state.source_tokens.size(); ++i) {
     const Token& t = state.source_tokens[i];
     std::string tip;
@@ -73,11 +99,13 @@ void draw_tokens_panel(const AppState& state) {
               static_cast<int>(i), "token.source");
   }
   ImGui::Spacing();
-  text_disabled_wrapped("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
-                      "or see the decoding stage", state.model->tgt_vocab.size());
+  if (!g_compact)
+    text_disabled_wrapped("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
+                          "or see the decoding stage", state.model->tgt_vocab.size());
   ImGui::TextWrapped("The decoder: at each position it reads one token (top) and writes the next (bottom)");
-  text_disabled_wrapped("its input is the translation shifted right by one, after <bos>: reading \"%s\" it wrote \"%s\"",
-                        "<bos>", state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
+  if (!g_compact)
+    text_disabled_wrapped("its input is the translation shifted right by one, after <bos>: reading \"%s\" it wrote \"%s\"",
+                          "<bos>", state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
   const Mat& probs = state.trace.probs;  // (T, V): row t predicts the token after decoder input t
   const std::vector<std::string> inputs = state.decoder_input_labels();
   const float arrow = ImGui::GetFontSize() * 0.9f;
@@ -111,6 +139,70 @@ void draw_tokens_panel(const AppState& state) {
               static_cast<int>(t) + 1, "token.target", width, false);
     ImGui::EndGroup();
   }
+
+  // The path of this sentence through the model: one small live picture per stage, in the pipeline's order.
+  if (!state.ready()) return clicked;
+  const Trace& t = state.trace;
+  const Thumbnail thumbs[kThumbnails] = {
+      {Stage::Embedding, "embedding", &t.src.tok_embed, false},
+      {Stage::Positional, "+ positions", &t.src.sum, false},
+      {Stage::EncoderQkv, "Q, K, V", &t.encoder[0].self_attn.q[0], false},
+      {Stage::EncoderAttention, "self-attention", &t.encoder[0].self_attn.probs[0], true},
+      {Stage::EncoderAddNorm, "add & norm", &t.encoder[0].norm1.out, false},
+      {Stage::EncoderFeedForward, "feed-forward", &t.encoder[0].ffn.hidden_pre, false},
+      {Stage::DecoderAttention, "masked self-attn.", &t.decoder[0].self_attn.probs[0], true},
+      {Stage::CrossAttention, "cross-attention", &t.decoder.back().cross_attn.probs[0], true},
+      {Stage::Output, "output: top 10", &output_top_, true},
+  };
+  if (uploaded_version_ != state.version) {
+    // The whole vocabulary is too wide for a picture: each position's ten likeliest words, sorted.
+    output_top_.resize(t.probs.rows(), 10);
+    for (Eigen::Index r = 0; r < t.probs.rows(); ++r) {
+      std::vector<float> row(t.probs.row(r).data(), t.probs.row(r).data() + t.probs.cols());
+      std::partial_sort(row.begin(), row.begin() + std::min<Eigen::Index>(10, t.probs.cols()), row.end(), std::greater<>());
+      for (Eigen::Index k = 0; k < 10; ++k) output_top_(r, k) = k < t.probs.cols() ? row[static_cast<size_t>(k)] : 0.0f;
+    }
+    for (int i = 0; i < kThumbnails; ++i) {
+      const Mat& m = *thumbs[i].values;
+      const float r = std::max(1e-3f, m.cwiseAbs().maxCoeff());
+      thumbnails_[i].set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()),
+                                thumbs[i].probabilities ? 0.0f : -r, thumbs[i].probabilities ? 1.0f : r);
+    }
+    uploaded_version_ = state.version;
+  }
+  ImGui::Spacing();
+  ImGui::TextWrapped(g_compact ? "Its path through the model (click a picture):"
+                               : "The sentence's path through the model (click a picture to open its stage):");
+  const float font = ImGui::GetFontSize();
+  // One row of pictures across the panel, each named in small type under it.
+  const float gap = 0.4f * font;
+  const float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kThumbnails - 1) * gap) / kThumbnails - 1));
+  const float label_size = std::max(10.0f, std::min(font, 0.6f * font));
+  for (int i = 0; i < kThumbnails; ++i) {
+    if (i > 0) same_line_if_fits(w, gap);
+    ImGui::BeginGroup();
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    char name[32];
+    std::snprintf(name, sizeof(name), "thumbnail_%d", i);
+    thumbnails_[i].draw(name, ImVec2(w, 0.7f * w),
+                        HeatmapStyle{thumbs[i].probabilities ? Colormap::Viridis : Colormap::Diverging, false});
+    const bool hovered = ImGui::IsItemHovered();
+    if (hovered) {
+      ImGui::GetWindowDrawList()->AddRect(at, ImVec2(at.x + w, at.y + 0.7f * w), kHoverColour, 0, 0, 3.0f);
+      ImGui::SetTooltip("%s: open this stage", stage_info(thumbs[i].stage).title);
+    }
+    if (hovered && ImGui::IsMouseClicked(0)) clicked = thumbs[i].stage;
+    char caption[48];
+    std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, thumbs[i].name);
+    const ImVec2 below = ImGui::GetCursorScreenPos();
+    const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption);
+    ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                                        caption, nullptr, w);
+    ImGui::Dummy(ImVec2(w, text.y));
+    record_item("thumbnail", at, ImVec2(at.x + w, at.y + 0.7f * w), i, stage_info(thumbs[i].stage).id);
+    ImGui::EndGroup();
+  }
+  return clicked;
 }
 
 }  // namespace sf::gui

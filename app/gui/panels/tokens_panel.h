@@ -1,10 +1,26 @@
-// Panel: the sentence as the model reads it (tokens and ids, <unk> and special tokens marked) and the
-// translation it produced, each token with the probability the model gave it.
+// Panel: the story of the sentence at a glance, the first screen a class sees. The sentence as the model reads
+// it (tokens and ids, <unk> and special tokens marked), the decoder's input (the translation shifted right
+// after <bos>) over what each position wrote, and a small live picture of every stage along the pipeline, in
+// its order: a click on one opens that stage.
 #pragma once
+#include <optional>
+
 #include "gui/app_state.h"
+#include "gui/render/heatmap.h"
+#include "gui/stages.h"
 
 namespace sf::gui {
 
-void draw_tokens_panel(const AppState& state);
+class TokensPanel {
+ public:
+  // Returns the stage whose picture was clicked, if any.
+  std::optional<Stage> draw(const AppState& state);
+
+ private:
+  static constexpr int kThumbnails = 9;
+  Heatmap thumbnails_[kThumbnails];
+  Mat output_top_;  // (T, 10): each position's ten largest probabilities, largest first (the output's picture)
+  int uploaded_version_ = -1;
+};
 
 }  // namespace sf::gui

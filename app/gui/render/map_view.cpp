@@ -55,7 +55,12 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   }
   const ImGuiStyle& style = ImGui::GetStyle();
   const float font = ImGui::GetFontSize(), min_label = min_label_size();
-  const float label_w = rows.labels ? (o.label_width >= 0 ? o.label_width : label_width_for(*rows.labels)) : 0.0f;
+  float label_w = rows.labels ? (o.label_width >= 0 ? o.label_width : label_width_for(*rows.labels)) : 0.0f;
+  // Rows too low for their labels (and no zooming in for them): the label column narrows to the hint's and
+  // the hovered label's room, and the map takes the rest.
+  if (rows.labels && !o.always_label && !o.square_cells &&
+      std::max(1.0f, size.y) / map_.rows() * zoom_ < min_label - 0.5f)
+    label_w = std::min(label_w, 4.0f * font);
   const float bar_w = o.colour_bar ? colour_bar_width(map_.lo(), map_.hi()) + style.ItemSpacing.x : 0.0f;
 
   // The cells at zoom 1 without the column labels' room, then that room (a label is drawn at most a cell wide,
@@ -158,7 +163,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   if (rows.labels) {
     draw->PushClipRect(ImVec2(origin.x, map_pos.y), ImVec2(map_pos.x, map_end.y), true);
     const float size_px = std::min(font, ch);
-    const bool readable = ch >= min_label;
+    const bool readable = ch >= min_label - 0.5f;  // (half a pixel of float rounding in a fit)
     for (int i = row_begin; i < row_end && i < static_cast<int>(rows.labels->size()); ++i) {
       const ImVec2 p0(origin.x, row_y(static_cast<float>(i))), p1(map_pos.x - 2, row_y(static_cast<float>(i + 1)));
       const bool lit = i == hovered_row_token || (hit.hovered && i == hit.row);
@@ -177,6 +182,11 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
       }
     }
     draw->PopClipRect();
+    if (!readable && map_size.y >= 8 * font) {  // rows too low for their labels: say how to get them
+      const char* hint = "too many rows for labels: wheel or = to zoom in";
+      draw->AddText(ImGui::GetFont(), min_label, ImVec2(origin.x + 2, map_pos.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                    hint, nullptr, label_w - 4);
+    }
     const int shown = hit.hovered ? hit.row : hovered_row_token;
     if (!readable && shown >= 0 && shown < static_cast<int>(rows.labels->size())) {
       const float centre = row_y(shown + 0.5f);

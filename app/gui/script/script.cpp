@@ -9,6 +9,7 @@
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/widgets.h"
 #include "util/error.h"
 
 namespace sf::gui {
@@ -36,7 +37,9 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            // model files and views (App, app_model.cpp): load and go on; show a view
                            {"open", -1},      {"show", 1},
                            // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
-                           {"view", 1},       {"expand", -1},   {"zoom", -1}};
+                           {"view", 1},       {"expand", -1},   {"zoom", -1},
+                           // presentation mode's explanations: opened or folded behind "Explain"
+                           {"explain", 1}};
 
 std::string command_names() {
   std::string out;
@@ -220,7 +223,7 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
     if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
         c.args[0] != "off")
       return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
-    if ((c.name == "present" || c.name == "fullscreen") && c.args[0] != "on" && c.args[0] != "off")
+    if ((c.name == "present" || c.name == "fullscreen" || c.name == "explain") && c.args[0] != "on" && c.args[0] != "off")
       return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
     float scale = 0;
     if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
@@ -381,6 +384,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "layout") {
       layout_ = c.args[0];
       return;
+    } else if (c.name == "explain") {
+      fold_explanations(c.args[0] == "off");
     } else if (c.name == "view") {
       app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
     } else if (c.name == "expand") {
