@@ -270,7 +270,9 @@ void App::frame() {
     case Stage::Decoding: decoding_panel_.draw(state_); break;
     case Stage::Interventions: {
       Interventions edit = state_.interventions;
-      if (draw_interventions_panel(state_, edit)) state_.set_interventions(edit);
+      int pads = -1;
+      if (draw_interventions_panel(state_, edit, &pads)) state_.set_interventions(edit);
+      if (pads >= 0) state_.set_source_padding(pads);
       break;
     }
     case Stage::Count: break;
@@ -354,6 +356,8 @@ void App::draw_presentation_header() {
   strip.badge = interventions_badge(state_.interventions);
   if (!strip.badge.empty()) {
     strip.before = words(state_.translation_as_trained());
+    // While decoding, the words so far against as many of the model's: the rest is not written yet.
+    if (strip.decoding && strip.before.size() > strip.now.size()) strip.before.resize(strip.now.size());
     mark_changed_words(strip.now, strip.before);
   }
   draw_sentence_strip(strip);

@@ -101,6 +101,7 @@ class App {
   void finish_loading();                     // blocks until a load in progress is swapped in (tests)
   const std::string& last_load_error() const { return last_load_error_; }  // "" after a load that worked
   const MessageDialog& dialog() const { return dialog_; }
+  void show_message(DialogMessage message) { dialog_.show(std::move(message)); }
   bool showing_model_info() const { return show_model_info_; }
   // "model-info", "open-model" or "stage" (back to the stage, closing dialogs); false for another name.
   bool show(const std::string& view);

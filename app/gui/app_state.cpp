@@ -85,6 +85,18 @@ bool AppState::set_decode_options(const DecodeOptions& next) {
   return false;
 }
 
+bool AppState::set_source_padding(int pads) {
+  if (pads < 0 || pads > kMaxSourcePadding) {
+    error = "padding: " + std::to_string(pads) + " <pad> tokens asked for; 0 to " + std::to_string(kMaxSourcePadding);
+    return false;
+  }
+  const int previous = source_padding;
+  source_padding = pads;
+  if (sentence.empty() || rebuild(-1)) return true;
+  source_padding = previous;
+  return false;
+}
+
 bool AppState::set_reference(const std::string& text) {
   if (!model) {
     error = "no model loaded";
@@ -136,6 +148,13 @@ bool AppState::rebuild(int steps) {
   try {
     std::vector<Token> tokens = encode(sentence, model->tokenizer, model->src_vocab, Side::Source);
     if (tokens.size() <= 2) fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
+    for (int i = 0; i < source_padding; ++i) {  // as in a batch: <pad> after <eos>
+      Token pad;
+      pad.text = model->src_vocab.token(model->config.pad_id);
+      pad.id = model->config.pad_id;
+      pad.special = true;
+      tokens.push_back(pad);
+    }
     if (static_cast<int>(tokens.size()) > model->config.max_positions)
       fail(ErrorKind::Input, "sentence",
            "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +

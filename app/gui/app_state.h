@@ -42,6 +42,12 @@ struct AppState {
   bool set_decode_options(const DecodeOptions& next);
   // Teacher forcing: the reference's tokens are forced one by one (then <eos>); "" returns to free running.
   bool set_reference(const std::string& text);
+  // <pad> tokens after the sentence's <eos>, as a batch pads a short sentence to the length of its longest:
+  // what the padding mask is for (a sentence alone has none). 0 .. kMaxSourcePadding, within the model's
+  // longest input; a count out of range is refused with a message.
+  bool set_source_padding(int pads);
+  int source_padding = 0;
+  static constexpr int kMaxSourcePadding = 64;
   // Forces `token` at output position `position`: the translation keeps its first `position` tokens, takes
   // `token`, and the decoder continues from there.
   bool force_token(int position, int token);

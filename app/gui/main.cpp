@@ -12,6 +12,7 @@
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
+#include "gui/script/lesson_check.h"
 #include "gui/script/script.h"
 #include "gui/settings.h"
 #include "gui/view.h"
@@ -68,6 +69,8 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
 int main(int argc, char** argv) {
   sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
+  // A lesson checked without a window: no display, no settings, nothing written.
+  if (!parsed.options.check_lesson_path.empty()) return sf::gui::check_lesson(parsed.options, stdout);
   // The last session fills in what the command line left open; a damaged settings file is moved aside and
   // reported here and, once, in the app.
   sf::gui::SettingsStore settings(parsed.options.no_settings ? std::string() : sf::gui::default_settings_path());
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
+  std::string lesson_problems;  // every line of a lesson at fault, shown in a dialog before the class sees it
   if (!options.script_path.empty() || !options.lesson_path.empty()) {
     const bool lesson = !options.lesson_path.empty();
     std::string error;
@@ -85,6 +89,10 @@ int main(int argc, char** argv) {
     if (!parsed_script) {
       std::fprintf(stderr, "stepformer: %s\n", error.c_str());
       return 2;
+    }
+    if (lesson && !error.empty()) {
+      std::fprintf(stderr, "stepformer: the lesson has lines it will skip:\n%s\n", error.c_str());
+      lesson_problems = error;
     }
     script.emplace(std::move(*parsed_script), lesson);
   }
@@ -102,6 +110,11 @@ int main(int argc, char** argv) {
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
+    if (!lesson_problems.empty())
+      app.show_message({"The lesson has lines it will skip", options.lesson_path, lesson_problems,
+                        "Each of these lines is skipped when the lesson reaches it, and named in the caption box "
+                        "at the next pause; the rest of the lesson plays. stepformer --check-lesson FILE lists them "
+                        "with what each pause shows."});
     sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;

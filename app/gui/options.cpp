@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "gui/app_state.h"
 #include "gui/settings.h"
+#include "gui/script/script.h"
 #include "gui/stages.h"
 
 namespace sf::gui {
@@ -27,13 +28,11 @@ const char* kUsage =
     "  --sentence TEXT     the source sentence (default: an example)\n"
     "  --stage NAME        stage to open (default tokens): %STAGES%\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
-    "  --script FILE       run the commands in FILE, one per line (model, sentence, stage, attention,\n"
-    "                      layer, head, hover, wait, screenshot, layout, show, present, caption,\n"
-    "                      export-png, export-panel, export-csv, export-npy, head-off, step, view,\n"
-    "                      expand, zoom, ..., quit;\n"
-    "                      see the README)\n"
+    "  --script FILE       run the commands in FILE, one per line (see the README): %COMMANDS%\n"
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
+    "  --check-lesson FILE replay a lesson without a window (on --model, default the shipped one) and\n"
+    "                      print each pause's stage, caption and problems; exit 1 if there are any\n"
     "  --present           start in presentation mode (F5): large type, high contrast, the stage alone\n"
     "  --fullscreen        start full screen (F11)\n"
     "  --size WxH          window size (default 1280x800)\n"
@@ -48,12 +47,10 @@ const char* kUsage =
     "  --version           print the version and exit\n"
     "  --help              print this help and exit\n";
 
-// The help text, with the stages that --stage takes listed from the table the parser reads (stage_names()),
-// wrapped to the help's column, so the two never disagree.
-std::string usage() {
-  std::string text = kUsage;
-  std::string stages, line;
-  std::string names = stage_names() + ",";
+// A comma-separated list wrapped to the help's second column (22 spaces in, 56 characters wide).
+std::string wrap_list(const std::string& list) {
+  std::string out, line;
+  const std::string names = list + ",";
   for (size_t at = 0; at < names.size();) {
     const size_t comma = names.find(',', at);
     const std::string name = names.substr(at, comma - at);
@@ -61,13 +58,21 @@ std::string usage() {
     const bool last = at >= names.size();
     const std::string item = name + (last ? "" : ",");
     if (!line.empty() && line.size() + 1 + item.size() > 56) {
-      stages += line + "\n                      ";
+      out += line + "\n                      ";
       line.clear();
     }
     line += (line.empty() ? "" : " ") + item;
   }
-  stages += line;
-  text.replace(text.find("%STAGES%"), 8, stages);
+  return out + line;
+}
+
+// The help text, with the stages that --stage takes and the commands a script may use listed from the tables
+// their parsers read (stage_names(), script_command_names()), so the help and the parsers never disagree.
+std::string usage() {
+  std::string text = kUsage;
+  text.replace(text.find("%STAGES%"), 8, wrap_list(stage_names()));
+  const std::string commands = "\n                      " + wrap_list(script_command_names());
+  text.replace(text.find("%COMMANDS%"), 10, commands);
   return text;
 }
 
@@ -135,6 +140,11 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--script");
       if (!v || !*v) return error("--script needs a file");
       r.options.script_path = v;
+    } else if (arg == "--check-lesson") {
+      const char* v = value("--check-lesson");
+      if (!v || !*v) return error("--check-lesson needs a lesson file");
+      r.options.check_lesson_path = v;
+      r.options.no_settings = true;  // a check reads and writes no settings
     } else if (arg == "--lesson") {
       const char* v = value("--lesson");
       if (!v || !*v) return error("--lesson needs a file");

@@ -18,6 +18,7 @@ struct AppOptions {
   std::string attention;              // --attention KIND.L.H: the head the attention stages show
   std::string script_path;            // --script FILE: run the commands of gui/script/script.h
   std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
+  std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
   bool present = false;               // --present: start in presentation mode
   bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor
   bool no_settings = false;           // --no-settings or STEPFORMER_NO_SETTINGS=1: no settings read or written

@@ -15,6 +15,7 @@
 
 #include "app_under_xvfb.h"
 #include "gui/render/colormap.h"
+#include "gui/script/script.h"
 #include "gui/stages.h"
 #include "nn/positional_encoding.h"
 
@@ -60,6 +61,13 @@ TEST(AppSmoke, HelpAndVersionExitZero) {
     if (name.front() == ' ') name.erase(0, 1);
     EXPECT_NE(help.output.find(" " + name + (name == "interventions" ? "\n" : ",")), std::string::npos)
         << "--help does not list the stage '" << name << "':\n" << help.output;
+  }
+  // And every command a script may use (the table parse_script reads), each as a whole word of the list.
+  for (std::istringstream names(script_command_names()); std::getline(names, name, ',');) {
+    if (name.front() == ' ') name.erase(0, 1);
+    const bool listed = help.output.find(" " + name + ",") != std::string::npos ||
+                        help.output.find(" " + name + "\n") != std::string::npos;
+    EXPECT_TRUE(listed) << "--help does not list the script command '" << name << "':\n" << help.output;
   }
   RunResult version = run(std::string(STEPFORMER_APP_PATH) + " --version");
   EXPECT_EQ(version.exit_code, 0);

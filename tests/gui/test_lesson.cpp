@@ -2,6 +2,9 @@
 // for --script, lenient for --lesson), the interactive runner against the headless app (Space / Right /
 // PageDown go on, Left / PageUp go back), and the shipped walkthrough on the shipped model.
 #include <gtest/gtest.h>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
@@ -53,8 +56,24 @@ TEST(LessonParse, ALessonKeepsCommandsThisVersionDoesNotKnowAScriptRefusesThem) 
   EXPECT_EQ(lesson->commands[1].args, (std::vector<std::string>{"enc.0.3"}));
   EXPECT_TRUE(lesson->commands[2].known);
   EXPECT_FALSE(lesson->commands[3].known);
-  // Mistakes in known commands are still mistakes.
-  EXPECT_FALSE(parse_script("layer two\n", "x.lesson", error, ScriptParse::Lesson));
+  // Mistakes in known commands are listed too, every one with its line, before the lesson runs; the lesson
+  // keeps the good lines and skips the bad ones when it reaches them. A script refuses them all at once.
+  const std::string mistakes = "layer two\ncaption fine\nhead 1 2\npause\nzoom 99\n";
+  const auto with_mistakes = parse_script(mistakes, "x.lesson", error, ScriptParse::Lesson);
+  ASSERT_TRUE(with_mistakes);
+  EXPECT_EQ(with_mistakes->problems,
+            (std::vector<std::string>{"x.lesson:1: 'layer' needs whole numbers, got 'two'",
+                                      "x.lesson:3: 'head' takes 1 argument(s), got 2",
+                                      "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'"}));
+  EXPECT_EQ(error, "x.lesson:1: 'layer' needs whole numbers, got 'two'\nx.lesson:3: 'head' takes 1 argument(s), got 2\n"
+                   "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'");
+  ASSERT_EQ(with_mistakes->commands.size(), 5u);
+  EXPECT_FALSE(with_mistakes->commands[0].known);
+  EXPECT_TRUE(with_mistakes->commands[1].known);
+  EXPECT_FALSE(with_mistakes->commands[2].known);
+  EXPECT_FALSE(parse_script(mistakes, "x.script", error, ScriptParse::Strict));
+  EXPECT_NE(error.find("x.script:1:"), std::string::npos) << error;
+  EXPECT_NE(error.find("x.script:5:"), std::string::npos) << "every problem, not the first: " << error;
 }
 
 // The runner against the headless app, one frame per step, as main() drives it.
@@ -158,13 +177,35 @@ TEST_F(LessonRun, UnknownCommandsAreReportedOnceAndSkipped) {
   start("caption a\nsparkle enc.0.3\npause\nconfetti off\ncaption b\npause\n");
   frames(5);
   ASSERT_EQ(log_.size(), 1u);
-  EXPECT_EQ(log_[0], "script line 2: unknown command 'sparkle' skipped (not in this version)");
+  EXPECT_EQ(log_[0], "script line 2: skipped: unknown command 'sparkle' (not in this version)");
+  // At each pause the caption box says what the lesson skipped on the way there.
+  EXPECT_EQ(app_->caption(), "a\n(skipped: unknown command 'sparkle' (not in this version))");
   press(GLFW_KEY_SPACE);
-  EXPECT_EQ(app_->caption(), "b");
+  EXPECT_EQ(app_->caption(), "b\n(skipped: unknown command 'confetti' (not in this version))");
   ASSERT_EQ(log_.size(), 2u);
-  press(GLFW_KEY_LEFT);  // the replay does not report them again
-  EXPECT_EQ(app_->caption(), "a");
+  press(GLFW_KEY_LEFT);  // the replay does not report them again, but the caption says it again
+  EXPECT_EQ(app_->caption(), "a\n(skipped: unknown command 'sparkle' (not in this version))");
   EXPECT_EQ(log_.size(), 2u);
+}
+
+TEST_F(LessonRun, ALessonForALargerModelPlaysOnAndSaysWhatItSkipped) {
+  // The tiny model has 2 layers and 4 heads; the lesson asks for layer 2 and head 5.
+  start("attention enc.1.2\ncaption one\npause\nattention cross.2.0\nhead-off dec.0.5\nhead 2\ncaption two\npause\n"
+        "stage output\ncaption three\npause\n");
+  frames(5);
+  EXPECT_EQ(app_->caption(), "one");
+  EXPECT_EQ(app_->attention().layer, 1);
+  press(GLFW_KEY_SPACE);
+  EXPECT_TRUE(runner_->waiting()) << "the lesson went on to its second pause";
+  EXPECT_EQ(app_->caption(), "two\n(skipped: attention cross.2.0: this model has 2 decoder layers (cross.2.0 asks for layer 2);"
+                              " head-off dec.0.5: this model has 4 heads (dec.0.5 asks for head 5))");
+  EXPECT_EQ(app_->attention().head, 2) << "what it can show, it shows";
+  EXPECT_TRUE(app_->state().interventions.heads_off.empty());
+  press(GLFW_KEY_SPACE);
+  EXPECT_EQ(app_->caption(), "three");
+  EXPECT_EQ(app_->stage(), Stage::Output);
+  ASSERT_EQ(log_.size(), 2u);
+  EXPECT_EQ(log_[0].rfind("script line 4: skipped: attention cross.2.0", 0), 0u) << log_[0];
 }
 
 TEST_F(LessonRun, AScriptDoesNotWaitAtItsPauses) {
@@ -262,6 +303,87 @@ TEST(LessonKeys, AQuickTapContinuesTheLesson) {
   std::string first_line;
   std::getline(in, first_line);
   EXPECT_EQ(first_line.rfind("# positional_encoding", 0), 0u) << first_line;
+}
+
+// [SECTION] --check-lesson: a lesson replayed without a window, before a class sees it
+
+struct Checked {
+  int exit_code = -1;
+  std::string output;
+};
+
+Checked check(const std::string& lesson, const std::string& model) {
+  Checked c;
+  const std::string cmd = std::string(STEPFORMER_APP_PATH) + " --check-lesson " + lesson +
+                          (model.empty() ? "" : " --model " + model) + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) c.output.append(buffer, n);
+  const int status = pclose(pipe);
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
+TEST(CheckLesson, BothShippedLessonsPlayOnBothShippedModels) {
+  const std::string dir = std::string(STEPFORMER_SOURCE_DIR);
+  for (const char* lesson : {"/assets/lessons/walkthrough.lesson", "/assets/lessons/why-masks-matter.lesson"})
+    for (const char* model : {"/assets/models/de-en.safetensors", "/assets/models/fr-en.safetensors"}) {
+      const Checked c = check(dir + lesson, dir + model);
+      EXPECT_EQ(c.exit_code, 0) << lesson << " on " << model << ":\n" << c.output;
+      EXPECT_NE(c.output.find(", 0 problems"), std::string::npos) << c.output;
+      EXPECT_EQ(c.output.find("problem:"), std::string::npos) << c.output;
+      // Each pause with the stage it shows and its caption.
+      EXPECT_NE(c.output.find("pause 1 (line "), std::string::npos) << c.output;
+      EXPECT_NE(c.output.find("stage tokens; caption: "), std::string::npos) << c.output;
+    }
+  const Checked walk = check(dir + "/assets/lessons/walkthrough.lesson", "");
+  EXPECT_NE(walk.output.find("31 pauses, 0 problems"), std::string::npos) << walk.output;
+  EXPECT_NE(walk.output.find("pause 8 (line 39): stage encoder-attention; caption: One cell opened"), std::string::npos)
+      << walk.output;
+}
+
+TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string lesson = (dir / "bad.lesson").string();
+  std::ofstream(lesson) << "stage tokens\nattention enc.9.1\nfly away\nhead 3 4\nscreenshot " << (dir / "never.png").string()
+                        << "\ncaption ok\npause\nlayer 1\ncaption after\npause\n";
+  const Checked c = check(lesson, kModel);
+  EXPECT_EQ(c.exit_code, 1) << c.output;
+  EXPECT_NE(c.output.find(lesson + ":3: unknown command 'fly' (not in this version)"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find(lesson + ":4: 'head' takes 1 argument(s), got 2"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("problem: script line 2: skipped: attention enc.9.1: this model has 2 encoder layers"),
+            std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("pause 1 (line 7): stage tokens; caption: ok"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("pause 2 (line 10): stage tokens; caption: after"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("2 pauses, 3 problems"), std::string::npos) << c.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "never.png")) << "a check writes nothing";
+  EXPECT_NE(c.output.find("screenshot " + (dir / "never.png").string() + ": not written in a check"), std::string::npos)
+      << c.output;
+  // A file that cannot be read: exit 2.
+  EXPECT_EQ(check((dir / "missing.lesson").string(), kModel).exit_code, 2);
+}
+
+TEST(LessonProblems, AreShownInADialogWhenTheLessonOpens) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "lesson_problems";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "bad.lesson") << "caption one\nfly away\nhead x\npause\n";
+  const std::string layout = (dir / "layout.json").string();
+  const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --no-settings --lesson " +
+                          (dir / "bad.lesson").string() + " --frames 3 --screenshot " + (dir / "shot.png").string() +
+                          " --layout-json " + layout + " > " + (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(layout);
+  ASSERT_TRUE(in);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_FALSE(j["app"]["dialog"].is_null()) << "no dialog";
+  EXPECT_EQ(j["app"]["dialog"]["title"], "The lesson has lines it will skip");
+  const std::string problem = j["app"]["dialog"]["problem"];
+  EXPECT_NE(problem.find("bad.lesson:2: unknown command 'fly'"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("bad.lesson:3: 'head' needs whole numbers, got 'x'"), std::string::npos) << problem;
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ const char* kind_explanation(AttentionKind k) {
 std::string attention_title(AttentionKind kind, const Interventions& iv) {
   std::string title = kind == AttentionKind::Encoder   ? "Encoder self-attention"
                       : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
-                                                       : "Cross-attention (decoder queries, encoder keys and values)";
+                                                       : "Cross-attention";
   if (kind == AttentionKind::Decoder && !iv.causal_mask) title += " (causal mask OFF)";
   if (!iv.padding_mask) title += " (padding mask OFF)";
   return title;
@@ -91,7 +91,16 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
   bool changed = false;
   const Config& c = state.model->config;
-  draw_attention_selector(c, sel, /*with_head=*/true);
+  // A lesson's caption on a projector (presentation mode, the explanations hidden for it): the lesson picks the
+  // head and the header names it, so the controls give their rows to the map.
+  const bool lesson_view = high_contrast() && !explanations_shown();
+  if (lesson_view) {
+    const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+    sel.layer = std::clamp(sel.layer, 0, layers - 1);
+    sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
+  } else {
+    draw_attention_selector(c, sel, /*with_head=*/true);
+  }
 
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->probs.empty()) return changed;
@@ -104,13 +113,17 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
   const bool selection_changed =
       uploaded_.kind != sel.kind || uploaded_.layer != sel.layer || uploaded_.head != sel.head;
-  if (selection_changed) expanded_.reset();
+  if (selection_changed) {
+    expanded_.reset();
+    map_.fit();  // another head: the whole map again
+  }
   if (expanded_ && (expanded_->row >= tq || expanded_->col >= tk)) expanded_.reset();
 
   if (!high_contrast())  // presentation mode: the header says it
     ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), sel.layer, sel.head);
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
+  if (!lesson_view) {
   same_line_if_fits(labelled_box_width("head on") + style.ItemSpacing.x + labelled_box_width("paint mask"),
                     ImGui::GetFontSize() * 2);
   bool on = !edit.head_off(sel.kind, sel.layer, sel.head);
@@ -137,6 +150,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   ImGui::SameLine();
   ImGui::RadioButton("lines", &view, static_cast<int>(AttentionView::Lines));
   view_ = static_cast<AttentionView>(view);
+  }
 
   if (uploaded_version_ != state.version || selection_changed) {
     const Mat p = probabilities_with_blocked_cells(*a, sel.head);
@@ -218,7 +232,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const float min_label = std::max(10.0f, 0.5f * font);
   const auto fit = [&](float cell_limit, float height) {
     const auto key_room_for = [&](float cell) {
-      if (cell < min_label) return 0.0f;
+      if (cell < min_label - 0.5f) return 0.0f;  // (as the map widget decides: half a pixel of rounding)
       return std::min(key_width * std::min(1.0f, cell / font), 5.0f * font) + style.ItemSpacing.y;
     };
     const auto fits = [&](float cell) { return cell * tq + key_room_for(cell) + below <= height; };

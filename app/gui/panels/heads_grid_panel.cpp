@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "gui/widgets.h"
 
@@ -39,16 +40,22 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float label = ImGui::GetFontSize() * 4;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const float bar = colour_bar_width(0.0f, 1.0f) + gap;  // one colour bar for every map: probabilities 0..1
-  const float cell = std::max(16.0f, std::min((avail.x - label - bar) / H - gap,
+  // A map never shorter than its row's "layer N" label plus a little (large type, a short window): then the
+  // stage scrolls rather than shrinking the maps to specks.
+  const float smallest = std::max(16.0f, 1.5f * ImGui::GetTextLineHeightWithSpacing());
+  const float cell = std::max(smallest, std::min((avail.x - label - bar) / H - gap,
                                               (avail.y - 2 * ImGui::GetTextLineHeightWithSpacing()) / layers - gap));
   bool clicked = false;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float header = ImGui::GetTextLineHeightWithSpacing();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  // Column titles: "head N" where it fits above its map, else the bare number (large type on a projector
+  // makes the maps narrower than the words).
   for (int h = 0; h < H; ++h) {
     char title[16];
     std::snprintf(title, sizeof(title), "head %d", h);
+    if (ImGui::CalcTextSize(title).x > cell + gap) std::snprintf(title, sizeof(title), "%d", h);
     draw->AddText(ImVec2(origin.x + label + h * (cell + gap), origin.y), text, title);
   }
   for (int l = 0; l < layers; ++l) {

@@ -139,7 +139,7 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
 
 }  // namespace
 
-bool draw_interventions_panel(const AppState& state, Interventions& edit) {
+bool draw_interventions_panel(const AppState& state, Interventions& edit, int* pad_request) {
   if (!state.model) return false;
   const Config& c = state.model->config;
   bool changed = false;
@@ -163,6 +163,11 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit) {
 
   changed |= ImGui::Checkbox("Causal mask (decoder position i sees positions <= i only)", &edit.causal_mask);
   changed |= ImGui::Checkbox("Padding mask (pad tokens are never attended to)", &edit.padding_mask);
+  // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
+  int pads = state.source_padding;
+  same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, "<pad> after the sentence"), ImGui::GetFontSize());
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+  if (ImGui::SliderInt("<pad> after the sentence", &pads, 0, 8) && pad_request) *pad_request = pads;
   changed |= ImGui::Checkbox("Positional encoding (without it the model sees a bag of words)",
                              &edit.positional_encoding);
   ImGui::Spacing();

@@ -8,7 +8,9 @@ namespace sf::gui {
 
 // Edits a copy of the state's interventions; returns true when the user changed something (the caller then
 // hands `edit` to AppState::set_interventions).
-bool draw_interventions_panel(const AppState& state, Interventions& edit);
+// `pad_request` (if given) receives a new count of <pad> tokens after the sentence when the user moves that
+// slider (-1: unchanged); the caller sets it (AppState::set_source_padding).
+bool draw_interventions_panel(const AppState& state, Interventions& edit, int* pad_request = nullptr);
 
 // One line for the top bar: what is changed ("2 heads off, causal mask off"), or "" when nothing is.
 std::string interventions_summary(const Interventions& interventions);

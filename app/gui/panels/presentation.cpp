@@ -145,11 +145,14 @@ void draw_sentence_strip(const SentenceStrip& strip) {
   ImGui::PopTextWrapPos();
   ImGui::TextColored(dim, "English:");
   ImGui::SameLine();
+  // A group: a translation that wraps continues under its first word, as the German above does.
+  ImGui::BeginGroup();
   word_flow(strip.now, white, yellow, false, "strip.translation");
   if (strip.decoding) {
     same_line_if_fits(ImGui::CalcTextSize("...").x);
     ImGui::TextColored(dim, "...");
   }
+  ImGui::EndGroup();
   if (!strip.badge.empty()) {
     // The badge: white on red, naming what is changed; then the translation as trained.
     const ImVec2 pad = ImGui::GetStyle().FramePadding;

@@ -35,6 +35,7 @@ void MapView::set_zoom(float zoom, float row, float col) {
   zoom_ = std::clamp(zoom, 1.0f, kMaxZoom);
   pending_row_ = row;
   pending_col_ = col;
+  zoom_requested_ = true;
 }
 
 void MapView::clamp_window(int rows, int cols) {
@@ -49,6 +50,11 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   MapViewHit hit;
   const int R = map_.rows(), C = map_.cols();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
+  if (R != last_rows_ || C != last_cols_) {  // another sentence, another head's shape: the whole map again
+    if (last_rows_ >= 0) fit();
+    last_rows_ = R;
+    last_cols_ = C;
+  }
   if (R <= 0 || C <= 0 || size.x < 8 || size.y < 8) {
     ImGui::Dummy(ImVec2(std::max(size.x, 1.0f), std::max(size.y, 1.0f)));
     return hit;
@@ -76,7 +82,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   float top_room = 0;
   const float col_text = cols.labels ? widest(*cols.labels) : 0.0f;
   // (from the cells at zoom 1: zooming in must not take height from the rows; labels then fit the room)
-  if (cols.labels && cw0 >= min_label)
+  if (cols.labels && cw0 >= min_label - 0.5f)
     top_room = std::min(col_text * std::min(1.0f, cw0 / font), 5.0f * font) + style.ItemSpacing.y;
   cells_for(size.y - top_room, &cw0, &ch0);
 
@@ -162,8 +168,10 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
       if (is_hovered_token(row_side, i)) hovered_row_token = i;
   if (rows.labels) {
     draw->PushClipRect(ImVec2(origin.x, map_pos.y), ImVec2(map_pos.x, map_end.y), true);
-    const float size_px = std::min(font, ch);
-    const bool readable = ch >= min_label - 0.5f;  // (half a pixel of float rounding in a fit)
+    // A label is at most a row high, and small enough for the widest to fit the label column.
+    const float widest_label = std::max(1.0f, widest(*rows.labels));
+    const float size_px = std::min({font, ch, font * (label_w - 4) / widest_label});
+    const bool readable = ch >= min_label - 0.5f && size_px >= 0.8f * min_label;  // (half a pixel of float rounding in a fit)
     for (int i = row_begin; i < row_end && i < static_cast<int>(rows.labels->size()); ++i) {
       const ImVec2 p0(origin.x, row_y(static_cast<float>(i))), p1(map_pos.x - 2, row_y(static_cast<float>(i + 1)));
       const bool lit = i == hovered_row_token || (hit.hovered && i == hit.row);
@@ -273,6 +281,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   }
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(size);
+  zoom_requested_ = false;
   return hit;
 }
 

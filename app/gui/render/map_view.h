@@ -60,7 +60,10 @@ class MapView {
   // tests, lessons).
   float zoom() const { return zoom_; }
   void set_zoom(float zoom, float row = -1, float col = -1);
-  void fit() { zoom_ = 1, first_col_ = 0, first_row_ = 0; }
+  // The whole map again (a zoom asked for since the last draw wins: a script's `attention` then `zoom`).
+  void fit() {
+    if (!zoom_requested_) zoom_ = 1, first_col_ = 0, first_row_ = 0;
+  }
   HeatmapWindow window() const { return window_; }
 
   // The room a row label column of `labels` needs, in the current font.
@@ -77,6 +80,8 @@ class MapView {
   ImVec2 drag_from_{0, 0};
   float drag_col_ = 0, drag_row_ = 0;
   float pending_row_ = -1, pending_col_ = -1;  // set_zoom's cell to bring into view on the next draw
+  int last_rows_ = -1, last_cols_ = -1;         // a map of another shape starts fitted again
+  bool zoom_requested_ = false;                 // set_zoom since the last draw
 };
 
 }  // namespace sf::gui

@@ -39,13 +39,11 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
                            {"view", 1},       {"expand", -1},   {"zoom", -1},
                            // presentation mode's explanations: opened or folded behind "Explain"
-                           {"explain", 1}};
+                           {"explain", 1},
+                           // <pad> tokens after the sentence, as a batch would add them
+                           {"pad", 1}};
 
-std::string command_names() {
-  std::string out;
-  for (const Spec& s : kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
-  return out;
-}
+
 
 bool parse_scale(const std::string& s, float* out) {
   char* end = nullptr;
@@ -59,6 +57,45 @@ bool parse_scale(const std::string& s, float* out) {
 bool is_output_or_time(const std::string& name) {
   return name == "wait" || name == "hover" || name == "screenshot" || name == "layout" || name == "quit" ||
          name.rfind("export-", 0) == 0;
+}
+
+bool try_parse_head_ref(const std::string& text) {
+  try {
+    parse_head_ref(text);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// What the loaded model cannot show of a command that names a head or a layer ("" when it can): a lesson
+// written for the shipped model, played on a smaller one, skips these rather than show the wrong thing.
+std::string beyond_the_model(const App& app, const ScriptCommand& c) {
+  if (!app.state().model) return "";
+  const Config& m = app.state().model->config;
+  const auto layers_of = [&](AttentionKind k) { return k == AttentionKind::Encoder ? m.n_encoder_layers : m.n_decoder_layers; };
+  const auto head_problem = [&](const HeadRef& h) -> std::string {
+    const char* side = h.kind == AttentionKind::Encoder ? "encoder" : "decoder";
+    if (h.layer >= layers_of(h.kind))
+      return "this model has " + std::to_string(layers_of(h.kind)) + " " + side + " layers (" + c.args[0] + " asks for layer " +
+             std::to_string(h.layer) + ")";
+    if (h.head >= m.n_heads)
+      return "this model has " + std::to_string(m.n_heads) + " heads (" + c.args[0] + " asks for head " +
+             std::to_string(h.head) + ")";
+    return "";
+  };
+  if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") {
+    const HeadRef h = parse_head_ref(c.args[0]);
+    return head_problem(h);
+  }
+  if (c.name == "layer") {
+    const int layer = std::stoi(c.args[0]);
+    const int most = std::max(m.n_encoder_layers, m.n_decoder_layers);
+    if (layer >= most) return "this model has " + std::to_string(most) + " layers at most (layer " + c.args[0] + ")";
+  }
+  if (c.name == "head" && std::stoi(c.args[0]) >= m.n_heads)
+    return "this model has " + std::to_string(m.n_heads) + " heads (head " + c.args[0] + ")";
+  return "";
 }
 
 bool is_int(const std::string& s) {
@@ -148,8 +185,80 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
 
 }  // namespace
 
+std::string script_command_names() {
+  std::string out;
+  for (const Spec& s : kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
+}
+
+namespace {
+
+// Checks one command's arguments against its spec, normalising them (expand, zoom); the problem, or "".
+std::string check_command(ScriptCommand& c, const Spec& spec, const std::string& rest) {
+  if (spec.args == -2) {
+    if (!rest.empty()) c.args = {rest};
+  } else if (spec.args == -1) {
+    if (rest.empty()) return "'" + c.name + "' needs an argument";
+    c.args = {rest};
+  } else {
+    std::istringstream words(rest);
+    for (std::string w; words >> w;) c.args.push_back(w);
+    if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
+      return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
+  }
+  if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
+      c.name == "back" || c.name == "pad")
+    for (const auto& a : c.args)
+      if (!is_int(a) || std::stoi(a) < 0) return "'" + c.name + "' needs whole numbers, got '" + a + "'";
+  if (c.name == "mask")
+    for (size_t i = 1; i < 3; ++i)
+      if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0)
+        return "'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'";
+  if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
+    return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
+  if (c.name == "expand") {
+    std::istringstream in(c.args[0]);
+    std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+    const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
+                      std::stoi(words[1]) >= 0;
+    if (!cell && !(words.size() == 1 && words[0] == "off"))
+      return "'expand' takes ROW COL (whole numbers) or off, got '" + c.args[0] + "'";
+    c.args = words;
+  }
+  if (c.name == "zoom") {
+    std::istringstream in(c.args[0]);
+    std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+    char* end = nullptr;
+    const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
+    const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
+                    (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
+                                           std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
+    if (!ok) return "'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'";
+    c.args = words;
+  }
+  if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
+    return "'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'";
+  if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
+      c.args[0] != "off")
+    return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
+  if ((c.name == "present" || c.name == "fullscreen" || c.name == "explain") && c.args[0] != "on" && c.args[0] != "off")
+    return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
+  float scale = 0;
+  if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
+    return "'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'";
+  if ((c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") &&
+      !try_parse_head_ref(c.args[0]))
+    return "'" + c.name + "' takes a head as KIND.L.H (KIND enc, dec or cross), got '" + c.args[0] + "'";
+  return "";
+}
+
+}  // namespace
+
 std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
                                    ScriptParse mode) {
+  // Every line is checked, and every problem listed with its line: a teacher sees them all at once, before
+  // the class does. A script with a problem does not run; a lesson runs without the lines at fault (each is
+  // reported again, in the caption box, when the lesson reaches it).
   Script script;
   std::istringstream in(text);
   std::string line;
@@ -166,70 +275,25 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
     const Spec* spec = nullptr;
     for (const Spec& s : kSpecs)
       if (c.name == s.name) spec = &s;
-    auto bad = [&](const std::string& what) {
-      error = origin + ":" + std::to_string(number) + ": " + what;
-      return std::nullopt;
-    };
-    if (!spec && mode == ScriptParse::Lesson) {  // reported when reached: see ScriptRunner
-      c.known = false;
-      if (!rest.empty()) c.args = {rest};
-      script.commands.push_back(std::move(c));
-      continue;
-    }
-    if (!spec) return bad("unknown command '" + c.name + "' (" + command_names() + ")");
-    if (spec->args == -2) {
-      if (!rest.empty()) c.args = {rest};
-    } else if (spec->args == -1) {
-      if (rest.empty()) return bad("'" + c.name + "' needs an argument");
-      c.args = {rest};
+    std::string problem;
+    if (!spec) {
+      problem = mode == ScriptParse::Lesson ? "unknown command '" + c.name + "' (not in this version)"
+                                            : "unknown command '" + c.name + "' (" + script_command_names() + ")";
     } else {
-      std::istringstream words(rest);
-      for (std::string w; words >> w;) c.args.push_back(w);
-      if (spec->args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec->args)
-        return bad("'" + c.name + "' takes " + std::to_string(spec->args) + " argument(s), got " + std::to_string(c.args.size()));
+      problem = check_command(c, *spec, rest);
     }
-    if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
-        c.name == "back")
-      for (const auto& a : c.args)
-        if (!is_int(a) || std::stoi(a) < 0) return bad("'" + c.name + "' needs whole numbers, got '" + a + "'");
-    if (c.name == "mask")
-      for (size_t i = 1; i < 3; ++i)
-        if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0)
-          return bad("'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'");
-    if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
-      return bad("'view' takes lines or heatmap, got '" + c.args[0] + "'");
-    if (c.name == "expand") {
-      std::istringstream in(c.args[0]);
-      std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-      const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
-                        std::stoi(words[1]) >= 0;
-      if (!cell && !(words.size() == 1 && words[0] == "off"))
-        return bad("'expand' takes ROW COL (whole numbers) or off, got '" + c.args[0] + "'");
-      c.args = words;
+    if (!problem.empty()) {
+      script.problems.push_back(origin + ":" + std::to_string(number) + ": " + problem);
+      if (mode == ScriptParse::Strict) continue;
+      c.known = false;  // a lesson keeps the line, reported and skipped when reached
+      c.problem = problem;
+      c.args = rest.empty() ? std::vector<std::string>{} : std::vector<std::string>{rest};
     }
-    if (c.name == "zoom") {
-      std::istringstream in(c.args[0]);
-      std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-      char* end = nullptr;
-      const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
-      const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
-                      (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
-                                             std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
-      if (!ok) return bad("'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'");
-      c.args = words;
-    }
-    if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
-      return bad("'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'");
-    if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
-        c.args[0] != "off")
-      return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
-    if ((c.name == "present" || c.name == "fullscreen" || c.name == "explain") && c.args[0] != "on" && c.args[0] != "off")
-      return bad("'" + c.name + "' takes on or off, got '" + c.args[0] + "'");
-    float scale = 0;
-    if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
-      return bad("'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'");
     script.commands.push_back(std::move(c));
   }
+  error.clear();
+  for (const std::string& p : script.problems) error += (error.empty() ? "" : "\n") + p;
+  if (mode == ScriptParse::Strict && !script.problems.empty()) return std::nullopt;
   return script;
 }
 
@@ -261,6 +325,8 @@ void ScriptRunner::publish(App& app) const {
 }
 
 void ScriptRunner::restart_for_replay(App& app, int target_pause) {
+  skipped_.clear();
+  pause_skipped_.clear();
   // The lesson's own state starts over; the app keeps the rest, which the replayed commands set again.
   next_ = 0;
   pause_ = 0;
@@ -273,6 +339,12 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
   app.set_interventions(Interventions{});
   app.mutable_state().set_decode_options(DecodeOptions{});
   replay_to_ = target_pause;
+}
+
+void ScriptRunner::skip(App& app, const std::string& where, const std::string& what, std::vector<std::string>& log) {
+  (void)app;
+  if (!replay_to_) log.push_back(where + "skipped: " + what);  // (a replay only rebuilds the captions' notes)
+  skipped_.push_back(what);
 }
 
 void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
@@ -308,11 +380,30 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     const ScriptCommand& c = script_.commands[next_++];
     const std::string where = "script line " + std::to_string(c.line) + ": ";
     if (replay_to_ && is_output_or_time(c.name)) continue;
-    if (!c.known) {
-      if (!replay_to_) log.push_back(where + "unknown command '" + c.name + "' skipped (not in this version)");
+    if (dry_run_ && (c.name == "screenshot" || c.name == "layout" || c.name == "quit" || c.name.rfind("export-", 0) == 0)) {
+      if (c.name != "quit" && !c.args.empty()) log.push_back(where + c.name + " " + c.args[0] + ": not written in a check");
       continue;
-    } else if (c.name == "pause") {
+    }
+    if (!c.known) {
+      skip(app, where, c.problem.empty() ? "unknown command '" + c.name + "'" : c.problem, log);
+      continue;
+    }
+    if (const std::string beyond = beyond_the_model(app, c); !beyond.empty()) {
+      skip(app, where, c.name + " " + c.args[0] + ": " + beyond, log);
+      continue;
+    }
+    if (c.name == "pause") {
       ++pause_;
+      last_pause_line_ = c.line;
+      // What this part of the lesson skipped goes under its caption, for the teacher to see at the pause.
+      if (!skipped_.empty() && interactive_) {
+        std::string note = "(skipped:";
+        for (const std::string& s : skipped_) note += " " + s + ";";
+        note.back() = ')';
+        app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
+      }
+      pause_skipped_.push_back(skipped_);
+      skipped_.clear();
       if (!interactive_) return;  // a script does not wait: one frame, then on
       if (replay_to_ && pause_ < replay_to_) continue;
       replay_to_ = 0;
@@ -384,6 +475,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "layout") {
       layout_ = c.args[0];
       return;
+    } else if (c.name == "pad") {
+      if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error);
     } else if (c.name == "explain") {
       fold_explanations(c.args[0] == "off");
     } else if (c.name == "view") {

@@ -52,17 +52,24 @@ struct ScriptCommand {
   int line = 0;
   std::string name;
   std::vector<std::string> args;  // the words after the name ("sentence" keeps the rest of the line as one)
-  bool known = true;              // false: a lesson's command this version does not know (args: the rest)
+  bool known = true;              // false: a lesson's line that cannot run (args: the rest), skipped when reached
+  std::string problem;            // why (an unknown command, bad arguments)
 };
 
 struct Script {
   std::vector<ScriptCommand> commands;
+  std::vector<std::string> problems;  // "FILE:LINE: problem" for every line at fault, in order
 };
+
+// Every command a script may use, comma-separated, from the table the parser reads (for --help and messages).
+std::string script_command_names();
 
 // Strict: an unknown command is an error (scripts, tests). Lesson: it is kept, marked unknown.
 enum class ScriptParse { Strict, Lesson };
 
-// Parses a script file; on error returns nullopt and writes "FILE:LINE: problem" to `error`.
+// Parses a script file and lists every problem, one "FILE:LINE: problem" a line, in `error` (and in
+// Script::problems). Strict: any problem returns nullopt. Lesson: the lesson is returned with the lines at fault
+// marked unknown (skipped when reached); `error` says what they are, for the teacher, when it opens.
 std::optional<Script> parse_script_file(const std::string& path, std::string& error,
                                         ScriptParse mode = ScriptParse::Strict);
 std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
@@ -74,6 +81,10 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
 class ScriptRunner {
  public:
   explicit ScriptRunner(Script script, bool interactive = false);
+  // A check (--check-lesson): screenshots, layouts and exports are reported, not written; `quit` is ignored.
+  void set_dry_run(bool dry) { dry_run_ = dry; }
+  // The line of the pause passed last (0 before the first).
+  int last_pause_line() const { return last_pause_line_; }
 
   // Before building a frame: runs commands until one needs the frame drawn. Messages (errors of a command,
   // e.g. a model that does not load) go to `log`.
@@ -89,9 +100,13 @@ class ScriptRunner {
   }
   bool waiting() const { return waiting_; }
   int pauses_passed() const { return pause_; }
+  // What was skipped before each pause passed so far (a line each: what and why), and since the last one.
+  const std::vector<std::vector<std::string>>& skipped_by_pause() const { return pause_skipped_; }
+  const std::vector<std::string>& skipped_since_pause() const { return skipped_; }
 
  private:
   void restart_for_replay(App& app, int target_pause);
+  void skip(App& app, const std::string& where, const std::string& what, std::vector<std::string>& log);
   void publish(App& app) const;  // the lesson's status, for the prompt and the keys
   Script script_;
   bool interactive_ = false;
@@ -106,6 +121,10 @@ class ScriptRunner {
   bool quit_ = false;
   bool wait_for_load_ = true;  // at start (the app's first model) and after `model`: commands wait for it
   int loading_line_ = 0;       // the line of a `model` command whose file is loading
+  bool dry_run_ = false;
+  int last_pause_line_ = 0;
+  std::vector<std::string> skipped_;                   // skipped since the last pause (shown at the next)
+  std::vector<std::vector<std::string>> pause_skipped_;  // per pause passed
 };
 
 }  // namespace sf::gui
