@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "gui/render/item_placements.h"
 #include "gui/view.h"
@@ -120,17 +121,16 @@ void attention_kind_picker(AttentionKind* kind) {
   *kind = static_cast<AttentionKind>(k);
 }
 
-}  // namespace sf::gui
-
-#include <algorithm>
-#include <cmath>
-
-namespace sf::gui {
 
 void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {
   // Draw unrotated at the pivot, then rotate the new vertices about it (ImGui 1.86 has no rotated text).
+  // The font is asked directly with an unbounded rectangle: AddText would drop the glyphs whose *unrotated*
+  // place lies outside the clip rectangle (a last column's label lost its end: "<eo"); the draw command's clip
+  // rectangle still clips the rotated text on the GPU.
   const int first = draw->VtxBuffer.Size;
-  draw->AddText(ImGui::GetFont(), size > 0 ? size : ImGui::GetFontSize(), pivot, colour, text);
+  const float unbounded = 1e7f;
+  ImGui::GetFont()->RenderText(draw, size > 0 ? size : ImGui::GetFontSize(), pivot, colour,
+                               ImVec4(-unbounded, -unbounded, unbounded, unbounded), text, text + std::strlen(text));
   const float c = std::cos(radians), s = std::sin(radians);
   for (int i = first; i < draw->VtxBuffer.Size; ++i) {
     ImVec2& p = draw->VtxBuffer[i].pos;

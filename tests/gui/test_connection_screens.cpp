@@ -37,9 +37,9 @@ struct Shot {
   }
 };
 
-// Runs the app at 1600x1000 on `commands` (after the shipped model and the default sentence), then takes one
+// Runs the app at `size` (1600x1000) on `commands` (after the shipped model and the default sentence), then takes one
 // screenshot and layout.
-Shot run(const std::string& name, const std::string& commands) {
+Shot run(const std::string& name, const std::string& commands, const std::string& size = "1600x1000") {
   const fs::path dir = testing::fresh_output_dir("connections_" + name);
   {
     std::ofstream script(dir / "script.txt");
@@ -47,7 +47,7 @@ Shot run(const std::string& name, const std::string& commands) {
            << (dir / "layout.json").string() << "\nquit\n";
   }
   Shot s;
-  const std::string cmd = testing::headless_app_command("--no-settings --size 1600x1000 --script " +
+  const std::string cmd = testing::headless_app_command("--no-settings --size " + size + " --script " +
                                                         (dir / "script.txt").string() + " > " +
                                                         (dir / "log.txt").string() + " 2>&1");
   if (cmd.empty() || std::system(cmd.c_str()) != 0) return s;
@@ -239,6 +239,54 @@ TEST(ConnectionScreens, AZoomedMapShowsItsWindowAMinimapAndFullSizeLabels) {
     EXPECT_GE(r["y0"].get<float>(), (*map)["y0"].get<float>() - 1);
     EXPECT_LE(r["y1"].get<float>(), (*map)["y1"].get<float>() + 1);
   }
+}
+
+// How far the white text above a map's column reaches up from the map (pixels): from the first white pixel
+// in the column's strip above the map (within 20 rows), upward until 8 rows in a row hold none.
+int label_reach(const testing::Image& image, int x0, int x1, int map_top) {
+  int top = map_top, blank = 0;
+  bool found = false;
+  for (int y = map_top - 1; y >= 0 && (found ? blank < 8 : y > map_top - 20); --y) {
+    bool white = false;
+    for (int x = std::max(0, x0); x <= x1 && x < image.width && !white; ++x) {
+      const unsigned char* p = image.at(x, y);
+      white = p[0] > 120 && p[1] > 120 && p[2] > 120;
+    }
+    if (white) {
+      top = y;
+      blank = 0;
+      found = true;
+    } else {
+      ++blank;
+    }
+  }
+  return map_top - top;
+}
+
+TEST(ConnectionScreens, OnAWideProjectorTheStepMapsKeepTheirRowsAndTheLastLabelIsWhole) {
+  // Presentation mode at 1920x1080: the steps column is wide enough for labels, and short. Its stretched maps
+  // once gave their height to the column labels (a 13 x 13 score map drawn 2 px a row), and the attention map's
+  // last column label lost its end ("<eo"): glyphs were culled where they would lie unrotated.
+  const Shot s = run("projector", "present on\nstage encoder-attention\n", "1920x1080");
+  ASSERT_TRUE(s.image.pixels);
+  for (const char* name : {"attention_scores", "attention_masked_scores", "attention_head_output"}) {
+    const nlohmann::json* m = s.heatmap(name);
+    ASSERT_NE(m, nullptr) << name;
+    const float row_height = ((*m)["y1"].get<float>() - (*m)["y0"].get<float>()) / (*m)["rows"].get<float>();
+    EXPECT_GE(row_height, 8.0f) << name << ": the step map is squashed to a strip";
+  }
+  const nlohmann::json* map = s.heatmap("attention");
+  ASSERT_NE(map, nullptr);
+  const float x0 = (*map)["x0"], x1 = (*map)["x1"];
+  const int cols = (*map)["cols"], top = static_cast<int>((*map)["y0"].get<float>());
+  ASSERT_EQ(cols, 13);
+  const float cw = (x1 - x0) / cols;
+  const auto strip = [&](int j) {
+    return label_reach(s.image, static_cast<int>(x0 + j * cw) + 2, static_cast<int>(x0 + (j + 1) * cw) - 2, top);
+  };
+  const int bos = strip(0), eos = strip(cols - 1);  // "<bos>" and "<eos>": the same length in type
+  EXPECT_GT(bos, 20);
+  EXPECT_NEAR(eos, bos, 0.1 * bos) << "the last column's label is cut: " << eos << " px against " << bos;
 }
 
 }  // namespace

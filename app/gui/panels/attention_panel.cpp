@@ -315,8 +315,10 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
   }
-  const float column_x = panel_origin.x + avail.x + style.ItemSpacing.x;
-  const float column_w = steps_width - 2 * style.ItemSpacing.x;
+  // The column starts a little right of the map (on a wide screen the map, fitted to the height, leaves room
+  // between them) and takes the rest of the width.
+  const float column_x = std::min(panel_origin.x + avail.x + style.ItemSpacing.x, map_right + 1.5f * font);
+  const float column_w = panel_origin.x + full.x - column_x - style.ItemSpacing.x;
   if (expanded_) {
     // The opened cell's computation, in the right-hand column.
     expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col);

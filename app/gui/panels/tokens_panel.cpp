@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstdio>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "gui/render/item_placements.h"
@@ -147,11 +148,11 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       {Stage::Embedding, "embedding", &t.src.tok_embed, false},
       {Stage::Positional, "+ positions", &t.src.sum, false},
       {Stage::EncoderQkv, "Q, K, V", &t.encoder[0].self_attn.q[0], false},
-      {Stage::EncoderAttention, "self-attention", &t.encoder[0].self_attn.probs[0], true},
+      {Stage::EncoderAttention, "self-attn.", &t.encoder[0].self_attn.probs[0], true},
       {Stage::EncoderAddNorm, "add & norm", &t.encoder[0].norm1.out, false},
       {Stage::EncoderFeedForward, "feed-forward", &t.encoder[0].ffn.hidden_pre, false},
       {Stage::DecoderAttention, "masked self-attn.", &t.decoder[0].self_attn.probs[0], true},
-      {Stage::CrossAttention, "cross-attention", &t.decoder.back().cross_attn.probs[0], true},
+      {Stage::CrossAttention, "cross-attn.", &t.decoder.back().cross_attn.probs[0], true},
       {Stage::Output, "output: top 10", &output_top_, true},
   };
   if (uploaded_version_ != state.version) {
@@ -177,7 +178,20 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   // One row of pictures across the panel, each named in small type under it.
   const float gap = 0.4f * font;
   const float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kThumbnails - 1) * gap) / kThumbnails - 1));
-  const float label_size = std::max(10.0f, std::min(font, 0.6f * font));
+  // Each picture's name under it, as large as the body text where its longest word fits the picture's width
+  // (a projector at 1920 pixels), never below 60% of it; names wrap at the width.
+  float widest_word = 1.0f;
+  for (const Thumbnail& th : thumbs) {
+    char caption[48];
+    std::snprintf(caption, sizeof(caption), "%d. %s", 1, th.name);
+    for (std::string_view rest(caption); !rest.empty();) {
+      const size_t space = std::min(rest.find(' '), rest.size());
+      widest_word = std::max(widest_word, ImGui::CalcTextSize(rest.data(), rest.data() + space).x);
+      rest.remove_prefix(std::min(rest.size(), space + 1));
+    }
+  }
+  const float label_size = std::max(std::max(10.0f, 0.6f * font), std::min(font, font * w / widest_word));
+  const ImU32 label_colour = ImGui::GetColorU32(high_contrast() ? ImGuiCol_Text : ImGuiCol_TextDisabled);
   for (int i = 0; i < kThumbnails; ++i) {
     if (i > 0) same_line_if_fits(w, gap);
     ImGui::BeginGroup();
@@ -196,7 +210,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, thumbs[i].name);
     const ImVec2 below = ImGui::GetCursorScreenPos();
     const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption);
-    ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, ImGui::GetColorU32(ImGuiCol_TextDisabled),
+    ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, label_colour,
                                         caption, nullptr, w);
     ImGui::Dummy(ImVec2(w, text.y));
     record_item("thumbnail", at, ImVec2(at.x + w, at.y + 0.7f * w), i, stage_info(thumbs[i].stage).id);

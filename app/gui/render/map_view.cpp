@@ -84,6 +84,10 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   // (from the cells at zoom 1: zooming in must not take height from the rows; labels then fit the room)
   if (cols.labels && cw0 >= min_label - 0.5f)
     top_room = std::min(col_text * std::min(1.0f, cw0 / font), 5.0f * font) + style.ItemSpacing.y;
+  // A stretched map (cells not square) whose column labels would take more than 40% of its height would be
+  // squashed to a strip under them (a small step map in a short column): the map keeps the height and the
+  // labels go; hovering still names the column.
+  if (!o.square_cells && top_room > 0.4f * size.y) top_room = 0;
   cells_for(size.y - top_room, &cw0, &ch0);
 
   // Presentation mode: never fewer pixels per row than a readable label.
