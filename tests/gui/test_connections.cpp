@@ -16,6 +16,7 @@
 #include "gui/panels/qkv_panel.h"
 #include "gui/render/colormap.h"
 #include "gui/render/item_placements.h"
+#include "gui/render/map_view.h"
 #include "gui/stage_tensors.h"
 #include "headless_imgui.h"
 #include "nn/layer_norm.h"
@@ -212,6 +213,45 @@ TEST(DivergingScale, ZeroIsTheCentreColourAndBothSidesMirrorInLightness) {
       EXPECT_GT(above.a, 5.0f) << "positive values are orange";
     }
   }
+}
+
+// [SECTION] the map widget's zoom
+
+// One headless frame drawing `view` in a window at `size`, its rows labelled, as presentation mode asks
+// (always_label: rows never lower than a readable label; the built-in font is 13 px, so 10 px a row).
+void draw_map_frame(MapView& view, const std::vector<std::string>& labels, ImVec2 size) {
+  ImGui::NewFrame();
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(ImVec2(1000, 900));
+  ImGui::Begin("map");
+  MapAxis rows;
+  rows.labels = &labels;
+  MapViewOptions o;
+  o.always_label = true;
+  view.draw("zoom_test", size, rows, MapAxis{}, o);
+  ImGui::End();
+  ImGui::Render();
+}
+
+TEST(MapViewZoom, TheLeastZoomFollowsTheRoomBackDownAndAChosenZoomHolds) {
+  testing::start_headless_imgui(true, ImVec2(1000, 900));
+  MapView view;
+  std::vector<float> values(40 * 40, 0.5f);
+  view.heatmap().set_values(values.data(), 40, 40, 0.0f, 1.0f);
+  const std::vector<std::string> labels(40, "word");
+  // 200 px for 40 rows: 5 px a row, below a readable label: the map zooms in to 10 px a row.
+  draw_map_frame(view, labels, ImVec2(600, 200));
+  EXPECT_NEAR(view.zoom(), 2.0f, 0.01f);
+  // Room enough again (a caption of another height): the whole map, not the zoom one short frame raised.
+  draw_map_frame(view, labels, ImVec2(600, 800));
+  EXPECT_FLOAT_EQ(view.zoom(), 1.0f) << "the zoom stayed raised after the room came back";
+  EXPECT_FLOAT_EQ(view.window().rows, 40.0f);
+  // A zoom the user chose holds as the room changes.
+  view.set_zoom(3.0f);
+  draw_map_frame(view, labels, ImVec2(600, 800));
+  draw_map_frame(view, labels, ImVec2(600, 700));
+  EXPECT_FLOAT_EQ(view.zoom(), 3.0f);
+  ImGui::DestroyContext();
 }
 
 // [SECTION] the app: script commands and clicks open the views

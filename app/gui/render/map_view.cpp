@@ -33,6 +33,7 @@ float MapView::label_width_for(const std::vector<std::string>& labels) {
 
 void MapView::set_zoom(float zoom, float row, float col) {
   zoom_ = std::clamp(zoom, 1.0f, kMaxZoom);
+  user_zoomed_ = zoom_ > 1.001f;
   pending_row_ = row;
   pending_col_ = col;
   zoom_requested_ = true;
@@ -91,9 +92,12 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   cells_for(size.y - top_room, &cw0, &ch0);
 
   // Presentation mode: never fewer pixels per row than a readable label.
-  // (a row a hair under the size, from float rounding in the caller's fit, is not worth a scrolling map)
-  min_zoom_ = o.always_label && rows.labels && min_label / ch0 > 1.001f ? std::min(min_label / ch0, kMaxZoom) : 1.0f;
-  zoom_ = std::clamp(zoom_, min_zoom_, kMaxZoom);
+  // (a row up to half a pixel under the size, a caller's fit to the pixel, is not worth a scrolling map: its
+  // labels are drawn, as `readable` below decides)
+  min_zoom_ = o.always_label && rows.labels && ch0 < min_label - 0.5f ? std::min(min_label / ch0, kMaxZoom) : 1.0f;
+  // A zoom the user chose holds (never below the least); else the map follows the least as the room changes
+  // (a caption of another height: once raised by a short frame, the zoom would stay, with a minimap, for good).
+  zoom_ = user_zoomed_ ? std::clamp(zoom_, min_zoom_, kMaxZoom) : min_zoom_;
   const float cw = cw0 * zoom_, ch = ch0 * zoom_;
   const ImVec2 map_size(std::min(room_x, cw * C), std::min(std::max(1.0f, size.y - top_room), ch * R));
   window_.cols = map_size.x / cw;
@@ -142,6 +146,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
       first_col_ = under_col - (io.MousePos.x - map_pos.x) / (cw0 * z);
       first_row_ = under_row - (io.MousePos.y - map_pos.y) / (ch0 * z);
       zoom_ = z;
+      user_zoomed_ = z > min_zoom_ * 1.001f;
     }
     if (ImGui::IsItemActivated()) {
       dragging_ = false;

@@ -62,7 +62,7 @@ class MapView {
   void set_zoom(float zoom, float row = -1, float col = -1);
   // The whole map again (a zoom asked for since the last draw wins: a script's `attention` then `zoom`).
   void fit() {
-    if (!zoom_requested_) zoom_ = 1, first_col_ = 0, first_row_ = 0;
+    if (!zoom_requested_) zoom_ = 1, user_zoomed_ = false, first_col_ = 0, first_row_ = 0;
   }
   HeatmapWindow window() const { return window_; }
 
@@ -82,6 +82,7 @@ class MapView {
   float pending_row_ = -1, pending_col_ = -1;  // set_zoom's cell to bring into view on the next draw
   int last_rows_ = -1, last_cols_ = -1;         // a map of another shape starts fitted again
   bool zoom_requested_ = false;                 // set_zoom since the last draw
+  bool user_zoomed_ = false;                    // zoomed by the wheel, the keys or set_zoom (not the least zoom)
 };
 
 }  // namespace sf::gui
