@@ -218,10 +218,12 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
   bool toggle = false;
   for (const auto& item : folded["items"]) toggle |= item["name"] == "explain" && item["text"] == "folded";
   EXPECT_TRUE(toggle) << "presentation mode folds the explanation behind its toggle";
-  for (const auto& h : folded["heatmaps"])
-    if (h["name"] == "attention")
+  for (const auto& h : folded["heatmaps"]) {
+    if (h["name"] == "attention") {
       EXPECT_GE((h["y1"].get<float>() - h["y0"].get<float>()) / 13.0f, 0.75f * folded["panels"]["font_size"].get<float>())
           << "folded, the rows keep most of the text's height";
+    }
+  }
   const nlohmann::json layout = load_json(dir / "layout.json");
   ASSERT_TRUE(layout.contains("panels"));
   const float font = layout["panels"]["font_size"];
@@ -335,7 +337,12 @@ TEST_F(Scripted, EveryStageFitsTheWidthOfA1280x800Window) {
 TEST_F(Scripted, DecodingBarsAndTheBeamTreesNewestColumnStayInTheWindow) {
   const fs::path dir = fresh_output_dir("scripted_decoding");
   const std::string d = dir.string() + "/";
-  ASSERT_EQ(run_script(dir, "present on\nstage decoding\nrestart\nstep 3\nlayout " + d + "greedy.json\n"
+  // (and with a lesson's four-line caption over the bottom: the candidates beside the timeline, above it)
+  const std::string caption =
+      "caption Mask back on. Decoding word by word, the words after position 3 do not exist yet: there is nothing "
+      "to copy. The mask makes training look exactly like this moment, so what was learned still works.\n";
+  ASSERT_EQ(run_script(dir, "present on\nstage decoding\nrestart\nstep 3\nlayout " + d + "greedy.json\n" + caption +
+                            "layout " + d + "captioned.json\ncaption\n"
                             "decode beam 4\nrestart\nstep 6\nlayout " + d + "beam.json\nscreenshot " + d +
                             "beam.png\nquit\n"),
             0)
@@ -349,6 +356,15 @@ TEST_F(Scripted, DecodingBarsAndTheBeamTreesNewestColumnStayInTheWindow) {
       EXPECT_LE(item["x1"].get<float>(), 1280.0f);
     }
   EXPECT_EQ(bars, 5) << "the five likeliest next tokens";
+  const nlohmann::json captioned = load_json(dir / "captioned.json");
+  float caption_top = 0;
+  for (const auto& item : captioned["items"])
+    if (item["name"] == "caption") caption_top = item["y0"].get<float>();
+  ASSERT_GT(caption_top, 400.0f) << "no caption in the layout";
+  int above = 0;
+  for (const auto& item : captioned["items"])
+    if (item["name"] == "next_bar" && item["y1"].get<float>() <= caption_top) ++above;
+  EXPECT_GE(above, 3) << "the caption covers the next token's candidates";
   int newest = 0;
   for (const auto& item : beam["items"])
     if (item["name"] == "beam.newest") {

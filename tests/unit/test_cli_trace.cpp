@@ -32,7 +32,7 @@ struct CliModel {
     model.config.tgt_vocab_size = 10;
     auto vocab = [](int n) {
       std::vector<std::string> t = {"<unk>", "<pad>", "<bos>", "<eos>"};
-      for (int i = 4; i < n; ++i) t.push_back("w" + std::to_string(i));
+      for (int i = 4; i < n; ++i) t.push_back(std::string("w").append(std::to_string(i)));
       return Vocabulary(t, SpecialIds{});
     };
     model.src_vocab = vocab(12);

@@ -67,7 +67,6 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
   const Decoder& d = *state.decoder;
   const auto& tree = d.tree();
   const float f = ImGui::GetFontSize();
-  const float col_w = f * 6.5f, row_h = f * 2.6f, box_w = f * 5.6f, box_h = f * 2.2f;
   std::vector<int> row(tree.size(), 0), count_per_step;
   int max_rows = 1, max_step = 0;
   for (size_t n = 0; n < tree.size(); ++n) {
@@ -79,6 +78,12 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
   }
   std::vector<char> on_best(tree.size(), 0);
   for (int n = d.best_node(); n >= 0; n = tree[static_cast<size_t>(n)].parent) on_best[static_cast<size_t>(n)] = 1;
+
+  // Boxes of two lines (the token over its score); where the hypotheses of a step do not fit the height left
+  // (presentation mode under a lesson's caption), boxes of one line ("standing -1.25"), wider and lower.
+  const bool compact = ImGui::GetContentRegionAvail().y < max_rows * f * 2.6f + f * 2;
+  const float col_w = compact ? f * 8.6f : f * 6.5f, row_h = compact ? f * 1.45f : f * 2.6f;
+  const float box_w = compact ? f * 7.9f : f * 5.6f, box_h = compact ? f * 1.25f : f * 2.2f;
 
   ImGui::BeginChild("beam_tree", ImVec2(0, std::min(ImGui::GetContentRegionAvail().y, max_rows * row_h + f * 2)),
                     true, ImGuiWindowFlags_HorizontalScrollbar);
@@ -104,7 +109,8 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
     char score[32];
     std::snprintf(score, sizeof(score), n == 0 ? "start" : "%.2f", node.score);
     draw->AddText(ImVec2(a.x + 4, a.y + 1), IM_COL32(255, 255, 255, 255), token.c_str());
-    draw->AddText(ImVec2(a.x + 4, a.y + 1 + f), IM_COL32(210, 210, 210, 255), score);
+    const ImVec2 score_at = compact ? ImVec2(b.x - 4 - ImGui::CalcTextSize(score).x, a.y + 1) : ImVec2(a.x + 4, a.y + 1 + f);
+    draw->AddText(score_at, IM_COL32(210, 210, 210, 255), score);
     ImGui::SetCursorScreenPos(a);
     ImGui::PushID(static_cast<int>(n));
     ImGui::InvisibleButton("node", ImVec2(box_w, box_h));
@@ -207,15 +213,20 @@ void DecodingPanel::draw(AppState& state) {
   if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
   const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
   char step_text[96];
-  std::snprintf(step_text, sizeof(step_text), "step %d%s   (recompute %.1f ms)", d.steps(),
-                d.finished() ? ", finished" : "", state.last_recompute_ms);
+  // (the recompute time is for the developer at a desk, not for a class: presentation mode leaves it out, and
+  // the step count then fits beside the buttons)
+  if (presenting)
+    std::snprintf(step_text, sizeof(step_text), "step %d%s", d.steps(), d.finished() ? ", finished" : "");
+  else
+    std::snprintf(step_text, sizeof(step_text), "step %d%s   (recompute %.1f ms)", d.steps(),
+                  d.finished() ? ", finished" : "", state.last_recompute_ms);
   same_line_if_fits(ImGui::CalcTextSize(step_text).x);
   ImGui::TextUnformatted(step_text);
 
-  ImGui::Spacing();
-  // In presentation mode teacher forcing waits behind one line: the timeline, the next token's candidates and
-  // the beam tree get the screen.
+  // In presentation mode teacher forcing waits behind one button, beside the step count where it fits: the
+  // timeline, the next token's candidates and the beam tree get the screen.
   if (presenting) {
+    same_line_if_fits(button_width("Teacher forcing \u25B8"), ImGui::GetFontSize());
     if (ImGui::SmallButton(show_forcing_ ? "Teacher forcing \u25BE" : "Teacher forcing \u25B8")) show_forcing_ = !show_forcing_;
     if (!state.interventions.forced_prefix.empty()) {
       same_line_if_fits(ImGui::CalcTextSize("(forcing on)").x);
@@ -223,6 +234,7 @@ void DecodingPanel::draw(AppState& state) {
     }
   }
   if (!presenting || show_forcing_) {
+  ImGui::Spacing();
   ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
   const bool entered = ImGui::InputTextWithHint("##reference", "reference translation (English), e.g. a man in an orange shirt is standing on the street .",
@@ -241,23 +253,25 @@ void DecodingPanel::draw(AppState& state) {
   }
 
   ImGui::Spacing();
-  ImGui::TextWrapped("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
-              static_cast<int>(state.translation.size()));
-  draw_decoding_timeline(state, -1);
-  if (!state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0) {
-    // The distribution the next step draws from: the last row of the pass over <bos> + the tokens so far.
+  // The next token's candidates (greedy and sampling, until <eos>): the distribution the next step draws from,
+  // the last row of the pass over <bos> + the tokens so far. Returns true when one was clicked (forced): the
+  // decoder was replaced, draw nothing more of it this frame.
+  const bool next_shown = !state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0;
+  const auto draw_next_token = [&]() {
     const int last = static_cast<int>(state.trace.probs.rows()) - 1;
     const RowVec p = state.trace.probs.row(last);
     const std::vector<int> order = top_k_ids(p, 5);
     const int k = static_cast<int>(order.size());
     const size_t next = state.translation.size();
     if (next < state.interventions.forced_prefix.size())
-      ImGui::Text("Next token: Space feeds the forced \"%s\"; the model itself predicts:",
-                  state.target_token(state.interventions.forced_prefix[next]).c_str());
+      ImGui::TextWrapped("Next token: Space feeds the forced \"%s\"; the model itself predicts:",
+                         state.target_token(state.interventions.forced_prefix[next]).c_str());
     else
-      ImGui::Text("Next token (Space takes %s; click one to force it):",
-                  o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
-    const float bar = ImGui::GetContentRegionAvail().x * 0.4f, label = ImGui::GetFontSize() * 8;
+      ImGui::TextWrapped("Next token (Space takes %s; click one to force it):",
+                         o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
+    const float label = ImGui::GetFontSize() * 8, number = ImGui::CalcTextSize("0.000").x + 8;
+    const float room = ImGui::GetContentRegionAvail().x;
+    const float bar = std::max(ImGui::GetFontSize() * 3, std::min(room * 0.4f, room - label - number));
     ImDrawList* draw = ImGui::GetWindowDrawList();
     for (int r = 0; r < k; ++r) {
       const int id = order[static_cast<size_t>(r)];
@@ -277,17 +291,41 @@ void DecodingPanel::draw(AppState& state) {
       std::snprintf(text, sizeof(text), "%.3f", p(id));
       draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text);
       if (clicked) {
-        state.force_token(static_cast<int>(state.translation.size()), id);  // replaces the decoder: stop here
-        return;
+        state.force_token(static_cast<int>(state.translation.size()), id);
+        return true;
       }
     }
-  }
-  if (o.strategy == DecodeStrategy::Beam) {
+    return false;
+  };
+  // In presentation mode the timeline and the candidates stand side by side (a lesson's caption takes the
+  // bottom of a 1280 x 800 screen: one under the other, the candidates fell under it).
+  const bool side_by_side = presenting && next_shown && ImGui::GetContentRegionAvail().x > ImGui::GetFontSize() * 30;
+  const auto draw_tree = [&]() {
     ImGui::Spacing();
-    ImGui::TextWrapped("Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
-                static_cast<int>(state.decoder->tree().size()));
+    ImGui::TextWrapped(presenting ? "Beam tree, %d hypotheses: orange = the best, outlined = finished, blue = alive"
+                                  : "Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
+                       static_cast<int>(state.decoder->tree().size()));
     draw_beam_tree(state, tree_size_);
+  };
+  // In presentation mode the beam tree comes before the timeline: the sentence strip above already shows the
+  // words, and under a lesson's caption the tree had no room left.
+  const bool tree_first = presenting && o.strategy == DecodeStrategy::Beam;
+  if (tree_first) draw_tree();
+  if (side_by_side && ImGui::BeginTable("##decoding_columns", 2, ImGuiTableFlags_SizingStretchSame)) {
+    ImGui::TableNextColumn();
+    ImGui::TextWrapped("Written so far: %d tokens (bar = probability)", static_cast<int>(state.translation.size()));
+    draw_decoding_timeline(state, -1);
+    ImGui::TableNextColumn();
+    const bool forced = draw_next_token();
+    ImGui::EndTable();
+    if (forced) return;
+  } else {
+    ImGui::TextWrapped("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
+                       static_cast<int>(state.translation.size()));
+    draw_decoding_timeline(state, -1);
+    if (next_shown && draw_next_token()) return;  // (forced: the decoder was replaced)
   }
+  if (o.strategy == DecodeStrategy::Beam && !tree_first) draw_tree();
 }
 
 }  // namespace sf::gui
