@@ -241,6 +241,52 @@ TEST(ConnectionScreens, AZoomedMapShowsItsWindowAMinimapAndFullSizeLabels) {
   }
 }
 
+// The longest sentences the model takes: 22 times the default sentence and "und" (242 words, 244 source tokens
+// with <bos> and <eos>, under the shipped model's 256 positions).
+std::string long_sentence() {
+  std::string out;
+  for (int i = 0; i < 22; ++i) out += std::string(i ? " " : "") + "Ein Mann in einem orangefarbenen Hemd steht auf der Straße und";
+  return out;
+}
+
+// No two maps of a layout overlap, and every map lies inside the window.
+void expect_maps_apart(const Shot& s, float width, float height, const std::string& what) {
+  const auto& maps = s.layout["heatmaps"];
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const auto& a = maps[i];
+    EXPECT_GE(a["x0"].get<float>(), -0.5f) << what << ": " << a["name"];
+    EXPECT_GE(a["y0"].get<float>(), -0.5f) << what << ": " << a["name"];
+    EXPECT_LE(a["x1"].get<float>(), width + 0.5f) << what << ": " << a["name"];
+    EXPECT_LE(a["y1"].get<float>(), height + 0.5f) << what << ": " << a["name"];
+    for (size_t j = i + 1; j < maps.size(); ++j) {
+      const auto& b = maps[j];
+      const bool apart = a["x1"].get<float>() <= b["x0"].get<float>() + 0.5f || b["x1"].get<float>() <= a["x0"].get<float>() + 0.5f ||
+                         a["y1"].get<float>() <= b["y0"].get<float>() + 0.5f || b["y1"].get<float>() <= a["y0"].get<float>() + 0.5f;
+      EXPECT_TRUE(apart) << what << ": " << a["name"] << " and " << b["name"] << " overlap";
+    }
+  }
+}
+
+TEST(ConnectionScreens, TheLongestSentenceDrawsNoMapOverAnotherAndAWideMapKeepsItsRowsLabelled) {
+  const Shot cross = run("long_cross", "sentence " + long_sentence() + "\nattention cross.0.0\n");
+  ASSERT_TRUE(cross.image.pixels);
+  const nlohmann::json* map = cross.heatmap("attention");
+  ASSERT_NE(map, nullptr);
+  ASSERT_EQ((*map)["cols"].get<int>(), 244) << "the sentence is not the long one";
+  const int rows = (*map)["rows"];
+  expect_maps_apart(cross, 1600, 1000, "cross-attention");
+  // 20 x 244 with square cells was a strip of 3-pixel rows: the rows take the height and keep their labels.
+  const float row_height = ((*map)["y1"].get<float>() - (*map)["y0"].get<float>()) / rows;
+  EXPECT_GE(row_height, 10.0f);
+  EXPECT_EQ(static_cast<int>(cross.items("attention.row").size()), rows) << "every decoder row labelled";
+  for (const char* stage : {"encoder-attention", "decoder-attention", "encoder-qkv", "concat-heads", "encoder-add-norm",
+                            "encoder-feed-forward", "embedding"}) {
+    const Shot s = run(std::string("long_") + stage, "sentence " + long_sentence() + "\nstage " + stage + "\n");
+    ASSERT_TRUE(s.image.pixels) << stage;
+    expect_maps_apart(s, 1600, 1000, stage);
+  }
+}
+
 // How far the white text above a map's column reaches up from the map (pixels): from the first white pixel
 // in the column's strip above the map (within 20 rows), upward until 8 rows in a row hold none.
 int label_reach(const testing::Image& image, int x0, int x1, int map_top) {

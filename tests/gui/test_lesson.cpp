@@ -336,6 +336,14 @@ TEST(CheckLesson, BothShippedLessonsPlayOnBothShippedModels) {
       EXPECT_NE(c.output.find("pause 1 (line "), std::string::npos) << c.output;
       EXPECT_NE(c.output.find("stage tokens; caption: "), std::string::npos) << c.output;
     }
+  // On the seq2seq tutorial's model (2 layers, 4 heads, learned positions) every pause still plays; what it
+  // cannot show is listed, and the exit code says so.
+  const Checked small = check(dir + "/assets/lessons/walkthrough.lesson",
+                              dir + "/tests/fixtures/models/seq2seq_tutorial_tiny.safetensors");
+  EXPECT_EQ(small.exit_code, 1) << small.output;
+  EXPECT_NE(small.output.find("31 pauses, "), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("skipped: attention cross.2.0: this model has 2 decoder layers"), std::string::npos)
+      << small.output;
   const Checked walk = check(dir + "/assets/lessons/walkthrough.lesson", "");
   EXPECT_NE(walk.output.find("31 pauses, 0 problems"), std::string::npos) << walk.output;
   EXPECT_NE(walk.output.find("pause 8 (line 39): stage encoder-attention; caption: One cell opened"), std::string::npos)

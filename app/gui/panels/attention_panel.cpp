@@ -193,6 +193,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // The row labels' room: as wide as the widest label in the type it will be drawn in (a label is drawn at most
   // a row high), found with the map's fit below.
   float label_width = MapView::label_width_for(queries);
+  const float full_label_width = label_width;
   float key_width = 0;
   for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
   const float bar_width = colour_bar_width(0.0f, 1.0f) + style.ItemSpacing.x;
@@ -271,6 +272,23 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
       }
     }
   }
+  // A map much wider than high (cross-attention of a long source: 20 x 244) fitted with square cells is a
+  // strip of 3-pixel rows at the top of an empty panel. Then the rows take the height left (up to a line and
+  // a half each, with their labels) and the columns keep the width: the cells are no longer square, and zoom
+  // and pan still reach every one.
+  float row_height = map.cell;
+  {
+    const float room_h = (text_beside ? avail.y : avail.y - text_height(full.x, false)) - below;
+    const float square_h = map.cell * tq + map.key_room;
+    if (!text_beside && tk > 2 * tq && square_h < 0.5f * room_h) {
+      const float tall = std::min(1.5f * font, (room_h - map.key_room) / tq);
+      if (tall >= min_label) {  // the rows can carry their labels again: full width
+        label_width = full_label_width;
+        map.cell = std::min(map.cell, cells_across(avail.x));
+      }
+      row_height = std::max(map.cell, tall);
+    }
+  }
   if (!text_beside) {
     explanation(explanation_text);
     if (explanations_folded()) same_line_if_fits(ImGui::CalcTextSize(formula_line.c_str()).x, font);
@@ -293,12 +311,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
   options.value_name = "probability";
-  options.square_cells = true;
+  options.square_cells = row_height == map.cell;
   options.always_label = font >= 24.0f;  // large type (presentation mode): every row keeps its label
   options.tooltip = false;
   options.label_width = label_width;
   map_.heatmap().set_axis_labels(queries, keys);  // row and column names for export
-  const ImVec2 map_size(label_width + map.cell * tk + bar_width, map.key_room + map.cell * tq);
+  const ImVec2 map_size(label_width + map.cell * tk + bar_width, map.key_room + row_height * tq);
   const MapViewHit hit = map_.draw("attention", map_size, row_axis, col_axis, options);
   if (hit.clicked) {
     if (paint_mask_) changed |= toggle_mask_cell(state.trace, edit, here, hit.row, hit.col);
