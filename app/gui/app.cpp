@@ -353,7 +353,7 @@ void App::draw_presentation_header() {
   };
   strip.now = words(state_.translation);
   strip.decoding = !state_.decoding_finished();
-  strip.badge = interventions_badge(state_.interventions);
+  strip.badge = interventions_summary(state_.interventions, /*name_heads=*/true);
   if (!strip.badge.empty()) {
     strip.before = words(state_.translation_as_trained());
     // While decoding, the words so far against as many of the model's: the rest is not written yet.

@@ -51,7 +51,6 @@ class App {
   void select_head_index(int head);
   // The attention stages' view switch and cell expansion (also the script's `view` and `expand`).
   void set_attention_view(AttentionView view) { attention_panel_.set_view(view); }
-  AttentionView attention_view() const { return attention_panel_.view(); }
   void expand_attention_cell(int row, int col) { attention_panel_.expand(row, col); }
   void collapse_attention_cell() { attention_panel_.collapse(); }
   const std::optional<AttentionCell>& expanded_attention_cell() const { return attention_panel_.expanded_cell(); }

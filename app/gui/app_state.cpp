@@ -239,7 +239,7 @@ const std::vector<int>& AppState::translation_as_trained() {
   }
   if (as_trained_.model == model.get() && as_trained_.src_ids == src_ids && as_trained_.version == decode_options_version_)
     return as_trained_.translation;
-  as_trained_ = {model.get(), src_ids, decode_options.strategy, decode_options_version_, {}};
+  as_trained_ = {model.get(), src_ids, decode_options_version_, {}};
   if (interventions == Interventions{} && decoder && decoder->finished()) {
     as_trained_.translation = translation;
     return as_trained_.translation;
@@ -273,9 +273,16 @@ std::vector<std::string> AppState::source_labels() const {
 std::vector<std::string> AppState::source_label_tips() const {
   std::vector<std::string> out;
   for (const Token& t : source_tokens) {
-    if (t.unknown) out.push_back("\"" + t.surface + "\" is not in the vocabulary: the model reads <unk>");
-    else if (t.special) out.push_back(t.text);
-    else out.push_back("\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\" (id " + std::to_string(t.id) + ")");
+    const std::string id = " (id " + std::to_string(t.id) + ")";
+    if (t.unknown) {
+      out.push_back("\"" + t.surface + "\" is not in the vocabulary: the model reads <unk>" + id);
+    } else if (t.special) {
+      const bool bos = model && t.id == model->config.bos_id, eos = model && t.id == model->config.eos_id;
+      out.push_back(t.text + (bos ? ": the beginning of the sentence" : eos ? ": the end of the sentence"
+                                                                           : ": padding, as a batch adds it"));
+    } else {
+      out.push_back("\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\"" + id);
+    }
   }
   return out;
 }

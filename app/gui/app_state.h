@@ -96,7 +96,6 @@ struct AppState {
   struct AsTrained {
     const Model* model = nullptr;
     std::vector<int> src_ids;
-    DecodeStrategy strategy = DecodeStrategy::Greedy;
     int version = -1;  // decode_options_version_ it was decoded with
     std::vector<int> translation;
   } as_trained_;

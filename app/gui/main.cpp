@@ -47,11 +47,10 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
                                  {"stage_room_right", layout.stage_room_right},
                                  {"present", app.view().present}};
   const sf::gui::AttentionSelection& a = app.attention();
-  const char* kind = a.kind == sf::AttentionKind::Encoder ? "enc" : a.kind == sf::AttentionKind::Decoder ? "dec" : "cross";
   nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
                           {"view", app.showing_model_info() ? "model-info" : "stage"},
                           {"stage", sf::gui::stage_name(app.stage())},
-                          {"attention", std::string(kind) + "." + std::to_string(a.layer) + "." + std::to_string(a.head)},
+                          {"attention", std::string(sf::to_string(a.kind)) + "." + std::to_string(a.layer) + "." + std::to_string(a.head)},
                           {"sentence", app.state().sentence},
                           {"translation", app.state().translation_text()},
                           {"output_position", app.output_position()},

@@ -43,32 +43,36 @@ const AttentionWeights& attention_weights(const ModelWeights& weights, Attention
 }
 
 std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& trace, bool encoder, int layer) {
-  std::vector<ResidualBlock> blocks;
-  if (layer < 0) return blocks;
+  // A layer's sublayers in order, each with its output, the residual sum and its norm. Post-norm: each block
+  // reads the norm before it ("after ..."); pre-norm: the residual stream, the sum before it ("around ...").
+  struct Sublayer {
+    const char* after;
+    const char* around;
+    const Mat* out;
+    const Mat* sum;
+    const LayerNormTrace* norm;
+  };
+  std::vector<Sublayer> sublayers;
+  const Mat* x = nullptr;  // the layer's input
+  if (layer < 0) return {};
   if (encoder) {
-    if (layer >= static_cast<int>(trace.encoder.size())) return blocks;
+    if (layer >= static_cast<int>(trace.encoder.size())) return {};
     const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(layer)];
-    const Mat& x = encoder_layer_input(trace, layer);
-    if (post(config)) {
-      blocks.push_back({"after self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
-      blocks.push_back({"after the feed-forward", &t.norm1.out, &t.ffn.out, &t.residual2, &t.norm2});
-    } else {
-      blocks.push_back({"around self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
-      blocks.push_back({"around the feed-forward", &t.residual1, &t.ffn.out, &t.residual2, &t.norm2});
-    }
+    x = &encoder_layer_input(trace, layer);
+    sublayers = {{"after self-attention", "around self-attention", &t.self_attn.attn_out, &t.residual1, &t.norm1},
+                 {"after the feed-forward", "around the feed-forward", &t.ffn.out, &t.residual2, &t.norm2}};
   } else {
-    if (layer >= static_cast<int>(trace.decoder.size())) return blocks;
+    if (layer >= static_cast<int>(trace.decoder.size())) return {};
     const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(layer)];
-    const Mat& x = decoder_layer_input(trace, layer);
-    if (post(config)) {
-      blocks.push_back({"after masked self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
-      blocks.push_back({"after cross-attention", &t.norm1.out, &t.cross_attn.attn_out, &t.residual2, &t.norm2});
-      blocks.push_back({"after the feed-forward", &t.norm2.out, &t.ffn.out, &t.residual3, &t.norm3});
-    } else {
-      blocks.push_back({"around masked self-attention", &x, &t.self_attn.attn_out, &t.residual1, &t.norm1});
-      blocks.push_back({"around cross-attention", &t.residual1, &t.cross_attn.attn_out, &t.residual2, &t.norm2});
-      blocks.push_back({"around the feed-forward", &t.residual2, &t.ffn.out, &t.residual3, &t.norm3});
-    }
+    x = &decoder_layer_input(trace, layer);
+    sublayers = {{"after masked self-attention", "around masked self-attention", &t.self_attn.attn_out, &t.residual1, &t.norm1},
+                 {"after cross-attention", "around cross-attention", &t.cross_attn.attn_out, &t.residual2, &t.norm2},
+                 {"after the feed-forward", "around the feed-forward", &t.ffn.out, &t.residual3, &t.norm3}};
+  }
+  std::vector<ResidualBlock> blocks;
+  for (const Sublayer& s : sublayers) {
+    blocks.push_back({post(config) ? s.after : s.around, x, s.out, s.sum, s.norm});
+    x = post(config) ? &s.norm->out : s.sum;  // the next block's input
   }
   return blocks;
 }

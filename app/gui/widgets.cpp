@@ -162,37 +162,5 @@ void report_hovered_token(TokenSide side, int index) { g_current = {side, index}
 
 bool is_hovered_token(TokenSide side, int index) { return g_shown.index == index && g_shown.side == side && index >= 0; }
 
-void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, float row_height, float width,
-                      TokenSide side, const std::vector<std::string>* tips) {
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const float font = ImGui::GetFontSize();
-  // Rows thinner than a line of text (many tokens, large type): the label shrinks to its row, down to half the
-  // text size but not below 10 pixels; below that only every step-th row is labelled so the labels do not print
-  // over each other, and the hovered row's label is always drawn, on a box of its own.
-  const float size = std::clamp(row_height, std::min(font, std::max(0.5f * font, 10.0f)), font);
-  const int step = row_height >= size ? 1 : static_cast<int>(std::ceil(size / std::max(row_height, 1.0f)));
-  int hovered = -1;
-  for (size_t i = 0; i < labels.size(); ++i)
-    if (is_hovered_token(side, static_cast<int>(i))) hovered = static_cast<int>(i);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const ImVec2 p0(origin.x, origin.y + i * row_height), p1(origin.x + width, origin.y + (i + 1) * row_height);
-    const int index = static_cast<int>(i);
-    if (index == hovered) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
-    if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) {
-      report_hovered_token(side, index);
-      if (tips && i < tips->size()) ImGui::SetTooltip("%s", (*tips)[i].c_str());
-    }
-    if (index % step == 0 && (step == 1 || hovered < 0 || std::abs(index - hovered) >= step))
-      draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, p0.y + 0.5f * (row_height - size)),
-                    ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
-  }
-  if (step > 1 && hovered >= 0) {
-    const float centre = origin.y + (hovered + 0.5f) * row_height;
-    draw->AddRectFilled(ImVec2(origin.x, centre - 0.5f * size), ImVec2(origin.x + width, centre + 0.5f * size),
-                        kHoverColour, 3.0f);
-    draw->AddText(ImGui::GetFont(), size, ImVec2(origin.x + 2, centre - 0.5f * size),
-                  ImGui::GetColorU32(ImGuiCol_Text), labels[static_cast<size_t>(hovered)].c_str());
-  }
-}
 
 }  // namespace sf::gui

@@ -67,10 +67,5 @@ void report_hovered_token(TokenSide side, int index);
 bool is_hovered_token(TokenSide side, int index);
 constexpr ImU32 kHoverColour = IM_COL32(240, 150, 30, 255);
 
-// Labels for the rows of a heatmap (one per row, vertically centred on it, starting at `origin`): the hovered
-// token is highlighted, and hovering a label reports its token.
-// `tips`, if given, is what hovering each label shows (the word as typed behind an <unk>).
-void token_row_labels(ImVec2 origin, const std::vector<std::string>& labels, float row_height, float width,
-                      TokenSide side, const std::vector<std::string>* tips = nullptr);
 
 }  // namespace sf::gui

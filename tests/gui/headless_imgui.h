@@ -1,24 +1,15 @@
-// Dear ImGui without a window or GL, for the panel tests: a context with a display size and a frame time, no
-// .ini file, and (unless the test builds its own fonts) ImGui's built-in font in a built atlas.
+// Dear ImGui without a window or GL, for the panel tests: the app's own headless set-up
+// (gui/headless_imgui.h), and one frame of the app as the main loop runs it.
 #pragma once
 #include <imgui.h>
 
 #include <optional>
 
+#include "gui/headless_imgui.h"
+
 namespace sf::gui::testing {
 
-inline void start_headless_imgui(bool default_font = true, ImVec2 display = ImVec2(1280, 800)) {
-  ImGui::CreateContext();
-  ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;
-  io.DisplaySize = display;
-  io.DeltaTime = 1.0f / 60.0f;
-  if (!default_font) return;
-  unsigned char* pixels = nullptr;
-  int w = 0, h = 0;
-  io.Fonts->AddFontDefault();
-  io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-}
+using ::sf::gui::start_headless_imgui;
 
 // One frame of `app` (gui::App) as the main loop runs it, with the GLFW key `key` held down during it (-1:
 // none) and, if given, the mouse at `mouse`.

@@ -313,6 +313,59 @@ TEST_F(AppViews, ClickingACellOpensItsComputation) {
   EXPECT_FALSE(app_->expanded_attention_cell().has_value());
 }
 
+TEST_F(AppViews, AnOpenedCellFollowsTheTraceWhenTheModelChanges) {
+  app_->select_head({AttentionKind::Cross, 2, 2});
+  frame();  // (a new head closes an opened cell: open it on the head shown)
+  app_->expand_attention_cell(5, 6);
+  frame();
+  ASSERT_TRUE(app_->expanded_attention_cell().has_value());
+  const float before = app_->expanded_attention_cell()->scaled;
+  // A head of the first decoder layer off: the queries of layer 2's cross-attention change, and the cell too.
+  Interventions iv = app_->state().interventions;
+  iv.heads_off.push_back({AttentionKind::Decoder, 0, 0});
+  ASSERT_TRUE(app_->set_interventions(iv));
+  frame();
+  ASSERT_TRUE(app_->expanded_attention_cell().has_value());
+  const float after = app_->state().trace.decoder[2].cross_attn.scores[2](5, 6);
+  EXPECT_NE(before, after) << "the intervention did not reach the cell: pick another";
+  EXPECT_NEAR(app_->expanded_attention_cell()->scaled, after, 1e-5f) << "the opened cell shows the old numbers";
+}
+
+TEST_F(AppViews, ClickingATokenInQOpensItsProjectionWithTheTracesRow) {
+  app_->select_head({AttentionKind::Encoder, 1, 3});
+  ASSERT_TRUE(app_->go_to("encoder-qkv"));
+  frame();
+  frame();
+  const HeatmapPlacement* q = placed("q");
+  ASSERT_NE(q, nullptr);
+  const auto click_row = [&](int row) {
+    const ImVec2 at(q->min.x + 0.5f * (q->max.x - q->min.x) / q->cols,
+                    q->min.y + (row + 0.5f) * (q->max.y - q->min.y) / q->rows);
+    frame(at, false);
+    frame(at, true);
+    frame(at, false);
+    frame(ImVec2(-1, -1), false);
+  };
+  const auto check_row = [&](int row) {
+    const HeatmapPlacement* out = placed("qkv_out_0");
+    ASSERT_NE(out, nullptr) << "no projection opened";
+    const Mat& traced = app_->state().trace.encoder[1].self_attn.q[3];
+    ASSERT_EQ(out->cols, traced.cols());
+    for (int d = 0; d < out->cols; ++d) EXPECT_NEAR(out->heatmap->value(0, d), traced(row, d), 1e-4f) << "row " << row << ", " << d;
+    bool diff_shown = false;
+    for (const auto& item : item_placements())
+      if (item.name == "qkv.projection" && item.index == 0) diff_shown = item.value < 1e-4f;
+    EXPECT_TRUE(diff_shown) << "the equation's row differs from the trace's";
+  };
+  click_row(4);
+  check_row(4);
+  // Another sentence: the opened row's numbers are the new trace's.
+  ASSERT_TRUE(app_->set_sentence("Zwei Hunde spielen im Schnee."));
+  frame();
+  frame();
+  check_row(4);  // (still open: the same head, a row the new sentence has)
+}
+
 TEST_F(AppViews, TheViewSwitchShowsLinesInsteadOfTheMap) {
   app_->select_head({AttentionKind::Encoder, 1, 2});
   app_->set_attention_view(AttentionView::Lines);

@@ -63,11 +63,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
                           post ? "residual_sum" : "sublayer_output", post ? "layer_norm" : "residual_sum"};
   if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
       uploaded_.layer != sel.layer) {
-    for (int i = 0; i < 4; ++i) {
-      const Mat& m = *steps[i];
-      const float r = std::max(1e-3f, m.cwiseAbs().maxCoeff());
-      maps_[i].heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -r, r);
-    }
+    for (int i = 0; i < 4; ++i) maps_[i].set_signed(*steps[i]);
     uploaded_version_ = state.version;
     uploaded_block_ = block_;
     uploaded_ = sel;
@@ -119,11 +115,15 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   // output.
   const LayerNormTrace& norm = *blk.norm;
   const Mat& out = norm.out;
+  // Each token's mean and standard deviation after the norm (the trace holds those before it).
+  std::vector<float> after_mean(static_cast<size_t>(out.rows())), after_std(static_cast<size_t>(out.rows()));
+  for (Eigen::Index i = 0; i < out.rows(); ++i) {
+    after_mean[static_cast<size_t>(i)] = out.row(i).mean();
+    after_std[static_cast<size_t>(i)] = std::sqrt((out.row(i).array() - after_mean[static_cast<size_t>(i)]).square().mean());
+  }
+  const auto mean_after = [&](Eigen::Index i) { return after_mean[static_cast<size_t>(i)]; };
+  const auto std_after = [&](Eigen::Index i) { return after_std[static_cast<size_t>(i)]; };
   if (presenting) {
-    const auto mean_after = [&](Eigen::Index i) { return out.row(i).mean(); };
-    const auto std_after = [&](Eigen::Index i) {
-      return std::sqrt((out.row(i).array() - mean_after(i)).square().mean());
-    };
     float lo_m = 1e9f, hi_m = -1e9f, lo_s = 1e9f, hi_s = -1e9f, lo_ma = 1e9f, hi_ma = -1e9f, lo_sa = 1e9f, hi_sa = -1e9f;
     int hovered = -1;
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
@@ -151,8 +151,6 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::TableSetupColumn("std after");
     ImGui::TableHeadersRow();
     for (Eigen::Index i = 0; i < out.rows() && i < static_cast<Eigen::Index>(labels.size()); ++i) {
-      const float mean_after = out.row(i).mean();
-      const float std_after = std::sqrt((out.row(i).array() - mean_after).square().mean());
       ImGui::TableNextRow();
       if (is_hovered_token(side_of_rows, static_cast<int>(i))) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kHoverColour);
       ImGui::TableNextColumn();
@@ -163,9 +161,9 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
       ImGui::TableNextColumn();
       ImGui::Text("%8.3f", norm.std(i));
       ImGui::TableNextColumn();
-      ImGui::Text("%8.3f", mean_after);
+      ImGui::Text("%8.3f", mean_after(i));
       ImGui::TableNextColumn();
-      ImGui::Text("%8.3f", std_after);
+      ImGui::Text("%8.3f", std_after(i));
     }
     ImGui::EndTable();
   }

@@ -71,11 +71,6 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   MapViewOptions strip;
   strip.style = {Colormap::Diverging, true};
   strip.tooltip = true;
-  const std::vector<std::string> dims = [&] {
-    std::vector<std::string> d;
-    for (int i = 0; i < c.head_dim; ++i) d.push_back(std::to_string(i));
-    return d;
-  }();
   const MapAxis none;
   const std::vector<std::string> q_row = {"q_" + std::to_string(c.row)}, k_row = {"k_" + std::to_string(c.col)},
                                  p_row = {"q*k"};

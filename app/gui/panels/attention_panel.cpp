@@ -31,11 +31,21 @@ Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
   return p;
 }
 
-void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with_head) {
-  attention_kind_picker(&sel.kind);
+namespace {
+
+// Keeps a selection inside the model: its kind's layers, the model's heads. Returns the kind's layer count.
+int clamp_selection(const Config& c, AttentionSelection& sel) {
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
+  return layers;
+}
+
+}  // namespace
+
+void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with_head) {
+  attention_kind_picker(&sel.kind);
+  const int layers = clamp_selection(c, sel);
   // Sliders of 4.5 lines: the kind, layer and head fit one line of a 1280-pixel window in presentation mode.
   const float slider_width = ImGui::GetFontSize() * 4.5f + ImGui::GetStyle().ItemInnerSpacing.x;
   same_line_if_fits(slider_width + ImGui::CalcTextSize("layer").x, ImGui::GetFontSize());
@@ -94,13 +104,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // A lesson's caption on a projector (presentation mode, the explanations hidden for it): the lesson picks the
   // head and the header names it, so the controls give their rows to the map.
   const bool lesson_view = high_contrast() && !explanations_shown();
-  if (lesson_view) {
-    const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
-    sel.layer = std::clamp(sel.layer, 0, layers - 1);
-    sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
-  } else {
-    draw_attention_selector(c, sel, /*with_head=*/true);
-  }
+  if (lesson_view) clamp_selection(c, sel);
+  else draw_attention_selector(c, sel, /*with_head=*/true);
 
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->probs.empty()) return changed;
@@ -154,17 +159,15 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
 
   if (uploaded_version_ != state.version || selection_changed) {
     const Mat p = probabilities_with_blocked_cells(*a, sel.head);
-    map_.heatmap().set_values(p.data(), tq, tk, 0.0f, 1.0f);
+    map_.set_values(p, 0.0f, 1.0f);
     const Mat& scores = a->scores[sel.head];  // (Tq, Tk), scaled, before the mask
-    const float r = std::max(1e-3f, scores.cwiseAbs().maxCoeff());
-    scores_.heatmap().set_values(scores.data(), tq, tk, -r, r);
+    const float r = signed_range(scores);
+    scores_.set_values(scores, -r, r);
     Mat masked = scores;
     for (Eigen::Index i = 0; i < masked.size(); ++i)
       if (std::isnan(p.data()[i])) masked.data()[i] = std::numeric_limits<float>::quiet_NaN();
-    masked_scores_.heatmap().set_values(masked.data(), tq, tk, -r, r);
-    const Mat& out = a->head_out[sel.head];  // (Tq, D)
-    const float ro = std::max(1e-3f, out.cwiseAbs().maxCoeff());
-    head_out_.heatmap().set_values(out.data(), static_cast<int>(out.rows()), static_cast<int>(out.cols()), -ro, ro);
+    masked_scores_.set_values(masked, -r, r);  // (the same scale as the scores: only the blocked cells differ)
+    head_out_.set_signed(a->head_out[sel.head]);  // (Tq, D)
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }
@@ -339,7 +342,11 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const float column_w = panel_origin.x + full.x - column_x - style.ItemSpacing.x;
   if (expanded_) {
     // The opened cell's computation, in the right-hand column.
-    expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col);
+    // (worked out again only when the cell, the head or the trace changed: the panel keeps the numbers)
+    if (!expanded_cell_ || expanded_cell_->row != expanded_->row || expanded_cell_->col != expanded_->col ||
+        expanded_version_ != state.version || selection_changed)
+      expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col);
+    expanded_version_ = state.version;
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginChild("##cell", ImVec2(column_w, steps_height), false);
     if (cell_panel_.draw(*expanded_cell_, queries[static_cast<size_t>(expanded_->row)],

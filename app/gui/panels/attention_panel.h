@@ -46,6 +46,7 @@ class AttentionPanel {
   AttentionView view_ = AttentionView::Heatmap;
   std::optional<Cell> expanded_;
   std::optional<AttentionCell> expanded_cell_;
+  int expanded_version_ = -1;  // the state's version expanded_cell_ was worked out from
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
   bool paint_mask_ = false;  // clicks on the heatmap flip mask cells

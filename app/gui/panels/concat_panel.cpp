@@ -24,10 +24,8 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
               c.n_heads - 1, static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
               static_cast<int>(a->attn_out.rows()), c.d_model);
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
-    const float r = std::max(1e-3f, a->heads_out.cwiseAbs().maxCoeff());
-    concat_.heatmap().set_values(a->heads_out.data(), static_cast<int>(a->heads_out.rows()), c.d_model, -r, r);
-    const float ro = std::max(1e-3f, a->attn_out.cwiseAbs().maxCoeff());
-    projected_.heatmap().set_values(a->attn_out.data(), static_cast<int>(a->attn_out.rows()), c.d_model, -ro, ro);
+    concat_.set_signed(a->heads_out);
+    projected_.set_signed(a->attn_out);
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }

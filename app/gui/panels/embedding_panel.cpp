@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "gui/widgets.h"
 
@@ -21,13 +22,9 @@ void EmbeddingPanel::draw(const AppState& state) {
     for (float& v : magnitudes) v = std::abs(v);
     std::nth_element(magnitudes.begin(), magnitudes.begin() + magnitudes.size() * 99 / 100, magnitudes.end());
     range_ = std::max(1e-3f, magnitudes[magnitudes.size() * 99 / 100]);
-    const auto set = [&](MapView& view, const Mat& m) {
-      view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -range_, range_);
-    };
-    set(embedding_, src.tok_embed);
-    set(sum_, src.sum);
-    set(target_embedding_, tgt.tok_embed);
-    set(target_sum_, tgt.sum);
+    const std::pair<MapView*, const Mat*> maps[] = {
+        {&embedding_, &src.tok_embed}, {&sum_, &src.sum}, {&target_embedding_, &tgt.tok_embed}, {&target_sum_, &tgt.sum}};
+    for (const auto& [view, m] : maps) view->set_values(*m, -range_, range_);
     uploaded_version_ = state.version;
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;

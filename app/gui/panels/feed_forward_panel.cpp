@@ -39,16 +39,12 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat* x = feed_forward_input(c, state.trace, encoder, sel.layer);
   if (!x) return;
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
-    const auto set = [](MapView& view, const Mat& m, float lo, float hi) {
-      view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), lo, hi);
-    };
-    const auto range = [](const Mat& m) { return std::max(1e-3f, m.cwiseAbs().maxCoeff()); };
-    set(input_, *x, -range(*x), range(*x));
-    const float r = range(f.hidden_pre);
-    set(pre_, f.hidden_pre, -r, r);
+    input_.set_signed(*x);
+    pre_.set_signed(f.hidden_pre);
     // After ReLU the values are >= 0: a sequential scale whose dark end is exactly zero. GELU dips below 0.
-    set(post_, f.hidden, relu ? 0.0f : -r, r);
-    set(out_, f.out, -range(f.out), range(f.out));
+    const float r = signed_range(f.hidden_pre);
+    post_.set_values(f.hidden, relu ? 0.0f : -r, r);
+    out_.set_signed(f.out);
     uploaded_version_ = state.version;
     uploaded_ = sel;
   }

@@ -37,28 +37,14 @@ bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head
   return true;
 }
 
-std::string interventions_summary(const Interventions& iv) {
+std::string interventions_summary(const Interventions& iv, bool name_heads) {
   std::string out;
-  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
-  if (!iv.heads_off.empty()) add(std::to_string(iv.heads_off.size()) + (iv.heads_off.size() == 1 ? " head off" : " heads off"));
-  if (!iv.causal_mask) add("causal mask off");
-  if (!iv.padding_mask) add("padding mask off");
-  if (!iv.positional_encoding) add("positional encoding off");
-  if (!iv.custom_masks.empty())
-    add(std::to_string(iv.custom_masks.size()) + (iv.custom_masks.size() == 1 ? " painted mask" : " painted masks"));
-  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " forced tokens");
-  return out;
-}
-
-std::string interventions_badge(const Interventions& iv) {
-  std::string out;
-  auto add = [&](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
-  if (!iv.causal_mask) add("causal mask off");
-  if (!iv.padding_mask) add("padding mask off");
-  if (!iv.positional_encoding) add("positional encoding off");
+  // (named heads are listed with commas: the items are then set apart by semicolons)
+  const char* separator = name_heads ? "; " : ", ";
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : separator) + s; };
   if (!iv.heads_off.empty()) {
     std::string heads = std::to_string(iv.heads_off.size()) + (iv.heads_off.size() == 1 ? " head off" : " heads off");
-    if (iv.heads_off.size() <= 4) {
+    if (name_heads && iv.heads_off.size() <= 4) {
       heads += ":";
       for (size_t i = 0; i < iv.heads_off.size(); ++i) {
         const HeadRef& h = iv.heads_off[i];
@@ -67,9 +53,12 @@ std::string interventions_badge(const Interventions& iv) {
     }
     add(heads);
   }
+  if (!iv.causal_mask) add("causal mask off");
+  if (!iv.padding_mask) add("padding mask off");
+  if (!iv.positional_encoding) add("positional encoding off");
   if (!iv.custom_masks.empty())
     add(std::to_string(iv.custom_masks.size()) + (iv.custom_masks.size() == 1 ? " painted mask" : " painted masks"));
-  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " tokens forced");
+  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " forced tokens");
   return out;
 }
 

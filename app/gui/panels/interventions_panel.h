@@ -12,11 +12,10 @@ namespace sf::gui {
 // slider (-1: unchanged); the caller sets it (AppState::set_source_padding).
 bool draw_interventions_panel(const AppState& state, Interventions& edit, int* pad_request = nullptr);
 
-// One line for the top bar: what is changed ("2 heads off, causal mask off"), or "" when nothing is.
-std::string interventions_summary(const Interventions& interventions);
-// The same naming what is changed, for a badge a class reads: "causal mask off", "2 heads off: cross.1.3,
-// cross.2.0" (up to four heads by name, then a count); "" when nothing is.
-std::string interventions_badge(const Interventions& interventions);
+// What is changed, in one line, or "" when nothing is: "2 heads off, causal mask off" for the top bar and the
+// frame log; with `name_heads`, for the badge a class reads, up to four heads by name: "2 heads off: cross.1.3,
+// cross.2.0; causal mask off".
+std::string interventions_summary(const Interventions& interventions, bool name_heads = false);
 
 // Toggles one head in `iv` (on <-> off).
 void toggle_head(Interventions& iv, const HeadRef& head);

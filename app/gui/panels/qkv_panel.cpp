@@ -19,16 +19,6 @@ RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head
   return out;
 }
 
-namespace {
-
-float max_abs(const Mat& m) { return std::max(1e-3f, m.size() ? m.cwiseAbs().maxCoeff() : 0.0f); }
-
-void set_map(MapView& view, const Mat& m, float range) {
-  view.heatmap().set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), -range, range);
-}
-
-}  // namespace
-
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
@@ -77,21 +67,22 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
       uploaded_.head != sel.head) {
-    const float r = std::max({max_abs(q), max_abs(k), max_abs(v)});
-    set_map(q_, q, r);
-    set_map(k_, k, r);
-    set_map(v_, v, r);
-    set_map(x_q_, *in.queries_from, max_abs(*in.queries_from));
-    set_map(x_kv_, *in.keys_from, max_abs(*in.keys_from));
+    const float r = std::max({signed_range(q), signed_range(k), signed_range(v)});  // one scale for the three
+    q_.set_values(q, -r, r);
+    k_.set_values(k, -r, r);
+    v_.set_values(v, -r, r);
+    x_q_.set_signed(*in.queries_from);
+    x_kv_.set_signed(*in.keys_from);
     const Mat wq = w.q.weight.middleRows(sel.head * D, D), wk = w.k.weight.middleRows(sel.head * D, D),
               wv = w.v.weight.middleRows(sel.head * D, D);
-    const float rw = std::max({max_abs(wq), max_abs(wk), max_abs(wv)});
-    set_map(w_q_, wq, rw);
-    set_map(w_k_, wk, rw);
-    set_map(w_v_, wv, rw);
+    const float rw = std::max({signed_range(wq), signed_range(wk), signed_range(wv)});
+    w_q_.set_values(wq, -rw, rw);
+    w_k_.set_values(wk, -rw, rw);
+    w_v_.set_values(wv, -rw, rw);
     if (uploaded_.kind != sel.kind || uploaded_.layer != sel.layer || uploaded_.head != sel.head) opened_.reset();
     uploaded_version_ = state.version;
     uploaded_ = sel;
+    uploaded_opened_.reset();  // the opened projection's maps too
   }
   // Decoder rows say what they read and what they predict ("orange -> shirt").
   const std::vector<std::string> qlabels =
@@ -190,40 +181,45 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     opened_.reset();
     return;
   }
-  const RowVec x_row = x.row(row);
-  x_row_.heatmap().set_values(x_row.data(), 1, static_cast<int>(x_row.size()), -max_abs(x_row), max_abs(x_row));
-  const std::vector<std::string> x_label = {"x_" + std::to_string(row)};
-  MapAxis x_axis;
-  x_axis.labels = &x_label;
-  const float strip_h = 1.6f * font;
-  x_row_.draw("qkv_x_row", ImVec2(rest.x, strip_h), x_axis, none, signed_map);
   const int n = query ? 1 : 2;
   const LinearWeights* lin[2] = {query ? &w.q : &w.k, &w.v};
   const char* w_names[2] = {query ? "W_Q" : "W_K", "W_V"};
   const char* out_names[2] = {query ? "q" : "k", "v"};
   const Mat* traced[2] = {query ? &q : &k, &v};
+  if (!uploaded_opened_ || uploaded_opened_->side != opened_->side || uploaded_opened_->row != row) {
+    // The opened token's row of X, the head's weight slices and the rows they give: once per token opened.
+    x_row_.set_signed(x.row(row));
+    for (int i = 0; i < n; ++i) {
+      w_slice_[i].set_signed(lin[i]->weight.middleRows(sel.head * D, D));
+      const RowVec out = project_head_row(x, *lin[i], sel.head, D, row);
+      out_row_[i].set_signed(out);
+      projection_diff_[i] = (out - traced[i]->row(row)).cwiseAbs().maxCoeff();
+    }
+    uploaded_opened_ = opened_;
+  }
+  const std::vector<std::string> x_label = {"x_" + std::to_string(row)};
+  MapAxis x_axis;
+  x_axis.labels = &x_label;
+  const float strip_h = 1.6f * font;
+  x_row_.draw("qkv_x_row", ImVec2(rest.x, strip_h), x_axis, none, signed_map);
   const float block_w = (rest.x - (n - 1) * style.ItemSpacing.x) / n;
   const float slice_h = std::max(3 * line, rest.y - 3 * strip_h - 5 * line);
   for (int i = 0; i < n; ++i) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + block_w);
-    const Mat slice = lin[i]->weight.middleRows(sel.head * D, D);
-    set_map(w_slice_[i], slice, max_abs(slice));
     ImGui::TextWrapped("%s rows %d..%d (head %d) [%d x %d]", w_names[i], sel.head * D, sel.head * D + D - 1, sel.head, D, c.d_model);
     MapViewOptions o = signed_map;
     o.style.grid = false;
     o.value_name = "weight";
     w_slice_[i].draw(i == 0 ? "qkv_slice_0" : "qkv_slice_1", ImVec2(block_w, slice_h), none, none, o);
-    // The output row as the equation gives it, and the trace's row beside it.
-    const RowVec out = project_head_row(x, *lin[i], sel.head, D, row);
-    out_row_[i].heatmap().set_values(out.data(), 1, D, -max_abs(out), max_abs(out));
+    // The output row as the equation gives it (out_row_), and how far the trace's row is from it.
     const std::vector<std::string> o_label = {std::string(out_names[i]) + "_" + std::to_string(row)};
     MapAxis o_axis;
     o_axis.labels = &o_label;
     ImGui::TextWrapped("%s_%d = x_%d %s^T + b = [1 x %d]", out_names[i], row, row, w_names[i], D);
     out_row_[i].draw(i == 0 ? "qkv_out_0" : "qkv_out_1", ImVec2(block_w, strip_h), o_axis, none, signed_map);
-    const float diff = (out - traced[i]->row(row)).cwiseAbs().maxCoeff();
+    const float diff = projection_diff_[i];
     text_disabled_wrapped("the head's %s row %d in the trace differs by %.1e", out_names[i], row, diff);
     record_item("qkv.projection", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), i, out_names[i], diff);
     ImGui::PopTextWrapPos();

@@ -18,19 +18,19 @@ RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head
 class QkvPanel {
  public:
   void draw(const AppState& state, AttentionSelection& selection);
-  // A token's projection opened: a query position (Q) or a key position (K and V).
-  enum class Side { Query, Key };
-  void open_projection(Side side, int row) { opened_ = Opened{side, row}; }
-  void close_projection() { opened_.reset(); }
 
  private:
+  // A token's projection opened (a click on Q, K or V): a query position (Q) or a key position (K and V).
+  enum class Side { Query, Key };
   struct Opened {
     Side side;
     int row;
   };
   MapView x_q_, x_kv_, w_q_, w_k_, w_v_, q_, k_, v_;
-  MapView x_row_, w_slice_[3], out_row_[3];
+  MapView x_row_, w_slice_[2], out_row_[2];  // the opened projection: x, then (W_Q or W_K, q or k) and (W_V, v)
   std::optional<Opened> opened_;
+  std::optional<Opened> uploaded_opened_;  // the projection whose maps hold its numbers
+  float projection_diff_[2] = {0, 0};      // |equation - trace| of its rows
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
 };

@@ -11,6 +11,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/map_view.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -52,7 +53,7 @@ void token_box(const std::string& text, const std::string& id_text, ImU32 fill, 
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered()) {
     report_hovered_token(side, index);
-    if (tooltip) ImGui::SetTooltip(g_compact ? "%s (id %s)" : "%s", tooltip, id_text.c_str());
+    if (tooltip) ImGui::SetTooltip("%s", tooltip);  // (every tip names the id: compact boxes do not show it)
   }
 }
 
@@ -88,12 +89,10 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   if (!g_compact)
     text_disabled_wrapped("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
                           state.model->src_vocab.size());
+  const std::vector<std::string> tips = state.source_label_tips();
   for (size_t i = 0; i < state.source_tokens.size(); ++i) {
     const Token& t = state.source_tokens[i];
-    std::string tip;
-    if (t.unknown) tip = "\"" + t.surface + "\" is not in the vocabulary: the model sees <unk> (id " + std::to_string(t.id) + ")";
-    else if (t.special) tip = t.text == state.model->src_vocab.token(state.model->config.bos_id) ? "beginning of sentence" : "end of sentence";
-    else tip = "\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\", id " + std::to_string(t.id);
+    const std::string& tip = tips[i];
     const std::string id_text = t.unknown ? state.model->src_vocab.token(t.id) + " " + std::to_string(t.id) : std::to_string(t.id);
     token_box(t.special ? t.text : unescape_token(t.text), id_text,
               t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Source,
@@ -123,7 +122,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     if (t > 0) same_line_if_fits(width);
     ImGui::BeginGroup();
     char tip[128];
-    std::snprintf(tip, sizeof(tip), "position %zu reads \"%s\"", t, input.c_str());
+    std::snprintf(tip, sizeof(tip), "position %zu reads \"%s\" (id %d)", t, input.c_str(), input_id);
     token_box(input, std::to_string(input_id), input_id == state.model->config.bos_id ? kSpecialColour : kInputColour,
               tip, TokenSide::Target, static_cast<int>(t), "token.decoder_input", width, false);
     const ImVec2 a = ImGui::GetCursorScreenPos();
@@ -165,7 +164,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     }
     for (int i = 0; i < kThumbnails; ++i) {
       const Mat& m = *thumbs[i].values;
-      const float r = std::max(1e-3f, m.cwiseAbs().maxCoeff());
+      const float r = signed_range(m);
       thumbnails_[i].set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()),
                                 thumbs[i].probabilities ? 0.0f : -r, thumbs[i].probabilities ? 1.0f : r);
     }

@@ -203,16 +203,21 @@ struct BarLabels {
 
 float bar_part_width() { return ImGui::GetFontSize() * 1.2f; }
 
+// A short bar's one-line range: "\u00b15.04" about 0, else "lo..hi".
+std::string range_text(float lo, float hi) {
+  char text[48];
+  if (lo == -hi) std::snprintf(text, sizeof(text), "\u00b1%.3g", hi);
+  else std::snprintf(text, sizeof(text), "%.3g..%.3g", lo, hi);
+  return text;
+}
+
 }  // namespace
 
 float colour_bar_width(float lo, float hi) {
   const BarLabels labels(lo, hi);
   float widest = 0;
   for (const char* t : labels.text) widest = std::max(widest, ImGui::CalcTextSize(t).x);
-  char range[48];  // the one-line form of a short bar
-  if (lo == -hi) std::snprintf(range, sizeof(range), "\u00b1%.3g", hi);
-  else std::snprintf(range, sizeof(range), "%.3g..%.3g", lo, hi);
-  widest = std::max(widest, ImGui::CalcTextSize(range).x);
+  widest = std::max(widest, ImGui::CalcTextSize(range_text(lo, hi).c_str()).x);  // a short bar's one line
   return bar_part_width() + ImGui::GetStyle().ItemInnerSpacing.x + widest;
 }
 
@@ -237,11 +242,9 @@ void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map
     draw->AddText(ImVec2(text_x, p0.y + 0.5f * (size.y - line)), text_colour, labels.text[1]);
     draw->AddText(ImVec2(text_x, p0.y + size.y - line), text_colour, labels.text[2]);
   } else {  // a bar as short as a strip: the range in one line ("+-5.04" about 0), in type that fits the bar
-    char text[48];
-    if (lo == -hi) std::snprintf(text, sizeof(text), "\u00b1%.3g", hi);
-    else std::snprintf(text, sizeof(text), "%.3g..%.3g", lo, hi);
+    const std::string text = range_text(lo, hi);
     const float size_px = std::min(line, std::max(10.0f, size.y));
-    draw->AddText(ImGui::GetFont(), size_px, ImVec2(text_x, p0.y + 0.5f * (size.y - size_px)), text_colour, text);
+    draw->AddText(ImGui::GetFont(), size_px, ImVec2(text_x, p0.y + 0.5f * (size.y - size_px)), text_colour, text.c_str());
   }
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered() && label && *label) ImGui::SetTooltip("%s: colours from %.4g (dark) to %.4g (bright)", label, lo, hi);

@@ -19,6 +19,12 @@ constexpr float kZoomStep = 1.25f;
 // The smallest type a label is drawn in: half the text size, and never below 10 pixels.
 float min_label_size() { return std::max(10.0f, 0.5f * ImGui::GetFontSize()); }
 
+// What hovering label i of an axis says: its tip, else the label itself.
+const std::string& tip_of(const MapAxis& axis, int i) {
+  return axis.tips && i < static_cast<int>(axis.tips->size()) ? (*axis.tips)[static_cast<size_t>(i)]
+                                                              : (*axis.labels)[static_cast<size_t>(i)];
+}
+
 float widest(const std::vector<std::string>& labels) {
   float w = 0;
   for (const auto& s : labels) w = std::max(w, ImGui::CalcTextSize(s.c_str()).x);
@@ -187,9 +193,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
       if (lit) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
       if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered() && p0.y >= map_pos.y - 1 && p1.y <= map_end.y + 1) {
         if (rows.tokens) report_hovered_token(row_side, i);
-        const auto& tip = rows.tips && i < static_cast<int>(rows.tips->size()) ? (*rows.tips)[static_cast<size_t>(i)]
-                                                                               : (*rows.labels)[static_cast<size_t>(i)];
-        ImGui::SetTooltip("%s", tip.c_str());
+        ImGui::SetTooltip("%s", tip_of(rows, i).c_str());
       }
       if (readable) {
         draw->AddText(ImGui::GetFont(), size_px, ImVec2(origin.x + 2, p0.y + 0.5f * (ch - size_px)), text,
@@ -224,9 +228,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
       if (cols.tokens && is_hovered_token(col_side, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
       if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) {
         if (cols.tokens) report_hovered_token(col_side, j);
-        const auto& tip = cols.tips && j < static_cast<int>(cols.tips->size()) ? (*cols.tips)[static_cast<size_t>(j)]
-                                                                               : (*cols.labels)[static_cast<size_t>(j)];
-        ImGui::SetTooltip("%s", tip.c_str());
+        ImGui::SetTooltip("%s", tip_of(cols, j).c_str());
       }
       const float length = std::max(1.0f, ImGui::CalcTextSize(label).x);
       const float size_px = std::min({font, cw, font * (top_room - style.ItemSpacing.y) / length});

@@ -15,11 +15,13 @@
 #pragma once
 #include <imgui.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
+#include "util/tensor.h"
 
 namespace sf::gui {
 
@@ -47,10 +49,23 @@ struct MapViewHit {
   bool clicked = false;    // released over (row, col) without dragging
 };
 
+// The half-width of a symmetric scale for signed values: max |m|, at least 1e-3 (an all-zero map, a head switched
+// off, still has a range: its one colour is the scale's centre).
+inline float signed_range(const Mat& m) { return std::max(1e-3f, m.size() ? m.cwiseAbs().maxCoeff() : 0.0f); }
+
 class MapView {
  public:
   Heatmap& heatmap() { return map_; }
   const Heatmap& heatmap() const { return map_; }
+  // The values of `m` (rows, cols), coloured from lo to hi.
+  void set_values(const Mat& m, float lo, float hi) {
+    map_.set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()), lo, hi);
+  }
+  // Signed values for the diverging scale, centred on 0: [-signed_range(m), signed_range(m)].
+  void set_signed(const Mat& m) {
+    const float r = signed_range(m);
+    set_values(m, -r, r);
+  }
 
   // Lays the map out in `size` (ImGui units) at the cursor and draws it; the cursor then moves past `size`.
   MapViewHit draw(const char* name, ImVec2 size, const MapAxis& rows, const MapAxis& cols,

@@ -7,26 +7,16 @@
 #include <vector>
 
 #include "gui/app.h"
+#include "gui/headless_imgui.h"
 #include "gui/script/script.h"
 
 namespace sf::gui {
 
 namespace {
 
-// Dear ImGui without a window: a display size, a frame time, the built-in font in a built atlas (the panels
-// lay out as they would; nothing is drawn).
+// Dear ImGui without a window for the length of the check (the panels lay out as they would; nothing is drawn).
 struct HeadlessImGui {
-  HeadlessImGui() {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1280, 800);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->AddFontDefault();
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-  }
+  HeadlessImGui() { start_headless_imgui(); }
   ~HeadlessImGui() { ImGui::DestroyContext(); }
 };
 
@@ -75,6 +65,15 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   runner.set_dry_run(true);
   std::vector<std::string> log, since_pause;
   int pauses = 0;
+  // What the commands since the last pause said: skips are problems, exports not written are notes.
+  const auto report = [&]() {
+    for (const std::string& line : since_pause) {
+      const bool note = line.find(": not written in a check") != std::string::npos;
+      std::fprintf(out, "  %s%s\n", note ? "" : "problem: ", line.c_str());
+      problems += counts(line);
+    }
+    since_pause.clear();
+  };
   // A lesson runs a command or a few per frame; a generous bound keeps a check from running forever.
   for (int frame = 0; frame < 200000 && !runner.finished(); ++frame) {
     runner.before_frame(app, log);
@@ -88,17 +87,10 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
       pauses = runner.pauses_passed();
       std::fprintf(out, "pause %d (line %d): stage %s; caption: %s\n", pauses, runner.last_pause_line(),
                    stage_name(app.stage()), app.caption().empty() ? "(none)" : one_line(app.caption()).c_str());
-      for (const std::string& line : since_pause) {
-        std::fprintf(out, "  %s%s\n", line.find(": not written") == std::string::npos ? "problem: " : "", line.c_str());
-        problems += counts(line);
-      }
-      since_pause.clear();
+      report();
     }
   }
-  for (const std::string& line : since_pause) {  // after the last pause
-    std::fprintf(out, "  %s%s\n", line.find(": not written") == std::string::npos ? "problem: " : "", line.c_str());
-    problems += counts(line);
-  }
+  report();  // after the last pause
   if (!runner.finished()) {
     std::fprintf(out, "problem: the lesson did not finish\n");
     ++problems;

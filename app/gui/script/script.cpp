@@ -193,6 +193,11 @@ std::string script_command_names() {
 
 namespace {
 
+std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+}
+
 // Checks one command's arguments against its spec, normalising them (expand, zoom); the problem, or "".
 std::string check_command(ScriptCommand& c, const Spec& spec, const std::string& rest) {
   if (spec.args == -2) {
@@ -201,8 +206,7 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     if (rest.empty()) return "'" + c.name + "' needs an argument";
     c.args = {rest};
   } else {
-    std::istringstream words(rest);
-    for (std::string w; words >> w;) c.args.push_back(w);
+    c.args = words_of(rest);
     if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
       return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
   }
@@ -217,8 +221,7 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
   if (c.name == "expand") {
-    std::istringstream in(c.args[0]);
-    std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+    const std::vector<std::string> words = words_of(c.args[0]);
     const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
                       std::stoi(words[1]) >= 0;
     if (!cell && !(words.size() == 1 && words[0] == "off"))
@@ -226,8 +229,7 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     c.args = words;
   }
   if (c.name == "zoom") {
-    std::istringstream in(c.args[0]);
-    std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+    const std::vector<std::string> words = words_of(c.args[0]);
     char* end = nullptr;
     const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
     const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
@@ -238,10 +240,9 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
   }
   if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
     return "'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'";
-  if ((c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional") && c.args[0] != "on" &&
-      c.args[0] != "off")
-    return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
-  if ((c.name == "present" || c.name == "fullscreen" || c.name == "explain") && c.args[0] != "on" && c.args[0] != "off")
+  const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
+                              c.name == "present" || c.name == "fullscreen" || c.name == "explain";
+  if (switch_command && c.args[0] != "on" && c.args[0] != "off")
     return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
   float scale = 0;
   if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
@@ -326,7 +327,6 @@ void ScriptRunner::publish(App& app) const {
 
 void ScriptRunner::restart_for_replay(App& app, int target_pause) {
   skipped_.clear();
-  pause_skipped_.clear();
   // The lesson's own state starts over; the app keeps the rest, which the replayed commands set again.
   next_ = 0;
   pause_ = 0;
@@ -341,8 +341,7 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
   replay_to_ = target_pause;
 }
 
-void ScriptRunner::skip(App& app, const std::string& where, const std::string& what, std::vector<std::string>& log) {
-  (void)app;
+void ScriptRunner::skip(const std::string& where, const std::string& what, std::vector<std::string>& log) {
   if (!replay_to_) log.push_back(where + "skipped: " + what);  // (a replay only rebuilds the captions' notes)
   skipped_.push_back(what);
 }
@@ -385,11 +384,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       continue;
     }
     if (!c.known) {
-      skip(app, where, c.problem.empty() ? "unknown command '" + c.name + "'" : c.problem, log);
+      skip(where, c.problem.empty() ? "unknown command '" + c.name + "'" : c.problem, log);
       continue;
     }
     if (const std::string beyond = beyond_the_model(app, c); !beyond.empty()) {
-      skip(app, where, c.name + " " + c.args[0] + ": " + beyond, log);
+      skip(where, c.name + " " + c.args[0] + ": " + beyond, log);
       continue;
     }
     if (c.name == "pause") {
@@ -402,7 +401,6 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         note.back() = ')';
         app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
       }
-      pause_skipped_.push_back(skipped_);
       skipped_.clear();
       if (!interactive_) return;  // a script does not wait: one frame, then on
       if (replay_to_ && pause_ < replay_to_) continue;

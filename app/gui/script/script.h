@@ -100,13 +100,10 @@ class ScriptRunner {
   }
   bool waiting() const { return waiting_; }
   int pauses_passed() const { return pause_; }
-  // What was skipped before each pause passed so far (a line each: what and why), and since the last one.
-  const std::vector<std::vector<std::string>>& skipped_by_pause() const { return pause_skipped_; }
-  const std::vector<std::string>& skipped_since_pause() const { return skipped_; }
 
  private:
   void restart_for_replay(App& app, int target_pause);
-  void skip(App& app, const std::string& where, const std::string& what, std::vector<std::string>& log);
+  void skip(const std::string& where, const std::string& what, std::vector<std::string>& log);
   void publish(App& app) const;  // the lesson's status, for the prompt and the keys
   Script script_;
   bool interactive_ = false;
@@ -123,8 +120,7 @@ class ScriptRunner {
   int loading_line_ = 0;       // the line of a `model` command whose file is loading
   bool dry_run_ = false;
   int last_pause_line_ = 0;
-  std::vector<std::string> skipped_;                   // skipped since the last pause (shown at the next)
-  std::vector<std::vector<std::string>> pause_skipped_;  // per pause passed
+  std::vector<std::string> skipped_;  // what was skipped since the last pause (shown under its caption)
 };
 
 }  // namespace sf::gui
