@@ -197,8 +197,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // a row high), found with the map's fit below.
   float label_width = MapView::label_width_for(queries);
   const float full_label_width = label_width;
-  float key_width = 0;
-  for (const auto& s : keys) key_width = std::max(key_width, ImGui::CalcTextSize(s.c_str()).x);
+  const float key_width = MapView::widest_label(keys);
   const float bar_width = colour_bar_width(0.0f, 1.0f) + style.ItemSpacing.x;
   const ImVec2 full = ImGui::GetContentRegionAvail();
   // The right part of the panel shows the steps that lead to the probabilities, or the opened cell.
@@ -226,19 +225,16 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // The cell size (square cells) of the map with a cell at most `cell_limit` (and 3 lines), in a room `height`
   // high, and the room its key labels get above it. A key label is drawn at most a cell high (rotated: its
   // length is its height), so the room shrinks with the cell: key_room = key_width * min(1, cell / font), at most
-  // five lines (a long German compound is drawn smaller rather than push the map down; tensor_view.h). The
+  // five lines (a long German compound is drawn smaller rather than push the map down; map_view.h). The
   // room grows with the cell and the height left for the rows shrinks with the room, so the largest cell that
   // fits is found by bisection. Below 10 px a key label is not drawn at all, and takes no room.
   struct MapFit {
     float cell, key_room;
   };
   const float below = 0.5f * line;  // under the map
-  const float min_label = std::max(10.0f, 0.5f * font);
+  const float min_label = MapView::min_label_size();
   const auto fit = [&](float cell_limit, float height) {
-    const auto key_room_for = [&](float cell) {
-      if (cell < min_label - 0.5f) return 0.0f;  // (as the map widget decides: half a pixel of rounding)
-      return std::min(key_width * std::min(1.0f, cell / font), 5.0f * font) + style.ItemSpacing.y;
-    };
+    const auto key_room_for = [&](float cell) { return MapView::column_label_room(key_width, cell); };
     const auto fits = [&](float cell) { return cell * tq + key_room_for(cell) + below <= height; };
     float lo = 1.0f, hi = std::max(lo, std::min(cell_limit, font * 3));
     if (fits(hi)) {

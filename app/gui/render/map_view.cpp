@@ -16,9 +16,6 @@ namespace {
 constexpr float kMaxZoom = 64.0f;
 constexpr float kZoomStep = 1.25f;
 
-// The smallest type a label is drawn in: half the text size, and never below 10 pixels.
-float min_label_size() { return std::max(10.0f, 0.5f * ImGui::GetFontSize()); }
-
 // What hovering label i of an axis says: its tip, else the label itself.
 const std::string& tip_of(const MapAxis& axis, int i) {
   return axis.tips && i < static_cast<int>(axis.tips->size()) ? (*axis.tips)[static_cast<size_t>(i)]
@@ -35,6 +32,16 @@ float widest(const std::vector<std::string>& labels) {
 
 float MapView::label_width_for(const std::vector<std::string>& labels) {
   return widest(labels) + ImGui::GetStyle().ItemSpacing.x;
+}
+
+float MapView::min_label_size() { return std::max(10.0f, 0.5f * ImGui::GetFontSize()); }
+
+float MapView::widest_label(const std::vector<std::string>& labels) { return widest(labels); }
+
+float MapView::column_label_room(float longest_label, float cell) {
+  if (cell < min_label_size() - 0.5f) return 0.0f;
+  const float font = ImGui::GetFontSize();
+  return std::min(longest_label * std::min(1.0f, cell / font), 5.0f * font) + ImGui::GetStyle().ItemSpacing.y;
 }
 
 void MapView::set_zoom(float zoom, float row, float col) {
@@ -86,11 +93,8 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   };
   float cw0 = 0, ch0 = 0;
   cells_for(size.y, &cw0, &ch0);
-  float top_room = 0;
-  const float col_text = cols.labels ? widest(*cols.labels) : 0.0f;
   // (from the cells at zoom 1: zooming in must not take height from the rows; labels then fit the room)
-  if (cols.labels && cw0 >= min_label - 0.5f)
-    top_room = std::min(col_text * std::min(1.0f, cw0 / font), 5.0f * font) + style.ItemSpacing.y;
+  float top_room = cols.labels ? column_label_room(widest(*cols.labels), cw0) : 0.0f;
   // A stretched map (cells not square) whose column labels would take more than 40% of its height would be
   // squashed to a strip under them (a small step map in a short column): the map keeps the height and the
   // labels go; hovering still names the column.

@@ -83,6 +83,14 @@ class MapView {
 
   // The room a row label column of `labels` needs, in the current font.
   static float label_width_for(const std::vector<std::string>& labels);
+  // The smallest type a label is drawn in: half the text size, never below 10 pixels.
+  static float min_label_size();
+  // The widest of `labels` in the current font.
+  static float widest_label(const std::vector<std::string>& labels);
+  // The height column labels take above cells `cell` wide, their longest `longest_label` wide unrotated: a label
+  // is drawn rotated, at most a cell wide (its length shrinks with the cell) and five lines long; none below a
+  // readable cell (half a pixel of rounding allowed). For a caller that fits a map to its room (attention).
+  static float column_label_room(float longest_label, float cell);
 
  private:
   void clamp_window(int rows, int cols);
