@@ -134,34 +134,30 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   const float title_extra = ImGui::CalcTextSize(similarity_title, nullptr, false, sim_side).y - ImGui::GetFontSize();
   if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
   const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);
-  const float titles_top = ImGui::GetCursorPosY();
+  // Two groups side by side, each its title over its map with the map's colour bar beside it.
+  const float spacing = ImGui::GetStyle().ItemSpacing.x;
+  int row = -1, col = -1;
   ImGui::BeginGroup();
-  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_width);  // the group stays as wide as the matrix
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_width + spacing + bar);
   ImGui::Text("the matrix: %d positions (rows) x %d dimensions (columns)", P, d_model);
   ImGui::PopTextWrapPos();
-  int row = -1, col = -1;
-  const float matrix_top = ImGui::GetCursorPosY();  // (each colour bar stands beside its map, not its title)
   // Sines and cosines are signed: the diverging scale, 0 in its centre (dark grey), -1 blue, +1 orange.
   if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
     ImGui::SetTooltip("position %d, dimension %d: %.4f", row, col, matrix_.value(row, col));
+  ImGui::SameLine();
+  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height), Colormap::Diverging);
   ImGui::EndGroup();
   ImGui::SameLine();
-  ImGui::SetCursorPosY(matrix_top);
-  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height), Colormap::Diverging);
-  ImGui::SameLine();
-  ImGui::SetCursorPosY(titles_top);
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + sim_side);
   ImGui::TextUnformatted(similarity_title);
   ImGui::PopTextWrapPos();
-  const float similarity_top = ImGui::GetCursorPosY();
   if (similarity_.draw("positional_similarity", ImVec2(sim_side, sim_side), {}, &row, &col))
     ImGui::SetTooltip("positions %d and %d: dot product %.2f (near positions are similar)", row, col,
                       similarity_.value(row, col));
-  ImGui::EndGroup();
   ImGui::SameLine();
-  ImGui::SetCursorPosY(similarity_top);
   colour_bar("dot product", similarity_.lo(), similarity_.hi(), ImVec2(bar, sim_side));
+  ImGui::EndGroup();
 }
 
 }  // namespace sf::gui
