@@ -2,17 +2,16 @@
 // (tokenized lowercase text, no smoothing), last line "BLEU = xx.xx".
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "decode/decoder.h"
+#include "io/user_files.h"
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "util/error.h"
-#include "util/paths.h"
 
 namespace sf::cli {
 
@@ -23,35 +22,45 @@ int run_eval(const Args& args) {
   p.value("--src", &src);
   p.value("--ref", &ref);
   p.value("--out", &out);
-  p.value("--beam", &beam, 1, 64);
+  p.value("--beam", &beam, 1, kMaxBeamWidth);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
     std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n\n"
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
-               "Multi30k tutorials report it. --out writes the translations, one per line.\n",
+               "Multi30k tutorials report it. --out writes the translations, one per line; it replaces an existing\n"
+               "regular file (keeping its permissions), never the model, FILE or the references.\n"
+               "FILE and the references are regular files of at most 256 MB; a line longer than the model accepts\n"
+               "is an error naming the line.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  const Model model = load_model(p.positional().empty() ? shipped_model_path() : p.positional()[0]);
+  const std::string model_path = p.positional().empty() ? "" : p.positional()[0];
+  const WriteRules out_rules{.replace = true, .inputs = {model_path, src, ref}, .allowed_folder = ""};
+  if (!out.empty())  // checked before the work, which can take minutes
+    if (const std::string problem = check_output_path(out, out_rules); !problem.empty())
+      fail(ErrorKind::File, "eval", problem);
+  const Model model = load_model_warning("eval", model_path);
   const ParallelCorpus corpus = read_parallel_corpus(src, ref);
+  // Every line must fit the model (<bos> + words + <eos>): translate rejects a longer sentence, so eval does too
+  // rather than score a cut one.
+  for (size_t i = 0; i < corpus.source.size(); ++i)
+    if (static_cast<int>(corpus.source[i].size()) + 2 > model.config.max_positions)
+      fail(ErrorKind::Input, "eval", "'" + src + "' line " + std::to_string(i + 1) + " has " +
+                                         std::to_string(corpus.source[i].size()) + " tokens; the model accepts at most " +
+                                         std::to_string(model.config.max_positions - 2) + " words");
   const auto start = std::chrono::steady_clock::now();
   const auto hyps = translate_corpus(model.config, model.weights, model.src_vocab, model.tgt_vocab, corpus.source,
                                      {beam, 0.6f, 0});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!out.empty()) {
-    // Written beside the target and renamed, so an interrupted run leaves no half-written file.
-    const std::string tmp = out + ".tmp";
-    {
-      std::ofstream f(tmp);
-      for (const auto& h : hyps) {
-        for (size_t i = 0; i < h.size(); ++i) f << (i ? " " : "") << h[i];
-        f << "\n";
-      }
-      if (!f) fail(ErrorKind::File, "eval", "cannot write '" + tmp + "'");
+  if (!out.empty()) {  // atomically, under the rules checked above (io/user_files.h)
+    std::string text;
+    for (const auto& h : hyps) {
+      for (size_t i = 0; i < h.size(); ++i) text += (i ? " " : "") + h[i];
+      text += "\n";
     }
-    std::filesystem::rename(tmp, out);
+    if (const std::string error = write_user_file(out, text, out_rules); !error.empty()) fail(ErrorKind::File, "eval", error);
   }
   const BleuScore s = corpus_bleu(hyps, corpus.target);
   std::printf("%zu sentences, %s, %.1f s\n", hyps.size(), beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy",

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "model/model.h"
 #include "model/name_tables.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -21,7 +22,7 @@ void print_help() {
 }
 
 std::string special(const Vocabulary& v, int id) {
-  return std::to_string(id) + " " + (id >= 0 && id < v.size() ? v.token(id) : std::string("?"));
+  return std::to_string(id) + " " + (id >= 0 && id < v.size() ? printable(v.token(id)) : std::string("?"));
 }
 
 }  // namespace
@@ -65,12 +66,14 @@ int run_info(const Args& args) {
                         {"tokenizer", tokenizer_settings_to_json(m.tokenizer)},
                         {"provenance", m.provenance},
                         {"warnings", warnings}};
-    std::printf("%s\n", j.dump(2).c_str());
+    // ASCII only (control characters and the rest as \uXXXX); bytes that are not UTF-8 become U+FFFD.
+    std::printf("%s\n", j.dump(2, ' ', true, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 
-  std::printf("model       %s\n", path.c_str());
-  std::printf("family      %s\n", m.family.c_str());
+  // Text from the file is escaped: a provenance or a token holding ESC [ ... must not drive the terminal.
+  std::printf("model       %s\n", printable(path).c_str());
+  std::printf("family      %s\n", printable(m.family).c_str());
   std::printf("parameters  %lld\n", static_cast<long long>(m.parameter_count()));
   std::printf("\nconfig\n");
   const nlohmann::json config_json = config_to_json(c);  // named: items() only refers to it
@@ -92,10 +95,13 @@ int run_info(const Args& args) {
   std::printf("\nprovenance\n");
   if (m.provenance.empty()) std::printf("  (none recorded)\n");
   for (const auto& [key, value] : m.provenance.items())
-    std::printf("  %-22s %s\n", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
+    std::printf("  %-22s %s\n", printable(key).c_str(),
+                printable(value.is_string() ? value.get<std::string>()
+                                            : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                    .c_str());
   if (!warnings.empty()) {
     std::printf("\nwarnings\n");
-    for (const std::string& w : warnings) std::printf("  %s\n", w.c_str());
+    for (const std::string& w : warnings) std::printf("  %s\n", printable(w).c_str());
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 // stepformer-cli trace MODEL --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors [interventions]
 // Runs one forward pass and writes every traced tensor (docs/trace.md) as F32 into a safetensors file.
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -12,7 +14,9 @@
 #include "model/tokenizer.h"
 #include "transformer/forward.h"
 #include "transformer/trace.h"
+#include "io/user_files.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -30,13 +34,15 @@ void print_help() {
       "                      model decodes greedily and the final pass (the one that chose the last token) is traced\n"
       "  --ids               --src and --tgt are space-separated token ids, used exactly as given (a pad id is\n"
       "                      padding, masked unless --no-padding-mask)\n"
-      "  --out FILE          the safetensors file to write\n"
+      "  --out FILE          the safetensors file to write; replaces an existing regular file (keeping its\n"
+      "                      permissions), never the model itself, a link, a folder or a device\n"
       "  --head-off KIND.L.H switch off head H of layer L (from 0) of KIND enc, dec or cross: its output is\n"
       "                      zeroed before the output projection (repeatable)\n"
       "  --no-causal-mask    decoder self-attention sees later positions\n"
       "  --no-padding-mask   pad tokens are attended to like any other\n"
       "  --no-pos-encoding   no positional encoding in either embedding\n"
-      "  --max-length N      greedy decoding: at most N generated tokens (default: the model's max positions)\n");
+      "  --max-length N      greedy decoding: at most N generated tokens, 1 to the model's max positions (the\n"
+      "                      default)\n");
 }
 
 std::vector<int> parse_ids(const std::string& text, const char* what) {
@@ -93,9 +99,17 @@ int run_trace(const Args& args) {
     } else if (a == "--no-pos-encoding") {
       iv.positional_encoding = false;
     } else if (a == "--max-length") {
-      max_length = std::stoi(value());
+      const std::string& v = value();
+      char* end = nullptr;
+      errno = 0;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || errno == ERANGE || n < 1 || n > 1000000)
+        fail(ErrorKind::Input, "trace", "--max-length needs a whole number of tokens (1 to the model's max positions), got '" +
+                                            printable(v) + "'");
+      max_length = static_cast<int>(n);
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "stepformer-cli trace: unknown option '%s' (see stepformer-cli trace --help)\n", a.c_str());
+      std::fprintf(stderr, "stepformer-cli trace: unknown option '%s' (see stepformer-cli trace --help)\n",
+                   printable(a).c_str());
       return 2;
     } else if (model_path.empty()) {
       model_path = a;
@@ -109,8 +123,15 @@ int run_trace(const Args& args) {
     return 2;
   }
 
-  const Model m = load_model(model_path);
+  const WriteRules out_rules{.replace = true, .inputs = {model_path}, .allowed_folder = ""};
+  if (const std::string problem = check_output_path(out_path, out_rules); !problem.empty())
+    fail(ErrorKind::File, "trace", problem);
+  if (!as_ids) require_words(src_text, "trace");
+  const Model m = load_model_warning("trace", model_path);
   const Config& c = m.config;
+  if (max_length > c.max_positions)
+    fail(ErrorKind::Input, "trace", "--max-length " + std::to_string(max_length) + " is more than the model's " +
+                                        std::to_string(c.max_positions) + " positions");
   std::vector<int> src, tgt;
   if (as_ids) {
     src = parse_ids(src_text, "--src");
@@ -166,7 +187,7 @@ int run_trace(const Args& args) {
       {"tgt_tokens", tokens(m.tgt_vocab, trace.tgt.ids).dump()},
       {"decoded", have_tgt ? "false" : "true"},
       {"interventions", interventions.dump()}};
-  write_safetensors(out_path, tensors, metadata);
+  write_safetensors(out_path, tensors, metadata, DType::F32, out_rules);
   std::printf("wrote %zu tensors (S %zu, T %zu) to %s\n", named.size(), trace.src.ids.size(), trace.tgt.ids.size(),
               out_path.c_str());
   return 0;

@@ -1,14 +1,17 @@
 // stepformer-cli translate MODEL TEXT: tokenizes TEXT as the model's training data were, decodes (greedy or
 // beam search) and prints the translation.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "decode/decoder.h"
+#include "io/user_files.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "util/paths.h"
+#include "util/error.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -16,7 +19,7 @@ int run_translate(const Args& args) {
   OptionParser p("translate");
   int beam = 1;
   bool show_tokens = false;
-  p.value("--beam", &beam, 1, 64);
+  p.value("--beam", &beam, 1, kMaxBeamWidth);
   p.flag("--tokens", &show_tokens);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().empty() || p.positional().size() > 2) {
@@ -28,12 +31,22 @@ int run_translate(const Args& args) {
     return p.help_requested() ? 0 : 2;
   }
   const bool default_model = p.positional().size() == 1;
-  const Model model = load_model(default_model ? shipped_model_path() : p.positional()[0]);
-  const std::vector<Token> source = encode(p.positional().back(), model.tokenizer, model.src_vocab, Side::Source);
+  const std::string& sentence = p.positional().back();
+  // `translate MODEL` alone: the model's path is not a sentence to translate.
+  const bool looks_like_model = sentence.size() > 12 && sentence.ends_with(".safetensors");
+  if (default_model && (looks_like_model || (non_regular_file_kind(sentence).empty() &&
+                                             std::filesystem::is_regular_file(sentence)))) {
+    std::fprintf(stderr, "stepformer-cli translate: '%s' is a file, not a sentence: give the text to translate after "
+                 "the model (stepformer-cli translate MODEL \"TEXT\")\n", printable(sentence).c_str());
+    return 2;
+  }
+  require_words(sentence, "translate");
+  const Model model = load_model_warning("translate", default_model ? "" : p.positional()[0]);
+  const std::vector<Token> source = encode(sentence, model.tokenizer, model.src_vocab, Side::Source);
   if (show_tokens) {
     std::printf("source tokens:");
     for (const Token& t : source)
-      std::printf(" %s%s", t.unknown ? "<unk>:" : "", t.text.c_str());
+      std::printf(" %s%s", t.unknown ? "<unk>:" : "", printable(t.text).c_str());
     std::printf("\n");
   }
   DecodeOptions options;
@@ -47,7 +60,7 @@ int run_translate(const Args& args) {
     if (id == model.config.eos_id) break;
     words.push_back(model.tgt_vocab.token(id));
   }
-  std::printf("%s\n", detokenize(words, model.tokenizer, Side::Target).c_str());
+  std::printf("%s\n", printable(detokenize(words, model.tokenizer, Side::Target)).c_str());
   return 0;
 }
 

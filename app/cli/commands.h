@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
+
 namespace sf::cli {
 
 using Args = std::vector<std::string>;  // the arguments after the subcommand name
@@ -16,5 +18,15 @@ struct Command {
 
 // The registry, defined in main.cpp.
 const std::vector<Command>& commands();
+
+// Helpers every command shares (common.cpp).
+
+// Loads MODEL (the shipped de-en model when `path` is empty) and prints the loader's warnings (unknown tensors,
+// unknown config keys) to stderr, each as "stepformer-cli COMMAND: warning: ...", escaped (util/printable.h).
+Model load_model_warning(const char* command, const std::string& path);
+
+// The sentence a command was given, checked: text with no word in it (empty or blank) is an ErrorKind::Input
+// naming the fix, never a translation of nothing.
+void require_words(const std::string& sentence, const char* what);
 
 }  // namespace sf::cli

@@ -5,7 +5,9 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "io/user_files.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -46,18 +48,21 @@ int main(int argc, char** argv) {
     std::printf("stepformer-cli %s (%s)\n", STEPFORMER_VERSION, sf::backend_info().description.c_str());
     return 0;
   }
+  sf::remove_temporary_files_on_signal();  // Ctrl-C during a write leaves no hidden temporary file behind
   for (const auto& c : sf::cli::commands()) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     try {
       return c.run(sf::cli::Args(argv + 2, argv + argc));
     } catch (const sf::Error& e) {
-      std::fprintf(stderr, "stepformer-cli %s: %s: %s\n", c.name, sf::error_kind_name(e.kind()), e.what());
+      std::fprintf(stderr, "stepformer-cli %s: %s: %s\n", c.name, sf::error_kind_name(e.kind()),
+                   sf::printable(e.what()).c_str());
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "stepformer-cli %s: error: %s\n", c.name, e.what());
+      std::fprintf(stderr, "stepformer-cli %s: error: %s\n", c.name, sf::printable(e.what()).c_str());
       return 1;
     }
   }
-  std::fprintf(stderr, "stepformer-cli: unknown command '%s' (see stepformer-cli --help)\n", argv[1]);
+  std::fprintf(stderr, "stepformer-cli: unknown command '%s' (see stepformer-cli --help)\n",
+               sf::printable(argv[1]).c_str());
   return 2;
 }

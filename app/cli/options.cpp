@@ -1,7 +1,10 @@
 #include "cli/options.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -44,8 +47,10 @@ void OptionParser::value(const std::string& name, float* out, float lo, float hi
 void OptionParser::value(const std::string& name, uint64_t* out) {
   options_.push_back({name, true, [=](const std::string& v) {
                         char* end = nullptr;
+                        errno = 0;
                         const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-                        if (v.empty() || *end || v[0] == '-') return std::string("needs a non-negative whole number");
+                        if (v.empty() || *end || v[0] == '-' || errno == ERANGE)
+                          return std::string("needs a whole number from 0 to 18446744073709551615");
                         *out = x;
                         return std::string();
                       }});
@@ -71,7 +76,7 @@ bool OptionParser::parse(const Args& args) {
       if (o.name == a) found = &o;
     if (!found) {
       std::fprintf(stderr, "stepformer-cli %s: unknown option '%s' (see stepformer-cli %s --help)\n",
-                   command_.c_str(), a.c_str(), command_.c_str());
+                   command_.c_str(), printable(a).c_str(), command_.c_str());
       return false;
     }
     std::string v;
@@ -85,7 +90,7 @@ bool OptionParser::parse(const Args& args) {
     const std::string error = found->apply(v);
     if (!error.empty()) {
       std::fprintf(stderr, "stepformer-cli %s: %s %s, got '%s'\n", command_.c_str(), a.c_str(), error.c_str(),
-                   v.c_str());
+                   printable(v).c_str());
       return false;
     }
   }

@@ -412,9 +412,13 @@ void App::export_tensors() {
     tensor.col_labels = h.col_labels();
     const std::string bytes =
         r.kind == ExportKind::Csv ? csv_text(tensor) : npy_bytes(tensor.values, tensor.rows, tensor.cols);
-    report_export(r, write_file_atomically(r.path, bytes, r.replace));
+    report_export(r, write_user_file(r.path, bytes, export_rules(r)));
   }
   frame_exports_ = std::move(pngs);
+}
+
+WriteRules App::export_rules(const ExportRequest& r) const {
+  return {.replace = r.replace, .inputs = {state_.model_path}, .allowed_folder = r.allowed_folder};
 }
 
 void App::after_render() {
@@ -425,7 +429,7 @@ void App::after_render() {
     std::string error = read_back_buffer(rect, &rgb, &width, &height);
     if (error.empty()) {
       const std::string png = png_bytes(rgb, width, height);
-      error = png.empty() ? "cannot encode the PNG" : write_file_atomically(r.path, png, r.replace);
+      error = png.empty() ? "cannot encode the PNG" : write_user_file(r.path, png, export_rules(r));
     }
     report_export(r, error);
   }

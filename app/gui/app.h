@@ -101,6 +101,8 @@ class App {
   const std::string& last_load_error() const { return last_load_error_; }  // "" after a load that worked
   const MessageDialog& dialog() const { return dialog_; }
   void show_message(DialogMessage message) { dialog_.show(std::move(message)); }
+  // How an export is written: the request's replace and folder, never onto the open model (io/user_files.h).
+  WriteRules export_rules(const ExportRequest& r) const;
   bool showing_model_info() const { return show_model_info_; }
   // "model-info", "open-model" or "stage" (back to the stage, closing dialogs); false for another name.
   bool show(const std::string& view);

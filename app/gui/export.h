@@ -1,17 +1,17 @@
 // Export: what is on screen as files a student can open elsewhere. The window or the current panel as PNG,
 // the tensor a panel shows (its heatmap's values) as CSV or as NumPy's NPY.
 //
-// Every file is written atomically: the bytes go to a temporary file beside the target, which is flushed and
-// then linked (or, when replacing, renamed) onto the target; a failure removes the temporary file and leaves
-// any existing file as it was. Without `replace`, an existing file is never touched, even one that appears
-// between the user's check and the write (link(2) refuses to overwrite).
+// Every file is written by write_user_file (io/user_files.h): atomically, never onto a link, a device, a folder
+// or the open model, and without `replace` never onto an existing file, even one that appears between the
+// user's check and the write (link(2) refuses to overwrite). A script's exports also stay under the folder
+// the user allowed (--allow-write, the current folder by default).
 // Nothing here needs ImGui or GL: the app hands over pixels and values.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "io/atomic_file.h"
+#include "io/user_files.h"
 
 namespace sf::gui {
 
@@ -26,6 +26,7 @@ struct ExportRequest {
   ExportKind kind = ExportKind::WindowPng;
   std::string path;
   bool replace = false;  // the user answered "Replace FILE?" with Replace; scripts never set it
+  std::string allowed_folder;  // a script's request: only under this folder ("" = the user chose the path)
   std::string tensor;    // CSV/NPY: the heatmap's name; empty: the panel's main heatmap (the first it draws)
 };
 
@@ -53,7 +54,7 @@ std::string csv_text(const TensorView& tensor);
 // RGB pixels (top row first, 3 bytes per pixel) as PNG bytes; empty on failure.
 std::string png_bytes(const std::vector<unsigned char>& rgb, int width, int height);
 
-// Files are written by write_file_atomically (io/atomic_file.h, see above).
+// Files are written by write_user_file (io/user_files.h, see above).
 
 // The first free name "stepformer-STAGE[-WHAT]-N.EXT" (N = 1, 2, ...) in `directory`: a default that
 // never names an existing file.

@@ -2,7 +2,6 @@
 #include <cfloat>
 #include <cstdio>
 #include <optional>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +16,8 @@
 #include "gui/settings.h"
 #include "gui/view.h"
 #include "gui/window.h"
+#include "io/user_files.h"
+#include "util/printable.h"
 
 namespace {
 
@@ -26,7 +27,8 @@ nlohmann::json rect_json(const sf::gui::PixelRect& r) {
 }
 
 // Where each heatmap was drawn, and what the app showed (model, view, dialog): for the screenshot tests.
-bool write_layout_json(const std::string& path, const sf::gui::App& app) {
+// Returns "" or why it could not be written.
+std::string write_layout_json(const std::string& path, const sf::gui::App& app, const sf::WriteRules& rules) {
   nlohmann::json heatmaps = nlohmann::json::array();
   for (const auto& p : sf::gui::heatmap_placements())
     heatmaps.push_back({{"name", p.name}, {"x0", p.min.x}, {"y0", p.min.y}, {"x1", p.max.x}, {"y1", p.max.y},
@@ -58,22 +60,25 @@ bool write_layout_json(const std::string& path, const sf::gui::App& app) {
                           {"dialog", nullptr}};
   if (const sf::gui::DialogMessage* d = app.dialog().current())
     shown["dialog"] = {{"title", d->title}, {"file", d->file}, {"problem", d->problem}, {"hint", d->hint}};
-  std::ofstream out(path);
-  out << nlohmann::json{{"heatmaps", heatmaps}, {"items", items}, {"panels", panels}, {"app", shown}}.dump(2) << "\n";
-  return static_cast<bool>(out);
+  const std::string text = nlohmann::json{{"heatmaps", heatmaps}, {"items", items}, {"panels", panels}, {"app", shown}}
+                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return sf::write_user_file(path, text, rules);
 }
+
+void print_error(const std::string& text) { std::fprintf(stderr, "stepformer: %s\n", sf::printable(text).c_str()); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
+  sf::remove_temporary_files_on_signal();  // Ctrl-C or a kill during a write leaves no temporary file behind
   // A lesson checked without a window: no display, no settings, nothing written.
   if (!parsed.options.check_lesson_path.empty()) return sf::gui::check_lesson(parsed.options, stdout);
   // The last session fills in what the command line left open; a damaged settings file is moved aside and
   // reported here and, once, in the app.
   sf::gui::SettingsStore settings(parsed.options.no_settings ? std::string() : sf::gui::default_settings_path());
-  if (!settings.problem().empty()) std::fprintf(stderr, "stepformer: %s\n", settings.problem().c_str());
+  if (!settings.problem().empty()) print_error(settings.problem());
   if (settings.enabled()) sf::gui::apply_last_session(settings.settings(), parsed.options);
   const sf::gui::AppOptions& options = parsed.options;
   const bool screenshot_mode = !options.screenshot_path.empty();
@@ -86,7 +91,7 @@ int main(int argc, char** argv) {
     auto parsed_script =
         sf::gui::parse_script_file(lesson ? options.lesson_path : options.script_path, error, mode);
     if (!parsed_script) {
-      std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+      print_error(error);
       return 2;
     }
     if (lesson && !error.empty()) {
@@ -94,7 +99,11 @@ int main(int argc, char** argv) {
       lesson_problems = error;
     }
     script.emplace(std::move(*parsed_script), lesson);
+    script->set_write_folder(options.allow_write_folder);
   }
+  // --screenshot and --layout-json replace a regular file at their path (as --help says), never an input.
+  const sf::WriteRules option_outputs{
+      .replace = true, .inputs = {options.model_path, options.script_path, options.lesson_path}, .allowed_folder = ""};
 
   // The frame log is opened before the window, so that a path that cannot be written stops the app at once.
   sf::gui::FrameLog frame_log;
@@ -122,7 +131,7 @@ int main(int argc, char** argv) {
       frame_log.begin_frame(app.state());
       if (script) {
         script->before_frame(app, log);
-        for (const auto& line : log) std::fprintf(stderr, "stepformer: %s\n", line.c_str());
+        for (const auto& line : log) print_error(line);
         log.clear();
         if (script->quit() && !app.exports_pending()) return 0;  // exports asked for before quit finish first
       }
@@ -142,36 +151,39 @@ int main(int argc, char** argv) {
       }
       app.after_render();
       for (const auto& m : app.take_messages()) {
-        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", m.text.c_str());
+        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", sf::printable(m.text).c_str());
         std::fflush(m.ok ? stdout : stderr);
       }
       if (script) {
         if (auto path = script->screenshot_due()) {
-          const std::string error = window.save_screenshot(*path);
-          if (!error.empty()) std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
-          else std::printf("stepformer: saved %s\n", path->c_str());
+          const std::string error = window.save_screenshot(*path, script->write_rules());
+          if (!error.empty()) print_error("screenshot failed: " + error);
+          else std::printf("stepformer: saved %s\n", sf::printable(*path).c_str());
         }
         if (auto path = script->layout_due())
-          if (!write_layout_json(*path, app)) std::fprintf(stderr, "stepformer: cannot write '%s'\n", path->c_str());
+          if (const std::string error = write_layout_json(*path, app, script->write_rules()); !error.empty())
+            print_error("layout failed: " + error);
       }
       if (!app.loading()) ++frames_with_model;
       if (screenshot_mode && frames_with_model >= options.frames) {
-        const std::string error = window.save_screenshot(options.screenshot_path);
+        const std::string error = window.save_screenshot(options.screenshot_path, option_outputs);
         if (!error.empty()) {
-          std::fprintf(stderr, "stepformer: screenshot failed: %s\n", error.c_str());
+          print_error("screenshot failed: " + error);
           return 1;
         }
-        if (!options.layout_json_path.empty() && !write_layout_json(options.layout_json_path, app)) {
-          std::fprintf(stderr, "stepformer: cannot write '%s'\n", options.layout_json_path.c_str());
-          return 1;
-        }
+        if (!options.layout_json_path.empty())
+          if (const std::string layout_error = write_layout_json(options.layout_json_path, app, option_outputs);
+              !layout_error.empty()) {
+            print_error("layout failed: " + layout_error);
+            return 1;
+          }
         std::printf("stepformer: saved %s\n", options.screenshot_path.c_str());
         return 0;
       }
       window.present();
     }
   } catch (const sf::gui::WindowError& e) {
-    std::fprintf(stderr, "stepformer: %s\n", e.message.c_str());
+    print_error(e.message);
     return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stepformer: fatal error: %s\n", e.what());

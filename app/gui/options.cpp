@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "gui/app_state.h"
 #include "gui/settings.h"
+#include "util/printable.h"
 #include "gui/script/script.h"
 #include "gui/stages.h"
 
@@ -31,13 +32,15 @@ const char* kUsage =
     "  --script FILE       run the commands in FILE, one per line (see the README): %COMMANDS%\n"
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
+    "  --allow-write DIR   the folder a script or lesson may write its screenshots and exports under\n"
+    "                      (default: the current folder); they never replace a file\n"
     "  --check-lesson FILE replay a lesson without a window (on --model, default the shipped one) and\n"
     "                      print each pause's stage, caption and problems; exit 1 if there are any\n"
     "  --present           start in presentation mode (F5): large type, high contrast, the stage alone\n"
     "  --fullscreen        start full screen (F11)\n"
-    "  --size WxH          window size (default 1280x800)\n"
+    "  --size WxH          window size (default 1280x800; 320x240 to 7680x4320)\n"
     "  --ui-scale X        scale fonts and widgets, 0.5 to 4, e.g. 1.5 on a projector (default 1)\n"
-    "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
+    "  --screenshot PATH   render, save a PNG of the window to PATH and exit (replaces a regular file there)\n"
     "  --frames N          frames to render before the screenshot (default 3)\n"
     "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
     "  --frame-log PATH    write each frame's time (input to finished picture) and what it recomputed\n"
@@ -115,9 +118,10 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--size");
       int w = 0, h = 0;
       const char* x = v ? std::strchr(v, 'x') : nullptr;
-      if (!x || !parse_int(std::string(v, x).c_str(), 320, 16384, &w) || !parse_int(x + 1, 240, 16384, &h))
-        return error("--size needs WIDTHxHEIGHT, e.g. 1920x1080 (at least 320x240), got '" +
-                     std::string(v ? v : "") + "'");
+      if (!x || !parse_int(std::string(v, x).c_str(), 320, kMaxWindowWidth, &w) ||
+          !parse_int(x + 1, 240, kMaxWindowHeight, &h))
+        return error("--size needs WIDTHxHEIGHT from 320x240 to " + std::to_string(kMaxWindowWidth) + "x" +
+                     std::to_string(kMaxWindowHeight) + " (8K), e.g. 1920x1080, got '" + printable(v ? v : "") + "'");
       r.options.width = w;
       r.options.height = h;
     } else if (arg == "--screenshot") {
@@ -145,6 +149,13 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (!v || !*v) return error("--check-lesson needs a lesson file");
       r.options.check_lesson_path = v;
       r.options.no_settings = true;  // a check reads and writes no settings
+    } else if (arg == "--allow-write") {
+      const char* v = value("--allow-write");
+      if (!v || !*v) return error("--allow-write needs a folder");
+      std::error_code ec;
+      if (!std::filesystem::is_directory(v, ec))
+        return error("--allow-write needs an existing folder; '" + printable(v) + "' is not one");
+      r.options.allow_write_folder = v;
     } else if (arg == "--lesson") {
       const char* v = value("--lesson");
       if (!v || !*v) return error("--lesson needs a file");
@@ -183,7 +194,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       r.options.ui_scale = s;
       r.options.ui_scale_given = true;
     } else {
-      return error("unknown option '" + arg + "'");
+      return error("unknown option '" + printable(arg) + "'");
     }
   }
   if (!r.options.script_path.empty() && !r.options.lesson_path.empty())

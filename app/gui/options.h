@@ -5,6 +5,9 @@
 
 namespace sf::gui {
 
+// The largest window --size opens (8K): past this a framebuffer takes gigabytes.
+inline constexpr int kMaxWindowWidth = 7680, kMaxWindowHeight = 4320;
+
 struct AppOptions {
   int width = 1280, height = 800;     // --size WxH (window size in screen units)
   std::string screenshot_path;        // --screenshot PATH: render, save a PNG of the window, exit 0
@@ -18,6 +21,7 @@ struct AppOptions {
   std::string attention;              // --attention KIND.L.H: the head the attention stages show
   std::string script_path;            // --script FILE: run the commands of gui/script/script.h
   std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
+  std::string allow_write_folder = ".";  // --allow-write DIR: where a script or lesson may write (never replacing)
   std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
   bool present = false;               // --present: start in presentation mode
   bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor

@@ -2,13 +2,19 @@
 
 #include "gui/export.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "io/json_text.h"
+#include "io/user_files.h"
 
 namespace sf::gui {
 
@@ -39,7 +45,10 @@ nlohmann::json settings_to_json(const Settings& s) {
 Settings settings_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::runtime_error("the file holds " + std::string(j.type_name()) + ", not a JSON object");
   auto bad = [](const std::string& key, const std::string& expected, const nlohmann::json& v) {
-    return std::runtime_error("'" + key + "' must be " + expected + ", found " + v.dump());
+    // A list or an object is named, not printed: a damaged file may hold megabytes of it.
+    const std::string found = v.is_structured() ? std::string(v.is_array() ? "a list" : "an object")
+                                                : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return std::runtime_error("'" + key + "' must be " + expected + ", found " + found.substr(0, 80));
   };
   Settings s;
   if (j.contains("version") && !j["version"].is_number_integer()) throw bad("version", "a whole number", j["version"]);
@@ -47,7 +56,8 @@ Settings settings_from_json(const nlohmann::json& j) {
     const auto& r = j["recent_models"];
     if (!r.is_array()) throw bad("recent_models", "a list of paths", r);
     for (const auto& p : r)
-      if (!p.is_string()) throw bad("recent_models", "a list of paths", p);
+      if (!p.is_string() || p.get<std::string>().size() > kMaxSettingsText)
+        throw bad("recent_models", "a list of paths", p);
     // Most recent first: adding from the back keeps the order and drops duplicates and the extras.
     for (auto it = r.rbegin(); it != r.rend(); ++it)
       if (!it->get<std::string>().empty()) add_recent_model(s, it->get<std::string>());
@@ -58,6 +68,9 @@ Settings settings_from_json(const nlohmann::json& j) {
     if (!j.contains(key)) continue;
     if (!j[key].is_string()) throw bad(key, "a string", j[key]);
     *member = j[key].get<std::string>();
+    if (member->size() > kMaxSettingsText)
+      throw std::runtime_error("'" + std::string(key) + "' is " + std::to_string(member->size()) +
+                               " bytes; the limit is " + std::to_string(kMaxSettingsText));
   }
   if (j.contains("ui_scale")) {
     const auto& v = j["ui_scale"];
@@ -76,34 +89,57 @@ std::string default_settings_path() {
   return "";
 }
 
+namespace {
+
+// Moves a damaged settings file aside to PATH.bad, or PATH.bad.2, .3, ... when earlier copies exist (they are
+// kept: each may be the only copy of someone's recent files). Returns the new name, or "" and `error`.
+std::string move_aside(const std::string& path, std::string& error) {
+  for (int n = 1; n <= 100; ++n) {
+    const std::string aside = path + ".bad" + (n == 1 ? "" : "." + std::to_string(n));
+    // RENAME_NOREPLACE: never over an earlier copy, even one that appears while we look.
+    if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0) return aside;
+    if (errno == EEXIST) continue;
+    if (errno == EINVAL || errno == ENOSYS) {  // a file system without RENAME_NOREPLACE: check, then rename
+      std::error_code ec;
+      if (fs::exists(fs::symlink_status(aside, ec))) continue;
+      if (::rename(path.c_str(), aside.c_str()) == 0) return aside;
+    }
+    error = std::strerror(errno);
+    return "";
+  }
+  error = "100 earlier .bad copies are in the way";
+  return "";
+}
+
+}  // namespace
+
 SettingsRead read_settings(const std::string& path) {
   SettingsRead r;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return r;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    r.problem = "Cannot read the settings file '" + path + "'; using the defaults";
-    return r;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  in.close();
+  if (!fs::exists(fs::symlink_status(path, ec))) return r;
+  std::string what;
   try {
-    r.settings = settings_from_json(nlohmann::json::parse(text.str()));
+    // A regular file of at most kMaxSettingsBytes, read without blocking (a FIFO here never hangs the start),
+    // parsed with a nesting limit (a file of a million '[' never exhausts the stack).
+    const std::string text = read_user_file(path, kMaxSettingsBytes, "the settings file", "settings");
+    if (json_nesting_depth(text) > kMaxJsonNesting)
+      throw std::runtime_error("lists or objects nest deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+    r.settings = settings_from_json(nlohmann::json::parse(text));
     return r;
+  } catch (const nlohmann::json::parse_error& e) {
+    what = "not valid JSON (byte " + std::to_string(e.byte) + ")";
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e))
-      what = "not valid JSON (byte " + std::to_string(pe->byte) + ")";
-    r.settings = Settings{};
-    const std::string aside = path + ".bad";
-    fs::rename(path, aside, ec);
-    r.problem = "The settings file '" + path + "' is damaged: " + what + ". " +
-                (ec ? "It could not be moved aside (" + ec.message() + ") and will not be overwritten this run"
-                    : "It was moved to '" + aside + "'") +
-                "; using the defaults.";
-    r.leave_alone = static_cast<bool>(ec);
+    what = e.what();
+    if (what.rfind("[settings] ", 0) == 0) what = what.substr(11);
   }
+  r.settings = Settings{};
+  std::string move_error;
+  const std::string aside = move_aside(path, move_error);
+  r.problem = "The settings file '" + path + "' is damaged: " + what + ". " +
+              (aside.empty() ? "It could not be moved aside (" + move_error + ") and will not be overwritten this run"
+                             : "It was moved to '" + aside + "'") +
+              "; using the defaults.";
+  r.leave_alone = aside.empty();
   return r;
 }
 
@@ -113,7 +149,7 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) return "cannot create the folder '" + target.parent_path().string() + "': " + ec.message();
   const std::string text = settings_to_json(settings).dump(2) + "\n";
-  return write_file_atomically(path, text, /*replace=*/true);  // temp file, fsync, rename (io/atomic_file.h)
+  return write_user_file(path, text, WriteRules{true, {}, {}});  // temp file, fsync, rename (io/user_files.h)
 }
 
 SettingsStore::SettingsStore(std::string path, Clock::duration min_interval)

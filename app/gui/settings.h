@@ -1,8 +1,8 @@
 // Settings and the last session: recent model files, the last model, sentence and stage, the UI scale.
 // Stored as JSON in $XDG_CONFIG_HOME/stepformer/settings.json (else ~/.config/stepformer/settings.json),
 // written atomically (a temporary file in the same folder, fsync, rename), so a crash never leaves half a
-// file. A damaged file (bad JSON, wrong types) is renamed aside to settings.json.bad, never overwritten, and
-// the defaults are used; the problem is reported once.
+// file. A damaged file (bad JSON, wrong types) is renamed aside to settings.json.bad (.bad.2, ... when that
+// exists), never overwritten, and the defaults are used; the problem is reported once.
 //
 //   {
 //     "version": 1,
@@ -22,6 +22,9 @@
 namespace sf::gui {
 
 inline constexpr int kMaxRecentModels = 8;
+// A settings file is a few hundred bytes; anything past these limits is damage, not settings.
+inline constexpr uint64_t kMaxSettingsBytes = 1 << 20;
+inline constexpr size_t kMaxSettingsText = 16 * 1024;  // a path or the last sentence
 inline constexpr int kSettingsVersion = 1;
 
 struct Settings {
@@ -53,11 +56,13 @@ struct SettingsRead {
   std::string problem;  // "" or what was wrong and where the damaged file went, for the user
   bool leave_alone = false;  // damaged and could not be moved aside: it must not be written over
 };
-// A missing file gives the defaults and no problem. A damaged one is renamed to PATH.bad (replacing an older
-// .bad) and reported.
+// A missing file gives the defaults and no problem. A damaged one (not a regular file, over kMaxSettingsBytes,
+// bad JSON, nested too deep, wrong types, a text over kMaxSettingsText) is renamed to PATH.bad, or PATH.bad.2,
+// .3, ... when earlier copies exist (never replacing one), and reported; the app always starts.
 SettingsRead read_settings(const std::string& path);
 
-// Writes atomically: PATH.tmp-PID in the same folder, fsync, rename over PATH (creates the folder). Returns ""
+// Writes atomically (io/user_files.h: a hidden temporary file in the same folder, fsync, rename over PATH;
+// never through a link or onto anything but a regular file), creating the folder. Returns ""
 // or the reason it failed (the old file is then untouched and no temporary file is left).
 std::string write_settings(const Settings& settings, const std::string& path);
 

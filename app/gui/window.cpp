@@ -1,5 +1,7 @@
 #include "gui/window.h"
 
+#include "gui/export.h"
+
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
@@ -169,7 +171,7 @@ void Window::finish_gpu() { glFinish(); }
 
 void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebufferSize(window_, width, height); }
 
-std::string Window::save_screenshot(const std::string& png_path) const {
+std::string Window::save_screenshot(const std::string& png_path, const WriteRules& rules) const {
   int w = 0, h = 0;
   glfwGetFramebufferSize(window_, &w, &h);
   if (w <= 0 || h <= 0) return "the window has no pixels";
@@ -181,9 +183,9 @@ std::string Window::save_screenshot(const std::string& png_path) const {
   std::vector<unsigned char> flipped(pixels.size());
   const size_t row = static_cast<size_t>(w) * 3;
   for (int y = 0; y < h; ++y) std::copy_n(&pixels[(h - 1 - y) * row], row, &flipped[y * row]);
-  if (!stbi_write_png(png_path.c_str(), w, h, 3, flipped.data(), static_cast<int>(row)))
-    return "cannot write '" + png_path + "' (does its folder exist, and is it writable?)";
-  return "";
+  const std::string png = png_bytes(flipped, w, h);
+  if (png.empty()) return "cannot encode the PNG";
+  return write_user_file(png_path, png, rules);
 }
 
 }  // namespace sf::gui

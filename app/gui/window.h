@@ -1,6 +1,7 @@
 // The platform layer: a GLFW window with an OpenGL 3.3 core context, Dear ImGui (GLFW + OpenGL3 backends)
 // and the scalable TTF font. Nothing model-specific lives here.
 #pragma once
+#include "io/user_files.h"
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ class Window {
   void finish_gpu();   // waits until the GPU has drawn the frame (glFinish), for frame timing
 
   // Reads the back buffer and writes a PNG. Returns an empty string on success, else the reason.
-  std::string save_screenshot(const std::string& png_path) const;
+  std::string save_screenshot(const std::string& png_path, const WriteRules& rules) const;
   void framebuffer_size(int* width, int* height) const;
   GLFWwindow* handle() const { return window_; }
 

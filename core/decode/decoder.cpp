@@ -19,8 +19,9 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
                  const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   if (options.strategy == DecodeStrategy::Sample) validate_sampling(options.sampling);
-  if (options.strategy == DecodeStrategy::Beam && options.beam_width < 1)
-    fail(ErrorKind::Input, "Decoder", "beam width must be >= 1, got " + std::to_string(options.beam_width));
+  if (options.strategy == DecodeStrategy::Beam && (options.beam_width < 1 || options.beam_width > kMaxBeamWidth))
+    fail(ErrorKind::Input, "Decoder", "the beam width must be from 1 to " + std::to_string(kMaxBeamWidth) + ", got " +
+                                          std::to_string(options.beam_width));
   if (options.max_length < 0)
     fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);

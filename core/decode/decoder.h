@@ -35,12 +35,16 @@ namespace sf {
 
 enum class DecodeStrategy { Greedy, Sample, Beam };
 
+// The widest beam a decoder accepts: each hypothesis is a decoder pass per step, so a width of thousands would
+// freeze the app for minutes and take gigabytes; 64 is far past where BLEU stops improving.
+inline constexpr int kMaxBeamWidth = 64;
+
 struct DecodeOptions {
   DecodeStrategy strategy = DecodeStrategy::Greedy;
   int max_length = 0;            // most generated tokens (eos included); 0 or more than fits: config.max_positions
   SamplingOptions sampling;      // strategy Sample
   uint64_t seed = 0;             // strategy Sample
-  int beam_width = 4;            // strategy Beam
+  int beam_width = 4;            // strategy Beam: 1 to kMaxBeamWidth
   float length_penalty = 0.6f;   // strategy Beam: alpha
   bool use_kv_cache = true;
 };

@@ -1,7 +1,6 @@
 #include "io/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.h"
+#include "io/user_files.h"
 #include "io/json_text.h"
 #include "util/error.h"
 #include "util/tensor.h"
@@ -154,20 +153,10 @@ std::vector<float> TensorView::to_floats() const {
 struct SafetensorsFile::Storage {
   const std::byte* data = nullptr;
   size_t size = 0;
-  void* mapping = nullptr;  // non-null when data is an mmap of a file
-  std::vector<std::byte> owned;
-
-  Storage() = default;
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-  ~Storage() {
-    if (mapping) munmap(mapping, size);
-  }
+  std::vector<std::byte> owned;  // the whole file, read (not mapped: a file cut short later cannot fault us)
 };
 
 namespace {
-
-std::string errno_text() { return std::strerror(errno); }
 
 std::string offsets_string(uint64_t begin, uint64_t end) {
   std::string s = "[";
@@ -182,36 +171,35 @@ std::string offsets_string(uint64_t begin, uint64_t end) {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const char* where = "load_safetensors";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::File, where, "cannot open '" + path + "': " + errno_text());
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const std::string why = errno_text();
-    ::close(fd);
-    fail(ErrorKind::File, where, "cannot stat '" + path + "': " + why);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(ErrorKind::File, where, "'" + path + "' is not a regular file");
-  }
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, max_file_bytes(), "a model file", where, &size);
   auto storage = std::make_shared<Storage>();
-  storage->size = static_cast<size_t>(st.st_size);
-  if (storage->size > 0) {
-    void* m = mmap(nullptr, storage->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      const std::string why = errno_text();
-      ::close(fd);
-      fail(ErrorKind::File, where, "cannot map '" + path + "': " + why);
-    }
-    storage->mapping = m;
-    storage->data = static_cast<const std::byte*>(m);
+  try {
+    storage->owned.resize(static_cast<size_t>(size));
+    read_exactly(fd, storage->owned.data(), size, path, where);
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    fail(ErrorKind::File, where, "not enough memory to read '" + path + "' (" + byte_size_text(size) + ")");
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  ::close(fd);  // the mapping stays valid without the descriptor
+  ::close(fd);
+  storage->data = storage->owned.data();
+  storage->size = storage->owned.size();
   SafetensorsFile file;
   file.storage_ = std::move(storage);
   file.origin_ = path;
   file.parse();
   return file;
+}
+
+uint64_t SafetensorsFile::max_file_bytes() {
+  // Half this machine's memory (the weights are converted to float beside the file's bytes), at most 16 GB.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  const uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+                                                     : (uint64_t{8} << 30);
+  return std::min<uint64_t>(memory / 2, uint64_t{16} << 30);
 }
 
 SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes, const std::string& origin) {
@@ -424,12 +412,12 @@ std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& t
 }
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata, DType storage) {
-  // The whole file in memory first (tens of MB for a model), then written atomically (io/atomic_file.h).
+                       const std::map<std::string, std::string>& metadata, DType storage, const WriteRules& rules) {
+  // The whole file in memory first (tens of MB for a model), then written atomically (io/user_files.h).
   const char* where = "save_safetensors";
   const std::vector<std::byte> bytes = serialize(tensors, metadata, storage, where);
-  const std::string error = write_file_atomically(
-      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), /*replace=*/true);
+  const std::string error =
+      write_user_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), rules);
   if (!error.empty()) fail(ErrorKind::File, where, error);
 }
 

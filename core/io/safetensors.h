@@ -1,4 +1,4 @@
-// safetensors: read (memory-mapped) and write (atomically) the tensor file format of Hugging Face
+// safetensors: read (into memory, io/user_files.h) and write (atomically, io/user_files.h) the tensor file format of Hugging Face
 // (https://github.com/huggingface/safetensors). Layout of a file:
 //
 //   [8 bytes]  N, unsigned 64-bit little-endian: the length of the header
@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/user_files.h"
+
 namespace sf {
 
 // The dtypes of the safetensors specification. Stepformer reads F32, F16, BF16 (and F64) as float, and writes
@@ -39,7 +41,7 @@ float f16_to_float(uint16_t bits);
 uint16_t float_to_f16(float value);   // values beyond the F16 range become +-Inf
 float bf16_to_float(uint16_t bits);
 
-// One tensor of an opened file. `bytes` points into the file's mapping and stays valid while the
+// One tensor of an opened file. `bytes` points into the file's bytes in memory and stays valid while the
 // SafetensorsFile (or a copy of it) lives.
 struct TensorView {
   std::string name;
@@ -57,9 +59,12 @@ class SafetensorsFile {
  public:
   static constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // 100 MiB: no real header comes near this
 
-  // Memory-maps `path` read-only and parses the header. Throws ErrorKind::File when the file cannot be
-  // opened or mapped, ErrorKind::Format when it is malformed.
+  // Reads `path` whole (a regular file of at most max_file_bytes(), opened without blocking) and parses the
+  // header. Throws ErrorKind::File when the file cannot be opened or read, is not a regular file, is too large
+  // or shrinks while it is read; ErrorKind::Format when it is malformed.
   static SafetensorsFile open(const std::string& path);
+  // The largest file open() reads: half this machine's memory, at most 16 GB.
+  static uint64_t max_file_bytes();
   // Parses a file image held in memory (copied). `origin` names it in error messages. For tests and fuzzing.
   static SafetensorsFile from_bytes(std::span<const std::byte> bytes, const std::string& origin = "<memory>");
 
@@ -70,7 +75,7 @@ class SafetensorsFile {
   uint64_t file_size() const { return file_size_; }
 
  private:
-  struct Storage;  // the mapping (or the copied buffer); shared by copies of this object
+  struct Storage;  // the file's bytes; shared by copies of this object
   void parse();
 
   std::shared_ptr<const Storage> storage_;
@@ -89,12 +94,13 @@ struct TensorToWrite {
 };
 
 // Writes a safetensors file with the given tensors (in this order) and __metadata__, storing values as
-// `storage` (F32 or F16; anything else is ErrorKind::Unsupported). Atomic: the bytes go to a temporary file
-// beside `path`, which is flushed (fsync) and then renamed over `path`; on any failure the temporary file is
-// removed and an existing file at `path` is left untouched. Throws ErrorKind::Value for a value that does not
+// `storage` (F32 or F16; anything else is ErrorKind::Unsupported). Written by write_user_file under `rules`
+// (io/user_files.h: atomic, never onto an input, a link or a non-regular file; by default an existing regular
+// file is replaced); on any failure an existing file at `path` is left untouched and ErrorKind::File thrown. Throws ErrorKind::Value for a value that does not
 // fit the storage dtype (|x| > 65504 in F16), ErrorKind::Format for duplicate names or a wrong value count.
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata, DType storage = DType::F32);
+                       const std::map<std::string, std::string>& metadata, DType storage = DType::F32,
+                       const WriteRules& rules = WriteRules{true, {}, {}});
 
 // The same bytes as write_safetensors, in memory (for tests and the fuzzer's seed corpus).
 std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& tensors,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <unordered_set>
 
 #include "io/json_text.h"
@@ -69,6 +70,24 @@ void check_finite(const std::string& name, std::span<const float> values, const 
 
 }  // namespace
 
+namespace {
+
+// A key this version does not read is most likely a typo ("d_modle") that would otherwise run the defaults
+// silently: each one becomes a warning that names it and the keys there are.
+void warn_unknown_keys(const nlohmann::json& j, const nlohmann::json& every_key, const char* what,
+                       const std::function<void(const std::string&)>& warn) {
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    if (every_key.contains(key)) continue;
+    std::string known;
+    for (const auto& [k, v] : every_key.items()) known += (known.empty() ? "" : ", ") + k;
+    warn(std::string(what) + " key '" + key + "' is not one this version knows and is ignored (a typo? the keys are " +
+         known + ")");
+  }
+}
+
+}  // namespace
+
 Model load_model(const std::string& path, std::vector<std::string>* warnings) {
   const SafetensorsFile file = SafetensorsFile::open(path);
   return load_model(file, warnings);
@@ -99,6 +118,7 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
   m.config = in_context(origin, [&] {
     const nlohmann::json j = parse_json_text(required_metadata(file, "config"), "metadata", "\"config\"");
     Config c = config_from_json(j);
+    warn_unknown_keys(j, config_to_json(Config{}), "config", warn);
     c.validate();
     check_family_config(m.family, c, "config");
     return c;
@@ -121,7 +141,9 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
   const auto& meta = file.metadata();
   if (const auto it = meta.find("tokenizer"); it != meta.end()) {
     m.tokenizer = in_context(origin, [&] {
-      return tokenizer_settings_from_json(parse_json_text(it->second, "metadata", "\"tokenizer\""));
+      const nlohmann::json j = parse_json_text(it->second, "metadata", "\"tokenizer\"");
+      warn_unknown_keys(j, tokenizer_settings_to_json(TokenizerSettings{}), "tokenizer", warn);
+      return tokenizer_settings_from_json(j);
     });
   } else {
     warn("no tokenizer settings in the file: using the defaults (lowercase, Moses punctuation splitting)");
@@ -215,9 +237,9 @@ PreparedModel prepare(const Model& m, const char* where) {
 
 }  // namespace
 
-void save_model(const Model& model, const std::string& path, DType storage) {
+void save_model(const Model& model, const std::string& path, DType storage, const WriteRules& rules) {
   const PreparedModel p = prepare(model, "save_model");
-  write_safetensors(path, p.tensors, p.metadata, storage);
+  write_safetensors(path, p.tensors, p.metadata, storage, rules);
 }
 
 std::vector<std::byte> serialize_model(const Model& model, DType storage) {

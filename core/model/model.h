@@ -39,7 +39,8 @@ struct Model {
   int64_t parameter_count() const;
 };
 
-// Loads a model file (memory-mapped; the weights are copied out, so nothing refers to the file afterwards).
+// Loads a model file (read whole, SafetensorsFile::open; the weights are copied out, so nothing refers to the
+// file afterwards).
 // Throws sf::Error naming the file and the fault:
 //   File (cannot open), Format (malformed safetensors, bad metadata JSON, not a model file, unknown family),
 //   Unsupported (newer format_version, a dtype other than F32/F16/BF16/F64), Config (config out of range,
@@ -52,7 +53,9 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
 // Writes the model under its family's names with values stored as `storage` (F32 or F16), atomically (a crash
 // never leaves a half-written file at `path`). Checks the config, the vocabularies against it, every weight's
 // shape and that every weight is finite before anything is written.
-void save_model(const Model& model, const std::string& path, DType storage = DType::F32);
+// `rules` as write_safetensors (io/user_files.h); by default an existing regular file is replaced.
+void save_model(const Model& model, const std::string& path, DType storage = DType::F32,
+                const WriteRules& rules = WriteRules{true, {}, {}});
 // The bytes save_model would write (for tests and fuzzing seeds).
 std::vector<std::byte> serialize_model(const Model& model, DType storage = DType::F32);
 

@@ -54,7 +54,12 @@ struct Token {
 // Splits `text` into tokens (no vocabulary lookup; ids stay -1). Invalid UTF-8 bytes become U+FFFD.
 std::vector<Token> tokenize(std::string_view text, const TokenizerSettings& settings, Side side = Side::Source);
 
-// tokenize() + vocabulary lookup (+ <bos>/<eos> when settings.add_bos_eos).
+// The longest text encode() takes: a sentence the models accept (at most max_positions tokens, 256 for the shipped
+// ones) is far shorter; a pasted book is refused before any work is done.
+inline constexpr size_t kMaxSentenceBytes = 16 * 1024;
+
+// tokenize() + vocabulary lookup (+ <bos>/<eos> when settings.add_bos_eos). Throws ErrorKind::Input for text
+// longer than kMaxSentenceBytes.
 std::vector<Token> encode(std::string_view text, const TokenizerSettings& settings, const Vocabulary& vocabulary,
                           Side side = Side::Source);
 std::vector<int> token_ids(const std::vector<Token>& tokens);

@@ -1,20 +1,22 @@
 #include "train/corpus.h"
 
 #include <algorithm>
-#include <fstream>
 #include <unordered_map>
 
+#include "io/user_files.h"
 #include "util/error.h"
 
 namespace sf {
 
 std::vector<TokenSequence> read_token_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::File, "read_token_lines", "cannot open '" + path + "'");
+  const std::string text = read_user_file(path, kMaxCorpusFileBytes, "a corpus file", "read_token_lines");
   std::vector<TokenSequence> lines;
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(split_tokens(line));
-  if (in.bad()) fail(ErrorKind::File, "read_token_lines", "error while reading '" + path + "'");
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(split_tokens(text.substr(at, end - at)));
+    at = end + 1;
+  }
   return lines;
 }
 

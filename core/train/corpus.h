@@ -14,8 +14,12 @@ struct ParallelCorpus {
   std::vector<TokenSequence> target;
 };
 
-// Reads two aligned files. Throws ErrorKind::File when one cannot be read, ErrorKind::Input when their line
-// counts differ or a line is empty.
+// The largest corpus file read (Multi30k's training side is 4 MB): a device or a runaway file is refused before
+// anything is allocated.
+inline constexpr uint64_t kMaxCorpusFileBytes = uint64_t{256} << 20;
+
+// Reads two aligned files (regular files of at most kMaxCorpusFileBytes, io/user_files.h). Throws
+// ErrorKind::File when one cannot be read, ErrorKind::Input when their line counts differ or a line is empty.
 ParallelCorpus read_parallel_corpus(const std::string& source_path, const std::string& target_path);
 std::vector<TokenSequence> read_token_lines(const std::string& path);
 

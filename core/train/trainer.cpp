@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -8,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "io/user_files.h"
 #include "model/model.h"
+#include "model/name_tables.h"
 #include "train/batched_model.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -27,6 +30,44 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string corpus_path(const TrainOptions& o, const std::string& split, const std::string& language) {
   return (std::filesystem::path(o.data_dir) / (split + ".lc.norm.tok." + language)).string();
+}
+
+// The files training reads: never to be written over by its outputs.
+std::vector<std::string> data_files(const TrainOptions& o) {
+  std::vector<std::string> files;
+  for (const std::string& split : {std::string("train"), std::string("val"), o.test_name})
+    for (const std::string& language : {o.source_language, o.target_language}) files.push_back(corpus_path(o, split, language));
+  return files;
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+}
+
+// A rough upper estimate of training's memory, checked before anything is allocated, so an absurd model size is
+// refused with the numbers instead of dying of bad_alloc an hour in. Weights, gradients and Adam's two moments:
+// 4 floats per parameter; activations kept for the backward pass, per token of a batch and per layer: about 24
+// vectors of d_model, 3 of d_ff and 4 attention rows per head of the longest sentence; and the output layer's
+// logits, probabilities and their gradient.
+void check_training_memory(const Config& config, const TrainOptions& o) {
+  double parameters = 0;
+  for (const TensorSpec& spec : weight_layout("stepformer", config)) parameters += static_cast<double>(spec.numel());
+  const double layers = config.n_encoder_layers + config.n_decoder_layers;
+  const double per_token = layers * (24.0 * config.d_model + 3.0 * config.d_ff + 4.0 * config.n_heads * o.max_length) +
+                           3.0 * config.tgt_vocab_size;
+  const double bytes = 4.0 * (4.0 * parameters + per_token * o.batch_tokens);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 8e9;
+  if (bytes > 0.8 * memory) {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "this model (%.0f million parameters) with --batch-tokens %d needs about %.1f GB to train; this "
+                  "machine has %.1f GB of memory: choose a smaller --d-model, --d-ff, --heads, layer count or "
+                  "--batch-tokens",
+                  parameters / 1e6, o.batch_tokens, bytes / 1e9, memory / 1e9);
+    fail(ErrorKind::Config, "train", text);
+  }
 }
 
 json epoch_to_json(const EpochRecord& e) {
@@ -56,7 +97,8 @@ struct RunState {
 };
 
 void write_checkpoint(const std::string& path, const Config& config, const Vocabulary& src, const Vocabulary& tgt,
-                      ModelWeights& weights, Adam& adam, const RunState& state, uint64_t seed) {
+                      ModelWeights& weights, Adam& adam, const RunState& state, uint64_t seed,
+                      const WriteRules& rules) {
   std::vector<TensorToWrite> tensors;
   auto add_all = [&](const std::string& prefix, ModelWeights& w) {
     for (const ParameterView& p : parameter_views(w))
@@ -74,7 +116,7 @@ void write_checkpoint(const std::string& path, const Config& config, const Vocab
   write_safetensors(path, tensors,
                     {{"stepformer_checkpoint", meta.dump()}, {"src_vocab", src.to_json().dump()},
                      {"tgt_vocab", tgt.to_json().dump()}},
-                    DType::F32);
+                    DType::F32, rules);
 }
 
 // Restores weights, Adam and the run state; checks that the checkpoint belongs to this run.
@@ -141,6 +183,15 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
     if (log_fn) log_fn(s);
   };
   if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
+  // Both outputs are checked before any work: an hour of training must not end in "cannot write".
+  const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+  const WriteRules outputs{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
+  for (const std::string& path : {o.out_path, checkpoint})
+    if (const std::string problem = check_output_path(path, outputs); !problem.empty())
+      fail(ErrorKind::File, "train", problem);
+  if (same_path(o.out_path, checkpoint))
+    fail(ErrorKind::Input, "train", "the checkpoint and the model would be the same file '" + o.out_path +
+                                        "': give --checkpoint another path");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   Eigen::setNbThreads(o.threads > 0 ? o.threads : omp_get_max_threads());
 
@@ -149,6 +200,9 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
                                                     corpus_path(o, "train", o.target_language));
   const ParallelCorpus valid = read_parallel_corpus(corpus_path(o, "val", o.source_language),
                                                     corpus_path(o, "val", o.target_language));
+  if (train.source.empty() || valid.source.empty())
+    fail(ErrorKind::Input, "train", std::string("the ") + (train.source.empty() ? "training" : "validation") +
+                                        " split in '" + o.data_dir + "' has no sentences: nothing to train on");
   const Vocabulary src_vocab = build_vocabulary(train.source, o.min_frequency);
   const Vocabulary tgt_vocab = build_vocabulary(train.target, o.min_frequency);
   const std::vector<Example> train_examples = make_examples(train, src_vocab, tgt_vocab);
@@ -168,10 +222,10 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
   config.unk_id = ids.unk;
   config.max_positions = std::max(config.max_positions, o.max_length);
   config.validate();
+  check_training_memory(config, o);
 
   ModelWeights weights = initialize_weights(config, o.seed);
   Adam adam(weights, o.adam);
-  const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
   RunState state;
   if (o.resume && std::filesystem::exists(checkpoint)) {
     state = read_checkpoint(checkpoint, config, src_vocab, tgt_vocab, o.seed, weights, adam);
@@ -261,10 +315,10 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
                           {"wall_seconds_so_far", state.result.wall_seconds},
                           {"threads", omp_get_max_threads()},
                           {"history", history}};
-      save_model(model, o.out_path, o.store_f16 ? DType::F16 : DType::F32);
+      save_model(model, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
       log("  best so far: wrote '" + o.out_path + "'");
     }
-    write_checkpoint(checkpoint, config, src_vocab, tgt_vocab, weights, adam, state, o.seed);
+    write_checkpoint(checkpoint, config, src_vocab, tgt_vocab, weights, adam, state, o.seed, outputs);
   }
 
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
@@ -284,7 +338,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
     best.provenance["test_beam_width"] = o.final_beam;
     best.provenance["wall_seconds"] = state.result.wall_seconds;
     best.provenance["epochs_run"] = state.finished_epochs;
-    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32);
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
     char line[200];
     std::snprintf(line, sizeof(line), "best epoch %d: %s BLEU %.2f greedy, %.2f beam %d", state.result.best_epoch,
                   o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam);

@@ -96,33 +96,38 @@ TEST(ExportFormat, CsvNamesTheTensorQuotesLabelsAndKeepsEveryFloatExact) {
   EXPECT_EQ(numbered.row_labels, (std::vector<std::string>{"0", "1"}));
 }
 
+// How the export popup writes: replace only when the user answered Replace (io/user_files.h).
+std::string write_export(const std::string& path, const std::string& bytes, bool replace) {
+  return write_user_file(path, bytes, WriteRules{replace, {}, {}});
+}
+
 TEST(AtomicWrite, NeverReplacesAnExistingFileUnlessAsked) {
   const fs::path dir = scratch("no_clobber");
   const fs::path path = dir / "tensor.npy";
   write_text(path, "the student's own notes");
-  const std::string error = write_file_atomically(path.string(), "new bytes", false);
+  const std::string error = write_export(path.string(), "new bytes", false);
   EXPECT_NE(error.find("exists: not replaced"), std::string::npos) << error;
   EXPECT_EQ(read_bytes(path.string()), "the student's own notes");
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"tensor.npy"})) << "a temporary file was left behind";
 
-  EXPECT_EQ(write_file_atomically(path.string(), "new bytes", true), "");  // the user answered Replace
+  EXPECT_EQ(write_export(path.string(), "new bytes", true), "");  // the user answered Replace
   EXPECT_EQ(read_bytes(path.string()), "new bytes");
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"tensor.npy"}));
 
-  EXPECT_EQ(write_file_atomically((dir / "fresh.csv").string(), "a,b\n", false), "");
+  EXPECT_EQ(write_export((dir / "fresh.csv").string(), "a,b\n", false), "");
   EXPECT_EQ(read_bytes((dir / "fresh.csv").string()), "a,b\n");
 }
 
 TEST(AtomicWrite, FailuresAreNamedAndLeaveNothingBehind) {
   const fs::path dir = scratch("failures");
-  std::string error = write_file_atomically("/nonexistent-stepformer-dir/x.npy", "x", false);
-  EXPECT_NE(error.find("cannot create a file in '/nonexistent-stepformer-dir'"), std::string::npos) << error;
+  std::string error = write_export("/nonexistent-stepformer-dir/x.npy", "x", false);
+  EXPECT_NE(error.find("the folder '/nonexistent-stepformer-dir' does not exist"), std::string::npos) << error;
   write_text(dir / "plain_file", "x");  // a file where a folder should be (fails even for root)
-  error = write_file_atomically((dir / "plain_file" / "x.npy").string(), "x", true);
-  EXPECT_NE(error.find("cannot create a file in"), std::string::npos) << error;
-  error = write_file_atomically(dir.string(), "x", true);
-  EXPECT_NE(error.find("is a folder"), std::string::npos) << error;
-  EXPECT_NE(write_file_atomically("", "x", false), "");
+  error = write_export((dir / "plain_file" / "x.npy").string(), "x", true);
+  EXPECT_NE(error.find("plain_file' is not a folder"), std::string::npos) << error;
+  error = write_export(dir.string(), "x", true);
+  EXPECT_NE(error.find("is a folder, not a regular file"), std::string::npos) << error;
+  EXPECT_NE(write_export("", "x", false), "");
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"plain_file"}));
 }
 
@@ -290,7 +295,7 @@ TEST_F(HeadlessExport, ProblemsAreReportedAndTheAppGoesOn) {
   frame();
   const App::Message unwritable = export_now(ExportKind::Npy, "/nonexistent-stepformer-dir/p.npy");
   EXPECT_FALSE(unwritable.ok);
-  EXPECT_NE(unwritable.text.find("cannot create a file in"), std::string::npos) << unwritable.text;
+  EXPECT_NE(unwritable.text.find("does not exist"), std::string::npos) << unwritable.text;
   const App::Message no_gl = export_now(ExportKind::WindowPng, dir / "w.png");  // headless: nothing to read
   EXPECT_FALSE(no_gl.ok);
   EXPECT_NE(no_gl.text.find("no OpenGL context"), std::string::npos) << no_gl.text;

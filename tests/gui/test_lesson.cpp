@@ -62,10 +62,10 @@ TEST(LessonParse, ALessonKeepsCommandsThisVersionDoesNotKnowAScriptRefusesThem) 
   const auto with_mistakes = parse_script(mistakes, "x.lesson", error, ScriptParse::Lesson);
   ASSERT_TRUE(with_mistakes);
   EXPECT_EQ(with_mistakes->problems,
-            (std::vector<std::string>{"x.lesson:1: 'layer' needs whole numbers, got 'two'",
+            (std::vector<std::string>{"x.lesson:1: 'layer' needs whole numbers from 0 to 100000, got 'two'",
                                       "x.lesson:3: 'head' takes 1 argument(s), got 2",
                                       "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'"}));
-  EXPECT_EQ(error, "x.lesson:1: 'layer' needs whole numbers, got 'two'\nx.lesson:3: 'head' takes 1 argument(s), got 2\n"
+  EXPECT_EQ(error, "x.lesson:1: 'layer' needs whole numbers from 0 to 100000, got 'two'\nx.lesson:3: 'head' takes 1 argument(s), got 2\n"
                    "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'");
   ASSERT_EQ(with_mistakes->commands.size(), 5u);
   EXPECT_FALSE(with_mistakes->commands[0].known);
@@ -391,7 +391,7 @@ TEST(LessonProblems, AreShownInADialogWhenTheLessonOpens) {
   EXPECT_EQ(j["app"]["dialog"]["title"], "The lesson has lines it will skip");
   const std::string problem = j["app"]["dialog"]["problem"];
   EXPECT_NE(problem.find("bad.lesson:2: unknown command 'fly'"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("bad.lesson:3: 'head' needs whole numbers, got 'x'"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("bad.lesson:3: 'head' needs whole numbers from 0 to 100000, got 'x'"), std::string::npos) << problem;
 }
 
 }  // namespace

@@ -131,14 +131,20 @@ TEST(Settings, WrongTypesAreNamed) {
       {R"({"ui_scale": 40})", "'ui_scale' must be a number from 0.5 to 4, found 40"},
       {R"([1, 2])", "the file holds array, not a JSON object"},
   };
+  // Each damaged file goes to the first free name, .bad, .bad.2, ...: the earlier copies are all kept.
+  int n = 0;
   for (const auto& [text, message] : cases) {
     write_text(path, text);
     const SettingsRead r = read_settings(path);
     EXPECT_TRUE(r.settings == Settings{}) << text;
     EXPECT_NE(r.problem.find(message), std::string::npos) << text << " -> " << r.problem;
-    EXPECT_EQ(slurp(path + ".bad"), text);
+    const std::string aside = path + ".bad" + (++n == 1 ? "" : "." + std::to_string(n));
+    EXPECT_NE(r.problem.find("moved to '" + aside + "'"), std::string::npos) << r.problem;
     EXPECT_FALSE(fs::exists(path));
   }
+  n = 0;
+  for (const auto& [text, message] : cases)
+    EXPECT_EQ(slurp(path + ".bad" + (++n == 1 ? "" : "." + std::to_string(n))), text) << "an earlier copy was lost";
 }
 
 TEST(Settings, UnknownKeysAreIgnored) {

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <sstream>
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
+#include "io/user_files.h"
 #include "util/error.h"
 
 namespace sf::gui {
@@ -211,12 +211,15 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
       return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
   }
   if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
-      c.name == "back" || c.name == "pad")
+      c.name == "back" || c.name == "pad") {
+    const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
     for (const auto& a : c.args)
-      if (!is_int(a) || std::stoi(a) < 0) return "'" + c.name + "' needs whole numbers, got '" + a + "'";
+      if (!is_int(a) || std::stoi(a) < 0 || std::stoi(a) > most)
+        return "'" + c.name + "' needs whole numbers from 0 to " + std::to_string(most) + ", got '" + a + "'";
+  }
   if (c.name == "mask")
     for (size_t i = 1; i < 3; ++i)
-      if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0)
+      if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
         return "'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'";
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
@@ -238,7 +241,7 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     if (!ok) return "'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'";
     c.args = words;
   }
-  if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0))
+  if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
     return "'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'";
   const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
                               c.name == "present" || c.name == "fullscreen" || c.name == "explain";
@@ -299,14 +302,15 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
 }
 
 std::optional<Script> parse_script_file(const std::string& path, std::string& error, ScriptParse mode) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot open the script '" + path + "'";
+  std::string text;
+  try {  // a regular file of at most kMaxScriptBytes, opened without blocking (io/user_files.h)
+    text = read_user_file(path, kMaxScriptBytes, mode == ScriptParse::Lesson ? "a lesson" : "a script", "script");
+  } catch (const Error& e) {
+    error = e.what();
+    if (error.rfind("[script] ", 0) == 0) error = error.substr(9);
     return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_script(text.str(), path, error, mode);
+  return parse_script(text, path, error, mode);
 }
 
 ScriptRunner::ScriptRunner(Script script, bool interactive) : script_(std::move(script)), interactive_(interactive) {
@@ -421,6 +425,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
                      : c.name == "export-panel" ? ExportKind::PanelPng
                      : c.name == "export-csv" ? ExportKind::Csv : ExportKind::Npy;
       request.path = c.args[0];  // replace stays false: a script never overwrites
+      request.allowed_folder = write_folder_;  // and writes only where the user allowed
       pending_export_ = request;
       wait_frames_ = 2;  // let the layout settle, as for a screenshot
       return publish(app);

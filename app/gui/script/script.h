@@ -11,9 +11,11 @@
 //   layer L / head H         select a layer / a head
 //   hover ROW COL            put the mouse over a cell of the attention heatmap on screen
 //   unhover                  take the mouse off the window (whatever the real pointer does)
-//   wait N                   render N frames (a frame is drawn between any two commands anyway)
+//   wait N                   render N frames, at most 36000 (a frame is drawn between any two commands anyway)
 //   screenshot PATH          save a PNG of the window (after the screen has settled)
 //   layout PATH              write where each heatmap was drawn, as JSON (as --layout-json)
+// A script or lesson never replaces a file and writes (screenshot, layout, export-*) only under the folder the
+// app was started in, or the one --allow-write names: lessons are shared, and must not write elsewhere.
 //   present on|off           presentation mode (large type, high contrast, the stage alone)
 //   fullscreen on|off        full screen on the primary monitor
 //   ui-scale X               the UI scale, 0.5 .. 4 (fonts re-rendered at the new size)
@@ -32,13 +34,15 @@
 //   mask KIND.L.H ROW COL    flip one cell of the head's mask (blocked <-> allowed), as a click in "paint mask"
 //   reset                    every intervention back to the model as trained
 // Decoding:
-//   step [N] / back [N]      N tokens forward / back (default 1); run: to <eos>; restart: back to <bos>
+//   step [N] / back [N]      N tokens forward / back (default 1, at most 10000); run: to <eos>; restart: to <bos>
 //   decode greedy | decode sample TEMPERATURE [TOP_K [TOP_P [SEED]]] | decode beam WIDTH [ALPHA]
+//                            (WIDTH 1 to 64: decode/decoder.h kMaxBeamWidth)
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
 //
 // A lesson is parsed leniently: a command this version does not know is reported when it is reached and
 // skipped, so a lesson written for a newer Stepformer still runs. A script's unknown command is an error.
+// Every number has a ceiling (kMaxScriptCount unless named above); a file is at most kMaxScriptBytes.
 #pragma once
 #include <optional>
 #include <string>
@@ -47,6 +51,13 @@
 #include "gui/app.h"
 
 namespace sf::gui {
+
+// The largest script or lesson read (the walkthrough is 6 kB), and the largest count a command takes (rows,
+// columns, positions, pixels, frames): checked when the file is parsed, each with a message.
+inline constexpr uint64_t kMaxScriptBytes = 1 << 20;
+inline constexpr int kMaxScriptCount = 100000;
+inline constexpr int kMaxWaitFrames = 36000;  // ten minutes at 60 frames a second
+inline constexpr int kMaxSteps = 10000;
 
 struct ScriptCommand {
   int line = 0;
@@ -83,6 +94,10 @@ class ScriptRunner {
   explicit ScriptRunner(Script script, bool interactive = false);
   // A check (--check-lesson): screenshots, layouts and exports are reported, not written; `quit` is ignored.
   void set_dry_run(bool dry) { dry_run_ = dry; }
+  // The folder the script's screenshot, layout and export commands may write under (--allow-write; the
+  // current folder by default). They never replace a file.
+  void set_write_folder(std::string folder) { write_folder_ = std::move(folder); }
+  WriteRules write_rules() const { return {.replace = false, .inputs = {}, .allowed_folder = write_folder_}; }
   // The line of the pause passed last (0 before the first).
   int last_pause_line() const { return last_pause_line_; }
 
@@ -107,6 +122,7 @@ class ScriptRunner {
   void publish(App& app) const;  // the lesson's status, for the prompt and the keys
   Script script_;
   bool interactive_ = false;
+  std::string write_folder_ = ".";
   size_t next_ = 0;
   int wait_frames_ = 0;
   int pause_ = 0, pauses_ = 0;  // pauses reached so far, and in the whole script

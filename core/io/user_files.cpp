@@ -1,0 +1,294 @@
+#include "io/user_files.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "util/error.h"
+
+namespace sf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+const char* kind_of_mode(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// [SECTION] temporary files removed on a signal
+//
+// A fixed table, so the handler touches no heap: a slot is claimed (state 0 -> 1), filled, then published
+// (1 -> 2); the handler unlinks the published ones (unlink(2) is async-signal-safe).
+constexpr int kTempSlots = 32;
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 live
+  char path[4096];
+};
+TempSlot g_temp_slots[kTempSlots];
+
+int register_temp(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path)) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (!g_temp_slots[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+    g_temp_slots[i].state.store(2);
+    return i;
+  }
+  return -1;  // more than 32 writes at once: this one is still removed on failure, only not on a signal
+}
+
+void unregister_temp(int slot) {
+  if (slot >= 0) g_temp_slots[slot].state.store(0);
+}
+
+void on_fatal_signal(int signal_number) {
+  for (TempSlot& slot : g_temp_slots)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+  // End as the signal would have: the default action, raised again (the shell sees "killed by SIGINT").
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  sigaction(signal_number, &action, nullptr);
+  raise(signal_number);
+}
+
+// The hidden temporary file's name: short (so a target name of up to 255 bytes still fits beside it) and unique
+// across processes and threads (pid, a counter, and O_EXCL at creation).
+std::string temp_path_in(const fs::path& dir) {
+  static std::atomic<unsigned> counter{0};
+  char name[64];
+  std::snprintf(name, sizeof name, ".stepformer-%d-%u.tmp", static_cast<int>(::getpid()), counter++);
+  return (dir / name).string();
+}
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+}  // namespace
+
+// [SECTION] reading
+
+std::string non_regular_file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return kind_of_mode(st.st_mode);
+}
+
+std::string byte_size_text(uint64_t bytes) {
+  char text[48];
+  if (bytes < 1000) std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else if (bytes < 1000000) std::snprintf(text, sizeof text, "%.1f kB", bytes / 1e3);
+  else if (bytes < 1000000000) std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  else std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  return text;
+}
+
+int open_regular_file(const std::string& path, uint64_t max_bytes, const char* what, const char* where,
+                      uint64_t* size) {
+  if (path.empty()) fail(ErrorKind::File, where, std::string("no file name given for ") + what);
+  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one; O_NOCTTY: a terminal
+  // device never becomes the controlling terminal. Regular files ignore both.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::File, where, "cannot open " + quoted(path) + ": " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    fail(ErrorKind::File, where, "cannot read " + quoted(path) + ": " + why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::File, where, quoted(path) + " is " + kind_of_mode(st.st_mode) + ", not a regular file (" + what +
+                                     " must be a file)");
+  }
+  const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  if (bytes > max_bytes) {
+    ::close(fd);
+    fail(ErrorKind::File, where, quoted(path) + " is " + byte_size_text(bytes) + "; the limit for " + what + " is " +
+                                     byte_size_text(max_bytes));
+  }
+  *size = bytes;
+  return fd;
+}
+
+void read_exactly(int fd, void* out, uint64_t size, const std::string& path, const char* where) {
+  auto* p = static_cast<char*>(out);
+  for (uint64_t done = 0; done < size;) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30));
+    const ssize_t n = ::read(fd, p + done, chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) fail(ErrorKind::File, where, "cannot read " + quoted(path) + ": " + errno_text());
+    if (n == 0)
+      fail(ErrorKind::File, where, quoted(path) + " changed while it was read: it was " + byte_size_text(size) +
+                                       ", it ended after " + byte_size_text(done) +
+                                       " (another program is writing it; try again when it has finished)");
+    done += static_cast<uint64_t>(n);
+  }
+}
+
+std::string read_user_file(const std::string& path, uint64_t max_bytes, const char* what, const char* where) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, max_bytes, what, where, &size);
+  std::string text;
+  try {
+    text.resize(static_cast<size_t>(size));
+    read_exactly(fd, text.data(), size, path, where);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return text;
+}
+
+// [SECTION] writing
+
+std::string check_output_path(const std::string& path, const WriteRules& rules) {
+  if (path.empty()) return "no file name given";
+  const fs::path target(path);
+  if (!target.has_filename()) return quoted(path) + " names a folder, not a file";
+  struct stat link_st {};
+  const bool exists = ::lstat(path.c_str(), &link_st) == 0;
+  if (exists) {
+    if (S_ISLNK(link_st.st_mode))
+      return quoted(path) + " is a symbolic link: not written through it (give the path of the file it points to)";
+    if (!S_ISREG(link_st.st_mode))
+      return quoted(path) + " is " + kind_of_mode(link_st.st_mode) + ", not a regular file: not written";
+    for (const std::string& input : rules.inputs) {
+      struct stat in_st {};
+      if (!input.empty() && ::stat(input.c_str(), &in_st) == 0 && same_file(in_st, link_st))
+        return quoted(path) + " is the same file as the input " + quoted(input) +
+               ": not written over (choose another output name)";
+    }
+    if (!rules.replace) return quoted(path) + " exists: not replaced (choose another name or remove it first)";
+  }
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  struct stat dir_st {};
+  if (::stat(dir.c_str(), &dir_st) != 0) return "cannot write " + quoted(path) + ": the folder " + quoted(dir.string()) + " does not exist";
+  if (!S_ISDIR(dir_st.st_mode)) return "cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder";
+  if (!rules.allowed_folder.empty()) {
+    std::error_code ec_dir, ec_allowed;
+    const fs::path real_dir = fs::canonical(dir, ec_dir);
+    const fs::path real_allowed = fs::canonical(rules.allowed_folder, ec_allowed);
+    if (ec_allowed) return "the folder allowed for writing, " + quoted(rules.allowed_folder) + ", cannot be found";
+    bool inside = !ec_dir;
+    if (inside) {
+      auto d = real_dir.begin();
+      for (auto a = real_allowed.begin(); a != real_allowed.end(); ++a, ++d)
+        if (d == real_dir.end() || *d != *a) {
+          inside = false;
+          break;
+        }
+    }
+    if (!inside)
+      return quoted(path) + " is outside the folder this may write to (" + real_allowed.string() +
+             "); start the app with --allow-write FOLDER to allow another";
+  }
+  return "";
+}
+
+std::string write_user_file(const std::string& path, std::string_view bytes, const WriteRules& rules) {
+  if (std::string problem = check_output_path(path, rules); !problem.empty()) return problem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  struct stat old_st {};
+  const bool replacing = ::lstat(path.c_str(), &old_st) == 0;
+
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {  // another process may hold the same name
+    temp = temp_path_in(dir);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);  // umask applies
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) return "cannot create a file in " + quoted(dir.string()) + ": " + errno_text();
+  const int slot = register_temp(temp);
+  auto fail_with = [&](const std::string& what, const std::string& reason) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    unregister_temp(slot);
+    return what + ": " + reason;
+  };
+  if (replacing) {  // the replaced file's permission bits, and its owner where we may set it (root)
+    if (::fchmod(fd, old_st.st_mode & 07777) != 0) return fail_with("cannot set the permissions of " + quoted(path), errno_text());
+    if (::geteuid() == 0 && ::fchown(fd, old_st.st_uid, old_st.st_gid) != 0) {
+      // not fatal: the file keeps root as its owner
+    }
+  }
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail_with("cannot write " + quoted(path), n == 0 ? "no space written" : errno_text());
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail_with("cannot write " + quoted(path), errno_text());
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) return fail_with("cannot write " + quoted(path), errno_text());
+
+  std::string error;
+  if (rules.replace) {
+    // Checked again just before: a folder, device or link may have appeared at the path since the first check.
+    struct stat now {};
+    if (::lstat(path.c_str(), &now) == 0 && !S_ISREG(now.st_mode))
+      error = quoted(path) + " is " + kind_of_mode(now.st_mode) + ", not a regular file: not written";
+    else if (::rename(temp.c_str(), path.c_str()) != 0)
+      error = "cannot write " + quoted(path) + ": " + errno_text();
+  } else if (::link(temp.c_str(), path.c_str()) != 0) {
+    // link(2) never replaces: EEXIST when the file appeared since the check above.
+    if (errno == EEXIST) {
+      error = quoted(path) + " exists: not replaced";
+    } else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EXDEV) {
+      // A file system without hard links (FAT, some network mounts): check, then rename.
+      struct stat now {};
+      if (::lstat(path.c_str(), &now) == 0) error = quoted(path) + " exists: not replaced";
+      else if (::rename(temp.c_str(), path.c_str()) != 0) error = "cannot write " + quoted(path) + ": " + errno_text();
+    } else {
+      error = "cannot write " + quoted(path) + ": " + errno_text();
+    }
+  }
+  ::unlink(temp.c_str());  // after link (or a failed rename): the temporary name goes; after rename: ENOENT
+  unregister_temp(slot);
+  if (error.empty()) {  // the new name itself is durable once the folder's entry is on disk
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);
+      ::close(dir_fd);
+    }
+  }
+  return error;
+}
+
+void remove_temporary_files_on_signal() {
+  struct sigaction action {};
+  action.sa_handler = on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
+}
+
+int temporary_files_in_flight() {
+  int n = 0;
+  for (const TempSlot& slot : g_temp_slots) n += slot.state.load() == 2;
+  return n;
+}
+
+}  // namespace sf

@@ -1,0 +1,70 @@
+// The one way Stepformer reads and writes a user's files, used by every reader and writer in core, CLI and app.
+//
+// Reading: open without blocking (a FIFO or a device where a file belongs never hangs the caller), insist on a
+// regular file, check its size against a limit before allocating anything, then read it whole with read(2)
+// (never mmap: a file cut short by another process is a clear error, not a SIGBUS).
+//
+// Writing: the bytes go to a uniquely named hidden temporary file beside the target (same file system, short
+// name, so targets up to the file system's name limit work), which is flushed (fsync) and then renamed onto
+// the target, or, when it must not replace anything, hard-linked (link(2) refuses to overwrite, even a file
+// that appeared since the check). Readers see the old file or the new one, never half of one; a failure, a
+// full disk, SIGINT, SIGTERM or SIGHUP removes the temporary file. Before anything is written the target is
+// checked against WriteRules:
+//   - never anything but a regular file (a folder, FIFO, socket or device node is refused, even as root);
+//   - never a symbolic link (the file would silently replace the link; name the file it points to instead);
+//   - never one of the command's own inputs (the same file, also through links or hard links);
+//   - an existing file only when `replace` is set, and then its permission bits (and owner, as root) are kept;
+//   - with `allowed_folder`, only under that folder once every link in the path is resolved (scripts and
+//     lessons: shared files that must never write anywhere the user did not choose).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sf {
+
+// ---- reading
+
+// "a FIFO", "a folder", "a character device", ... for the message when `path` is not a regular file; "" when it
+// is one or does not exist (stat follows links: a link to a regular file is a regular file).
+std::string non_regular_file_kind(const std::string& path);
+
+// Opens `path` read-only without blocking, checks that it is a regular file of at most `max_bytes` and returns
+// the descriptor (the caller closes it) and its size. Throws sf::Error(File) naming the path and the fault:
+//   "[where] 'x' is a FIFO, not a regular file", "[where] 'x' is 6.0 GB; the limit for a model file is 4.0 GB".
+// `what` names the file's role in the limit message ("a model file", "a script").
+int open_regular_file(const std::string& path, uint64_t max_bytes, const char* what, const char* where,
+                      uint64_t* size);
+// Reads all of `path` as above. A file that shrinks while it is read is an sf::Error(File) ("changed while it
+// was read"), never a short or torn result.
+std::string read_user_file(const std::string& path, uint64_t max_bytes, const char* what, const char* where);
+// Reads `size` bytes from `fd` into `out` (the whole file as fstat saw it); throws as above when it shrinks.
+void read_exactly(int fd, void* out, uint64_t size, const std::string& path, const char* where);
+
+// "512 bytes", "3.4 MB", "1.2 GB": a size for a message.
+std::string byte_size_text(uint64_t bytes);
+
+// ---- writing
+
+struct WriteRules {
+  bool replace = false;             // may replace an existing regular file (never anything else)
+  std::vector<std::string> inputs;  // the command's inputs: never written over (same file, also through links)
+  std::string allowed_folder;       // "" = anywhere; else the file must lie under this folder, links resolved
+};
+
+// Everything write_user_file checks before it writes, so a command can refuse at its start instead of after an
+// hour of training. "" when `path` may be written, else one sentence naming the path, the fault and the fix.
+std::string check_output_path(const std::string& path, const WriteRules& rules);
+
+// Writes `bytes` to `path` under `rules`, atomically. Returns "" on success, else a sentence for the user naming
+// the path and the reason ("'x.png' exists: not replaced", "cannot create a file in '/root': Permission denied").
+std::string write_user_file(const std::string& path, std::string_view bytes, const WriteRules& rules);
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files being written at that moment
+// and then end the process as the signal would have (the CLI and the app call this once at start).
+void remove_temporary_files_on_signal();
+// The temporary files being written right now (for tests: empty whenever no write is in progress).
+int temporary_files_in_flight();
+
+}  // namespace sf

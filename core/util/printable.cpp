@@ -1,0 +1,55 @@
+#include "util/printable.h"
+
+#include <cstdio>
+
+namespace sf {
+
+namespace {
+
+// The length of the valid UTF-8 sequence starting at text[i] (1-4), or 0 when it is not one.
+size_t utf8_length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  // Overlong forms, surrogates and values past U+10FFFF are not valid UTF-8.
+  if (n == 2 && b < 0xc2) return 0;
+  if (n == 3 && ((b == 0xe0 && byte(i + 1) < 0xa0) || (b == 0xed && byte(i + 1) >= 0xa0))) return 0;
+  if (n == 4 && ((b == 0xf0 && byte(i + 1) < 0x90) || b > 0xf4 || (b == 0xf4 && byte(i + 1) >= 0x90))) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char b) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", b);
+    out += hex;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(text, i);
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (n == 0) {
+      escape(b);
+      ++i;
+    } else if (n == 1 && (b < 0x20 || b == 0x7f)) {
+      escape(b);
+      ++i;
+    } else if (n == 2 && b == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {  // U+0080-U+009F
+      escape(b);
+      escape(static_cast<unsigned char>(text[i + 1]));
+      i += 2;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace sf

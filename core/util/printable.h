@@ -1,0 +1,13 @@
+// Text from files (a model's provenance, its vocabulary, a path) printed to a terminal: control characters
+// would let a file move the cursor, retitle the window or hide text (ESC [ ...), so they are shown escaped.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace sf {
+
+// `text` with every C0 control (0x00-0x1f, tab and newline included), DEL, the C1 controls (U+0080-U+009F)
+// and every byte that is not part of valid UTF-8 written as \xNN; the rest of the UTF-8 text unchanged.
+std::string printable(std::string_view text);
+
+}  // namespace sf
