@@ -142,6 +142,8 @@ class App {
   std::string sentence_input_;
   Stage stage_ = Stage::Tokens;
   AttentionSelection attention_;
+  bool attention_option_checked_ = false;  // --attention compared with the first model loaded
+  void check_attention_option();
   int output_position_ = 0;
   int output_followed_version_ = -1;       // the state's version the output position last followed
   Stage output_followed_stage_ = Stage::Tokens;  // the stage drawn last frame (arriving at Output follows too)

@@ -91,6 +91,7 @@ void App::adopt(LoadedModel loaded) {
     }
   }
   if (state_.model && state_.model == loaded.model) {
+    check_attention_option();
     last_load_error_.clear();
     model_warnings_ = std::move(loaded.warnings);
     fallback_model_path_.clear();
@@ -114,6 +115,28 @@ void App::adopt(LoadedModel loaded) {
     open_model(fallback_model_path_);  // the last session's model went bad: the shipped one, once
     fallback_model_path_.clear();
   }
+}
+
+// --attention KIND.L.H names a head before any model is loaded: the first model that loads says whether it has
+// it. A head past the model's layers or heads is shown as the nearest one the model has, and a dialog says so:
+// never a silent change of what was asked for.
+void App::check_attention_option() {
+  if (attention_option_checked_ || options_.attention.empty() || !state_.model) return;
+  attention_option_checked_ = true;
+  const Config& c = state_.model->config;
+  const int layers = attention_.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  if (attention_.layer < layers && attention_.head < c.n_heads) return;
+  const AttentionSelection asked = attention_;
+  attention_.layer = std::min(attention_.layer, layers - 1);
+  attention_.head = std::min(attention_.head, c.n_heads - 1);
+  const std::string kind = to_string(asked.kind);
+  dialog_.show({"This model has no such head", options_.attention,
+                "--attention " + options_.attention + " asks for layer " + std::to_string(asked.layer) + ", head " +
+                    std::to_string(asked.head) + "; this model has " + std::to_string(layers) + " layers of " +
+                    std::to_string(c.n_heads) + " heads (layers 0 to " + std::to_string(layers - 1) + ", heads 0 to " +
+                    std::to_string(c.n_heads - 1) + ").",
+                "Showing " + kind + "." + std::to_string(attention_.layer) + "." + std::to_string(attention_.head) +
+                    ", the nearest head it has. Choose another with the layer and head buttons."});
 }
 
 // [SECTION] the top bar and the views

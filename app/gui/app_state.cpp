@@ -51,6 +51,12 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
 }
 
 bool AppState::set_sentence(const std::string& text) {
+  // A sentence with no word would "translate" <bos> <eos> into whatever the model says about nothing.
+  if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
+    error = text.empty() ? "the sentence is empty: type a sentence to translate"
+                         : "the sentence is blank (only spaces): type a sentence to translate";
+    return false;
+  }
   // Painted masks and forced tokens belong to the old sentence's positions; a reference to its meaning.
   const std::string previous = sentence, previous_reference = reference;
   const Interventions previous_interventions = interventions;
@@ -121,7 +127,12 @@ bool AppState::set_reference(const std::string& text) {
 }
 
 bool AppState::force_token(int position, int token) {
-  if (!model || position < 0 || position > static_cast<int>(translation.size())) return false;
+  if (!model) return false;
+  if (position < 0 || position > static_cast<int>(translation.size())) {
+    error = "cannot force a word at position " + std::to_string(position) + ": the translation has " +
+            std::to_string(translation.size()) + " tokens so far (positions 0 to " + std::to_string(translation.size()) + ")";
+    return false;
+  }
   Interventions next = interventions;
   next.forced_prefix.assign(translation.begin(), translation.begin() + position);
   next.forced_prefix.push_back(token);

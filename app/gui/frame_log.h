@@ -11,8 +11,10 @@
 // and no description.
 #pragma once
 #include <chrono>
-#include <fstream>
 #include <string>
+#include <vector>
+
+#include "io/user_files.h"
 
 namespace sf::gui {
 
@@ -20,15 +22,20 @@ struct AppState;
 
 class FrameLog {
  public:
-  // Opens (replaces) the file; false with `error` naming the problem when it cannot.
-  bool open(const std::string& path, std::string& error);
+  // Opens the log (io/user_files.h: it replaces a regular file there when it is complete, never an input or
+  // anything else; `inputs` are the run's model, script and lesson); false with `error` when it cannot.
+  bool open(const std::string& path, const std::vector<std::string>& inputs, std::string& error);
   bool is_open() const { return out_.is_open(); }
+  ~FrameLog();  // close(), a problem printed: every way out of the app keeps the log
+  // Puts the log in place (the app's exit); "" or the problem. A killed app leaves no log and no temporary file.
+  std::string close();
   void begin_frame(const AppState& state);
   void built();                           // the UI code has run; drawing starts
   void end_frame(const AppState& state);  // after the frame is drawn and the GPU has finished it
 
  private:
-  std::ofstream out_;
+  UserFileStream out_;
+  std::string pending_;  // lines not yet handed to the stream
   std::chrono::steady_clock::time_point start_, built_;
   long long frame_ = 0;
   int version_ = 0;

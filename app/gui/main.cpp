@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   sf::gui::FrameLog frame_log;
   if (!options.frame_log_path.empty()) {
     std::string error;
-    if (!frame_log.open(options.frame_log_path, error)) {
+    if (!frame_log.open(options.frame_log_path, {options.model_path, options.script_path, options.lesson_path}, error)) {
       std::fprintf(stderr, "stepformer: %s\n", error.c_str());
       return 2;
     }

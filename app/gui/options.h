@@ -5,6 +5,9 @@
 
 namespace sf::gui {
 
+// The UI scale's range (--ui-scale, the A-/A+ buttons, the script's ui-scale, the settings).
+inline constexpr float kMinUiScale = 0.5f, kMaxUiScale = 4.0f;
+
 // The largest window --size opens (8K): past this a framebuffer takes gigabytes.
 inline constexpr int kMaxWindowWidth = 7680, kMaxWindowHeight = 4320;
 

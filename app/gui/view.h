@@ -8,6 +8,8 @@
 
 #include <imgui.h>
 
+#include "gui/options.h"
+
 struct GLFWwindow;
 
 namespace sf::gui {
@@ -22,7 +24,6 @@ struct ViewSettings {
   bool operator!=(const ViewSettings& o) const { return !(*this == o); }
 };
 
-inline constexpr float kMinUiScale = 0.5f, kMaxUiScale = 4.0f;
 inline constexpr float kBaseFontPixels = 18.0f;     // body text at UI scale 1
 inline constexpr float kPresentFontFactor = 1.75f;  // presentation mode: 18 px -> 31.5 px at scale 1
 inline constexpr float kLargeFontFactor = 1.35f;    // headers and lesson captions, relative to the body text

@@ -21,7 +21,7 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
+std::string in_quotes(const std::string& path) { return "'" + path + "'"; }
 
 const char* kind_of_mode(mode_t mode) {
   if (S_ISREG(mode)) return "";
@@ -108,22 +108,22 @@ int open_regular_file(const std::string& path, uint64_t max_bytes, const char* w
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one; O_NOCTTY: a terminal
   // device never becomes the controlling terminal. Regular files ignore both.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::File, where, "cannot open " + quoted(path) + ": " + errno_text());
+  if (fd < 0) fail(ErrorKind::File, where, "cannot open " + in_quotes(path) + ": " + errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const std::string why = errno_text();
     ::close(fd);
-    fail(ErrorKind::File, where, "cannot read " + quoted(path) + ": " + why);
+    fail(ErrorKind::File, where, "cannot read " + in_quotes(path) + ": " + why);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorKind::File, where, quoted(path) + " is " + kind_of_mode(st.st_mode) + ", not a regular file (" + what +
+    fail(ErrorKind::File, where, in_quotes(path) + " is " + kind_of_mode(st.st_mode) + ", not a regular file (" + what +
                                      " must be a file)");
   }
   const uint64_t bytes = static_cast<uint64_t>(st.st_size);
   if (bytes > max_bytes) {
     ::close(fd);
-    fail(ErrorKind::File, where, quoted(path) + " is " + byte_size_text(bytes) + "; the limit for " + what + " is " +
+    fail(ErrorKind::File, where, in_quotes(path) + " is " + byte_size_text(bytes) + "; the limit for " + what + " is " +
                                      byte_size_text(max_bytes));
   }
   *size = bytes;
@@ -136,9 +136,9 @@ void read_exactly(int fd, void* out, uint64_t size, const std::string& path, con
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30));
     const ssize_t n = ::read(fd, p + done, chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) fail(ErrorKind::File, where, "cannot read " + quoted(path) + ": " + errno_text());
+    if (n < 0) fail(ErrorKind::File, where, "cannot read " + in_quotes(path) + ": " + errno_text());
     if (n == 0)
-      fail(ErrorKind::File, where, quoted(path) + " changed while it was read: it was " + byte_size_text(size) +
+      fail(ErrorKind::File, where, in_quotes(path) + " changed while it was read: it was " + byte_size_text(size) +
                                        ", it ended after " + byte_size_text(done) +
                                        " (another program is writing it; try again when it has finished)");
     done += static_cast<uint64_t>(n);
@@ -165,31 +165,31 @@ std::string read_user_file(const std::string& path, uint64_t max_bytes, const ch
 std::string check_output_path(const std::string& path, const WriteRules& rules) {
   if (path.empty()) return "no file name given";
   const fs::path target(path);
-  if (!target.has_filename()) return quoted(path) + " names a folder, not a file";
+  if (!target.has_filename()) return in_quotes(path) + " names a folder, not a file";
   struct stat link_st {};
   const bool exists = ::lstat(path.c_str(), &link_st) == 0;
   if (exists) {
     if (S_ISLNK(link_st.st_mode))
-      return quoted(path) + " is a symbolic link: not written through it (give the path of the file it points to)";
+      return in_quotes(path) + " is a symbolic link: not written through it (give the path of the file it points to)";
     if (!S_ISREG(link_st.st_mode))
-      return quoted(path) + " is " + kind_of_mode(link_st.st_mode) + ", not a regular file: not written";
+      return in_quotes(path) + " is " + kind_of_mode(link_st.st_mode) + ", not a regular file: not written";
     for (const std::string& input : rules.inputs) {
       struct stat in_st {};
       if (!input.empty() && ::stat(input.c_str(), &in_st) == 0 && same_file(in_st, link_st))
-        return quoted(path) + " is the same file as the input " + quoted(input) +
+        return in_quotes(path) + " is the same file as the input " + in_quotes(input) +
                ": not written over (choose another output name)";
     }
-    if (!rules.replace) return quoted(path) + " exists: not replaced (choose another name or remove it first)";
+    if (!rules.replace) return in_quotes(path) + " exists: not replaced (choose another name or remove it first)";
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   struct stat dir_st {};
-  if (::stat(dir.c_str(), &dir_st) != 0) return "cannot write " + quoted(path) + ": the folder " + quoted(dir.string()) + " does not exist";
-  if (!S_ISDIR(dir_st.st_mode)) return "cannot write " + quoted(path) + ": " + quoted(dir.string()) + " is not a folder";
+  if (::stat(dir.c_str(), &dir_st) != 0) return "cannot write " + in_quotes(path) + ": the folder " + in_quotes(dir.string()) + " does not exist";
+  if (!S_ISDIR(dir_st.st_mode)) return "cannot write " + in_quotes(path) + ": " + in_quotes(dir.string()) + " is not a folder";
   if (!rules.allowed_folder.empty()) {
     std::error_code ec_dir, ec_allowed;
     const fs::path real_dir = fs::canonical(dir, ec_dir);
     const fs::path real_allowed = fs::canonical(rules.allowed_folder, ec_allowed);
-    if (ec_allowed) return "the folder allowed for writing, " + quoted(rules.allowed_folder) + ", cannot be found";
+    if (ec_allowed) return "the folder allowed for writing, " + in_quotes(rules.allowed_folder) + ", cannot be found";
     bool inside = !ec_dir;
     if (inside) {
       auto d = real_dir.begin();
@@ -200,74 +200,106 @@ std::string check_output_path(const std::string& path, const WriteRules& rules) 
         }
     }
     if (!inside)
-      return quoted(path) + " is outside the folder this may write to (" + real_allowed.string() +
+      return in_quotes(path) + " is outside the folder this may write to (" + real_allowed.string() +
              "); start the app with --allow-write FOLDER to allow another";
   }
   return "";
 }
 
-std::string write_user_file(const std::string& path, std::string_view bytes, const WriteRules& rules) {
+UserFileStream::~UserFileStream() { abandon(); }
+
+void UserFileStream::abandon() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(temp_.c_str());
+  unregister_temp(slot_);
+  fd_ = slot_ = -1;
+}
+
+std::string UserFileStream::open(const std::string& path, const WriteRules& rules) {
+  abandon();
   if (std::string problem = check_output_path(path, rules); !problem.empty()) return problem;
+  path_ = path;
+  rules_ = rules;
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   struct stat old_st {};
-  const bool replacing = ::lstat(path.c_str(), &old_st) == 0;
-
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {  // another process may hold the same name
-    temp = temp_path_in(dir);
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);  // umask applies
-    if (fd < 0 && errno != EEXIST) break;
+  replacing_ = ::lstat(path.c_str(), &old_st) == 0;
+  old_mode_ = old_st.st_mode & 07777;
+  old_uid_ = old_st.st_uid;
+  old_gid_ = old_st.st_gid;
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {  // another process may hold the same name
+    temp_ = temp_path_in(dir);
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);  // umask applies
+    if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) return "cannot create a file in " + quoted(dir.string()) + ": " + errno_text();
-  const int slot = register_temp(temp);
-  auto fail_with = [&](const std::string& what, const std::string& reason) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    unregister_temp(slot);
-    return what + ": " + reason;
-  };
-  if (replacing) {  // the replaced file's permission bits, and its owner where we may set it (root)
-    if (::fchmod(fd, old_st.st_mode & 07777) != 0) return fail_with("cannot set the permissions of " + quoted(path), errno_text());
-    if (::geteuid() == 0 && ::fchown(fd, old_st.st_uid, old_st.st_gid) != 0) {
+  if (fd_ < 0) return "cannot create a file in " + in_quotes(dir.string()) + ": " + errno_text();
+  slot_ = register_temp(temp_);
+  if (replacing_) {  // the replaced file's permission bits, and its owner where we may set it (root)
+    if (::fchmod(fd_, old_mode_) != 0) {
+      const std::string why = errno_text();
+      abandon();
+      return "cannot set the permissions of " + in_quotes(path) + ": " + why;
+    }
+    if (::geteuid() == 0 && ::fchown(fd_, old_uid_, old_gid_) != 0) {
       // not fatal: the file keeps root as its owner
     }
   }
+  return "";
+}
+
+std::string UserFileStream::append(std::string_view bytes) {
+  if (fd_ < 0) return "cannot write " + in_quotes(path_) + ": not open";
   for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail_with("cannot write " + quoted(path), n == 0 ? "no space written" : errno_text());
+    if (n <= 0) {
+      const std::string why = n == 0 ? "no space written" : errno_text();
+      abandon();
+      return "cannot write " + in_quotes(path_) + ": " + why;
+    }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return fail_with("cannot write " + quoted(path), errno_text());
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) return fail_with("cannot write " + quoted(path), errno_text());
+  return "";
+}
 
+std::string UserFileStream::commit() {
+  if (fd_ < 0) return "cannot write " + in_quotes(path_) + ": not open";
+  if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
+    const std::string why = errno_text();
+    fd_ = -1;
+    ::unlink(temp_.c_str());
+    unregister_temp(slot_);
+    return "cannot write " + in_quotes(path_) + ": " + why;
+  }
+  fd_ = -1;
+  const std::string& path = path_;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string error;
-  if (rules.replace) {
-    // Checked again just before: a folder, device or link may have appeared at the path since the first check.
+  if (rules_.replace) {
+    // Checked again just before: a folder, device or link may have appeared at the path since open().
     struct stat now {};
     if (::lstat(path.c_str(), &now) == 0 && !S_ISREG(now.st_mode))
-      error = quoted(path) + " is " + kind_of_mode(now.st_mode) + ", not a regular file: not written";
-    else if (::rename(temp.c_str(), path.c_str()) != 0)
-      error = "cannot write " + quoted(path) + ": " + errno_text();
-  } else if (::link(temp.c_str(), path.c_str()) != 0) {
+      error = in_quotes(path) + " is " + kind_of_mode(now.st_mode) + ", not a regular file: not written";
+    else if (::rename(temp_.c_str(), path.c_str()) != 0)
+      error = "cannot write " + in_quotes(path) + ": " + errno_text();
+  } else if (::link(temp_.c_str(), path.c_str()) != 0) {
     // link(2) never replaces: EEXIST when the file appeared since the check above.
     if (errno == EEXIST) {
-      error = quoted(path) + " exists: not replaced";
+      error = in_quotes(path) + " exists: not replaced";
     } else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EXDEV) {
       // A file system without hard links (FAT, some network mounts): check, then rename.
       struct stat now {};
-      if (::lstat(path.c_str(), &now) == 0) error = quoted(path) + " exists: not replaced";
-      else if (::rename(temp.c_str(), path.c_str()) != 0) error = "cannot write " + quoted(path) + ": " + errno_text();
+      if (::lstat(path.c_str(), &now) == 0) error = in_quotes(path) + " exists: not replaced";
+      else if (::rename(temp_.c_str(), path.c_str()) != 0) error = "cannot write " + in_quotes(path) + ": " + errno_text();
     } else {
-      error = "cannot write " + quoted(path) + ": " + errno_text();
+      error = "cannot write " + in_quotes(path) + ": " + errno_text();
     }
   }
-  ::unlink(temp.c_str());  // after link (or a failed rename): the temporary name goes; after rename: ENOENT
-  unregister_temp(slot);
+  ::unlink(temp_.c_str());  // after link (or a failed rename): the temporary name goes; after rename: ENOENT
+  unregister_temp(slot_);
+  slot_ = -1;
   if (error.empty()) {  // the new name itself is durable once the folder's entry is on disk
     const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd >= 0) {
@@ -275,6 +307,14 @@ std::string write_user_file(const std::string& path, std::string_view bytes, con
       ::close(dir_fd);
     }
   }
+  return error;
+}
+
+std::string write_user_file(const std::string& path, std::string_view bytes, const WriteRules& rules) {
+  UserFileStream file;
+  std::string error = file.open(path, rules);
+  if (error.empty()) error = file.append(bytes);
+  if (error.empty()) error = file.commit();
   return error;
 }
 

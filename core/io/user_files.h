@@ -61,6 +61,30 @@ std::string check_output_path(const std::string& path, const WriteRules& rules);
 // the path and the reason ("'x.png' exists: not replaced", "cannot create a file in '/root': Permission denied").
 std::string write_user_file(const std::string& path, std::string_view bytes, const WriteRules& rules);
 
+// The same, written in pieces (a log that grows while the app runs): open() checks the rules and creates the
+// temporary file, append() adds bytes, commit() puts the file in place. Until commit() the target is untouched;
+// an object destroyed (or a process signalled) before commit() leaves no temporary file and no target.
+class UserFileStream {
+ public:
+  UserFileStream() = default;
+  ~UserFileStream();
+  UserFileStream(const UserFileStream&) = delete;
+  UserFileStream& operator=(const UserFileStream&) = delete;
+
+  std::string open(const std::string& path, const WriteRules& rules);  // "" or the problem
+  bool is_open() const { return fd_ >= 0; }
+  std::string append(std::string_view bytes);  // "" or the problem (the stream is then abandoned)
+  std::string commit();                        // "" or the problem; closes the stream either way
+
+ private:
+  void abandon();
+  std::string path_, temp_;
+  WriteRules rules_;
+  int fd_ = -1, slot_ = -1;
+  bool replacing_ = false;
+  unsigned old_mode_ = 0, old_uid_ = 0, old_gid_ = 0;
+};
+
 // Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files being written at that moment
 // and then end the process as the signal would have (the CLI and the app call this once at start).
 void remove_temporary_files_on_signal();

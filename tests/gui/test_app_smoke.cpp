@@ -132,7 +132,7 @@ TEST(AppSmoke, FrameLogTimesEveryFrameAndNamesWhatItRecomputed) {
                             " --no-settings --frame-log /nonexistent-dir/frames.log --frames 1 --screenshot " +
                             output_path("never2.png"));
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.output.find("cannot write the frame log '/nonexistent-dir/frames.log'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("cannot write the frame log: cannot write '/nonexistent-dir/frames.log'"), std::string::npos) << bad.output;
 }
 
 TEST(AppSmoke, ScreenshotShowsTheHeatmapInColormapColours) {

@@ -150,7 +150,7 @@ TEST(AppState, BadModelKeepsTheCurrentOneAndNamesTheProblem) {
   EXPECT_EQ(state.version, version);
   EXPECT_TRUE(state.ready());
   EXPECT_FALSE(state.set_sentence("   "));
-  EXPECT_NE(state.error.find("empty"), std::string::npos) << state.error;
+  EXPECT_NE(state.error.find("the sentence is blank"), std::string::npos) << state.error;
   EXPECT_EQ(state.sentence, kSentence);
 }
 

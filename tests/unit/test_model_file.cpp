@@ -511,7 +511,7 @@ TEST(ModelFile, FuzzSeedIsAValidModel) {
   c.encoder_final_norm = true;
   const Model m = tiny_model(kFamilyStepformer, c, 7);
   const auto bytes = serialize_model(m, DType::F16);
-  const std::string path = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fuzz/corpus/micro_model.safetensors";
+  const std::string path = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fuzz/corpus/safetensors_header/micro_model.safetensors";
   if (std::getenv("STEPFORMER_UPDATE_FUZZ_CORPUS")) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }

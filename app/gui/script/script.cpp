@@ -16,56 +16,10 @@ namespace sf::gui {
 
 namespace {
 
-// Commands and the number of arguments they take (-1: the rest of the line as one argument; -2: the rest of the
-// line, which may be empty; -3: none or one word).
-struct Spec {
-  const char* name;
-  int args;
-};
-constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
-                           {"layer", 1},      {"head", 1},      {"hover", 2},     {"unhover", 0},   {"wait", 1},
-                           {"screenshot", -1}, {"layout", -1},  {"quit", 0},
-                           {"present", 1},     {"fullscreen", 1}, {"ui-scale", 1}, {"caption", -2},
-                           {"pause", 0},       {"export-png", -1}, {"export-panel", -1}, {"export-csv", -1},
-                           {"export-npy", -1},
-                           // interventions
-                           {"head-off", 1},   {"head-on", 1},   {"causal-mask", 1}, {"padding-mask", 1},
-                           {"positional", 1}, {"mask", 3},      {"reset", 0},
-                           // decoding
-                           {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
-                           {"decode", -1},    {"reference", -1}, {"force", 2},
-                           // model files and views (App, app_model.cpp): load and go on; show a view
-                           {"open", -1},      {"show", 1},
-                           // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
-                           {"view", 1},       {"expand", -1},   {"zoom", -1},
-                           // presentation mode's explanations: opened or folded behind "Explain"
-                           {"explain", 1},
-                           // <pad> tokens after the sentence, as a batch would add them
-                           {"pad", 1}};
-
-
-
-bool parse_scale(const std::string& s, float* out) {
-  char* end = nullptr;
-  const float v = std::strtof(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || !(v >= kMinUiScale && v <= kMaxUiScale)) return false;
-  *out = v;
-  return true;
-}
-
 // Commands that only produce output or pass time: skipped when a lesson replays up to an earlier pause.
 bool is_output_or_time(const std::string& name) {
   return name == "wait" || name == "hover" || name == "screenshot" || name == "layout" || name == "quit" ||
          name.rfind("export-", 0) == 0;
-}
-
-bool try_parse_head_ref(const std::string& text) {
-  try {
-    parse_head_ref(text);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
 }
 
 // What the loaded model cannot show of a command that names a head or a layer ("" when it can): a lesson
@@ -96,15 +50,6 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
   if (c.name == "head" && std::stoi(c.args[0]) >= m.n_heads)
     return "this model has " + std::to_string(m.n_heads) + " heads (head " + c.args[0] + ")";
   return "";
-}
-
-bool is_int(const std::string& s) {
-  if (s.empty()) return false;
-  size_t i = s[0] == '-' ? 1 : 0;
-  if (i == s.size()) return false;
-  for (; i < s.size(); ++i)
-    if (s[i] < '0' || s[i] > '9') return false;
-  return s.size() < 10;
 }
 
 // The interventions and decoding commands: each changes the state through the app, which recomputes.
@@ -185,133 +130,6 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
 
 }  // namespace
 
-std::string script_command_names() {
-  std::string out;
-  for (const Spec& s : kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
-  return out;
-}
-
-namespace {
-
-std::vector<std::string> words_of(const std::string& text) {
-  std::istringstream in(text);
-  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-}
-
-// Checks one command's arguments against its spec, normalising them (expand, zoom); the problem, or "".
-std::string check_command(ScriptCommand& c, const Spec& spec, const std::string& rest) {
-  if (spec.args == -2) {
-    if (!rest.empty()) c.args = {rest};
-  } else if (spec.args == -1) {
-    if (rest.empty()) return "'" + c.name + "' needs an argument";
-    c.args = {rest};
-  } else {
-    c.args = words_of(rest);
-    if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
-      return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
-  }
-  if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
-      c.name == "back" || c.name == "pad") {
-    const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
-    for (const auto& a : c.args)
-      if (!is_int(a) || std::stoi(a) < 0 || std::stoi(a) > most)
-        return "'" + c.name + "' needs whole numbers from 0 to " + std::to_string(most) + ", got '" + a + "'";
-  }
-  if (c.name == "mask")
-    for (size_t i = 1; i < 3; ++i)
-      if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
-        return "'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'";
-  if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
-    return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
-  if (c.name == "expand") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
-                      std::stoi(words[1]) >= 0;
-    if (!cell && !(words.size() == 1 && words[0] == "off"))
-      return "'expand' takes ROW COL (whole numbers) or off, got '" + c.args[0] + "'";
-    c.args = words;
-  }
-  if (c.name == "zoom") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    char* end = nullptr;
-    const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
-    const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
-                    (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
-                                           std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
-    if (!ok) return "'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'";
-    c.args = words;
-  }
-  if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return "'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'";
-  const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
-                              c.name == "present" || c.name == "fullscreen" || c.name == "explain";
-  if (switch_command && c.args[0] != "on" && c.args[0] != "off")
-    return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
-  float scale = 0;
-  if (c.name == "ui-scale" && !parse_scale(c.args[0], &scale))
-    return "'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'";
-  if ((c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") &&
-      !try_parse_head_ref(c.args[0]))
-    return "'" + c.name + "' takes a head as KIND.L.H (KIND enc, dec or cross), got '" + c.args[0] + "'";
-  return "";
-}
-
-}  // namespace
-
-std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
-                                   ScriptParse mode) {
-  // Every line is checked, and every problem listed with its line: a teacher sees them all at once, before
-  // the class does. A script with a problem does not run; a lesson runs without the lines at fault (each is
-  // reported again, in the caption box, when the lesson reaches it).
-  Script script;
-  std::istringstream in(text);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const size_t start = line.find_first_not_of(" \t\r");
-    if (start == std::string::npos || line[start] == '#') continue;
-    line = line.substr(start);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-    const size_t space = line.find_first_of(" \t");
-    ScriptCommand c;
-    c.line = number;
-    c.name = line.substr(0, space);
-    const std::string rest = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
-    const Spec* spec = nullptr;
-    for (const Spec& s : kSpecs)
-      if (c.name == s.name) spec = &s;
-    std::string problem;
-    if (!spec) {
-      problem = mode == ScriptParse::Lesson ? "unknown command '" + c.name + "' (not in this version)"
-                                            : "unknown command '" + c.name + "' (" + script_command_names() + ")";
-    } else {
-      problem = check_command(c, *spec, rest);
-    }
-    if (!problem.empty()) {
-      script.problems.push_back(origin + ":" + std::to_string(number) + ": " + problem);
-      if (mode == ScriptParse::Strict) continue;
-      c.known = false;  // a lesson keeps the line, reported and skipped when reached
-      c.problem = problem;
-      c.args = rest.empty() ? std::vector<std::string>{} : std::vector<std::string>{rest};
-    }
-    script.commands.push_back(std::move(c));
-  }
-  error.clear();
-  for (const std::string& p : script.problems) error += (error.empty() ? "" : "\n") + p;
-  if (mode == ScriptParse::Strict && !script.problems.empty()) return std::nullopt;
-  return script;
-}
-
-std::optional<Script> parse_script_file(const std::string& path, std::string& error, ScriptParse mode) {
-  std::string text;
-  try {  // a regular file of at most kMaxScriptBytes, opened without blocking (io/user_files.h)
-    text = read_user_file(path, kMaxScriptBytes, mode == ScriptParse::Lesson ? "a lesson" : "a script", "script");
-  } catch (const Error& e) {
-    error = e.what();
-    if (error.rfind("[script] ", 0) == 0) error = error.substr(9);
-    return std::nullopt;
-  }
-  return parse_script(text, path, error, mode);
-}
 
 ScriptRunner::ScriptRunner(Script script, bool interactive) : script_(std::move(script)), interactive_(interactive) {
   pauses_ = static_cast<int>(std::count_if(script_.commands.begin(), script_.commands.end(),
@@ -418,7 +236,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "fullscreen") {
       app.view().fullscreen = c.args[0] == "on";
     } else if (c.name == "ui-scale") {
-      parse_scale(c.args[0], &app.view().ui_scale);
+      parse_ui_scale(c.args[0], &app.view().ui_scale);
     } else if (c.name.rfind("export-", 0) == 0) {
       ExportRequest request;
       request.kind = c.name == "export-png" ? ExportKind::WindowPng

@@ -49,42 +49,9 @@
 #include <vector>
 
 #include "gui/app.h"
+#include "gui/script/script_parse.h"
 
 namespace sf::gui {
-
-// The largest script or lesson read (the walkthrough is 6 kB), and the largest count a command takes (rows,
-// columns, positions, pixels, frames): checked when the file is parsed, each with a message.
-inline constexpr uint64_t kMaxScriptBytes = 1 << 20;
-inline constexpr int kMaxScriptCount = 100000;
-inline constexpr int kMaxWaitFrames = 36000;  // ten minutes at 60 frames a second
-inline constexpr int kMaxSteps = 10000;
-
-struct ScriptCommand {
-  int line = 0;
-  std::string name;
-  std::vector<std::string> args;  // the words after the name ("sentence" keeps the rest of the line as one)
-  bool known = true;              // false: a lesson's line that cannot run (args: the rest), skipped when reached
-  std::string problem;            // why (an unknown command, bad arguments)
-};
-
-struct Script {
-  std::vector<ScriptCommand> commands;
-  std::vector<std::string> problems;  // "FILE:LINE: problem" for every line at fault, in order
-};
-
-// Every command a script may use, comma-separated, from the table the parser reads (for --help and messages).
-std::string script_command_names();
-
-// Strict: an unknown command is an error (scripts, tests). Lesson: it is kept, marked unknown.
-enum class ScriptParse { Strict, Lesson };
-
-// Parses a script file and lists every problem, one "FILE:LINE: problem" a line, in `error` (and in
-// Script::problems). Strict: any problem returns nullopt. Lesson: the lesson is returned with the lines at fault
-// marked unknown (skipped when reached); `error` says what they are, for the teacher, when it opens.
-std::optional<Script> parse_script_file(const std::string& path, std::string& error,
-                                        ScriptParse mode = ScriptParse::Strict);
-std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
-                                   ScriptParse mode = ScriptParse::Strict);
 
 // Runs a script one step per frame against the app. Interactive (a lesson): `pause` waits until the app
 // reports a step (Space / Right / PageDown, or the prompt's Next); a step back replays the lesson from its

@@ -1,0 +1,340 @@
+// io/user_files.h, the one way a user's file is read or written, and the limits of the core's readers: a test
+// per way a careless or hostile user lost a file, hung or crashed the tools (issue #15), each with files made
+// here. Also util/printable.h (control characters from files escaped when printed).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+
+#include "decode/decoder.h"
+#include "forward_fixture.h"
+#include "io/safetensors.h"
+#include "io/user_files.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "util/error.h"
+#include "util/printable.h"
+
+namespace sf {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Dir {
+  fs::path path;
+  explicit Dir(const std::string& name) {
+    path = fs::temp_directory_path() / ("stepformer_user_files_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Dir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // Every name in the folder (hidden temporary files included), sorted.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+const WriteRules kReplace{true, {}, {}};
+
+// [SECTION] writing
+
+TEST(UserFiles, NeverWritesOverAnInputEvenThroughALinkOrAHardLink) {
+  Dir d("inputs");
+  const std::string model = d.file("m.safetensors");
+  write_text(model, "the model");
+  fs::create_symlink(model, d.file("link.safetensors"));
+  ASSERT_EQ(::link(model.c_str(), d.file("hard.safetensors").c_str()), 0);
+  const WriteRules rules{true, {model}, {}};
+  for (const char* out : {"m.safetensors", "hard.safetensors"}) {
+    const std::string error = write_user_file(d.file(out), "trace", rules);
+    EXPECT_TRUE(contains(error, "is the same file as the input")) << out << ": " << error;
+  }
+  // The input named through a link is the same file too.
+  const WriteRules via_link{true, {d.file("link.safetensors")}, {}};
+  EXPECT_TRUE(contains(write_user_file(model, "trace", via_link), "is the same file as the input"));
+  EXPECT_EQ(slurp(model), "the model");
+  EXPECT_EQ(d.names(), (std::vector<std::string>{"hard.safetensors", "link.safetensors", "m.safetensors"}));
+}
+
+TEST(UserFiles, NeverWritesOntoAFifoAFolderADeviceOrThroughASymlink) {
+  Dir d("kinds");
+  ASSERT_EQ(::mkfifo(d.file("fifo").c_str(), 0644), 0);
+  fs::create_directory(d.path / "folder");
+  write_text(d.file("target"), "kept");
+  fs::create_symlink(d.file("target"), d.file("link"));
+  EXPECT_TRUE(contains(write_user_file(d.file("fifo"), "x", kReplace), "is a FIFO (named pipe), not a regular file"));
+  EXPECT_TRUE(contains(write_user_file(d.file("folder"), "x", kReplace), "is a folder, not a regular file"));
+  EXPECT_TRUE(contains(write_user_file(d.file("link"), "x", kReplace), "is a symbolic link"));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(d.file("fifo"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(d.file("link"))));
+  EXPECT_EQ(slurp(d.file("target")), "kept");
+  // A copy of /dev/null made with mknod (what a root user's `--out` once turned into a regular file).
+  if (::mknod(d.file("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    EXPECT_TRUE(contains(write_user_file(d.file("null"), "x", kReplace), "is a character device"));
+    EXPECT_TRUE(fs::is_character_file(fs::symlink_status(d.file("null"))));
+  } else {
+    std::printf("(mknod not permitted here: the device case is covered by /dev/null below)\n");
+  }
+  EXPECT_TRUE(contains(check_output_path("/dev/null", kReplace), "is a character device"));
+  for (const std::string& name : d.names()) EXPECT_EQ(name.rfind(".stepformer-", 0), std::string::npos) << name;
+}
+
+TEST(UserFiles, ReplacingKeepsThePermissionBitsAndANewFileFollowsTheUmask) {
+  Dir d("modes");
+  const std::string path = d.file("private.txt");
+  write_text(path, "old");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  ASSERT_EQ(write_user_file(path, "new", kReplace), "");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(slurp(path), "new");
+  const mode_t mask = ::umask(022);
+  ASSERT_EQ(write_user_file(d.file("fresh.txt"), "x", kReplace), "");
+  ::umask(mask);
+  ASSERT_EQ(::stat(d.file("fresh.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
+TEST(UserFiles, WithoutReplaceAnExistingFileIsKept) {
+  Dir d("exists");
+  write_text(d.file("notes.txt"), "mine");
+  EXPECT_TRUE(contains(write_user_file(d.file("notes.txt"), "x", WriteRules{}), "exists: not replaced"));
+  EXPECT_EQ(slurp(d.file("notes.txt")), "mine");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"notes.txt"});
+}
+
+TEST(UserFiles, AnAllowedFolderCannotBeLeftByDotsOrALink) {
+  Dir d("allowed");
+  Dir outside("outside");
+  fs::create_directory(d.path / "sub");
+  fs::create_directory_symlink(outside.path, d.path / "escape");
+  const WriteRules rules{false, {}, d.path.string()};
+  EXPECT_EQ(write_user_file(d.file("sub/in.png"), "x", rules), "");
+  EXPECT_EQ(write_user_file(d.file("in.png"), "x", rules), "");
+  for (const std::string& path : {d.file("sub/../../x.png"), d.file("escape/x.png"), outside.file("x.png")}) {
+    const std::string error = write_user_file(path, "x", rules);
+    EXPECT_TRUE(contains(error, "is outside the folder this may write to")) << path << ": " << error;
+    EXPECT_TRUE(contains(error, "--allow-write")) << error;
+  }
+  EXPECT_TRUE(outside.names().empty());
+}
+
+TEST(UserFiles, NamesUpToTheFileSystemLimitCanBeWritten) {
+  Dir d("long");
+  const std::string name = std::string(251, 'n') + ".csv";  // 255 bytes: NAME_MAX
+  ASSERT_EQ(write_user_file(d.file(name), "a,b\n", kReplace), "");
+  ASSERT_EQ(write_user_file(d.file(name), "c,d\n", kReplace), "");  // and replaced
+  EXPECT_EQ(slurp(d.file(name)), "c,d\n");
+  EXPECT_EQ(d.names(), std::vector<std::string>{name});
+}
+
+TEST(UserFiles, AnUnfinishedStreamLeavesNothingBehind) {
+  Dir d("stream");
+  write_text(d.file("log.txt"), "the previous log");
+  {
+    UserFileStream s;
+    ASSERT_EQ(s.open(d.file("log.txt"), kReplace), "");
+    ASSERT_EQ(s.append("half a log"), "");
+    EXPECT_EQ(temporary_files_in_flight(), 1);
+  }  // destroyed without commit: the app died of an exception, say
+  EXPECT_EQ(temporary_files_in_flight(), 0);
+  EXPECT_EQ(slurp(d.file("log.txt")), "the previous log");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"log.txt"});
+  UserFileStream s;
+  ASSERT_EQ(s.open(d.file("log.txt"), kReplace), "");
+  ASSERT_EQ(s.append("a "), "");
+  ASSERT_EQ(s.append("whole log"), "");
+  ASSERT_EQ(s.commit(), "");
+  EXPECT_EQ(slurp(d.file("log.txt")), "a whole log");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"log.txt"});
+}
+
+// SIGTERM (or Ctrl-C) in the middle of a write: the process ends as the signal says and its temporary file goes.
+TEST(UserFiles, ASignalDuringAWriteRemovesTheTemporaryFile) {
+  Dir d("signal");
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      remove_temporary_files_on_signal();
+      UserFileStream s;
+      if (!s.open(d.file("model.safetensors"), kReplace).empty() || !s.append("half").empty()) ::_exit(3);
+      (void)::write(ready[1], "x", 1);
+      ::pause();
+      ::_exit(4);
+    }
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    EXPECT_EQ(d.names().size(), 1u) << "the temporary file exists while the write is under way";
+    ::kill(child, signal_number);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number) << "status " << status;
+    EXPECT_TRUE(d.names().empty()) << d.names().front();
+  }
+}
+
+// [SECTION] reading
+
+TEST(UserFiles, ReadingAFifoADeviceOrAFolderIsRefusedAtOnce) {
+  Dir d("read_kinds");
+  ASSERT_EQ(::mkfifo(d.file("fifo").c_str(), 0644), 0);
+  auto message = [](const std::string& path) {
+    try {
+      read_user_file(path, 1 << 20, "a script", "test");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::File);
+      return std::string(e.what());
+    }
+    return std::string("read without an error");
+  };
+  // A FIFO with no writer: open(2) without O_NONBLOCK would wait for one forever.
+  auto fifo = std::async(std::launch::async, message, d.file("fifo"));
+  ASSERT_EQ(fifo.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "reading a FIFO hangs";
+  EXPECT_TRUE(contains(fifo.get(), "is a FIFO (named pipe), not a regular file (a script must be a file)"));
+  EXPECT_TRUE(contains(message("/dev/zero"), "'/dev/zero' is a character device, not a regular file"));
+  EXPECT_TRUE(contains(message(d.path.string()), "is a folder, not a regular file"));
+  EXPECT_TRUE(contains(message(d.file("missing")), "No such file or directory"));
+}
+
+TEST(UserFiles, ASizeOverTheLimitIsRefusedBeforeReading) {
+  Dir d("size");
+  const std::string path = d.file("big");
+  {  // a sparse 3 GB file: reading it whole would take 3 GB
+    std::ofstream f(path, std::ios::binary);
+    f.seekp((3ull << 30) - 1);
+    f.put('x');
+  }
+  try {
+    read_user_file(path, 1 << 20, "a script", "test");
+    FAIL() << "read a 3 GB file";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "is 3.2 GB; the limit for a script is 1.0 MB")) << e.what();
+  }
+}
+
+TEST(UserFiles, AFileThatShrinksWhileItIsReadIsAnError) {
+  Dir d("shrink");
+  write_text(d.file("f"), std::string(100, 'x'));
+  const int fd = ::open(d.file("f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::string buffer(200, '\0');
+  try {  // fstat said 200 bytes; another program cut it to 100 before we read them
+    read_exactly(fd, buffer.data(), 200, d.file("f"), "test");
+    FAIL() << "a short read passed as the whole file";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "changed while it was read")) << e.what();
+  }
+  ::close(fd);
+}
+
+// A model is read, not mapped: a file cut short by another process after it was opened cannot kill the reader
+// with SIGBUS (it did with mmap, when the weights were touched).
+TEST(UserFiles, AModelTruncatedAfterOpeningIsStillWhole) {
+  Dir d("truncated_model");
+  Model m;
+  m.config = testing::small_config();
+  m.src_vocab = Vocabulary({"<unk>", "<pad>", "<bos>", "<eos>", "a", "b", "c", "d"}, SpecialIds{});
+  m.tgt_vocab = m.src_vocab;
+  m.config.src_vocab_size = m.config.tgt_vocab_size = 8;
+  m.weights = testing::random_weights(m.config, 3);
+  save_model(m, d.file("m.safetensors"));
+  const SafetensorsFile file = SafetensorsFile::open(d.file("m.safetensors"));
+  ASSERT_EQ(::truncate(d.file("m.safetensors").c_str(), 0), 0);
+  float sum = 0;
+  for (const TensorView& t : file.tensors())
+    for (float v : t.to_floats()) sum += v;
+  EXPECT_TRUE(std::isfinite(sum));
+  EXPECT_NO_THROW(load_model(file));
+  try {  // and opening the now empty file is a clear error
+    SafetensorsFile::open(d.file("m.safetensors"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "shorter than the 8-byte header length")) << e.what();
+  }
+}
+
+TEST(UserFiles, AModelFileLargerThanHalfTheMemoryIsRefusedBeforeReading) {
+  Dir d("huge_model");
+  const std::string path = d.file("huge.safetensors");
+  const uint64_t size = SafetensorsFile::max_file_bytes() + 1;
+  write_text(path, "");
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(size)), 0);  // sparse: no disk used
+  try {
+    SafetensorsFile::open(path);
+    FAIL() << "read a file past the limit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::File);
+    EXPECT_TRUE(contains(e.what(), "the limit for a model file is")) << e.what();
+  }
+}
+
+// [SECTION] limits of the core's inputs
+
+TEST(UserFiles, TheBeamWidthAndTheSentenceLengthHaveCeilings) {
+  Model m;
+  m.config = testing::small_config();
+  m.config.src_vocab_size = m.config.tgt_vocab_size = 8;
+  m.weights = testing::random_weights(m.config, 3);
+  DecodeOptions o;
+  o.strategy = DecodeStrategy::Beam;
+  o.beam_width = kMaxBeamWidth + 1;
+  try {
+    Decoder decoder(m.config, m.weights, {m.config.bos_id, 4, m.config.eos_id}, {}, o);
+    FAIL() << "a beam of " << o.beam_width;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_TRUE(contains(e.what(), "the beam width must be from 1 to 64, got 65")) << e.what();
+  }
+  o.beam_width = kMaxBeamWidth;
+  EXPECT_NO_THROW(Decoder(m.config, m.weights, {m.config.bos_id, 4, m.config.eos_id}, {}, o));
+
+  const Vocabulary v({"<unk>", "<pad>", "<bos>", "<eos>", "a"}, SpecialIds{});
+  EXPECT_NO_THROW(encode(std::string(kMaxSentenceBytes, 'a'), TokenizerSettings{}, v));
+  try {
+    encode(std::string(kMaxSentenceBytes + 1, 'a'), TokenizerSettings{}, v);
+    FAIL() << "a sentence over the limit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_TRUE(contains(e.what(), "the sentence is 16385 bytes; the limit is 16384")) << e.what();
+  }
+}
+
+// [SECTION] printing what files hold
+
+TEST(Printable, ControlCharactersAndBrokenUtf8AreEscapedTheRestKept) {
+  EXPECT_EQ(printable("a\x1b[2J\x1b]0;owned\x07z"), "a\\x1b[2J\\x1b]0;owned\\x07z");
+  EXPECT_EQ(printable("tab\tnew\nline\x7f"), "tab\\x09new\\x0aline\\x7f");
+  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\xc2\\x9b31m");             // C1 CSI as UTF-8
+  EXPECT_EQ(printable("\x9b" "31m \xff \xc0\xaf"), "\\x9b31m \\xff \\xc0\\xaf");  // not UTF-8 at all (overlong too)
+  EXPECT_EQ(printable("Mädchen ‚ 日本 😀"), "Mädchen ‚ 日本 😀");
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+}
+
+}  // namespace
+}  // namespace sf
