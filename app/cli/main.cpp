@@ -55,10 +55,10 @@ int main(int argc, char** argv) {
       return c.run(sf::cli::Args(argv + 2, argv + argc));
     } catch (const sf::Error& e) {
       std::fprintf(stderr, "stepformer-cli %s: %s: %s\n", c.name, sf::error_kind_name(e.kind()),
-                   sf::printable(e.what()).c_str());
+                   sf::printable_lines(e.what()).c_str());
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "stepformer-cli %s: error: %s\n", c.name, sf::printable(e.what()).c_str());
+      std::fprintf(stderr, "stepformer-cli %s: error: %s\n", c.name, sf::printable_lines(e.what()).c_str());
       return 1;
     }
   }

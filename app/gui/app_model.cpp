@@ -14,6 +14,7 @@
 
 #include "gui/app.h"
 #include "gui/widgets.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -60,7 +61,7 @@ void App::open_dropped(const std::vector<std::string>& paths) {
   if (paths.empty()) return;
   open_model(paths.front());
   if (paths.size() > 1)
-    std::fprintf(stderr, "stepformer: %zu files dropped; opening the first, '%s'\n", paths.size(), paths.front().c_str());
+    std::fprintf(stderr, "stepformer: %zu files dropped; opening the first, '%s'\n", paths.size(), printable(paths.front()).c_str());
 }
 
 void App::finish_loading() {
@@ -103,7 +104,8 @@ void App::adopt(LoadedModel loaded) {
     return;
   }
   last_load_error_ = problem.empty() ? "cannot open the model" : problem;
-  std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", loaded.path.c_str(), last_load_error_.c_str());
+  std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", printable(loaded.path).c_str(),
+               printable(last_load_error_).c_str());
   if (!state_.model) state_.error = last_load_error_;  // the line under the sentence says why nothing shows
   std::string hint = error_hint(kind);
   hint += hint.empty() ? "" : " ";

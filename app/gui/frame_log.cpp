@@ -6,6 +6,7 @@
 
 #include "gui/app_state.h"
 #include "gui/panels/interventions_panel.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -21,7 +22,7 @@ bool FrameLog::open(const std::string& path, const std::vector<std::string>& inp
 }
 
 FrameLog::~FrameLog() {
-  if (const std::string error = close(); !error.empty()) std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+  if (const std::string error = close(); !error.empty()) std::fprintf(stderr, "stepformer: %s\n", printable(error).c_str());
 }
 
 std::string FrameLog::close() {
@@ -57,7 +58,7 @@ void FrameLog::end_frame(const AppState& state) {
   }
   pending_ += '\n';
   if (pending_.size() > (64u << 10)) {  // into the temporary file in pieces: memory stays small on long runs
-    if (const std::string error = out_.append(pending_); !error.empty()) std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+    if (const std::string error = out_.append(pending_); !error.empty()) std::fprintf(stderr, "stepformer: %s\n", printable(error).c_str());
     pending_.clear();
   }
 }

@@ -65,7 +65,7 @@ std::string write_layout_json(const std::string& path, const sf::gui::App& app, 
   return sf::write_user_file(path, text, rules);
 }
 
-void print_error(const std::string& text) { std::fprintf(stderr, "stepformer: %s\n", sf::printable(text).c_str()); }
+void print_error(const std::string& text) { std::fprintf(stderr, "stepformer: %s\n", sf::printable_lines(text).c_str()); }
 
 }  // namespace
 
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (lesson && !error.empty()) {
-      std::fprintf(stderr, "stepformer: the lesson has lines it will skip:\n%s\n", error.c_str());
+      std::fprintf(stderr, "stepformer: the lesson has lines it will skip:\n%s\n", sf::printable_lines(error).c_str());
       lesson_problems = error;
     }
     script.emplace(std::move(*parsed_script), lesson);
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   if (!options.frame_log_path.empty()) {
     std::string error;
     if (!frame_log.open(options.frame_log_path, {options.model_path, options.script_path, options.lesson_path}, error)) {
-      std::fprintf(stderr, "stepformer: %s\n", error.c_str());
+      print_error(error);
       return 2;
     }
   }
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
       }
       app.after_render();
       for (const auto& m : app.take_messages()) {
-        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", sf::printable(m.text).c_str());
+        std::fprintf(m.ok ? stdout : stderr, "stepformer: %s\n", sf::printable_lines(m.text).c_str());
         std::fflush(m.ok ? stdout : stderr);
       }
       if (script) {
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     print_error(e.message);
     return 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "stepformer: fatal error: %s\n", e.what());
+    print_error(std::string("fatal error: ") + e.what());
     return 1;
   }
   return 0;

@@ -94,7 +94,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   if (const char* v = std::getenv("STEPFORMER_NO_SETTINGS"); v && *v && std::strcmp(v, "0") != 0)
     r.options.no_settings = true;
   auto error = [&](const std::string& message) {
-    std::fprintf(stderr, "stepformer: %s\n(see stepformer --help)\n", message.c_str());
+    std::fprintf(stderr, "stepformer: %s\n(see stepformer --help)\n", printable(message).c_str());
     r.exit_now = true;
     r.exit_code = 2;
     return r;
@@ -210,7 +210,7 @@ void apply_last_session(const Settings& settings, AppOptions& options) {
       options.fallback_model_path = default_model_path();
     } else {
       std::fprintf(stderr, "stepformer: the last model '%s' is gone; opening the shipped model\n",
-                   settings.last_model.c_str());
+                   printable(settings.last_model).c_str());
     }
   }
   if (!options.sentence_given && !settings.last_sentence.empty()) options.sentence = settings.last_sentence;

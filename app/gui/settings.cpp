@@ -15,6 +15,7 @@
 
 #include "io/json_text.h"
 #include "io/user_files.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -180,7 +181,7 @@ bool SettingsStore::write_now(Clock::time_point now) {
     write_failed_ = true;  // once: the next change would fail the same way
     problem_ = "Cannot save the settings (recent files, last session): " + error;
     problem_taken_ = false;
-    std::fprintf(stderr, "stepformer: %s\n", problem_.c_str());
+    std::fprintf(stderr, "stepformer: %s\n", printable(problem_).c_str());
     return false;
   }
   stored_ = settings_;

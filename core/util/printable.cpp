@@ -52,4 +52,15 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string printable_lines(std::string_view text) {
+  std::string out;
+  for (size_t at = 0;;) {
+    const size_t end = text.find('\n', at);
+    out += printable(text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    if (end == std::string_view::npos) return out;
+    out += '\n';
+    at = end + 1;
+  }
+}
+
 }  // namespace sf

@@ -9,5 +9,7 @@ namespace sf {
 // `text` with every C0 control (0x00-0x1f, tab and newline included), DEL, the C1 controls (U+0080-U+009F)
 // and every byte that is not part of valid UTF-8 written as \xNN; the rest of the UTF-8 text unchanged.
 std::string printable(std::string_view text);
+// The same, keeping newlines: for a message of several lines (a lesson's problems, a hint under an error).
+std::string printable_lines(std::string_view text);
 
 }  // namespace sf

@@ -334,6 +334,7 @@ TEST(Printable, ControlCharactersAndBrokenUtf8AreEscapedTheRestKept) {
   EXPECT_EQ(printable("\x9b" "31m \xff \xc0\xaf"), "\\x9b31m \\xff \\xc0\\xaf");  // not UTF-8 at all (overlong too)
   EXPECT_EQ(printable("Mädchen ‚ 日本 😀"), "Mädchen ‚ 日本 😀");
   EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable_lines("line one\x1b[A\nline two\r"), "line one\\x1b[A\nline two\\x0d");
 }
 
 }  // namespace
