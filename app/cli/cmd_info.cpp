@@ -53,7 +53,7 @@ int run_info(const Args& args) {
   }
 
   std::vector<std::string> warnings;
-  const Model m = load_model(path, &warnings);
+  const Model m = load_model(path, &warnings, /*read_weights=*/false);  // checked, not kept: memory stays small
   const Config& c = m.config;
 
   if (as_json) {

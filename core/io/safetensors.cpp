@@ -109,36 +109,88 @@ int64_t TensorView::numel() const {
   return n;
 }
 
+// [SECTION] reader storage
+
+// A file's tensor bytes: the open descriptor (SafetensorsFile::open, read with pread when asked for), or the
+// whole image in memory (from_bytes).
+struct SafetensorsStorage {
+  int fd = -1;
+  std::string path;
+  std::vector<std::byte> image;  // from_bytes: the whole file; open: unused
+  SafetensorsStorage() = default;
+  SafetensorsStorage(const SafetensorsStorage&) = delete;
+  SafetensorsStorage& operator=(const SafetensorsStorage&) = delete;
+  ~SafetensorsStorage() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  void read(uint64_t offset, void* out, uint64_t size) const {
+    if (fd < 0) {
+      if (size) std::memcpy(out, image.data() + offset, size);
+      return;
+    }
+    auto* p = static_cast<char*>(out);
+    for (uint64_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd, p + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)),
+                                static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(ErrorKind::File, "load_safetensors", "cannot read '" + path + "': " + std::strerror(errno));
+      if (n == 0)
+        fail(ErrorKind::File, "load_safetensors",
+             "'" + path + "' changed while it was read: it ends before byte " + std::to_string(offset + size) +
+                 " (another program is writing it; open it again when it has finished)");
+      done += static_cast<uint64_t>(n);
+    }
+  }
+};
+
 void TensorView::read_floats(std::span<float> out) const {
   const size_t n = static_cast<size_t>(numel());
   if (out.size() != n)
     fail(ErrorKind::Shape, "TensorView::read_floats",
          "tensor '" + name + "' has " + std::to_string(n) + " values, output holds " + std::to_string(out.size()));
-  const std::byte* p = bytes.data();
-  // memcpy per element: the data region carries no alignment guarantee.
-  switch (dtype) {
-    case DType::F32:
-      if (n) std::memcpy(out.data(), p, n * 4);
-      return;
-    case DType::F16:
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, p + 2 * i, 2);
-        out[i] = dtype == DType::F16 ? f16_to_float(bits) : bf16_to_float(bits);
-      }
-      return;
-    case DType::F64:
-      for (size_t i = 0; i < n; ++i) {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        out[i] = static_cast<float>(d);
-      }
-      return;
-    default:
-      fail(ErrorKind::Format, "TensorView::read_floats",
-           "tensor '" + name + "' has dtype " + dtype_name(dtype) + ", which cannot be read as float (expected F32, "
-           "F16 or BF16)");
+  read_floats(0, out);
+}
+
+void TensorView::read_floats(int64_t first, std::span<float> out) const {
+  if (!dtype_is_float_readable(dtype))
+    fail(ErrorKind::Format, "TensorView::read_floats",
+         "tensor '" + name + "' has dtype " + dtype_name(dtype) + ", which cannot be read as float (expected F32, "
+         "F16 or BF16)");
+  if (first < 0 || first + static_cast<int64_t>(out.size()) > numel())
+    fail(ErrorKind::Shape, "TensorView::read_floats",
+         "tensor '" + name + "': elements [" + std::to_string(first) + ", " +
+             std::to_string(first + static_cast<int64_t>(out.size())) + ") are outside its " + std::to_string(numel()));
+  const size_t elem = dtype_size(dtype);
+  // Through a buffer of at most 1 MiB: a tensor read from the file never needs a second copy of itself.
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<std::byte> buffer(std::min(out.size() * elem, kChunk));
+  for (size_t done = 0; done < out.size();) {
+    const size_t count = std::min(out.size() - done, kChunk / elem);
+    storage->read(offset + (static_cast<uint64_t>(first) + done) * elem, buffer.data(), count * elem);
+    const std::byte* p = buffer.data();
+    float* o = out.data() + done;
+    // memcpy per element: the data carry no alignment guarantee.
+    switch (dtype) {
+      case DType::F32:
+        std::memcpy(o, p, count * 4);
+        break;
+      case DType::F16:
+      case DType::BF16:
+        for (size_t i = 0; i < count; ++i) {
+          uint16_t bits;
+          std::memcpy(&bits, p + 2 * i, 2);
+          o[i] = dtype == DType::F16 ? f16_to_float(bits) : bf16_to_float(bits);
+        }
+        break;
+      default:  // F64
+        for (size_t i = 0; i < count; ++i) {
+          double d;
+          std::memcpy(&d, p + 8 * i, 8);
+          o[i] = static_cast<float>(d);
+        }
+    }
+    done += count;
   }
 }
 
@@ -148,13 +200,13 @@ std::vector<float> TensorView::to_floats() const {
   return v;
 }
 
-// [SECTION] reader
+std::vector<std::byte> TensorView::read_bytes() const {
+  std::vector<std::byte> bytes(static_cast<size_t>(byte_count()));
+  storage->read(offset, bytes.data(), bytes.size());
+  return bytes;
+}
 
-struct SafetensorsFile::Storage {
-  const std::byte* data = nullptr;
-  size_t size = 0;
-  std::vector<std::byte> owned;  // the whole file, read (not mapped: a file cut short later cannot fault us)
-};
+// [SECTION] reader
 
 namespace {
 
@@ -167,50 +219,44 @@ std::string offsets_string(uint64_t begin, uint64_t end) {
   return s;
 }
 
+uint64_t header_length(const std::byte* first8) {
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(first8[i]);  // little-endian
+  return header_len;
+}
+
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const char* where = "load_safetensors";
   uint64_t size = 0;
-  const int fd = open_regular_file(path, max_file_bytes(), "a model file", where, &size);
-  auto storage = std::make_shared<Storage>();
-  try {
-    storage->owned.resize(static_cast<size_t>(size));
-    read_exactly(fd, storage->owned.data(), size, path, where);
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    fail(ErrorKind::File, where, "not enough memory to read '" + path + "' (" + byte_size_text(size) + ")");
-  } catch (...) {
-    ::close(fd);
-    throw;
+  auto storage = std::make_shared<SafetensorsStorage>();
+  storage->fd = open_regular_file(path, UINT64_MAX, "a model file", where, &size);  // closed by the storage
+  storage->path = path;
+  // The 8-byte length and the header: all that is read now (the tensors when asked for).
+  std::vector<std::byte> head(static_cast<size_t>(std::min<uint64_t>(size, 8)));
+  storage->read(0, head.data(), head.size());
+  if (size >= 8) {
+    const uint64_t header_len = header_length(head.data());
+    if (header_len <= size - 8 && header_len <= kMaxHeaderBytes) {  // else parse() names the fault
+      head.resize(static_cast<size_t>(8 + header_len));
+      storage->read(8, head.data() + 8, header_len);
+    }
   }
-  ::close(fd);
-  storage->data = storage->owned.data();
-  storage->size = storage->owned.size();
   SafetensorsFile file;
-  file.storage_ = std::move(storage);
+  file.storage_ = storage;
   file.origin_ = path;
-  file.parse();
+  file.parse(head.data(), size);
   return file;
 }
 
-uint64_t SafetensorsFile::max_file_bytes() {
-  // Half this machine's memory (the weights are converted to float beside the file's bytes), at most 16 GB.
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
-                                                     : (uint64_t{8} << 30);
-  return std::min<uint64_t>(memory / 2, uint64_t{16} << 30);
-}
-
 SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes, const std::string& origin) {
-  auto storage = std::make_shared<Storage>();
-  storage->owned.assign(bytes.begin(), bytes.end());
-  storage->data = storage->owned.data();
-  storage->size = storage->owned.size();
+  auto storage = std::make_shared<SafetensorsStorage>();
+  storage->image.assign(bytes.begin(), bytes.end());
   SafetensorsFile file;
-  file.storage_ = std::move(storage);
+  file.storage_ = storage;
   file.origin_ = origin;
-  file.parse();
+  file.parse(storage->image.data(), storage->image.size());
   return file;
 }
 
@@ -219,18 +265,16 @@ const TensorView* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-void SafetensorsFile::parse() {
+void SafetensorsFile::parse(const std::byte* base, uint64_t size) {
+  // `base` holds the first min(size, 8 + header length) bytes of the file (all of it for from_bytes).
   const std::string where = "load_safetensors";
   auto bad = [&](const std::string& what) { fail(ErrorKind::Format, where, "'" + origin_ + "': " + what); };
-  const std::byte* base = storage_->data;
-  const uint64_t size = storage_->size;
   file_size_ = size;
 
   if (size < 8)
     bad("the file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length: truncated or not "
         "a safetensors file");
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(base[i]);  // little-endian
+  const uint64_t header_len = header_length(base);
   if (header_len > size - 8)
     bad("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
         " bytes): truncated or not a safetensors file");
@@ -245,7 +289,7 @@ void SafetensorsFile::parse() {
   if (!header.is_object()) bad("the header is not a JSON object");
 
   const uint64_t data_size = size - 8 - header_len;
-  const std::byte* data = base + 8 + header_len;
+  const uint64_t data_start = 8 + header_len;
 
   struct Span {
     uint64_t begin, end;
@@ -306,7 +350,8 @@ void SafetensorsFile::parse() {
     view.name = name;
     view.dtype = *dtype;
     view.shape = std::move(shape);
-    view.bytes = std::span<const std::byte>(data + begin, static_cast<size_t>(byte_count));
+    view.storage = storage_.get();
+    view.offset = data_start + begin;
     spans.push_back({begin, end, tensors_.size()});
     tensors_.push_back(std::move(view));
   }

@@ -41,30 +41,40 @@ float f16_to_float(uint16_t bits);
 uint16_t float_to_f16(float value);   // values beyond the F16 range become +-Inf
 float bf16_to_float(uint16_t bits);
 
-// One tensor of an opened file. `bytes` points into the file's bytes in memory and stays valid while the
-// SafetensorsFile (or a copy of it) lives.
+struct SafetensorsStorage;  // where a file's tensor bytes are: in memory, or still in the file (safetensors.cpp)
+
+// One tensor of an opened file. Its bytes are read when asked for (from the file opened by SafetensorsFile::open,
+// or from memory for from_bytes): valid while the SafetensorsFile (or a copy of it) lives.
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;       // empty for a scalar
-  std::span<const std::byte> bytes; // numel() * dtype_size(dtype) bytes
 
   int64_t numel() const;
-  // Converts to float (F32, F16, BF16, F64); throws ErrorKind::Format for other dtypes.
+  uint64_t byte_count() const { return static_cast<uint64_t>(numel()) * dtype_size(dtype); }
+  // Converts to float (F32, F16, BF16, F64); throws ErrorKind::Format for other dtypes, ErrorKind::File when
+  // the file has changed since it was opened.
   void read_floats(std::span<float> out) const;  // out.size() must equal numel()
+  // Elements [first, first + out.size()): a large tensor in pieces, with a small buffer.
+  void read_floats(int64_t first, std::span<float> out) const;
   std::vector<float> to_floats() const;
+  // The raw little-endian bytes, byte_count() of them (integer tensors).
+  std::vector<std::byte> read_bytes() const;
+
+  const SafetensorsStorage* storage = nullptr;  // set by SafetensorsFile
+  uint64_t offset = 0;                          // of the first byte, from the start of the file
 };
 
 class SafetensorsFile {
  public:
   static constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // 100 MiB: no real header comes near this
 
-  // Reads `path` whole (a regular file of at most max_file_bytes(), opened without blocking) and parses the
-  // header. Throws ErrorKind::File when the file cannot be opened or read, is not a regular file, is too large
-  // or shrinks while it is read; ErrorKind::Format when it is malformed.
+  // Opens `path` (a regular file, opened without blocking: a FIFO or a device is refused, never waited on) and
+  // reads and parses its header only; tensors are read with pread(2) when asked for, so memory is bounded by
+  // what the caller reads, not by the file's size, and a file cut short later is an error, not a SIGBUS.
+  // Throws ErrorKind::File when the file cannot be opened or read or is not a regular file; ErrorKind::Format
+  // when it is malformed.
   static SafetensorsFile open(const std::string& path);
-  // The largest file open() reads: half this machine's memory, at most 16 GB.
-  static uint64_t max_file_bytes();
   // Parses a file image held in memory (copied). `origin` names it in error messages. For tests and fuzzing.
   static SafetensorsFile from_bytes(std::span<const std::byte> bytes, const std::string& origin = "<memory>");
 
@@ -75,10 +85,9 @@ class SafetensorsFile {
   uint64_t file_size() const { return file_size_; }
 
  private:
-  struct Storage;  // the file's bytes; shared by copies of this object
-  void parse();
+  void parse(const std::byte* header_and_length, uint64_t file_size);
 
-  std::shared_ptr<const Storage> storage_;
+  std::shared_ptr<const SafetensorsStorage> storage_;  // shared by copies of this object
   std::string origin_;
   uint64_t file_size_ = 0;
   std::vector<TensorView> tensors_;

@@ -1,6 +1,9 @@
 #include "model/model.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <unordered_set>
@@ -60,11 +63,30 @@ const TensorView& checked_tensor(const SafetensorsFile& file, const TensorSpec& 
   return *t;
 }
 
-void check_finite(const std::string& name, std::span<const float> values, const char* where) {
+// `values` are the tensor's elements from `first` on.
+void check_finite(const std::string& name, std::span<const float> values, const char* where, int64_t first = 0) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::isfinite(values[i])) continue;
     fail(ErrorKind::Value, where, "tensor '" + name + "' holds " + (std::isnan(values[i]) ? "NaN" : "Inf") +
-                                      " at flat index " + std::to_string(i));
+                                      " at flat index " + std::to_string(first + static_cast<int64_t>(i)));
+  }
+}
+
+// The weights as floats, plus a half copy of the linear layers' (weights.h), must fit in this machine's memory
+// with room to spare; else the model is refused before anything is allocated, with the numbers.
+void check_weight_memory(const std::string& origin, const std::vector<TensorSpec>& layout) {
+  double values = 0;
+  for (const TensorSpec& spec : layout) values += static_cast<double>(spec.numel());
+  const double bytes = values * 6.0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 8e9;
+  if (bytes > 0.75 * memory) {
+    char text[300];
+    std::snprintf(text, sizeof text,
+                  "the model has %.0f million weights, which need about %.1f GB of memory to load; this machine has "
+                  "%.1f GB",
+                  values / 1e6, bytes / 1e9, memory / 1e9);
+    fail(ErrorKind::Config, kLoad, "'" + origin + "': " + text);
   }
 }
 
@@ -88,12 +110,12 @@ void warn_unknown_keys(const nlohmann::json& j, const nlohmann::json& every_key,
 
 }  // namespace
 
-Model load_model(const std::string& path, std::vector<std::string>* warnings) {
+Model load_model(const std::string& path, std::vector<std::string>* warnings, bool read_weights) {
   const SafetensorsFile file = SafetensorsFile::open(path);
-  return load_model(file, warnings);
+  return load_model(file, warnings, read_weights);
 }
 
-Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings) {
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
   const std::string& origin = file.origin();
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
@@ -159,21 +181,32 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
   const std::vector<TensorSpec> layout = weight_layout(m.family, c);
   for (const TensorSpec& spec : layout) checked_tensor(file, spec);
 
-  m.weights = allocate_weights(c);
-  std::vector<float> values;
-  for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
-    const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
-    values.resize(static_cast<size_t>(t.numel()));
-    t.read_floats(values);
-    check_finite(slot.name, values, kLoad);
-    size_t offset = 0;
-    for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
-      std::memcpy(part.data(), values.data() + offset, part.size() * sizeof(float));
-      offset += part.size();
+  if (!read_weights) {
+    // Every value is still checked (NaN, Inf), through a small buffer: memory stays that of the header.
+    std::vector<float> chunk(1 << 18);
+    for (const TensorSpec& spec : layout) {
+      const TensorView& t = checked_tensor(file, spec);
+      for (int64_t first = 0; first < t.numel(); first += static_cast<int64_t>(chunk.size())) {
+        const std::span<float> piece(chunk.data(), static_cast<size_t>(std::min<int64_t>(chunk.size(), t.numel() - first)));
+        t.read_floats(first, piece);
+        check_finite(spec.name, piece, kLoad, first);
+      }
     }
+  } else {
+    check_weight_memory(origin, layout);  // before allocating: a hostile config cannot take all the memory
+    m.weights = allocate_weights(c);
+    for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
+      const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
+      int64_t first = 0;
+      for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
+        t.read_floats(first, part);  // straight into the weight: no second copy of a large tensor
+        check_finite(slot.name, part, kLoad, first);
+        first += static_cast<int64_t>(part.size());
+      }
+    }
+    complete_shared_weights(c, m.weights);
+    attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (model/weights.h)
   }
-  complete_shared_weights(c, m.weights);
-  attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (model/weights.h)
 
   std::unordered_set<std::string> known;
   for (const TensorSpec& spec : layout) known.insert(spec.name);

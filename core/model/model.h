@@ -46,9 +46,13 @@ struct Model {
 //   Unsupported (newer format_version, a dtype other than F32/F16/BF16/F64), Config (config out of range,
 //   vocabulary sizes that disagree with the config), Missing (a required tensor or metadata key),
 //   Shape ("tensor 'x': expected (a, b), found (c, d)"), Value (NaN or Inf in a weight).
-// Tensors the family does not know are skipped with a warning, appended to `warnings` when given.
-Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr);
-Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings = nullptr);
+// Tensors the family does not know are skipped with a warning, appended to `warnings` when given, as are keys
+// of the config or tokenizer settings this version does not know. The file's tensors are read straight into
+// the weights (a 1 MiB buffer between); weights that would not fit in memory are refused first (Config).
+// read_weights = false (`info`): every tensor is still checked (shape, dtype, NaN, Inf), through a small
+// buffer, but none is kept: `weights` stays empty and memory is that of the header.
+Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr, bool read_weights = true);
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings = nullptr, bool read_weights = true);
 
 // Writes the model under its family's names with values stored as `storage` (F32 or F16), atomically (a crash
 // never leaves a half-written file at `path`). Checks the config, the vocabularies against it, every weight's

@@ -26,7 +26,8 @@ std::vector<int> read_ids(const SafetensorsFile& f, const std::string& name, int
   *rows = static_cast<int>(t->shape.at(0));
   *cols = static_cast<int>(t->shape.at(1));
   std::vector<int64_t> raw(static_cast<size_t>(t->numel()));
-  std::memcpy(raw.data(), t->bytes.data(), raw.size() * sizeof(int64_t));
+  const std::vector<std::byte> bytes = t->read_bytes();
+  std::memcpy(raw.data(), bytes.data(), raw.size() * sizeof(int64_t));
   return std::vector<int>(raw.begin(), raw.end());
 }
 
