@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -79,6 +80,29 @@ std::string temp_path_in(const fs::path& dir) {
   char name[64];
   std::snprintf(name, sizeof name, ".stepformer-%d-%u.tmp", static_cast<int>(::getpid()), counter++);
   return (dir / name).string();
+}
+
+// A process killed outright (SIGKILL, a power cut) cannot remove its temporary file. The next write into the
+// same folder does: a name of ours whose process is gone (kill(pid, 0) says ESRCH) and that has not changed for
+// an hour. Nothing else is ever touched.
+void remove_stale_temporary_files(const fs::path& dir) {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int pid = 0;
+    unsigned n = 0;
+    int used = 0;
+    if (std::sscanf(name.c_str(), ".stepformer-%d-%u.tmp%n", &pid, &n, &used) != 2 ||
+        used != static_cast<int>(name.size()) || pid <= 0 || pid == ::getpid())
+      continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code time_ec;
+    const auto changed = fs::last_write_time(it->path(), time_ec);
+    if (time_ec || now - changed < std::chrono::hours(1)) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(it->path().c_str());
+  }
 }
 
 bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
@@ -228,6 +252,7 @@ std::string UserFileStream::open(const std::string& path, const WriteRules& rule
   old_mode_ = old_st.st_mode & 07777;
   old_uid_ = old_st.st_uid;
   old_gid_ = old_st.st_gid;
+  remove_stale_temporary_files(dir);
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {  // another process may hold the same name
     temp_ = temp_path_in(dir);
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);  // umask applies

@@ -8,7 +8,9 @@
 // name, so targets up to the file system's name limit work), which is flushed (fsync) and then renamed onto
 // the target, or, when it must not replace anything, hard-linked (link(2) refuses to overwrite, even a file
 // that appeared since the check). Readers see the old file or the new one, never half of one; a failure, a
-// full disk, SIGINT, SIGTERM or SIGHUP removes the temporary file. Before anything is written the target is
+// full disk, SIGINT, SIGTERM or SIGHUP removes the temporary file; one left by a process killed outright
+// (SIGKILL) is removed by the next write into that folder once it is an hour old and its process is gone.
+// Before anything is written the target is
 // checked against WriteRules:
 //   - never anything but a regular file (a folder, FIFO, socket or device node is refused, even as root);
 //   - never a symbolic link (the file would silently replace the link; name the file it points to instead);

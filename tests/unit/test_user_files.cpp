@@ -201,6 +201,26 @@ TEST(UserFiles, ASignalDuringAWriteRemovesTheTemporaryFile) {
   }
 }
 
+// A process killed with SIGKILL cannot clean up: the next write into the folder removes its temporary file once
+// the process is gone and the file is an hour old, and touches nothing else.
+TEST(UserFiles, AKilledProcesssTemporaryFileIsRemovedByTheNextWrite) {
+  Dir d("stale");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that is gone now
+  const std::string stale = ".stepformer-" + std::to_string(child) + "-0.tmp";
+  const std::string fresh = ".stepformer-" + std::to_string(child) + "-1.tmp";
+  const std::string live = ".stepformer-" + std::to_string(::getppid()) + "-0.tmp";  // a process still running
+  for (const std::string& name : {stale, fresh, live, std::string(".stepformer-notes.tmp")}) write_text(d.file(name), "x");
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  for (const std::string& name : {stale, live, std::string(".stepformer-notes.tmp")}) fs::last_write_time(d.file(name), old);
+  ASSERT_EQ(write_user_file(d.file("out.txt"), "x", kReplace), "");
+  std::vector<std::string> kept = {fresh, live, ".stepformer-notes.tmp", "out.txt"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(d.names(), kept);
+}
+
 // [SECTION] reading
 
 TEST(UserFiles, ReadingAFifoADeviceOrAFolderIsRefusedAtOnce) {
