@@ -29,7 +29,11 @@ const char* kHelp =
     "training:  --epochs N (20)  --batch-tokens N (6000)  --lr X (peak, 1e-3)  --warmup N (4000)\n"
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
     "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
-    "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n";
+    "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n\n"
+    "Every number has a range (a value outside it is named with the range); a model whose training would not\n"
+    "fit in this machine's memory is refused before anything starts. The model and the checkpoint replace\n"
+    "regular files at their paths (keeping their permissions), never the data, each other, a link, a folder\n"
+    "or a device; the data files are regular files of at most 256 MB and must hold sentences.\n";
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";

@@ -132,7 +132,7 @@ void App::check_attention_option() {
   attention_.layer = std::min(attention_.layer, layers - 1);
   attention_.head = std::min(attention_.head, c.n_heads - 1);
   const std::string kind = to_string(asked.kind);
-  dialog_.show({"This model has no such head", options_.attention,
+  dialog_.show({"This model has no such head", "",
                 "--attention " + options_.attention + " asks for layer " + std::to_string(asked.layer) + ", head " +
                     std::to_string(asked.head) + "; this model has " + std::to_string(layers) + " layers of " +
                     std::to_string(c.n_heads) + " heads (layers 0 to " + std::to_string(layers - 1) + ", heads 0 to " +
