@@ -188,9 +188,11 @@ TEST_F(HostileApp, AbsurdCountsAreRefusedWithTheirLimitAndTheAppGoesOn) {
   EXPECT_FALSE(after["app"]["translation"].get<std::string>().empty()) << "the translation it had stays";
 
   // Counts past a command's ceiling are named when the script is read; the script does not run.
-  EXPECT_EQ(run_script(dir, "wait 99999999\nstep 50000\nquit\n"), 2);
+  EXPECT_EQ(run_script(dir, "wait 99999999\nstep 50000\nforce 999999 a\nmask enc.0.0 0 999999\nquit\n"), 2);
   EXPECT_TRUE(contains(log, "'wait' needs whole numbers from 0 to 36000, got '99999999'")) << log;
   EXPECT_TRUE(contains(log, "'step' needs whole numbers from 0 to 10000, got '50000'")) << log;
+  EXPECT_TRUE(contains(log, "'force' takes a position (a whole number from 0 to 100000) and a word, got '999999'")) << log;
+  EXPECT_TRUE(contains(log, "'mask' takes KIND.L.H ROW COL with whole numbers from 0 to 100000, got '999999'")) << log;
 }
 
 TEST_F(HostileApp, AHeadTheModelDoesNotHaveIsSaidNotSilentlyChanged) {

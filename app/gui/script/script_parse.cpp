@@ -110,7 +110,8 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
   if (c.name == "mask")
     for (size_t i = 1; i < 3; ++i)
       if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
-        return "'mask' takes KIND.L.H ROW COL with whole numbers, got '" + c.args[i] + "'";
+        return "'mask' takes KIND.L.H ROW COL with whole numbers from 0 to " + std::to_string(kMaxScriptCount) +
+               ", got '" + c.args[i] + "'";
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
   if (c.name == "expand") {
@@ -132,7 +133,8 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     c.args = words;
   }
   if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return "'force' takes a position (a whole number) and a word, got '" + c.args[0] + "'";
+    return "'force' takes a position (a whole number from 0 to " + std::to_string(kMaxScriptCount) + ") and a word, got '" +
+           c.args[0] + "'";
   const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
                               c.name == "present" || c.name == "fullscreen" || c.name == "explain";
   if (switch_command && c.args[0] != "on" && c.args[0] != "off")
