@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "io/json_text.h"
 #include "io/safetensors.h"
 #include "io/user_files.h"
 #include "model/model.h"
@@ -126,14 +127,15 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
   auto meta_it = file.metadata().find("stepformer_checkpoint");
   if (meta_it == file.metadata().end())
     fail(ErrorKind::Format, "train", "'" + path + "' is not a Stepformer training checkpoint");
-  json meta;
-  try {
-    meta = json::parse(meta_it->second);
-  } catch (const std::exception& e) {
-    fail(ErrorKind::Format, "train", "checkpoint '" + path + "': bad metadata JSON: " + e.what());
-  }
+  // Depth-limited like every JSON a user's file holds (io/json_text.h).
+  const json meta = parse_json_text(meta_it->second, "train", "checkpoint '" + path + "': the metadata");
+  if (!meta.is_object()) fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the metadata is not a JSON object");
+  const auto text_of = [&](const char* key) {
+    const auto it = file.metadata().find(key);
+    return it == file.metadata().end() ? std::string() : it->second;
+  };
   if (meta.value("config", json()) != config_to_json(config) || meta.value("seed", uint64_t{0}) != seed ||
-      file.metadata().at("src_vocab") != src.to_json().dump() || file.metadata().at("tgt_vocab") != tgt.to_json().dump())
+      text_of("src_vocab") != src.to_json().dump() || text_of("tgt_vocab") != tgt.to_json().dump())
     fail(ErrorKind::Input, "train",
          "checkpoint '" + path + "' belongs to another run (different model, data or seed); delete it or pass "
          "--no-resume");
@@ -149,12 +151,22 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
   load_all("adam_m.", adam.first_moment());
   load_all("adam_v.", adam.second_moment());
   RunState s;
-  s.finished_epochs = meta.at("finished_epochs");
-  s.step = meta.at("step");
-  s.result.best_epoch = meta.at("best_epoch");
-  s.result.best_valid_bleu = meta.at("best_valid_bleu");
-  s.result.wall_seconds = meta.at("wall_seconds");
-  for (const auto& e : meta.at("history")) s.result.history.push_back(epoch_from_json(e));
+  try {
+    s.finished_epochs = meta.at("finished_epochs");
+    s.step = meta.at("step");
+    s.result.best_epoch = meta.at("best_epoch");
+    s.result.best_valid_bleu = meta.at("best_valid_bleu");
+    s.result.wall_seconds = meta.at("wall_seconds");
+    for (const auto& e : meta.at("history")) s.result.history.push_back(epoch_from_json(e));
+  } catch (const json::exception& e) {
+    fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state is damaged (" + e.what() +
+                                         "); delete it or pass --no-resume");
+  }
+  if (s.finished_epochs < 0 || s.step < 0 || s.result.best_epoch < 0 ||
+      s.result.best_epoch > static_cast<int>(s.result.history.size()))
+    fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state is inconsistent (epoch " +
+                                         std::to_string(s.finished_epochs) + ", step " + std::to_string(s.step) +
+                                         "); delete it or pass --no-resume");
   adam.set_step_count(s.step);
   return s;
 }

@@ -230,6 +230,12 @@ TEST_F(CliTrainHostile, AbsurdSizesEmptyDataAndCollidingOutputsAreRefusedBeforeT
   EXPECT_MESSAGE(cli({"train", "--data", data, "--out", (dir / "data" / "train.lc.norm.tok.en").string()}), 1,
                  "is the same file as the input");
   EXPECT_EQ(slurp(dir / "data" / "train.lc.norm.tok.en"), "a man\na woman\n");
+  // A damaged checkpoint where a resume looks for one: named, not a crash or a raw library message.
+  write_safetensors(at("resume.safetensors.checkpoint"), {},
+                    {{"stepformer_checkpoint", std::string(100000, '[')}});
+  EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("resume.safetensors")}), 1, "nests deeper than");
+  write_safetensors(at("resume.safetensors.checkpoint"), {}, {{"stepformer_checkpoint", "{\"step\": \"x\"}"}});
+  EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("resume.safetensors")}), 1, "belongs to another run");
   write_text(dir / "data" / "train.lc.norm.tok.de", "");
   write_text(dir / "data" / "train.lc.norm.tok.en", "");
   EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("empty.safetensors")}), 1,
