@@ -175,6 +175,8 @@ TEST_F(HostileApp, AbsurdCountsAreRefusedWithTheirLimitAndTheAppGoesOn) {
   ASSERT_EQ(run_script(dir, "sentence Ein Mann mit einem Hut.\n"
                             "decode beam 100000\n"
                             "force 5000 a\n"
+                            "stage encoder-attention\n"
+                            "expand 999 999\n"
                             "stage decoding\n"
                             "layout counts.json\n"
                             "quit\n"),
@@ -183,6 +185,7 @@ TEST_F(HostileApp, AbsurdCountsAreRefusedWithTheirLimitAndTheAppGoesOn) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60)) << "a beam of 100000 was searched";
   EXPECT_TRUE(contains(log, "the beam width must be from 1 to 64, got 100000")) << log;
   EXPECT_TRUE(contains(log, "cannot force a word at position 5000")) << log;
+  EXPECT_TRUE(contains(log, "expand: no cell (999, 999) in the attention map of")) << log;
   const nlohmann::json after = testing::load_json(dir / "counts.json");
   ASSERT_FALSE(after.is_null()) << log;
   EXPECT_FALSE(after["app"]["translation"].get<std::string>().empty()) << "the translation it had stays";

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "gui/panels/attention_panel.h"
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
@@ -53,6 +54,17 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
 }
 
 // The interventions and decoding commands: each changes the state through the app, which recomputes.
+// "" when (row, col) is a cell of the attention map on show, else what the map's size is: a cell past it is
+// named, not silently moved to the edge.
+std::string outside_the_map(const App& app, int row, int col) {
+  const AttentionTrace* a = selected_attention(app.state().trace, app.attention());
+  if (!a || a->probs.empty()) return "";
+  const Mat& p = a->probs[std::min<size_t>(static_cast<size_t>(app.attention().head), a->probs.size() - 1)];
+  if (row < p.rows() && col < p.cols()) return "";
+  return "no cell (" + std::to_string(row) + ", " + std::to_string(col) + ") in the attention map of " +
+         std::to_string(p.rows()) + " x " + std::to_string(p.cols());
+}
+
 bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string>& log, const std::string& where) {
   AppState& state = app.mutable_state();
   auto report = [&](bool ok) {
@@ -304,10 +316,15 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
     } else if (c.name == "expand") {
       if (c.args[0] == "off") app.collapse_attention_cell();
+      else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())
+        log.push_back(where + "expand: " + problem);
       else app.expand_attention_cell(std::stoi(c.args[0]), std::stoi(c.args[1]));
       wait_frames_ = 2;  // the column lays out on the next frames
       return;
     } else if (c.name == "zoom") {
+      if (c.args.size() == 3)
+        if (const std::string problem = outside_the_map(app, std::stoi(c.args[1]), std::stoi(c.args[2])); !problem.empty())
+          log.push_back(where + "zoom: " + problem + " (zoomed around the map's corner)");
       app.zoom_attention(std::strtof(c.args[0].c_str(), nullptr), c.args.size() == 3 ? std::stoi(c.args[1]) : -1,
                          c.args.size() == 3 ? std::stoi(c.args[2]) : -1);
       wait_frames_ = 2;
