@@ -144,6 +144,7 @@ void App::draw_pipeline_map() {
 }
 
 void App::frame() {
+  if (state_.decoding_in_background()) state_.continue_decoding();  // a long decoding, a budget a frame
   begin_heatmap_frame();
   begin_item_frame();
   begin_token_hover_frame();

@@ -183,7 +183,10 @@ bool AppState::rebuild(int steps) {
     // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
     // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
     // a time (Decoder::run_guided).
-    if (steps < 0 && same_source) {
+    decoding_in_background_ = false;
+    if (steps < 0 && step_budget_ms > 0 && !(same_source && options.strategy == DecodeStrategy::Greedy)) {
+      decoding_in_background_ = !step_within_budget(*next, start);  // the rest on the next frames
+    } else if (steps < 0 && same_source) {
       const std::vector<int>* guess = &translation;
       for (const RememberedTranslation& r : remembered_)
         if (r.is_for(model.get(), src_ids, interventions)) guess = &r.translation;
@@ -222,12 +225,14 @@ void AppState::take_decoder_state() {
 }
 
 bool AppState::step() {
+  decoding_in_background_ = false;
   if (!decoder || !decoder->step()) return false;
   take_decoder_state();
   return true;
 }
 
 bool AppState::step_back() {
+  decoding_in_background_ = false;
   if (!decoder || !decoder->step_back()) return false;
   take_decoder_state();
   return true;
@@ -235,9 +240,31 @@ bool AppState::step_back() {
 
 bool AppState::run_to_end() {
   if (!decoder || decoder->finished()) return false;
-  decoder->run();
+  if (step_budget_ms > 0) {
+    decoding_in_background_ = !step_within_budget(*decoder, std::chrono::steady_clock::now());
+  } else {
+    decoder->run();
+  }
   take_decoder_state();
   return true;
+}
+
+bool AppState::step_within_budget(Decoder& d, std::chrono::steady_clock::time_point start) const {
+  const auto budget = std::chrono::duration<double, std::milli>(step_budget_ms);
+  while (!d.finished()) {
+    d.step();
+    if (std::chrono::steady_clock::now() - start > budget) break;
+  }
+  return d.finished();
+}
+
+void AppState::continue_decoding() {
+  if (!decoding_in_background_ || !decoder) {
+    decoding_in_background_ = false;
+    return;
+  }
+  decoding_in_background_ = !step_within_budget(*decoder, std::chrono::steady_clock::now());
+  take_decoder_state();
 }
 
 bool AppState::restart() { return rebuild(0); }

@@ -62,6 +62,14 @@ struct AppState {
   // strategy, then kept; empty when there is no sentence or it cannot be decoded.
   const std::vector<int>& translation_as_trained();
 
+  // Frames stay short: with a budget (the app sets one; 0, the default, decodes to the end at once), a
+  // decoding to the end stops when the budget is spent and continue_decoding(), called once a frame, goes on
+  // from there: a 240-word sentence decoded with a beam of 64 fills in over a few frames instead of freezing
+  // the window for seconds. Scripts wait for it as for a model loading.
+  double step_budget_ms = 0;
+  bool decoding_in_background() const { return decoding_in_background_; }
+  void continue_decoding();
+
   bool ready() const { return model && trace.has_decoder(); }
   bool decoding_finished() const { return decoder && decoder->finished(); }
   // Token strings for axis labels: source tokens as the model read them (an unknown word is "<unk>"), decoder
@@ -76,6 +84,9 @@ struct AppState {
   std::string target_token(int id) const;  // a target id as text (unescaped)
 
  private:
+  bool decoding_in_background_ = false;
+  // Steps `d` until it finishes or the budget from `start` is spent; true when it finished.
+  bool step_within_budget(Decoder& d, std::chrono::steady_clock::time_point start) const;
   // Rebuilds the decoder for the current inputs and advances it `steps` steps (-1: to the end).
   bool rebuild(int steps);
   void take_decoder_state();  // translation and trace from the decoder

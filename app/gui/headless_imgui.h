@@ -12,6 +12,9 @@ inline void start_headless_imgui(bool default_font = true, ImVec2 display = ImVe
   io.IniFilename = nullptr;
   io.DisplaySize = display;
   io.DeltaTime = 1.0f / 60.0f;
+  // As the OpenGL 3.3 backend does: a draw list past 65536 vertices (a beam of 64 over a long sentence) is
+  // split into commands with a vertex offset instead of failing ImGui's 16-bit index assertion.
+  io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
   if (!default_font) return;
   unsigned char* pixels = nullptr;
   int w = 0, h = 0;

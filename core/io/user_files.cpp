@@ -190,6 +190,26 @@ std::string check_output_path(const std::string& path, const WriteRules& rules) 
   if (path.empty()) return "no file name given";
   const fs::path target(path);
   if (!target.has_filename()) return in_quotes(path) + " names a folder, not a file";
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  // First: a path outside the allowed folder is not even looked at.
+  if (!rules.allowed_folder.empty()) {
+    std::error_code ec_dir, ec_allowed;
+    const fs::path real_dir = fs::canonical(dir, ec_dir);
+    const fs::path real_allowed = fs::canonical(rules.allowed_folder, ec_allowed);
+    if (ec_allowed) return "the folder allowed for writing, " + in_quotes(rules.allowed_folder) + ", cannot be found";
+    bool inside = true;  // a folder that cannot be resolved is named below, as missing
+    if (!ec_dir) {
+      auto d = real_dir.begin();
+      for (auto a = real_allowed.begin(); a != real_allowed.end(); ++a, ++d)
+        if (d == real_dir.end() || *d != *a) {
+          inside = false;
+          break;
+        }
+    }
+    if (!inside)
+      return in_quotes(path) + " is outside the folder this may write to (" + real_allowed.string() +
+             "); start the app with --allow-write FOLDER to allow another";
+  }
   struct stat link_st {};
   const bool exists = ::lstat(path.c_str(), &link_st) == 0;
   if (exists) {
@@ -205,28 +225,9 @@ std::string check_output_path(const std::string& path, const WriteRules& rules) 
     }
     if (!rules.replace) return in_quotes(path) + " exists: not replaced (choose another name or remove it first)";
   }
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   struct stat dir_st {};
   if (::stat(dir.c_str(), &dir_st) != 0) return "cannot write " + in_quotes(path) + ": the folder " + in_quotes(dir.string()) + " does not exist";
   if (!S_ISDIR(dir_st.st_mode)) return "cannot write " + in_quotes(path) + ": " + in_quotes(dir.string()) + " is not a folder";
-  if (!rules.allowed_folder.empty()) {
-    std::error_code ec_dir, ec_allowed;
-    const fs::path real_dir = fs::canonical(dir, ec_dir);
-    const fs::path real_allowed = fs::canonical(rules.allowed_folder, ec_allowed);
-    if (ec_allowed) return "the folder allowed for writing, " + in_quotes(rules.allowed_folder) + ", cannot be found";
-    bool inside = !ec_dir;
-    if (inside) {
-      auto d = real_dir.begin();
-      for (auto a = real_allowed.begin(); a != real_allowed.end(); ++a, ++d)
-        if (d == real_dir.end() || *d != *a) {
-          inside = false;
-          break;
-        }
-    }
-    if (!inside)
-      return in_quotes(path) + " is outside the folder this may write to (" + real_allowed.string() +
-             "); start the app with --allow-write FOLDER to allow another";
-  }
   return "";
 }
 

@@ -90,6 +90,8 @@ HeadRef parse_head_ref(const std::string& text) {
     return first != last && ec == std::errc() && ptr == last;
   };
   if (!number(dot1 + 1, dot2, h.layer) || !number(dot2 + 1, text.size(), h.head)) return bad();
+  if (h.layer < 0 || h.head < 0)
+    fail(ErrorKind::Input, "parse_head_ref", "'" + text + "': the layer and the head are counted from 0 (e.g. enc.0.3)");
   return h;
 }
 

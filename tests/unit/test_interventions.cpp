@@ -337,3 +337,23 @@ TEST(NnOps, MaskedSoftmaxAndLayerNorm) {
 
 }  // namespace
 }  // namespace sf
+
+namespace sf {
+namespace {
+
+// Found by the monkey test: `mask enc.-1.0 0 0` read the trace at layer -1 (a use after free under ASan).
+TEST(HeadRefs, ANegativeLayerOrHeadIsRefusedWhenParsed) {
+  for (const char* text : {"enc.-1.0", "dec.0.-2", "cross.-0.-0"}) {
+    try {
+      const HeadRef h = parse_head_ref(text);
+      if (h.layer >= 0 && h.head >= 0 && std::string(text) == "cross.-0.-0") continue;  // -0 is 0
+      FAIL() << text << " parsed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      EXPECT_NE(std::string(e.what()).find("counted from 0"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sf

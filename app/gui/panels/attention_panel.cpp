@@ -16,6 +16,7 @@
 namespace sf::gui {
 
 const AttentionTrace* selected_attention(const Trace& trace, const AttentionSelection& s) {
+  if (s.layer < 0) return nullptr;
   if (s.kind == AttentionKind::Encoder)
     return s.layer < static_cast<int>(trace.encoder.size()) ? &trace.encoder[s.layer].self_attn : nullptr;
   if (s.layer >= static_cast<int>(trace.decoder.size())) return nullptr;

@@ -17,6 +17,7 @@ void toggle_head(Interventions& iv, const HeadRef& head) {
 
 bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head, int row, int col) {
   const AttentionTrace* a = nullptr;
+  if (head.layer < 0) return false;
   if (head.kind == AttentionKind::Encoder && head.layer < static_cast<int>(trace.encoder.size()))
     a = &trace.encoder[static_cast<size_t>(head.layer)].self_attn;
   if (head.kind != AttentionKind::Encoder && head.layer < static_cast<int>(trace.decoder.size()))

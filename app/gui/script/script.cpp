@@ -203,6 +203,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   }
   // A model loads in the background (the app's first, or a `model` command's): frames go on, commands wait.
   if (wait_for_load_ && app.loading()) return publish(app);
+  if (app.state().decoding_in_background()) return publish(app);  // a long decoding finishes first
   wait_for_load_ = false;
   if (loading_line_ > 0) {
     if (!app.last_load_error().empty())
