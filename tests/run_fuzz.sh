@@ -19,8 +19,8 @@
 #    WORK_DIR/<target>-crash-... (or -leak-, -timeout-, -oom-) and the log's end is printed; every target still
 #    runs, and the script fails at the end.
 # CC and CXX may name the compilers (default clang, clang++), CMAKE_GENERATOR the generator,
-# CMAKE_BUILD_PARALLEL_LEVEL the build jobs (default 2). About 6 minutes on 2 cores from scratch with the default
-# 20 s per target, about 2 minutes once built.
+# CMAKE_BUILD_PARALLEL_LEVEL the build jobs (default 2). With the default 20 s per target: about 4 minutes on 2
+# cores from scratch (the build 2 to 4 of them, more on a busy machine), under 2 minutes once built.
 set -eu
 if [ $# -lt 2 ]; then
   echo "usage: $0 SOURCE_DIR WORK_DIR [FUZZ_SECONDS]" >&2

@@ -11,8 +11,9 @@ and invalid arguments (heads out of range, absurd numbers, hostile files, writes
 lines it rejects (unknown commands, wrong argument counts, garbage bytes). The script never holds `pause` (a
 lesson waits there for a key), a `wait` of more than a few frames, or a `quit` before its last line.
 
---commands N counts the lines the parser accepts (they run in the app); on top of them the script has about
-N * --invalid-ratio lines it rejects, every --checkpoint-every commands a `layout monkey-checkpoint-NNNNNN.json`
+--commands N counts the lines the parser accepts (they run in the app); on top of them the script has the lines
+it rejects: N * --invalid-ratio deliberately malformed ones, and the random arguments that miss (all in all
+about a fifth of the lines), every --checkpoint-every commands a `layout monkey-checkpoint-NNNNNN.json`
 (a file the run checks for: how far the app got), and at the end `layout monkey-checkpoint-final.json` and
 `quit`. Which lines the parser rejects is decided here by a copy of its rules (classify() below); the manifest
 (--manifest, default OUT.json) lists them, so the run can compare them with what the app reports.
@@ -506,7 +507,7 @@ def commands_from_help(app):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", type=int, default=1000, help="lines the parser accepts (they run in the app)")
     ap.add_argument("--out", required=True, help="the script (a lesson) to write")
