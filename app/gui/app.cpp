@@ -144,7 +144,7 @@ void App::draw_pipeline_map() {
 }
 
 void App::frame() {
-  if (state_.decoding_in_background()) state_.continue_decoding();  // a long decoding, a budget a frame
+  state_.poll_background();  // a decoding done off the frame thread is shown from this frame on
   begin_heatmap_frame();
   begin_item_frame();
   begin_token_hover_frame();
@@ -195,6 +195,9 @@ void App::frame() {
       ImGui::TextWrapped("-> %s%s", state_.translation_text().c_str(),
                   state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
     }
+    if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
+      ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "Computing the new translation... %.1f s",
+                         state_.busy_seconds());
     const std::string changed = interventions_summary(state_.interventions);
     if (!changed.empty()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "Changed model: %s", changed.c_str());

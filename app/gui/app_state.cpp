@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <utility>
 
 #include "util/error.h"
 #include "util/paths.h"
@@ -28,24 +30,49 @@ bool AppState::load_model(const std::string& path) {
 
 bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
   // Interventions and forced tokens name heads and ids of the old model: they start afresh with a new one.
-  // Everything is swapped as a whole, and swapped back when the sentence does not fit the new model.
-  std::shared_ptr<const Model> old_model = std::move(model);
-  std::unique_ptr<Decoder> old_decoder = std::move(decoder);
-  const std::string old_path = model_path;
+  // What is shown belongs to the old model: it is put aside (nothing is shown until the new model's decoding is
+  // done) and comes back, with the old model, when the sentence does not fit the new one. (A model asked for
+  // while another's first decoding still runs keeps the first undo: it holds what was last shown.)
   const Interventions old_interventions = interventions;
+  const bool first = !model_undo_;
+  if (first)
+    model_undo_ = ModelUndo{std::move(model), model_path, inputs(),
+                            std::move(decoder), std::move(shown_model_), std::move(trace), std::move(source_tokens),
+                            std::move(translation)};
+  std::shared_ptr<const Model> previous = first ? nullptr : std::move(model);
+  const std::string previous_path = model_path;
   model = std::move(loaded);
   model_path = path;
   interventions = Interventions{};
   interventions.causal_mask = old_interventions.causal_mask;
   interventions.padding_mask = old_interventions.padding_mask;
   interventions.positional_encoding = old_interventions.positional_encoding;
+  decoder.reset();
+  shown_model_.reset();
+  trace = Trace{};
+  source_tokens.clear();
+  translation.clear();
   error.clear();
-  if (sentence.empty() || rebuild(-1)) return true;
+  if (sentence.empty()) {
+    model_undo_.reset();
+    return true;
+  }
+  if (rebuild(-1)) return true;
   const std::string reason = error;
-  model = std::move(old_model);
-  decoder = std::move(old_decoder);
-  model_path = old_path;
   interventions = old_interventions;
+  if (first) {
+    model = std::move(model_undo_->model);
+    model_path = model_undo_->path;
+    decoder = std::move(model_undo_->decoder);
+    shown_model_ = std::move(model_undo_->shown_model);
+    trace = std::move(model_undo_->trace);
+    source_tokens = std::move(model_undo_->source_tokens);
+    translation = std::move(model_undo_->translation);
+    model_undo_.reset();
+  } else {
+    model = std::move(previous);
+    model_path = previous_path;
+  }
   error = reason;
   return false;
 }
@@ -155,9 +182,11 @@ bool AppState::rebuild(int steps) {
     error = "no model loaded";
     return false;
   }
-  const auto start = std::chrono::steady_clock::now();
+  // Checked here, at once (a bad input is refused in the frame that gave it); decoded by run_work.
+  std::vector<Token> tokens;
+  DecodeOptions options = decode_options;
   try {
-    std::vector<Token> tokens = encode(sentence, model->tokenizer, model->src_vocab, Side::Source);
+    tokens = encode(sentence, model->tokenizer, model->src_vocab, Side::Source);
     if (tokens.size() <= 2) fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
     for (int i = 0; i < source_padding; ++i) {  // as in a batch: <pad> after <eos>
       Token pad;
@@ -171,113 +200,242 @@ bool AppState::rebuild(int steps) {
            "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +
                std::to_string(model->config.max_positions));
     validate_interventions(model->config, interventions);
-    DecodeOptions options = decode_options;
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
     options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
-    const std::vector<int> src_ids = token_ids(tokens);
-    const bool same_source = decoder && src_ids == token_ids(source_tokens) && decoder_model_ == model.get();
-    // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say).
-    auto next = std::make_unique<Decoder>(model->config, model->weights, src_ids, interventions, options,
-                                          same_source ? &decoder->encoded() : nullptr);
-    // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
-    // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
-    // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
-    // a time (Decoder::run_guided).
-    decoding_in_background_ = false;
-    if (steps < 0 && step_budget_ms > 0 && !(same_source && options.strategy == DecodeStrategy::Greedy)) {
-      decoding_in_background_ = !step_within_budget(*next, start);  // the rest on the next frames
-    } else if (steps < 0 && same_source) {
-      const std::vector<int>* guess = &translation;
-      for (const RememberedTranslation& r : remembered_)
-        if (r.is_for(model.get(), src_ids, interventions)) guess = &r.translation;
-      next->run_guided(*guess);
-    } else if (steps < 0) {
-      next->run();
-    }
-    for (int i = 0; i < steps && next->step(); ++i) {}
-    Trace traced = next->trace();
-    last_guessed = next->guessed();
-    source_tokens = std::move(tokens);
-    decoder = std::move(next);
-    decoder_model_ = model.get();
-    translation = decoder->generated();
-    trace = std::move(traced);
-    error.clear();
-    ++version;
-    if (decoder->finished() && options.strategy == DecodeStrategy::Greedy) {
-      std::erase_if(remembered_,
-                    [&](const RememberedTranslation& r) { return r.is_for(model.get(), src_ids, interventions); });
-      if (remembered_.size() >= kRemembered) remembered_.erase(remembered_.begin());
-      remembered_.push_back({model.get(), src_ids, interventions, translation});
-    }
   } catch (const std::exception& e) {
     return fail_with(e);
   }
-  last_recompute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return true;
+  const std::vector<int> src_ids = token_ids(tokens);
+  const bool same_source = decoder && shown_model_ == model && src_ids == token_ids(source_tokens);
+  // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
+  // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
+  // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
+  // a time (Decoder::run_guided).
+  const bool guided = steps < 0 && same_source && options.strategy == DecodeStrategy::Greedy;
+  std::vector<int> guess;
+  if (guided) {
+    guess = translation;
+    for (const RememberedTranslation& r : remembered_)
+      if (r.is_for(model.get(), src_ids, interventions)) guess = r.translation;
+  }
+  // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say). The
+  // work shares that decoder but only reads its encoder pass; steps are refused while it runs (busy()).
+  std::shared_ptr<const Decoder> encoder_from = same_source ? decoder : nullptr;
+  Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
+               guess = std::move(guess), encoder_from](const std::atomic<bool>& cancelled) mutable {
+    const auto start = std::chrono::steady_clock::now();
+    Outcome out;
+    out.model = m;
+    auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,
+                                          encoder_from ? &encoder_from->encoded() : nullptr);
+    encoder_from.reset();
+    if (guided) {
+      next->run_guided(guess);
+    } else if (steps < 0) {
+      while (!cancelled && next->step()) {}
+    }
+    for (int i = 0; i < steps && !cancelled && next->step(); ++i) {}
+    if (cancelled) {
+      out.cancelled = true;
+      return out;
+    }
+    out.trace = next->trace();
+    out.guessed = next->guessed();
+    out.decoder = std::move(next);
+    out.source_tokens = std::move(tokens);
+    out.interventions = std::move(iv);
+    out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  };
+  return run_work(std::move(work));
 }
 
-void AppState::take_decoder_state() {
+bool AppState::run_work(Work work) {
+  if (step_budget_ms <= 0) {  // at once, on this thread
+    Outcome out;
+    try {
+      out = work(std::atomic<bool>{false});
+    } catch (const std::exception& e) {
+      return fail_with(e);
+    }
+    return commit(std::move(out));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (task_.running()) {  // the newest request waits for the running one to stop; an older waiting one is dropped
+    task_.cancel();
+    queued_ = std::move(work);
+    if (!task_.wait_for(step_budget_ms)) return true;
+    try {
+      task_.take();  // superseded: dropped, whatever it gave
+    } catch (const std::exception&) {
+    }
+    work = std::move(*queued_);
+    queued_.reset();
+  }
+  task_.start(std::move(work));
+  const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!task_.wait_for(std::max(0.0, step_budget_ms - spent))) return true;  // poll_background() takes it
+  try {
+    return commit(task_.take());
+  } catch (const std::exception& e) {
+    return fail_with(e);
+  }
+}
+
+bool AppState::commit(Outcome out) {
+  if (out.cancelled) return true;
+  if (!out.decoder) {
+    error = "the decoding was interrupted";
+    return false;
+  }
+  last_recompute_ms = out.ms;
+  last_guessed = out.guessed;
+  decoder = std::move(out.decoder);
+  shown_model_ = std::move(out.model);
+  trace = std::move(out.trace);
   translation = decoder->generated();
-  trace = decoder->trace();
+  const bool rebuilt = out.source_tokens.has_value();
+  if (rebuilt) source_tokens = std::move(*out.source_tokens);
+  shown_inputs_ = inputs();
+  model_undo_.reset();
   error.clear();
   ++version;
-}
-
-bool AppState::step() {
-  decoding_in_background_ = false;
-  if (!decoder || !decoder->step()) return false;
-  take_decoder_state();
+  if (rebuilt && decoder->finished() && decoder->options().strategy == DecodeStrategy::Greedy) {
+    const std::vector<int> src_ids = token_ids(source_tokens);
+    const Model* m = shown_model_.get();
+    std::erase_if(remembered_, [&](const RememberedTranslation& r) { return r.is_for(m, src_ids, out.interventions); });
+    if (remembered_.size() >= kRemembered) remembered_.erase(remembered_.begin());
+    remembered_.push_back({m, src_ids, out.interventions, translation});
+  }
   return true;
 }
 
-bool AppState::step_back() {
-  decoding_in_background_ = false;
-  if (!decoder || !decoder->step_back()) return false;
-  take_decoder_state();
-  return true;
+void AppState::fail_late(const std::exception& e) {
+  fail_with(e);
+  late_failure_ = error;
+  // The inputs go back to those of what is shown (the setter that asked for this has long returned).
+  if (model_undo_) {
+    model = std::move(model_undo_->model);
+    model_path = model_undo_->path;
+    decoder = std::move(model_undo_->decoder);
+    shown_model_ = std::move(model_undo_->shown_model);
+    trace = std::move(model_undo_->trace);
+    source_tokens = std::move(model_undo_->source_tokens);
+    translation = std::move(model_undo_->translation);
+    shown_inputs_ = model_undo_->inputs;
+    model_undo_.reset();
+  }
+  restore_inputs(shown_inputs_);
+}
+
+AppState::Inputs AppState::inputs() const { return {sentence, reference, interventions, decode_options, source_padding}; }
+
+void AppState::restore_inputs(const Inputs& in) {
+  sentence = in.sentence;
+  reference = in.reference;
+  interventions = in.interventions;
+  decode_options = in.decode_options;
+  source_padding = in.source_padding;
+}
+
+bool AppState::busy() const { return task_.running() || queued_.has_value() || as_trained_task_.running(); }
+
+double AppState::busy_seconds() const { return std::max(task_.seconds_running(), as_trained_task_.seconds_running()); }
+
+void AppState::poll_background() {
+  if (task_.running() && task_.done()) {
+    try {
+      Outcome out = task_.take();
+      if (!queued_ && !commit(std::move(out))) late_failure_ = error;
+    } catch (const std::exception& e) {
+      if (!queued_) fail_late(e);
+    }
+  }
+  if (!task_.running() && queued_) {
+    task_.start(std::move(*queued_));
+    queued_.reset();
+  }
+  if (as_trained_task_.running() && as_trained_task_.done()) {
+    try {
+      std::vector<int> ids = as_trained_task_.take();
+      as_trained_.translation = std::move(ids);
+    } catch (const std::exception&) {
+      as_trained_.translation.clear();  // shown as nothing to compare with
+    }
+    as_trained_.computing = false;
+  }
+}
+
+void AppState::finish_background() {
+  while (busy()) {
+    task_.wait_for(50);
+    as_trained_task_.wait_for(50);
+    poll_background();
+  }
+}
+
+std::string AppState::take_late_failure() { return std::exchange(late_failure_, std::string()); }
+
+AppState::~AppState() {
+  task_.cancel();
+  as_trained_task_.cancel();
+}
+
+// Steps run on the decoder itself: the work takes it (panels see no decoder until it is back) and gives it back
+// with the trace of where it stopped. count > 0: forward, < 0: back, kToEnd: to the end.
+namespace {
+constexpr int kToEnd = std::numeric_limits<int>::max();
+}
+
+bool AppState::step(int count) {
+  if (!decoder || busy() || decoder->finished() || count <= 0) return false;
+  return advance(count);
+}
+
+bool AppState::step_back(int count) {
+  if (!decoder || busy() || decoder->steps() == 0 || count <= 0) return false;
+  return advance(-count);
 }
 
 bool AppState::run_to_end() {
-  if (!decoder || decoder->finished()) return false;
-  if (step_budget_ms > 0) {
-    decoding_in_background_ = !step_within_budget(*decoder, std::chrono::steady_clock::now());
-  } else {
-    decoder->run();
-  }
-  take_decoder_state();
-  return true;
+  if (!decoder || busy() || decoder->finished()) return false;
+  return advance(kToEnd);
 }
 
-bool AppState::step_within_budget(Decoder& d, std::chrono::steady_clock::time_point start) const {
-  const auto budget = std::chrono::duration<double, std::milli>(step_budget_ms);
-  while (!d.finished()) {
-    d.step();
-    if (std::chrono::steady_clock::now() - start > budget) break;
-  }
-  return d.finished();
-}
-
-void AppState::continue_decoding() {
-  if (!decoding_in_background_ || !decoder) {
-    decoding_in_background_ = false;
-    return;
-  }
-  decoding_in_background_ = !step_within_budget(*decoder, std::chrono::steady_clock::now());
-  take_decoder_state();
+bool AppState::advance(int count) {
+  Work work = [d = std::move(decoder), m = shown_model_, count](const std::atomic<bool>& cancelled) {
+    const auto start = std::chrono::steady_clock::now();
+    if (count > 0) {
+      for (int i = 0; i < count && !cancelled && d->step(); ++i) {}
+    } else {
+      for (int i = 0; i < -count && !cancelled && d->step_back(); ++i) {}
+    }
+    Outcome out;
+    out.model = m;
+    if (cancelled) {
+      out.cancelled = true;
+      return out;
+    }
+    out.trace = d->trace();
+    out.guessed = 0;
+    out.decoder = d;
+    out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  };
+  return run_work(std::move(work));
 }
 
 bool AppState::restart() { return rebuild(0); }
 
 const std::vector<int>& AppState::translation_as_trained() {
   const std::vector<int> src_ids = token_ids(source_tokens);
-  if (!model || src_ids.empty()) {
+  if (!model || src_ids.empty() || shown_model_ != model) {
     as_trained_ = {};
     return as_trained_.translation;
   }
   if (as_trained_.model == model.get() && as_trained_.src_ids == src_ids && as_trained_.version == decode_options_version_)
     return as_trained_.translation;
-  as_trained_ = {model.get(), src_ids, decode_options_version_, {}};
+  as_trained_ = {model.get(), src_ids, decode_options_version_, {}, false};
   if (interventions == Interventions{} && decoder && decoder->finished()) {
     as_trained_.translation = translation;
     return as_trained_.translation;
@@ -287,15 +445,24 @@ const std::vector<int>& AppState::translation_as_trained() {
       as_trained_.translation = r.translation;
       return as_trained_.translation;
     }
-  try {
-    DecodeOptions options = decode_options;
-    options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
-    Decoder d(model->config, model->weights, src_ids, Interventions{}, options);
-    d.run();
-    as_trained_.translation = d.generated();
-  } catch (const std::exception&) {
-    as_trained_.translation.clear();  // shown as nothing to compare with
+  DecodeOptions options = decode_options;
+  options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
+  auto work = [m = model, src_ids, options](const std::atomic<bool>& cancelled) {
+    Decoder d(m->config, m->weights, src_ids, Interventions{}, options);
+    while (!cancelled && d.step()) {}
+    return cancelled ? std::vector<int>{} : d.generated();
+  };
+  if (step_budget_ms <= 0) {
+    try {
+      as_trained_.translation = work(std::atomic<bool>{false});
+    } catch (const std::exception&) {
+      as_trained_.translation.clear();  // shown as nothing to compare with
+    }
+    return as_trained_.translation;
   }
+  as_trained_.computing = true;
+  as_trained_task_.start(work);  // (cancels and waits for one decoding an older sentence)
+  if (as_trained_task_.wait_for(step_budget_ms)) poll_background();
   return as_trained_.translation;
 }
 

@@ -1,11 +1,18 @@
 // What the app shows and the user changes: the model, the sentence, the interventions, the decoding and its
 // trace, and the last problem to show. Panels read it; inputs change it through the setters below, each of
-// which recomputes at once (in the same frame) and keeps the previous state when the new input is bad.
+// which checks the input at once (a bad one is refused with a message, the previous state kept) and decodes
+// again: at once, or, where the app sets a budget, on a thread of its own (see step_budget_ms).
+//
+// Two kinds of fields: what the user asked for (model, sentence, reference, interventions, decode_options,
+// source_padding: changed by the setters at once) and what is shown (source_tokens, translation, decoder,
+// trace: replaced together when a decoding is done, so a panel always reads one consistent result).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "gui/background_task.h"
 #include "decode/decoder.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -23,7 +30,7 @@ struct AppState {
   std::vector<int> translation;        // generated target ids, no <bos>, <eos> included when produced
   Interventions interventions;         // the user's changes; forced_prefix holds clicked or reference tokens
   DecodeOptions decode_options;        // strategy and its parameters (max_length is set per sentence)
-  std::unique_ptr<Decoder> decoder;    // the live decoding of the sentence (reads model: reset before swapping)
+  std::shared_ptr<Decoder> decoder;    // the live decoding (null while steps of it run in the background)
   Trace trace;                         // the pass over <bos> + translation (what chose every output token)
   std::string error;                   // the last problem to show the user; the previous state stays
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
@@ -51,9 +58,10 @@ struct AppState {
   // Forces `token` at output position `position`: the translation keeps its first `position` tokens, takes
   // `token`, and the decoder continues from there.
   bool force_token(int position, int token);
-  // Token by token: one step forward / back, run to the end, back to the start.
-  bool step();
-  bool step_back();
+  // Token by token: `count` steps forward / back (one trace at the end), run to the end, back to the start.
+  // False when there is nothing to step (finished, at the start) or a decoding is still being computed.
+  bool step(int count = 1);
+  bool step_back(int count = 1);
   bool run_to_end();
   bool restart();
   bool recompute();
@@ -62,13 +70,24 @@ struct AppState {
   // strategy, then kept; empty when there is no sentence or it cannot be decoded.
   const std::vector<int>& translation_as_trained();
 
-  // Frames stay short: with a budget (the app sets one; 0, the default, decodes to the end at once), a
-  // decoding to the end stops when the budget is spent and continue_decoding(), called once a frame, goes on
-  // from there: a 240-word sentence decoded with a beam of 64 fills in over a few frames instead of freezing
-  // the window for seconds. Scripts wait for it as for a model loading.
+  // Frames stay short. With a budget (the app sets one; 0, the default, computes everything at once, as tests
+  // and lesson checks want), every decoding (a new sentence, an intervention, steps, the translation as trained)
+  // runs on a thread of its own; the setter waits for it up to the budget, and what is not done by then is taken
+  // by poll_background() on a later frame while the window goes on showing the previous result: a 240-word
+  // sentence with a beam of 64 no longer freezes the window for seconds. One decoding runs at a time; a newer
+  // request cancels it (at its next step) and runs after it. Scripts and --screenshot wait while busy().
   double step_budget_ms = 0;
-  bool decoding_in_background() const { return decoding_in_background_; }
-  void continue_decoding();
+  bool busy() const;
+  double busy_seconds() const;  // how long the running decoding has taken so far (the top bar shows it)
+  void poll_background();       // once a frame: takes finished work, starts the next
+  void finish_background();     // waits for all of it (a lesson check, a test)
+  // A decoding that failed after its setter had returned (accepted, then still computing): its message, once;
+  // the inputs are back to the last ones that decoded. Scripts log it against their line.
+  std::string take_late_failure();
+  AppState() = default;
+  AppState(const AppState&) = delete;
+  AppState& operator=(const AppState&) = delete;
+  ~AppState();
 
   bool ready() const { return model && trace.has_decoder(); }
   bool decoding_finished() const { return decoder && decoder->finished(); }
@@ -84,14 +103,52 @@ struct AppState {
   std::string target_token(int id) const;  // a target id as text (unescaped)
 
  private:
-  bool decoding_in_background_ = false;
-  // Steps `d` until it finishes or the budget from `start` is spent; true when it finished.
-  bool step_within_budget(Decoder& d, std::chrono::steady_clock::time_point start) const;
+  // What a decoding gives back: the decoder and its trace, and for a new decoder the source it read.
+  struct Outcome {
+    std::shared_ptr<const Model> model;  // the decoder reads its weights: kept alive with it
+    std::shared_ptr<Decoder> decoder;
+    Trace trace;
+    std::optional<std::vector<Token>> source_tokens;  // a rebuild: the source as read
+    Interventions interventions;  // a rebuild: what it decoded with (remembered translations are keyed by it)
+    int guessed = 0;
+    bool cancelled = false;       // a newer request came: the result is dropped
+    double ms = 0.0;
+  };
+  using Work = BackgroundTask<Outcome>::Work;
+  // Runs `work` at once (no budget) and commits it, or starts it (or queues it behind the running one) and
+  // commits it if it is done within the budget. False only when it failed before returning (error is set).
+  bool run_work(Work work);
+  bool commit(Outcome outcome);  // replaces what is shown; false with error set when the work failed
+  void fail_late(const std::exception& e);
   // Rebuilds the decoder for the current inputs and advances it `steps` steps (-1: to the end).
   bool rebuild(int steps);
-  void take_decoder_state();  // translation and trace from the decoder
+  bool advance(int count);  // the decoder `count` steps on (< 0: back), off the frame thread where there is a budget
   bool fail_with(const std::exception& e);
-  const Model* decoder_model_ = nullptr;  // the model `decoder` and `translation` came from
+  std::shared_ptr<const Model> shown_model_;  // the model `decoder`, `trace` and `translation` came from
+  BackgroundTask<Outcome> task_;
+  std::optional<Work> queued_;                 // the newest request, waiting for the running one to stop
+  struct Inputs {                              // the inputs of what is shown
+    std::string sentence, reference;
+    Interventions interventions;
+    DecodeOptions decode_options;
+    int source_padding = 0;
+  } shown_inputs_;
+  Inputs inputs() const;                       // what is asked for now
+  void restore_inputs(const Inputs& in);
+  // While a new model's first decoding runs: what to go back to if it fails.
+  struct ModelUndo {
+    std::shared_ptr<const Model> model;
+    std::string path;
+    Inputs inputs;
+    std::shared_ptr<Decoder> decoder;
+    std::shared_ptr<const Model> shown_model;
+    Trace trace;
+    std::vector<Token> source_tokens;
+    std::vector<int> translation;
+  };
+  std::optional<ModelUndo> model_undo_;
+  std::string late_failure_;
+  BackgroundTask<std::vector<int>> as_trained_task_;
   // Greedy translations finished lately, by model, source and interventions: switching a change off and on
   // again (a class watching a head come and go) re-decodes from the translation it had, checked in one pass.
   struct RememberedTranslation {
@@ -109,6 +166,7 @@ struct AppState {
     std::vector<int> src_ids;
     int version = -1;  // decode_options_version_ it was decoded with
     std::vector<int> translation;
+    bool computing = false;  // as_trained_task_ is decoding it
   } as_trained_;
   int decode_options_version_ = 0;
   static constexpr size_t kRemembered = 16;

@@ -118,9 +118,10 @@ int main(int argc, char** argv) {
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
-    // A long decoding (a long sentence, a wide beam) goes on over several frames, 250 ms of it a frame: the
-    // window never freezes for seconds (app_state.h).
-    app.mutable_state().step_budget_ms = 250;
+    // Decodings run off the frame thread; a frame waits for one at most 100 ms (most are done by then and show
+    // in the frame that asked), then draws the last result until it is done: a long sentence with a wide beam
+    // never freezes the window (app_state.h).
+    app.mutable_state().step_budget_ms = 100;
     if (!lesson_problems.empty())
       app.show_message({"The lesson has lines it will skip", options.lesson_path, lesson_problems,
                         "Each of these lines is skipped when the lesson reaches it, and named in the caption box "
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
           if (const std::string error = write_layout_json(*path, app, script->write_rules()); !error.empty())
             print_error("layout failed: " + error);
       }
-      if (!app.loading() && !app.state().decoding_in_background()) ++frames_with_model;
+      if (!app.loading() && !app.state().busy()) ++frames_with_model;
       if (screenshot_mode && frames_with_model >= options.frames) {
         const std::string error = window.save_screenshot(options.screenshot_path, option_outputs);
         if (!error.empty()) {

@@ -198,8 +198,8 @@ for line in (open(frame_log, errors="replace") if os.path.exists(frame_log) else
         slowest = (ms, int(f[0]))
     if ms > max_ms:
         slow.append(line.strip()[:200])
-print(f"commands: {asked} asked, {ran} run ({len(rejected)} more lines rejected by the parser and skipped; "
-      f"script {m['lines']} lines, {m['bytes']} bytes)")
+print(f"commands: {asked} asked, {'' if last is final else 'at least '}{ran} run ({len(rejected)} more lines "
+      f"rejected by the parser and skipped; script {m['lines']} lines, {m['bytes']} bytes)")
 print(f"progress: last checkpoint reached {last['file']} (line {last['line']}, after {last['after_commands']} commands); "
       f"quit on line {m['quit_line']}")
 if not os.path.exists(frame_log):

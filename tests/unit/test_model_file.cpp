@@ -2,6 +2,7 @@
 // per malformed input, each checking the error's kind and that its message names the fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <unistd.h>
@@ -141,11 +142,19 @@ void expect_same_weights(const Model& a, const Model& b, float tolerance = 0.0f)
   }
 }
 
+// The running test's name as one path component: a parameterised test is "RoundTripF32IsExact/0", and a
+// slash would leave the folder "stepformer_mf_PID_RoundTripF32IsExact" behind after the test removed "/0".
+std::string safe_test_name() {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name;
+}
+
 struct TempDir {
   fs::path path;
   TempDir() {
     path = fs::temp_directory_path() / ("stepformer_mf_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                                        safe_test_name());
     fs::remove_all(path);
     fs::create_directories(path);
   }

@@ -211,6 +211,10 @@ void DecodingPanel::draw(AppState& state) {
   if (ImGui::Button("step > (Space)")) state.step();
   same_line_if_fits(button_width("run to <eos> >| (End)"));
   if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
+  if (!state.decoder) {  // a step the buttons asked for is still being computed (it holds the decoder)
+    ImGui::TextDisabled("computing...");
+    return;
+  }
   const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
   char step_text[96];
   // (the recompute time is for the developer at a desk, not for a class: presentation mode leaves it out, and

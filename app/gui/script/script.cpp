@@ -91,8 +91,8 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       report(app.set_interventions(Interventions{}));
     } else if (c.name == "step" || c.name == "back") {
       const int n = c.args.empty() ? 1 : std::stoi(c.args[0]);
-      for (int i = 0; i < n; ++i)
-        if (!(c.name == "step" ? state.step() : state.step_back())) break;
+      if (c.name == "step") state.step(n);  // n steps, one trace
+      else state.step_back(n);
     } else if (c.name == "run") {
       state.run_to_end();
     } else if (c.name == "restart") {
@@ -203,7 +203,9 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   }
   // A model loads in the background (the app's first, or a `model` command's): frames go on, commands wait.
   if (wait_for_load_ && app.loading()) return publish(app);
-  if (app.state().decoding_in_background()) return publish(app);  // a long decoding finishes first
+  if (app.state().busy()) return publish(app);  // a decoding off the frame thread finishes first
+  if (std::string late = app.mutable_state().take_late_failure(); !late.empty())
+    log.push_back("script line " + std::to_string(busy_line_) + ": " + late);
   wait_for_load_ = false;
   if (loading_line_ > 0) {
     if (!app.last_load_error().empty())
@@ -339,8 +341,9 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       log.push_back(where + "unhandled command '" + c.name + "'");
     }
     // model, sentence, stage, attention, layer, head, ...: draw a frame before the next command (replaying
-    // a lesson: straight on).
-    if (replay_to_) continue;
+    // a lesson: straight on, unless a decoding still runs: the next command waits for it).
+    busy_line_ = c.line;
+    if (replay_to_ && !app.state().busy()) continue;
     return publish(app);
   }
   replay_to_ = 0;

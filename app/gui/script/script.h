@@ -101,6 +101,7 @@ class ScriptRunner {
   bool quit_ = false;
   bool wait_for_load_ = true;  // at start (the app's first model) and after `model`: commands wait for it
   int loading_line_ = 0;       // the line of a `model` command whose file is loading
+  int busy_line_ = 0;          // the line of the last command that changed the model, the sentence or the decoding
   bool dry_run_ = false;
   int last_pause_line_ = 0;
   std::vector<std::string> skipped_;  // what was skipped since the last pause (shown under its caption)
