@@ -118,10 +118,10 @@ int main(int argc, char** argv) {
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
-    // Decodings run off the frame thread; a frame waits for one at most 100 ms (most are done by then and show
-    // in the frame that asked), then draws the last result until it is done: a long sentence with a wide beam
-    // never freezes the window (app_state.h).
-    app.mutable_state().step_budget_ms = 100;
+    // Decodings run off the frame thread; a frame waits for one at most 16 ms (an intervention on an ordinary
+    // sentence takes 2-10 ms: it shows in the frame that asked), then draws the last result until it is done:
+    // a long sentence or a wide beam never holds a frame past about 30 ms (app_state.h).
+    app.mutable_state().step_budget_ms = 16;
     if (!lesson_problems.empty())
       app.show_message({"The lesson has lines it will skip", options.lesson_path, lesson_problems,
                         "Each of these lines is skipped when the lesson reaches it, and named in the caption box "
