@@ -200,6 +200,7 @@ bool AppState::rebuild(int steps) {
            "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +
                std::to_string(model->config.max_positions));
     validate_interventions(model->config, interventions);
+    validate_decode_options(options);
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
     options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
   } catch (const std::exception& e) {
@@ -222,8 +223,9 @@ bool AppState::rebuild(int steps) {
   // work shares that decoder but only reads its encoder pass; steps are refused while it runs (busy()).
   std::shared_ptr<const Decoder> encoder_from = same_source ? decoder : nullptr;
   Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
-               guess = std::move(guess), encoder_from](const std::atomic<bool>& cancelled) mutable {
+               guess = std::move(guess), encoder_from, hook = on_worker_start](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
+    if (hook) hook();
     Outcome out;
     out.model = m;
     auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,

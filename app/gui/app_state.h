@@ -7,6 +7,7 @@
 // source_padding: changed by the setters at once) and what is shown (source_tokens, translation, decoder,
 // trace: replaced together when a decoding is done, so a panel always reads one consistent result).
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,9 @@ struct AppState {
   // A decoding that failed after its setter had returned (accepted, then still computing): its message, once;
   // the inputs are back to the last ones that decoded. Scripts log it against their line.
   std::string take_late_failure();
+  // Called on the worker as each rebuild starts (tests make a decoding fail late with it: the setters check every
+  // input they can before, so in the app only the unforeseen, running out of memory say, fails there).
+  std::function<void()> on_worker_start;
   AppState() = default;
   AppState(const AppState&) = delete;
   AppState& operator=(const AppState&) = delete;

@@ -15,15 +15,19 @@ constexpr int kPrefixBatch = 6;
 
 }  // namespace
 
-Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
-                 const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
-    : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
+void validate_decode_options(const DecodeOptions& options) {
   if (options.strategy == DecodeStrategy::Sample) validate_sampling(options.sampling);
   if (options.strategy == DecodeStrategy::Beam && (options.beam_width < 1 || options.beam_width > kMaxBeamWidth))
     fail(ErrorKind::Input, "Decoder", "the beam width must be from 1 to " + std::to_string(kMaxBeamWidth) + ", got " +
                                           std::to_string(options.beam_width));
   if (options.max_length < 0)
     fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
+}
+
+Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+                 const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
+    : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
+  validate_decode_options(options);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
   if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, encoded_))
     encode(config, weights, src_ids, interventions, encoded_);

@@ -49,6 +49,11 @@ struct DecodeOptions {
   bool use_kv_cache = true;
 };
 
+// Throws ErrorKind::Input for options a Decoder refuses (a beam width outside 1..kMaxBeamWidth, sampling
+// parameters out of range, a negative max_length): what the constructor checks first, for callers that check
+// before handing the work to another thread.
+void validate_decode_options(const DecodeOptions& options);
+
 struct BeamNode {
   int token = 0;             // the token this node appends (bos for the root)
   int parent = -1;           // node index; -1 for the root

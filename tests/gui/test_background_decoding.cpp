@@ -3,6 +3,9 @@
 // late puts the inputs back, and every result equals the one computed at once (budget 0).
 #include <gtest/gtest.h>
 
+#include <future>
+#include <new>
+
 #include "gui/app.h"
 #include "gui/app_state.h"
 #include "gui/script/script.h"
@@ -85,29 +88,51 @@ TEST_F(BackgroundDecoding, TheNewestRequestWinsAndTheOlderIsNeverShown) {
   expect_same_result();
 }
 
-TEST_F(BackgroundDecoding, AFailureAfterTheSetterReturnedPutsTheInputsBack) {
-  // A beam wider than the decoder takes passes the setter's checks; the decoder refuses it on the worker.
+TEST_F(BackgroundDecoding, AnInputTheDecoderRefusesIsRefusedAtOnceNotLater) {
   DecodeOptions too_wide = later.decode_options;
   too_wide.strategy = DecodeStrategy::Beam;
   too_wide.beam_width = kMaxBeamWidth + 1;
-  EXPECT_FALSE(AppState().set_decode_options(too_wide)) << "(no model: refused at once)";
   const DecodeOptions before = later.decode_options;
+  EXPECT_FALSE(later.set_decode_options(too_wide));
+  EXPECT_NE(later.error.find(std::to_string(kMaxBeamWidth)), std::string::npos) << later.error;
+  EXPECT_FALSE(later.busy());
+  EXPECT_EQ(later.decode_options.beam_width, before.beam_width);
+  EXPECT_EQ(later.decode_options.strategy, before.strategy);
+}
+
+TEST_F(BackgroundDecoding, AFailureAfterTheSetterReturnedPutsTheInputsBack) {
+  // The worker waits at a gate the test opens once both setters have returned, then fails as memory running out
+  // would: the failure comes late whatever the machine's speed.
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  later.on_worker_start = [opened] {
+    opened.wait();
+    throw std::bad_alloc();
+  };
   const std::vector<int> shown = later.translation;
   const int version = later.version;
-  ASSERT_TRUE(later.set_decode_options(too_wide));  // accepted: it is still being decoded
-  EXPECT_EQ(later.decode_options.beam_width, kMaxBeamWidth + 1);
+  const Interventions before = later.interventions;
+  ASSERT_TRUE(later.set_sentence(kShort));  // accepted: its checks pass, and it is decoded later
+  Interventions off;
+  off.heads_off.push_back({AttentionKind::Cross, 0, 0});
+  ASSERT_TRUE(later.set_interventions(off));
+  EXPECT_EQ(later.sentence, kShort);
+  EXPECT_TRUE(later.busy());
+  gate.set_value();
   later.finish_background();
   const std::string late = later.take_late_failure();
-  EXPECT_NE(late.find(std::to_string(kMaxBeamWidth)), std::string::npos) << late;
+  EXPECT_NE(late.find("bad_alloc"), std::string::npos) << late;
   EXPECT_EQ(later.error, late);
   EXPECT_TRUE(later.take_late_failure().empty()) << "said once";
-  EXPECT_EQ(later.decode_options.strategy, before.strategy);
-  EXPECT_EQ(later.decode_options.beam_width, before.beam_width);
+  EXPECT_EQ(later.sentence, kDefaultSentence) << "the inputs of what is shown";
+  EXPECT_EQ(later.interventions, before);
   EXPECT_EQ(later.translation, shown);
   EXPECT_EQ(later.version, version);
-  // Done at once, the same request is refused by the setter itself.
-  EXPECT_FALSE(at_once.set_decode_options(too_wide));
-  EXPECT_EQ(at_once.decode_options.beam_width, before.beam_width);
+  later.on_worker_start = nullptr;  // and it goes on as before
+  ASSERT_TRUE(later.set_sentence(kShort));
+  later.finish_background();
+  ASSERT_TRUE(at_once.set_sentence(kShort));
+  expect_same_result();
 }
 
 TEST_F(BackgroundDecoding, StepsRunOnTheDecoderOffTheFrameThreadAndStepNIsNSteps) {
