@@ -70,11 +70,8 @@ void Decoder::fill_cache(const Trace& t, int rows, KvCache& cache) const {
   cache.tokens.assign(t.tgt.ids.begin(), t.tgt.ids.begin() + rows);
   for (int l = 0; l < config_->n_decoder_layers; ++l) {
     const AttentionTrace& a = t.decoder[static_cast<size_t>(l)].self_attn;
-    DecoderLayerCache& c = cache.layers[static_cast<size_t>(l)];
-    for (int head = 0; head < config_->n_heads; ++head) {
-      c.self_k[static_cast<size_t>(head)] = a.k[static_cast<size_t>(head)].topRows(rows);
-      c.self_v[static_cast<size_t>(head)] = a.v[static_cast<size_t>(head)].topRows(rows);
-    }
+    cache.keys[static_cast<size_t>(l)] = a.keys.topRows(rows);
+    cache.values[static_cast<size_t>(l)] = a.values.topRows(rows);
   }
 }
 
@@ -306,7 +303,7 @@ int Decoder::run_guided(const std::vector<int>& guess_in) {
       }
       std::vector<int> lengths;
       for (int n = before + 1; n <= longest; ++n) lengths.push_back(n);
-      const Mat logits = decode_prefixes(*config_, *weights_, encoded_, tokens, lengths, h.cache);
+      const Mat logits = decode_prefixes(*config_, *weights_, encoded_, tokens, lengths, *h.cache.cross);
       auto prediction = [&](int i) -> RowVec {  // after tokens[before + i]
         return i < static_cast<int>(lengths.size()) ? RowVec(logits.row(i)) : RowVec(full->logits.bottomRows(1));
       };

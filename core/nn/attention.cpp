@@ -3,7 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include "nn/linear.h"
 #include "util/error.h"
 
 namespace sf {
@@ -36,48 +35,84 @@ void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads) {
   for (int h = 0; h < n_heads; ++h) heads[static_cast<size_t>(h)] = x.middleCols(h * d, d);
 }
 
-void attention_keys_values(const ConstMatRef& x_kv, const AttentionWeights& w, int n_heads, std::vector<Mat>& k,
-                           std::vector<Mat>& v) {
-  Mat proj;
-  linear_forward(x_kv, w.k, proj);  // (Tk, C)
-  split_heads(proj, n_heads, k);
-  linear_forward(x_kv, w.v, proj);  // (Tk, C)
-  split_heads(proj, n_heads, v);
+namespace {
+
+void check_heads(std::span<const Mat> per_head, int n_heads, bool shared_allowed, const char* what) {
+  const size_t n = per_head.size();
+  if (n == 0 || n == static_cast<size_t>(n_heads) || (shared_allowed && n == 1)) return;
+  fail(ErrorKind::Shape, "attend", std::string(what) + ": " + std::to_string(n) + " matrices for " +
+                                       std::to_string(n_heads) + " heads");
 }
 
-void attention_from_keys_values(const ConstMatRef& x_q, const std::vector<Mat>& k, const std::vector<Mat>& v,
-                                const AttentionWeights& w, int n_heads, std::vector<Mat> mask, const std::vector<bool>& head_on, AttentionTrace& t) {
-  const Eigen::Index tq = x_q.rows(), c = x_q.cols(), d = c / n_heads;
-  const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
-  Mat proj;
-  linear_forward(x_q, w.q, proj);  // (Tq, C)
-  split_heads(proj, n_heads, t.q);
-  const size_t H = static_cast<size_t>(n_heads);
-  t.scores.resize(H);
-  t.probs.resize(H);
-  t.head_out.resize(H);
-  t.mask = std::move(mask);
-  t.heads_out.resize(tq, c);
+}  // namespace
+
+void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
+            std::span<const Mat> masks, const std::vector<bool>& heads_on, std::span<const Mat> keep,
+            MatRef heads_out, const AttendRecord& record) {
+  const Eigen::Index tq = q.rows(), tk = k.rows(), c = q.cols(), d = c / n_heads;
+  if (k.cols() != c || v.cols() != c || v.rows() != tk || heads_out.rows() != tq || heads_out.cols() != c)
+    fail(ErrorKind::Shape, "attend",
+         "q " + shape_string({tq, c}) + ", k " + shape_string({tk, k.cols()}) + ", v " +
+             shape_string({v.rows(), v.cols()}) + ", out " + shape_string({heads_out.rows(), heads_out.cols()}));
+  check_heads(masks, n_heads, true, "masks");
+  check_heads(keep, n_heads, false, "dropout");
   static const Mat no_mask;
-  for (size_t h = 0; h < H; ++h) {
-    t.scores[h].resize(tq, k[h].rows());
-    t.scores[h].noalias() = (t.q[h] * k[h].transpose()) * inv_sqrt_d;  // (Tq, Tk)
-    masked_softmax(t.scores[h], t.mask.empty() ? no_mask : t.mask[h], t.probs[h]);
-    t.head_out[h].resize(tq, d);
-    if (head_on.empty() || head_on[h])
-      t.head_out[h].noalias() = t.probs[h] * v[h];  // (Tq, D)
-    else
-      t.head_out[h].setZero();
-    t.heads_out.middleCols(static_cast<Eigen::Index>(h) * d, d) = t.head_out[h];
+  thread_local Mat scores_scratch, probs_scratch, dropped;
+  for (int h = 0; h < n_heads; ++h) {
+    const size_t hs = static_cast<size_t>(h);
+    Mat& scores = record.scores.empty() ? scores_scratch : record.scores[hs];
+    Mat& probs = record.probs.empty() ? probs_scratch : record.probs[hs];
+    scores.resize(tq, tk);
+    scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
+    masked_softmax(scores, masks.empty() ? no_mask : masks[masks.size() == 1 ? 0 : hs], probs);
+    auto out = heads_out.middleCols(h * d, d);  // (Tq, D)
+    if (!heads_on.empty() && !heads_on[hs]) {
+      out.setZero();
+    } else if (!keep.empty()) {
+      dropped = probs.cwiseProduct(keep[hs]);
+      out.noalias() = dropped * v.middleCols(h * d, d);
+    } else {
+      out.noalias() = probs * v.middleCols(h * d, d);
+    }
+    if (!record.head_out.empty()) record.head_out[hs] = out;
   }
-  linear_forward(t.heads_out, w.out, t.attn_out);  // (Tq, C)
 }
 
-void multi_head_attention_forward(const ConstMatRef& x_q, const ConstMatRef& x_kv, const AttentionWeights& w,
-                                  int n_heads, std::vector<Mat> mask, const std::vector<bool>& head_on,
-                                  AttentionTrace& t) {
-  attention_keys_values(x_kv, w, n_heads, t.k, t.v);
-  attention_from_keys_values(x_q, t.k, t.v, w, n_heads, std::move(mask), head_on, t);
+void attend_backward(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
+                     std::span<const Mat> probs, std::span<const Mat> keep, const std::vector<bool>& heads_on,
+                     const ConstMatRef& d_heads_out, MatRef dq, MatRef dk, MatRef dv) {
+  const Eigen::Index tq = q.rows(), tk = k.rows(), d = q.cols() / n_heads;
+  check_heads(keep, n_heads, false, "dropout");
+  if (probs.size() != static_cast<size_t>(n_heads))
+    fail(ErrorKind::Shape, "attend_backward", "the forward's probabilities of every head are needed");
+  Mat dp(tq, tk), ds;
+  for (int h = 0; h < n_heads; ++h) {
+    const size_t hs = static_cast<size_t>(h);
+    auto dq_h = dq.middleCols(h * d, d);
+    auto dk_h = dk.middleCols(h * d, d);
+    auto dv_h = dv.middleCols(h * d, d);
+    if (!heads_on.empty() && !heads_on[hs]) {  // the head's output was replaced by zeros: nothing flows back
+      dq_h.setZero();
+      dk_h.setZero();
+      dv_h.setZero();
+      continue;
+    }
+    const Mat& p = probs[hs];
+    const auto d_o = d_heads_out.middleCols(h * d, d);  // (Tq, D)
+    dp.noalias() = d_o * v.middleCols(h * d, d).transpose();
+    if (!keep.empty()) {
+      const Mat dropped = p.cwiseProduct(keep[hs]);
+      dv_h.noalias() = dropped.transpose() * d_o;
+      dp.array() *= keep[hs].array();
+    } else {
+      dv_h.noalias() = p.transpose() * d_o;
+    }
+    const Vec row_dot = (dp.array() * p.array()).rowwise().sum();
+    ds = p.array() * (dp.array().colwise() - row_dot.array());
+    ds *= scale;
+    dq_h.noalias() = ds * k.middleCols(h * d, d);
+    dk_h.noalias() = ds.transpose() * q.middleCols(h * d, d);
+  }
 }
 
 }  // namespace sf

@@ -1,31 +1,39 @@
-// Multi-head attention of "Attention Is All You Need" (section 3.2):
-//   Q = x_q W_q^T + b_q      K = x_kv W_k^T + b_k      V = x_kv W_v^T + b_v            (Tq or Tk, C)
-//   head h owns columns h*D .. h*D+D-1 of Q, K, V
-//   scores_h = Q_h K_h^T / sqrt(D)                                                        (Tq, Tk)
-//   probs_h  = softmax(scores_h + M_h)   M_h = -inf where the cell is blocked, 0 elsewhere  (Tq, Tk)
-//   head_h   = probs_h V_h                                                                (Tq, D)
-//   out      = concat_h(head_h) W_o^T + b_o                                               (Tq, C)
+// Scaled dot-product attention of "Attention Is All You Need" (section 3.2), all heads of one sequence at once:
+//   head h owns columns h*D .. h*D+D-1 of q (Tq, C), k (Tk, C), v (Tk, C)
+//   scores_h = q_h k_h^T * scale                     scale = 1/sqrt(D) in the paper      (Tq, Tk)
+//   probs_h  = softmax(scores_h + M_h)               M_h = -inf where the cell is blocked (Tq, Tk)
+//   out_h    = drop(probs_h) v_h                                                          (Tq, D)
+// attend() is the only place this is computed: the traced pass, KV-cache steps, batched prefix passes and
+// training all call it (the projections around it are in transformer/layers.h).
 //
 // A row whose cells are all blocked has no defined softmax (PyTorch gives NaN there). Here such a row gets
 // all-zero probabilities, so its head output is zero: the query attends to nothing.
 #pragma once
+#include <span>
 #include <vector>
 
-#include "model/weights.h"
 #include "util/tensor.h"
 
 namespace sf {
 
+// One attention block's record, over a batch of B sequences (B = 1 for the traced pass the app shows). Per-head
+// tensors are B*H matrices, sequence b's head h at index b*H + h. Which members are filled depends on what the
+// caller asked to record (transformer/layers.h, Record): the app's trace all of them, training what the
+// backward reads (queries, keys, values, probs, keep).
 struct AttentionTrace {
-  std::vector<Mat> q;         // H x (Tq, D)
-  std::vector<Mat> k;         // H x (Tk, D)
-  std::vector<Mat> v;         // H x (Tk, D)
-  std::vector<Mat> scores;    // H x (Tq, Tk) Q K^T / sqrt(D), before the mask
-  std::vector<Mat> mask;      // H x (Tq, Tk) the mask as applied: 1 = blocked (-inf added), 0 = allowed
-  std::vector<Mat> probs;     // H x (Tq, Tk) softmax(scores + mask)
-  std::vector<Mat> head_out;  // H x (Tq, D)  probs V; zero for a head switched off
-  Mat heads_out;              // (Tq, C) concatenation of the heads
-  Mat attn_out;               // (Tq, C) heads_out W_o^T + b_o
+  Mat queries;                // (B*Tq, C) x_q W_q^T + b_q
+  Mat keys;                   // (B*Tk, C) x_kv W_k^T + b_k
+  Mat values;                 // (B*Tk, C) x_kv W_v^T + b_v
+  std::vector<Mat> q;         // B*H x (Tq, D) the heads' columns of queries (the app's record only)
+  std::vector<Mat> k;         // B*H x (Tk, D)
+  std::vector<Mat> v;         // B*H x (Tk, D)
+  std::vector<Mat> scores;    // B*H x (Tq, Tk) q k^T * scale, before the mask
+  std::vector<Mat> mask;      // B*H x (Tq, Tk) the mask as applied: 1 = blocked (-inf added), 0 = allowed
+  std::vector<Mat> probs;     // B*H x (Tq, Tk) softmax(scores + mask)
+  std::vector<Mat> keep;      // B*H x (Tq, Tk) dropout scale of each probability (0 or 1/(1-p)); empty when off
+  std::vector<Mat> head_out;  // B*H x (Tq, D) drop(probs) v; zero for a head switched off
+  Mat heads_out;              // (B*Tq, C) concatenation of the heads
+  Mat attn_out;               // (B*Tq, C) heads_out W_o^T + b_o
 };
 
 // Row-wise softmax of scores with blocked cells (blocked > 0.5) removed; blocked may be empty (nothing
@@ -35,19 +43,29 @@ void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs);
 // x (N, C) -> H matrices (N, D): columns h*D .. h*D+D-1.
 void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads);
 
-// Projects x_kv to per-head K and V (the part that a KV cache keeps).
-void attention_keys_values(const ConstMatRef& x_kv, const AttentionWeights& w, int n_heads, std::vector<Mat>& k,
-                           std::vector<Mat>& v);
+// What attend() keeps besides its output, per head (each span empty: not kept, else H matrices).
+struct AttendRecord {
+  std::span<Mat> scores;    // (Tq, Tk) before the mask
+  std::span<Mat> probs;     // (Tq, Tk)
+  std::span<Mat> head_out;  // (Tq, D)
+};
 
-// From per-head K, V (H x (Tk, D), e.g. t.k / t.v or a KV cache): projects x_q to Q and runs the attention.
-//   mask:    H x (Tq, Tk) blocked cells (1 / 0), or empty for nothing blocked
-//   head_on: H flags; a head that is off contributes zeros to heads_out (its scores and probs are still traced)
-void attention_from_keys_values(const ConstMatRef& x_q, const std::vector<Mat>& k, const std::vector<Mat>& v,
-                                const AttentionWeights& w, int n_heads, std::vector<Mat> mask, const std::vector<bool>& head_on, AttentionTrace& t);
+// The attention of one sequence, every head:
+//   masks:    blocked cells (1 / 0) (Tq, Tk): none (nothing blocked), one for every head, or H (one per head)
+//   heads_on: H flags, or empty for all on; a head that is off gives zeros (its scores and probs are still
+//             computed and recorded: the app shows what the head would have done)
+//   keep:     dropout scales (Tq, Tk) per head (training), or empty
+// heads_out (Tq, C) is written.
+void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
+            std::span<const Mat> masks, const std::vector<bool>& heads_on, std::span<const Mat> keep,
+            MatRef heads_out, const AttendRecord& record = {});
 
-// The whole block: keys and values from x_kv, queries from x_q.
-void multi_head_attention_forward(const ConstMatRef& x_q, const ConstMatRef& x_kv, const AttentionWeights& w,
-                                  int n_heads, std::vector<Mat> mask, const std::vector<bool>& head_on,
-                                  AttentionTrace& t);
+// The adjoint of attend() for one sequence, from its recorded probs (and keep):
+//   dV = drop(P)^T dO     dP = (dO V^T) * keep     dS = P * (dP - rowsum(dP * P)) * scale
+//   dQ = dS K             dK = dS^T Q
+// dq (Tq, C), dk, dv (Tk, C) are written. Heads that were off get zero gradients.
+void attend_backward(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
+                     std::span<const Mat> probs, std::span<const Mat> keep, const std::vector<bool>& heads_on,
+                     const ConstMatRef& d_heads_out, MatRef dq, MatRef dk, MatRef dv);
 
 }  // namespace sf

@@ -9,7 +9,8 @@ namespace sf {
 
 struct FeedForwardTrace {
   Mat hidden_pre;  // (N, F) x W1^T + b1, before the activation
-  Mat hidden;      // (N, F) after the activation
+  Mat hidden;      // (N, F) after the activation (and dropout, in training)
+  Mat keep;        // (N, F) dropout scale (training), or empty
   Mat out;         // (N, C)
 };
 

@@ -1,4 +1,5 @@
-// The encoder-decoder forward pass, filling a Trace (trace.h).
+// The encoder-decoder forward pass the app shows, filling a Trace (trace.h): the encoder pass and the decoder
+// pass of passes.h on one sentence, with every input checked first.
 //
 //   src ids ─▶ embed + pos ─▶ encoder layers ─▶ [final norm] ─▶ enc.out ─┐ (keys/values of cross-attention)
 //   tgt ids ─▶ embed + pos ─▶ decoder layers (self, cross, FFN) ─▶ [final norm] ─▶ logits ─▶ probs
@@ -14,7 +15,6 @@
 // config.max_positions, a custom mask of the wrong size, an intervention naming a missing layer or head.
 // Everything is checked before anything is written, so a failed call leaves the trace it was given unchanged.
 #pragma once
-#include <functional>
 #include <vector>
 
 #include "model/config.h"
@@ -72,37 +72,11 @@ struct RecomputePlan {
 RecomputePlan plan_recompute(const Config& config, const Interventions& before, const Interventions& after);
 
 // Brings `trace` (a complete pass) to what forward() would give with `interventions`, rerunning only the
-// stages from plan_recompute(). Returns the plan it followed.
+// stages from plan_recompute() (the encoder and decoder passes from those layers). Returns the plan it followed.
 RecomputePlan recompute(const Config& config, const ModelWeights& weights, const Interventions& interventions,
                         Trace& trace);
 
-// Building blocks shared with incremental decoding (decode/kv_cache.h). An AttentionFn runs one attention
-// block on the normalised (or raw, for post-norm) input x_q and fills its trace.
-using AttentionFn = std::function<void(const ConstMatRef& x_q, AttentionTrace& t)>;
-void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const ConstMatRef& x,
-                           const AttentionFn& self_attn, EncoderLayerTrace& t);
-void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const ConstMatRef& x,
-                           const AttentionFn& self_attn, const AttentionFn& cross_attn, DecoderLayerTrace& t);
-// The checks of one sequence (ErrorKind::Input): not empty, ids inside the vocabulary, positions
-// first_position.. inside max_positions (and the learned table).
-void check_token_ids(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
-                     int first_position);
 // Custom masks against the lengths of a pass (tgt_length < 0: the decoder's are not checked).
 void check_custom_mask_sizes(const Interventions& interventions, int src_length, int tgt_length);
-// Token embedding + position for ids at positions first_position.. (checks ids and lengths; `side` is
-// "source" or "target" for error messages).
-void embed_tokens(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
-                  int first_position, bool positional_encoding, EmbeddingTrace& t);
-// The masks H x (Tq, Tk) of one attention block for queries at positions first_query .. first_query + tq - 1
-// over the keys key_ids (Tk): the computed mask (padding of the keys; causal: key j > query position blocked),
-// replaced for a head by its custom mask, whose rows first_query.. are taken (it must be
-// (first_query + tq, Tk): fitted to the whole pass). first_query > 0 for rows fed after a KV cache.
-std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
-// The head_on flags of one attention block.
-std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
-// dec_out (N, C) -> logits (N, Vt) and probs (N, Vt).
-void output_forward(const Config& config, const ModelWeights& weights, const ConstMatRef& dec_out, Mat& logits,
-                    Mat& probs);
 
 }  // namespace sf

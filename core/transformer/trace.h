@@ -1,5 +1,6 @@
-// The trace: every number one forward pass computes, by name. Filled by forward() (forward.h), read by the
-// GUI panels, the CLI dump, the PyTorch fixture tests and (later) backprop.
+// The trace: every number one forward pass computes, by name. Filled by the encoder and decoder passes
+// (passes.h, through forward.h), read by the GUI panels, the CLI dump, the PyTorch fixture tests and the
+// backward of training, which records a batch of B sentences stacked as rows (B*S, B*T) in the same structure.
 //
 // Shapes: S source length, T decoder input length, C d_model, H heads, D = C / H, F d_ff, Vt target vocabulary.
 // Per-head tensors are H matrices; trace_tensors() flattens them to (H, rows, cols).
@@ -27,7 +28,8 @@ struct EmbeddingTrace {
   std::vector<int> ids;  // (N) token ids as given (pad ids included)
   Mat tok_embed;         // (N, C) E[id] * scale
   Mat pos;               // (N, C) positional encoding (zeros when switched off)
-  Mat sum;               // (N, C) tok_embed + pos: the stack's input
+  Mat sum;               // (N, C) drop(tok_embed + pos): the stack's input
+  Mat keep;              // (N, C) dropout scale (training), or empty
 };
 
 struct EncoderLayerTrace {
@@ -38,6 +40,7 @@ struct EncoderLayerTrace {
   Mat residual2;             // (S, C)
   LayerNormTrace norm2;      // (S, C)
   Mat out;                   // (S, C) the layer's output
+  Mat self_attn_keep, ffn_keep;  // (S, C) dropout scales of the sublayer outputs (training), or empty
 };
 
 struct DecoderLayerTrace {
@@ -51,9 +54,11 @@ struct DecoderLayerTrace {
   Mat residual3;              // (T, C)
   LayerNormTrace norm3;       // (T, C)
   Mat out;                    // (T, C)
+  Mat self_attn_keep, cross_attn_keep, ffn_keep;  // (T, C) dropout scales (training), or empty
 };
 
 struct Trace {
+  int sequences = 1;                        // B: sentences stacked as rows (training); 1 for the app's pass
   Interventions interventions;              // what this pass ran with
   EmbeddingTrace src;                       // S rows
   std::vector<EncoderLayerTrace> encoder;   // one per encoder layer

@@ -109,8 +109,10 @@ TEST(KvCache, ChunkEqualsTheFullPassRows) {
     ASSERT_EQ(last.rows(), 2);
     EXPECT_LT(mixed_error(last.row(1), full.logits.row(7)), 1e-5f);
     EXPECT_LT(mixed_error(last.row(0), full.logits.row(6)), 1e-5f);
-    for (size_t l = 0; l < cache.layers.size(); ++l)
-      EXPECT_LT((again.layers[l].self_k[1] - cache.layers[l].self_k[1]).cwiseAbs().maxCoeff(), 1e-5f);
+    ASSERT_EQ(again.length(), cache.length());
+    for (size_t l = 0; l < cache.keys.size(); ++l)
+      EXPECT_LT((again.keys[l].topRows(cache.length()) - cache.keys[l].topRows(cache.length())).cwiseAbs().maxCoeff(),
+                1e-5f);
     // Without the causal mask, a whole prefix from an empty cache gives the full pass's last row.
     Interventions open = iv;
     open.causal_mask = false;
@@ -541,7 +543,7 @@ TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {
       const KvCache keys = start_kv_cache(m.config, m.weights, encoded);
       const std::vector<int> tokens = {2, 6, 11, 4, 8, 1, 9, 13};  // a pad among them, masked as a key
       const std::vector<int> lengths = {2, 3, 5, 6, 8};
-      const Mat logits = decode_prefixes(m.config, m.weights, encoded, tokens, lengths, keys);
+      const Mat logits = decode_prefixes(m.config, m.weights, encoded, tokens, lengths, *keys.cross);
       ASSERT_EQ(logits.rows(), 5);
       for (size_t j = 0; j < lengths.size(); ++j) {
         const std::vector<int> prefix(tokens.begin(), tokens.begin() + lengths[j]);
@@ -554,9 +556,9 @@ TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {
     Trace encoded;
     encode(m.config, m.weights, kSrc, {}, encoded);
     const KvCache keys = start_kv_cache(m.config, m.weights, encoded);
-    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {2, 2}, keys), Error);
-    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {3}, keys), Error);
-    EXPECT_EQ(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {}, keys).rows(), 0);
+    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {2, 2}, *keys.cross), Error);
+    EXPECT_THROW(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {3}, *keys.cross), Error);
+    EXPECT_EQ(decode_prefixes(m.config, m.weights, encoded, {2, 6}, {}, *keys.cross).rows(), 0);
   }
 }
 

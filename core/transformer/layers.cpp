@@ -1,0 +1,351 @@
+#include "transformer/layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nn/backward.h"
+#include "nn/embedding.h"
+#include "nn/feed_forward.h"
+#include "nn/layer_norm.h"
+#include "nn/linear.h"
+#include "util/error.h"
+#include "util/parallel.h"
+
+namespace sf {
+
+// [SECTION] dropout
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void Dropout::make(Mat& keep, Eigen::Index rows, Eigen::Index cols) {
+  if (!on()) {
+    keep.resize(0, 0);
+    return;
+  }
+  const uint64_t key = splitmix64(s_.seed ^ splitmix64(s_.step * 0x100000001b3ULL + (++site_)));
+  keep.resize(rows, cols);
+  const float scale = 1.0f / (1.0f - s_.p), p = s_.p;
+  float* out = keep.data();
+  const int n = static_cast<int>(keep.size());
+  parallel_for(n, 1 << 15, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      const float u = static_cast<float>(splitmix64(key + static_cast<uint64_t>(i)) >> 40) * (1.0f / 16777216.0f);
+      out[i] = u < p ? 0.0f : scale;
+    }
+  });
+}
+
+namespace {
+
+// x + drop(f): the residual connection around a sublayer, its dropout mask made into `keep`.
+void add_dropped(const ConstMatRef& x, const Mat& f, Dropout* dropout, Mat& keep, Mat& sum) {
+  if (dropout) dropout->make(keep, f.rows(), f.cols());
+  else keep.resize(0, 0);
+  if (keep.size() > 0) sum = x + f.cwiseProduct(keep);
+  else sum = x + f;
+}
+
+// dL/df from dL/d(x + drop(f)).
+Mat through_dropout(const Mat& d_sum, const Mat& keep) { return keep.size() > 0 ? Mat(d_sum.cwiseProduct(keep)) : d_sum; }
+
+// FFN(x) = drop(act(x W1^T + b1)) W2^T + b2
+void feed_forward(const Config& config, const ConstMatRef& x, const FeedForwardWeights& w, Dropout* dropout,
+                  FeedForwardTrace& t) {
+  linear_forward(x, w.fc1, t.hidden_pre);  // (N, F)
+  t.hidden = t.hidden_pre;
+  apply_activation(config.activation, t.hidden);
+  if (dropout) dropout->make(t.keep, t.hidden.rows(), t.hidden.cols());
+  else t.keep.resize(0, 0);
+  if (t.keep.size() > 0) t.hidden.array() *= t.keep.array();
+  linear_forward(t.hidden, w.fc2, t.out);  // (N, C)
+}
+
+void feed_forward_backward(const Config& config, const ConstMatRef& x, const FeedForwardWeights& w,
+                           const FeedForwardTrace& t, const Mat& d_out, FeedForwardWeights& g, Mat& dx) {
+  Mat dh;  // (N, F)
+  linear_backward(t.hidden, w.fc2, d_out, g.fc2, &dh);
+  if (t.keep.size() > 0) dh.array() *= t.keep.array();
+  activation_backward(config.activation, t.hidden_pre, dh);
+  linear_backward(x, w.fc1, dh, g.fc1, &dx);
+}
+
+// dL/dx of y = LN(x), added to `dx` (or written where dx is empty).
+void add_layer_norm_backward(const ConstMatRef& x, const LayerNormTrace& t, const LayerNormWeights& w,
+                             const Mat& dy, LayerNormWeights& g, Mat& dx) {
+  Mat d;
+  layer_norm_backward(x, t, w, dy, g, d);
+  if (dx.size() == 0) dx = std::move(d);
+  else dx += d;
+}
+
+}  // namespace
+
+// [SECTION] embeddings
+
+void check_embedding_input(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                           const std::vector<int>& positions) {
+  const char* side = source ? "source" : "target";
+  const int vocab = source ? config.src_vocab_size : config.tgt_vocab_size;
+  const Mat& table = source ? weights.src_embedding : weights.tgt_embedding;
+  const Mat& learned = source ? weights.src_positions : weights.tgt_positions;
+  const bool is_learned = config.positional_encoding == PositionalEncoding::Learned;
+  if (ids.empty()) fail(ErrorKind::Input, "forward", std::string("the ") + side + " sequence is empty");
+  if (positions.size() != ids.size())
+    fail(ErrorKind::Shape, "forward", std::to_string(ids.size()) + " " + side + " ids but " +
+                                          std::to_string(positions.size()) + " positions");
+  // The length a sequence reaches: one past its last position.
+  const int length = *std::max_element(positions.begin(), positions.end()) + 1;
+  if (length > config.max_positions)
+    fail(ErrorKind::Input, "forward",
+         std::string("the ") + side + " sequence has " + std::to_string(length) + " tokens, the model accepts at most " +
+             std::to_string(config.max_positions));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (positions[i] < 0)
+      fail(ErrorKind::Shape, "forward", std::string(side) + " token " + std::to_string(i) + " has a negative position");
+    if (ids[i] < 0 || ids[i] >= vocab || ids[i] >= table.rows())
+      fail(ErrorKind::Input, "forward",
+           std::string(side) + " token " + std::to_string(i) + " has id " + std::to_string(ids[i]) + ", outside the " +
+               side + " vocabulary (size " + std::to_string(vocab) + ")");
+  }
+  if (is_learned && learned.rows() < length)
+    fail(ErrorKind::Input, "forward",
+         std::string("the ") + side + " sequence needs " + std::to_string(length) + " learned positions, the model has " +
+             std::to_string(learned.rows()));
+}
+
+void embed_rows(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                const std::vector<int>& positions, bool positional_encoding, Dropout* dropout, EmbeddingTrace& t) {
+  check_embedding_input(config, weights, source, ids, positions);
+  const Mat& table = source ? weights.src_embedding : weights.tgt_embedding;
+  const Mat& learned = source ? weights.src_positions : weights.tgt_positions;
+  const bool is_learned = config.positional_encoding == PositionalEncoding::Learned;
+  const float scale =
+      config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
+  t.ids = ids;
+  embedding_forward(ids, table, scale, t.tok_embed);  // (N, C)
+  const Eigen::Index n = static_cast<Eigen::Index>(ids.size());
+  if (!positional_encoding) {
+    t.pos = Mat::Zero(n, config.d_model);
+  } else {
+    const Mat& position_table =
+        is_learned ? learned : cached_sinusoidal_encoding(config.max_positions, config.d_model);  // (P, C)
+    t.pos.resize(n, config.d_model);
+    for (Eigen::Index i = 0; i < n; ++i) t.pos.row(i) = position_table.row(positions[static_cast<size_t>(i)]);
+  }
+  if (dropout) dropout->make(t.keep, n, config.d_model);
+  else t.keep.resize(0, 0);
+  if (t.keep.size() > 0) t.sum = (t.tok_embed + t.pos).cwiseProduct(t.keep);
+  else t.sum = t.tok_embed + t.pos;
+}
+
+void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
+                         Mat d_sum, ModelWeights& grads) {
+  if (t.keep.size() > 0) d_sum.array() *= t.keep.array();
+  const float scale =
+      config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
+  embedding_backward(t.ids, scale, d_sum, source ? grads.src_embedding : grads.tgt_embedding);
+  if (config.positional_encoding == PositionalEncoding::Learned) {
+    Mat& g = source ? grads.src_positions : grads.tgt_positions;
+    for (Eigen::Index r = 0; r < d_sum.rows(); ++r) g.row(positions[static_cast<size_t>(r)]) += d_sum.row(r);
+  }
+}
+
+// [SECTION] layers
+
+const Mat& self_attention_keys_values(const Config& config, const AttentionWeights& attention,
+                                      const LayerNormWeights& norm, const Mat& x, LayerNormTrace& norm1,
+                                      AttentionTrace& t) {
+  const Mat* input = &x;  // post-norm: the sublayer reads x itself
+  if (config.norm_placement == NormPlacement::Pre) {
+    layer_norm_forward(x, norm, config.layer_norm_eps, norm1);  // LN(x)
+    input = &norm1.out;
+  }
+  linear_forward(*input, attention.k, t.keys);    // (N, C)
+  linear_forward(*input, attention.v, t.values);  // (N, C)
+  return *input;
+}
+
+void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
+                           const AttentionFn& self_attn, Dropout* dropout, EncoderLayerTrace& t) {
+  const float eps = config.layer_norm_eps;
+  const Mat& attn_in = self_attention_keys_values(config, w.self_attn, w.self_attn_norm, x, t.norm1, t.self_attn);
+  self_attn(attn_in, t.self_attn);
+  add_dropped(x, t.self_attn.attn_out, dropout, t.self_attn_keep, t.residual1);  // x + drop(Attn(.))
+  if (config.norm_placement == NormPlacement::Post) {
+    layer_norm_forward(t.residual1, w.self_attn_norm, eps, t.norm1);             // h = LN(x + Attn(x))
+    feed_forward(config, t.norm1.out, w.ffn, dropout, t.ffn);
+    add_dropped(t.norm1.out, t.ffn.out, dropout, t.ffn_keep, t.residual2);       // h + drop(FFN(h))
+    layer_norm_forward(t.residual2, w.ffn_norm, eps, t.norm2);
+    t.out = t.norm2.out;
+  } else {
+    layer_norm_forward(t.residual1, w.ffn_norm, eps, t.norm2);                   // LN(h)
+    feed_forward(config, t.norm2.out, w.ffn, dropout, t.ffn);
+    add_dropped(t.residual1, t.ffn.out, dropout, t.ffn_keep, t.residual2);       // h + drop(FFN(LN(h)))
+    t.out = t.residual2;
+  }
+}
+
+void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
+                           const std::vector<int>& query_rows, const AttentionFn& self_attn,
+                           const AttentionFn& cross_attn, Dropout* dropout, DecoderLayerTrace& t) {
+  const float eps = config.layer_norm_eps;
+  // Every row's keys and values; only the query rows go on (a decoding step's last layer needs one).
+  const Mat& attn_in = self_attention_keys_values(config, w.self_attn, w.self_attn_norm, x, t.norm1, t.self_attn);
+  Mat x_rows, attn_in_rows;
+  if (!query_rows.empty() && query_rows.size() != static_cast<size_t>(x.rows())) {
+    x_rows.resize(static_cast<Eigen::Index>(query_rows.size()), x.cols());
+    attn_in_rows.resize(x_rows.rows(), x.cols());
+    for (size_t i = 0; i < query_rows.size(); ++i) {
+      x_rows.row(static_cast<Eigen::Index>(i)) = x.row(query_rows[i]);
+      attn_in_rows.row(static_cast<Eigen::Index>(i)) = attn_in.row(query_rows[i]);
+    }
+  }
+  const Mat& xq = x_rows.size() > 0 ? x_rows : x;
+  self_attn(attn_in_rows.size() > 0 ? attn_in_rows : attn_in, t.self_attn);
+  add_dropped(xq, t.self_attn.attn_out, dropout, t.self_attn_keep, t.residual1);
+  if (config.norm_placement == NormPlacement::Post) {
+    layer_norm_forward(t.residual1, w.self_attn_norm, eps, t.norm1);
+    cross_attn(t.norm1.out, t.cross_attn);
+    add_dropped(t.norm1.out, t.cross_attn.attn_out, dropout, t.cross_attn_keep, t.residual2);
+    layer_norm_forward(t.residual2, w.cross_attn_norm, eps, t.norm2);
+    feed_forward(config, t.norm2.out, w.ffn, dropout, t.ffn);
+    add_dropped(t.norm2.out, t.ffn.out, dropout, t.ffn_keep, t.residual3);
+    layer_norm_forward(t.residual3, w.ffn_norm, eps, t.norm3);
+    t.out = t.norm3.out;
+  } else {
+    layer_norm_forward(t.residual1, w.cross_attn_norm, eps, t.norm2);
+    cross_attn(t.norm2.out, t.cross_attn);
+    add_dropped(t.residual1, t.cross_attn.attn_out, dropout, t.cross_attn_keep, t.residual2);
+    layer_norm_forward(t.residual2, w.ffn_norm, eps, t.norm3);
+    feed_forward(config, t.norm3.out, w.ffn, dropout, t.ffn);
+    add_dropped(t.residual2, t.ffn.out, dropout, t.ffn_keep, t.residual3);
+    t.out = t.residual3;
+  }
+}
+
+void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
+                            const EncoderLayerTrace& t, const AttentionBackwardFn& self_attn, Mat d_out,
+                            EncoderLayerWeights& g, Mat& dx) {
+  Mat d_residual1, d_sublayer_in;
+  if (config.norm_placement == NormPlacement::Post) {
+    //   out = LN2(r2),  r2 = h + drop(FFN(h)),  h = LN1(r1),  r1 = x + drop(Attn(x))
+    Mat d_residual2;
+    add_layer_norm_backward(t.residual2, t.norm2, w.ffn_norm, d_out, g.ffn_norm, d_residual2);
+    feed_forward_backward(config, t.norm1.out, w.ffn, t.ffn, through_dropout(d_residual2, t.ffn_keep), g.ffn,
+                          d_sublayer_in);
+    Mat d_h = d_residual2 + d_sublayer_in;
+    add_layer_norm_backward(t.residual1, t.norm1, w.self_attn_norm, d_h, g.self_attn_norm, d_residual1);
+    self_attn(x, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
+    dx = d_residual1 + d_sublayer_in;
+  } else {
+    //   out = r2 = r1 + drop(FFN(LN2(r1))),  r1 = x + drop(Attn(LN1(x)))
+    feed_forward_backward(config, t.norm2.out, w.ffn, t.ffn, through_dropout(d_out, t.ffn_keep), g.ffn, d_sublayer_in);
+    d_residual1 = d_out;
+    add_layer_norm_backward(t.residual1, t.norm2, w.ffn_norm, d_sublayer_in, g.ffn_norm, d_residual1);
+    self_attn(t.norm1.out, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
+    dx = d_residual1;
+    add_layer_norm_backward(x, t.norm1, w.self_attn_norm, d_sublayer_in, g.self_attn_norm, dx);
+  }
+}
+
+void decoder_layer_backward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
+                            const DecoderLayerTrace& t, const AttentionBackwardFn& self_attn,
+                            const AttentionBackwardFn& cross_attn, Mat d_out, DecoderLayerWeights& g, Mat& dx) {
+  Mat d_sublayer_in;
+  if (config.norm_placement == NormPlacement::Post) {
+    //   out = LN3(r3), r3 = h2 + drop(FFN(h2)), h2 = LN2(r2), r2 = h1 + drop(Cross(h1)), h1 = LN1(r1),
+    //   r1 = x + drop(Self(x))
+    Mat d_residual3, d_residual2, d_residual1;
+    add_layer_norm_backward(t.residual3, t.norm3, w.ffn_norm, d_out, g.ffn_norm, d_residual3);
+    feed_forward_backward(config, t.norm2.out, w.ffn, t.ffn, through_dropout(d_residual3, t.ffn_keep), g.ffn,
+                          d_sublayer_in);
+    Mat d_h2 = d_residual3 + d_sublayer_in;
+    add_layer_norm_backward(t.residual2, t.norm2, w.cross_attn_norm, d_h2, g.cross_attn_norm, d_residual2);
+    cross_attn(t.norm1.out, t.cross_attn, through_dropout(d_residual2, t.cross_attn_keep), g.cross_attn,
+               d_sublayer_in);
+    Mat d_h1 = d_residual2 + d_sublayer_in;
+    add_layer_norm_backward(t.residual1, t.norm1, w.self_attn_norm, d_h1, g.self_attn_norm, d_residual1);
+    self_attn(x, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
+    dx = d_residual1 + d_sublayer_in;
+  } else {
+    //   out = r3 = r2 + drop(FFN(LN3(r2))), r2 = r1 + drop(Cross(LN2(r1))), r1 = x + drop(Self(LN1(x)))
+    feed_forward_backward(config, t.norm3.out, w.ffn, t.ffn, through_dropout(d_out, t.ffn_keep), g.ffn, d_sublayer_in);
+    Mat d_residual2 = d_out;
+    add_layer_norm_backward(t.residual2, t.norm3, w.ffn_norm, d_sublayer_in, g.ffn_norm, d_residual2);
+    cross_attn(t.norm2.out, t.cross_attn, through_dropout(d_residual2, t.cross_attn_keep), g.cross_attn,
+               d_sublayer_in);
+    Mat d_residual1 = d_residual2;
+    add_layer_norm_backward(t.residual1, t.norm2, w.cross_attn_norm, d_sublayer_in, g.cross_attn_norm, d_residual1);
+    self_attn(t.norm1.out, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
+    dx = d_residual1;
+    add_layer_norm_backward(x, t.norm1, w.self_attn_norm, d_sublayer_in, g.self_attn_norm, dx);
+  }
+}
+
+// [SECTION] final norm and output layer
+
+void final_norm_forward(const Config& config, bool present, const LayerNormWeights& w, const Mat& x,
+                        LayerNormTrace& t, Mat& out) {
+  if (present) {
+    layer_norm_forward(x, w, config.layer_norm_eps, t);
+    out = t.out;
+  } else {
+    t = {};
+    out = x;
+  }
+}
+
+void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logits) {
+  linear_forward(x, weights.generator, logits);  // (N, Vt)
+}
+
+// [SECTION] masks
+
+std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
+                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal) {
+  const Eigen::Index tk = static_cast<Eigen::Index>(key_ids.size());
+  Mat base = Mat::Zero(tq, tk);  // (Tq, Tk) 1 = blocked
+  if (iv.padding_mask)
+    for (Eigen::Index j = 0; j < tk; ++j)
+      if (key_ids[static_cast<size_t>(j)] == config.pad_id) base.col(j).setOnes();
+  if (causal)  // query row i is position first_query + i: keys after it are blocked
+    for (Eigen::Index i = 0; i < tq; ++i) {
+      const Eigen::Index after = first_query + i + 1;
+      if (after < tk) base.row(i).tail(tk - after).setOnes();
+    }
+  std::vector<Mat> masks;
+  for (int h = 0; h < config.n_heads; ++h) {
+    const CustomMask* custom = iv.custom_mask(kind, layer, h);
+    if (!custom) continue;
+    if (custom->blocked.rows() != first_query + tq || custom->blocked.cols() != tk)
+      fail(ErrorKind::Input, "forward",
+           std::string("custom mask for ") + to_string(kind) + "." + std::to_string(layer) + "." + std::to_string(h) +
+               " is " + shape_string({custom->blocked.rows(), custom->blocked.cols()}) + ", the pass needs " +
+               shape_string({first_query + tq, tk}));
+    if (masks.empty()) masks.assign(static_cast<size_t>(config.n_heads), base);
+    masks[static_cast<size_t>(h)] = custom->blocked.bottomRows(tq);
+  }
+  if (masks.empty()) masks.push_back(std::move(base));  // one mask for every head
+  return masks;
+}
+
+std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer) {
+  std::vector<bool> on(static_cast<size_t>(config.n_heads), true);
+  for (const HeadRef& h : iv.heads_off)
+    if (h.kind == kind && h.layer == layer && h.head >= 0 && h.head < config.n_heads)
+      on[static_cast<size_t>(h.head)] = false;
+  return on;
+}
+
+float attention_scale(const Config& config) { return 1.0f / std::sqrt(static_cast<float>(config.head_dim())); }
+
+}  // namespace sf

@@ -1,0 +1,124 @@
+// The Transformer's layers, forward and backward side by side, over a batch of sequences stacked as rows:
+// what the encoder and decoder passes (transformer/passes.h) call for inference and for training alike.
+//
+//   embedding:  x = drop(E[id] * scale + PE(position))                                  (N, C)
+//   encoder layer (post-norm, the paper):  h = LN(x + drop(SelfAttn(x)));  out = LN(h + drop(FFN(h)))
+//   decoder layer (post-norm):             h1 = LN(x + drop(SelfAttn(x)));  h2 = LN(h1 + drop(CrossAttn(h1, enc)))
+//                                          out = LN(h2 + drop(FFN(h2)))
+//   pre-norm (norm_first):                 h = x + drop(Attn(LN(x)));  out = h + drop(FFN(LN(h)))  (and so on)
+//   feed-forward:  FFN(x) = drop(act(x W1^T + b1)) W2^T + b2
+//   output:        logits = x W_gen^T + b_gen                                             (N, Vt)
+// The member names of the layer traces (trace.h) follow the post-/pre-norm tables there. Dropout (training)
+// is PyTorch's placement: the embedding sum, the attention probabilities, the feed-forward hidden layer and
+// each sublayer's output; with p = 0 (inference) the layers compute exactly the app's trace.
+//
+// Attention inside a layer is a callback (AttentionFn): the pass decides where keys and values come from (the
+// rows of the same sequence, a KV cache, the encoder) and which masks apply; the layer decides what it reads.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+#include "transformer/trace.h"
+
+namespace sf {
+
+// What a pass keeps of what it computes.
+enum class Record {
+  Output,    // only what the next layer reads (decoding steps, checks of guessed tokens)
+  Backward,  // also what the backward reads (training): attention projections and probabilities, norms, keeps
+  Trace      // everything the app shows: per-head q, k, v, scores, masks, head outputs (one sequence)
+};
+
+// [SECTION] dropout
+struct DropoutSettings {
+  float p = 0.0f;       // probability of dropping an element (0: off, e.g. for evaluation)
+  uint64_t seed = 0;    // with `step`, fixes every mask: a run is reproducible whatever the thread count
+  uint64_t step = 0;
+};
+
+// Counter-based masks: element i of the k-th mask made in a pass at step s is kept iff hash(seed, s, k, i) >= p.
+// The same masks come out whatever the number of threads, and no generator state needs saving in a checkpoint.
+class Dropout {
+ public:
+  explicit Dropout(const DropoutSettings& settings) : s_(settings) {}
+  bool on() const { return s_.p > 0.0f; }
+  // keep (rows, cols): 0 with probability p, else 1 / (1 - p) (inverted dropout: no rescaling at test time).
+  // Leaves keep empty when dropout is off.
+  void make(Mat& keep, Eigen::Index rows, Eigen::Index cols);
+
+ private:
+  DropoutSettings s_;
+  uint64_t site_ = 0;
+};
+
+// [SECTION] embeddings
+// The checks of embed_rows alone (ErrorKind::Input): not empty, ids inside the vocabulary, positions inside
+// the model's (and the learned table's).
+void check_embedding_input(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                           const std::vector<int>& positions);
+// Token embedding + position for `ids` at `positions` (one position per row), dropout on the sum; checks ids
+// against the vocabulary and positions against the model (ErrorKind::Input, naming the "source" or "target").
+void embed_rows(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
+                const std::vector<int>& positions, bool positional_encoding, Dropout* dropout, EmbeddingTrace& t);
+// dL/d(weights) of embed_rows from dL/d(t.sum): token table rows, and learned positions.
+void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
+                         Mat d_sum, ModelWeights& grads);
+
+// [SECTION] layers
+// One attention sublayer: from its query input x_q (the rows asked for), fill t.attn_out (and what `record`
+// asks). For self-attention the layer has already put the keys and values of all its rows in t.keys, t.values.
+using AttentionFn = std::function<void(const ConstMatRef& x_q, AttentionTrace& t)>;
+
+// The self-attention sublayer's input and its keys and values, from all rows of x: post-norm x itself,
+// pre-norm LN1(x) (into t.norm1). What a KV cache keeps of a layer.
+const Mat& self_attention_keys_values(const Config& config, const AttentionWeights& attention,
+                                      const LayerNormWeights& norm, const Mat& x, LayerNormTrace& norm1,
+                                      AttentionTrace& t);
+
+void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
+                           const AttentionFn& self_attn, Dropout* dropout, EncoderLayerTrace& t);
+// query_rows: the rows of x whose outputs are wanted (all rows when empty): every row gives its keys and
+// values to self-attention, only these go on through the rest of the layer (the last layer of a decoding step
+// needs one row). t.out then has query_rows.size() rows.
+void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
+                           const std::vector<int>& query_rows, const AttentionFn& self_attn,
+                           const AttentionFn& cross_attn, Dropout* dropout, DecoderLayerTrace& t);
+
+// Backward of the layers (from a pass recorded with Record::Backward or Record::Trace). dx is written with
+// dL/dx, grads accumulate. The attention backward is a callback as the forward was: from dL/d(attn_out) it
+// accumulates the attention's weight gradients and returns dL/d(x_q) (and for cross-attention adds dL/d(enc)
+// itself).
+using AttentionBackwardFn =
+    std::function<void(const ConstMatRef& x_q, const AttentionTrace& t, const Mat& d_attn_out, AttentionWeights& g,
+                       Mat& d_x_q)>;
+void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
+                            const EncoderLayerTrace& t, const AttentionBackwardFn& self_attn, Mat d_out,
+                            EncoderLayerWeights& grads, Mat& dx);
+void decoder_layer_backward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
+                            const DecoderLayerTrace& t, const AttentionBackwardFn& self_attn,
+                            const AttentionBackwardFn& cross_attn, Mat d_out, DecoderLayerWeights& grads, Mat& dx);
+
+// [SECTION] final norm and output layer
+// out = LN(x) when the config has the final norm (t filled), else x (t cleared).
+void final_norm_forward(const Config& config, bool present, const LayerNormWeights& w, const Mat& x,
+                        LayerNormTrace& t, Mat& out);
+// x (N, C) -> logits (N, Vt) = x W_gen^T + b_gen.
+void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logits);
+
+// [SECTION] masks
+// The masks of one attention block for queries at positions first_query .. first_query + tq - 1 over the keys
+// key_ids (Tk), with the interventions of a pass over positions 0 .. first_query + tq - 1: the computed mask
+// (padding of the keys; causal: key j > query position blocked), one matrix for every head, or H matrices
+// where a head has a custom mask (whose rows first_query.. are taken: it must be (first_query + tq, Tk)).
+std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
+                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
+// The head_on flags of one attention block.
+std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
+// Scores scale of the model's attention: 1 / sqrt(D).
+float attention_scale(const Config& config);
+
+}  // namespace sf

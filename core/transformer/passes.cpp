@@ -1,0 +1,511 @@
+#include "transformer/passes.h"
+
+#include <algorithm>
+
+#include "nn/backward.h"
+#include "nn/linear.h"
+#include "util/error.h"
+#include "util/parallel.h"
+
+namespace sf {
+
+// [SECTION] KV cache
+
+bool kv_cache_exact(const Interventions& iv) {
+  if (!iv.causal_mask) return false;
+  // A painted decoder self-attention mask keeps the cache exact while it lets no query see a later key (cells
+  // past its edge take the causal mask, fit_decoder_masks); cross-attention masks concern one query row each.
+  for (const CustomMask& m : iv.custom_masks)
+    if (m.where.kind == AttentionKind::Decoder)
+      for (Eigen::Index i = 0; i < m.blocked.rows(); ++i)
+        for (Eigen::Index j = i + 1; j < m.blocked.cols(); ++j)
+          if (m.blocked(i, j) <= 0.5f) return false;
+  return true;
+}
+
+KvCache empty_kv_cache(const Config& config) {
+  KvCache cache;
+  cache.keys.assign(static_cast<size_t>(config.n_decoder_layers), Mat(0, config.d_model));
+  cache.values = cache.keys;
+  return cache;
+}
+
+void truncate_kv_cache(KvCache& cache, int length) {
+  if (length < 0 || length > cache.length())
+    fail(ErrorKind::Input, "truncate_kv_cache",
+         "length " + std::to_string(length) + " outside 0.." + std::to_string(cache.length()));
+  cache.tokens.resize(static_cast<size_t>(length));  // the rows past it stay allocated, to be written over
+}
+
+CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weights, const Trace& encoded) {
+  if (!encoded.has_encoder()) fail(ErrorKind::Input, "cross_keys_values", "the trace holds no encoder pass");
+  CrossKeysValues kv;
+  kv.keys.resize(static_cast<size_t>(config.n_decoder_layers));
+  kv.values.resize(kv.keys.size());
+  for (size_t l = 0; l < kv.keys.size(); ++l) {
+    linear_forward(encoded.enc_out, weights.decoder_layers[l].cross_attn.k, kv.keys[l]);    // (S, C)
+    linear_forward(encoded.enc_out, weights.decoder_layers[l].cross_attn.v, kv.values[l]);  // (S, C)
+  }
+  return kv;
+}
+
+namespace {
+
+// [SECTION] attention over the sequences of a pass
+
+// One sequence's part of an attention sublayer: its rows of the sublayer's queries, its keys and values (rows
+// of larger matrices: the pass's own rows, a KV cache, the encoder's), and its masks (build_masks).
+struct SequenceAttention {
+  Eigen::Index q_begin = 0, q_rows = 0;
+  const Mat* keys = nullptr;
+  const Mat* values = nullptr;
+  Eigen::Index k_begin = 0, k_rows = 0;
+  std::vector<Mat> masks;
+};
+
+// queries = x_q W_q^T + b; per sequence attend(); attn_out = heads_out W_o^T + b.
+void attention_sublayer(const Config& config, const AttentionWeights& w, const ConstMatRef& x_q,
+                        std::vector<SequenceAttention>& seqs, const std::vector<bool>& on, Record record,
+                        Dropout* dropout, AttentionTrace& t) {
+  const int H = config.n_heads;
+  const Eigen::Index D = config.head_dim();
+  const size_t n = seqs.size(), nh = n * static_cast<size_t>(H);
+  linear_forward(x_q, w.q, t.queries);  // (Rq, C)
+  t.heads_out.resize(x_q.rows(), config.d_model);
+  const bool keep_probs = record != Record::Output, trace = record == Record::Trace;
+  t.probs.resize(keep_probs ? nh : 0);
+  t.scores.resize(trace ? nh : 0);
+  t.head_out.resize(trace ? nh : 0);
+  t.keep.clear();
+  if (dropout && dropout->on()) {  // made in order, before the sequences run in parallel: reproducible masks
+    t.keep.resize(nh);
+    for (size_t s = 0; s < n; ++s)
+      for (int h = 0; h < H; ++h) dropout->make(t.keep[s * H + h], seqs[s].q_rows, seqs[s].k_rows);
+  }
+  const float scale = attention_scale(config);
+  auto run = [&](size_t s) {
+    const SequenceAttention& a = seqs[s];
+    const std::span<Mat> none;
+    const AttendRecord rec{trace ? std::span<Mat>(t.scores).subspan(s * H, H) : none,
+                           keep_probs ? std::span<Mat>(t.probs).subspan(s * H, H) : none,
+                           trace ? std::span<Mat>(t.head_out).subspan(s * H, H) : none};
+    attend(t.queries.middleRows(a.q_begin, a.q_rows), a.keys->middleRows(a.k_begin, a.k_rows),
+           a.values->middleRows(a.k_begin, a.k_rows), H, scale, a.masks, on,
+           t.keep.empty() ? std::span<const Mat>() : std::span<const Mat>(t.keep).subspan(s * H, H),
+           t.heads_out.middleRows(a.q_begin, a.q_rows), rec);
+  };
+  if (n == 1) run(0);
+  else parallel_for(static_cast<int>(n), 1, [&](int begin, int end) {
+      for (int s = begin; s < end; ++s) run(static_cast<size_t>(s));
+    });
+  linear_forward(t.heads_out, w.out, t.attn_out);  // (Rq, C)
+  if (!trace) return;
+  // The app's record: each head's q, k, v and the mask it ran with.
+  t.q.resize(nh);
+  t.k.resize(nh);
+  t.v.resize(nh);
+  t.mask.resize(nh);
+  for (size_t s = 0; s < n; ++s) {
+    const SequenceAttention& a = seqs[s];
+    for (int h = 0; h < H; ++h) {
+      t.q[s * H + h] = t.queries.block(a.q_begin, h * D, a.q_rows, D);
+      t.k[s * H + h] = a.keys->block(a.k_begin, h * D, a.k_rows, D);
+      t.v[s * H + h] = a.values->block(a.k_begin, h * D, a.k_rows, D);
+      t.mask[s * H + h] = a.masks[a.masks.size() == 1 ? 0 : static_cast<size_t>(h)];
+    }
+  }
+}
+
+// The adjoint of attention_sublayer for a recorded pass whose keys and values are t.keys, t.values (the rows
+// of x_kv projected): accumulates the weights' gradients, writes dL/dx_q and dL/dx_kv.
+void attention_sublayer_backward(const Config& config, const AttentionWeights& w, const ConstMatRef& x_q,
+                                 const ConstMatRef& x_kv, const std::vector<SequenceAttention>& seqs,
+                                 const std::vector<bool>& on, const AttentionTrace& t, const Mat& d_attn_out,
+                                 AttentionWeights& g, Mat& d_x_q, Mat& d_x_kv) {
+  const int H = config.n_heads;
+  Mat d_heads;  // (Rq, C)
+  linear_backward(t.heads_out, w.out, d_attn_out, g.out, &d_heads);
+  Mat dq = Mat::Zero(t.queries.rows(), t.queries.cols()), dk = Mat::Zero(t.keys.rows(), t.keys.cols()),
+      dv = Mat::Zero(t.values.rows(), t.values.cols());
+  const float scale = attention_scale(config);
+  parallel_for(static_cast<int>(seqs.size()), 1, [&](int begin, int end) {
+    for (int s = begin; s < end; ++s) {
+      const SequenceAttention& a = seqs[static_cast<size_t>(s)];
+      const size_t first = static_cast<size_t>(s) * H;
+      attend_backward(t.queries.middleRows(a.q_begin, a.q_rows), t.keys.middleRows(a.k_begin, a.k_rows),
+                      t.values.middleRows(a.k_begin, a.k_rows), H, scale,
+                      std::span<const Mat>(t.probs).subspan(first, H),
+                      t.keep.empty() ? std::span<const Mat>() : std::span<const Mat>(t.keep).subspan(first, H), on,
+                      d_heads.middleRows(a.q_begin, a.q_rows), dq.middleRows(a.q_begin, a.q_rows),
+                      dk.middleRows(a.k_begin, a.k_rows), dv.middleRows(a.k_begin, a.k_rows));
+    }
+  });
+  linear_backward(x_q, w.q, dq, g.q, &d_x_q);
+  Mat d_from_v;
+  linear_backward(x_kv, w.k, dk, g.k, &d_x_kv);
+  linear_backward(x_kv, w.v, dv, g.v, &d_from_v);
+  d_x_kv += d_from_v;
+}
+
+// Rows `rows` of m, in that order.
+Mat select_rows(const Mat& m, const std::vector<int>& rows) {
+  Mat out(static_cast<Eigen::Index>(rows.size()), m.cols());
+  for (size_t i = 0; i < rows.size(); ++i) out.row(static_cast<Eigen::Index>(i)) = m.row(rows[i]);
+  return out;
+}
+
+// Rows `rows` of each mask (the query rows a pass keeps of a sequence).
+std::vector<Mat> mask_rows(std::vector<Mat> masks, const std::vector<int>& rows) {
+  for (Mat& m : masks) m = select_rows(m, rows);
+  return masks;
+}
+
+void append_rows(Mat& cache, int length, const ConstMatRef& rows) {
+  const Eigen::Index need = length + rows.rows();
+  if (cache.rows() < need) cache.conservativeResize(std::max<Eigen::Index>({need, 2 * cache.rows(), 16}), rows.cols());
+  cache.middleRows(length, rows.rows()) = rows;
+}
+
+// The uniform layout of a training batch or of the app's single sequence: sequence b is rows b*Tq.. of the
+// queries and b*Tk.. of the keys.
+std::vector<SequenceAttention> uniform_layout(int sequences, Eigen::Index tq, Eigen::Index tk, const Mat& keys,
+                                              const Mat& values) {
+  std::vector<SequenceAttention> seqs(static_cast<size_t>(sequences));
+  for (int b = 0; b < sequences; ++b)
+    seqs[static_cast<size_t>(b)] = {b * tq, tq, &keys, &values, b * tk, tk, {}};
+  return seqs;
+}
+
+std::vector<int> ids_of(const std::vector<int>& ids, Eigen::Index begin, Eigen::Index count) {
+  return std::vector<int>(ids.begin() + begin, ids.begin() + begin + count);
+}
+
+}  // namespace
+
+// [SECTION] the encoder pass
+
+void encoder_pass(const Config& config, const ModelWeights& weights, int sequences, int first_layer, Record record,
+                  Dropout* dropout, Trace& trace) {
+  const Interventions& iv = trace.interventions;
+  const int L = config.n_encoder_layers;
+  const Eigen::Index R = static_cast<Eigen::Index>(trace.src.ids.size());
+  if (sequences < 1 || R % sequences != 0)
+    fail(ErrorKind::Shape, "encoder_pass", std::to_string(R) + " source rows are not " + std::to_string(sequences) +
+                                               " sequences of one length");
+  const Eigen::Index S = R / sequences;
+  trace.encoder.resize(static_cast<size_t>(L));
+  if (first_layer < 0) {
+    std::vector<int> positions(static_cast<size_t>(R));
+    for (Eigen::Index r = 0; r < R; ++r) positions[static_cast<size_t>(r)] = static_cast<int>(r % S);
+    embed_rows(config, weights, true, trace.src.ids, positions, iv.positional_encoding, dropout, trace.src);
+    first_layer = 0;
+  }
+  for (int l = first_layer; l < L; ++l) {
+    const EncoderLayerWeights& w = weights.encoder_layers[static_cast<size_t>(l)];
+    const Mat& x = l == 0 ? trace.src.sum : trace.encoder[static_cast<size_t>(l - 1)].out;
+    const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
+    AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& t) {
+      std::vector<SequenceAttention> seqs = uniform_layout(sequences, S, S, t.keys, t.values);
+      for (int b = 0; b < sequences; ++b)
+        seqs[static_cast<size_t>(b)].masks =
+            build_masks(config, iv, AttentionKind::Encoder, l, 0, S, ids_of(trace.src.ids, b * S, S), false);
+      attention_sublayer(config, w.self_attn, x_q, seqs, on, record, dropout, t);
+    };
+    encoder_layer_forward(config, w, x, self_attn, dropout, trace.encoder[static_cast<size_t>(l)]);
+  }
+  final_norm_forward(config, config.encoder_final_norm, weights.encoder_norm, trace.encoder.back().out,
+                     trace.encoder_norm, trace.enc_out);
+}
+
+// [SECTION] the decoder pass
+
+DecoderRows DecoderRows::one_sequence(const std::vector<int>& tokens, int first_position) {
+  DecoderRows rows;
+  rows.add_sequence(tokens, first_position);
+  return rows;
+}
+
+void DecoderRows::add_sequence(const std::vector<int>& add, int first_position) {
+  const int s = sequences.empty() ? 0 : sequences.back() + 1;
+  for (size_t i = 0; i < add.size(); ++i) {
+    tokens.push_back(add[i]);
+    positions.push_back(first_position + static_cast<int>(i));
+    sequences.push_back(s);
+  }
+}
+
+namespace {
+
+// What the decoder pass knows of one sequence of its rows.
+struct SequenceInfo {
+  int begin = 0, count = 0;      // its rows
+  int first_position = 0;        // of its first row
+  int cached = 0;                // rows its cache held before the pass
+  KvCache* cache = nullptr;
+  int source = 0;                // the encoder's sequence it reads
+  Interventions fitted;          // the interventions, painted decoder masks fitted to its length
+  std::vector<int> self_key_ids; // (cached + count) the tokens its self-attention keys belong to
+  std::vector<int> query_rows;   // in the last layer: its rows still queried (offsets from begin)
+};
+
+}  // namespace
+
+Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const CrossKeysValues* cross, DecoderPass& pass) {
+  const char* where = "decoder_pass";
+  const DecoderRows& rows = pass.rows;
+  const int R = rows.size(), L = config.n_decoder_layers;
+  if (!encoded.has_encoder()) fail(ErrorKind::Input, where, "the trace holds no encoder pass");
+  if (R == 0) fail(ErrorKind::Input, "forward", "the target sequence is empty");
+  if (rows.positions.size() != rows.tokens.size() || rows.sequences.size() != rows.tokens.size())
+    fail(ErrorKind::Shape, where, "tokens, positions and sequences differ in length");
+  if ((pass.record != Record::Output) != (pass.trace != nullptr))
+    fail(ErrorKind::Input, where, "a trace is given exactly when the pass records one");
+  // The sequences: consecutive ids, positions rising by one from the cache's end.
+  std::vector<SequenceInfo> seqs;
+  for (int r = 0; r < R; ++r) {
+    const int s = rows.sequences[static_cast<size_t>(r)];
+    if (s == static_cast<int>(seqs.size())) {
+      SequenceInfo info;
+      info.begin = r;
+      info.first_position = rows.positions[static_cast<size_t>(r)];
+      seqs.push_back(std::move(info));
+    } else if (s != static_cast<int>(seqs.size()) - 1 ||
+               rows.positions[static_cast<size_t>(r)] != rows.positions[static_cast<size_t>(r) - 1] + 1) {
+      fail(ErrorKind::Input, where, "row " + std::to_string(r) + " is out of order (sequence " + std::to_string(s) +
+                                        ", position " + std::to_string(rows.positions[static_cast<size_t>(r)]) + ")");
+    }
+    ++seqs.back().count;
+  }
+  if (!pass.caches.empty() && pass.caches.size() != seqs.size())
+    fail(ErrorKind::Input, where, std::to_string(pass.caches.size()) + " caches for " + std::to_string(seqs.size()) +
+                                      " sequences");
+  const int sources = encoded.sequences;
+  const Eigen::Index S = static_cast<Eigen::Index>(encoded.src.ids.size()) / sources;
+  if (!pass.source_of.empty() && pass.source_of.size() != seqs.size())
+    fail(ErrorKind::Input, where, "a source for each sequence, or none");
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    SequenceInfo& q = seqs[s];
+    q.cache = pass.caches.empty() ? nullptr : pass.caches[s];
+    q.cached = q.cache ? q.cache->length() : 0;
+    if (q.first_position != q.cached)
+      fail(ErrorKind::Input, where, "sequence " + std::to_string(s) + " starts at position " +
+                                        std::to_string(q.first_position) + ", its cache holds " +
+                                        std::to_string(q.cached) + " tokens");
+    if (q.cache && (static_cast<int>(q.cache->keys.size()) != L || static_cast<int>(q.cache->values.size()) != L))
+      fail(ErrorKind::Input, where, "the KV cache is not this model's");
+    q.source = pass.source_of.empty() ? 0 : pass.source_of[s];
+    if (q.source < 0 || q.source >= sources)
+      fail(ErrorKind::Input, where, "source " + std::to_string(q.source) + " of " + std::to_string(sources));
+    q.fitted = fit_decoder_masks(encoded.interventions, static_cast<int>(S), q.first_position + q.count);
+    if (q.cache) q.self_key_ids = q.cache->tokens;
+    q.self_key_ids.insert(q.self_key_ids.end(), rows.tokens.begin() + q.begin, rows.tokens.begin() + q.begin + q.count);
+  }
+  for (size_t i = 0; i < pass.output_rows.size(); ++i)
+    if (pass.output_rows[i] < 0 || pass.output_rows[i] >= R || (i > 0 && pass.output_rows[i] <= pass.output_rows[i - 1]))
+      fail(ErrorKind::Input, where, "output rows must rise within the " + std::to_string(R) + " rows");
+  if (cross && (static_cast<int>(cross->keys.size()) != L || cross->keys.front().rows() != S))
+    fail(ErrorKind::Input, where, "the cross-attention keys are not this encoder pass's");
+  const bool recorded = pass.record != Record::Output;
+  if (pass.first_layer >= 0 && (!recorded || static_cast<int>(pass.trace->decoder.size()) != L ||
+                               pass.trace->tgt.ids != rows.tokens))
+    fail(ErrorKind::Input, where, "a pass from layer " + std::to_string(pass.first_layer) +
+                                      " needs the trace of this very pass up to it");
+  // In the last layer of an unrecorded pass only the output rows go on (each sequence's share of them).
+  const bool fewer_queries = !recorded && static_cast<int>(pass.output_rows.size()) < R;
+  if (fewer_queries)
+    for (int r : pass.output_rows) {
+      SequenceInfo& q = seqs[static_cast<size_t>(rows.sequences[static_cast<size_t>(r)])];
+      q.query_rows.push_back(r - q.begin);
+    }
+
+  // Embeddings (the ids and positions are checked here, before anything is written).
+  EmbeddingTrace own_embedding;
+  EmbeddingTrace& emb = recorded ? pass.trace->tgt : own_embedding;
+  const Interventions& iv = encoded.interventions;
+  if (pass.first_layer < 0)
+    embed_rows(config, weights, false, rows.tokens, rows.positions, iv.positional_encoding, pass.dropout, emb);
+  const int first_layer = std::max(pass.first_layer, 0);
+  if (recorded) {
+    pass.trace->decoder.resize(static_cast<size_t>(L));
+    if (seqs.size() == 1) pass.trace->interventions = seqs.front().fitted;
+  }
+
+  Mat x;  // (R, C), in the last layer of an unrecorded pass (output rows, C)
+  DecoderLayerTrace scratch;
+  std::vector<int> query_rows;  // of the last layer, as rows of x
+  if (fewer_queries) query_rows = pass.output_rows;
+  for (int l = first_layer; l < L; ++l) {
+    const DecoderLayerWeights& w = weights.decoder_layers[static_cast<size_t>(l)];
+    DecoderLayerTrace& t = recorded ? pass.trace->decoder[static_cast<size_t>(l)] : scratch;
+    const Mat& input = l == 0 ? emb.sum : recorded ? pass.trace->decoder[static_cast<size_t>(l - 1)].out : x;
+    const bool last = l + 1 == L;
+    const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
+    const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
+    // The query rows of sequence s in this layer (j.q_begin, j.q_rows: where they are in x_q): all its rows,
+    // or in the last layer of an unrecorded pass its output rows, whose masks are those rows of its masks.
+    auto set_queries = [&](const SequenceInfo& q, SequenceAttention& j) {
+      if (!(last && fewer_queries)) {
+        j.q_begin = q.begin;
+        j.q_rows = q.count;
+        return;
+      }
+      j.q_begin = std::lower_bound(pass.output_rows.begin(), pass.output_rows.end(), q.begin) - pass.output_rows.begin();
+      j.q_rows = static_cast<Eigen::Index>(q.query_rows.size());
+      j.masks = mask_rows(std::move(j.masks), q.query_rows);
+    };
+    AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
+      std::vector<SequenceAttention> jobs(seqs.size());
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        const SequenceInfo& q = seqs[s];
+        SequenceAttention& j = jobs[s];
+        if (q.cache) {  // the sequence's rows join its cache; its keys are the cache's
+          append_rows(q.cache->keys[static_cast<size_t>(l)], q.cached, a.keys.middleRows(q.begin, q.count));
+          append_rows(q.cache->values[static_cast<size_t>(l)], q.cached, a.values.middleRows(q.begin, q.count));
+          j.keys = &q.cache->keys[static_cast<size_t>(l)];
+          j.values = &q.cache->values[static_cast<size_t>(l)];
+          j.k_begin = 0;
+          j.k_rows = q.cached + q.count;
+        } else {
+          j.keys = &a.keys;
+          j.values = &a.values;
+          j.k_begin = q.begin;
+          j.k_rows = q.count;
+        }
+        j.masks = build_masks(config, q.fitted, AttentionKind::Decoder, l, q.first_position, q.count, q.self_key_ids,
+                              q.fitted.causal_mask);
+        set_queries(q, j);
+      }
+      attention_sublayer(config, w.self_attn, x_q, jobs, self_on, pass.record, pass.dropout, a);
+    };
+    AttentionFn cross_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
+      if (cross) {
+        a.keys = cross->keys[static_cast<size_t>(l)];
+        a.values = cross->values[static_cast<size_t>(l)];
+      } else {
+        linear_forward(encoded.enc_out, w.cross_attn.k, a.keys);    // (B*S, C)
+        linear_forward(encoded.enc_out, w.cross_attn.v, a.values);  // (B*S, C)
+      }
+      std::vector<SequenceAttention> jobs(seqs.size());
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        const SequenceInfo& q = seqs[s];
+        SequenceAttention& j = jobs[s];
+        j.keys = &a.keys;
+        j.values = &a.values;
+        j.k_begin = q.source * S;
+        j.k_rows = S;
+        j.masks = build_masks(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
+                              ids_of(encoded.src.ids, q.source * S, S), false);
+        set_queries(q, j);
+      }
+      attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
+    };
+    decoder_layer_forward(config, w, input, last ? query_rows : std::vector<int>(), self_attn, cross_attn,
+                          pass.dropout, t);
+    if (!recorded) x = std::move(t.out);
+  }
+  for (SequenceInfo& q : seqs)
+    if (q.cache) q.cache->tokens.insert(q.cache->tokens.end(), rows.tokens.begin() + q.begin,
+                                        rows.tokens.begin() + q.begin + q.count);
+  if (!recorded) {
+    LayerNormTrace norm;
+    Mat out;
+    final_norm_forward(config, config.decoder_final_norm, weights.decoder_norm, x, norm, out);
+    Mat logits;
+    output_logits(weights, fewer_queries ? out : select_rows(out, pass.output_rows), logits);  // (outputs, Vt)
+    return logits;
+  }
+  Trace& trace = *pass.trace;
+  final_norm_forward(config, config.decoder_final_norm, weights.decoder_norm, trace.decoder.back().out,
+                     trace.decoder_norm, trace.dec_out);
+  if (static_cast<int>(pass.output_rows.size()) == R) {
+    output_logits(weights, trace.dec_out, trace.logits);  // (R, Vt)
+    if (pass.record == Record::Trace) masked_softmax(trace.logits, Mat(), trace.probs);
+    else trace.probs.resize(0, 0);
+  } else {  // the rest is computed as it is read (output_rows in forward.h)
+    trace.logits.resize(R, weights.generator.weight.rows());
+    trace.probs.resize(0, 0);
+    for (int r : pass.output_rows) {
+      Mat row;
+      output_logits(weights, trace.dec_out.middleRows(r, 1), row);
+      trace.logits.row(r) = row;
+    }
+  }
+  return Mat();
+}
+
+// [SECTION] backward of a training pass
+
+void model_backward(const Config& config, const ModelWeights& w, int sequences, const Trace& trace,
+                    const Mat& d_logits, ModelWeights& g) {
+  const Eigen::Index B = sequences, S = static_cast<Eigen::Index>(trace.src.ids.size()) / B,
+                     T = static_cast<Eigen::Index>(trace.tgt.ids.size()) / B;
+  const Interventions& iv = trace.interventions;
+  auto positions = [](Eigen::Index rows, Eigen::Index length) {
+    std::vector<int> p(static_cast<size_t>(rows));
+    for (Eigen::Index r = 0; r < rows; ++r) p[static_cast<size_t>(r)] = static_cast<int>(r % length);
+    return p;
+  };
+
+  // Decoder, from the logits down.
+  Mat d;  // dL/d(decoder activations) (B*T, C)
+  linear_backward(trace.dec_out, w.generator, d_logits, g.generator, &d);
+  if (config.decoder_final_norm) {
+    Mat dn;
+    layer_norm_backward(trace.decoder.back().out, trace.decoder_norm, w.decoder_norm, d, g.decoder_norm, dn);
+    d = std::move(dn);
+  }
+  Mat d_encoder_out = Mat::Zero(trace.enc_out.rows(), trace.enc_out.cols());  // (B*S, C)
+  for (int l = config.n_decoder_layers - 1; l >= 0; --l) {
+    const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(l)];
+    const Mat& x = l == 0 ? trace.tgt.sum : trace.decoder[static_cast<size_t>(l - 1)].out;
+    AttentionBackwardFn self_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
+                                        AttentionWeights& ga, Mat& d_x_q) {
+      Mat d_kv;
+      attention_sublayer_backward(config, w.decoder_layers[static_cast<size_t>(l)].self_attn, x_q, x_q,
+                                  uniform_layout(sequences, T, T, a.keys, a.values),
+                                  heads_on(config, iv, AttentionKind::Decoder, l), a, d_out, ga, d_x_q, d_kv);
+      d_x_q += d_kv;
+    };
+    AttentionBackwardFn cross_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
+                                         AttentionWeights& ga, Mat& d_x_q) {
+      Mat d_kv;
+      attention_sublayer_backward(config, w.decoder_layers[static_cast<size_t>(l)].cross_attn, x_q, trace.enc_out,
+                                  uniform_layout(sequences, T, S, a.keys, a.values),
+                                  heads_on(config, iv, AttentionKind::Cross, l), a, d_out, ga, d_x_q, d_kv);
+      d_encoder_out += d_kv;
+    };
+    Mat dx;
+    decoder_layer_backward(config, w.decoder_layers[static_cast<size_t>(l)], x, t, self_attn, cross_attn,
+                           std::move(d), g.decoder_layers[static_cast<size_t>(l)], dx);
+    d = std::move(dx);
+  }
+  embed_rows_backward(config, false, trace.tgt, positions(B * T, T), std::move(d), g);
+
+  // Encoder, from its output down.
+  d = std::move(d_encoder_out);
+  if (config.encoder_final_norm) {
+    Mat dn;
+    layer_norm_backward(trace.encoder.back().out, trace.encoder_norm, w.encoder_norm, d, g.encoder_norm, dn);
+    d = std::move(dn);
+  }
+  for (int l = config.n_encoder_layers - 1; l >= 0; --l) {
+    const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(l)];
+    const Mat& x = l == 0 ? trace.src.sum : trace.encoder[static_cast<size_t>(l - 1)].out;
+    AttentionBackwardFn self_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
+                                        AttentionWeights& ga, Mat& d_x_q) {
+      Mat d_kv;
+      attention_sublayer_backward(config, w.encoder_layers[static_cast<size_t>(l)].self_attn, x_q, x_q,
+                                  uniform_layout(sequences, S, S, a.keys, a.values),
+                                  heads_on(config, iv, AttentionKind::Encoder, l), a, d_out, ga, d_x_q, d_kv);
+      d_x_q += d_kv;
+    };
+    Mat dx;
+    encoder_layer_backward(config, w.encoder_layers[static_cast<size_t>(l)], x, t, self_attn, std::move(d),
+                           g.encoder_layers[static_cast<size_t>(l)], dx);
+    d = std::move(dx);
+  }
+  embed_rows_backward(config, true, trace.src, positions(B * S, S), std::move(d), g);
+}
+
+}  // namespace sf

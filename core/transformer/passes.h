@@ -1,0 +1,103 @@
+// The encoder pass and the one decoder pass. Every way the model runs is a call of these two:
+//
+//   the app's traced pass        one sequence from position 0, Record::Trace, every row's logits
+//   a decoding step              one sequence continuing its KV cache by one row, Record::Output, its logits
+//   a chunk of guessed tokens    one sequence continuing its cache by k rows, the logits of each
+//   prefix passes (no cache)     several sequences (the prefixes of a translation), the last row's logits of each
+//   recompute after a change     the traced pass again from the first layer the change reaches
+//   training                     B sentences of a padded batch, Record::Backward, dropout, every row's logits
+//
+// A pass is a batch of rows: each row a token at a position in a sequence. A sequence's rows are together, its
+// positions rise by one from where its KV cache ends (0 without one). A row attends to the keys of its own
+// sequence only (its cache and its rows), under the masks of a pass over that sequence as far as it reaches:
+// the interventions' painted decoder masks are fitted to that length (fit_decoder_masks).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+#include "transformer/layers.h"
+#include "transformer/trace.h"
+
+namespace sf {
+
+// Each decoder layer's cross-attention keys and values of an encoder pass: computed once per source and shared
+// by every pass over it (steps, beams, checks).
+struct CrossKeysValues {
+  std::vector<Mat> keys, values;  // per decoder layer (S, C)
+};
+
+// The decoder's self-attention keys and values of the tokens one sequence has fed so far, per layer: a step
+// then costs one row of the decoder instead of the whole prefix. Exact while no row sees a later one
+// (kv_cache_exact). Copies (beam hypotheses) share the encoder's cross-attention keys and values.
+struct KvCache {
+  std::vector<Mat> keys, values;  // per decoder layer (capacity, C); rows 0 .. length() - 1 are the tokens fed
+  std::vector<int> tokens;        // (t) the decoder input fed so far
+  std::shared_ptr<const CrossKeysValues> cross;  // of the encoder pass it decodes from
+  int length() const { return static_cast<int>(tokens.size()); }
+};
+
+// Whether a KV cache gives the same numbers as recomputing the prefix under these interventions: the causal
+// mask on, and no painted decoder mask that lets a query see a later key.
+bool kv_cache_exact(const Interventions& interventions);
+// An empty cache for `config`'s decoder.
+KvCache empty_kv_cache(const Config& config);
+// Forgets every token from position `length` on (stepping back).
+void truncate_kv_cache(KvCache& cache, int length);
+
+CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weights, const Trace& encoded);
+
+// [SECTION] the encoder pass
+// Encodes `sequences` sentences of trace.src.ids (each of equal length, stacked) with trace.interventions from
+// layer first_layer on (-1: from the embeddings; a later layer: the trace already holds this pass up to it,
+// as recompute() uses it), filling trace.src, encoder, encoder_norm, enc_out.
+void encoder_pass(const Config& config, const ModelWeights& weights, int sequences, int first_layer, Record record,
+                  Dropout* dropout, Trace& trace);
+
+// [SECTION] the decoder pass
+struct DecoderRows {
+  std::vector<int> tokens;     // (R) decoder input tokens
+  std::vector<int> positions;  // (R) each row's position in its sequence
+  std::vector<int> sequences;  // (R) each row's sequence, 0 .. N-1, a sequence's rows together
+
+  // One sequence: `tokens` at positions first_position ...
+  static DecoderRows one_sequence(const std::vector<int>& tokens, int first_position = 0);
+  void add_sequence(const std::vector<int>& tokens, int first_position = 0);
+  int size() const { return static_cast<int>(tokens.size()); }
+};
+
+struct DecoderPass {
+  DecoderRows rows;
+  // One cache per sequence, its rows continuing it (their keys and values are appended), or empty: every
+  // sequence from position 0, no cache. A cache given with a Record::Trace pass is filled from it.
+  std::vector<KvCache*> caches;
+  // Rows whose logits are computed, rising. With Record::Output only these rows go through the last layer.
+  std::vector<int> output_rows;
+  Record record = Record::Output;
+  // Record::Trace and Record::Backward write the decoder half of this trace (tgt, decoder, decoder_norm,
+  // dec_out, logits: rows outside output_rows left to compute; probs with Record::Trace when every row is
+  // computed). first_layer > 0: the trace already holds this very pass up to that layer (recompute()).
+  Trace* trace = nullptr;
+  int first_layer = -1;
+  Dropout* dropout = nullptr;  // training
+  // Sequence s reads source sequence source_of[s] of the encoder pass (training: its own sentence); empty:
+  // every sequence reads the one source.
+  std::vector<int> source_of;
+};
+
+// Runs the decoder over pass.rows on the encoder half of `encoded` (its interventions apply; its decoder half
+// is not read). `cross` gives the cross-attention keys and values (cross_keys_values); nullptr: computed here
+// from encoded.enc_out (training, whose gradients flow into them). Returns the logits (output_rows.size(), Vt)
+// with Record::Output; otherwise they are in pass.trace and an empty matrix is returned.
+// Errors (ErrorKind::Input) before anything is written: ids outside the vocabulary, positions past the model's,
+// rows out of order, a cache that does not match its rows.
+Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const CrossKeysValues* cross, DecoderPass& pass);
+
+// Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt),
+// accumulates every weight's gradient into grads.
+void model_backward(const Config& config, const ModelWeights& weights, int sequences, const Trace& trace,
+                    const Mat& d_logits, ModelWeights& grads);
+
+}  // namespace sf
