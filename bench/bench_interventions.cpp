@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "decode/decoder.h"
+#include "decode/guided.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "util/paths.h"
@@ -48,8 +49,8 @@ std::vector<int> source_ids() {
 }
 
 // As AppState::recompute: the previous translation (the model as trained) is checked in one batched pass
-// (Decoder::prefill), then decoding goes on from the first token that differs, guessing the rest from the
-// previous translation and checking each guess in one pass (Decoder::run_guided).
+// (GuidedRedecoder::prefill), then decoding goes on from the first token that differs, guessing the rest from
+// the previous translation and checking each guess in one pass (GuidedRedecoder::run).
 void recompute(benchmark::State& state, Interventions iv) {
   const Model& m = state.range(0) ? shipped() : shipped_floats();
   const std::vector<int> src = source_ids();
@@ -62,7 +63,7 @@ void recompute(benchmark::State& state, Interventions iv) {
   int kept = 0;
   for (auto _ : state) {
     Decoder d(m.config, m.weights, src, iv, o, &before.encoded());  // the encoder pass reused where it can be
-    d.run_guided(previous);
+    GuidedRedecoder(d).run(previous);
     Trace t = d.trace();
     benchmark::DoNotOptimize(t.probs.data());
     tokens = d.generated().size();

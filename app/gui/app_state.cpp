@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "decode/guided.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -211,7 +212,7 @@ bool AppState::rebuild(int steps) {
   // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
   // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
   // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
-  // a time (Decoder::run_guided).
+  // a time (GuidedRedecoder, decode/guided.h).
   const bool guided = steps < 0 && same_source && options.strategy == DecodeStrategy::Greedy;
   std::vector<int> guess;
   if (guided) {
@@ -231,8 +232,9 @@ bool AppState::rebuild(int steps) {
     auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,
                                           encoder_from ? &encoder_from->encoded() : nullptr);
     encoder_from.reset();
+    GuidedRedecoder redecoder(*next);
     if (guided) {
-      next->run_guided(guess);
+      redecoder.run(guess);
     } else if (steps < 0) {
       while (!cancelled && next->step()) {}
     }
@@ -242,7 +244,7 @@ bool AppState::rebuild(int steps) {
       return out;
     }
     out.trace = next->trace();
-    out.guessed = next->guessed();
+    out.guessed = redecoder.guessed();
     out.decoder = std::move(next);
     out.source_tokens = std::move(tokens);
     out.interventions = std::move(iv);

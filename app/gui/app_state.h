@@ -36,7 +36,7 @@ struct AppState {
   std::string error;                   // the last problem to show the user; the previous state stays
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
   double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
-  int last_guessed = 0;                // tokens the last recompute took from a guess (Decoder::run_guided)
+  int last_guessed = 0;                // tokens the last recompute took from a guess (GuidedRedecoder)
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
   bool load_model(const std::string& path);

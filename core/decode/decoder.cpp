@@ -8,13 +8,6 @@
 
 namespace sf {
 
-namespace {
-
-// Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
-constexpr int kPrefixBatch = 6;
-
-}  // namespace
-
 void validate_decode_options(const DecodeOptions& options) {
   if (options.strategy == DecodeStrategy::Sample) validate_sampling(options.sampling);
   if (options.strategy == DecodeStrategy::Beam && (options.beam_width < 1 || options.beam_width > kMaxBeamWidth))
@@ -34,9 +27,12 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
   use_cache_ = options.use_kv_cache && kv_cache_exact(interventions);
   tree_.push_back(BeamNode{config.bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
-  // <bos> is fed on the first step (ensure_started), not here: prefill() reads its prediction from its own pass.
+  cross_ = std::make_shared<const CrossKeysValues>(cross_keys_values(config, weights, encoded_));
+  // <bos> is fed on the first step (ensure_started), not here: a guided check of a whole guess reads its
+  // prediction from its own pass (GuidedRedecoder::prefill).
   Hypothesis h;
-  h.cache = start_kv_cache(config, weights, encoded_);
+  h.cache = empty_kv_cache(config);
+  h.cache.cross = cross_;
   states_.push_back(std::move(h));
 }
 
@@ -47,7 +43,8 @@ void Decoder::ensure_started() {
 
 Decoder::Hypothesis Decoder::start_hypothesis() const {
   Hypothesis h;
-  h.cache = start_kv_cache(*config_, *weights_, encoded_);  // without an exact cache: the cross keys/values
+  h.cache = empty_kv_cache(*config_);
+  h.cache.cross = cross_;
   feed(h, config_->bos_id);
   return h;
 }
@@ -64,15 +61,6 @@ void Decoder::feed(Hypothesis& h, int token) const {
   tokens.push_back(token);
   truncate_kv_cache(h.cache, 0);
   h.next_logits = decode_chunk(*config_, *weights_, encoded_, tokens, h.cache, 1).row(0);
-}
-
-void Decoder::fill_cache(const Trace& t, int rows, KvCache& cache) const {
-  cache.tokens.assign(t.tgt.ids.begin(), t.tgt.ids.begin() + rows);
-  for (int l = 0; l < config_->n_decoder_layers; ++l) {
-    const AttentionTrace& a = t.decoder[static_cast<size_t>(l)].self_attn;
-    cache.keys[static_cast<size_t>(l)] = a.keys.topRows(rows);
-    cache.values[static_cast<size_t>(l)] = a.values.topRows(rows);
-  }
 }
 
 Decoder::Hypothesis Decoder::rebuild(int node) const {
@@ -119,11 +107,16 @@ bool Decoder::trace_kept() const {
   return finished_trace_ && finished_ && finished_trace_->tgt.ids == pass_input();
 }
 
-Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output) const {
-  Trace t = encoded_;
-  t.interventions = fit_decoder_masks(encoded_.interventions, static_cast<int>(encoded_.src.ids.size()),
-                                      static_cast<int>(input.size()));
-  decode_pass(*config_, *weights_, input, t, output);
+Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill) const {
+  Trace t = encoded_;  // the encoder half; decoder_pass fits the painted masks to the input's length
+  DecoderPass pass;
+  pass.rows = DecoderRows::one_sequence(input);
+  if (output == OutputLayer::AllRows)
+    for (int r = 0; r < pass.rows.size(); ++r) pass.output_rows.push_back(r);
+  if (fill) pass.caches = {fill};
+  pass.record = Record::Trace;
+  pass.trace = &t;
+  decoder_pass(*config_, *weights_, encoded_, cross_.get(), pass);
   return t;
 }
 
@@ -166,199 +159,11 @@ bool Decoder::append_single(int token, const RowVec& logits) {
   return n.finished;
 }
 
-bool Decoder::take_if_chosen(int token) {
-  const RowVec& logits = states_.front().next_logits;
-  const int forced = forced_token(tree_[static_cast<size_t>(live_.front())].length);
-  if ((forced >= 0 ? forced : argmax(logits)) != token) return false;
+void Decoder::take_greedy(int token, const RowVec& prediction) {
+  states_.front().next_logits = prediction;  // what step_back restores
   push_history();
-  last_distribution_ = softmax(logits);
-  append_single(token, logits);
-  return true;
-}
-
-int Decoder::prefill(const std::vector<int>& candidate) {
-  if (options_.strategy != DecodeStrategy::Greedy || !use_cache_ || steps() != 0 || finished_) return 0;
-  return check_in_full_pass(candidate);
-}
-
-int Decoder::check_in_full_pass(const std::vector<int>& continuation) {
-  const std::vector<int> prefix = pass_input();  // <bos> + what is generated (fed or not yet)
-  const int first = static_cast<int>(prefix.size());
-  const int n = std::min(static_cast<int>(continuation.size()), max_length_ - (first - 1));
-  if (n <= 0) return 0;
-  std::vector<int> input = prefix;
-  input.insert(input.end(), continuation.begin(), continuation.begin() + n);
-  for (int id : input)
-    if (id < 0 || id >= config_->tgt_vocab_size) return 0;  // a candidate from another vocabulary
-  // A continuation that finishes (ends with <eos> or at max_length) is checked without feeding its last token:
-  // then the pass is exactly the one trace() shows once decoding is finished, and is kept for it.
-  const bool ends = continuation[static_cast<size_t>(n - 1)] == config_->eos_id || first - 1 + n >= max_length_;
-  if (ends) input.pop_back();
-  const int rows = static_cast<int>(input.size());
-  // Row first - 1 + i of the logits predicts continuation[i]. The output layer (a 5,921-word vocabulary: most
-  // of a row's cost) runs on the rows as the check reaches them, 4 rows first, then twice as many as so far:
-  // a guess that goes wrong early (a word changed near the start) leaves the rest of the rows out; the rows
-  // before first - 1 are computed only for a pass that is kept as the trace.
-  Trace t = traced_pass(input, OutputLayer::Deferred);
-  const int done_begin = first - 1;
-  int done_end = done_begin;
-  auto logits_row = [&](int row) -> RowVec {
-    if (row >= done_end) {
-      const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
-      output_rows(*weights_, done_end, end, t);
-      done_end = end;
-    }
-    return t.logits.row(row);
-  };
-  Hypothesis& h = states_.front();
-  h.next_logits = logits_row(first - 1);  // what is generated so far need not be fed yet: the pass feeds it
-  int taken = 0;
-  while (taken < n && take_if_chosen(continuation[static_cast<size_t>(taken)])) {
-    ++taken;
-    if (finished_) break;
-    h.next_logits = logits_row(first - 1 + taken);
-  }
-  // The cache holds what the hypothesis consumed: <bos> + the generated tokens but a finishing one (step_single
-  // does not feed it), taken from the pass.
-  const int consumed = first + (finished_ ? taken - 1 : taken);
-  fill_cache(t, consumed, h.cache);
-  if (finished_ && consumed == rows) {
-    complete_output(*weights_, done_begin, done_end, t);
-    finished_trace_ = std::make_shared<const Trace>(std::move(t));
-  }
-  return taken;
-}
-
-// The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
-// generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
-// them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
-// the continuation starts at most one position away from where it stood in the guess (a word replaced, added
-// or dropped), the likely case.
-Decoder::Continuation Decoder::continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess) {
-  const int position = static_cast<int>(generated.size());  // of the next token
-  const int size = static_cast<int>(guess.size());
-  for (int n = std::min(3, position); n >= 1; --n) {
-    int best = -1;  // where the continuation starts in guess
-    for (int from = n; from < size; ++from) {
-      if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
-      if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
-    }
-    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
-  }
-  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
-  return {};
-}
-
-int Decoder::take_greedy_token() {
-  const int forced = forced_token(tree_[static_cast<size_t>(live_.front())].length);
-  const int token = forced >= 0 ? forced : argmax(states_.front().next_logits);
-  take_if_chosen(token);
-  return token;
-}
-
-Decoder::Continuation Decoder::continuation_after_token(const std::vector<int>& guess, int most_aligned,
-                                                        int most_weak) const {
-  Continuation guessed = continuation_guess(generated(), guess);
-  // A weak guess: a few tokens, not a whole pass. None that would be fed past max_length (a token that finishes
-  // there is not fed: it is left to a pass of its own).
-  const int room = max_length_ - tree_[static_cast<size_t>(live_.front())].length - 1;
-  const int most = std::min(guessed.aligned ? most_aligned : most_weak, std::max(room, 0));
-  if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
-  return guessed;
-}
-
-int Decoder::run_guided(const std::vector<int>& guess_in) {
-  // A guess from another vocabulary (an earlier model's) guesses nothing.
-  const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
-                                  [&](int id) { return id >= 0 && id < config_->tgt_vocab_size; });
-  const std::vector<int>& guess = usable ? guess_in : std::vector<int>();
-  if (options_.strategy != DecodeStrategy::Greedy) return run();
-  const int start = steps();
-  if (!use_cache_) {
-    // Every step is a pass over its whole prefix. The token in hand and a few guessed after it give the next
-    // steps' inputs at once: their passes run as one batch (decode_prefixes), and the guessed tokens are taken
-    // up to the first that greedy decoding does not choose.
-    ensure_started();
-    Hypothesis& h = states_.front();
-    while (!finished_) {
-      const int token = take_greedy_token();
-      if (finished_) break;
-      const Continuation guessed = continuation_after_token(guess, kPrefixBatch, 2);
-      const std::vector<int>& draft = guessed.tokens;
-      std::vector<int> tokens = h.cache.tokens;  // <bos> + the path before `token`
-      const int before = static_cast<int>(tokens.size());
-      tokens.push_back(token);
-      tokens.insert(tokens.end(), draft.begin(), draft.end());
-      // The passes to run: after `token`, and after each guessed token but a finishing <eos> (never fed).
-      const bool ends = !draft.empty() && draft.back() == config_->eos_id;
-      int longest = static_cast<int>(tokens.size()) - (ends ? 1 : 0);
-      // A likely guess that ends the translation: its last pass is the one trace() shows, so it runs traced.
-      std::shared_ptr<Trace> full;
-      if (ends && guessed.aligned) {
-        // Only its last row's logits are needed to check the guess; the rest only if it is kept.
-        full = std::make_shared<Trace>(
-            traced_pass(std::vector<int>(tokens.begin(), tokens.begin() + longest), OutputLayer::Deferred));
-        output_rows(*weights_, longest - 1, longest, *full);
-        --longest;
-      }
-      std::vector<int> lengths;
-      for (int n = before + 1; n <= longest; ++n) lengths.push_back(n);
-      const Mat logits = decode_prefixes(*config_, *weights_, encoded_, tokens, lengths, *h.cache.cross);
-      auto prediction = [&](int i) -> RowVec {  // after tokens[before + i]
-        return i < static_cast<int>(lengths.size()) ? RowVec(logits.row(i)) : RowVec(full->logits.bottomRows(1));
-      };
-      truncate_kv_cache(h.cache, 0);  // no keys or values are kept without a cache: only the tokens fed
-      h.cache.tokens.assign(tokens.begin(), tokens.begin() + before + 1);
-      h.next_logits = prediction(0);
-      int taken = 0;
-      while (taken < static_cast<int>(draft.size()) && take_if_chosen(draft[static_cast<size_t>(taken)])) {
-        ++taken;
-        if (finished_) break;
-        h.cache.tokens.push_back(draft[static_cast<size_t>(taken) - 1]);
-        h.next_logits = prediction(taken);
-      }
-      if (finished_ && full && full->tgt.ids == pass_input()) {
-        const int rows = static_cast<int>(full->dec_out.rows());
-        complete_output(*weights_, rows - 1, rows, *full);
-        finished_trace_ = std::move(full);
-      }
-      guessed_ += taken;
-    }
-    return steps() - start;
-  }
-  if (steps() == 0) guessed_ += prefill(guess);
-  ensure_started();
-  Hypothesis& h = states_.front();
-  while (!finished_) {
-    // The next token is known (the prediction in hand); what follows it is guessed, and both go through the
-    // decoder in one pass: row 0 predicts the token after it, row i the one after draft[i - 1].
-    const int token = take_greedy_token();
-    if (finished_) break;
-    std::vector<int> chunk = {token};
-    const Continuation guessed = continuation_after_token(guess, max_length_, 3);
-    const std::vector<int>& draft = guessed.tokens;
-    if (guessed.aligned && !draft.empty() && draft.back() == config_->eos_id) {
-      // A likely guess that runs to the end: checked in a full pass over the whole translation, which is the
-      // pass trace() shows when the guess holds (then kept for it, not computed again).
-      guessed_ += check_in_full_pass(draft);
-      continue;
-    }
-    chunk.insert(chunk.end(), draft.begin(), draft.end());
-    const int fed_before = h.cache.length();
-    const Mat logits = decode_chunk(*config_, *weights_, encoded_, chunk, h.cache, static_cast<int>(chunk.size()));
-    h.next_logits = logits.row(0);
-    int taken = 0;  // of the draft
-    while (taken < static_cast<int>(draft.size()) && take_if_chosen(draft[static_cast<size_t>(taken)])) {
-      ++taken;
-      if (finished_) break;
-      h.next_logits = logits.row(taken);
-    }
-    guessed_ += taken;
-    // Keep what the hypothesis consumed: the token and the draft's taken tokens but a finishing one (step_single
-    // does not feed it).
-    truncate_kv_cache(h.cache, fed_before + 1 + (finished_ ? taken - 1 : taken));
-  }
-  return steps() - start;
+  last_distribution_ = softmax(prediction);
+  append_single(token, prediction);
 }
 
 int Decoder::run() {

@@ -18,6 +18,8 @@
 // forced_prefix forces the first generated tokens (teacher forcing).
 // With a KV cache (use_kv_cache and kv_cache_exact(interventions)) each step costs one row of the decoder;
 // otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
+// Re-decoding a sentence after an intervention, guessing from an earlier translation, is GuidedRedecoder's
+// (decode/guided.h): it takes greedy steps into this decoder, which step_back undoes as any other.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -77,25 +79,8 @@ class Decoder {
           const Trace* previous_encoder = nullptr);
 
   bool step();       // one token (beam: one token on every live hypothesis); false when already finished
-  // Greedy, at the start, with an exact KV cache: takes the longest prefix of `candidate` that greedy decoding
-  // (with the forced prefix) chooses, checked in one batched pass over <bos> + candidate rather than one step
-  // per token, and fills the cache from that pass. What it takes are ordinary steps (step_back undoes them
-  // one by one); decoding goes on from there with step() or run(). Returns the number of tokens taken (0
-  // where it does not apply). The app re-decodes a sentence after every intervention this way: most change
-  // few or none of its tokens.
-  int prefill(const std::vector<int>& candidate);
-  // Greedy: run() with guesses. With an exact KV cache: after prefill(guess) at the start, each next stretch of
-  // tokens is guessed from `guess` (where it holds the last tokens decoded, what follows them there) and fed
-  // with the token in hand in one batched pass through the cache (decode_chunk); a guess that lines up and runs
-  // to <eos> is checked instead in one traced pass over the whole translation, which then is trace()'s. Without
-  // one, the steps that the token in hand and a few guessed tokens make run as one batch of passes
-  // (decode_prefixes). The tokens greedy decoding chooses are taken up to the first that differs. The same
-  // tokens, trees and steps as run(), in fewer passes when the translation changed in a word or two. Other
-  // strategies: run(). Returns the number of steps taken.
-  int run_guided(const std::vector<int>& guess);
-  int guessed() const { return guessed_; }  // tokens run_guided took from its guesses (checked in batched passes)
-  // Whether trace() returns a pass that decoding already ran (a guess checked in a full pass and kept), rather
-  // than one of its own.
+  // Whether trace() returns a pass that decoding already ran (GuidedRedecoder's check of a guess that ran to the
+  // end, kept), rather than one of its own.
   bool trace_kept() const;
   bool step_back();  // undoes the last step; false at the start
   int run();         // steps until finished; returns the number of steps taken
@@ -125,8 +110,9 @@ class Decoder {
   bool uses_kv_cache() const { return use_cache_; }
 
  private:
+  friend class GuidedRedecoder;  // takes greedy steps and the state its checks computed (decode/guided.h)
   struct Hypothesis {  // a live beam (greedy and sample use one)
-    KvCache cache;     // has consumed bos + the path
+    KvCache cache;     // has consumed bos + the path (without an exact cache: only its tokens)
     RowVec next_logits;
   };
   struct Snapshot {    // what step_back restores
@@ -142,27 +128,14 @@ class Decoder {
   void feed(Hypothesis& h, int token) const;
   Hypothesis rebuild(int node) const;
   void step_single();
-  // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it.
-  Trace traced_pass(const std::vector<int>& input, OutputLayer output) const;
-  void fill_cache(const Trace& pass, int rows, KvCache& cache) const;  // the first rows' tokens, keys, values
+  // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it;
+  // its output layer on every row (OutputLayer::AllRows) or none yet. `fill`: an empty cache it fills.
+  Trace traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill = nullptr) const;
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
   void push_history();                             // what step_back restores, before a step
   bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
-  bool take_if_chosen(int token);  // greedy: a step taking `token` if it is what greedy chooses (not fed)
-  // Greedy: takes the token chosen from the prediction in hand (not fed); returns it.
-  int take_greedy_token();
-  struct Continuation {  // what a guess says follows the tokens generated
-    std::vector<int> tokens;
-    bool aligned = false;  // it starts at most one position from where it stood in the guess: likely right
-  };
-  static Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess);
-  // continuation_guess, at most most_aligned tokens for a guess that lines up, most_weak for one that does not,
-  // none fed past max_length.
-  Continuation continuation_after_token(const std::vector<int>& guess, int most_aligned, int most_weak) const;
-  // Greedy, exact cache: takes the tokens of `continuation` that greedy decoding chooses after what is generated,
-  // checked in one traced pass over <bos> + generated + continuation, which also fills the cache; a pass that
-  // ends decoding becomes trace()'s. Returns the number taken.
-  int check_in_full_pass(const std::vector<int>& continuation);
+  // Greedy: a step taking `token`, chosen from `prediction` (the logits before it; not fed).
+  void take_greedy(int token, const RowVec& prediction);
   void step_beam();
   float length_penalty(int length) const;
   int forced_token(int position) const;
@@ -181,7 +154,7 @@ class Decoder {
   std::vector<Hypothesis> states_;  // parallel to live_ (greedy / sample: kept when finished)
   std::vector<Snapshot> history_;
   bool finished_ = false;
-  int guessed_ = 0;
+  std::shared_ptr<const CrossKeysValues> cross_;  // of encoded_, shared by every hypothesis' cache
   std::shared_ptr<const Trace> finished_trace_;  // a guided pass that finished decoding: trace() reuses it
 };
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "decode/decoder.h"
+#include "decode/guided.h"
 #include "decode/kv_cache.h"
 #include "decode/sampling.h"
 #include "forward_fixture.h"
@@ -422,7 +423,7 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   ASSERT_GE(tokens.size(), 4u);
   // The whole translation: every token taken, finished, the same tree, the same trace.
   Decoder fast(m.config, m.weights, kSrc, {}, o);
-  EXPECT_EQ(fast.prefill(tokens), static_cast<int>(tokens.size()));
+  EXPECT_EQ(GuidedRedecoder(fast).prefill(tokens), static_cast<int>(tokens.size()));
   expect_same_decoding(fast, plain);
   // Steps back and forward again as if stepped: the cache filled from the batched pass is the incremental one.
   ASSERT_TRUE(fast.step_back());
@@ -432,7 +433,7 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   EXPECT_EQ(fast.generated(), tokens);
   // A candidate that differs at position 2: two tokens taken, the rest decoded step by step as before.
   Decoder partial(m.config, m.weights, kSrc, {}, o);
-  EXPECT_EQ(partial.prefill(with_word_replaced(tokens, 2)), 2);
+  EXPECT_EQ(GuidedRedecoder(partial).prefill(with_word_replaced(tokens, 2)), 2);
   EXPECT_FALSE(partial.finished());
   partial.run();
   EXPECT_EQ(partial.generated(), tokens);
@@ -440,10 +441,10 @@ TEST(Decoder, PrefillTakesWhatGreedyWouldChooseInOnePass) {
   DecodeOptions sample = o;
   sample.strategy = DecodeStrategy::Sample;
   Decoder s(m.config, m.weights, kSrc, {}, sample);
-  EXPECT_EQ(s.prefill(tokens), 0);
+  EXPECT_EQ(GuidedRedecoder(s).prefill(tokens), 0);
   Decoder stepped(m.config, m.weights, kSrc, {}, o);
   stepped.step();
-  EXPECT_EQ(stepped.prefill(tokens), 0);
+  EXPECT_EQ(GuidedRedecoder(stepped).prefill(tokens), 0);
 }
 
 TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
@@ -459,7 +460,7 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
                                                  std::vector<int>(tokens.begin(), tokens.begin() + 3)};
   for (const std::vector<int>& guess : guesses) {
     Decoder guided(m.config, m.weights, kSrc, {}, o);
-    guided.run_guided(guess);
+    GuidedRedecoder(guided).run(guess);
     expect_same_decoding(guided, plain);
     // Its steps undo one by one, and stepping again gives the same tokens: the cache is the incremental one.
     for (int i = 0; i < 4; ++i) ASSERT_TRUE(guided.step_back());
@@ -473,23 +474,23 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   for (int limit : {12, 4}) {
     o.max_length = limit;
     Decoder guided(m.config, m.weights, kSrc, iv, o);
-    guided.run_guided(tokens);
+    GuidedRedecoder(guided).run(tokens);
     expect_same_decoding(guided, decoded(m, o, iv));
   }
   // Other strategies, and decoders without an exact cache, decode as run() does.
   DecodeOptions beam = o;
   beam.strategy = DecodeStrategy::Beam;
   Decoder b2(m.config, m.weights, kSrc, {}, beam);
-  b2.run_guided(tokens);
+  GuidedRedecoder(b2).run(tokens);
   expect_same_decoding(b2, decoded(m, beam));
   Interventions open;
   open.causal_mask = false;
   const Decoder n1 = decoded(m, o, open);
   Decoder n2(m.config, m.weights, kSrc, open, o);
-  n2.run_guided(tokens);
+  GuidedRedecoder(n2).run(tokens);
   expect_same_decoding(n2, n1);
   Decoder n3(m.config, m.weights, kSrc, open, o);
-  n3.run_guided(n1.generated());
+  GuidedRedecoder(n3).run(n1.generated());
   expect_same_decoding(n3, n1);
   ASSERT_TRUE(n3.step_back());
   n3.run();
@@ -506,7 +507,7 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   const Decoder c1 = decoded(m, twelve, to_eos);
   ASSERT_TRUE(c1.finished());
   Decoder c2(m.config, m.weights, kSrc, to_eos, twelve);
-  c2.run_guided(wrong_start);
+  GuidedRedecoder(c2).run(wrong_start);
   expect_same_decoding(c2, c1);
   EXPECT_TRUE(c2.trace_kept());
   EXPECT_FALSE(c1.trace_kept());
@@ -515,7 +516,7 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   open_to_eos.causal_mask = false;
   const Decoder u1 = decoded(m, twelve, open_to_eos);
   Decoder u2(m.config, m.weights, kSrc, open_to_eos, twelve);
-  u2.run_guided(u1.generated());
+  GuidedRedecoder(u2).run(u1.generated());
   expect_same_decoding(u2, u1);
   EXPECT_TRUE(u2.trace_kept());
 }

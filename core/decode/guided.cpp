@@ -1,0 +1,220 @@
+#include "decode/guided.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "decode/kv_cache.h"
+#include "transformer/forward.h"
+#include "util/error.h"
+
+namespace sf {
+
+namespace {
+
+// Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
+constexpr int kPrefixBatch = 6;
+
+}  // namespace
+
+GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& draft_in, Check how,
+                                                      bool traced_last) const {
+  const Decoder& d = d_;
+  const Config& config = *d.config_;
+  const ModelWeights& weights = *d.weights_;
+  const Decoder::Hypothesis& h = d.states_.front();
+  const int generated = d.tree_[static_cast<size_t>(d.live_.front())].length;  // tokens decoded so far
+  const bool in_hand = h.cache.length() > 0;  // a prediction after what is consumed (<bos> fed)
+  if ((how != Check::FullPass && !in_hand) || (how != Check::Prefixes && !d.use_cache_) || d.finished_)
+    fail(ErrorKind::Input, "GuidedRedecoder::verify", "this check does not apply to the decoder's state");
+  // No token is fed past max_length; a token that finishes decoding (<eos>, or the last one max_length allows)
+  // is checked but never fed.
+  const int n = std::min(static_cast<int>(draft_in.size()), d.max_length_ - generated);
+  const std::vector<int> draft(draft_in.begin(), draft_in.begin() + std::max(n, 0));
+  auto finishes = [&](int i) { return draft[static_cast<size_t>(i)] == config.eos_id || generated + i + 1 >= d.max_length_; };
+  const int fed = n > 0 && finishes(n - 1) ? n - 1 : n;  // draft tokens the pass feeds
+
+  Verification v;
+  v.cache = h.cache;
+  // prediction(i): the logits before draft[i] (i = 0: after what is consumed), from whichever pass runs.
+  std::function<RowVec(int)> prediction;
+  std::shared_ptr<Trace> full;  // a traced pass that may become trace()'s
+  int done_begin = 0, done_end = 0;  // its rows through the output layer so far
+  const std::vector<int> consumed = h.cache.tokens;
+  if (how == Check::Chunk) {
+    const Mat logits = fed > 0 ? decode_chunk(config, weights, d.encoded_,
+                                              std::vector<int>(draft.begin(), draft.begin() + fed), v.cache, fed)
+                               : Mat();
+    prediction = [&, logits](int i) -> RowVec { return i == 0 ? h.next_logits : RowVec(logits.row(i - 1)); };
+  } else if (how == Check::FullPass) {
+    // <bos> + what is decoded + the draft, one traced pass that fills an empty cache. The output layer (most of
+    // a row's cost for a large vocabulary) runs on rows as the check reaches them, 4 first, then twice as many as
+    // so far: a guess that goes wrong early leaves the rest out; rows before the check's only for a kept pass.
+    std::vector<int> input = {config.bos_id};
+    const std::vector<int> so_far = d.generated();
+    input.insert(input.end(), so_far.begin(), so_far.end());
+    const int first = static_cast<int>(input.size());  // row first - 1 + i predicts draft[i]
+    input.insert(input.end(), draft.begin(), draft.begin() + fed);
+    v.cache = empty_kv_cache(config);
+    v.cache.cross = d.cross_;
+    full = std::make_shared<Trace>(d.traced_pass(input, OutputLayer::Deferred, &v.cache));
+    done_begin = done_end = in_hand ? first : first - 1;
+    const int rows = static_cast<int>(input.size());
+    prediction = [&, first, rows](int i) -> RowVec {
+      if (i == 0 && in_hand) return h.next_logits;
+      const int row = first - 1 + i;
+      if (row >= done_end) {
+        const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
+        output_rows(weights, done_end, end, *full);
+        done_end = end;
+      }
+      return full->logits.row(row);
+    };
+  } else {
+    // A pass over each prefix the steps would decode, all in one batch; a draft that ends the translation (a
+    // likely guess) has its last pass traced: it is the one trace() shows.
+    std::vector<int> tokens = consumed;
+    tokens.insert(tokens.end(), draft.begin(), draft.begin() + fed);
+    int longest = static_cast<int>(tokens.size());
+    if (traced_last && fed < n && fed > 0) {
+      full = std::make_shared<Trace>(
+          d.traced_pass(std::vector<int>(tokens.begin(), tokens.begin() + longest), OutputLayer::Deferred));
+      output_rows(weights, longest - 1, longest, *full);
+      done_begin = longest - 1;
+      done_end = longest;
+      --longest;
+    }
+    std::vector<int> lengths;
+    for (int len = static_cast<int>(consumed.size()) + 1; len <= longest; ++len) lengths.push_back(len);
+    const Mat logits = decode_prefixes(config, weights, d.encoded_, tokens, lengths, *d.cross_);
+    const int batched = static_cast<int>(lengths.size());
+    prediction = [&, logits, batched](int i) -> RowVec {
+      if (i == 0) return h.next_logits;
+      return i - 1 < batched ? RowVec(logits.row(i - 1)) : RowVec(full->logits.bottomRows(1));
+    };
+  }
+
+  // The one accept loop: draft[i] is taken while it is greedy decoding's choice from prediction(i).
+  std::vector<RowVec> rows;
+  bool finished = false;
+  while (static_cast<int>(v.tokens.size()) < n) {
+    const int i = static_cast<int>(v.tokens.size());
+    RowVec p = prediction(i);
+    const int forced = d.forced_token(generated + i);
+    if ((forced >= 0 ? forced : argmax(p)) != draft[static_cast<size_t>(i)]) {
+      v.next = std::move(p);
+      break;
+    }
+    v.tokens.push_back(draft[static_cast<size_t>(i)]);
+    rows.push_back(std::move(p));
+    if (finishes(i)) {
+      finished = true;
+      break;
+    }
+  }
+  if (!finished && static_cast<int>(v.tokens.size()) == n) v.next = prediction(n);
+  v.predictions.resize(static_cast<Eigen::Index>(rows.size()), config.tgt_vocab_size);
+  for (size_t i = 0; i < rows.size(); ++i) v.predictions.row(static_cast<Eigen::Index>(i)) = rows[i];
+
+  // What the hypothesis has consumed: what it had and the tokens taken, but a finishing one.
+  const int taken_fed = static_cast<int>(v.tokens.size()) - (finished ? 1 : 0);
+  const int consumed_after = (how == Check::FullPass ? 1 + generated : static_cast<int>(consumed.size())) + taken_fed;
+  if (how == Check::Prefixes) {  // without an exact cache only the tokens are kept
+    v.cache.tokens.insert(v.cache.tokens.end(), v.tokens.begin(), v.tokens.begin() + taken_fed);
+  } else {
+    truncate_kv_cache(v.cache, consumed_after);
+  }
+  // A traced pass over exactly the finished translation's last input is the pass trace() shows.
+  if (finished && full && static_cast<int>(full->tgt.ids.size()) == consumed_after) {
+    complete_output(weights, done_begin, done_end, *full);
+    v.trace = std::move(full);
+  }
+  return v;
+}
+
+void GuidedRedecoder::take(Verification v) {
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    d_.take_greedy(v.tokens[i], v.predictions.row(static_cast<Eigen::Index>(i)));
+  Decoder::Hypothesis& h = d_.states_.front();
+  h.cache = std::move(v.cache);
+  if (!d_.finished_) h.next_logits = std::move(v.next);
+  if (v.trace) d_.finished_trace_ = std::move(v.trace);
+}
+
+int GuidedRedecoder::prefill(const std::vector<int>& candidate) {
+  Decoder& d = d_;
+  if (d.options_.strategy != DecodeStrategy::Greedy || !d.use_cache_ || d.steps() != 0 || d.finished_ ||
+      candidate.empty())
+    return 0;
+  for (int id : candidate)
+    if (id < 0 || id >= d.config_->tgt_vocab_size) return 0;  // a candidate from another vocabulary
+  Verification v = verify(candidate, Check::FullPass);
+  const int taken = static_cast<int>(v.tokens.size());
+  take(std::move(v));
+  return taken;
+}
+
+// The rest of the translation guessed from an earlier one (prompt-lookup decoding): where `guess` holds the last
+// generated tokens (the longest match of up to 3, the occurrence nearest the current position), what follows
+// them there; with no match, the guess from the current position on (a word replaced by another). `aligned`:
+// the continuation starts at most one position away from where it stood in the guess (a word replaced, added
+// or dropped), the likely case.
+GuidedRedecoder::Continuation GuidedRedecoder::continuation_guess(const std::vector<int>& generated,
+                                                                  const std::vector<int>& guess) {
+  const int position = static_cast<int>(generated.size());  // of the next token
+  const int size = static_cast<int>(guess.size());
+  for (int n = std::min(3, position); n >= 1; --n) {
+    int best = -1;  // where the continuation starts in guess
+    for (int from = n; from < size; ++from) {
+      if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
+      if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
+    }
+    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
+  }
+  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
+  return {};
+}
+
+int GuidedRedecoder::run(const std::vector<int>& guess_in) {
+  Decoder& d = d_;
+  if (d.options_.strategy != DecodeStrategy::Greedy) return d.run();
+  // A guess from another vocabulary (an earlier model's) guesses nothing.
+  const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
+                                  [&](int id) { return id >= 0 && id < d.config_->tgt_vocab_size; });
+  const std::vector<int> guess = usable ? guess_in : std::vector<int>();
+  const int start = d.steps();
+  if (start == 0) guessed_ += prefill(guess);
+  d.ensure_started();
+  while (!d.finished_) {
+    // The next token is greedy decoding's choice from the prediction in hand; what follows it is guessed, and
+    // the two are checked together.
+    const RowVec in_hand = d.states_.front().next_logits;
+    const int generated = d.tree_[static_cast<size_t>(d.live_.front())].length;
+    const int forced = d.forced_token(generated);
+    const int token = forced >= 0 ? forced : argmax(in_hand);
+    if (token == d.config_->eos_id || generated + 1 >= d.max_length_) {  // it ends decoding: nothing to check
+      d.take_greedy(token, in_hand);
+      break;
+    }
+    std::vector<int> so_far = d.generated();
+    so_far.push_back(token);
+    Continuation guessed = continuation_guess(so_far, guess);
+    // A likely guess is checked whole (with a cache); a weak one a few tokens at a time; none is fed past
+    // max_length (a token that finishes there is left to a pass of its own).
+    const int room = std::max(d.max_length_ - (generated + 1) - 1, 0);
+    const int most = std::min(guessed.aligned ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : (d.use_cache_ ? 3 : 2),
+                              room);
+    if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
+    std::vector<int> draft = {token};
+    draft.insert(draft.end(), guessed.tokens.begin(), guessed.tokens.end());
+    // A likely guess that runs to the end: with a cache, checked in a full traced pass over the whole
+    // translation, the pass trace() shows when the guess holds.
+    const bool to_the_end = guessed.aligned && !guessed.tokens.empty() && guessed.tokens.back() == d.config_->eos_id;
+    const Check how = !d.use_cache_ ? Check::Prefixes : to_the_end ? Check::FullPass : Check::Chunk;
+    Verification v = verify(draft, how, to_the_end);
+    guessed_ += static_cast<int>(v.tokens.size()) - 1;  // the first was not a guess
+    take(std::move(v));
+  }
+  return d.steps() - start;
+}
+
+}  // namespace sf

@@ -1,0 +1,66 @@
+// Greedy re-decoding after an intervention, guided by an earlier translation (speculative decoding with the
+// earlier translation as the draft, as prompt-lookup decoding does): most interventions change a word or two of
+// a translation, so its tokens are guessed and checked many at a time instead of decoded one pass per token.
+//
+//   Decoder d(config, weights, src, interventions, options);
+//   GuidedRedecoder(d).run(previous_translation);   // the same tokens, tree and steps as d.run()
+//
+// Everything rests on one primitive, verify(draft): feed the draft's tokens after what decoding has consumed in
+// one pass, and take them while each is what greedy decoding chooses (the forced token at its position, else
+// the most likely), up to the first that is not. The draft's first token is always the choice of the
+// prediction in hand, so every check moves decoding on. Three ways to run the pass:
+//   Chunk     an exact KV cache: the draft's rows continue it (decode_chunk)
+//   FullPass  a traced pass over <bos> + everything + the draft, which fills the cache and, when it decodes to
+//             the end, is the pass trace() shows (kept, not computed again); its output layer runs on rows as
+//             the check reaches them (4, then twice as many as so far)
+//   Prefixes  no exact cache (causal mask off, a painted mask that lets a query see a later key): a batch of
+//             passes, one over each prefix the steps would decode (decode_prefixes); a draft that ends the
+//             translation has its last pass traced and kept
+// The tokens taken are ordinary steps of the Decoder (step_back undoes them one by one).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "decode/decoder.h"
+
+namespace sf {
+
+class GuidedRedecoder {
+ public:
+  explicit GuidedRedecoder(Decoder& decoder) : d_(decoder) {}
+
+  // Greedy, at the start, with an exact KV cache: takes the longest prefix of `candidate` that greedy decoding
+  // chooses, checked in one traced pass over <bos> + candidate. Returns the tokens taken (0 where it does not
+  // apply: another strategy, no exact cache, steps already taken, ids outside the target vocabulary).
+  int prefill(const std::vector<int>& candidate);
+  // Greedy: decodes to the end, after prefill(guess), guessing each next stretch from `guess` (where it holds
+  // the last tokens decoded, what follows them there) and checking it with verify(). Other strategies:
+  // Decoder::run(). Returns the steps taken.
+  int run(const std::vector<int>& guess);
+  int guessed() const { return guessed_; }  // tokens taken from guesses (checked in batched passes)
+
+  enum class Check { Chunk, FullPass, Prefixes };
+  struct Verification {
+    std::vector<int> tokens;  // the draft's tokens taken, from the first
+    Mat predictions;        // (taken, Vt) row i: the logits tokens[i] was chosen from
+    RowVec next;            // the prediction after the accepted tokens (empty when they finished decoding)
+    KvCache cache;          // what the hypothesis has consumed after them (a finishing token is never fed)
+    std::shared_ptr<const Trace> trace;  // the traced pass that trace() shows, when the check kept one
+  };
+  // The primitive: checks `draft` after what the decoder's greedy hypothesis has consumed, changing nothing.
+  Verification verify(const std::vector<int>& draft, Check how, bool traced_last = false) const;
+  // Takes a verification's tokens as steps of the decoder, with its cache and prediction.
+  void take(Verification v);
+
+ private:
+  struct Continuation {  // what a guess says follows the tokens generated
+    std::vector<int> tokens;
+    bool aligned = false;  // it starts at most one position from where it stood in the guess: likely right
+  };
+  static Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess);
+
+  Decoder& d_;
+  int guessed_ = 0;
+};
+
+}  // namespace sf
