@@ -12,6 +12,7 @@
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace sf::cli {
 
@@ -31,12 +32,13 @@ int run_eval(const Args& args) {
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
                "Multi30k tutorials report it. --out writes the translations, one per line; it replaces an existing\n"
                "regular file (keeping its permissions), never the model, FILE or the references.\n"
-               "FILE and the references are regular files of at most 256 MB; a line longer than the model accepts\n"
-               "is an error naming the line.\n",
+               "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
+               "the model accepts is an error naming the line.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  const std::string model_path = p.positional().empty() ? "" : p.positional()[0];
+  // The shipped model when none is named: resolved here, so that --out can never be it either.
+  const std::string model_path = p.positional().empty() ? shipped_model_path() : p.positional()[0];
   const WriteRules out_rules{.replace = true, .inputs = {model_path, src, ref}, .allowed_folder = ""};
   if (!out.empty())  // checked before the work, which can take minutes
     if (const std::string problem = check_output_path(out, out_rules); !problem.empty())

@@ -33,7 +33,8 @@ const char* kHelp =
     "Every number has a range (a value outside it is named with the range); a model whose training would not\n"
     "fit in this machine's memory is refused before anything starts. The model and the checkpoint replace\n"
     "regular files at their paths (keeping their permissions), never the data, each other, a link, a folder\n"
-    "or a device; the data files are regular files of at most 256 MB and must hold sentences.\n";
+    "or a device; the data files are regular files of at most 64 MB and 1,000,000 lines and must\n"
+    "hold sentences.\n";
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";

@@ -224,9 +224,8 @@ bool AppState::rebuild(int steps) {
   // work shares that decoder but only reads its encoder pass; steps are refused while it runs (busy()).
   std::shared_ptr<const Decoder> encoder_from = same_source ? decoder : nullptr;
   Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
-               guess = std::move(guess), encoder_from, hook = on_worker_start](const std::atomic<bool>& cancelled) mutable {
+               guess = std::move(guess), encoder_from](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
-    if (hook) hook();
     Outcome out;
     out.model = m;
     auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,
@@ -255,6 +254,11 @@ bool AppState::rebuild(int steps) {
 }
 
 bool AppState::run_work(Work work) {
+  if (on_worker_start)
+    work = [hook = on_worker_start, inner = std::move(work)](const std::atomic<bool>& cancelled) {
+      hook();
+      return inner(cancelled);
+    };
   if (step_budget_ms <= 0) {  // at once, on this thread
     Outcome out;
     try {

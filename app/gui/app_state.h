@@ -85,8 +85,9 @@ struct AppState {
   // A decoding that failed after its setter had returned (accepted, then still computing): its message, once;
   // the inputs are back to the last ones that decoded. Scripts log it against their line.
   std::string take_late_failure();
-  // Called on the worker as each rebuild starts (tests make a decoding fail late with it: the setters check every
-  // input they can before, so in the app only the unforeseen, running out of memory say, fails there).
+  // Called on the worker as each decoding (a rebuild, steps) starts: tests hold a decoding there to see the state
+  // while it runs, or make it fail late (the setters check every input they can before, so in the app only the
+  // unforeseen, running out of memory say, fails there).
   std::function<void()> on_worker_start;
   AppState() = default;
   AppState(const AppState&) = delete;

@@ -101,15 +101,18 @@ int main(int argc, char** argv) {
     script.emplace(std::move(*parsed_script), lesson);
     script->set_write_folder(options.allow_write_folder);
   }
-  // --screenshot and --layout-json replace a regular file at their path (as --help says), never an input.
-  const sf::WriteRules option_outputs{
-      .replace = true, .inputs = {options.model_path, options.script_path, options.lesson_path}, .allowed_folder = ""};
+  // --screenshot, --layout-json and --frame-log replace a regular file at their path (as --help says), never an
+  // input: the model named or the one opened when none is (the last session's, the shipped one), the script.
+  const std::vector<std::string> option_inputs = {options.model_path, options.fallback_model_path,
+                                                  sf::gui::default_model_path(), options.script_path,
+                                                  options.lesson_path};
+  sf::WriteRules option_outputs{.replace = true, .inputs = option_inputs, .allowed_folder = ""};
 
   // The frame log is opened before the window, so that a path that cannot be written stops the app at once.
   sf::gui::FrameLog frame_log;
   if (!options.frame_log_path.empty()) {
     std::string error;
-    if (!frame_log.open(options.frame_log_path, {options.model_path, options.script_path, options.lesson_path}, error)) {
+    if (!frame_log.open(options.frame_log_path, option_inputs, error)) {
       print_error(error);
       return 2;
     }
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
       }
       if (!app.loading() && !app.state().busy()) ++frames_with_model;
       if (screenshot_mode && frames_with_model >= options.frames) {
+        option_outputs.inputs.push_back(app.state().model_path);  // a model the script opened, too
         const std::string error = window.save_screenshot(options.screenshot_path, option_outputs);
         if (!error.empty()) {
           print_error("screenshot failed: " + error);

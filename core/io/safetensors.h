@@ -67,7 +67,9 @@ struct TensorView {
 
 class SafetensorsFile {
  public:
-  static constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // 100 MiB: no real header comes near this
+  // 16 MiB: a header with the vocabularies, the config and a thousand tensors takes a few MB at most; parsing
+  // JSON takes about 20 times its size in memory, so this bounds what a hostile header can make us allocate.
+  static constexpr uint64_t kMaxHeaderBytes = 16u << 20;
 
   // Opens `path` (a regular file, opened without blocking: a FIFO or a device is refused, never waited on) and
   // reads and parses its header only; tensors are read with pread(2) when asked for, so memory is bounded by

@@ -10,7 +10,14 @@ namespace sf {
 
 std::vector<TokenSequence> read_token_lines(const std::string& path) {
   const std::string text = read_user_file(path, kMaxCorpusFileBytes, "a corpus file", "read_token_lines");
+  const size_t line_count = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
+                            (!text.empty() && text.back() != '\n' ? 1 : 0);
+  if (line_count > kMaxCorpusLines)
+    fail(ErrorKind::File, "read_token_lines",
+         "'" + path + "' has " + std::to_string(line_count) + " lines; the limit for a corpus file is " +
+             std::to_string(kMaxCorpusLines) + " (split it, or train on a part of it)");
   std::vector<TokenSequence> lines;
+  lines.reserve(line_count);
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();

@@ -14,12 +14,15 @@ struct ParallelCorpus {
   std::vector<TokenSequence> target;
 };
 
-// The largest corpus file read (Multi30k's training side is 4 MB): a device or a runaway file is refused before
-// anything is allocated.
-inline constexpr uint64_t kMaxCorpusFileBytes = uint64_t{256} << 20;
+// The largest corpus file read (Multi30k's training side is 4 MB, 29,000 lines): a device or a runaway file is
+// refused before anything is allocated, and the line count is checked before the lines are split, so that the
+// memory a corpus takes stays within about 16 times its size (a token is a std::string of 32 bytes).
+inline constexpr uint64_t kMaxCorpusFileBytes = uint64_t{64} << 20;
+inline constexpr size_t kMaxCorpusLines = 1'000'000;
 
-// Reads two aligned files (regular files of at most kMaxCorpusFileBytes, io/user_files.h). Throws
-// ErrorKind::File when one cannot be read, ErrorKind::Input when their line counts differ or a line is empty.
+// Reads two aligned files (regular files of at most kMaxCorpusFileBytes and kMaxCorpusLines lines,
+// io/user_files.h). Throws ErrorKind::File when one cannot be read or is over a limit, ErrorKind::Input when
+// their line counts differ or a line is empty.
 ParallelCorpus read_parallel_corpus(const std::string& source_path, const std::string& target_path);
 std::vector<TokenSequence> read_token_lines(const std::string& path);
 

@@ -4,6 +4,9 @@
 #pragma once
 #include <stb/stb_image.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -13,10 +16,18 @@
 namespace sf::gui::testing {
 
 // The app's command line under xvfb-run with a 1600x1000 screen, `args` after it; "" without xvfb-run.
+// Each run gets its own X authority file under the test output directory (-f): without one, xvfb-run makes a
+// folder in /tmp and, when removing it fails at exit (seen once in 300 runs on a loaded machine), replaces the
+// app's exit code with its own 5, which a test would read as the app's.
 inline std::string headless_app_command(const std::string& args) {
   const std::string xvfb = STEPFORMER_XVFB_RUN;
   if (xvfb.empty()) return "";
-  return xvfb + " -a -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " " + args;
+  static std::atomic<int> runs{0};
+  const std::filesystem::path auth_dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "xauthority";
+  std::filesystem::create_directories(auth_dir);
+  const std::string auth =
+      (auth_dir / (std::to_string(::getpid()) + "-" + std::to_string(runs.fetch_add(1)))).string();
+  return xvfb + " -a -f '" + auth + "' -s '-screen 0 1600x1000x24' " + STEPFORMER_APP_PATH + " " + args;
 }
 
 // An empty folder of that name under the test output directory (emptied if it was there).

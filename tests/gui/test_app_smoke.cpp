@@ -114,8 +114,9 @@ TEST(AppSmoke, FrameLogTimesEveryFrameAndNamesWhatItRecomputed) {
     EXPECT_EQ(frame, ++frames);
     EXPECT_NEAR(total, build + draw, 0.02) << line;
     if (recompute == "-") continue;
+    // The decoding's own time, on the frame that shows its result: it ran on a worker, possibly across frames
+    // (a frame waits for it at most 16 ms), so it is not part of this frame's build.
     EXPECT_GT(std::stod(recompute), 0.0) << line;
-    EXPECT_LE(std::stod(recompute), build + 0.01) << "the recompute is part of the frame's build: " << line;
     std::string what;
     std::getline(fields, what);
     recomputed.push_back(what);

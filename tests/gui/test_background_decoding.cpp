@@ -3,7 +3,10 @@
 // late puts the inputs back, and every result equals the one computed at once (budget 0).
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <new>
 
 #include "gui/app.h"
@@ -15,8 +18,9 @@
 namespace sf::gui {
 namespace {
 
-// A budget far shorter than any decoding: every request is still running when its setter returns, so these
-// tests take the background path whatever the machine's speed (and none of them times anything).
+// A budget far shorter than any decoding, and every decoding held at a gate (AppState::on_worker_start) until
+// the test opens it: each request is still running when its setter returns, whatever the machine's speed or
+// load (a busy machine may pause the frame thread longer than a whole decoding takes), and nothing is timed.
 constexpr double kTinyBudgetMs = 1e-3;
 const std::string kLong =
     "Ein Mann in einem orangefarbenen Hemd steht auf der Straße , während zwei Frauen mit roten Hüten neben einem "
@@ -31,6 +35,13 @@ class BackgroundDecoding : public ::testing::Test {
     ASSERT_TRUE(at_once.set_sentence(kDefaultSentence)) << at_once.error;
     ASSERT_TRUE(later.set_sentence(kDefaultSentence)) << later.error;  // (at once: the budget is not set yet)
     later.step_budget_ms = kTinyBudgetMs;
+    later.on_worker_start = [gate = gate_] { gate->pass(); };
+  }
+  // Lets the decodings held at the gate run, waits for them, and closes the gate behind them.
+  void finish() {
+    gate_->set_open(true);
+    later.finish_background();
+    gate_->set_open(false);
   }
   void expect_same_result() {
     EXPECT_FALSE(later.busy());
@@ -42,6 +53,23 @@ class BackgroundDecoding : public ::testing::Test {
     EXPECT_EQ(later.decoder->steps(), at_once.decoder->steps());
     EXPECT_EQ(later.decoder->finished(), at_once.decoder->finished());
   }
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool open = false;
+    void pass() {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return open; });
+    }
+    void set_open(bool now) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        open = now;
+      }
+      changed.notify_all();
+    }
+  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   AppState at_once, later;
 };
 
@@ -58,7 +86,7 @@ TEST_F(BackgroundDecoding, ASetterReturnsAtOnceAndTheViewsKeepTheLastWholeResult
   EXPECT_EQ(token_ids(later.source_tokens), shown_trace.src.ids);
   EXPECT_FALSE(later.step()) << "no step while the decoder is being rebuilt";
 
-  later.finish_background();
+  finish();
   EXPECT_EQ(later.version, version + 1);
   ASSERT_TRUE(at_once.set_sentence(kLong));
   expect_same_result();
@@ -70,7 +98,7 @@ TEST_F(BackgroundDecoding, TheNewestRequestWinsAndTheOlderIsNeverShown) {
   ASSERT_TRUE(later.set_sentence(kLong));
   ASSERT_TRUE(later.set_sentence(kShort));  // while the first still runs: it is cancelled, this one waits for it
   EXPECT_TRUE(later.busy());
-  later.finish_background();
+  finish();
   EXPECT_EQ(later.version, version + 1) << "only the newest result is shown";
   ASSERT_TRUE(at_once.set_sentence(kShort));
   expect_same_result();
@@ -82,7 +110,7 @@ TEST_F(BackgroundDecoding, TheNewestRequestWinsAndTheOlderIsNeverShown) {
   second.heads_off.push_back({AttentionKind::Cross, 1, 1});
   ASSERT_TRUE(later.set_interventions(first));
   ASSERT_TRUE(later.set_interventions(second));
-  later.finish_background();
+  finish();
   EXPECT_EQ(later.version, version + 2);
   ASSERT_TRUE(at_once.set_interventions(second));
   expect_same_result();
@@ -119,7 +147,7 @@ TEST_F(BackgroundDecoding, AFailureAfterTheSetterReturnedPutsTheInputsBack) {
   EXPECT_EQ(later.sentence, kShort);
   EXPECT_TRUE(later.busy());
   gate.set_value();
-  later.finish_background();
+  finish();
   const std::string late = later.take_late_failure();
   EXPECT_NE(late.find("bad_alloc"), std::string::npos) << late;
   EXPECT_EQ(later.error, late);
@@ -130,7 +158,7 @@ TEST_F(BackgroundDecoding, AFailureAfterTheSetterReturnedPutsTheInputsBack) {
   EXPECT_EQ(later.version, version);
   later.on_worker_start = nullptr;  // and it goes on as before
   ASSERT_TRUE(later.set_sentence(kShort));
-  later.finish_background();
+  finish();
   ASSERT_TRUE(at_once.set_sentence(kShort));
   expect_same_result();
 }
@@ -138,26 +166,26 @@ TEST_F(BackgroundDecoding, AFailureAfterTheSetterReturnedPutsTheInputsBack) {
 TEST_F(BackgroundDecoding, StepsRunOnTheDecoderOffTheFrameThreadAndStepNIsNSteps) {
   ASSERT_TRUE(at_once.restart());
   ASSERT_TRUE(later.restart());
-  later.finish_background();
+  finish();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(at_once.step());
   ASSERT_TRUE(later.step(3));
   EXPECT_TRUE(later.busy());
   EXPECT_EQ(later.decoder, nullptr) << "the work holds the decoder while it steps";
   EXPECT_FALSE(later.step()) << "a second step waits for the first";
   EXPECT_FALSE(later.step_back());
-  later.finish_background();
+  finish();
   expect_same_result();
   EXPECT_EQ(later.decoder->steps(), 3);
 
   ASSERT_TRUE(at_once.step_back());
   ASSERT_TRUE(at_once.step_back());
   ASSERT_TRUE(later.step_back(2));
-  later.finish_background();
+  finish();
   expect_same_result();
 
   ASSERT_TRUE(at_once.run_to_end());
   ASSERT_TRUE(later.run_to_end());
-  later.finish_background();
+  finish();
   expect_same_result();
   EXPECT_TRUE(later.decoding_finished());
   EXPECT_FALSE(later.step()) << "finished: nothing to step";
@@ -169,17 +197,17 @@ TEST_F(BackgroundDecoding, TheTranslationAsTrainedIsDecodedInTheBackgroundToo) {
   beam.beam_width = 3;
   ASSERT_TRUE(at_once.set_decode_options(beam));
   ASSERT_TRUE(later.set_decode_options(beam));
-  later.finish_background();
+  finish();
   Interventions off;
   for (int h = 0; h < at_once.model->config.n_heads; ++h) off.heads_off.push_back({AttentionKind::Cross, 0, h});
   ASSERT_TRUE(at_once.set_interventions(off)) << at_once.error;
   ASSERT_TRUE(later.set_interventions(off)) << later.error;
-  later.finish_background();
+  finish();
   const std::vector<int> expected = at_once.translation_as_trained();
   ASSERT_FALSE(expected.empty());
   EXPECT_TRUE(later.translation_as_trained().empty()) << "still being decoded: nothing to compare with yet";
   EXPECT_TRUE(later.busy());
-  later.finish_background();
+  finish();
   EXPECT_EQ(later.translation_as_trained(), expected);
 }
 
@@ -188,7 +216,7 @@ TEST_F(BackgroundDecoding, ANewModelShowsNothingUntilItsFirstDecodingIsDone) {
   EXPECT_TRUE(later.busy());
   EXPECT_FALSE(later.ready()) << "the old trace belongs to the old model";
   EXPECT_EQ(later.translation_as_trained(), std::vector<int>{});
-  later.finish_background();
+  finish();
   EXPECT_TRUE(later.ready());
   expect_same_result();
 }

@@ -208,6 +208,23 @@ TEST_F(LessonRun, ALessonForALargerModelPlaysOnAndSaysWhatItSkipped) {
   EXPECT_EQ(log_[0].rfind("script line 4: skipped: attention cross.2.0", 0), 0u) << log_[0];
 }
 
+// `layer` and `head` past the model are skipped and named, never clamped nor kept as a layer that does not exist:
+// the layer counts of the attention kind on show (a model's encoder and decoder may have different depths).
+TEST_F(LessonRun, ALayerOrHeadPastTheModelIsSkippedAndNamed) {
+  start("attention dec.1.1\nlayer 2\nhead 4\ncaption one\npause\nattention enc.0.0\nlayer 1\nhead 3\ncaption two\n"
+        "pause\n");
+  frames(5);
+  EXPECT_EQ(app_->caption(), "one\n(skipped: layer 2: this model has 2 decoder layers (layer 2); head 4: this model has "
+                             "4 heads (head 4))");
+  EXPECT_EQ(app_->attention().layer, 1) << "the layer it had stays";
+  EXPECT_EQ(app_->attention().head, 1) << "the head it had stays";
+  press(GLFW_KEY_SPACE);
+  frames(5);
+  EXPECT_EQ(app_->caption(), "two");
+  EXPECT_EQ(app_->attention().layer, 1);
+  EXPECT_EQ(app_->attention().head, 3);
+}
+
 TEST_F(LessonRun, AScriptDoesNotWaitAtItsPauses) {
   start("caption a\npause\ncaption b\npause\nstage output\n", kModel, false);
   frames(8);
@@ -371,6 +388,21 @@ TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
       << c.output;
   // A file that cannot be read: exit 2.
   EXPECT_EQ(check((dir / "missing.lesson").string(), kModel).exit_code, 2);
+}
+
+// A lesson is shared between people: its text reaches the terminal escaped, never as control sequences (a
+// caption that retitles the terminal and clears it, a command name with an escape in it).
+TEST(CheckLesson, ControlCharactersFromTheLessonAreEscaped) {
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson_escapes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string lesson = (dir / "hostile.lesson").string();
+  std::ofstream(lesson) << "caption \x1b]0;pwned\x07\x1b[2J hello\npause\nfl\x1by away\n";
+  const Checked c = check(lesson, kModel);
+  EXPECT_EQ(c.output.find('\x1b'), std::string::npos) << "a raw ESC reached the terminal: " << c.output;
+  EXPECT_EQ(c.output.find('\x07'), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("caption: \\x1b]0;pwned\\x07\\x1b[2J hello"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("unknown command 'fl\\x1by'"), std::string::npos) << c.output;
 }
 
 TEST(LessonProblems, AreShownInADialogWhenTheLessonOpens) {

@@ -207,6 +207,58 @@ TEST_F(CliHostile, UnknownConfigKeysAreWarnedAbout) {
   EXPECT_NE(info.output.find("config key 'd_modle'"), std::string::npos) << info.output;
 }
 
+TEST_F(CliHostile, UnknownTokenizerKeysAreWarnedAbout) {
+  SafetensorsFile file = SafetensorsFile::open(m());
+  std::map<std::string, std::string> metadata = file.metadata();
+  nlohmann::json tokenizer = nlohmann::json::parse(metadata.at("tokenizer"));
+  tokenizer["lowercsae"] = false;
+  metadata["tokenizer"] = tokenizer.dump();
+  std::vector<std::vector<float>> values;
+  std::vector<TensorToWrite> tensors;
+  for (const TensorView& t : file.tensors()) values.push_back(t.to_floats());
+  for (size_t i = 0; i < values.size(); ++i) tensors.push_back({file.tensors()[i].name, file.tensors()[i].shape, values[i]});
+  write_safetensors(at("typo.safetensors"), tensors, metadata);
+  const Result r = cli({"translate", at("typo.safetensors"), "ein mann"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: tokenizer key 'lowercsae' is not one this version knows"), std::string::npos)
+      << r.output;
+}
+
+// Vocabulary entries reach the terminal escaped: the special tokens `info` lists and the tokens `translate
+// --tokens` prints (an unknown word shows as the <unk> token's text).
+TEST_F(CliHostile, ControlCharactersInTheVocabularyAreEscapedWhenPrinted) {
+  Model hostile = load_model(m());
+  auto vocab = [](int n) {
+    std::vector<std::string> t = {"<unk\x1b[2J>", "<pad>", "<bos\x07>", "<eos>", "ein", "mann"};
+    for (int i = static_cast<int>(t.size()); i < n; ++i) t.push_back(std::string("w").append(std::to_string(i)));
+    return Vocabulary(t, SpecialIds{});
+  };
+  hostile.src_vocab = vocab(12);
+  hostile.tgt_vocab = vocab(10);
+  save_model(hostile, at("escapes.safetensors"));
+  const Result info = cli({"info", at("escapes.safetensors")});
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_EQ(info.output.find('\x1b'), std::string::npos) << info.output;
+  EXPECT_EQ(info.output.find('\x07'), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("<unk\\x1b[2J>"), std::string::npos) << info.output;
+  const Result tokens = cli({"translate", at("escapes.safetensors"), "ein unbekanntes mann", "--tokens"});
+  EXPECT_EQ(tokens.exit_code, 0) << tokens.output;
+  EXPECT_EQ(tokens.output.find('\x1b'), std::string::npos) << tokens.output;
+  EXPECT_EQ(tokens.output.find('\x07'), std::string::npos) << tokens.output;
+  EXPECT_NE(tokens.output.find("<bos\\x07>"), std::string::npos) << tokens.output;
+}
+
+// With no model named, eval reads the shipped one: its --out can no more be that model than a named one.
+TEST_F(CliHostile, EvalNeverWritesOverTheShippedModelItReadsByDefault) {
+  write_text(at("src.txt"), "ein mann\n");
+  write_text(at("ref.txt"), "a man\n");
+  const std::string shipped = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors";
+  const auto before = fs::last_write_time(shipped);
+  EXPECT_MESSAGE(cli({"eval", "--src", "src.txt", "--ref", "ref.txt", "--out", shipped}), 1,
+                 "is the same file as the input");
+  EXPECT_EQ(fs::last_write_time(shipped), before);
+}
+
 class CliTrainHostile : public CliHostile {
  protected:
   void SetUp() override {

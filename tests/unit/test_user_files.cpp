@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "model/tokenizer.h"
+#include "train/corpus.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -170,6 +171,37 @@ TEST(UserFiles, AnUnfinishedStreamLeavesNothingBehind) {
   ASSERT_EQ(s.commit(), "");
   EXPECT_EQ(slurp(d.file("log.txt")), "a whole log");
   EXPECT_EQ(d.names(), std::vector<std::string>{"log.txt"});
+}
+
+// A disk that fills up in the middle of a write (here the file-size limit of a child process, RLIMIT_FSIZE, with
+// SIGXFSZ ignored: write() fails as on a full disk): the error names the file, the file there before is whole,
+// and no temporary file stays behind.
+TEST(UserFiles, AFullDiskLeavesTheOldFileWholeAndNoTemporaryFile) {
+  Dir d("full_disk");
+  write_text(d.file("model.safetensors"), "the previous model");
+  int result[2];
+  ASSERT_EQ(::pipe(result), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    const std::string error = write_user_file(d.file("model.safetensors"), std::string(1 << 20, 'x'), kReplace);
+    (void)!::write(result[1], error.data(), error.size());
+    ::_exit(error.empty() ? 4 : 0);
+  }
+  ::close(result[1]);
+  std::string error;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(result[0], buffer, sizeof buffer)) > 0;) error.append(buffer, static_cast<size_t>(n));
+  ::close(result[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the write did not fail (status " << status << ")";
+  EXPECT_TRUE(contains(error, "model.safetensors")) << error;
+  EXPECT_EQ(slurp(d.file("model.safetensors")), "the previous model");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"model.safetensors"}) << "a temporary file stayed behind";
 }
 
 // SIGTERM (or Ctrl-C) in the middle of a write: the process ends as the signal says and its temporary file goes.
@@ -355,6 +387,56 @@ TEST(UserFiles, InfoOnALargeModelTakesTheMemoryOfItsHeader) {
   ASSERT_EQ(::wait4(child, &status, 0, &usage), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_LT(usage.ru_maxrss, 100 * 1024) << "kB of memory for info on a " << size / (1 << 20) << " MB model";
+}
+
+// A header at the limit made of as many tensor entries as fit (16 MiB of JSON objects, the worst case for the
+// parser's memory): `info` reads it within a bounded multiple of its size, then names what is wrong.
+TEST(UserFiles, AHeaderAtTheLimitTakesBoundedMemory) {
+  Dir d("huge_header");
+  const std::string path = d.file("many.safetensors");
+  std::string header = "{";
+  for (int i = 0; header.size() + 100 < SafetensorsFile::kMaxHeaderBytes; ++i)
+    header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
+  header.back() = '}';
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t length = header.size();
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header;
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(60);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(STEPFORMER_CLI_PATH, STEPFORMER_CLI_PATH, "info", path.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  ASSERT_EQ(::wait4(child, &status, 0, &usage), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "status " << status << ": not a model, an error";
+  EXPECT_LT(usage.ru_maxrss, 600 * 1024) << "kB of memory for a " << header.size() / (1 << 20) << " MB header";
+}
+
+// A corpus file of more lines than the limit (one-word lines: the most lines a size allows) is refused before its
+// lines are split, naming the count and the limit.
+TEST(UserFiles, ACorpusOfTooManyLinesIsRefusedBeforeItIsSplit) {
+  Dir d("corpus_lines");
+  std::string lines;
+  for (size_t i = 0; i <= kMaxCorpusLines; ++i) lines += "a\n";
+  write_text(d.file("many.de"), lines);
+  try {
+    read_token_lines(d.file("many.de"));
+    FAIL() << "a corpus over the line limit was read";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "has 1000001 lines; the limit for a corpus file is 1000000")) << e.what();
+  }
+  lines.resize(lines.size() - 2);  // exactly at the limit: read
+  write_text(d.file("many.de"), lines);
+  EXPECT_EQ(read_token_lines(d.file("many.de")).size(), kMaxCorpusLines);
 }
 
 // A header whose shapes would take more memory than the machine has: refused before anything is allocated.

@@ -9,6 +9,7 @@
 #include "gui/app.h"
 #include "gui/headless_imgui.h"
 #include "gui/script/script.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -33,7 +34,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   std::string parse_errors;
   const std::optional<Script> script = parse_script_file(options.check_lesson_path, parse_errors, ScriptParse::Lesson);
   if (!script) {
-    std::fprintf(out, "%s\n", parse_errors.c_str());
+    std::fprintf(out, "%s\n", printable_lines(parse_errors).c_str());
     return 2;
   }
   // Problems are counted once per line: a line at fault is listed here and again when the replay skips it.
@@ -47,9 +48,9 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
       if (line.rfind(prefix, 0) == 0) return false;
     return true;
   };
-  std::fprintf(out, "lesson %s: %zu commands, %d lines at fault\n", options.check_lesson_path.c_str(),
+  std::fprintf(out, "lesson %s: %zu commands, %d lines at fault\n", printable(options.check_lesson_path).c_str(),
                script->commands.size(), problems);
-  for (const std::string& p : script->problems) std::fprintf(out, "  %s\n", p.c_str());
+  for (const std::string& p : script->problems) std::fprintf(out, "  %s\n", printable(p).c_str());
 
   HeadlessImGui imgui;
   AppOptions app_options = options;
@@ -57,10 +58,11 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   App app(app_options);
   app.finish_loading();
   if (!app.state().model) {
-    std::fprintf(out, "the model '%s' does not load: %s\n", options.model_path.c_str(), app.last_load_error().c_str());
+    std::fprintf(out, "the model '%s' does not load: %s\n", printable(options.model_path).c_str(),
+                 printable_lines(app.last_load_error()).c_str());
     return 1;
   }
-  std::fprintf(out, "model %s\n", app.state().model_path.c_str());
+  std::fprintf(out, "model %s\n", printable(app.state().model_path).c_str());
   ScriptRunner runner(*script, /*interactive=*/false);
   runner.set_dry_run(true);
   std::vector<std::string> log, since_pause;
@@ -69,7 +71,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   const auto report = [&]() {
     for (const std::string& line : since_pause) {
       const bool note = line.find(": not written in a check") != std::string::npos;
-      std::fprintf(out, "  %s%s\n", note ? "" : "problem: ", line.c_str());
+      std::fprintf(out, "  %s%s\n", note ? "" : "problem: ", printable(line).c_str());
       problems += counts(line);
     }
     since_pause.clear();
@@ -86,7 +88,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
     if (runner.pauses_passed() != pauses) {
       pauses = runner.pauses_passed();
       std::fprintf(out, "pause %d (line %d): stage %s; caption: %s\n", pauses, runner.last_pause_line(),
-                   stage_name(app.stage()), app.caption().empty() ? "(none)" : one_line(app.caption()).c_str());
+                   stage_name(app.stage()), app.caption().empty() ? "(none)" : printable(one_line(app.caption())).c_str());
       report();
     }
   }

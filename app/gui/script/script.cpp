@@ -43,10 +43,11 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
     const HeadRef h = parse_head_ref(c.args[0]);
     return head_problem(h);
   }
-  if (c.name == "layer") {
-    const int layer = std::stoi(c.args[0]);
-    const int most = std::max(m.n_encoder_layers, m.n_decoder_layers);
-    if (layer >= most) return "this model has " + std::to_string(most) + " layers at most (layer " + c.args[0] + ")";
+  if (c.name == "layer") {  // a layer of the attention kind on show (the encoder and decoder may differ)
+    const AttentionKind kind = app.attention().kind;
+    if (std::stoi(c.args[0]) >= layers_of(kind))
+      return "this model has " + std::to_string(layers_of(kind)) + " " +
+             (kind == AttentionKind::Encoder ? "encoder" : "decoder") + " layers (layer " + c.args[0] + ")";
   }
   if (c.name == "head" && std::stoi(c.args[0]) >= m.n_heads)
     return "this model has " + std::to_string(m.n_heads) + " heads (head " + c.args[0] + ")";
