@@ -1,5 +1,7 @@
 #include "model/name_tables.h"
 
+#include <map>
+#include <optional>
 #include <type_traits>
 
 #include "util/error.h"
@@ -50,216 +52,136 @@ void check_family_config(const std::string& family, const Config& c, const std::
 
 namespace {
 
-// Walks a family's names over a ModelWeights (const or not), collecting slots. With check_shapes false (used on
-// an unallocated ModelWeights) it records names and shapes only: the parts stay empty.
-template <typename W>
-class SlotBuilder {
- public:
-  static constexpr bool kConst = std::is_const_v<W>;
-  using T = std::conditional_t<kConst, const float, float>;
-  using M = std::conditional_t<kConst, const Mat, Mat>;
-  using R = std::conditional_t<kConst, const RowVec, RowVec>;
-  using Linear = std::conditional_t<kConst, const LinearWeights, LinearWeights>;
-  using Norm = std::conditional_t<kConst, const LayerNormWeights, LayerNormWeights>;
-  using Attention = std::conditional_t<kConst, const AttentionWeights, AttentionWeights>;
-
-  SlotBuilder(std::string where, bool check_shapes, bool bias) : where_(std::move(where)), check_(check_shapes), bias_(bias) {}
-
-  std::vector<WeightSlotT<T>> slots;
-
-  // Names inside a scope are relative to its prefix: { auto s = b.scope("encoder.layers.0."); b.linear("ffn.fc1", ...); }
-  class Scope {
-   public:
-    Scope(std::string& prefix, const std::string& add) : prefix_(prefix), saved_(prefix.size()) { prefix_ += add; }
-    ~Scope() { prefix_.resize(saved_); }
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-
-   private:
-    std::string& prefix_;
-    size_t saved_;
-  };
-  Scope scope(const std::string& add) { return Scope(prefix_, add); }
-
-  void mat(const std::string& name, M& m, int64_t rows, int64_t cols) { stacked(name, {&m}, rows, cols); }
-
-  // Matrices of (rows, cols) each, stacked along dimension 0 into one tensor of (parts * rows, cols).
-  void stacked(const std::string& name, std::initializer_list<M*> parts, int64_t rows, int64_t cols) {
-    WeightSlotT<T> slot{prefix_ + name, {static_cast<int64_t>(parts.size()) * rows, cols}, {}};
-    for (M* m : parts) {
-      if (!check_) continue;
-      if (m->rows() != rows || m->cols() != cols)
-        fail(ErrorKind::Shape, where_, "weight '" + slot.name + "': expected " + shape_string({rows, cols}) +
-                                           ", found " + shape_string({m->rows(), m->cols()}));
-      slot.parts.emplace_back(m->data(), static_cast<size_t>(m->size()));
-    }
-    slots.push_back(std::move(slot));
-  }
-
-  void vec(const std::string& name, R& v, int64_t n) { stacked_vec(name, {&v}, n); }
-
-  void stacked_vec(const std::string& name, std::initializer_list<R*> parts, int64_t n) {
-    WeightSlotT<T> slot{prefix_ + name, {static_cast<int64_t>(parts.size()) * n}, {}};
-    for (R* v : parts) {
-      if (!check_) continue;
-      if (v->size() != n)
-        fail(ErrorKind::Shape, where_, "weight '" + slot.name + "': expected " + shape_string({n}) + ", found " +
-                                           shape_string({v->size()}));
-      slot.parts.emplace_back(v->data(), static_cast<size_t>(v->size()));
-    }
-    slots.push_back(std::move(slot));
-  }
-
-  // nn.Linear: "<name>.weight" (out, in) and, when the config has biases, "<name>.bias" (out).
-  void linear(const std::string& name, Linear& l, int64_t out, int64_t in) {
-    mat(name + ".weight", l.weight, out, in);
-    if (bias_) vec(name + ".bias", l.bias, out);
-  }
-
-  // nn.LayerNorm: gamma as "<name>.weight", beta as "<name>.bias" (C) each.
-  void layer_norm(const std::string& name, Norm& n, int64_t width) {
-    vec(name + ".weight", n.gamma, width);
-    vec(name + ".bias", n.beta, width);
-  }
-
-  // Four separate projections: "<name>.<q>", ..., "<name>.<out>".
-  void attention(const std::string& name, Attention& a, int64_t width, const char* q, const char* k, const char* v,
-                 const char* out) {
-    linear(name + "." + q, a.q, width, width);
-    linear(name + "." + k, a.k, width, width);
-    linear(name + "." + v, a.v, width, width);
-    linear(name + "." + out, a.out, width, width);
-  }
-
-  // nn.MultiheadAttention: in_proj_weight (3C, C) = [W_q; W_k; W_v], in_proj_bias (3C), out_proj (C, C).
-  void multihead_attention(const std::string& name, Attention& a, int64_t width) {
-    stacked(name + ".in_proj_weight", {&a.q.weight, &a.k.weight, &a.v.weight}, width, width);
-    if (bias_) stacked_vec(name + ".in_proj_bias", {&a.q.bias, &a.k.bias, &a.v.bias}, width);
-    linear(name + ".out_proj", a.out, width, width);
-  }
-
- private:
-  std::string where_;
-  bool check_;
-  bool bias_;
-  std::string prefix_;
+// A weight's name in a family, and its place in a tensor the family stacks from several of ours
+// (nn.MultiheadAttention's in_proj_weight (3C, C) = [W_q; W_k; W_v]).
+struct FamilyName {
+  std::string name;
+  int stack_index = 0, stack_size = 1;
 };
 
-template <typename W>
-void stepformer_names(SlotBuilder<W>& b, const Config& c, W& w) {
-  const int64_t C = c.d_model, F = c.d_ff;
-  b.mat("src_embedding.weight", w.src_embedding, c.src_vocab_size, C);                 // (Vs, C)
-  if (!c.share_embeddings) b.mat("tgt_embedding.weight", w.tgt_embedding, c.tgt_vocab_size, C);  // (Vt, C)
-  if (c.positional_encoding == PositionalEncoding::Learned) {
-    b.mat("src_positions.weight", w.src_positions, c.max_positions, C);                // (P, C)
-    b.mat("tgt_positions.weight", w.tgt_positions, c.max_positions, C);
-  }
-  for (size_t i = 0; i < w.encoder_layers.size(); ++i) {
-    auto s = b.scope("encoder.layers." + std::to_string(i) + ".");
-    auto& l = w.encoder_layers[i];
-    b.attention("self_attn", l.self_attn, C, "q", "k", "v", "out");
-    b.layer_norm("self_attn_norm", l.self_attn_norm, C);
-    b.linear("ffn.fc1", l.ffn.fc1, F, C);
-    b.linear("ffn.fc2", l.ffn.fc2, C, F);
-    b.layer_norm("ffn_norm", l.ffn_norm, C);
-  }
-  for (size_t i = 0; i < w.decoder_layers.size(); ++i) {
-    auto s = b.scope("decoder.layers." + std::to_string(i) + ".");
-    auto& l = w.decoder_layers[i];
-    b.attention("self_attn", l.self_attn, C, "q", "k", "v", "out");
-    b.layer_norm("self_attn_norm", l.self_attn_norm, C);
-    b.attention("cross_attn", l.cross_attn, C, "q", "k", "v", "out");
-    b.layer_norm("cross_attn_norm", l.cross_attn_norm, C);
-    b.linear("ffn.fc1", l.ffn.fc1, F, C);
-    b.linear("ffn.fc2", l.ffn.fc2, C, F);
-    b.layer_norm("ffn_norm", l.ffn_norm, C);
-  }
-  if (c.encoder_final_norm) b.layer_norm("encoder.norm", w.encoder_norm, C);
-  if (c.decoder_final_norm) b.layer_norm("decoder.norm", w.decoder_norm, C);
-  if (!c.tie_output_embedding) b.mat("generator.weight", w.generator.weight, c.tgt_vocab_size, C);  // (Vt, C)
-  if (c.bias) b.vec("generator.bias", w.generator.bias, c.tgt_vocab_size);
+const char* param_suffix(WeightParam p) { return p == WeightParam::Weight ? ".weight" : ".bias"; }
+
+template <typename Ref>
+std::optional<FamilyName> stepformer_name(const Ref& r) {
+  if (!r.stored) return std::nullopt;  // shared or tied: not in the file
+  return FamilyName{r.name};
 }
 
-template <typename W>
-void pytorch_tutorial_names(SlotBuilder<W>& b, const Config& c, W& w) {
-  const int64_t C = c.d_model, F = c.d_ff;
-  b.mat("src_tok_emb.embedding.weight", w.src_embedding, c.src_vocab_size, C);
-  b.mat("tgt_tok_emb.embedding.weight", w.tgt_embedding, c.tgt_vocab_size, C);
-  // nn.TransformerEncoderLayer: norm1 follows self-attention, norm2 the feed-forward (post- or pre-norm alike).
-  for (size_t i = 0; i < w.encoder_layers.size(); ++i) {
-    auto s = b.scope("transformer.encoder.layers." + std::to_string(i) + ".");
-    auto& l = w.encoder_layers[i];
-    b.multihead_attention("self_attn", l.self_attn, C);
-    b.linear("linear1", l.ffn.fc1, F, C);
-    b.linear("linear2", l.ffn.fc2, C, F);
-    b.layer_norm("norm1", l.self_attn_norm, C);
-    b.layer_norm("norm2", l.ffn_norm, C);
+// PyTorch's "Language Translation with nn.Transformer" tutorial (Seq2SeqTransformer).
+template <typename Ref>
+std::optional<FamilyName> pytorch_tutorial_name(const Ref& r) {
+  const std::string suffix = param_suffix(r.param);
+  switch (r.block) {
+    case WeightBlock::SrcEmbedding: return FamilyName{"src_tok_emb.embedding.weight"};
+    case WeightBlock::TgtEmbedding: return FamilyName{"tgt_tok_emb.embedding.weight"};
+    case WeightBlock::SrcPositions:
+    case WeightBlock::TgtPositions: return std::nullopt;  // sinusoidal only (check_family_config)
+    case WeightBlock::EncoderNorm: return FamilyName{"transformer.encoder.norm" + suffix};
+    case WeightBlock::DecoderNorm: return FamilyName{"transformer.decoder.norm" + suffix};
+    case WeightBlock::Generator: return FamilyName{"generator" + suffix};
+    case WeightBlock::EncoderLayer:
+    case WeightBlock::DecoderLayer: break;
   }
-  b.layer_norm("transformer.encoder.norm", w.encoder_norm, C);
-  // nn.TransformerDecoderLayer: norm1 self-attention, norm2 cross-attention (multihead_attn), norm3 feed-forward.
-  for (size_t i = 0; i < w.decoder_layers.size(); ++i) {
-    auto s = b.scope("transformer.decoder.layers." + std::to_string(i) + ".");
-    auto& l = w.decoder_layers[i];
-    b.multihead_attention("self_attn", l.self_attn, C);
-    b.multihead_attention("multihead_attn", l.cross_attn, C);
-    b.linear("linear1", l.ffn.fc1, F, C);
-    b.linear("linear2", l.ffn.fc2, C, F);
-    b.layer_norm("norm1", l.self_attn_norm, C);
-    b.layer_norm("norm2", l.cross_attn_norm, C);
-    b.layer_norm("norm3", l.ffn_norm, C);
+  const bool encoder = r.block == WeightBlock::EncoderLayer;
+  const std::string p = std::string(encoder ? "transformer.encoder" : "transformer.decoder") + ".layers." +
+                        std::to_string(r.layer) + ".";
+  // nn.TransformerEncoderLayer: norm1 follows self-attention, norm2 the feed-forward; the decoder layer's norm1
+  // self-attention, norm2 cross-attention (multihead_attn), norm3 the feed-forward.
+  switch (r.part) {
+    case LayerPart::SelfAttn:
+    case LayerPart::CrossAttn: {
+      const std::string a = p + (r.part == LayerPart::SelfAttn ? "self_attn" : "multihead_attn");
+      if (r.projection == Projection::Out) return FamilyName{a + ".out_proj" + suffix};
+      const int index = r.projection == Projection::Q ? 0 : r.projection == Projection::K ? 1 : 2;
+      return FamilyName{a + (r.param == WeightParam::Weight ? ".in_proj_weight" : ".in_proj_bias"), index, 3};
+    }
+    case LayerPart::SelfAttnNorm: return FamilyName{p + "norm1" + suffix};
+    case LayerPart::CrossAttnNorm: return FamilyName{p + "norm2" + suffix};
+    case LayerPart::FfnNorm: return FamilyName{p + (encoder ? "norm2" : "norm3") + suffix};
+    case LayerPart::Fc1: return FamilyName{p + "linear1" + suffix};
+    case LayerPart::Fc2: return FamilyName{p + "linear2" + suffix};
+    case LayerPart::None: break;
   }
-  b.layer_norm("transformer.decoder.norm", w.decoder_norm, C);
-  b.linear("generator", w.generator, c.tgt_vocab_size, C);
+  return std::nullopt;
 }
 
-template <typename W>
-void seq2seq_tutorial_names(SlotBuilder<W>& b, const Config& c, W& w) {
-  const int64_t C = c.d_model, F = c.d_ff;
-  b.mat("encoder.tok_embedding.weight", w.src_embedding, c.src_vocab_size, C);
-  b.mat("encoder.pos_embedding.weight", w.src_positions, c.max_positions, C);
-  for (size_t i = 0; i < w.encoder_layers.size(); ++i) {
-    auto s = b.scope("encoder.layers." + std::to_string(i) + ".");
-    auto& l = w.encoder_layers[i];
-    b.attention("self_attention", l.self_attn, C, "fc_q", "fc_k", "fc_v", "fc_o");
-    b.layer_norm("self_attn_layer_norm", l.self_attn_norm, C);
-    b.linear("positionwise_feedforward.fc_1", l.ffn.fc1, F, C);
-    b.linear("positionwise_feedforward.fc_2", l.ffn.fc2, C, F);
-    b.layer_norm("ff_layer_norm", l.ffn_norm, C);
+// The "Attention is All You Need" notebook of the PyTorch seq2seq tutorials.
+template <typename Ref>
+std::optional<FamilyName> seq2seq_tutorial_name(const Ref& r) {
+  const std::string suffix = param_suffix(r.param);
+  switch (r.block) {
+    case WeightBlock::SrcEmbedding: return FamilyName{"encoder.tok_embedding.weight"};
+    case WeightBlock::SrcPositions: return FamilyName{"encoder.pos_embedding.weight"};
+    case WeightBlock::TgtEmbedding: return FamilyName{"decoder.tok_embedding.weight"};
+    case WeightBlock::TgtPositions: return FamilyName{"decoder.pos_embedding.weight"};
+    case WeightBlock::EncoderNorm:
+    case WeightBlock::DecoderNorm: return std::nullopt;  // no final norms (check_family_config)
+    case WeightBlock::Generator: return FamilyName{"decoder.fc_out" + suffix};
+    case WeightBlock::EncoderLayer:
+    case WeightBlock::DecoderLayer: break;
   }
-  b.mat("decoder.tok_embedding.weight", w.tgt_embedding, c.tgt_vocab_size, C);
-  b.mat("decoder.pos_embedding.weight", w.tgt_positions, c.max_positions, C);
-  for (size_t i = 0; i < w.decoder_layers.size(); ++i) {
-    auto s = b.scope("decoder.layers." + std::to_string(i) + ".");
-    auto& l = w.decoder_layers[i];
-    b.attention("self_attention", l.self_attn, C, "fc_q", "fc_k", "fc_v", "fc_o");
-    b.layer_norm("self_attn_layer_norm", l.self_attn_norm, C);
-    b.attention("encoder_attention", l.cross_attn, C, "fc_q", "fc_k", "fc_v", "fc_o");
-    b.layer_norm("enc_attn_layer_norm", l.cross_attn_norm, C);
-    b.linear("positionwise_feedforward.fc_1", l.ffn.fc1, F, C);
-    b.linear("positionwise_feedforward.fc_2", l.ffn.fc2, C, F);
-    b.layer_norm("ff_layer_norm", l.ffn_norm, C);
+  const std::string p =
+      std::string(r.block == WeightBlock::EncoderLayer ? "encoder" : "decoder") + ".layers." + std::to_string(r.layer) + ".";
+  const char* projection = r.projection == Projection::Q   ? "fc_q"
+                           : r.projection == Projection::K ? "fc_k"
+                           : r.projection == Projection::V ? "fc_v"
+                                                           : "fc_o";
+  switch (r.part) {
+    case LayerPart::SelfAttn: return FamilyName{p + "self_attention." + projection + suffix};
+    case LayerPart::CrossAttn: return FamilyName{p + "encoder_attention." + projection + suffix};
+    case LayerPart::SelfAttnNorm: return FamilyName{p + "self_attn_layer_norm" + suffix};
+    case LayerPart::CrossAttnNorm: return FamilyName{p + "enc_attn_layer_norm" + suffix};
+    case LayerPart::Fc1: return FamilyName{p + "positionwise_feedforward.fc_1" + suffix};
+    case LayerPart::Fc2: return FamilyName{p + "positionwise_feedforward.fc_2" + suffix};
+    case LayerPart::FfnNorm: return FamilyName{p + "ff_layer_norm" + suffix};
+    case LayerPart::None: break;
   }
-  b.linear("decoder.fc_out", w.generator, c.tgt_vocab_size, C);
+  return std::nullopt;
 }
 
+// The family's slots over `weights` (const or not), from the one walk (for_each_weight) and the family's names;
+// with check_shapes false (an unallocated ModelWeights) only names and shapes.
 template <typename W>
 auto build_slots(const std::string& family, const Config& config, W& weights, const std::string& where,
                  bool check_shapes) {
   check_family_config(family, config, where);
-  SlotBuilder<W> b(where, check_shapes, config.bias);
-  if (check_shapes) {
-    // The layer lists must match the config before the tables walk them.
-    if (weights.encoder_layers.size() != static_cast<size_t>(config.n_encoder_layers) ||
-        weights.decoder_layers.size() != static_cast<size_t>(config.n_decoder_layers))
-      fail(ErrorKind::Shape, where,
-           "weights hold " + std::to_string(weights.encoder_layers.size()) + " encoder and " +
-               std::to_string(weights.decoder_layers.size()) + " decoder layers, the config says " +
-               std::to_string(config.n_encoder_layers) + " and " + std::to_string(config.n_decoder_layers));
-  }
-  if (family == kFamilyPytorchTutorial) pytorch_tutorial_names(b, config, weights);
-  else if (family == kFamilySeq2SeqTutorial) seq2seq_tutorial_names(b, config, weights);
-  else stepformer_names(b, config, weights);
-  return std::move(b.slots);
+  using T = std::conditional_t<std::is_const_v<W>, const float, float>;
+  if (check_shapes &&  // the layer lists must match the config before the walk
+      (weights.encoder_layers.size() != static_cast<size_t>(config.n_encoder_layers) ||
+       weights.decoder_layers.size() != static_cast<size_t>(config.n_decoder_layers)))
+    fail(ErrorKind::Shape, where,
+         "weights hold " + std::to_string(weights.encoder_layers.size()) + " encoder and " +
+             std::to_string(weights.decoder_layers.size()) + " decoder layers, the config says " +
+             std::to_string(config.n_encoder_layers) + " and " + std::to_string(config.n_decoder_layers));
+  std::vector<WeightSlotT<T>> slots;
+  std::map<std::string, size_t> index;  // a stacked tensor's slot, by its name
+  for_each_weight(&config, weights, [&](const WeightRefT<W>& r) {
+    const std::optional<FamilyName> n = family == kFamilyPytorchTutorial   ? pytorch_tutorial_name(r)
+                                        : family == kFamilySeq2SeqTutorial ? seq2seq_tutorial_name(r)
+                                                                           : stepformer_name(r);
+    if (!n) return;
+    if (check_shapes) {
+      const bool fits = r.matrix ? r.matrix->rows() == r.rows && r.matrix->cols() == r.cols : r.vector->size() == r.rows;
+      if (!fits) {
+        const std::vector<int64_t> want = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
+        const std::vector<int64_t> found = r.matrix ? std::vector<int64_t>{r.matrix->rows(), r.matrix->cols()}
+                                                    : std::vector<int64_t>{r.vector->size()};
+        fail(ErrorKind::Shape, where,
+             "weight '" + n->name + "': expected " + shape_string(want) + ", found " + shape_string(found));
+      }
+    }
+    auto [it, added] = index.emplace(n->name, slots.size());
+    if (added) {
+      std::vector<int64_t> shape = {n->stack_size * r.rows};
+      if (r.cols > 0) shape.push_back(r.cols);
+      slots.push_back({n->name, std::move(shape), {}});
+    }
+    auto& slot = slots[it->second];
+    if (static_cast<int>(slot.parts.size()) != n->stack_index && check_shapes)
+      fail(ErrorKind::Shape, where, "weight '" + n->name + "': its parts came out of order");
+    if (check_shapes) slot.parts.emplace_back(r.data(), static_cast<size_t>(r.size()));
+  });
+  return slots;
 }
 
 }  // namespace
@@ -286,30 +208,14 @@ std::vector<ConstWeightSlot> weight_slots(const std::string& family, const Confi
 }
 
 ModelWeights allocate_weights(const Config& c) {
-  const int C = c.d_model, F = c.d_ff;
-  const int bias_width = c.bias ? 1 : 0;
-  auto linear = [&](int out, int in) {
-    LinearWeights l;
-    l.weight = Mat::Zero(out, in);
-    l.bias = RowVec::Zero(out * bias_width);
-    return l;
-  };
-  auto norm = [&] { return LayerNormWeights{RowVec::Ones(C), RowVec::Zero(C)}; };
-  auto attention = [&] { return AttentionWeights{linear(C, C), linear(C, C), linear(C, C), linear(C, C)}; };
   ModelWeights w;
-  w.src_embedding = Mat::Zero(c.src_vocab_size, C);
-  w.tgt_embedding = Mat::Zero(c.tgt_vocab_size, C);
-  if (c.positional_encoding == PositionalEncoding::Learned) {
-    w.src_positions = Mat::Zero(c.max_positions, C);
-    w.tgt_positions = Mat::Zero(c.max_positions, C);
-  }
-  for (int i = 0; i < c.n_encoder_layers; ++i)
-    w.encoder_layers.push_back({attention(), norm(), {linear(F, C), linear(C, F)}, norm()});
-  for (int i = 0; i < c.n_decoder_layers; ++i)
-    w.decoder_layers.push_back({attention(), norm(), attention(), norm(), {linear(F, C), linear(C, F)}, norm()});
-  if (c.encoder_final_norm) w.encoder_norm = norm();
-  if (c.decoder_final_norm) w.decoder_norm = norm();
-  w.generator = linear(c.tgt_vocab_size, C);
+  w.encoder_layers.resize(static_cast<size_t>(std::max(c.n_encoder_layers, 0)));
+  w.decoder_layers.resize(static_cast<size_t>(std::max(c.n_decoder_layers, 0)));
+  // Every weight the config has, zeros; LayerNorm gains ones (a norm that is a no-op until loaded or trained).
+  for_each_weight(&c, w, [](const WeightRef& r) {
+    if (r.is_matrix()) r.matrix->setZero(r.rows, r.cols);
+    else r.vector->setConstant(r.rows, !r.linear && r.param == WeightParam::Weight ? 1.0f : 0.0f);
+  });
   return w;
 }
 

@@ -33,19 +33,9 @@ bool attach_half(LinearWeights& w) {
 
 int attach_half_weights(ModelWeights& weights) {
   int attached = 0;
-  auto attention = [&](AttentionWeights& a) {
-    for (LinearWeights* l : {&a.q, &a.k, &a.v, &a.out}) attached += attach_half(*l);
-  };
-  for (EncoderLayerWeights& l : weights.encoder_layers) {
-    attention(l.self_attn);
-    attached += attach_half(l.ffn.fc1) + attach_half(l.ffn.fc2);
-  }
-  for (DecoderLayerWeights& l : weights.decoder_layers) {
-    attention(l.self_attn);
-    attention(l.cross_attn);
-    attached += attach_half(l.ffn.fc1) + attach_half(l.ffn.fc2);
-  }
-  attached += attach_half(weights.generator);
+  for_each_weight(nullptr, weights, [&](const WeightRef& r) {
+    if (r.linear && r.param == WeightParam::Weight) attached += attach_half(*r.linear);
+  });
   return attached;
 }
 

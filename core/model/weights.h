@@ -4,8 +4,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+#include "model/config.h"
 #include "util/tensor.h"
 
 namespace sf {
@@ -70,9 +73,158 @@ struct ModelWeights {
   LinearWeights generator;        // (Vt, C) output projection to logits; weight equals tgt_embedding when tied
 };
 
+// [SECTION] the one walk of the weights
+// for_each_weight visits every weight of a ModelWeights in one fixed order, with where it sits and the shape the
+// config gives it. Every walk of the weights is a call of it: the name tables of the checkpoint families
+// (model/name_tables.h), allocation, the trainer's parameter views, the half copies and initialisation.
+enum class WeightBlock {
+  SrcEmbedding, TgtEmbedding, SrcPositions, TgtPositions, EncoderLayer, DecoderLayer, EncoderNorm, DecoderNorm,
+  Generator
+};
+enum class LayerPart { None, SelfAttn, SelfAttnNorm, CrossAttn, CrossAttnNorm, Fc1, Fc2, FfnNorm };
+enum class Projection { None, Q, K, V, Out };  // which projection of an attention block
+enum class WeightParam { Weight, Bias };       // a LayerNorm's gamma is its Weight, beta its Bias (PyTorch's names)
+
+template <typename W>  // ModelWeights or const ModelWeights
+struct WeightRefT {
+  static constexpr bool kConst = std::is_const_v<W>;
+  using M = std::conditional_t<kConst, const Mat, Mat>;
+  using R = std::conditional_t<kConst, const RowVec, RowVec>;
+  using L = std::conditional_t<kConst, const LinearWeights, LinearWeights>;
+
+  WeightBlock block = WeightBlock::SrcEmbedding;
+  int layer = -1;                               // EncoderLayer, DecoderLayer
+  LayerPart part = LayerPart::None;             // within a layer
+  Projection projection = Projection::None;     // within an attention block
+  WeightParam param = WeightParam::Weight;
+  std::string name;                             // our name ("stepformer" family), "decoder.layers.1.cross_attn.q.weight"
+  int64_t rows = 0, cols = 0;                   // the shape the config gives (without one: the member's); cols 0: a vector
+  bool stored = true;                           // false: the config shares or ties it (complete_shared_weights copies it)
+  M* matrix = nullptr;                          // exactly one of matrix, vector
+  R* vector = nullptr;
+  L* linear = nullptr;                          // the linear layer it is the weight or bias of
+  bool is_matrix() const { return matrix != nullptr; }
+  auto* data() const { return matrix ? matrix->data() : vector->data(); }
+  Eigen::Index size() const { return matrix ? matrix->size() : vector->size(); }
+};
+
+using WeightRef = WeightRefT<ModelWeights>;
+using ConstWeightRef = WeightRefT<const ModelWeights>;
+
 // Gives every linear layer whose weight is exactly representable in half precision its half copy
 // (LinearWeights::half); returns how many got one. Results do not change: each half converts back to the very
 // float it came from, and the kernel sums the products in the same order (nn/small_gemm.h).
 int attach_half_weights(ModelWeights& weights);
+
+// Calls f(ref) for every weight, in this order (our file order):
+//   src_embedding, tgt_embedding, src_positions, tgt_positions,
+//   encoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, ffn.{fc1,fc2}, ffn_norm},
+//   decoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, cross_attn.{q,k,v,out}, cross_attn_norm, ffn.{fc1,fc2},
+//   ffn_norm}, encoder.norm, decoder.norm, generator            (each linear: weight, then bias)
+// With a config: what it has (biases with config.bias, positions when learned, final norms when present), shapes
+// from it, `stored` false for a shared target embedding and a tied generator weight. Without one (nullptr):
+// every member that is not empty, with its own shape. The layer lists must hold the layers to visit.
+template <typename W, typename F>
+void for_each_weight(const Config* config, W& weights, F&& f) {
+  using Ref = WeightRefT<W>;
+  const Config* c = config;
+  const int64_t C = c ? c->d_model : 0, FF = c ? c->d_ff : 0;
+  // One matrix or vector: skipped where the config (or, without one, the member's emptiness) says it is absent.
+  auto visit = [&](Ref r, auto& member, int64_t rows, int64_t cols, bool present) {
+    if (c ? !present : member.size() == 0) return;
+    if constexpr (std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(member)>>, Mat>) {
+      r.matrix = &member;
+      r.rows = c ? rows : member.rows();
+      r.cols = c ? cols : member.cols();
+    } else {
+      r.vector = &member;
+      r.rows = c ? rows : member.size();
+      r.cols = 0;
+    }
+    f(static_cast<const Ref&>(r));
+  };
+  auto linear = [&](Ref r, const std::string& name, auto& l, int64_t out, int64_t in, bool stored_weight = true) {
+    r.linear = &l;
+    r.name = name + ".weight";
+    r.param = WeightParam::Weight;
+    r.stored = !c || stored_weight;
+    visit(r, l.weight, out, in, true);
+    r.name = name + ".bias";
+    r.param = WeightParam::Bias;
+    r.stored = true;
+    visit(r, l.bias, out, 0, !c || c->bias);
+  };
+  auto norm = [&](Ref r, const std::string& name, auto& n, bool present) {
+    r.name = name + ".weight";
+    r.param = WeightParam::Weight;
+    visit(r, n.gamma, C, 0, present);
+    r.name = name + ".bias";
+    r.param = WeightParam::Bias;
+    visit(r, n.beta, C, 0, present);
+  };
+  auto attention = [&](Ref r, const std::string& name, auto& a) {
+    const std::pair<Projection, const char*> projections[] = {
+        {Projection::Q, "q"}, {Projection::K, "k"}, {Projection::V, "v"}, {Projection::Out, "out"}};
+    for (const auto& [projection, suffix] : projections) {
+      r.projection = projection;
+      auto& l = projection == Projection::Q ? a.q : projection == Projection::K ? a.k : projection == Projection::V ? a.v : a.out;
+      linear(r, name + "." + suffix, l, C, C);
+    }
+  };
+  auto part = [](Ref r, LayerPart p) {
+    r.part = p;
+    return r;
+  };
+  const bool learned = c && c->positional_encoding == PositionalEncoding::Learned;
+  Ref r;
+  r.block = WeightBlock::SrcEmbedding;
+  r.name = "src_embedding.weight";
+  visit(r, weights.src_embedding, c ? c->src_vocab_size : 0, C, true);
+  r.block = WeightBlock::TgtEmbedding;
+  r.name = "tgt_embedding.weight";
+  r.stored = !c || !c->share_embeddings;
+  visit(r, weights.tgt_embedding, c ? c->tgt_vocab_size : 0, C, true);
+  r.stored = true;
+  r.block = WeightBlock::SrcPositions;
+  r.name = "src_positions.weight";
+  visit(r, weights.src_positions, c ? c->max_positions : 0, C, learned);
+  r.block = WeightBlock::TgtPositions;
+  r.name = "tgt_positions.weight";
+  visit(r, weights.tgt_positions, c ? c->max_positions : 0, C, learned);
+  for (size_t i = 0; i < weights.encoder_layers.size(); ++i) {
+    Ref l;
+    l.block = WeightBlock::EncoderLayer;
+    l.layer = static_cast<int>(i);
+    const std::string p = "encoder.layers." + std::to_string(i) + ".";
+    auto& w = weights.encoder_layers[i];
+    attention(part(l, LayerPart::SelfAttn), p + "self_attn", w.self_attn);
+    norm(part(l, LayerPart::SelfAttnNorm), p + "self_attn_norm", w.self_attn_norm, true);
+    linear(part(l, LayerPart::Fc1), p + "ffn.fc1", w.ffn.fc1, FF, C);
+    linear(part(l, LayerPart::Fc2), p + "ffn.fc2", w.ffn.fc2, C, FF);
+    norm(part(l, LayerPart::FfnNorm), p + "ffn_norm", w.ffn_norm, true);
+  }
+  for (size_t i = 0; i < weights.decoder_layers.size(); ++i) {
+    Ref l;
+    l.block = WeightBlock::DecoderLayer;
+    l.layer = static_cast<int>(i);
+    const std::string p = "decoder.layers." + std::to_string(i) + ".";
+    auto& w = weights.decoder_layers[i];
+    attention(part(l, LayerPart::SelfAttn), p + "self_attn", w.self_attn);
+    norm(part(l, LayerPart::SelfAttnNorm), p + "self_attn_norm", w.self_attn_norm, true);
+    attention(part(l, LayerPart::CrossAttn), p + "cross_attn", w.cross_attn);
+    norm(part(l, LayerPart::CrossAttnNorm), p + "cross_attn_norm", w.cross_attn_norm, true);
+    linear(part(l, LayerPart::Fc1), p + "ffn.fc1", w.ffn.fc1, FF, C);
+    linear(part(l, LayerPart::Fc2), p + "ffn.fc2", w.ffn.fc2, C, FF);
+    norm(part(l, LayerPart::FfnNorm), p + "ffn_norm", w.ffn_norm, true);
+  }
+  Ref n;
+  n.block = WeightBlock::EncoderNorm;
+  norm(n, "encoder.norm", weights.encoder_norm, c && c->encoder_final_norm);
+  n.block = WeightBlock::DecoderNorm;
+  norm(n, "decoder.norm", weights.decoder_norm, c && c->decoder_final_norm);
+  Ref g;
+  g.block = WeightBlock::Generator;
+  linear(g, "generator", weights.generator, c ? c->tgt_vocab_size : 0, C, !c || !c->tie_output_embedding);
+}
 
 }  // namespace sf
