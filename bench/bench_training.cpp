@@ -4,7 +4,8 @@
 // runs the same model, batch and thread count in PyTorch for the ratio.
 //   bench_training [--benchmark_filter=...]      threads: OMP_NUM_THREADS (default: all cores)
 #include <benchmark/benchmark.h>
-#include <omp.h>
+
+#include "util/parallel.h"
 
 #include <random>
 
@@ -65,7 +66,7 @@ void BM_TrainingStep(benchmark::State& state) {
   }
   state.counters["target_tokens/s"] =
       benchmark::Counter(static_cast<double>(batch.target_tokens) * state.iterations(), benchmark::Counter::kIsRate);
-  state.counters["threads"] = omp_get_max_threads();
+  state.counters["threads"] = parallel_threads();
 }
 BENCHMARK(BM_TrainingStep)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
 

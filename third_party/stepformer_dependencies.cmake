@@ -2,13 +2,12 @@
 # everything here is found on the system (see tools/setup.sh for the package list).
 #
 # Defines:
-#   Eigen3::Eigen, nlohmann_json::nlohmann_json, OpenMP::OpenMP_CXX     (core)
+#   Eigen3::Eigen, nlohmann_json::nlohmann_json, Threads::Threads     (core)
 #   stepformer::gui_deps  GLFW + OpenGL + Dear ImGui 1.86 (with its GLFW/OpenGL3 backends) + stb   (app)
 #   STEPFORMER_HAVE_CUDA  TRUE when the CUDA backend is built
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(nlohmann_json 3.2 REQUIRED)
-find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)   # stb_image_write (the implementation is inside libstb)

@@ -2,15 +2,22 @@
 
 #include <cmath>
 
+#include "nn/linear.h"
+
 namespace sf {
 
 void linear_backward(const ConstMatRef& x, const LinearWeights& w, const ConstMatRef& dy, LinearWeights& grad,
                      Mat* dx) {
-  grad.weight.noalias() += dy.transpose() * x;              // (out, N) (N, in)
+  // Both products shared out by blocks of their output columns (nn/linear.h): the same sums on any thread count.
+  for_each_column_block(grad.weight.rows(), [&](Eigen::Index first, Eigen::Index n) {
+    grad.weight.middleRows(first, n).noalias() += dy.middleCols(first, n).transpose() * x;  // (n, N) (N, in)
+  });
   if (grad.bias.size() > 0) grad.bias.noalias() += dy.colwise().sum();
   if (dx) {
     dx->resize(dy.rows(), w.weight.cols());
-    dx->noalias() = dy * w.weight;                          // (N, out) (out, in)
+    for_each_column_block(w.weight.cols(), [&](Eigen::Index first, Eigen::Index n) {
+      dx->middleCols(first, n).noalias() = dy * w.weight.middleCols(first, n);  // (N, out) (out, n)
+    });
   }
 }
 

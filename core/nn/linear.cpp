@@ -2,8 +2,25 @@
 
 #include "nn/small_gemm.h"
 #include "util/error.h"
+#include "util/parallel.h"
 
 namespace sf {
+
+// Many rows (a batch in training, a long sentence): one Eigen product per block of the output's columns (the
+// rows of W), the blocks shared out between the pool's threads (util/parallel.h). The blocks are fixed by the
+// sizes alone, not by the thread count, and each output is the sum over the whole input width inside one
+// product, so the numbers do not depend on how many threads ran them (training reproduces bit for bit).
+void for_each_column_block(Eigen::Index columns, const std::function<void(Eigen::Index, Eigen::Index)>& block) {
+  constexpr Eigen::Index kBlock = 64, kSmallest = 16;  // a last block under 16 columns joins the one before
+  Eigen::Index blocks = (columns + kBlock - 1) / kBlock;
+  if (blocks > 1 && columns - (blocks - 1) * kBlock < kSmallest) --blocks;
+  parallel_for(static_cast<int>(blocks), 1, [&](int begin, int end) {
+    for (int b = begin; b < end; ++b) {
+      const Eigen::Index first = b * kBlock;
+      block(first, b + 1 == blocks ? columns - first : kBlock);
+    }
+  });
+}
 
 void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
@@ -20,7 +37,9 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
       small_gemm_xwt(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(),
                      w.weight.data(), static_cast<int>(w.weight.rows()), out.data());
   } else if (x.rows() >= 64) {
-    out.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
+    for_each_column_block(w.weight.rows(), [&](Eigen::Index first, Eigen::Index n) {
+      out.middleCols(first, n).noalias() = x * w.weight.middleRows(first, n).transpose();  // (N, in) (in, n)
+    });
   } else {
     // A build without the AVX-512 kernel: computed into a column-major buffer, so that Eigen takes W^T (in, out)
     // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;

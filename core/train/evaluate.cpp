@@ -5,6 +5,7 @@
 
 #include "decode/decoder.h"
 #include "train/corpus.h"
+#include "util/parallel.h"
 
 namespace sf {
 
@@ -40,19 +41,20 @@ std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWei
                                             const std::vector<TokenSequence>& sources,
                                             const TranslateSettings& settings) {
   std::vector<TokenSequence> out(sources.size());
-  std::exception_ptr error;
-  // Sentences are independent: one per thread; Eigen stays single-threaded inside a parallel region. An
-  // exception may not leave an OpenMP region, so the first one is carried out and rethrown.
-#pragma omp parallel for schedule(dynamic, 4)
-  for (size_t i = 0; i < sources.size(); ++i) {
-    try {
-      out[i] = translate_tokens(config, weights, src_vocab, tgt_vocab, sources[i], settings);
-    } catch (...) {
-#pragma omp critical
-      if (!error) error = std::current_exception();
+  std::vector<std::exception_ptr> errors(sources.size());
+  // Sentences are independent: a few at a time on each of the pool's threads (util/parallel.h; the loops inside a
+  // translation then run on the thread that took it). The first sentence that failed is reported.
+  parallel_for(static_cast<int>(sources.size()), 4, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      try {
+        out[static_cast<size_t>(i)] = translate_tokens(config, weights, src_vocab, tgt_vocab, sources[static_cast<size_t>(i)], settings);
+      } catch (...) {
+        errors[static_cast<size_t>(i)] = std::current_exception();
+      }
     }
-  }
-  if (error) std::rethrow_exception(error);
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "train/parameters.h"
 #include "util/error.h"
+#include "util/parallel.h"
 
 namespace sf {
 
@@ -25,13 +26,14 @@ void Adam::step(ModelWeights& weights, ModelWeights& grads, float lr) {
     const float* gp = g[p].data;
     float* mp = m[p].data;
     float* vp = v[p].data;
-    const Eigen::Index n = w[p].size;
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (Eigen::Index i = 0; i < n; ++i) {
-      mp[i] = b1 * mp[i] + (1.0f - b1) * gp[i];
-      vp[i] = b2 * vp[i] + (1.0f - b2) * gp[i] * gp[i];
-      wp[i] -= step_size * mp[i] / (std::sqrt(vp[i]) * inv_sqrt_bias2 + eps);
-    }
+    const int n = static_cast<int>(w[p].size);
+    parallel_for(n, 65536, [&](int begin, int end) {  // element by element: any split gives the same numbers
+      for (int i = begin; i < end; ++i) {
+        mp[i] = b1 * mp[i] + (1.0f - b1) * gp[i];
+        vp[i] = b2 * vp[i] + (1.0f - b2) * gp[i] * gp[i];
+        wp[i] -= step_size * mp[i] / (std::sqrt(vp[i]) * inv_sqrt_bias2 + eps);
+      }
+    });
   }
 }
 

@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 #include "io/json_text.h"
 #include "io/safetensors.h"
 #include "io/user_files.h"
+#include "util/parallel.h"
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "train/batched_model.h"
@@ -204,8 +204,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
   if (same_path(o.out_path, checkpoint))
     fail(ErrorKind::Input, "train", "the checkpoint and the model would be the same file '" + o.out_path +
                                         "': give --checkpoint another path");
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-  Eigen::setNbThreads(o.threads > 0 ? o.threads : omp_get_max_threads());
+  if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
   // Data and vocabularies (from the training split only).
   const ParallelCorpus train = read_parallel_corpus(corpus_path(o, "train", o.source_language),
@@ -325,7 +324,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
                           {"valid_bleu_greedy", rec.valid_bleu},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
-                          {"threads", omp_get_max_threads()},
+                          {"threads", parallel_threads()},
                           {"history", history}};
       save_model(model, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
       log("  best so far: wrote '" + o.out_path + "'");
