@@ -1,16 +1,22 @@
-// Forward-pass and decoding benchmarks on one core (Eigen single-threaded).
+// Forward-pass and decoding benchmarks, on OMP_NUM_THREADS threads of the pool (util/parallel.h; default 1).
 //
-//   model: d_model 256, 3+3 layers, 8 heads, d_ff 512, 8000-token vocabularies (the pytorch-tutorial family:
-//   sinusoidal positions, post-norm, final norms), random weights from a fixed seed
-//   BM_ForwardFullTrace/N     the whole traced pass (every intermediate kept) on N source and N target tokens
-//   BM_DecodeStepKvCache/N    one incremental decoding step at position N-1 with a KV cache (logits only)
-//   BM_DecodeStepRecompute/N  the same token by recomputing the decoder on the whole prefix of N tokens
+//   demo model: d_model 256, 3+3 layers, 8 heads, d_ff 512, 8000-token vocabularies
+//   base model: d_model 512, 6+6 layers, 8 heads, d_ff 2048, 32000-token vocabularies (the paper's base size:
+//               44 M parameters in the layers, 49 M in the embeddings and the output layer)
+//   both the pytorch-tutorial family (sinusoidal positions, post-norm, final norms), random weights, fixed seeds
+//   BM_ForwardFullTrace/N       the demo model's whole traced pass (every intermediate kept) on N + N tokens
+//   BM_ForwardFullTraceBase/N   the same on the base model
+//   BM_DecodeStepKvCache/N      one incremental decoding step at position N-1 with a KV cache (logits only)
+//   BM_DecodeStepRecompute/N    the same token by recomputing the decoder on the whole prefix of N tokens
 //   BM_GreedyDecode20/kv|recompute  20 greedy tokens with and without the cache
+// The forward benchmarks report `peak`: the pass's floating-point operations per second as a fraction of this
+// core's FMA peak (bench/peak_flops.h) times the threads.
 //
-// With STEPFORMER_BENCH_MODEL=PATH set, the weights are also written there as a model file (pytorch-tutorial
-// names) for tools/bench_pytorch.py, so both sides time the same weights.
+// With STEPFORMER_BENCH_MODEL=PATH (and STEPFORMER_BENCH_MODEL_BASE=PATH) set, the weights are also written there
+// as model files (pytorch-tutorial names) for tools/bench_pytorch.py, so both sides time the same weights.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -18,21 +24,23 @@
 #include "decode/decoder.h"
 #include "decode/kv_cache.h"
 #include "model/model.h"
+#include "peak_flops.h"
 #include "transformer/forward.h"
+#include "util/parallel.h"
 
 namespace {
 
 using namespace sf;
 
-Config bench_config() {
+Config bench_config(bool base = false) {
   Config c;
-  c.d_model = 256;
+  c.d_model = base ? 512 : 256;
   c.n_heads = 8;
-  c.n_encoder_layers = 3;
-  c.n_decoder_layers = 3;
-  c.d_ff = 512;
-  c.src_vocab_size = 8000;
-  c.tgt_vocab_size = 8000;
+  c.n_encoder_layers = base ? 6 : 3;
+  c.n_decoder_layers = base ? 6 : 3;
+  c.d_ff = base ? 2048 : 512;
+  c.src_vocab_size = base ? 32000 : 8000;
+  c.tgt_vocab_size = base ? 32000 : 8000;
   c.max_positions = 512;
   c.encoder_final_norm = true;
   c.decoder_final_norm = true;
@@ -66,10 +74,10 @@ ModelWeights random_weights(const Config& c, uint32_t seed) {
 }
 
 struct BenchModel {
-  Config config = bench_config();
-  ModelWeights weights = random_weights(config, 2024);
-  BenchModel() {
-    if (const char* path = std::getenv("STEPFORMER_BENCH_MODEL")) {
+  Config config;
+  ModelWeights weights;
+  explicit BenchModel(bool base) : config(bench_config(base)), weights(random_weights(config, base ? 2025 : 2024)) {
+    if (const char* path = std::getenv(base ? "STEPFORMER_BENCH_MODEL_BASE" : "STEPFORMER_BENCH_MODEL")) {
       Model m;
       m.family = "pytorch-tutorial";
       m.config = config;
@@ -84,7 +92,12 @@ struct BenchModel {
 };
 
 const BenchModel& model() {
-  static const BenchModel m;
+  static const BenchModel m(false);
+  return m;
+}
+
+const BenchModel& base_model() {
+  static const BenchModel m(true);
   return m;
 }
 
@@ -96,19 +109,46 @@ std::vector<int> sentence(int n, bool with_bos) {
   return ids;
 }
 
-void BM_ForwardFullTrace(benchmark::State& state) {
-  const BenchModel& m = model();
+// Floating-point operations of the traced pass on n source and n target tokens (2 per multiply-add): the
+// linear layers, the attention products (Q K^T and P V) and the output layer.
+double forward_flops(const Config& c, int n) {
+  const double C = c.d_model, F = c.d_ff, N = n, V = c.tgt_vocab_size;
+  const double encoder = c.n_encoder_layers * (4 * N * C * C + 2 * N * N * C + 2 * N * C * F);
+  const double decoder = c.n_decoder_layers * (4 * N * C * C + 2 * N * N * C           // self-attention
+                                               + 4 * N * C * C + 2 * N * N * C         // cross: Q, O, K, V; products
+                                               + 2 * N * C * F);
+  return 2.0 * (encoder + decoder + N * C * V);
+}
+
+double peak_flops_per_second() {
+  static const double peak = sf::bench::measure_peak_gflops() * 1e9 * parallel_threads();
+  return peak;
+}
+
+void forward_trace(benchmark::State& state, const BenchModel& m) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<int> src = sentence(n, false), tgt = sentence(n, true);
   Trace t;  // reused, as the app does: no allocation after the first pass
+  const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     forward(m.config, m.weights, src, tgt, {}, t);
     benchmark::DoNotOptimize(t.probs.data());
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   state.counters["tokens"] = n;
+  state.counters["threads"] = parallel_threads();
+  if (peak_flops_per_second() > 0)  // the pass's FLOP/s over the peak of the threads it ran on (wall clock)
+    state.counters["peak"] =
+        forward_flops(m.config, n) * static_cast<double>(state.iterations()) / seconds / peak_flops_per_second();
 }
+
+void BM_ForwardFullTrace(benchmark::State& state) { forward_trace(state, model()); }
 BENCHMARK(BM_ForwardFullTrace)->Arg(20)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ForwardFullTraceBase(benchmark::State& state) { forward_trace(state, base_model()); }
+BENCHMARK(BM_ForwardFullTraceBase)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_DecodeStepKvCache(benchmark::State& state) {
   const BenchModel& m = model();
@@ -158,9 +198,10 @@ BENCHMARK(BM_GreedyDecode20)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 }  // namespace
 
 int main(int argc, char** argv) {
-  setenv("OMP_NUM_THREADS", "1", 1);
-  Eigen::setNbThreads(1);
+  setenv("OMP_NUM_THREADS", "1", 0);  // one thread unless asked (read when the pool starts)
   model();  // build (and export) the weights before timing
+  base_model();
+  peak_flops_per_second();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

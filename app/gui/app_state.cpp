@@ -229,7 +229,7 @@ bool AppState::rebuild(int steps) {
     Outcome out;
     out.model = m;
     auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,
-                                          encoder_from ? &encoder_from->encoded() : nullptr);
+                                          encoder_from ? encoder_from->encoder_pass() : nullptr);
     encoder_from.reset();
     GuidedRedecoder redecoder(*next);
     if (guided) {

@@ -18,20 +18,52 @@ void validate_decode_options(const DecodeOptions& options) {
 }
 
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+                 const Interventions& interventions, const DecodeOptions& options,
+                 std::shared_ptr<const Trace> previous_encoder)
+    : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
+  validate_decode_options(options);
+  max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  // reuse_encoder's rule, without its copy: the pass is shared.
+  validate_interventions(config, interventions);
+  check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), -1);
+  if (previous_encoder && previous_encoder->has_encoder() && previous_encoder->sequences == 1 &&
+      previous_encoder->src.ids == src_ids &&
+      static_cast<int>(previous_encoder->encoder.size()) == config.n_encoder_layers &&
+      plan_recompute(config, previous_encoder->interventions, interventions).encoder_from >= config.n_encoder_layers) {
+    encoder_ = std::move(previous_encoder);
+  } else {
+    auto fresh = std::make_shared<Trace>();
+    encode(config, weights, src_ids, interventions, *fresh);
+    encoder_ = std::move(fresh);
+  }
+  start(interventions);
+}
+
+Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   validate_decode_options(options);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
-  if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, encoded_))
-    encode(config, weights, src_ids, interventions, encoded_);
-  use_cache_ = options.use_kv_cache && kv_cache_exact(interventions);
-  tree_.push_back(BeamNode{config.bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
+  auto own = std::make_shared<Trace>();
+  if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, *own))
+    encode(config, weights, src_ids, interventions, *own);
+  encoder_ = std::move(own);
+  start(interventions);
+}
+
+void Decoder::start(const Interventions& interventions) {
+  encoded_.sequences = 1;
+  encoded_.interventions = interventions;
+  encoded_.src.ids = encoder_->src.ids;
+  encoded_.enc_out = encoder_->enc_out;
+  use_cache_ = options_.use_kv_cache && kv_cache_exact(interventions);
+  tree_.push_back(BeamNode{config_->bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
-  cross_ = std::make_shared<const CrossKeysValues>(cross_keys_values(config, weights, encoded_));
+  cross_ = std::make_shared<const CrossKeysValues>(cross_keys_values(*config_, *weights_, encoded_));
   // <bos> is fed on the first step (ensure_started), not here: a guided check of a whole guess reads its
   // prediction from its own pass (GuidedRedecoder::prefill).
   Hypothesis h;
-  h.cache = empty_kv_cache(config);
+  h.cache = empty_kv_cache(*config_);
   h.cache.cross = cross_;
   states_.push_back(std::move(h));
 }
@@ -107,8 +139,20 @@ bool Decoder::trace_kept() const {
   return finished_trace_ && finished_ && finished_trace_->tgt.ids == pass_input();
 }
 
+Trace Decoder::with_encoder(const Trace& decoder_half) const {
+  Trace t = *encoder_;  // the one copy of the encoder half: for the trace a caller keeps
+  t.interventions = decoder_half.interventions;
+  t.tgt = decoder_half.tgt;
+  t.decoder = decoder_half.decoder;
+  t.decoder_norm = decoder_half.decoder_norm;
+  t.dec_out = decoder_half.dec_out;
+  t.logits = decoder_half.logits;
+  t.probs = decoder_half.probs;
+  return t;
+}
+
 Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill) const {
-  Trace t = encoded_;  // the encoder half; decoder_pass fits the painted masks to the input's length
+  Trace t;  // the decoder half; decoder_pass fits the painted masks to the input's length
   DecoderPass pass;
   pass.rows = DecoderRows::one_sequence(input);
   if (output == OutputLayer::AllRows)
@@ -121,8 +165,7 @@ Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, Kv
 }
 
 Trace Decoder::trace() const {
-  if (trace_kept()) return *finished_trace_;
-  return traced_pass(pass_input(), OutputLayer::AllRows);
+  return with_encoder(trace_kept() ? *finished_trace_ : traced_pass(pass_input(), OutputLayer::AllRows));
 }
 
 bool Decoder::step() {

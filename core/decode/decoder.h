@@ -72,11 +72,15 @@ struct BeamNode {
 class Decoder {
  public:
   // Runs the encoder, or takes it from `previous_encoder` (an encoder pass of the same model, e.g. another
-  // decoder's encoded()) where its source is the same and the interventions change nothing before the decoder
-  // (reuse_encoder). Throws ErrorKind::Input for bad ids, interventions or options.
+  // decoder's encoder_pass()) where its source is the same and the interventions change nothing before the
+  // decoder (reuse_encoder): then it is shared, not copied. Throws ErrorKind::Input for bad ids, interventions or
+  // options.
   Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
           const Interventions& interventions = {}, const DecodeOptions& options = {},
-          const Trace* previous_encoder = nullptr);
+          std::shared_ptr<const Trace> previous_encoder = nullptr);
+  // The same, copying the encoder pass of `previous_encoder` where it can be reused.
+  Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
+          const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder);
 
   bool step();       // one token (beam: one token on every live hypothesis); false when already finished
   // Whether trace() returns a pass that decoding already ran (GuidedRedecoder's check of a guess that ran to the
@@ -94,7 +98,10 @@ class Decoder {
   std::vector<int> pass_input() const;
   // The full trace of pass_input() (the encoder half is reused, the decoder half recomputed).
   Trace trace() const;
-  const Trace& encoded() const { return encoded_; }
+  // The encoder pass (its trace's encoder half; its interventions may differ from this decoder's on the decoder
+  // side, where it was shared), for another decoder of the same source to share.
+  const Trace& encoded() const { return *encoder_; }
+  const std::shared_ptr<const Trace>& encoder_pass() const { return encoder_; }
 
   // Greedy / sample: the distribution the last token was drawn from (1, Vt) (greedy: the softmax); empty before
   // the first step and for beam search.
@@ -124,13 +131,16 @@ class Decoder {
     bool finished = false;
   };
 
+  void start(const Interventions& interventions);  // the rest of construction, once the encoder pass is there
   Hypothesis start_hypothesis() const;
   void feed(Hypothesis& h, int token) const;
   Hypothesis rebuild(int node) const;
   void step_single();
   // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it;
-  // its output layer on every row (OutputLayer::AllRows) or none yet. `fill`: an empty cache it fills.
+  // its output layer on every row (OutputLayer::AllRows) or none yet. `fill`: an empty cache it fills. The
+  // trace holds the decoder half only (with_encoder completes it).
   Trace traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill = nullptr) const;
+  Trace with_encoder(const Trace& decoder_half) const;
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
   void push_history();                             // what step_back restores, before a step
   bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
@@ -143,7 +153,8 @@ class Decoder {
   const Config* config_;
   const ModelWeights* weights_;
   DecodeOptions options_;
-  Trace encoded_;
+  std::shared_ptr<const Trace> encoder_;  // the encoder pass, whole (shared with decoders of the same source)
+  Trace encoded_;  // what the decoder passes read of it: this decoder's interventions, src ids, enc.out
   bool use_cache_ = true;
   int max_length_ = 0;
   Rng rng_;
