@@ -1,11 +1,10 @@
 // y = x W^T for a few rows of x (one sentence), without packing W.
 //
 // Eigen's GEMM copies ("packs") both operands into its own panel layout on every call. For a sentence of 20
-// tokens the weight matrix is the big operand and is packed anew by every linear layer: in perf that copy was
-// 40% of the traced forward pass, as much as the arithmetic. Here each output is a dot product of a row of x and
-// a row of W (both contiguous in their row-major layout), computed 4 x 4 at a time in 16-lane registers and
-// summed across lanes at the end; W is read once, straight from where it lies. For one row (a decoding step) the
-// time is that of reading W from memory (the output projection alone is 6 MB for the shipped model), so the
+// tokens the weight matrix is the big operand and is packed anew by every linear layer, a copy as costly as the
+// arithmetic. Here each output is a dot product of a row of x and a row of W (both contiguous in their row-major
+// layout), computed 4 x 4 at a time in 16-lane registers and summed across lanes at the end; W is read once,
+// straight from where it lies. For one row (a decoding step) the time is that of reading W from memory, so the
 // blocks of W are shared out between threads (util/parallel.h), each writing its own columns of y: two cores
 // pull W through two memory paths.
 #pragma once

@@ -45,10 +45,10 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
 bool reuse_encoder(const Config& config, const Trace& previous, const std::vector<int>& src_ids,
                    const Interventions& interventions, Trace& trace);
 
-// What decode_pass computes of the output layer (dec_out (T, C) -> logits, probs (T, Vt), 1.5 M multiply-adds a
-// row for the shipped model's 5,921 words): every row, or none yet, for a caller that checks guessed tokens
-// row by row and stops at the first wrong one (Decoder::check_in_full_pass): it reads rows with output_rows and
-// completes the trace with complete_output only for a pass it keeps.
+// What decode_pass computes of the output layer (dec_out (T, C) -> logits, probs (T, Vt): C * Vt multiply-adds a
+// row, most of a row's cost for a large vocabulary): every row, or none yet, for a caller that checks guessed
+// tokens row by row and stops at the first wrong one (GuidedRedecoder::verify): it reads rows with output_rows
+// and completes the trace with complete_output only for a pass it keeps.
 enum class OutputLayer { AllRows, Deferred };
 
 // The decoder half on the encoder half already in `trace` (with trace.interventions): fills tgt .. probs

@@ -1,8 +1,8 @@
-// A small pool of worker threads for the short parallel loops of inference (the rows of W in a decoding step's
-// linear layers). OpenMP would do the sharing, but libgomp's idle workers spin for milliseconds after every
-// loop: in the app that is a core taken from the renderer (Mesa's llvmpipe draws on the CPU where there is no
-// GPU) in the frame that follows a recompute. Here idle workers spin for at most 100 us between loops (a
-// decoding pass issues one every few microseconds) and then sleep.
+// The one pool of worker threads of the core, for inference and training alike: the short loops of a decoding
+// step (the rows of W in its linear layers), the blocks of the large products of a batch, attention per
+// sentence, dropout masks, the optimiser. Idle workers spin briefly between loops (a decoding pass issues one
+// every few microseconds) and then sleep, so an idle pool takes no core from the app's renderer (Mesa's
+// llvmpipe draws on the CPU where there is no GPU); the README's Speed section has the figures.
 //
 //   parallel_for(n, grain, [&](int begin, int end) { ... });   // [0, n) in chunks of `grain`
 //
