@@ -6,6 +6,8 @@
 //   both the pytorch-tutorial family (sinusoidal positions, post-norm, final norms), random weights, fixed seeds
 //   BM_ForwardFullTrace/N       the demo model's whole traced pass (every intermediate kept) on N + N tokens
 //   BM_ForwardFullTraceBase/N   the same on the base model
+//   BM_ForwardLogits[Base]/N    what PyTorch's forward computes (the logits and their softmax), keeping only what
+//                               the next layer reads (Record::Output): the comparison with tools/bench_pytorch.py
 //   BM_DecodeStepKvCache/N      one incremental decoding step at position N-1 with a KV cache (logits only)
 //   BM_DecodeStepRecompute/N    the same token by recomputing the decoder on the whole prefix of N tokens
 //   BM_GreedyDecode20/kv|recompute  20 greedy tokens with and without the cache
@@ -26,6 +28,7 @@
 #include "model/model.h"
 #include "peak_flops.h"
 #include "transformer/forward.h"
+#include "transformer/passes.h"
 #include "util/parallel.h"
 
 namespace {
@@ -125,14 +128,29 @@ double peak_flops_per_second() {
   return peak;
 }
 
-void forward_trace(benchmark::State& state, const BenchModel& m) {
+// The traced pass (every intermediate kept, as the app shows it) or, traced false, what PyTorch's forward
+// computes: the logits and their softmax, keeping only what the next layer reads (Record::Output).
+void forward_pass(benchmark::State& state, const BenchModel& m, bool traced) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<int> src = sentence(n, false), tgt = sentence(n, true);
   Trace t;  // reused, as the app does: no allocation after the first pass
+  std::vector<int> all_rows(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) all_rows[static_cast<size_t>(i)] = i;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    forward(m.config, m.weights, src, tgt, {}, t);
-    benchmark::DoNotOptimize(t.probs.data());
+    if (traced) {
+      forward(m.config, m.weights, src, tgt, {}, t);
+      benchmark::DoNotOptimize(t.probs.data());
+    } else {
+      t.src.ids = src;
+      encoder_pass(m.config, m.weights, 1, -1, Record::Output, nullptr, t);
+      DecoderPass pass;
+      pass.rows = DecoderRows::one_sequence(tgt);
+      pass.output_rows = all_rows;
+      Mat probs;
+      masked_softmax(decoder_pass(m.config, m.weights, t, nullptr, pass), Mat(), probs);
+      benchmark::DoNotOptimize(probs.data());
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   state.counters["tokens"] = n;
@@ -142,12 +160,20 @@ void forward_trace(benchmark::State& state, const BenchModel& m) {
         forward_flops(m.config, n) * static_cast<double>(state.iterations()) / seconds / peak_flops_per_second();
 }
 
-void BM_ForwardFullTrace(benchmark::State& state) { forward_trace(state, model()); }
+void BM_ForwardFullTrace(benchmark::State& state) { forward_pass(state, model(), true); }
 BENCHMARK(BM_ForwardFullTrace)->Arg(20)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_ForwardFullTraceBase(benchmark::State& state) { forward_trace(state, base_model()); }
+void BM_ForwardFullTraceBase(benchmark::State& state) { forward_pass(state, base_model(), true); }
 BENCHMARK(BM_ForwardFullTraceBase)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ForwardLogits(benchmark::State& state) { forward_pass(state, model(), false); }
+BENCHMARK(BM_ForwardLogits)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ForwardLogitsBase(benchmark::State& state) { forward_pass(state, base_model(), false); }
+BENCHMARK(BM_ForwardLogitsBase)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_DecodeStepKvCache(benchmark::State& state) {

@@ -1,5 +1,6 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -46,17 +47,85 @@ void check_heads(std::span<const Mat> per_head, int n_heads, bool shared_allowed
 
 }  // namespace
 
+Mat AttentionMask::matrix(int head, Eigen::Index tq, Eigen::Index tk) const {
+  if (const Mat* p = painted_for(head)) return *p;
+  Mat m = Mat::Zero(tq, tk);
+  for (Eigen::Index j = 0; j < tk && !key_blocked.empty(); ++j)
+    if (key_blocked[static_cast<size_t>(j)]) m.col(j).setOnes();
+  if (causal)
+    for (Eigen::Index i = 0; i < tq; ++i) {
+      const Eigen::Index after = query_positions[static_cast<size_t>(i)] + 1;
+      if (after < tk) m.row(i).tail(tk - after).setOnes();
+    }
+  return m;
+}
+
+AttentionMask AttentionMask::rows(const std::vector<int>& kept) const {
+  AttentionMask out;
+  out.key_blocked = key_blocked;
+  out.causal = causal;
+  for (int r : kept) out.query_positions.push_back(query_positions.empty() ? r : query_positions[static_cast<size_t>(r)]);
+  for (const Mat& p : painted) {
+    Mat rows_of(p.size() > 0 ? static_cast<Eigen::Index>(kept.size()) : 0, p.cols());
+    for (size_t i = 0; i < kept.size() && p.size() > 0; ++i) rows_of.row(static_cast<Eigen::Index>(i)) = p.row(kept[i]);
+    out.painted.push_back(std::move(rows_of));
+  }
+  return out;
+}
+
+namespace {
+
+// probs = softmax over the row's allowed cells of scores (Tq, Tk) (blocked ones 0; a row with none allowed all 0):
+// the cells up to `end` (a causal row's prefix), minus padding keys or the cells a painted row blocks.
+void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* painted, Mat& probs) {
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  const Eigen::Index tq = scores.rows(), tk = scores.cols();
+  probs.resize(tq, tk);
+  for (Eigen::Index i = 0; i < tq; ++i) {
+    Eigen::Index end = tk;
+    if (!painted && mask.causal) end = std::min<Eigen::Index>(tk, mask.query_positions[static_cast<size_t>(i)] + 1);
+    auto row = probs.row(i);
+    row.head(end) = scores.row(i).head(end);
+    if (painted) {
+      for (Eigen::Index j = 0; j < end; ++j)
+        if ((*painted)(i, j) > 0.5f) row(j) = neg_inf;
+    } else if (!mask.key_blocked.empty()) {
+      for (Eigen::Index j = 0; j < end; ++j)
+        if (mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
+    }
+    if (end < tk) row.tail(tk - end).setZero();
+    if (end == 0) continue;
+    auto allowed = row.head(end);
+    const float max = allowed.maxCoeff();
+    if (max == neg_inf) {  // every cell blocked: attend to nothing (see the top of attention.h)
+      allowed.setZero();
+      continue;
+    }
+    allowed.array() = (allowed.array() - max).exp();
+    allowed /= allowed.sum();
+  }
+}
+
+}  // namespace
+
 void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
-            std::span<const Mat> masks, const std::vector<bool>& heads_on, std::span<const Mat> keep,
+            const AttentionMask& mask, const std::vector<bool>& heads_on, std::span<const Mat> keep,
             MatRef heads_out, const AttendRecord& record) {
   const Eigen::Index tq = q.rows(), tk = k.rows(), c = q.cols(), d = c / n_heads;
   if (k.cols() != c || v.cols() != c || v.rows() != tk || heads_out.rows() != tq || heads_out.cols() != c)
     fail(ErrorKind::Shape, "attend",
          "q " + shape_string({tq, c}) + ", k " + shape_string({tk, k.cols()}) + ", v " +
              shape_string({v.rows(), v.cols()}) + ", out " + shape_string({heads_out.rows(), heads_out.cols()}));
-  check_heads(masks, n_heads, true, "masks");
+  if ((!mask.key_blocked.empty() && static_cast<Eigen::Index>(mask.key_blocked.size()) != tk) ||
+      (mask.causal && static_cast<Eigen::Index>(mask.query_positions.size()) != tq) ||
+      (!mask.painted.empty() && mask.painted.size() != static_cast<size_t>(n_heads)))
+    fail(ErrorKind::Shape, "attend", "the mask does not match the attention " + shape_string({tq, tk}));
+  for (int h = 0; h < n_heads; ++h)
+    if (const Mat* p = mask.painted_for(h); p && (p->rows() != tq || p->cols() != tk))
+      fail(ErrorKind::Shape, "attend", "the painted mask of head " + std::to_string(h) + " is " +
+                                           shape_string({p->rows(), p->cols()}) + ", the attention " +
+                                           shape_string({tq, tk}));
   check_heads(keep, n_heads, false, "dropout");
-  static const Mat no_mask;
   thread_local Mat scores_scratch, probs_scratch, dropped;
   for (int h = 0; h < n_heads; ++h) {
     const size_t hs = static_cast<size_t>(h);
@@ -64,7 +133,7 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     Mat& probs = record.probs.empty() ? probs_scratch : record.probs[hs];
     scores.resize(tq, tk);
     scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
-    masked_softmax(scores, masks.empty() ? no_mask : masks[masks.size() == 1 ? 0 : hs], probs);
+    softmax_allowed(scores, mask, mask.painted_for(h), probs);
     auto out = heads_out.middleCols(h * d, d);  // (Tq, D)
     if (!heads_on.empty() && !heads_on[hs]) {
       out.setZero();

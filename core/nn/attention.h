@@ -43,6 +43,24 @@ void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs);
 // x (N, C) -> H matrices (N, D): columns h*D .. h*D+D-1.
 void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads);
 
+// Which cells of one attention (Tq, Tk) are blocked, without a matrix per head: a key that is padding, a key after
+// its query (causal), or, for a head with a painted mask, exactly what it paints (it replaces the rest).
+struct AttentionMask {
+  std::vector<uint8_t> key_blocked;  // (Tk) 1 = a padding key; empty: none
+  bool causal = false;               // key j blocked for query row i when j > query_positions[i]
+  std::vector<int> query_positions;  // (Tq) each query row's position (used when causal)
+  std::vector<Mat> painted;          // empty, or H matrices (Tq, Tk) 1 = blocked (an empty one: that head has none)
+
+  bool blocks_nothing() const { return key_blocked.empty() && !causal && painted.empty(); }
+  const Mat* painted_for(int head) const {
+    return painted.empty() || painted[static_cast<size_t>(head)].size() == 0 ? nullptr : &painted[static_cast<size_t>(head)];
+  }
+  // The mask of `head` as a matrix (Tq, Tk), 1 = blocked: what the app's trace records.
+  Mat matrix(int head, Eigen::Index tq, Eigen::Index tk) const;
+  // The same rows `rows` of the queries only (a pass that queries some rows of a sequence).
+  AttentionMask rows(const std::vector<int>& rows) const;
+};
+
 // What attend() keeps besides its output, per head (each span empty: not kept, else H matrices).
 struct AttendRecord {
   std::span<Mat> scores;    // (Tq, Tk) before the mask
@@ -51,13 +69,14 @@ struct AttendRecord {
 };
 
 // The attention of one sequence, every head:
-//   masks:    blocked cells (1 / 0) (Tq, Tk): none (nothing blocked), one for every head, or H (one per head)
+//   mask:     the blocked cells (AttentionMask)
 //   heads_on: H flags, or empty for all on; a head that is off gives zeros (its scores and probs are still
 //             computed and recorded: the app shows what the head would have done)
 //   keep:     dropout scales (Tq, Tk) per head (training), or empty
-// heads_out (Tq, C) is written.
+// heads_out (Tq, C) is written. The softmax runs over the allowed cells of each row only (a causal row's
+// prefix), blocked cells get probability 0.
 void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
-            std::span<const Mat> masks, const std::vector<bool>& heads_on, std::span<const Mat> keep,
+            const AttentionMask& mask, const std::vector<bool>& heads_on, std::span<const Mat> keep,
             MatRef heads_out, const AttendRecord& record = {});
 
 // The adjoint of attend() for one sequence, from its recorded probs (and keep):

@@ -310,19 +310,19 @@ void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logit
 
 // [SECTION] masks
 
-std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal) {
+AttentionMask build_mask(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
+                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal) {
   const Eigen::Index tk = static_cast<Eigen::Index>(key_ids.size());
-  Mat base = Mat::Zero(tq, tk);  // (Tq, Tk) 1 = blocked
+  AttentionMask mask;
   if (iv.padding_mask)
     for (Eigen::Index j = 0; j < tk; ++j)
-      if (key_ids[static_cast<size_t>(j)] == config.pad_id) base.col(j).setOnes();
-  if (causal)  // query row i is position first_query + i: keys after it are blocked
-    for (Eigen::Index i = 0; i < tq; ++i) {
-      const Eigen::Index after = first_query + i + 1;
-      if (after < tk) base.row(i).tail(tk - after).setOnes();
-    }
-  std::vector<Mat> masks;
+      if (key_ids[static_cast<size_t>(j)] == config.pad_id) {
+        if (mask.key_blocked.empty()) mask.key_blocked.assign(static_cast<size_t>(tk), 0);
+        mask.key_blocked[static_cast<size_t>(j)] = 1;
+      }
+  mask.causal = causal;
+  if (causal)  // query row i is position first_query + i
+    for (Eigen::Index i = 0; i < tq; ++i) mask.query_positions.push_back(static_cast<int>(first_query + i));
   for (int h = 0; h < config.n_heads; ++h) {
     const CustomMask* custom = iv.custom_mask(kind, layer, h);
     if (!custom) continue;
@@ -331,11 +331,10 @@ std::vector<Mat> build_masks(const Config& config, const Interventions& iv, Atte
            std::string("custom mask for ") + to_string(kind) + "." + std::to_string(layer) + "." + std::to_string(h) +
                " is " + shape_string({custom->blocked.rows(), custom->blocked.cols()}) + ", the pass needs " +
                shape_string({first_query + tq, tk}));
-    if (masks.empty()) masks.assign(static_cast<size_t>(config.n_heads), base);
-    masks[static_cast<size_t>(h)] = custom->blocked.bottomRows(tq);
+    if (mask.painted.empty()) mask.painted.resize(static_cast<size_t>(config.n_heads));
+    mask.painted[static_cast<size_t>(h)] = custom->blocked.bottomRows(tq);
   }
-  if (masks.empty()) masks.push_back(std::move(base));  // one mask for every head
-  return masks;
+  return mask;
 }
 
 std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer) {

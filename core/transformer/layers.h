@@ -110,12 +110,12 @@ void final_norm_forward(const Config& config, bool present, const LayerNormWeigh
 void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logits);
 
 // [SECTION] masks
-// The masks of one attention block for queries at positions first_query .. first_query + tq - 1 over the keys
+// The mask of one attention block for queries at positions first_query .. first_query + tq - 1 over the keys
 // key_ids (Tk), with the interventions of a pass over positions 0 .. first_query + tq - 1: the computed mask
-// (padding of the keys; causal: key j > query position blocked), one matrix for every head, or H matrices
-// where a head has a custom mask (whose rows first_query.. are taken: it must be (first_query + tq, Tk)).
-std::vector<Mat> build_masks(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                             Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
+// (padding of the keys; causal: key j > query position blocked), replaced for a head with a custom mask by its
+// rows first_query.. (it must be (first_query + tq, Tk)). ErrorKind::Input for a custom mask of another size.
+AttentionMask build_mask(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
+                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
 // The head_on flags of one attention block.
 std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
 // Scores scale of the model's attention: 1 / sqrt(D).

@@ -54,13 +54,13 @@ namespace {
 // [SECTION] attention over the sequences of a pass
 
 // One sequence's part of an attention sublayer: its rows of the sublayer's queries, its keys and values (rows
-// of larger matrices: the pass's own rows, a KV cache, the encoder's), and its masks (build_masks).
+// of larger matrices: the pass's own rows, a KV cache, the encoder's), and its mask (build_mask).
 struct SequenceAttention {
   Eigen::Index q_begin = 0, q_rows = 0;
   const Mat* keys = nullptr;
   const Mat* values = nullptr;
   Eigen::Index k_begin = 0, k_rows = 0;
-  std::vector<Mat> masks;
+  AttentionMask mask;
 };
 
 // queries = x_q W_q^T + b; per sequence attend(); attn_out = heads_out W_o^T + b.
@@ -90,7 +90,7 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
                            keep_probs ? std::span<Mat>(t.probs).subspan(s * H, H) : none,
                            trace ? std::span<Mat>(t.head_out).subspan(s * H, H) : none};
     attend(t.queries.middleRows(a.q_begin, a.q_rows), a.keys->middleRows(a.k_begin, a.k_rows),
-           a.values->middleRows(a.k_begin, a.k_rows), H, scale, a.masks, on,
+           a.values->middleRows(a.k_begin, a.k_rows), H, scale, a.mask, on,
            t.keep.empty() ? std::span<const Mat>() : std::span<const Mat>(t.keep).subspan(s * H, H),
            t.heads_out.middleRows(a.q_begin, a.q_rows), rec);
   };
@@ -111,7 +111,7 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
       t.q[s * H + h] = t.queries.block(a.q_begin, h * D, a.q_rows, D);
       t.k[s * H + h] = a.keys->block(a.k_begin, h * D, a.k_rows, D);
       t.v[s * H + h] = a.values->block(a.k_begin, h * D, a.k_rows, D);
-      t.mask[s * H + h] = a.masks[a.masks.size() == 1 ? 0 : static_cast<size_t>(h)];
+      t.mask[s * H + h] = a.mask.matrix(h, a.q_rows, a.k_rows);
     }
   }
 }
@@ -154,12 +154,6 @@ Mat select_rows(const Mat& m, const std::vector<int>& rows) {
   return out;
 }
 
-// Rows `rows` of each mask (the query rows a pass keeps of a sequence).
-std::vector<Mat> mask_rows(std::vector<Mat> masks, const std::vector<int>& rows) {
-  for (Mat& m : masks) m = select_rows(m, rows);
-  return masks;
-}
-
 void append_rows(Mat& cache, int length, const ConstMatRef& rows) {
   const Eigen::Index need = length + rows.rows();
   if (cache.rows() < need) cache.conservativeResize(std::max<Eigen::Index>({need, 2 * cache.rows(), 16}), rows.cols());
@@ -172,7 +166,7 @@ std::vector<SequenceAttention> uniform_layout(int sequences, Eigen::Index tq, Ei
                                               const Mat& values) {
   std::vector<SequenceAttention> seqs(static_cast<size_t>(sequences));
   for (int b = 0; b < sequences; ++b)
-    seqs[static_cast<size_t>(b)] = {b * tq, tq, &keys, &values, b * tk, tk, {}};
+    seqs[static_cast<size_t>(b)] = {b * tq, tq, &keys, &values, b * tk, tk, AttentionMask{}};
   return seqs;
 }
 
@@ -207,8 +201,8 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
     AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& t) {
       std::vector<SequenceAttention> seqs = uniform_layout(sequences, S, S, t.keys, t.values);
       for (int b = 0; b < sequences; ++b)
-        seqs[static_cast<size_t>(b)].masks =
-            build_masks(config, iv, AttentionKind::Encoder, l, 0, S, ids_of(trace.src.ids, b * S, S), false);
+        seqs[static_cast<size_t>(b)].mask =
+            build_mask(config, iv, AttentionKind::Encoder, l, 0, S, ids_of(trace.src.ids, b * S, S), false);
       attention_sublayer(config, w.self_attn, x_q, seqs, on, record, dropout, t);
     };
     encoder_layer_forward(config, w, x, self_attn, dropout, trace.encoder[static_cast<size_t>(l)]);
@@ -352,7 +346,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       }
       j.q_begin = std::lower_bound(pass.output_rows.begin(), pass.output_rows.end(), q.begin) - pass.output_rows.begin();
       j.q_rows = static_cast<Eigen::Index>(q.query_rows.size());
-      j.masks = mask_rows(std::move(j.masks), q.query_rows);
+      j.mask = j.mask.rows(q.query_rows);
     };
     AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
       std::vector<SequenceAttention> jobs(seqs.size());
@@ -372,8 +366,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
           j.k_begin = q.begin;
           j.k_rows = q.count;
         }
-        j.masks = build_masks(config, q.fitted, AttentionKind::Decoder, l, q.first_position, q.count, q.self_key_ids,
-                              q.fitted.causal_mask);
+        j.mask = build_mask(config, q.fitted, AttentionKind::Decoder, l, q.first_position, q.count, q.self_key_ids,
+                            q.fitted.causal_mask);
         set_queries(q, j);
       }
       attention_sublayer(config, w.self_attn, x_q, jobs, self_on, pass.record, pass.dropout, a);
@@ -394,8 +388,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
         j.values = &a.values;
         j.k_begin = q.source * S;
         j.k_rows = S;
-        j.masks = build_masks(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
-                              ids_of(encoded.src.ids, q.source * S, S), false);
+        j.mask = build_mask(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
+                            ids_of(encoded.src.ids, q.source * S, S), false);
         set_queries(q, j);
       }
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
