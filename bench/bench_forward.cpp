@@ -29,6 +29,7 @@
 #include "peak_flops.h"
 #include "transformer/forward.h"
 #include "transformer/passes.h"
+#include "util/memory.h"
 #include "util/parallel.h"
 
 namespace {
@@ -225,6 +226,7 @@ BENCHMARK(BM_GreedyDecode20)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   setenv("OMP_NUM_THREADS", "1", 0);  // one thread unless asked (read when the pool starts)
+  keep_freed_memory();  // as the app and the CLI (util/memory.h)
   model();  // build (and export) the weights before timing
   base_model();
   peak_flops_per_second();

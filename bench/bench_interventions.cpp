@@ -16,6 +16,8 @@
 // The model file: STEPFORMER_BENCH_MODEL or assets/models/de-en.safetensors.
 #include <benchmark/benchmark.h>
 
+#include "util/memory.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -166,4 +168,11 @@ BENCHMARK(BM_Step)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  sf::keep_freed_memory();  // as the app and the CLI (util/memory.h)
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

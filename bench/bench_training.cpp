@@ -5,6 +5,8 @@
 //   bench_training [--benchmark_filter=...]      threads: OMP_NUM_THREADS (default: all cores)
 #include <benchmark/benchmark.h>
 
+#include "util/memory.h"
+
 #include "util/parallel.h"
 
 #include <random>
@@ -73,4 +75,11 @@ BENCHMARK(BM_TrainingStep)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillis
 }  // namespace
 }  // namespace sf
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  sf::keep_freed_memory();  // as the app and the CLI (util/memory.h)
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -8,6 +8,7 @@
 #include "io/user_files.h"
 #include "util/error.h"
 #include "util/printable.h"
+#include "util/memory.h"
 
 namespace sf::cli {
 
@@ -40,6 +41,7 @@ static void print_help() {
 }
 
 int main(int argc, char** argv) {
+  sf::keep_freed_memory();  // large buffers of a pass stay in the heap (util/memory.h)
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     print_help();
     return argc < 2 ? 2 : 0;

@@ -17,6 +17,7 @@
 #include "gui/view.h"
 #include "gui/window.h"
 #include "io/user_files.h"
+#include "util/memory.h"
 #include "util/printable.h"
 
 namespace {
@@ -70,6 +71,7 @@ void print_error(const std::string& text) { std::fprintf(stderr, "stepformer: %s
 }  // namespace
 
 int main(int argc, char** argv) {
+  sf::keep_freed_memory();  // large buffers of a pass stay in the heap (util/memory.h)
   sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
   sf::remove_temporary_files_on_signal();  // Ctrl-C or a kill during a write leaves no temporary file behind
