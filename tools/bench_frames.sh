@@ -4,7 +4,8 @@
 # (16.7 ms at 60 Hz). Runs the app under a virtual display (xvfb-run, Mesa's software OpenGL), once per stage
 # named, and prints for each stage the frames that recomputed, then the median of the others (redraw only).
 #   tools/bench_frames.sh [STAGE...]      (default: decoder-attention interventions all-heads)
-# Environment: BUILD_DIR (default build), REPEAT (runs per stage, default 3).
+# Environment: BUILD_DIR (default build), REPEAT (runs per stage, default 3), SCRIPT (default
+# bench/frames/interventions.script; bench/frames/interventions_long.script: the same on a 237-token sentence).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$repo/build}
@@ -17,7 +18,7 @@ trap 'rm -f "$log"' EXIT
 for stage in "${stages[@]}"; do
   for run in $(seq "${REPEAT:-3}"); do
     xvfb-run -a -s "-screen 0 1280x800x24" "$app" --no-settings --stage "$stage" --frame-log "$log" \
-      --script "$repo/bench/frames/interventions.script" >/dev/null
+      --script "${SCRIPT:-$repo/bench/frames/interventions.script}" >/dev/null
     echo "== stage $stage, run $run: frames that recomputed: frame ms = build (recompute included) + draw"
     awk '!/^#/ && $5 != "-" && NR > 12 {
            printf "  %5.1f ms = %5.1f + %4.1f  (recompute %5.1f)  ", $2, $3, $4, $5; $1 = $2 = $3 = $4 = $5 = ""

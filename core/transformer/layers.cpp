@@ -232,63 +232,56 @@ void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, c
   }
 }
 
+namespace {
+
+// The backward of one block around a sublayer f (its input is the block's input x in post-norm, LN(x) in pre):
+//   post-norm: out = LN(r),  r = x + drop(f(x))      dr = LN'(dout);  dx = dr + f'(dr * keep)
+//   pre-norm:  out = x + drop(f(LN(x)))              dx = dout + LN'(f'(dout * keep))
+// f_backward(f_input, d_f, d_f_input) accumulates f's weight gradients and writes dL/d(f's input).
+template <typename F>
+Mat block_backward(const Config& config, const Mat& x, const Mat& residual, const LayerNormTrace& norm,
+                   const LayerNormWeights& norm_weights, LayerNormWeights& norm_grads, const Mat& keep,
+                   const F& f_backward, const Mat& d_out) {
+  Mat d_f_input, dx;
+  if (config.norm_placement == NormPlacement::Post) {
+    add_layer_norm_backward(residual, norm, norm_weights, d_out, norm_grads, dx);  // dL/dr
+    f_backward(x, through_dropout(dx, keep), d_f_input);
+    dx += d_f_input;
+  } else {
+    f_backward(norm.out, through_dropout(d_out, keep), d_f_input);
+    dx = d_out;
+    add_layer_norm_backward(x, norm, norm_weights, d_f_input, norm_grads, dx);
+  }
+  return dx;
+}
+
+}  // namespace
+
+// A layer's blocks backwards, last first. Post-norm block k reads the previous block's norm output and keeps
+// (residual_k, norm_k); pre-norm block k reads the previous residual and normalises it in norm_k.
 void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
                             const EncoderLayerTrace& t, const AttentionBackwardFn& self_attn, Mat d_out,
                             EncoderLayerWeights& g, Mat& dx) {
-  Mat d_residual1, d_sublayer_in;
-  if (config.norm_placement == NormPlacement::Post) {
-    //   out = LN2(r2),  r2 = h + drop(FFN(h)),  h = LN1(r1),  r1 = x + drop(Attn(x))
-    Mat d_residual2;
-    add_layer_norm_backward(t.residual2, t.norm2, w.ffn_norm, d_out, g.ffn_norm, d_residual2);
-    feed_forward_backward(config, t.norm1.out, w.ffn, t.ffn, through_dropout(d_residual2, t.ffn_keep), g.ffn,
-                          d_sublayer_in);
-    Mat d_h = d_residual2 + d_sublayer_in;
-    add_layer_norm_backward(t.residual1, t.norm1, w.self_attn_norm, d_h, g.self_attn_norm, d_residual1);
-    self_attn(x, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
-    dx = d_residual1 + d_sublayer_in;
-  } else {
-    //   out = r2 = r1 + drop(FFN(LN2(r1))),  r1 = x + drop(Attn(LN1(x)))
-    feed_forward_backward(config, t.norm2.out, w.ffn, t.ffn, through_dropout(d_out, t.ffn_keep), g.ffn, d_sublayer_in);
-    d_residual1 = d_out;
-    add_layer_norm_backward(t.residual1, t.norm2, w.ffn_norm, d_sublayer_in, g.ffn_norm, d_residual1);
-    self_attn(t.norm1.out, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
-    dx = d_residual1;
-    add_layer_norm_backward(x, t.norm1, w.self_attn_norm, d_sublayer_in, g.self_attn_norm, dx);
-  }
+  const bool post = config.norm_placement == NormPlacement::Post;
+  auto ffn = [&](const Mat& in, const Mat& d, Mat& d_in) { feed_forward_backward(config, in, w.ffn, t.ffn, d, g.ffn, d_in); };
+  auto attn = [&](const Mat& in, const Mat& d, Mat& d_in) { self_attn(in, t.self_attn, d, g.self_attn, d_in); };
+  Mat d = block_backward(config, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.ffn_norm,
+                         g.ffn_norm, t.ffn_keep, ffn, d_out);
+  dx = block_backward(config, x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, attn, d);
 }
 
 void decoder_layer_backward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
                             const DecoderLayerTrace& t, const AttentionBackwardFn& self_attn,
                             const AttentionBackwardFn& cross_attn, Mat d_out, DecoderLayerWeights& g, Mat& dx) {
-  Mat d_sublayer_in;
-  if (config.norm_placement == NormPlacement::Post) {
-    //   out = LN3(r3), r3 = h2 + drop(FFN(h2)), h2 = LN2(r2), r2 = h1 + drop(Cross(h1)), h1 = LN1(r1),
-    //   r1 = x + drop(Self(x))
-    Mat d_residual3, d_residual2, d_residual1;
-    add_layer_norm_backward(t.residual3, t.norm3, w.ffn_norm, d_out, g.ffn_norm, d_residual3);
-    feed_forward_backward(config, t.norm2.out, w.ffn, t.ffn, through_dropout(d_residual3, t.ffn_keep), g.ffn,
-                          d_sublayer_in);
-    Mat d_h2 = d_residual3 + d_sublayer_in;
-    add_layer_norm_backward(t.residual2, t.norm2, w.cross_attn_norm, d_h2, g.cross_attn_norm, d_residual2);
-    cross_attn(t.norm1.out, t.cross_attn, through_dropout(d_residual2, t.cross_attn_keep), g.cross_attn,
-               d_sublayer_in);
-    Mat d_h1 = d_residual2 + d_sublayer_in;
-    add_layer_norm_backward(t.residual1, t.norm1, w.self_attn_norm, d_h1, g.self_attn_norm, d_residual1);
-    self_attn(x, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
-    dx = d_residual1 + d_sublayer_in;
-  } else {
-    //   out = r3 = r2 + drop(FFN(LN3(r2))), r2 = r1 + drop(Cross(LN2(r1))), r1 = x + drop(Self(LN1(x)))
-    feed_forward_backward(config, t.norm3.out, w.ffn, t.ffn, through_dropout(d_out, t.ffn_keep), g.ffn, d_sublayer_in);
-    Mat d_residual2 = d_out;
-    add_layer_norm_backward(t.residual2, t.norm3, w.ffn_norm, d_sublayer_in, g.ffn_norm, d_residual2);
-    cross_attn(t.norm2.out, t.cross_attn, through_dropout(d_residual2, t.cross_attn_keep), g.cross_attn,
-               d_sublayer_in);
-    Mat d_residual1 = d_residual2;
-    add_layer_norm_backward(t.residual1, t.norm2, w.cross_attn_norm, d_sublayer_in, g.cross_attn_norm, d_residual1);
-    self_attn(t.norm1.out, t.self_attn, through_dropout(d_residual1, t.self_attn_keep), g.self_attn, d_sublayer_in);
-    dx = d_residual1;
-    add_layer_norm_backward(x, t.norm1, w.self_attn_norm, d_sublayer_in, g.self_attn_norm, dx);
-  }
+  const bool post = config.norm_placement == NormPlacement::Post;
+  auto ffn = [&](const Mat& in, const Mat& d, Mat& d_in) { feed_forward_backward(config, in, w.ffn, t.ffn, d, g.ffn, d_in); };
+  auto cross = [&](const Mat& in, const Mat& d, Mat& d_in) { cross_attn(in, t.cross_attn, d, g.cross_attn, d_in); };
+  auto self = [&](const Mat& in, const Mat& d, Mat& d_in) { self_attn(in, t.self_attn, d, g.self_attn, d_in); };
+  Mat d = block_backward(config, post ? t.norm2.out : t.residual2, t.residual3, t.norm3, w.ffn_norm, g.ffn_norm,
+                         t.ffn_keep, ffn, d_out);
+  d = block_backward(config, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.cross_attn_norm,
+                     g.cross_attn_norm, t.cross_attn_keep, cross, d);
+  dx = block_backward(config, x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, self, d);
 }
 
 // [SECTION] final norm and output layer

@@ -170,6 +170,19 @@ std::vector<SequenceAttention> uniform_layout(int sequences, Eigen::Index tq, Ei
   return seqs;
 }
 
+// The backward of a self-attention sublayer over `sequences` sequences of length n each: its keys and values
+// come from its own input, so their gradient joins dL/dx_q.
+AttentionBackwardFn self_attention_backward(const Config& config, const AttentionWeights& w, int sequences,
+                                            Eigen::Index n, std::vector<bool> on) {
+  return [&config, &w, sequences, n, on = std::move(on)](const ConstMatRef& x_q, const AttentionTrace& a,
+                                                         const Mat& d_out, AttentionWeights& ga, Mat& d_x_q) {
+    Mat d_kv;
+    attention_sublayer_backward(config, w, x_q, x_q, uniform_layout(sequences, n, n, a.keys, a.values), on, a, d_out,
+                                ga, d_x_q, d_kv);
+    d_x_q += d_kv;
+  };
+}
+
 std::vector<int> ids_of(const std::vector<int>& ids, Eigen::Index begin, Eigen::Index count) {
   return std::vector<int>(ids.begin() + begin, ids.begin() + begin + count);
 }
@@ -453,14 +466,9 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
   for (int l = config.n_decoder_layers - 1; l >= 0; --l) {
     const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(l)];
     const Mat& x = l == 0 ? trace.tgt.sum : trace.decoder[static_cast<size_t>(l - 1)].out;
-    AttentionBackwardFn self_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
-                                        AttentionWeights& ga, Mat& d_x_q) {
-      Mat d_kv;
-      attention_sublayer_backward(config, w.decoder_layers[static_cast<size_t>(l)].self_attn, x_q, x_q,
-                                  uniform_layout(sequences, T, T, a.keys, a.values),
-                                  heads_on(config, iv, AttentionKind::Decoder, l), a, d_out, ga, d_x_q, d_kv);
-      d_x_q += d_kv;
-    };
+    const AttentionBackwardFn self_attn = self_attention_backward(
+        config, w.decoder_layers[static_cast<size_t>(l)].self_attn, sequences, T,
+        heads_on(config, iv, AttentionKind::Decoder, l));
     AttentionBackwardFn cross_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
                                          AttentionWeights& ga, Mat& d_x_q) {
       Mat d_kv;
@@ -486,14 +494,9 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
   for (int l = config.n_encoder_layers - 1; l >= 0; --l) {
     const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(l)];
     const Mat& x = l == 0 ? trace.src.sum : trace.encoder[static_cast<size_t>(l - 1)].out;
-    AttentionBackwardFn self_attn = [&](const ConstMatRef& x_q, const AttentionTrace& a, const Mat& d_out,
-                                        AttentionWeights& ga, Mat& d_x_q) {
-      Mat d_kv;
-      attention_sublayer_backward(config, w.encoder_layers[static_cast<size_t>(l)].self_attn, x_q, x_q,
-                                  uniform_layout(sequences, S, S, a.keys, a.values),
-                                  heads_on(config, iv, AttentionKind::Encoder, l), a, d_out, ga, d_x_q, d_kv);
-      d_x_q += d_kv;
-    };
+    const AttentionBackwardFn self_attn = self_attention_backward(
+        config, w.encoder_layers[static_cast<size_t>(l)].self_attn, sequences, S,
+        heads_on(config, iv, AttentionKind::Encoder, l));
     Mat dx;
     encoder_layer_backward(config, w.encoder_layers[static_cast<size_t>(l)], x, t, self_attn, std::move(d),
                            g.encoder_layers[static_cast<size_t>(l)], dx);
