@@ -1,5 +1,7 @@
 // stepformer: the desktop app. `stepformer --help` lists the options.
+#include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 
@@ -124,9 +126,11 @@ int main(int argc, char** argv) {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     // Decodings run off the frame thread; a frame waits for one at most 16 ms (an intervention on an ordinary
-    // sentence takes 2-10 ms: it shows in the frame that asked), then draws the last result until it is done:
-    // a long sentence or a wide beam never holds a frame past about 30 ms (app_state.h).
+    // sentence takes a few ms: it shows in the frame that asked), then draws the last result until it is done.
+    // The wait is cut to what the frame can spare: 28 ms less the last frame's drawing (maps of a 240-token
+    // sentence take 10-25 ms to draw in software), so that no frame takes over about 33 ms (app_state.h).
     app.mutable_state().step_budget_ms = 16;
+    double last_draw_ms = 0;
     if (!lesson_problems.empty())
       app.show_message({"The lesson has lines it will skip", options.lesson_path, lesson_problems,
                         "Each of these lines is skipped when the lesson reaches it, and named in the caption box "
@@ -138,6 +142,7 @@ int main(int argc, char** argv) {
     int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
     while (!window.should_close()) {
       frame_log.begin_frame(app.state());
+      app.mutable_state().step_budget_ms = std::clamp(28.0 - last_draw_ms, 1.0, 16.0);
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) print_error(line);
@@ -153,6 +158,7 @@ int main(int argc, char** argv) {
       app.open_dropped(window.take_dropped_paths());
       app.frame();
       frame_log.built();
+      const auto draw_start = std::chrono::steady_clock::now();
       window.end_frame();
       if (frame_log.is_open()) {
         window.finish_gpu();
@@ -191,6 +197,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       window.present();
+      last_draw_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - draw_start).count();
     }
   } catch (const sf::gui::WindowError& e) {
     print_error(e.message);
