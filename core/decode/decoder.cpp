@@ -165,7 +165,8 @@ Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, Kv
 }
 
 Trace Decoder::trace() const {
-  return with_encoder(trace_kept() ? *finished_trace_ : traced_pass(pass_input(), OutputLayer::AllRows));
+  if (trace_kept()) return with_encoder(*finished_trace_);
+  return with_encoder(traced_pass(pass_input(), OutputLayer::AllRows));
 }
 
 bool Decoder::step() {

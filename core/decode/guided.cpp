@@ -21,10 +21,12 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   const Decoder& d = d_;
   const Config& config = *d.config_;
   const ModelWeights& weights = *d.weights_;
+  if (d.options_.strategy != DecodeStrategy::Greedy || d.finished_ || d.live_.size() != 1)
+    fail(ErrorKind::Input, "GuidedRedecoder::verify", "only a greedy decoder that has not finished is checked");
   const Decoder::Hypothesis& h = d.states_.front();
   const int generated = d.tree_[static_cast<size_t>(d.live_.front())].length;  // tokens decoded so far
   const bool in_hand = h.cache.length() > 0;  // a prediction after what is consumed (<bos> fed)
-  if ((how != Check::FullPass && !in_hand) || (how != Check::Prefixes && !d.use_cache_) || d.finished_)
+  if ((how != Check::FullPass && !in_hand) || (how != Check::Prefixes && !d.use_cache_))
     fail(ErrorKind::Input, "GuidedRedecoder::verify", "this check does not apply to the decoder's state");
   // No token is fed past max_length; a token that finishes decoding (<eos>, or the last one max_length allows)
   // is checked but never fed.
@@ -34,7 +36,8 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   const int fed = n > 0 && finishes(n - 1) ? n - 1 : n;  // draft tokens the pass feeds
 
   Verification v;
-  v.cache = h.cache;
+  if (how == Check::Chunk) v.cache = h.cache;  // continued by the chunk (FullPass fills a new one)
+  if (how == Check::Prefixes) v.cache.tokens = h.cache.tokens;  // without an exact cache: only its tokens
   // prediction(i): the logits before draft[i] (i = 0: after what is consumed), from whichever pass runs.
   std::function<RowVec(int)> prediction;
   std::shared_ptr<Trace> full;  // a traced pass that may become trace()'s

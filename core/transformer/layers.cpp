@@ -148,12 +148,12 @@ void embed_rows(const Config& config, const ModelWeights& weights, bool source, 
 }
 
 void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
-                         Mat d_sum, ModelWeights& grads) {
+                         bool positional_encoding, Mat d_sum, ModelWeights& grads) {
   if (t.keep.size() > 0) d_sum.array() *= t.keep.array();
   const float scale =
       config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
   embedding_backward(t.ids, scale, d_sum, source ? grads.src_embedding : grads.tgt_embedding);
-  if (config.positional_encoding == PositionalEncoding::Learned) {
+  if (positional_encoding && config.positional_encoding == PositionalEncoding::Learned) {
     Mat& g = source ? grads.src_positions : grads.tgt_positions;
     for (Eigen::Index r = 0; r < d_sum.rows(); ++r) g.row(positions[static_cast<size_t>(r)]) += d_sum.row(r);
   }
@@ -195,22 +195,23 @@ void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, c
 }
 
 void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
-                           const std::vector<int>& query_rows, const AttentionFn& self_attn,
+                           const std::vector<int>* query_rows, const AttentionFn& self_attn,
                            const AttentionFn& cross_attn, Dropout* dropout, DecoderLayerTrace& t) {
   const float eps = config.layer_norm_eps;
   // Every row's keys and values; only the query rows go on (a decoding step's last layer needs one).
   const Mat& attn_in = self_attention_keys_values(config, w.self_attn, w.self_attn_norm, x, t.norm1, t.self_attn);
+  const bool some = query_rows != nullptr;
   Mat x_rows, attn_in_rows;
-  if (!query_rows.empty() && query_rows.size() != static_cast<size_t>(x.rows())) {
-    x_rows.resize(static_cast<Eigen::Index>(query_rows.size()), x.cols());
+  if (some) {
+    x_rows.resize(static_cast<Eigen::Index>(query_rows->size()), x.cols());
     attn_in_rows.resize(x_rows.rows(), x.cols());
-    for (size_t i = 0; i < query_rows.size(); ++i) {
-      x_rows.row(static_cast<Eigen::Index>(i)) = x.row(query_rows[i]);
-      attn_in_rows.row(static_cast<Eigen::Index>(i)) = attn_in.row(query_rows[i]);
+    for (size_t i = 0; i < query_rows->size(); ++i) {
+      x_rows.row(static_cast<Eigen::Index>(i)) = x.row((*query_rows)[i]);
+      attn_in_rows.row(static_cast<Eigen::Index>(i)) = attn_in.row((*query_rows)[i]);
     }
   }
-  const Mat& xq = x_rows.size() > 0 ? x_rows : x;
-  self_attn(attn_in_rows.size() > 0 ? attn_in_rows : attn_in, t.self_attn);
+  const Mat& xq = some ? x_rows : x;
+  self_attn(some ? attn_in_rows : attn_in, t.self_attn);
   add_dropped(xq, t.self_attn.attn_out, dropout, t.self_attn_keep, t.residual1);
   if (config.norm_placement == NormPlacement::Post) {
     layer_norm_forward(t.residual1, w.self_attn_norm, eps, t.norm1);

@@ -64,9 +64,10 @@ void check_embedding_input(const Config& config, const ModelWeights& weights, bo
 // against the vocabulary and positions against the model (ErrorKind::Input, naming the "source" or "target").
 void embed_rows(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
                 const std::vector<int>& positions, bool positional_encoding, Dropout* dropout, EmbeddingTrace& t);
-// dL/d(weights) of embed_rows from dL/d(t.sum): token table rows, and learned positions.
+// dL/d(weights) of embed_rows from dL/d(t.sum): token table rows, and learned positions (when the pass added
+// them: positional_encoding).
 void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
-                         Mat d_sum, ModelWeights& grads);
+                         bool positional_encoding, Mat d_sum, ModelWeights& grads);
 
 // [SECTION] layers
 // One attention sublayer: from its query input x_q (the rows asked for), fill t.attn_out (and what `record`
@@ -81,11 +82,11 @@ const Mat& self_attention_keys_values(const Config& config, const AttentionWeigh
 
 void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
                            const AttentionFn& self_attn, Dropout* dropout, EncoderLayerTrace& t);
-// query_rows: the rows of x whose outputs are wanted (all rows when empty): every row gives its keys and
-// values to self-attention, only these go on through the rest of the layer (the last layer of a decoding step
-// needs one row). t.out then has query_rows.size() rows.
+// query_rows: the rows of x whose outputs are wanted (nullptr: all rows): every row gives its keys and values
+// to self-attention, only these go on through the rest of the layer (the last layer of a decoding step needs
+// one row; a pass that only fills a KV cache, none). t.out then has query_rows->size() rows.
 void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
-                           const std::vector<int>& query_rows, const AttentionFn& self_attn,
+                           const std::vector<int>* query_rows, const AttentionFn& self_attn,
                            const AttentionFn& cross_attn, Dropout* dropout, DecoderLayerTrace& t);
 
 // Backward of the layers (from a pass recorded with Record::Backward or Record::Trace). dx is written with

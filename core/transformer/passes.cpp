@@ -287,7 +287,22 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
   if (!pass.caches.empty() && pass.caches.size() != seqs.size())
     fail(ErrorKind::Input, where, std::to_string(pass.caches.size()) + " caches for " + std::to_string(seqs.size()) +
                                       " sequences");
+  if (!pass.caches.empty() && pass.first_layer >= 0)
+    fail(ErrorKind::Input, where, "a pass from a later layer cannot fill a KV cache (its first layers do not run)");
+  for (size_t s = 0; s < pass.caches.size(); ++s) {
+    const KvCache* c = pass.caches[s];
+    if (!c || std::count(pass.caches.begin(), pass.caches.end(), c) > 1)
+      fail(ErrorKind::Input, where, "each sequence needs a KV cache of its own");
+    for (size_t l = 0; l < c->keys.size() && l < c->values.size(); ++l)
+      if (c->keys[l].rows() < c->length() || c->values[l].rows() < c->length() ||
+          (c->length() > 0 && (c->keys[l].cols() != config.d_model || c->values[l].cols() != config.d_model)))
+        fail(ErrorKind::Input, where, "the KV cache's keys do not cover the " + std::to_string(c->length()) +
+                                          " tokens it holds (a cache of tokens only is no KV cache)");
+  }
   const int sources = encoded.sequences;
+  if (sources < 1 || encoded.src.ids.size() % static_cast<size_t>(sources) != 0)
+    fail(ErrorKind::Input, where, "the encoder pass holds " + std::to_string(encoded.src.ids.size()) +
+                                      " source rows for " + std::to_string(sources) + " sequences");
   const Eigen::Index S = static_cast<Eigen::Index>(encoded.src.ids.size()) / sources;
   if (!pass.source_of.empty() && pass.source_of.size() != seqs.size())
     fail(ErrorKind::Input, where, "a source for each sequence, or none");
@@ -386,7 +401,14 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       attention_sublayer(config, w.self_attn, x_q, jobs, self_on, pass.record, pass.dropout, a);
     };
     AttentionFn cross_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
-      if (cross) {
+      // The encoder's keys and values: read where they are (decoding steps), copied into a record, or computed
+      // here (training, whose gradient flows into them).
+      const Mat* keys = &a.keys;
+      const Mat* values = &a.values;
+      if (cross && !recorded) {
+        keys = &cross->keys[static_cast<size_t>(l)];
+        values = &cross->values[static_cast<size_t>(l)];
+      } else if (cross) {
         a.keys = cross->keys[static_cast<size_t>(l)];
         a.values = cross->values[static_cast<size_t>(l)];
       } else {
@@ -397,8 +419,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       for (size_t s = 0; s < seqs.size(); ++s) {
         const SequenceInfo& q = seqs[s];
         SequenceAttention& j = jobs[s];
-        j.keys = &a.keys;
-        j.values = &a.values;
+        j.keys = keys;
+        j.values = values;
         j.k_begin = q.source * S;
         j.k_rows = S;
         j.mask = build_mask(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
@@ -407,7 +429,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       }
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
     };
-    decoder_layer_forward(config, w, input, last ? query_rows : std::vector<int>(), self_attn, cross_attn,
+    decoder_layer_forward(config, w, input, last && fewer_queries ? &query_rows : nullptr, self_attn, cross_attn,
                           pass.dropout, t);
     if (!recorded) x = std::move(t.out);
   }
@@ -482,7 +504,7 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            std::move(d), g.decoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
-  embed_rows_backward(config, false, trace.tgt, positions(B * T, T), std::move(d), g);
+  embed_rows_backward(config, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g);
 
   // Encoder, from its output down.
   d = std::move(d_encoder_out);
@@ -502,7 +524,7 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            g.encoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
-  embed_rows_backward(config, true, trace.src, positions(B * S, S), std::move(d), g);
+  embed_rows_backward(config, true, trace.src, positions(B * S, S), iv.positional_encoding, std::move(d), g);
 }
 
 }  // namespace sf

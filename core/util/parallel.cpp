@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,16 +29,29 @@ struct Job {
   int n = 0, grain = 1, chunks = 0;
   std::atomic<int> next{0};  // the next chunk to take
   std::atomic<int> done{0};  // chunks finished
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first exception a body threw; rethrown by the caller once every chunk is done
 };
 
+// Set while this thread runs a body: a parallel_for inside one runs serially (re-locking the pool's mutex from
+// the thread that holds it would be undefined).
+thread_local bool in_body = false;
+
 void run_chunks(Job& job) {
+  in_body = true;
   for (;;) {
     const int c = job.next.fetch_add(1);
-    if (c >= job.chunks) return;
+    if (c >= job.chunks) break;
     const int begin = c * job.grain;
-    (*job.body)(begin, std::min(job.n, begin + job.grain));
+    try {
+      (*job.body)(begin, std::min(job.n, begin + job.grain));
+    } catch (...) {  // never past a worker (std::terminate) nor past the caller while workers hold the job
+      std::lock_guard<std::mutex> lock(job.error_mutex);
+      if (!job.error) job.error = std::current_exception();
+    }
     job.done.fetch_add(1);
   }
+  in_body = false;
 }
 
 class Pool {
@@ -64,8 +78,12 @@ class Pool {
   void run(int n, int grain, const std::function<void(int, int)>& body) {
     grain = std::max(grain, 1);
     const int chunks = (n + grain - 1) / grain;
+    if (in_body || workers_.empty() || chunks <= 1) {
+      if (n > 0) body(0, n);
+      return;
+    }
     std::unique_lock<std::mutex> submit(submit_, std::try_to_lock);
-    if (workers_.empty() || chunks <= 1 || !submit.owns_lock()) {
+    if (!submit.owns_lock()) {  // another thread's loop is running: this one runs on its own thread
       if (n > 0) body(0, n);
       return;
     }
@@ -86,6 +104,7 @@ class Pool {
     // (a worker counts itself in before it reads current_, so one that does so later reads nullptr).
     current_.store(nullptr);
     while (in_job_.load() > 0) SF_PAUSE();
+    if (job.error) std::rethrow_exception(job.error);
   }
 
  private:

@@ -8,8 +8,8 @@
 //
 // Chunks are taken from a shared counter by the calling thread and the workers alike, so a worker that is slow
 // to wake (or descheduled) only takes fewer chunks; the caller never waits for one that has not started. The
-// loop returns when every chunk is done. A call made while another is running (from another thread, or from
-// inside a body) runs serially on its own thread.
+// loop returns when every chunk is done; an exception thrown by a body is rethrown then (the first one). A call
+// made while another is running (from another thread, or from inside a body) runs serially on its own thread.
 #pragma once
 #include <functional>
 

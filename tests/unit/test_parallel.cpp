@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -54,6 +56,27 @@ TEST(Parallel, NestedAndConcurrentCallsComplete) {
   t.join();
   EXPECT_EQ(other.load(), 6400);
   EXPECT_EQ(total.load(), 80 + 6400);
+  set_parallel_threads(before);
+}
+
+// A body that throws, on a worker or on the caller: every other chunk still runs, the first exception reaches the
+// caller once the loop is over (never std::terminate on a worker), and the pool goes on working.
+TEST(Parallel, AnExceptionInABodyReachesTheCallerAfterEveryChunk) {
+  const int before = parallel_threads();
+  set_parallel_threads(2);
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(parallel_for(64, 1,
+                              [&](int begin, int) {
+                                ran.fetch_add(1);
+                                if (begin % 16 == 3) throw std::runtime_error("chunk " + std::to_string(begin));
+                              }),
+                 std::runtime_error);
+    EXPECT_EQ(ran.load(), 64) << "every chunk ran";
+  }
+  std::atomic<int> total{0};
+  parallel_for(64, 4, [&](int b, int e) { total.fetch_add(e - b); });
+  EXPECT_EQ(total.load(), 64);
   set_parallel_threads(before);
 }
 

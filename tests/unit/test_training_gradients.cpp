@@ -17,6 +17,7 @@
 #include "train/init.h"
 #include "train/loss.h"
 #include "train/parameters.h"
+#include "transformer/passes.h"
 
 namespace sf {
 namespace {
@@ -197,6 +198,40 @@ TEST_P(WholeModelGradients, MatchFiniteDifferences) {
                       h, c.activation == Activation::ReLU ? 4e-3 : 2e-3);
     }
   }
+}
+
+// The backward of a pass run without positional encoding (the intervention): the learned position tables took no
+// part, so they get no gradient, while the token embeddings still do.
+TEST(WholeModelGradients, PositionsOffGiveThePositionTablesNoGradient) {
+  Config c;
+  c.d_model = 8;
+  c.n_heads = 2;
+  c.n_encoder_layers = 1;
+  c.n_decoder_layers = 1;
+  c.d_ff = 12;
+  c.src_vocab_size = 13;
+  c.tgt_vocab_size = 11;
+  c.max_positions = 16;
+  c.positional_encoding = PositionalEncoding::Learned;
+  const ModelWeights w = initialize_weights(c, 42);
+  Trace t;
+  t.sequences = 1;
+  t.interventions.positional_encoding = false;
+  t.src.ids = {5, 6, 7, 4};
+  encoder_pass(c, w, 1, -1, Record::Backward, nullptr, t);
+  DecoderPass pass;
+  pass.rows = DecoderRows::one_sequence({3, 5, 6});
+  pass.output_rows = {0, 1, 2};
+  pass.record = Record::Backward;
+  pass.trace = &t;
+  decoder_pass(c, w, t, nullptr, pass);
+  const Mat d_logits = Mat::Ones(3, c.tgt_vocab_size);
+  ModelWeights g = zeros_like(w);
+  model_backward(c, w, 1, t, d_logits, g);
+  EXPECT_TRUE(g.src_positions.isZero());
+  EXPECT_TRUE(g.tgt_positions.isZero());
+  EXPECT_FALSE(g.src_embedding.isZero());
+  EXPECT_FALSE(g.tgt_embedding.isZero());
 }
 
 INSTANTIATE_TEST_SUITE_P(
