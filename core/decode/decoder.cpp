@@ -97,7 +97,18 @@ void Decoder::feed(Hypothesis& h, int token) const {
 
 Decoder::Hypothesis Decoder::rebuild(int node) const {
   Hypothesis h = start_hypothesis();
-  for (int token : path(node)) feed(h, token);
+  const std::vector<int> tokens = path(node);
+  if (use_cache_ || tokens.empty()) {
+    for (int token : tokens) feed(h, token);
+    return h;
+  }
+  // Without a cache every feed is a pass over the whole prefix from scratch, so only the last one counts: one
+  // pass over <bos> and the path gives the very numbers the token-by-token rebuild would, in O(L) rows instead
+  // of O(L^2) (a beam of 64 stepping back over 200 tokens took minutes).
+  std::vector<int> all = h.cache.tokens;  // <bos>
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  truncate_kv_cache(h.cache, 0);
+  h.next_logits = decode_chunk(*config_, *weights_, encoded_, all, h.cache, 1).row(0);
   return h;
 }
 

@@ -183,15 +183,20 @@ TEST(Decoder, GreedyMatchesArgmaxOfFullPasses) {
   EXPECT_EQ(argmax(t.logits.bottomRows(1)), d.generated().back());
 }
 
+// With the KV cache, and without one (causal mask off: a beam's hypotheses are rebuilt by one pass each).
 TEST(Decoder, StepBackAndForwardAgain) {
   Model m;
+  Interventions no_causal;
+  no_causal.causal_mask = false;
+  for (const Interventions& iv : {Interventions{}, no_causal})
   for (DecodeStrategy s : {DecodeStrategy::Greedy, DecodeStrategy::Sample, DecodeStrategy::Beam}) {
     DecodeOptions o;
     o.strategy = s;
     o.max_length = 7;
     o.seed = 42;
     o.beam_width = 3;
-    Decoder d(m.config, m.weights, kSrc, {}, o);
+    Decoder d(m.config, m.weights, kSrc, iv, o);
+    EXPECT_EQ(d.uses_kv_cache(), iv.causal_mask);
     EXPECT_FALSE(d.step_back());
     d.run();
     const std::vector<int> all = d.generated();
