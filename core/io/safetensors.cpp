@@ -403,11 +403,16 @@ void emit_safetensors(const std::vector<TensorToWrite>& tensors, const std::map<
       if (d < 0) fail(ErrorKind::Shape, where, "tensor '" + t.name + "' has a negative dimension");
       numel *= d;
     }
-    if (static_cast<uint64_t>(numel) != t.values.size())
+    const bool int8 = !t.int8_values.empty();
+    const size_t given = int8 ? t.int8_values.size() : t.values.size();
+    if (int8 && !t.values.empty())
+      fail(ErrorKind::Format, where, "tensor '" + t.name + "' has both float and 8-bit values");
+    if (static_cast<uint64_t>(numel) != given)
       fail(ErrorKind::Format, where, "tensor '" + t.name + "' " + shape_string(t.shape) + " needs " +
-                                         std::to_string(numel) + " values, got " + std::to_string(t.values.size()));
-    const uint64_t bytes = static_cast<uint64_t>(numel) * elem;
-    header[t.name] = {{"dtype", dtype_name(storage)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+                                         std::to_string(numel) + " values, got " + std::to_string(given));
+    const DType dtype = int8 ? DType::I8 : t.keep_f32 ? DType::F32 : storage;
+    const uint64_t bytes = static_cast<uint64_t>(numel) * (int8 ? 1 : t.keep_f32 ? 4 : elem);
+    header[t.name] = {{"dtype", dtype_name(dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -419,7 +424,11 @@ void emit_safetensors(const std::vector<TensorToWrite>& tensors, const std::map<
 
   std::vector<uint8_t> chunk;
   for (const auto& t : tensors) {
-    if (storage == DType::F32) {
+    if (!t.int8_values.empty()) {  // two's complement bytes, as they lie in memory
+      sink(t.int8_values.data(), t.int8_values.size());
+      continue;
+    }
+    if (storage == DType::F32 || t.keep_f32) {
       // little-endian hosts only (x86-64, arm64): floats go out as they lie in memory
       if (!t.values.empty()) sink(t.values.data(), t.values.size() * 4);
       continue;

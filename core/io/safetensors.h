@@ -102,6 +102,9 @@ struct TensorToWrite {
   std::string name;
   std::vector<int64_t> shape;
   std::span<const float> values;
+  // Instead of values: 8-bit integers, stored as I8 whatever the file's storage (quantised weights).
+  std::span<const int8_t> int8_values = {};
+  bool keep_f32 = false;  // values stored as F32 whatever the file's storage (the scales of quantised weights)
 };
 
 // Writes a safetensors file with the given tensors (in this order) and __metadata__, storing values as

@@ -115,7 +115,8 @@ Model load_model(const std::string& path, std::vector<std::string>* warnings, bo
   return load_model(file, warnings, read_weights);
 }
 
-Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
+Model read_model_description(const SafetensorsFile& file, const std::string& expected_format,
+                             std::vector<std::string>* warnings) {
   const std::string& origin = file.origin();
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
@@ -124,9 +125,12 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
 
   // Metadata: what this file is, then the config, vocabularies and tokenizer settings.
   const std::string& format = required_metadata(file, "format");
-  if (format != kModelFormat)
+  if (format == kTimelineFormat && expected_format == kModelFormat)
+    fail(ErrorKind::Format, kLoad, "'" + origin + "' is a training timeline (snapshots of a run), not a model: "
+                                       "open the model file it belongs to");
+  if (format != expected_format)
     fail(ErrorKind::Format, kLoad, "'" + origin + "': __metadata__ \"format\" is '" + format + "', expected '" +
-                                       kModelFormat + "'");
+                                       expected_format + "'");
   const std::string& version = required_metadata(file, "format_version");
   if (version != kModelFormatVersion)
     fail(ErrorKind::Unsupported, kLoad, "'" + origin + "': format_version '" + version +
@@ -175,6 +179,17 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
     if (!m.provenance.is_object())
       fail(ErrorKind::Format, kLoad, "'" + origin + "': __metadata__ \"provenance\" is not a JSON object");
   }
+
+  return m;
+}
+
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
+  const std::string& origin = file.origin();
+  auto warn = [&](const std::string& w) {
+    if (warnings) warnings->push_back(w);
+  };
+  Model m = read_model_description(file, kModelFormat, warnings);
+  const Config& c = m.config;
 
   // Weights: check every tensor the family needs (present, shape, dtype) before allocating anything, so the
   // file's own size bounds the memory a hostile config can make us take.
@@ -226,7 +241,8 @@ struct PreparedModel {
   std::map<std::string, std::string> metadata;
 };
 
-PreparedModel prepare(const Model& m, const char* where) {
+// Checks what describes the model (config, vocabularies against it, provenance).
+void check_description(const Model& m, const char* where) {
   const Config& c = m.config;
   c.validate();
   check_family_config(m.family, c, where);
@@ -241,6 +257,22 @@ PreparedModel prepare(const Model& m, const char* where) {
   check_vocab(m.src_vocab, c.src_vocab_size, "src_vocab");
   check_vocab(m.tgt_vocab, c.tgt_vocab_size, "tgt_vocab");
   if (!m.provenance.is_object()) fail(ErrorKind::Format, where, "provenance is not a JSON object");
+}
+
+std::map<std::string, std::string> description_metadata(const Model& m, const std::string& format) {
+  return {{"format", format},
+          {"format_version", kModelFormatVersion},
+          {"family", m.family},
+          {"config", config_to_json(m.config).dump()},
+          {"src_vocab", m.src_vocab.to_json().dump()},
+          {"tgt_vocab", m.tgt_vocab.to_json().dump()},
+          {"tokenizer", tokenizer_settings_to_json(m.tokenizer).dump()},
+          {"provenance", m.provenance.dump()}};
+}
+
+PreparedModel prepare(const Model& m, const char* where) {
+  const Config& c = m.config;
+  check_description(m, where);
 
   PreparedModel p;
   const std::vector<ConstWeightSlot> slots = weight_slots(m.family, c, m.weights, where);
@@ -257,18 +289,16 @@ PreparedModel prepare(const Model& m, const char* where) {
     check_finite(slot.name, values, where);
     p.tensors.push_back({slot.name, slot.shape, values});
   }
-  p.metadata = {{"format", kModelFormat},
-                {"format_version", kModelFormatVersion},
-                {"family", m.family},
-                {"config", config_to_json(c).dump()},
-                {"src_vocab", m.src_vocab.to_json().dump()},
-                {"tgt_vocab", m.tgt_vocab.to_json().dump()},
-                {"tokenizer", tokenizer_settings_to_json(m.tokenizer).dump()},
-                {"provenance", m.provenance.dump()}};
+  p.metadata = description_metadata(m, kModelFormat);
   return p;
 }
 
 }  // namespace
+
+std::map<std::string, std::string> model_description_metadata(const Model& model, const std::string& format) {
+  check_description(model, "model_description_metadata");
+  return description_metadata(model, format);
+}
 
 void save_model(const Model& model, const std::string& path, DType storage, const WriteRules& rules) {
   const PreparedModel p = prepare(model, "save_model");

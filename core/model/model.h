@@ -10,6 +10,7 @@
 //   "provenance": a JSON object: dataset, training command, scores, converter, anything.
 // docs/model-files.md documents the format, the config keys and the PyTorch converter.
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ namespace sf {
 
 inline constexpr const char* kModelFormat = "stepformer-model";
 inline constexpr const char* kModelFormatVersion = "1";
+inline constexpr const char* kTimelineFormat = "stepformer-timeline";  // train/timeline.h: snapshots, no model
 
 struct Model {
   std::string family = "stepformer";  // the tensor naming of the file it came from; save_model keeps it
@@ -53,6 +55,15 @@ struct Model {
 // buffer, but none is kept: `weights` stays empty and memory is that of the header.
 Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr, bool read_weights = true);
 Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings = nullptr, bool read_weights = true);
+
+// The description part of a file (family, config, vocabularies, tokenizer settings, provenance), read and checked
+// as load_model does, for a file whose "format" is `format` (kModelFormat or kTimelineFormat); no tensor is
+// read. The returned model's weights are empty.
+Model read_model_description(const SafetensorsFile& file, const std::string& format,
+                             std::vector<std::string>* warnings = nullptr);
+// The __metadata__ entries that describe `model` (format, family, config, vocabularies, tokenizer, provenance),
+// as save_model writes them, with "format" set to `format`. Checks the config and the vocabularies against it.
+std::map<std::string, std::string> model_description_metadata(const Model& model, const std::string& format);
 
 // Writes the model under its family's names with values stored as `storage` (F32 or F16), atomically (a crash
 // never leaves a half-written file at `path`). Checks the config, the vocabularies against it, every weight's

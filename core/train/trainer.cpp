@@ -189,153 +189,228 @@ double validation_nll(const Config& config, const ModelWeights& weights, const s
 
 }  // namespace
 
-TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
-                        const std::function<void(const std::string&)>& log_fn) {
-  auto log = [&](const std::string& s) {
+struct Trainer::State {
+  TrainOptions o;
+  TrainLog log_fn;
+  std::string checkpoint;
+  WriteRules outputs;
+  bool writes = false;  // out_path given: the model and the checkpoint are written
+  SpecialIds ids;
+  ParallelCorpus valid;
+  std::vector<Example> train_examples, valid_examples;
+  Model model;  // config, vocabularies, tokenizer; weights only when written (the best so far)
+  ModelWeights weights, grads;
+  std::unique_ptr<Adam> adam;
+  RunState state;
+  BatchTrace trace;
+  Mat dlogits;
+  // The epoch in progress.
+  int epoch = 0;
+  std::vector<std::vector<int>> plan;
+  size_t next_batch = 0;
+  double loss_sum = 0, nll_sum = 0, step_seconds = 0;
+  long tokens = 0;
+  float lr = 0;
+  Clock::time_point epoch_start;
+
+  void log(const std::string& s) const {
     if (log_fn) log_fn(s);
-  };
-  if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
+  }
+  void start_epoch() {
+    epoch = state.finished_epochs + 1;
+    plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
+    next_batch = 0;
+    loss_sum = nll_sum = step_seconds = 0;
+    tokens = 0;
+    epoch_start = Clock::now();
+  }
+};
+
+Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  s.o = o;
+  s.log_fn = std::move(log_fn);
+  s.writes = !o.out_path.empty();
   // Both outputs are checked before any work: an hour of training must not end in "cannot write".
-  const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
-  const WriteRules outputs{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
-  for (const std::string& path : {o.out_path, checkpoint})
-    if (const std::string problem = check_output_path(path, outputs); !problem.empty())
-      fail(ErrorKind::File, "train", problem);
-  if (same_path(o.out_path, checkpoint))
-    fail(ErrorKind::Input, "train", "the checkpoint and the model would be the same file '" + o.out_path +
-                                        "': give --checkpoint another path");
+  s.outputs = WriteRules{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
+  if (s.writes) {
+    s.checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+    for (const std::string& path : {o.out_path, s.checkpoint})
+      if (const std::string problem = check_output_path(path, s.outputs); !problem.empty())
+        fail(ErrorKind::File, "train", problem);
+    if (same_path(o.out_path, s.checkpoint))
+      fail(ErrorKind::Input, "train", "the checkpoint and the model would be the same file '" + o.out_path +
+                                          "': give --checkpoint another path");
+  }
   if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
   // Data and vocabularies (from the training split only).
   const ParallelCorpus train = read_parallel_corpus(corpus_path(o, "train", o.source_language),
                                                     corpus_path(o, "train", o.target_language));
-  const ParallelCorpus valid = read_parallel_corpus(corpus_path(o, "val", o.source_language),
-                                                    corpus_path(o, "val", o.target_language));
-  if (train.source.empty() || valid.source.empty())
+  s.valid = read_parallel_corpus(corpus_path(o, "val", o.source_language), corpus_path(o, "val", o.target_language));
+  if (train.source.empty() || s.valid.source.empty())
     fail(ErrorKind::Input, "train", std::string("the ") + (train.source.empty() ? "training" : "validation") +
                                         " split in '" + o.data_dir + "' has no sentences: nothing to train on");
   const Vocabulary src_vocab = build_vocabulary(train.source, o.min_frequency);
   const Vocabulary tgt_vocab = build_vocabulary(train.target, o.min_frequency);
-  const std::vector<Example> train_examples = make_examples(train, src_vocab, tgt_vocab);
-  const std::vector<Example> valid_examples = make_examples(valid, src_vocab, tgt_vocab);
-  log("data: " + std::to_string(train_examples.size()) + " training pairs, " + std::to_string(valid_examples.size()) +
-      " validation pairs; vocabularies " + std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " +
-      std::to_string(tgt_vocab.size()) + " (" + o.target_language + ") words seen at least " +
-      std::to_string(o.min_frequency) + " times");
+  s.train_examples = make_examples(train, src_vocab, tgt_vocab);
+  s.valid_examples = make_examples(s.valid, src_vocab, tgt_vocab);
+  s.log("data: " + std::to_string(s.train_examples.size()) + " training pairs, " +
+        std::to_string(s.valid_examples.size()) + " validation pairs; vocabularies " +
+        std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " + std::to_string(tgt_vocab.size()) +
+        " (" + o.target_language + ") words seen at least " + std::to_string(o.min_frequency) + " times");
 
   Config config = o.model;
   config.src_vocab_size = src_vocab.size();
   config.tgt_vocab_size = tgt_vocab.size();
-  const SpecialIds ids = default_special_ids();
-  config.pad_id = ids.pad;
-  config.bos_id = ids.bos;
-  config.eos_id = ids.eos;
-  config.unk_id = ids.unk;
+  s.ids = default_special_ids();
+  config.pad_id = s.ids.pad;
+  config.bos_id = s.ids.bos;
+  config.eos_id = s.ids.eos;
+  config.unk_id = s.ids.unk;
   config.max_positions = std::max(config.max_positions, o.max_length);
   config.validate();
   check_training_memory(config, o);
 
-  ModelWeights weights = initialize_weights(config, o.seed);
-  Adam adam(weights, o.adam);
-  RunState state;
-  if (o.resume && std::filesystem::exists(checkpoint)) {
-    state = read_checkpoint(checkpoint, config, src_vocab, tgt_vocab, o.seed, weights, adam);
-    log("resuming from '" + checkpoint + "' after epoch " + std::to_string(state.finished_epochs) + " (step " +
-        std::to_string(state.step) + ")");
+  s.weights = initialize_weights(config, o.seed);
+  s.adam = std::make_unique<Adam>(s.weights, o.adam);
+  if (s.writes && o.resume && std::filesystem::exists(s.checkpoint)) {
+    s.state = read_checkpoint(s.checkpoint, config, src_vocab, tgt_vocab, o.seed, s.weights, *s.adam);
+    s.log("resuming from '" + s.checkpoint + "' after epoch " + std::to_string(s.state.finished_epochs) +
+          " (step " + std::to_string(s.state.step) + ")");
   }
+  s.model.family = "stepformer";
+  s.model.config = config;
+  s.model.src_vocab = src_vocab;
+  s.model.tgt_vocab = tgt_vocab;
+  s.model.tokenizer.source_language = o.source_language;
+  s.model.tokenizer.target_language = o.target_language;
+  s.grads = zeros_like(s.weights);
+  s.start_epoch();
+}
 
-  Model model;
-  model.family = "stepformer";
-  model.config = config;
-  model.src_vocab = src_vocab;
-  model.tgt_vocab = tgt_vocab;
-  model.tokenizer.source_language = o.source_language;
-  model.tokenizer.target_language = o.target_language;
+Trainer::~Trainer() = default;
 
-  ModelWeights grads = zeros_like(weights);
-  BatchTrace trace;
-  Mat dlogits;
-  for (int epoch = state.finished_epochs + 1; epoch <= o.epochs; ++epoch) {
-    const auto epoch_start = Clock::now();
-    const auto plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
-    double loss_sum = 0, nll_sum = 0;
-    long tokens = 0, processed_tokens = 0;
-    float lr = 0;
-    for (size_t b = 0; b < plan.size(); ++b) {
-      const Batch batch = make_batch(train_examples, plan[b], ids, o.max_length);
-      ++state.step;
-      const DropoutSettings dropout{o.dropout, o.seed, static_cast<uint64_t>(state.step)};
-      const LossResult r = batch_forward(config, weights, batch, dropout, o.label_smoothing, trace, &dlogits);
-      for (ParameterView& p : parameter_views(grads)) std::fill(p.data, p.data + p.size, 0.0f);
-      batch_backward(config, weights, batch, trace, dlogits, grads);
-      tie_gradients(config, grads);
-      clip_gradients(grads, o.clip_norm);
-      lr = o.schedule.at(state.step);
-      adam.step(weights, grads, lr);
-      if (!std::isfinite(r.loss))
-        fail(ErrorKind::Value, "train", "the loss became " + std::to_string(r.loss) + " at step " +
-                                            std::to_string(state.step) + " (learning rate too high?)");
-      loss_sum += r.loss * r.tokens;
-      nll_sum += r.nll * r.tokens;
-      tokens += r.tokens;
-      processed_tokens += static_cast<long>(batch.source.size() + batch.target_in.size());
-      if (progress)
-        progress(epoch, static_cast<int>(b + 1), static_cast<int>(plan.size()), loss_sum / tokens,
-                 tokens / seconds_since(epoch_start));
-    }
-    EpochRecord rec;
-    rec.epoch = epoch;
-    rec.train_loss = loss_sum / std::max<long>(tokens, 1);
-    rec.train_nll = nll_sum / std::max<long>(tokens, 1);
-    rec.learning_rate = lr;
-    rec.tokens_per_second = tokens / seconds_since(epoch_start);
-    rec.valid_nll = validation_nll(config, weights, valid_examples, o.batch_tokens, o.max_length);
-    const auto hyps = translate_corpus(config, weights, src_vocab, tgt_vocab, valid.source, {1, 0.6f, 0});
-    rec.valid_bleu = 100.0 * corpus_bleu(hyps, valid.target).bleu;
-    rec.seconds = seconds_since(epoch_start);
-    state.result.history.push_back(rec);
-    state.finished_epochs = epoch;
-    state.result.wall_seconds += rec.seconds;
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "epoch %d: train loss %.3f (ppl %.2f), valid ppl %.2f, valid BLEU %.2f (greedy), lr %.2e, "
-                  "%.0f target tokens/s, %.0f s",
-                  epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.valid_bleu,
-                  rec.learning_rate, rec.tokens_per_second, rec.seconds);
-    log(line);
-    // Best = highest validation BLEU; between equal BLEU (early epochs of a small model score 0), lowest perplexity.
-    const bool better =
-        state.result.best_epoch == 0 || rec.valid_bleu > state.result.best_valid_bleu ||
-        (rec.valid_bleu == state.result.best_valid_bleu &&
-         rec.valid_nll < state.result.history[state.result.best_epoch - 1].valid_nll);
+bool Trainer::done() const { return s_->state.finished_epochs >= s_->o.epochs; }
+bool Trainer::epoch_complete() const { return !done() && s_->next_batch >= s_->plan.size(); }
+const Model& Trainer::model() const { return s_->model; }
+const ModelWeights& Trainer::weights() const { return s_->weights; }
+int64_t Trainer::steps() const { return s_->state.step; }
+int Trainer::epoch() const { return done() ? s_->state.finished_epochs : s_->epoch; }
+int Trainer::batch() const { return static_cast<int>(s_->next_batch); }
+int Trainer::batches() const { return static_cast<int>(s_->plan.size()); }
+const TrainResult& Trainer::result() const { return s_->state.result; }
+
+StepRecord Trainer::step() {
+  State& s = *s_;
+  if (done()) fail(ErrorKind::Input, "Trainer::step", "every planned epoch is finished");
+  if (epoch_complete()) fail(ErrorKind::Input, "Trainer::step", "the epoch's batches are done: finish_epoch first");
+  const auto start = Clock::now();
+  const Config& config = s.model.config;
+  const Batch batch = make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length);
+  const int64_t step = s.state.step + 1;
+  const DropoutSettings dropout{s.o.dropout, s.o.seed, static_cast<uint64_t>(step)};
+  const LossResult r = batch_forward(config, s.weights, batch, dropout, s.o.label_smoothing, s.trace, &s.dlogits);
+  if (!std::isfinite(r.loss))  // before the update: the weights stay those of the last good step
+    fail(ErrorKind::Value, "train", "the loss became " + std::to_string(r.loss) + " at step " +
+                                        std::to_string(step) + " (learning rate too high?)");
+  for (ParameterView& p : parameter_views(s.grads)) std::fill(p.data, p.data + p.size, 0.0f);
+  batch_backward(config, s.weights, batch, s.trace, s.dlogits, s.grads);
+  tie_gradients(config, s.grads);
+  clip_gradients(s.grads, s.o.clip_norm);
+  s.lr = s.o.schedule.at(step);
+  s.adam->step(s.weights, s.grads, s.lr);
+  s.state.step = step;
+  ++s.next_batch;
+  s.loss_sum += r.loss * r.tokens;
+  s.nll_sum += r.nll * r.tokens;
+  s.tokens += r.tokens;
+  s.step_seconds += seconds_since(start);
+  StepRecord rec;
+  rec.step = step;
+  rec.epoch = s.epoch;
+  rec.batch = static_cast<int>(s.next_batch);
+  rec.batches = static_cast<int>(s.plan.size());
+  rec.loss = r.loss;
+  rec.nll = r.nll;
+  rec.epoch_loss = s.loss_sum / std::max<long>(s.tokens, 1);
+  rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;
+  rec.learning_rate = s.lr;
+  return rec;
+}
+
+EpochRecord Trainer::finish_epoch() {
+  State& s = *s_;
+  if (!epoch_complete()) fail(ErrorKind::Input, "Trainer::finish_epoch", "the epoch has batches left");
+  const Config& config = s.model.config;
+  RunState& state = s.state;
+  EpochRecord rec;
+  rec.epoch = s.epoch;
+  rec.train_loss = s.loss_sum / std::max<long>(s.tokens, 1);
+  rec.train_nll = s.nll_sum / std::max<long>(s.tokens, 1);
+  rec.learning_rate = s.lr;
+  rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
+  rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
+  const auto hyps = translate_corpus(config, s.weights, s.model.src_vocab, s.model.tgt_vocab, s.valid.source,
+                                     {1, 0.6f, 0});
+  rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;
+  rec.seconds = seconds_since(s.epoch_start);
+  state.result.history.push_back(rec);
+  state.finished_epochs = s.epoch;
+  state.result.wall_seconds += rec.seconds;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "epoch %d: train loss %.3f (ppl %.2f), valid ppl %.2f, valid BLEU %.2f (greedy), lr %.2e, "
+                "%.0f target tokens/s, %.0f s",
+                s.epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.valid_bleu,
+                rec.learning_rate, rec.tokens_per_second, rec.seconds);
+  s.log(line);
+  // Best = highest validation BLEU; between equal BLEU (early epochs of a small model score 0), lowest perplexity.
+  const bool better = state.result.best_epoch == 0 || rec.valid_bleu > state.result.best_valid_bleu ||
+                      (rec.valid_bleu == state.result.best_valid_bleu &&
+                       rec.valid_nll < state.result.history[state.result.best_epoch - 1].valid_nll);
+  if (better) {
+    state.result.best_valid_bleu = rec.valid_bleu;
+    state.result.best_epoch = s.epoch;
+  }
+  if (s.writes) {
     if (better) {
-      state.result.best_valid_bleu = rec.valid_bleu;
-      state.result.best_epoch = epoch;
-      model.weights = weights;
+      Model& model = s.model;
+      model.weights = s.weights;
       json history = json::array();
       for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
-      model.provenance = {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
+      model.provenance = {{"dataset", "Multi30k task 1, " + s.o.source_language + "-" + s.o.target_language +
                                           ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
-                                          std::to_string(o.min_frequency)},
-                          {"command", o.command_line},
+                                          std::to_string(s.o.min_frequency)},
+                          {"command", s.o.command_line},
                           {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
-                          {"epoch", epoch},
-                          {"epochs_planned", o.epochs},
+                          {"epoch", s.epoch},
+                          {"epochs_planned", s.o.epochs},
                           {"valid_bleu_greedy", rec.valid_bleu},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
                           {"threads", parallel_threads()},
                           {"history", history}};
-      save_model(model, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
-      log("  best so far: wrote '" + o.out_path + "'");
+      save_model(model, s.o.out_path, s.o.store_f16 ? DType::F16 : DType::F32, s.outputs);
+      model.weights = ModelWeights();  // the run's weights are weights(); the file holds the best
+      s.log("  best so far: wrote '" + s.o.out_path + "'");
     }
-    write_checkpoint(checkpoint, config, src_vocab, tgt_vocab, weights, adam, state, o.seed, outputs);
+    write_checkpoint(s.checkpoint, config, s.model.src_vocab, s.model.tgt_vocab, s.weights, *s.adam, state, s.o.seed,
+                     s.outputs);
   }
+  if (!done()) s.start_epoch();
+  return rec;
+}
 
+TrainResult Trainer::finish() {
+  State& s = *s_;
+  const TrainOptions& o = s.o;
+  RunState& state = s.state;
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
   const std::string test_src = corpus_path(o, o.test_name, o.source_language);
   const std::string test_ref = corpus_path(o, o.test_name, o.target_language);
-  if (std::filesystem::exists(test_src) && std::filesystem::exists(test_ref) && state.result.best_epoch > 0) {
+  if (s.writes && std::filesystem::exists(test_src) && std::filesystem::exists(test_ref) &&
+      state.result.best_epoch > 0) {
     Model best = load_model(o.out_path);
     const ParallelCorpus test = read_parallel_corpus(test_src, test_ref);
     const auto greedy = translate_corpus(best.config, best.weights, best.src_vocab, best.tgt_vocab, test.source, {1, 0.6f, 0});
@@ -349,13 +424,24 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress,
     best.provenance["test_beam_width"] = o.final_beam;
     best.provenance["wall_seconds"] = state.result.wall_seconds;
     best.provenance["epochs_run"] = state.finished_epochs;
-    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, s.outputs);
     char line[200];
     std::snprintf(line, sizeof(line), "best epoch %d: %s BLEU %.2f greedy, %.2f beam %d", state.result.best_epoch,
                   o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam);
-    log(line);
+    s.log(line);
   }
   return state.result;
+}
+
+TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, const TrainLog& log) {
+  if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
+  Trainer trainer(o, log);
+  while (!trainer.done()) {
+    const StepRecord r = trainer.step();
+    if (progress) progress(r.epoch, r.batch, r.batches, r.epoch_loss, r.tokens_per_second);
+    if (trainer.epoch_complete()) trainer.finish_epoch();
+  }
+  return trainer.finish();
 }
 
 }  // namespace sf

@@ -9,10 +9,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
+#include "model/model.h"
 #include "train/optimizer.h"
 
 namespace sf {
@@ -58,8 +60,62 @@ struct TrainResult {
 
 // Progress callback: (epoch, batch index, batches in the epoch, running loss, tokens per second).
 using TrainProgress = std::function<void(int, int, int, double, double)>;
+using TrainLog = std::function<void(const std::string&)>;
+
+// What one batch did.
+struct StepRecord {
+  int64_t step = 0;            // optimiser steps so far, this one included
+  int epoch = 0, batch = 0;    // the batch's epoch and its index in it (from 1)
+  int batches = 0;             // batches in the epoch
+  double loss = 0, nll = 0;    // the batch's label-smoothed loss and negative log-likelihood per target token
+  double epoch_loss = 0;       // the epoch's running loss so far
+  double tokens_per_second = 0;  // target tokens per second of step time in this epoch
+  float learning_rate = 0;
+};
+
+// One training run, a batch at a time: what train_model loops over, and what a caller that must stop, pause or
+// look at the weights between batches (the app's live training) drives itself. The same options and seed give
+// the same weights after the same steps, however the calls are spaced.
+//
+//   Trainer t(options, log);
+//   while (!t.done()) { t.step(); if (t.epoch_complete()) t.finish_epoch(); }
+//   t.finish();
+class Trainer {
+ public:
+  // Reads the data, builds the vocabularies, checks the outputs and the memory needed, initialises the weights or
+  // resumes from the checkpoint. Everything that can be refused is refused here, before any work. With
+  // options.out_path empty nothing is written (no model, no checkpoint): the caller keeps what it wants.
+  explicit Trainer(const TrainOptions& options, TrainLog log = nullptr);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  bool done() const;            // every planned epoch finished
+  bool epoch_complete() const;  // the current epoch's batches are all done: finish_epoch() next
+  // One batch of the current epoch: forward with dropout, loss, backward, clipping, an Adam step. ErrorKind::Value
+  // when the loss is not finite (the weights are then those before this step).
+  StepRecord step();
+  // After the epoch's last batch: validation loss and greedy BLEU, the model file when BLEU is the best so far and
+  // the checkpoint (when out_path is set).
+  EpochRecord finish_epoch();
+  // After the last epoch: the best model's test scores into its provenance (when out_path is set and the test
+  // split exists).
+  TrainResult finish();
+
+  const Model& model() const;  // config, vocabularies and tokenizer of the run; its weights are weights()
+  const ModelWeights& weights() const;
+  int64_t steps() const;       // optimiser steps so far
+  int epoch() const;           // the epoch in progress, or the last one when done()
+  int batch() const;           // batches done in the current epoch
+  int batches() const;         // batches in the current epoch (0 before its first step)
+  const TrainResult& result() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 TrainResult train_model(const TrainOptions& options, const TrainProgress& progress = nullptr,
-                        const std::function<void(const std::string&)>& log = nullptr);
+                        const TrainLog& log = nullptr);
 
 }  // namespace sf

@@ -1,0 +1,263 @@
+// The stepwise Trainer (train/trainer.h) and training timelines (train/timeline.h): a run driven a batch at a
+// time, with the weights read between batches, ends where `stepformer-cli train` ends; snapshots read back equal
+// (F32), within their storage's error (F16, 8-bit rows); damaged timeline files are named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "io/safetensors.h"
+#include "model/model.h"
+#include "model/name_tables.h"
+#include "train/init.h"
+#include "train/parameters.h"
+#include "train/timeline.h"
+#include "train/trainer.h"
+#include "transformer/forward.h"
+#include "util/error.h"
+
+namespace sf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A renaming task (w3 -> v3) in the layout training reads: DIR/{train,val}.lc.norm.tok.{xx,yy}.
+fs::path renaming_corpus(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_" + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::mt19937 rng(3);
+  for (const auto& [split, n] : {std::pair<std::string, int>{"train", 200}, {"val", 20}}) {
+    std::ofstream src(dir / (split + ".lc.norm.tok.xx")), tgt(dir / (split + ".lc.norm.tok.yy"));
+    for (int i = 0; i < n; ++i) {
+      const unsigned words = 2 + rng() % 4;
+      for (unsigned k = 0; k < words; ++k) {
+        const unsigned w = rng() % 12;
+        src << (k ? " " : "") << "w" << w;
+        tgt << (k ? " " : "") << "v" << w;
+      }
+      src << "\n";
+      tgt << "\n";
+    }
+  }
+  return dir;
+}
+
+TrainOptions small_run(const fs::path& data) {
+  TrainOptions o;
+  o.data_dir = data.string();
+  o.source_language = "xx";
+  o.target_language = "yy";
+  o.model.d_model = 16;
+  o.model.n_heads = 2;
+  o.model.n_encoder_layers = 1;
+  o.model.n_decoder_layers = 1;
+  o.model.d_ff = 32;
+  o.model.tie_output_embedding = true;
+  o.min_frequency = 1;
+  o.epochs = 2;
+  o.batch_tokens = 60;
+  o.schedule.peak = 3e-3f;
+  o.schedule.warmup_steps = 20;
+  o.seed = 7;
+  o.threads = 1;
+  o.store_f16 = false;
+  return o;
+}
+
+TEST(Trainer, DrivenAStepAtATimeEndsWhereTheCliTrainerEnds) {
+  const fs::path data = renaming_corpus("trainer");
+  TrainOptions o = small_run(data);
+  o.out_path = (data / "run.safetensors").string();
+  const TrainResult cli = train_model(o);
+  ASSERT_EQ(cli.history.size(), 2u);
+  const SafetensorsFile checkpoint = SafetensorsFile::open(o.out_path + ".checkpoint");
+
+  // The same run, nothing written, stepped by hand with a forward pass on the weights between steps (what the
+  // app's live view does while a run is going).
+  TrainOptions live = small_run(data);
+  Trainer trainer(live);
+  EXPECT_EQ(trainer.steps(), 0);
+  int64_t steps = 0;
+  while (!trainer.done()) {
+    const StepRecord r = trainer.step();
+    EXPECT_EQ(r.step, ++steps);
+    EXPECT_TRUE(std::isfinite(r.loss));
+    if (steps % 5 == 0) {
+      Trace t;
+      forward(trainer.model().config, trainer.weights(), {4, 5, 3}, {2, 6}, {}, t);
+      EXPECT_TRUE(t.probs.allFinite());
+    }
+    if (trainer.epoch_complete()) {
+      const EpochRecord e = trainer.finish_epoch();
+      EXPECT_EQ(e.valid_bleu, cli.history[static_cast<size_t>(e.epoch - 1)].valid_bleu);
+      EXPECT_EQ(e.valid_nll, cli.history[static_cast<size_t>(e.epoch - 1)].valid_nll);
+    }
+  }
+  EXPECT_THROW(trainer.step(), Error);
+  ModelWeights w = trainer.weights();
+  for (const ParameterView& p : parameter_views(w)) {
+    const TensorView* t = checkpoint.find("weights." + p.name);
+    ASSERT_NE(t, nullptr) << p.name;
+    EXPECT_TRUE(t->to_floats() == std::vector<float>(p.data, p.data + p.size)) << p.name << " differs from the CLI run's";
+  }
+  EXPECT_FALSE(fs::exists(data / ".checkpoint"));  // nothing written without out_path
+  fs::remove_all(data);
+}
+
+// A timeline of three snapshots of a small random model (tied output: the generator is completed on reading).
+TrainingTimeline random_timeline() {
+  TrainingTimeline t;
+  Config& c = t.model.config;
+  c.d_model = 8;
+  c.n_heads = 2;
+  c.n_encoder_layers = 1;
+  c.n_decoder_layers = 2;
+  c.d_ff = 12;
+  c.src_vocab_size = 9;
+  c.tgt_vocab_size = 7;
+  c.max_positions = 16;
+  c.tie_output_embedding = true;
+  auto vocab = [](int n, const char* prefix) {
+    std::vector<std::string> tokens = {"<unk>", "<pad>", "<bos>", "<eos>"};
+    for (int i = 4; i < n; ++i) tokens.push_back(prefix + std::to_string(i));
+    return Vocabulary(tokens, SpecialIds{});
+  };
+  t.model.src_vocab = vocab(9, "s");
+  t.model.tgt_vocab = vocab(7, "t");
+  for (int i = 0; i < 3; ++i) {
+    TimelineSnapshot s;
+    s.step = i * 50;
+    s.epoch = i;
+    s.loss = 3.0 - i;
+    s.valid_bleu = i == 2 ? 12.5 : -1;
+    s.weights = initialize_weights(c, 10 + i);
+    complete_shared_weights(c, s.weights);
+    t.snapshots.push_back(std::move(s));
+  }
+  return t;
+}
+
+// Largest |a - b| relative to the largest |a| of the same row, over every weight.
+double worst_row_error(const Config& c, const ModelWeights& a, const ModelWeights& b) {
+  double worst = 0;
+  ModelWeights bb = b;
+  std::vector<std::pair<const float*, float*>> pairs;
+  for_each_weight(&c, a, [&](const ConstWeightRef& ref) {
+    const int64_t cols = ref.is_matrix() ? ref.cols : ref.rows, rows = ref.is_matrix() ? ref.rows : 1;
+    const float* x = ref.data();
+    const float* y = nullptr;
+    for_each_weight(&c, bb, [&](const WeightRef& other) {
+      if (other.name == ref.name) y = other.data();
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      double max = 0, diff = 0;
+      for (int64_t k = 0; k < cols; ++k) {
+        max = std::max(max, std::abs(static_cast<double>(x[r * cols + k])));
+        diff = std::max(diff, std::abs(static_cast<double>(x[r * cols + k]) - y[r * cols + k]));
+      }
+      if (max > 0) worst = std::max(worst, diff / max);
+    }
+  });
+  return worst;
+}
+
+TEST(Timeline, SnapshotsReadBackEqualOrWithinTheirStoragesError) {
+  const TrainingTimeline t = random_timeline();
+  const Config& c = t.model.config;
+  size_t f32_bytes = 0, f16_bytes = 0, int8_bytes = 0;
+  for (SnapshotStorage storage : {SnapshotStorage::F32, SnapshotStorage::F16, SnapshotStorage::Int8Rows}) {
+    const std::vector<std::byte> bytes = serialize_timeline(t, storage);
+    uint64_t header = 0;  // the tensors' bytes: the file less its length field and JSON header
+    for (int i = 0; i < 8; ++i) header |= static_cast<uint64_t>(bytes[static_cast<size_t>(i)]) << (8 * i);
+    (storage == SnapshotStorage::F32 ? f32_bytes : storage == SnapshotStorage::F16 ? f16_bytes : int8_bytes) =
+        bytes.size() - 8 - header;
+    const TrainingTimeline back = load_timeline(SafetensorsFile::from_bytes(bytes));
+    EXPECT_EQ(back.storage, storage);
+    EXPECT_EQ(config_to_json(back.model.config), config_to_json(c));
+    EXPECT_EQ(back.model.tgt_vocab.size(), 7);
+    ASSERT_EQ(back.snapshots.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      const TimelineSnapshot& a = t.snapshots[i];
+      const TimelineSnapshot& b = back.snapshots[i];
+      EXPECT_EQ(b.step, a.step);
+      EXPECT_EQ(b.epoch, a.epoch);
+      EXPECT_EQ(b.loss, a.loss);
+      EXPECT_EQ(b.valid_bleu, a.valid_bleu);
+      EXPECT_TRUE(b.weights.generator.weight == b.weights.tgt_embedding) << "the tied generator is completed";
+      const double error = worst_row_error(c, a.weights, b.weights);
+      if (storage == SnapshotStorage::F32) {
+        EXPECT_EQ(error, 0.0);
+      } else if (storage == SnapshotStorage::F16) {
+        EXPECT_GT(error, 0.0);
+        EXPECT_LT(error, 1e-3);
+      } else {
+        EXPECT_GT(error, 1e-3) << "8-bit rows cannot be exact";
+        EXPECT_LE(error, 0.5 / 127 + 1e-6) << "each weight within half a step of its row's scale";
+        // Biases and norms stay F32: exact.
+        EXPECT_TRUE(b.weights.encoder_layers[0].ffn_norm.gamma == a.weights.encoder_layers[0].ffn_norm.gamma);
+      }
+    }
+  }
+  EXPECT_LT(f16_bytes, f32_bytes);
+  EXPECT_LT(int8_bytes, f16_bytes);
+}
+
+TEST(Timeline, ScheduleIsDenseEarlyAndEveryEpoch) {
+  std::vector<int64_t> due;
+  for (int64_t s = 0; s <= 2000; ++s)
+    if (snapshot_due(s, false)) due.push_back(s);
+  const std::vector<int64_t> expected = {0, 50, 100, 150, 200, 250, 300, 400, 500, 600, 700, 800, 900, 1000};
+  EXPECT_EQ(due, expected);
+  EXPECT_TRUE(snapshot_due(1234, true));
+}
+
+TEST(Timeline, DamagedFilesAndModelsAreNamed) {
+  TrainingTimeline t = random_timeline();
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Steps that do not rise are refused before writing.
+  TrainingTimeline bad = t;
+  bad.snapshots[2].step = 50;
+  EXPECT_NE(message([&] { serialize_timeline(bad, SnapshotStorage::F32); }).find("must rise"), std::string::npos);
+  // A NaN weight is refused.
+  bad = t;
+  bad.snapshots[1].weights.decoder_layers[1].ffn.fc1.weight(2, 3) = std::nanf("");
+  EXPECT_NE(message([&] { serialize_timeline(bad, SnapshotStorage::Int8Rows); }).find("fc1.weight"), std::string::npos);
+
+  // A timeline is not a model, and a model is not a timeline.
+  const std::vector<std::byte> bytes = serialize_timeline(t, SnapshotStorage::F16);
+  EXPECT_NE(message([&] { load_model(SafetensorsFile::from_bytes(bytes)); }).find("is a training timeline"),
+            std::string::npos);
+  Model m = t.model;
+  m.weights = t.snapshots[0].weights;
+  EXPECT_NE(message([&] { load_timeline(SafetensorsFile::from_bytes(serialize_model(m))); }).find("expected 'stepformer-timeline'"),
+            std::string::npos);
+
+  // A snapshot's tensor renamed: named as missing. Cut short: named as damaged.
+  std::vector<std::byte> renamed = bytes;
+  const std::string from = "snapshot.1.decoder.layers.0.cross_attn.v.weight";
+  std::string text(reinterpret_cast<const char*>(renamed.data()), renamed.size());
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  renamed[at + 9] = std::byte{'7'};  // "snapshot.7..."
+  EXPECT_NE(message([&] { load_timeline(SafetensorsFile::from_bytes(renamed)); }).find("lacks tensor '" + from + "'"),
+            std::string::npos);
+  const std::vector<std::byte> cut(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2));
+  EXPECT_NE(message([&] { load_timeline(SafetensorsFile::from_bytes(cut)); }), "no error");
+}
+
+TEST(Timeline, PathBesideTheModel) {
+  EXPECT_EQ(timeline_path_for("runs/de-en.safetensors"), "runs/de-en.timeline.safetensors");
+  EXPECT_EQ(timeline_path_for("model"), "model.timeline.safetensors");
+}
+
+}  // namespace
+}  // namespace sf
