@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "train/init.h"
 #include "train/parameters.h"
+#include "train/session.h"
 #include "train/timeline.h"
 #include "train/trainer.h"
 #include "transformer/forward.h"
@@ -257,6 +259,101 @@ TEST(Timeline, DamagedFilesAndModelsAreNamed) {
 TEST(Timeline, PathBesideTheModel) {
   EXPECT_EQ(timeline_path_for("runs/de-en.safetensors"), "runs/de-en.timeline.safetensors");
   EXPECT_EQ(timeline_path_for("model"), "model.timeline.safetensors");
+}
+
+}  // namespace
+}  // namespace sf
+
+namespace sf {
+namespace {
+
+// Waits (up to 60 s) until the session's state is `state`.
+bool reaches(const TrainingSession& session, TrainingSession::State state) {
+  for (int i = 0; i < 6000; ++i) {
+    if (session.status().state == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(TrainingSession, PausedAndResumedOnItsThreadItEndsWhereTheCliTrainerEnds) {
+  const fs::path data = renaming_corpus("session");
+  TrainOptions o = small_run(data);
+  o.out_path = (data / "run.safetensors").string();
+  train_model(o);
+  const SafetensorsFile checkpoint = SafetensorsFile::open(o.out_path + ".checkpoint");
+
+  TrainingSession session(small_run(data));
+  ASSERT_TRUE(session.wait_for_step(3, std::chrono::seconds(60)));
+  session.pause();
+  ASSERT_TRUE(reaches(session, TrainingSession::State::Paused));
+  const int64_t paused_at = session.status().step;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(session.status().step, paused_at) << "a paused run takes no step";
+  Model live;
+  int64_t step = -1;
+  ASSERT_TRUE(session.weights_now(live, step));
+  EXPECT_EQ(step, paused_at);
+  session.resume();
+  ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(120)));
+  const TrainingSession::Status s = session.status();
+  EXPECT_EQ(s.state, TrainingSession::State::Finished) << s.message;
+  EXPECT_EQ(s.history.size(), 2u);
+  EXPECT_EQ(s.losses.size(), static_cast<size_t>(s.step));
+  EXPECT_EQ(s.seconds_left, 0);
+
+  ASSERT_TRUE(session.weights_now(live, step));
+  for (const ParameterView& p : parameter_views(live.weights)) {
+    const TensorView* t = checkpoint.find("weights." + p.name);
+    ASSERT_NE(t, nullptr) << p.name;
+    EXPECT_TRUE(t->to_floats() == std::vector<float>(p.data, p.data + p.size)) << p.name << " differs from the CLI run's";
+  }
+  // Snapshots: the weights before training, early steps, each epoch's end (the last one: the final weights).
+  const TrainingTimeline timeline = session.timeline();
+  ASSERT_GE(timeline.snapshots.size(), 3u);
+  EXPECT_EQ(timeline.snapshots.front().step, 0);
+  EXPECT_TRUE(timeline.snapshots.front().weights.src_embedding == initialize_weights(live.config, o.seed).src_embedding);
+  EXPECT_EQ(timeline.snapshots.back().step, step);
+  EXPECT_EQ(timeline.snapshots.back().valid_bleu, s.history.back().valid_bleu);
+  EXPECT_TRUE(timeline.snapshots.back().weights.src_embedding == live.weights.src_embedding);
+  for (size_t i = 1; i < timeline.snapshots.size(); ++i) EXPECT_GT(timeline.snapshots[i].step, timeline.snapshots[i - 1].step);
+  fs::remove_all(data);
+}
+
+TEST(TrainingSession, StopKeepsTheWeightsOfItsStepAndFailuresSayWhere) {
+  const fs::path data = renaming_corpus("session_stop");
+  {
+    TrainingSession session(small_run(data));
+    ASSERT_TRUE(session.wait_for_step(2, std::chrono::seconds(60)));
+    session.stop();
+    ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(60)));
+    const TrainingSession::Status s = session.status();
+    EXPECT_EQ(s.state, TrainingSession::State::Stopped);
+    const TrainingTimeline t = session.timeline();
+    EXPECT_EQ(t.snapshots.back().step, s.step);
+  }
+  {
+    TrainOptions o = small_run(data);
+    o.data_dir = (data / "missing").string();
+    TrainingSession session(o);
+    ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(60)));
+    EXPECT_EQ(session.status().state, TrainingSession::State::Failed);
+    EXPECT_NE(session.status().message.find("preparing the run"), std::string::npos) << session.status().message;
+  }
+  {
+    // A learning rate far too high: the loss overflows; the run stops at that step with its snapshots kept.
+    TrainOptions o = small_run(data);
+    o.schedule.kind = LearningRateSchedule::Kind::Constant;
+    o.schedule.peak = 1e30f;
+    o.clip_norm = 0;
+    TrainingSession session(o);
+    ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(60)));
+    const TrainingSession::Status s = session.status();
+    EXPECT_EQ(s.state, TrainingSession::State::Failed);
+    EXPECT_NE(s.message.find("at step " + std::to_string(s.step + 1)), std::string::npos) << s.message;
+    EXPECT_GE(session.timeline().snapshots.size(), 1u);
+  }
+  fs::remove_all(data);
 }
 
 }  // namespace

@@ -1,0 +1,86 @@
+// A training run on a worker thread of its own, driven from another thread (the app's frame loop, a script):
+// pause, resume, stop; its progress (loss curve, learning rate, speed, epoch, time left, validation per epoch)
+// and copies of its weights, taken between two steps, for the views and the timeline (train/timeline.h).
+//
+// The worker runs Trainer (train/trainer.h) a step at a time, so a run paused and resumed, or watched while it
+// runs, ends with the very weights an uninterrupted `stepformer-cli train` run with the same options ends with.
+// Snapshots are taken where snapshot_due says (step 0, early steps, each epoch's end) and at a stop; a run that
+// fails (a non-finite loss, no memory) stops there, says at which step, and keeps its snapshots.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "train/timeline.h"
+#include "train/trainer.h"
+
+namespace sf {
+
+class TrainingSession {
+ public:
+  enum class State { Preparing, Running, Paused, Finished, Stopped, Failed };
+
+  struct LossPoint {
+    int64_t step = 0;
+    double loss = 0;  // the batch's label-smoothed loss per target token
+  };
+  struct Status {
+    State state = State::Preparing;
+    int64_t step = 0;            // optimiser steps done
+    int epoch = 0, epochs = 0;   // the epoch in progress (from 1) and the run's planned epochs
+    int batch = 0, batches = 0;  // batches done in it, and in it all (0 until its first step)
+    float learning_rate = 0;
+    double tokens_per_second = 0;  // target tokens per second of stepping in the current epoch
+    double seconds_left = -1;      // the run's steps still to go at that speed (-1: not known yet)
+    std::vector<LossPoint> losses;       // every step's loss
+    std::vector<EpochRecord> history;    // one per finished epoch: validation loss and BLEU
+    size_t snapshots = 0;
+    std::string message;  // Failed: what went wrong and at which step; otherwise empty
+  };
+
+  // Starts the worker: it prepares the run (reads the data: errors end in State::Failed with the message) and
+  // trains until the planned epochs are done or stop() is called. options.out_path may be empty (nothing written).
+  explicit TrainingSession(const TrainOptions& options);
+  ~TrainingSession();  // stops the worker at its next step and waits for it
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+
+  void pause();   // after the step in progress
+  void resume();
+  void stop();    // after the step in progress; a snapshot of the weights at that step is kept
+  bool ended() const;  // Finished, Stopped or Failed
+
+  Status status() const;
+  // The run's model description (config, vocabularies, tokenizer) and weights now, between two steps; false
+  // while preparing (or when preparing failed).
+  bool weights_now(Model& model, int64_t& step) const;
+  // The snapshots so far, with the model description.
+  TrainingTimeline timeline() const;
+  // Waits until `step` steps are done or the run has ended; false on timeout.
+  bool wait_for_step(int64_t step, std::chrono::milliseconds timeout) const;
+  bool wait_until_ended(std::chrono::milliseconds timeout) const;
+
+ private:
+  void run();
+  // Copies the weights as they are into the timeline (unless this step's copy is there), with mutex_ held.
+  void take_snapshot(double loss, double valid_bleu);
+
+  TrainOptions options_;
+  mutable std::mutex mutex_;          // status_, the requests, timeline_
+  mutable std::mutex weights_mutex_;  // held by the worker while a step changes the weights, and by weights_now
+  mutable std::condition_variable changed_;  // any change of state or step
+  bool pause_requested_ = false, stop_requested_ = false;
+  Status status_;
+  std::unique_ptr<Trainer> trainer_;  // created by the worker; its weights read under mutex_ between steps
+  TrainingTimeline timeline_;
+  std::thread worker_;
+};
+
+const char* training_state_name(TrainingSession::State state);  // "preparing", "running", ...
+
+}  // namespace sf
