@@ -29,7 +29,10 @@ const char* kHelp =
     "training:  --epochs N (20)  --batch-tokens N (6000)  --lr X (peak, 1e-3)  --warmup N (4000)\n"
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
     "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
-    "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n\n"
+    "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
+    "timeline:  --timeline PATH (snapshots of the weights at step 0, every 50 steps to 300, every 100 to 1000\n"
+    "           and each epoch's end, written after every epoch: the app replays the run from it)\n"
+    "           --timeline-storage int8-rows|f16|f32 (int8-rows: 8-bit weights with a scale per row)\n\n"
     "Every number has a range (a value outside it is named with the range); a model whose training would not\n"
     "fit in this machine's memory is refused before anything starts. The model and the checkpoint replace\n"
     "regular files at their paths (keeping their permissions), never the data, each other, a link, a folder\n"
@@ -51,6 +54,7 @@ int run_train(const Args& args) {
   TrainOptions o;
   OptionParser p("train");
   std::string positions = "sinusoidal", norm = "post", activation = "relu", schedule = "inverse_sqrt";
+  std::string timeline_storage = "int8-rows";
   bool tie = false, no_resume = false, f32 = false;
   int layers_enc = o.model.n_encoder_layers, layers_dec = o.model.n_decoder_layers;
   p.value("--data", &o.data_dir);
@@ -80,6 +84,8 @@ int run_train(const Args& args) {
   p.value("--seed", &o.seed);
   p.value("--threads", &o.threads, 0, 256);
   p.value("--final-beam", &o.final_beam, 1, 64);
+  p.value("--timeline", &o.timeline_path);
+  p.value("--timeline-storage", &timeline_storage);
   p.flag("--no-resume", &no_resume);
   p.flag("--f32", &f32);
   if (!p.parse(args)) return 2;
@@ -107,6 +113,13 @@ int run_train(const Args& args) {
   const int act = choose(activation, "relu", "gelu", "--activation");
   const int sch = choose(schedule, "inverse_sqrt", "constant", "--schedule");
   if (pos < 0 || nrm < 0 || act < 0 || sch < 0) return 2;
+  if (timeline_storage == "f32" || timeline_storage == "f16" || timeline_storage == "int8-rows") {
+    o.timeline_storage = timeline_storage == "f32" ? 0 : timeline_storage == "f16" ? 1 : 2;
+  } else {
+    std::fprintf(stderr, "stepformer-cli train: --timeline-storage must be int8-rows, f16 or f32, got '%s'\n",
+                 timeline_storage.c_str());
+    return 2;
+  }
   o.model.positional_encoding = pos ? PositionalEncoding::Learned : PositionalEncoding::Sinusoidal;
   o.model.norm_placement = nrm ? NormPlacement::Pre : NormPlacement::Post;
   o.model.encoder_final_norm = o.model.decoder_final_norm = nrm == 1;  // pre-norm stacks end with a norm

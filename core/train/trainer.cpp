@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "train/evaluate.h"
 #include "train/init.h"
 #include "train/parameters.h"
+#include "train/timeline.h"
 #include "util/error.h"
 
 namespace sf {
@@ -435,11 +437,52 @@ TrainResult Trainer::finish() {
 
 TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, const TrainLog& log) {
   if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
+  const bool keep_timeline = !o.timeline_path.empty();
+  const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+  if (keep_timeline) {
+    if (const std::string problem = check_output_path(o.timeline_path, {.replace = true, .inputs = data_files(o)});
+        !problem.empty())
+      fail(ErrorKind::File, "train", problem);
+    if (same_path(o.timeline_path, o.out_path) || same_path(o.timeline_path, checkpoint))
+      fail(ErrorKind::Input, "train", "the timeline '" + o.timeline_path + "' would be the model or the checkpoint");
+  }
   Trainer trainer(o, log);
+  const SnapshotStorage storage = static_cast<SnapshotStorage>(std::clamp(o.timeline_storage, 0, 2));
+  TrainingTimeline timeline;
+  auto snapshot = [&](double loss, double valid_bleu) {
+    if (!timeline.snapshots.empty() && timeline.snapshots.back().step == trainer.steps()) {
+      if (valid_bleu >= 0) timeline.snapshots.back().valid_bleu = valid_bleu;
+      return;
+    }
+    timeline.snapshots.push_back({trainer.steps(), trainer.steps() == 0 ? 0 : trainer.epoch(), loss, valid_bleu,
+                                  trainer.weights()});
+  };
+  if (keep_timeline) {
+    timeline.model = trainer.model();
+    timeline.model.weights = ModelWeights();
+    if (trainer.steps() > 0 && std::filesystem::exists(o.timeline_path)) {  // resumed: continue its timeline
+      TrainingTimeline earlier = load_timeline(o.timeline_path);
+      if (config_to_json(earlier.model.config) != config_to_json(timeline.model.config))
+        fail(ErrorKind::Input, "train", "the timeline '" + o.timeline_path + "' belongs to another model");
+      for (TimelineSnapshot& s : earlier.snapshots)
+        if (s.step <= trainer.steps()) timeline.snapshots.push_back(std::move(s));
+    }
+    snapshot(0, -1);  // the weights before training (or where the resumed run starts, if not there yet)
+  }
   while (!trainer.done()) {
     const StepRecord r = trainer.step();
     if (progress) progress(r.epoch, r.batch, r.batches, r.epoch_loss, r.tokens_per_second);
-    if (trainer.epoch_complete()) trainer.finish_epoch();
+    if (keep_timeline && snapshot_due(r.step, false)) snapshot(r.epoch_loss, -1);
+    if (trainer.epoch_complete()) {
+      const int epoch = trainer.epoch();
+      const EpochRecord e = trainer.finish_epoch();
+      if (keep_timeline) {
+        snapshot(e.train_loss, e.valid_bleu);
+        timeline.snapshots.back().epoch = epoch;
+        save_timeline(timeline, o.timeline_path, storage, {.replace = true, .inputs = data_files(o)});
+        if (log) log("  timeline: " + std::to_string(timeline.snapshots.size()) + " snapshots in '" + o.timeline_path + "'");
+      }
+    }
   }
   return trainer.finish();
 }

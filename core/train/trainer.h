@@ -42,6 +42,10 @@ struct TrainOptions {
   bool resume = true;                   // continue from checkpoint_path when it exists
   std::string command_line;             // recorded in the provenance
   bool store_f16 = true;                // the model file stores F16 (half the size; the checkpoint keeps F32)
+  // train_model only: the run's timeline (train/timeline.h) written here after every epoch, snapshots where
+  // snapshot_due says; empty: none. A resumed run continues the timeline it finds there.
+  std::string timeline_path;
+  int timeline_storage = 2;             // SnapshotStorage: 0 f32, 1 f16, 2 int8-rows
 };
 
 struct EpochRecord {

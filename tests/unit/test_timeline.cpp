@@ -108,6 +108,43 @@ TEST(Trainer, DrivenAStepAtATimeEndsWhereTheCliTrainerEnds) {
   fs::remove_all(data);
 }
 
+// `train --timeline`: snapshots at step 0, on the schedule and at each epoch's end; a run interrupted after one
+// epoch and resumed writes the same timeline as one that was not.
+TEST(Trainer, WritesItsTimelineAndContinuesItWhenResumed) {
+  const fs::path data = renaming_corpus("timeline");
+  auto run = [&](const std::string& name, int epochs) {
+    TrainOptions o = small_run(data);
+    o.out_path = (data / (name + ".safetensors")).string();
+    o.timeline_path = (data / (name + ".timeline.safetensors")).string();
+    o.timeline_storage = static_cast<int>(SnapshotStorage::F32);
+    o.epochs = epochs;
+    train_model(o);
+    return load_timeline(o.timeline_path);
+  };
+  const TrainingTimeline straight = run("straight", 2);
+  run("resumed", 1);
+  const TrainingTimeline resumed = run("resumed", 2);
+  const SafetensorsFile checkpoint = SafetensorsFile::open((data / "straight.safetensors.checkpoint").string());
+  ASSERT_GE(straight.snapshots.size(), 3u);
+  EXPECT_EQ(straight.snapshots.front().step, 0);
+  std::vector<int64_t> epoch_ends;
+  for (const TimelineSnapshot& s : straight.snapshots)
+    if (s.valid_bleu >= 0) epoch_ends.push_back(s.step);
+  ASSERT_EQ(epoch_ends.size(), 2u);
+  EXPECT_EQ(straight.snapshots.back().step, epoch_ends.back());
+  EXPECT_EQ(straight.snapshots.back().epoch, 2);
+  ModelWeights last = straight.snapshots.back().weights;
+  for (const ParameterView& p : parameter_views(last))
+    EXPECT_TRUE(checkpoint.find("weights." + p.name)->to_floats() == std::vector<float>(p.data, p.data + p.size)) << p.name;
+  ASSERT_EQ(resumed.snapshots.size(), straight.snapshots.size());
+  for (size_t i = 0; i < straight.snapshots.size(); ++i) {
+    EXPECT_EQ(resumed.snapshots[i].step, straight.snapshots[i].step);
+    EXPECT_EQ(resumed.snapshots[i].epoch, straight.snapshots[i].epoch);
+    EXPECT_TRUE(resumed.snapshots[i].weights.tgt_embedding == straight.snapshots[i].weights.tgt_embedding) << i;
+  }
+  fs::remove_all(data);
+}
+
 // A timeline of three snapshots of a small random model (tied output: the generator is completed on reading).
 TrainingTimeline random_timeline() {
   TrainingTimeline t;
