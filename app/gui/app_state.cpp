@@ -416,7 +416,7 @@ bool AppState::advance(int count) {
     if (count > 0) {
       for (int i = 0; i < count && !cancelled && d->step(); ++i) {}
     } else {
-      for (int i = 0; i < -count && !cancelled && d->step_back(); ++i) {}
+      d->step_back(-count);  // one rebuild of a beam's hypotheses, however many steps
     }
     Outcome out;
     out.model = m;

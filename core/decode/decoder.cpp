@@ -290,27 +290,33 @@ void Decoder::step_beam() {
   if (live_.empty() || static_cast<int>(finished_beams_.size()) >= width) finished_ = true;
 }
 
-bool Decoder::step_back() {
-  if (history_.empty()) return false;
-  const Snapshot s = std::move(history_.back());
-  history_.pop_back();
-  rng_ = s.rng;
-  last_distribution_ = s.last_distribution;
-  live_ = s.live;
-  finished_beams_ = s.finished_beams;
-  tree_.resize(s.tree_size);
-  finished_ = s.finished;
-  // The live hypotheses' caches: greedy / sample truncate theirs (the earlier rows do not change with the causal
-  // mask, and without a cache only the token list is kept); beams, whose caches were replaced, rebuild them.
-  if (options_.strategy != DecodeStrategy::Beam) {
-    Hypothesis& h = states_.front();
-    truncate_kv_cache(h.cache, tree_[static_cast<size_t>(live_.front())].length + 1);
-    h.next_logits = s.next_logits;
-    return true;
+bool Decoder::step_back() { return step_back(1) == 1; }
+
+int Decoder::step_back(int count) {
+  int undone = 0;
+  for (; undone < count && !history_.empty(); ++undone) {
+    const Snapshot s = std::move(history_.back());
+    history_.pop_back();
+    rng_ = s.rng;
+    last_distribution_ = s.last_distribution;
+    live_ = s.live;
+    finished_beams_ = s.finished_beams;
+    tree_.resize(s.tree_size);
+    finished_ = s.finished;
+    // The live hypotheses' caches: greedy / sample truncate theirs (the earlier rows do not change with the
+    // causal mask, and without a cache only the token list is kept); beams, whose caches were replaced, rebuild
+    // them once, below, however many steps are undone.
+    if (options_.strategy != DecodeStrategy::Beam) {
+      Hypothesis& h = states_.front();
+      truncate_kv_cache(h.cache, tree_[static_cast<size_t>(live_.front())].length + 1);
+      h.next_logits = s.next_logits;
+    }
   }
-  states_.clear();
-  for (int node : live_) states_.push_back(rebuild(node));
-  return true;
+  if (undone > 0 && options_.strategy == DecodeStrategy::Beam) {
+    states_.clear();
+    for (int node : live_) states_.push_back(rebuild(node));
+  }
+  return undone;
 }
 
 }  // namespace sf

@@ -87,6 +87,8 @@ class Decoder {
   // end, kept), rather than one of its own.
   bool trace_kept() const;
   bool step_back();  // undoes the last step; false at the start
+  // Undoes up to `count` steps (a beam's hypotheses are rebuilt once, at the end); returns how many were undone.
+  int step_back(int count);
   int run();         // steps until finished; returns the number of steps taken
   bool finished() const { return finished_; }
   int steps() const { return static_cast<int>(history_.size()); }
