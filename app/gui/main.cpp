@@ -127,8 +127,9 @@ int main(int argc, char** argv) {
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     // Decodings run off the frame thread; a frame waits for one at most 16 ms (an intervention on an ordinary
     // sentence takes a few ms: it shows in the frame that asked), then draws the last result until it is done.
-    // The wait is cut to what the frame can spare: 28 ms less the last frame's drawing (maps of a 240-token
-    // sentence take 10-25 ms to draw in software), so that no frame takes over about 33 ms (app_state.h).
+    // The wait is cut to what the frame can spare: 26 ms less 2.5 times the last frame's drawing (maps of a
+    // 240-token sentence take 10-25 ms to draw in software, and while the decoding runs beside it on a 2-core
+    // machine the same drawing took 2.5 times as long: 7.5 -> 19 ms), so that no frame takes over about 33 ms.
     app.mutable_state().step_budget_ms = 16;
     double last_draw_ms = 0;
     if (!lesson_problems.empty())
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
     int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
     while (!window.should_close()) {
       frame_log.begin_frame(app.state());
-      app.mutable_state().step_budget_ms = std::clamp(28.0 - last_draw_ms, 1.0, 16.0);
+      app.mutable_state().step_budget_ms = std::clamp(26.0 - 2.5 * last_draw_ms, 1.0, 16.0);
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) print_error(line);

@@ -1,5 +1,7 @@
 #include "nn/linear.h"
 
+#include <algorithm>
+
 #include "nn/small_gemm.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -11,7 +13,11 @@ namespace sf {
 // sizes alone, not by the thread count, and each output is the sum over the whole input width inside one
 // product, so the numbers do not depend on how many threads ran them (training reproduces bit for bit).
 void for_each_column_block(Eigen::Index columns, const std::function<void(Eigen::Index, Eigen::Index)>& block) {
-  constexpr Eigen::Index kBlock = 64, kSmallest = 16;  // a last block under 16 columns joins the one before
+  // Blocks of 64 columns, or wider so that there are at most 8: every block's product packs the whole input
+  // again, which for a training batch (2,000 rows) times the output layer (6,000 columns: 93 blocks of 64) cost
+  // more than the threads gained. The width depends on the sizes alone.
+  constexpr Eigen::Index kMinBlock = 64, kMaxBlocks = 8, kSmallest = 16;  // a last block under 16 joins the one before
+  const Eigen::Index kBlock = std::max(kMinBlock, ((columns + kMaxBlocks - 1) / kMaxBlocks + 15) / 16 * 16);
   Eigen::Index blocks = (columns + kBlock - 1) / kBlock;
   if (blocks > 1 && columns - (blocks - 1) * kBlock < kSmallest) --blocks;
   parallel_for(static_cast<int>(blocks), 1, [&](int begin, int end) {

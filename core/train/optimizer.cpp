@@ -27,7 +27,9 @@ void Adam::step(ModelWeights& weights, ModelWeights& grads, float lr) {
     float* mp = m[p].data;
     float* vp = v[p].data;
     const int n = static_cast<int>(w[p].size);
-    parallel_for(n, 65536, [&](int begin, int end) {  // element by element: any split gives the same numbers
+    // Element by element: any split gives the same numbers. Captured by value, so that the constants stay in
+    // registers (through references they are reloaded after every store).
+    parallel_for(n, 65536, [=](int begin, int end) {
       for (int i = begin; i < end; ++i) {
         mp[i] = b1 * mp[i] + (1.0f - b1) * gp[i];
         vp[i] = b2 * vp[i] + (1.0f - b2) * gp[i] * gp[i];
