@@ -18,8 +18,9 @@ const char* training_state_name(TrainingSession::State state) {
   return "?";
 }
 
-TrainingSession::TrainingSession(const TrainOptions& options) : options_(options) {
+TrainingSession::TrainingSession(const TrainOptions& options, bool start_paused) : options_(options) {
   status_.epochs = options.epochs;
+  pause_requested_ = start_paused;
   worker_ = std::thread([this] { run(); });
 }
 

@@ -45,7 +45,8 @@ class TrainingSession {
 
   // Starts the worker: it prepares the run (reads the data: errors end in State::Failed with the message) and
   // trains until the planned epochs are done or stop() is called. options.out_path may be empty (nothing written).
-  explicit TrainingSession(const TrainOptions& options);
+  // start_paused: prepares, takes the step-0 snapshot, then waits for resume().
+  explicit TrainingSession(const TrainOptions& options, bool start_paused = false);
   ~TrainingSession();  // stops the worker at its next step and waits for it
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
