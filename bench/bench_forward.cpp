@@ -23,13 +23,13 @@
 #include <cstdlib>
 #include <random>
 
+#include "bench_main.h"
 #include "decode/decoder.h"
 #include "decode/kv_cache.h"
 #include "model/model.h"
 #include "peak_flops.h"
 #include "transformer/forward.h"
 #include "transformer/passes.h"
-#include "util/memory.h"
 #include "util/parallel.h"
 
 namespace {
@@ -226,13 +226,8 @@ BENCHMARK(BM_GreedyDecode20)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   setenv("OMP_NUM_THREADS", "1", 0);  // one thread unless asked (read when the pool starts)
-  keep_freed_memory();  // as the app and the CLI (util/memory.h)
   model();  // build (and export) the weights before timing
   base_model();
   peak_flops_per_second();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return sf::bench::run_benchmarks(argc, argv);
 }

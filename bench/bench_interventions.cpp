@@ -16,12 +16,12 @@
 // The model file: STEPFORMER_BENCH_MODEL or assets/models/de-en.safetensors.
 #include <benchmark/benchmark.h>
 
-#include "util/memory.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 
+#include "bench_main.h"
 #include "decode/decoder.h"
 #include "decode/guided.h"
 #include "model/model.h"
@@ -169,10 +169,5 @@ BENCHMARK(BM_Step)->Unit(benchmark::kMillisecond);
 }  // namespace
 
 int main(int argc, char** argv) {
-  sf::keep_freed_memory();  // as the app and the CLI (util/memory.h)
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return sf::bench::run_benchmarks(argc, argv);
 }

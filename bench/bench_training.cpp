@@ -5,16 +5,14 @@
 //   bench_training [--benchmark_filter=...]      threads: OMP_NUM_THREADS (default: all cores)
 #include <benchmark/benchmark.h>
 
-#include "util/memory.h"
-
-#include "util/parallel.h"
-
 #include <random>
 
+#include "bench_main.h"
 #include "train/batched_model.h"
 #include "train/init.h"
 #include "train/optimizer.h"
 #include "train/parameters.h"
+#include "util/parallel.h"
 
 namespace sf {
 namespace {
@@ -76,10 +74,5 @@ BENCHMARK(BM_TrainingStep)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillis
 }  // namespace sf
 
 int main(int argc, char** argv) {
-  sf::keep_freed_memory();  // as the app and the CLI (util/memory.h)
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return sf::bench::run_benchmarks(argc, argv);
 }

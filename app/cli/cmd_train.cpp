@@ -113,9 +113,7 @@ int run_train(const Args& args) {
   const int act = choose(activation, "relu", "gelu", "--activation");
   const int sch = choose(schedule, "inverse_sqrt", "constant", "--schedule");
   if (pos < 0 || nrm < 0 || act < 0 || sch < 0) return 2;
-  if (timeline_storage == "f32" || timeline_storage == "f16" || timeline_storage == "int8-rows") {
-    o.timeline_storage = timeline_storage == "f32" ? 0 : timeline_storage == "f16" ? 1 : 2;
-  } else {
+  if (!snapshot_storage_from_name(timeline_storage, o.timeline_storage)) {
     std::fprintf(stderr, "stepformer-cli train: --timeline-storage must be int8-rows, f16 or f32, got '%s'\n",
                  timeline_storage.c_str());
     return 2;

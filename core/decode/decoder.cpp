@@ -81,34 +81,27 @@ Decoder::Hypothesis Decoder::start_hypothesis() const {
   return h;
 }
 
-// Consumes one token: next_logits becomes the prediction after it.
-void Decoder::feed(Hypothesis& h, int token) const {
+// Consumes tokens in order: next_logits becomes the prediction after the last.
+void Decoder::feed(Hypothesis& h, std::span<const int> tokens) const {
+  if (tokens.empty()) return;
   if (use_cache_) {
-    h.next_logits = decode_step(*config_, *weights_, encoded_, token, h.cache);
+    for (int token : tokens) h.next_logits = decode_step(*config_, *weights_, encoded_, token, h.cache);
     return;
   }
   // Every row may see every other: the whole prefix again, from an empty self-attention cache, its last row only
-  // through the last layer and the output projection.
-  std::vector<int> tokens = h.cache.tokens;
-  tokens.push_back(token);
-  truncate_kv_cache(h.cache, 0);
-  h.next_logits = decode_chunk(*config_, *weights_, encoded_, tokens, h.cache, 1).row(0);
-}
-
-Decoder::Hypothesis Decoder::rebuild(int node) const {
-  Hypothesis h = start_hypothesis();
-  const std::vector<int> tokens = path(node);
-  if (use_cache_ || tokens.empty()) {
-    for (int token : tokens) feed(h, token);
-    return h;
-  }
-  // Without a cache every feed is a pass over the whole prefix from scratch, so only the last one counts: one
-  // pass over <bos> and the path gives the very numbers the token-by-token rebuild would, in O(L) rows instead
-  // of O(L^2) (a beam of 64 stepping back over 200 tokens took minutes).
-  std::vector<int> all = h.cache.tokens;  // <bos>
+  // through the last layer and the output projection. Only the last token's pass counts, so several tokens take
+  // one pass (a beam rebuilt after stepping back: O(L) rows, not O(L^2)).
+  std::vector<int> all = h.cache.tokens;
   all.insert(all.end(), tokens.begin(), tokens.end());
   truncate_kv_cache(h.cache, 0);
   h.next_logits = decode_chunk(*config_, *weights_, encoded_, all, h.cache, 1).row(0);
+}
+
+void Decoder::feed(Hypothesis& h, int token) const { feed(h, std::span<const int>(&token, 1)); }
+
+Decoder::Hypothesis Decoder::rebuild(int node) const {
+  Hypothesis h = start_hypothesis();
+  feed(h, path(node));
   return h;
 }
 

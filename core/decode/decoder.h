@@ -23,6 +23,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "decode/kv_cache.h"
@@ -136,6 +137,7 @@ class Decoder {
   void start(const Interventions& interventions);  // the rest of construction, once the encoder pass is there
   Hypothesis start_hypothesis() const;
   void feed(Hypothesis& h, int token) const;
+  void feed(Hypothesis& h, std::span<const int> tokens) const;
   Hypothesis rebuild(int node) const;
   void step_single();
   // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it;

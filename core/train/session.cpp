@@ -88,17 +88,8 @@ bool TrainingSession::wait_until_ended(std::chrono::milliseconds timeout) const 
 
 void TrainingSession::take_snapshot(double loss, double valid_bleu) {
   const int64_t step = trainer_->steps();
-  if (!timeline_.snapshots.empty() && timeline_.snapshots.back().step == step) {  // this step's is there already
-    if (valid_bleu >= 0) timeline_.snapshots.back().valid_bleu = valid_bleu;
-    return;
-  }
-  TimelineSnapshot s;
-  s.step = step;
-  s.epoch = step == 0 ? 0 : status_.epoch;
-  s.loss = loss;
-  s.valid_bleu = valid_bleu;
-  s.weights = trainer_->weights();  // the worker is the only writer: no lock needed to read
-  timeline_.snapshots.push_back(std::move(s));
+  // The worker is the only writer of the weights: no lock needed to read them.
+  record_snapshot(timeline_, step, step == 0 ? 0 : status_.epoch, loss, valid_bleu, trainer_->weights());
   status_.snapshots = timeline_.snapshots.size();
 }
 

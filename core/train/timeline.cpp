@@ -130,6 +130,28 @@ std::string snapshot_storage_description(SnapshotStorage storage) {
   return "";
 }
 
+bool snapshot_storage_from_name(const std::string& name, SnapshotStorage& storage) {
+  for (SnapshotStorage s : {SnapshotStorage::F32, SnapshotStorage::F16, SnapshotStorage::Int8Rows})
+    if (name == snapshot_storage_name(s)) {
+      storage = s;
+      return true;
+    }
+  return false;
+}
+
+void record_snapshot(TrainingTimeline& timeline, int64_t step, int epoch, double loss, double valid_bleu,
+                     const ModelWeights& weights) {
+  if (!timeline.snapshots.empty() && timeline.snapshots.back().step == step) {
+    TimelineSnapshot& last = timeline.snapshots.back();
+    if (valid_bleu >= 0) {  // the epoch ended on this step: it carries the epoch's score
+      last.valid_bleu = valid_bleu;
+      last.epoch = epoch;
+    }
+    return;
+  }
+  timeline.snapshots.push_back({step, epoch, loss, valid_bleu, weights});
+}
+
 bool snapshot_due(int64_t step, bool epoch_end) {
   if (epoch_end || step == 0) return true;
   if (step <= 300) return step % 50 == 0;
@@ -169,13 +191,7 @@ TrainingTimeline load_timeline(const SafetensorsFile& file) {
   if (!snapshots)
     fail(ErrorKind::Format, kWhere, "'" + file.origin() + "': the \"timeline\" metadata needs \"storage\" and "
                                                           "\"snapshots\" (an array)");
-  bool known = false;
-  for (SnapshotStorage s : {SnapshotStorage::F32, SnapshotStorage::F16, SnapshotStorage::Int8Rows})
-    if (storage == snapshot_storage_name(s)) {
-      t.storage = s;
-      known = true;
-    }
-  if (!known)
+  if (!snapshot_storage_from_name(storage, t.storage))
     fail(ErrorKind::Unsupported, kWhere, "'" + file.origin() + "': snapshot storage '" + storage +
                                              "' is not one this version reads (f32, f16, int8-rows)");
   if (snapshots->size() > kMaxSnapshots)

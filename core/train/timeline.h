@@ -42,6 +42,13 @@ struct TrainingTimeline {
 // of every epoch: dense while the model changes fastest, sparse once it settles.
 bool snapshot_due(int64_t step, bool epoch_end);
 
+// Appends a snapshot of `weights` at `step`. When the last snapshot is of this very step, nothing is added; an
+// epoch's end (valid_bleu >= 0) on a scheduled step sets that snapshot's validation BLEU and epoch.
+void record_snapshot(TrainingTimeline& timeline, int64_t step, int epoch, double loss, double valid_bleu,
+                     const ModelWeights& weights);
+// The storage named `name` ("f32", "f16", "int8-rows"); false when no storage has that name.
+bool snapshot_storage_from_name(const std::string& name, SnapshotStorage& storage);
+
 // Writes the timeline under `rules` (io/user_files.h: atomic, never onto an input, a link or a non-regular
 // file). Checks every snapshot's weights against the model's config, and that steps rise, first.
 void save_timeline(const TrainingTimeline& timeline, const std::string& path, SnapshotStorage storage,

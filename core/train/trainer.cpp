@@ -439,24 +439,17 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
   if (o.out_path.empty()) fail(ErrorKind::Input, "train", "no output model path (--out)");
   const bool keep_timeline = !o.timeline_path.empty();
   const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+  // Written as the model and the checkpoint are: never onto the data.
+  const WriteRules timeline_rules{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
   if (keep_timeline) {
-    if (const std::string problem = check_output_path(o.timeline_path, {.replace = true, .inputs = data_files(o)});
+    if (const std::string problem = check_output_path(o.timeline_path, timeline_rules);
         !problem.empty())
       fail(ErrorKind::File, "train", problem);
     if (same_path(o.timeline_path, o.out_path) || same_path(o.timeline_path, checkpoint))
       fail(ErrorKind::Input, "train", "the timeline '" + o.timeline_path + "' would be the model or the checkpoint");
   }
   Trainer trainer(o, log);
-  const SnapshotStorage storage = static_cast<SnapshotStorage>(std::clamp(o.timeline_storage, 0, 2));
   TrainingTimeline timeline;
-  auto snapshot = [&](double loss, double valid_bleu) {
-    if (!timeline.snapshots.empty() && timeline.snapshots.back().step == trainer.steps()) {
-      if (valid_bleu >= 0) timeline.snapshots.back().valid_bleu = valid_bleu;
-      return;
-    }
-    timeline.snapshots.push_back({trainer.steps(), trainer.steps() == 0 ? 0 : trainer.epoch(), loss, valid_bleu,
-                                  trainer.weights()});
-  };
   if (keep_timeline) {
     timeline.model = trainer.model();
     timeline.model.weights = ModelWeights();
@@ -467,19 +460,18 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
       for (TimelineSnapshot& s : earlier.snapshots)
         if (s.step <= trainer.steps()) timeline.snapshots.push_back(std::move(s));
     }
-    snapshot(0, -1);  // the weights before training (or where the resumed run starts, if not there yet)
+    // The weights before training (or where the resumed run starts, if not there yet).
+    record_snapshot(timeline, trainer.steps(), trainer.steps() == 0 ? 0 : trainer.epoch(), 0, -1, trainer.weights());
   }
   while (!trainer.done()) {
     const StepRecord r = trainer.step();
     if (progress) progress(r.epoch, r.batch, r.batches, r.epoch_loss, r.tokens_per_second);
-    if (keep_timeline && snapshot_due(r.step, false)) snapshot(r.epoch_loss, -1);
+    if (keep_timeline && snapshot_due(r.step, false)) record_snapshot(timeline, r.step, r.epoch, r.epoch_loss, -1, trainer.weights());
     if (trainer.epoch_complete()) {
-      const int epoch = trainer.epoch();
       const EpochRecord e = trainer.finish_epoch();
       if (keep_timeline) {
-        snapshot(e.train_loss, e.valid_bleu);
-        timeline.snapshots.back().epoch = epoch;
-        save_timeline(timeline, o.timeline_path, storage, {.replace = true, .inputs = data_files(o)});
+        record_snapshot(timeline, r.step, e.epoch, e.train_loss, e.valid_bleu, trainer.weights());
+        save_timeline(timeline, o.timeline_path, o.timeline_storage, timeline_rules);
         if (log) log("  timeline: " + std::to_string(timeline.snapshots.size()) + " snapshots in '" + o.timeline_path + "'");
       }
     }

@@ -15,6 +15,7 @@
 
 #include "model/config.h"
 #include "model/model.h"
+#include "train/timeline.h"
 #include "train/optimizer.h"
 
 namespace sf {
@@ -45,7 +46,7 @@ struct TrainOptions {
   // train_model only: the run's timeline (train/timeline.h) written here after every epoch, snapshots where
   // snapshot_due says; empty: none. A resumed run continues the timeline it finds there.
   std::string timeline_path;
-  int timeline_storage = 2;             // SnapshotStorage: 0 f32, 1 f16, 2 int8-rows
+  SnapshotStorage timeline_storage = SnapshotStorage::Int8Rows;
 };
 
 struct EpochRecord {

@@ -116,7 +116,7 @@ TEST(Trainer, WritesItsTimelineAndContinuesItWhenResumed) {
     TrainOptions o = small_run(data);
     o.out_path = (data / (name + ".safetensors")).string();
     o.timeline_path = (data / (name + ".timeline.safetensors")).string();
-    o.timeline_storage = static_cast<int>(SnapshotStorage::F32);
+    o.timeline_storage = SnapshotStorage::F32;
     o.epochs = epochs;
     train_model(o);
     return load_timeline(o.timeline_path);
