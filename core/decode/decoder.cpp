@@ -17,11 +17,23 @@ void validate_decode_options(const DecodeOptions& options) {
     fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
 }
 
+void validate_decode_options(const DecodeOptions& options, const Interventions& interventions) {
+  validate_decode_options(options);
+  const bool cached = options.use_kv_cache && kv_cache_exact(interventions);
+  if (options.strategy == DecodeStrategy::Beam && !cached && options.beam_width > kMaxBeamWidthWithoutCache)
+    fail(ErrorKind::Input, "Decoder",
+         "a beam of " + std::to_string(options.beam_width) + " without the KV cache (" +
+             (options.use_kv_cache ? "the causal mask is off or a painted mask lets a token see later ones"
+                                   : "the cache is switched off") +
+             ") would recompute every hypothesis' whole prefix at every step; the widest beam then is " +
+             std::to_string(kMaxBeamWidthWithoutCache));
+}
+
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options,
                  std::shared_ptr<const Trace> previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
-  validate_decode_options(options);
+  validate_decode_options(options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
   // reuse_encoder's rule, without its copy: the pass is shared.
   validate_interventions(config, interventions);
@@ -42,7 +54,7 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
-  validate_decode_options(options);
+  validate_decode_options(options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
   auto own = std::make_shared<Trace>();
   if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, *own))

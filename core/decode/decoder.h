@@ -41,6 +41,11 @@ enum class DecodeStrategy { Greedy, Sample, Beam };
 // The widest beam a decoder accepts: each hypothesis is a decoder pass per step, so a width of thousands would
 // freeze the app for minutes and take gigabytes; 64 is far past where BLEU stops improving.
 inline constexpr int kMaxBeamWidth = 64;
+// The widest beam without the KV cache (the causal mask off, or a painted mask that lets a query see a later
+// key): then every position's vector depends on the tokens after it, so each step recomputes every hypothesis'
+// whole prefix, O(width x length^2) decoder rows for a translation: a beam of 64 on a long sentence ran for
+// minutes. Eight keeps it to seconds.
+inline constexpr int kMaxBeamWidthWithoutCache = 8;
 
 struct DecodeOptions {
   DecodeStrategy strategy = DecodeStrategy::Greedy;
@@ -56,6 +61,9 @@ struct DecodeOptions {
 // parameters out of range, a negative max_length): what the constructor checks first, for callers that check
 // before handing the work to another thread.
 void validate_decode_options(const DecodeOptions& options);
+// The same, and the beam width a decoder takes with these interventions (kMaxBeamWidthWithoutCache where they
+// make the KV cache inexact, or options.use_kv_cache is off).
+void validate_decode_options(const DecodeOptions& options, const Interventions& interventions);
 
 struct BeamNode {
   int token = 0;             // the token this node appends (bos for the root)

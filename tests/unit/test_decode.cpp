@@ -381,6 +381,35 @@ TEST(Decoder, InterventionsWithoutCacheFallBack) {
   }
 }
 
+// Without the cache a beam recomputes every hypothesis' prefix at every step: wider than
+// kMaxBeamWidthWithoutCache is refused with a message that says why; with the cache the full width is taken.
+TEST(Decoder, BeamWithoutCacheIsNarrower) {
+  Model m;
+  Interventions no_causal;
+  no_causal.causal_mask = false;
+  DecodeOptions o;
+  o.strategy = DecodeStrategy::Beam;
+  o.max_length = 3;
+  o.beam_width = kMaxBeamWidthWithoutCache + 1;
+  EXPECT_NO_THROW(Decoder(m.config, m.weights, kSrc, Interventions{}, o));
+  try {
+    Decoder d(m.config, m.weights, kSrc, no_causal, o);
+    ADD_FAILURE() << "a beam of " << o.beam_width << " without the cache was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("causal mask is off"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxBeamWidthWithoutCache)), std::string::npos) << e.what();
+  }
+  DecodeOptions no_cache = o;
+  no_cache.use_kv_cache = false;
+  EXPECT_THROW(validate_decode_options(no_cache, Interventions{}), Error);
+  EXPECT_NO_THROW(validate_decode_options(o, Interventions{}));
+  o.beam_width = kMaxBeamWidthWithoutCache;
+  Decoder narrow(m.config, m.weights, kSrc, no_causal, o);
+  EXPECT_FALSE(narrow.uses_kv_cache());
+  EXPECT_GT(narrow.run(), 0);
+}
+
 // What decoding did, node by node: the same tokens, parents and steps (and log-probabilities within rounding).
 void expect_same_decoding(const Decoder& got, const Decoder& want) {
   EXPECT_EQ(got.generated(), want.generated());
