@@ -39,6 +39,7 @@ SPECS = {
     "head-off": 1, "head-on": 1, "causal-mask": 1, "padding-mask": 1, "positional": 1, "mask": 3, "reset": 0,
     "step": -3, "back": -3, "run": 0, "restart": 0, "decode": -1, "reference": -1, "force": 2,
     "open": -1, "show": 1, "view": 1, "expand": -1, "zoom": -1, "explain": 1, "pad": 1,
+    "train": -1, "snapshot": 1, "wait-train": 1,
 }
 MAX_SCRIPT_BYTES = 1 << 20       # kMaxScriptBytes
 MAX_COUNT = 100000               # kMaxScriptCount
@@ -49,7 +50,7 @@ INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
 
 STAGES = ["tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
           "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention", "decoder-add-norm",
-          "decoder-feed-forward", "all-heads", "output", "decoding", "interventions"]
+          "decoder-feed-forward", "all-heads", "output", "decoding", "interventions", "training"]
 
 CPP_SPACE = b" \t\n\v\f\r"  # isspace() in the C locale: what `istream >> string` splits on
 
@@ -194,6 +195,18 @@ def check_args(name, rest):
         if v is None or not MIN_UI_SCALE <= v <= MAX_UI_SCALE:
             return False, args
     if name in ("attention", "head-off", "head-on", "mask") and not head_ref_ok(args[0]):
+        return False, args
+    if name == "train":
+        w = words_of(args[0])
+        start = len(w) == 2 and w[0] == b"start"
+        control = len(w) == 1 and w[0] in (b"pause", b"resume", b"stop")
+        if not start and not control:
+            return False, args
+        args = w
+    if name == "snapshot" and args[0] not in (b"latest", b"file") and \
+            (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
+        return False, args
+    if name == "wait-train" and (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
         return False, args
     return True, args
 
@@ -414,6 +427,13 @@ class Monkey:
         elif name == "zoom":
             z = r.choice([self.real(), str(r.randint(1, 64)), "1", "64", "2.5", "8"])
             arg = (z if r.random() < 0.4 else f"{z} {self.count(20)} {self.count(20)}").encode()
+        elif name == "train":  # a live run (classroom, on the real data), and its controls
+            arg = r.choice(["pause", "resume", "stop"] * 4 + ["start classroom", "start de-en", "start huge",
+                                                              "start", "pause now", "Stop", ""]).encode()
+        elif name == "snapshot":
+            arg = r.choice([str(r.randint(0, 12)), "latest", "file", "-1", "99999", "last", ""]).encode()
+        elif name == "wait-train":  # a few steps: under ASan a step of the classroom model takes seconds
+            arg = r.choice([str(r.randint(0, 3)), "0", "-1", "x"]).encode()
         elif name in ("unhover", "reset", "run", "restart"):
             arg = b""
         else:  # a command this generator does not know (the app's --help lists it): some words
@@ -482,7 +502,8 @@ WEIGHTS = {"sentence": 8, "stage": 8, "attention": 6, "layer": 4, "head": 4, "ho
            "export-png": 0.8, "export-panel": 0.8, "export-csv": 1, "export-npy": 1, "head-off": 4, "head-on": 3,
            "causal-mask": 2, "padding-mask": 2, "positional": 2, "mask": 4, "reset": 2, "step": 5, "back": 4,
            "run": 2, "restart": 2, "decode": 4, "reference": 3, "force": 4, "model": 0.8, "open": 0.8, "show": 2,
-           "view": 2, "expand": 4, "zoom": 4, "explain": 2, "pad": 3}
+           "view": 2, "expand": 4, "zoom": 4, "explain": 2, "pad": 3, "train": 1.5, "snapshot": 3,
+           "wait-train": 1}
 
 
 def commands_from_help(app):

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "train/trainer.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
@@ -30,6 +32,7 @@ const char* kHelp =
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
     "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
     "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
+    "           --resume (continue from the checkpoint, which must exist: an error rather than a fresh start)\n"
     "timeline:  --timeline PATH (snapshots of the weights at step 0, every 50 steps to 300, every 100 to 1000\n"
     "           and each epoch's end, written after every epoch: the app replays the run from it)\n"
     "           --timeline-storage int8-rows|f16|f32 (int8-rows: 8-bit weights with a scale per row)\n\n"
@@ -55,7 +58,7 @@ int run_train(const Args& args) {
   OptionParser p("train");
   std::string positions = "sinusoidal", norm = "post", activation = "relu", schedule = "inverse_sqrt";
   std::string timeline_storage = "int8-rows";
-  bool tie = false, no_resume = false, f32 = false;
+  bool tie = false, no_resume = false, must_resume = false, f32 = false;
   int layers_enc = o.model.n_encoder_layers, layers_dec = o.model.n_decoder_layers;
   p.value("--data", &o.data_dir);
   p.value("--out", &o.out_path);
@@ -87,6 +90,7 @@ int run_train(const Args& args) {
   p.value("--timeline", &o.timeline_path);
   p.value("--timeline-storage", &timeline_storage);
   p.flag("--no-resume", &no_resume);
+  p.flag("--resume", &must_resume);
   p.flag("--f32", &f32);
   if (!p.parse(args)) return 2;
   if (p.help_requested()) {
@@ -127,7 +131,20 @@ int run_train(const Args& args) {
   o.model.n_decoder_layers = layers_dec;
   o.model.max_positions = std::max(o.model.max_positions, o.max_length);
   o.schedule.kind = sch ? LearningRateSchedule::Kind::Constant : LearningRateSchedule::Kind::InverseSqrt;
+  if (must_resume && no_resume) {
+    std::fprintf(stderr, "stepformer-cli train: --resume and --no-resume contradict each other\n");
+    return 2;
+  }
   o.resume = !no_resume;
+  if (must_resume) {  // the checkpoint named (or beside --out) must be there: a typo must not start over
+    const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(checkpoint, ec)) {
+      std::fprintf(stderr, "stepformer-cli train: --resume: no checkpoint at '%s' (it is written after each epoch)\n",
+                   printable(checkpoint).c_str());
+      return 2;
+    }
+  }
   o.store_f16 = !f32;
   o.command_line = "stepformer-cli train";
   for (const auto& a : args) o.command_line += " " + a;

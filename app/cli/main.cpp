@@ -19,6 +19,7 @@ int run_info(const Args& args);  // cmd_info.cpp
 int run_train(const Args& args);  // cmd_train.cpp
 int run_translate(const Args& args);  // cmd_translate.cpp
 int run_eval(const Args& args);  // cmd_eval.cpp
+int run_timeline(const Args& args);  // cmd_timeline.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -27,6 +28,7 @@ const std::vector<Command>& commands() {
       {"train", "train a translation model on Multi30k with the core's own backward pass", run_train},
       {"translate", "translate a sentence (greedy or beam search)", run_translate},
       {"eval", "translate a tokenized test set and print corpus BLEU", run_eval},
+      {"timeline", "list a training timeline's snapshots, or keep some of them in a new file", run_timeline},
   };
   return table;
 }

@@ -42,6 +42,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
   }
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
+  training_data_dir_ = options.data_dir.empty() ? default_training_data_dir() : options.data_dir;
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
@@ -59,6 +60,7 @@ bool exportable(const std::string& heatmap_name) {
 void App::select(Stage stage) {
   stage_ = stage;
   show_model_info_ = false;
+  if (stage == Stage::Training) training_.want_shipped_timeline();  // the classroom run, when no other
   switch (stage) {
     case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderConcat: case Stage::EncoderAddNorm:
     case Stage::EncoderFeedForward:
@@ -132,6 +134,7 @@ void App::handle_keys() {
   if (key_pressed(GLFW_KEY_BACKSPACE)) state_.step_back();
   if (key_pressed(GLFW_KEY_END)) state_.run_to_end();
   if (key_pressed(GLFW_KEY_HOME)) state_.restart();
+  if (key_pressed(GLFW_KEY_T, false)) select(Stage::Training);
 }
 
 void App::draw_pipeline_map() {
@@ -145,6 +148,7 @@ void App::draw_pipeline_map() {
 
 void App::frame() {
   state_.poll_background();  // a decoding done off the frame thread is shown from this frame on
+  training_.poll(state_);    // a timeline read in the background; a live run's progress and weights
   begin_heatmap_frame();
   begin_item_frame();
   begin_token_hover_frame();
@@ -191,6 +195,10 @@ void App::frame() {
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
     if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
+    if (const std::string shown = training_.shown_label(state_); !shown.empty() && state_.ready()) {
+      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "[%s]", shown.c_str());  // whose weights translate
+      ImGui::SameLine();
+    }
     if (state_.ready()) {
       ImGui::TextWrapped("-> %s%s", state_.translation_text().c_str(),
                   state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
@@ -279,6 +287,7 @@ void App::frame() {
       if (pads >= 0) state_.set_source_padding(pads);
       break;
     }
+    case Stage::Training: training_panel_.draw(state_, training_, training_data_dir_, training_head_); break;
     case Stage::Count: break;
   }
   // How far right the panel laid out its widgets, against the room it has (the scroll bar excluded): a wider

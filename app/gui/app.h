@@ -22,12 +22,14 @@
 #include "gui/panels/open_model_dialog.h"
 #include "gui/panels/qkv_panel.h"
 #include "gui/panels/tokens_panel.h"
+#include "gui/panels/training_panel.h"
 #include "gui/panels/positional_encoding_panel.h"
 #include "gui/panels/presentation.h"
 #include "gui/panels/view_popup.h"
 #include "gui/render/capture.h"
 #include "gui/settings.h"
 #include "gui/stages.h"
+#include "gui/training.h"
 #include "gui/view.h"
 
 namespace sf::gui {
@@ -59,6 +61,10 @@ class App {
   // Interventions and decoding (also the script's commands).
   bool set_interventions(const Interventions& next) { return state_.set_interventions(next); }
   AppState& mutable_state() { return state_; }
+  // Live training and the training timeline (the Training stage; the script's train, snapshot, wait-train).
+  Training& training() { return training_; }
+  const Training& training() const { return training_; }
+  const std::string& training_data_dir() const { return training_data_dir_; }
 
   // [SECTION] presentation, view, lessons, export
   // The wanted look (main applies it between frames with a ViewApplier): F5, F11, the View popup, scripts.
@@ -158,6 +164,10 @@ class App {
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;
   DecodingPanel decoding_panel_;
+  Training training_;
+  TrainingPanel training_panel_;
+  AttentionSelection training_head_{AttentionKind::Cross, 99, 0};  // the last layer (clamped to the model)
+  std::string training_data_dir_;
   ViewSettings view_;
   ViewPopup view_popup_;
   ExportPopup export_popup_;

@@ -92,6 +92,7 @@ void App::adopt(LoadedModel loaded) {
     }
   }
   if (state_.model && state_.model == loaded.model) {
+    training_.set_file_model(loaded.model, loaded.path);  // and the timeline beside it, if there is one
     check_attention_option();
     last_load_error_.clear();
     model_warnings_ = std::move(loaded.warnings);
@@ -196,7 +197,7 @@ void App::draw_loading_toast() {
 
 bool App::draw_model_views() {
   if (show_model_info_) {
-    model_info_panel_.draw(state_, model_warnings_);
+    model_info_panel_.draw(state_, model_warnings_, training_.weights_note(state_));
     return true;
   }
   if (state_.model) return false;

@@ -29,6 +29,28 @@ bool AppState::load_model(const std::string& path) {
   }
 }
 
+namespace {
+bool same_description(const Model& a, const Model& b) {
+  return a.family == b.family && config_to_json(a.config) == config_to_json(b.config) &&
+         a.src_vocab.tokens() == b.src_vocab.tokens() && a.tgt_vocab.tokens() == b.tgt_vocab.tokens() &&
+         tokenizer_settings_to_json(a.tokenizer) == tokenizer_settings_to_json(b.tokenizer);
+}
+}  // namespace
+
+bool AppState::use_weights(std::shared_ptr<const Model> loaded, const std::string& path) {
+  if (!loaded) return false;
+  if (!model || model_undo_ || sentence.empty() || !same_description(*model, *loaded))
+    return use_model(std::move(loaded), path);
+  std::shared_ptr<const Model> previous = std::move(model);
+  const std::string previous_path = model_path;
+  model = std::move(loaded);
+  model_path = path;
+  if (rebuild(-1)) return true;
+  model = std::move(previous);
+  model_path = previous_path;
+  return false;
+}
+
 bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
   // Interventions and forced tokens name heads and ids of the old model: they start afresh with a new one.
   // What is shown belongs to the old model: it is put aside (nothing is shown until the new model's decoding is

@@ -43,6 +43,11 @@ struct AppState {
   // Swaps in a model loaded elsewhere (e.g. off the frame thread); false (old model kept) when the sentence or
   // the interventions do not fit it.
   bool use_model(std::shared_ptr<const Model> loaded, const std::string& path);
+  // Other weights of the same model (a training snapshot, the live weights of a run): where `loaded` has the
+  // current model's config, vocabularies and tokenizer, the sentence, the interventions and the decoding
+  // strategy stay and the translation is decoded again (what is shown stays until it is done); otherwise as
+  // use_model. False (the current model kept) when it cannot be decoded.
+  bool use_weights(std::shared_ptr<const Model> loaded, const std::string& path);
   // Tokenizes, decodes and traces. On bad input sets `error` and keeps the previous result.
   bool set_sentence(const std::string& text);
   // Replaces the interventions and recomputes; a change the model cannot take is refused, previous kept.

@@ -32,6 +32,8 @@ const char* kUsage =
     "  --script FILE       run the commands in FILE, one per line (see the README): %COMMANDS%\n"
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
+    "  --data DIR          Multi30k's tokenized files (train.lc.norm.tok.de, .en) for the Training stage\n"
+    "                      (default: ../shared/data/multi30k/tok beside the source tree)\n"
     "  --allow-write DIR   the folder a script or lesson may write its screenshots and exports under\n"
     "                      (default: the current folder); they never replace a file\n"
     "  --check-lesson FILE replay a lesson without a window (on --model, default the shipped one) and\n"
@@ -151,6 +153,13 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (!v || !*v) return error("--check-lesson needs a lesson file");
       r.options.check_lesson_path = v;
       r.options.no_settings = true;  // a check reads and writes no settings
+    } else if (arg == "--data") {
+      const char* v = value("--data");
+      if (!v || !*v) return error("--data needs a folder");
+      std::error_code ec;
+      if (!std::filesystem::is_directory(v, ec))
+        return error("--data needs the folder of Multi30k's tokenized files; '" + printable(v) + "' is not a folder");
+      r.options.data_dir = v;
     } else if (arg == "--allow-write") {
       const char* v = value("--allow-write");
       if (!v || !*v) return error("--allow-write needs a folder");

@@ -22,6 +22,7 @@ const StageInfo kStages[] = {
     {Stage::Output, "output", "Linear + softmax"},
     {Stage::Decoding, "decoding", "Decoding, token by token"},
     {Stage::Interventions, "interventions", "Interventions"},
+    {Stage::Training, "training", "Training: watch it learn"},
 };
 static_assert(sizeof(kStages) / sizeof(kStages[0]) == static_cast<size_t>(Stage::Count));
 

@@ -10,7 +10,7 @@ enum class Stage {
   Tokens, Embedding, Positional,
   EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
   DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
-  AllHeads, Output, Decoding, Interventions, Count
+  AllHeads, Output, Decoding, Interventions, Training, Count
 };
 
 struct StageInfo {

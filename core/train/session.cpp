@@ -52,9 +52,12 @@ bool TrainingSession::ended() const {
   return status_.state == State::Finished || status_.state == State::Stopped || status_.state == State::Failed;
 }
 
-TrainingSession::Status TrainingSession::status() const {
+TrainingSession::Status TrainingSession::status(size_t losses_from) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return status_;
+  Status copy = status_;  // status_.losses stays empty: the curve is losses_
+  if (losses_from < losses_.size())
+    copy.losses.assign(losses_.begin() + static_cast<std::ptrdiff_t>(losses_from), losses_.end());
+  return copy;
 }
 
 bool TrainingSession::weights_now(Model& model, int64_t& step) const {
@@ -69,6 +72,12 @@ bool TrainingSession::weights_now(Model& model, int64_t& step) const {
 TrainingTimeline TrainingSession::timeline() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return timeline_;
+}
+
+std::vector<TimelineSnapshot> TrainingSession::snapshots_since(size_t first) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (first >= timeline_.snapshots.size()) return {};
+  return {timeline_.snapshots.begin() + static_cast<std::ptrdiff_t>(first), timeline_.snapshots.end()};
 }
 
 bool TrainingSession::wait_for_step(int64_t step, std::chrono::milliseconds timeout) const {
@@ -134,7 +143,7 @@ void TrainingSession::run() {
         changed_.wait(lock, [&] { return !pause_requested_ || stop_requested_; });
       }
       if (stop_requested_) {
-        take_snapshot(status_.losses.empty() ? 0 : status_.losses.back().loss, -1);
+        take_snapshot(losses_.empty() ? 0 : losses_.back().loss, -1);
         status_.state = State::Stopped;
         changed_.notify_all();
         return;
@@ -181,10 +190,13 @@ void TrainingSession::run() {
     status_.tokens_per_second = r.tokens_per_second;
     const double per_step = step_seconds / r.batch;
     status_.seconds_left = per_step * ((r.batches - r.batch) + static_cast<double>(options_.epochs - r.epoch) * r.batches);
-    status_.losses.push_back({r.step, r.loss});
+    losses_.push_back({r.step, r.loss});
     if (epoch_end) status_.history.push_back(e);
     if (snapshot_due(r.step, epoch_end)) take_snapshot(epoch_end ? e.train_loss : r.epoch_loss, epoch_end ? e.valid_bleu : -1);
-    if (epoch_end && !trainer_->done()) status_.epoch = trainer_->epoch();
+    if (epoch_end && !trainer_->done()) {  // the next epoch, none of its batches done yet
+      status_.epoch = trainer_->epoch();
+      status_.batch = 0;
+    }
     changed_.notify_all();
   }
   try {

@@ -56,12 +56,16 @@ class TrainingSession {
   void stop();    // after the step in progress; a snapshot of the weights at that step is kept
   bool ended() const;  // Finished, Stopped or Failed
 
-  Status status() const;
+  // The status, with the losses from step record `losses_from` on (a view that polls every frame keeps the
+  // curve it has and asks for what is new: status(curve.size())).
+  Status status(size_t losses_from = 0) const;
   // The run's model description (config, vocabularies, tokenizer) and weights now, between two steps; false
   // while preparing (or when preparing failed).
   bool weights_now(Model& model, int64_t& step) const;
   // The snapshots so far, with the model description.
   TrainingTimeline timeline() const;
+  // The snapshots from index `first` on (what a view that holds the earlier ones lacks).
+  std::vector<TimelineSnapshot> snapshots_since(size_t first) const;
   // Waits until `step` steps are done or the run has ended; false on timeout.
   bool wait_for_step(int64_t step, std::chrono::milliseconds timeout) const;
   bool wait_until_ended(std::chrono::milliseconds timeout) const;
@@ -76,7 +80,8 @@ class TrainingSession {
   mutable std::mutex weights_mutex_;  // held by the worker while a step changes the weights, and by weights_now
   mutable std::condition_variable changed_;  // any change of state or step
   bool pause_requested_ = false, stop_requested_ = false;
-  Status status_;
+  Status status_;                  // its losses stay empty: status() copies them from losses_
+  std::vector<LossPoint> losses_;  // every step's loss
   std::unique_ptr<Trainer> trainer_;  // created by the worker; its weights read under mutex_ between steps
   TrainingTimeline timeline_;
   std::thread worker_;

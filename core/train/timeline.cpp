@@ -173,6 +173,17 @@ void save_timeline(const TrainingTimeline& timeline, const std::string& path, Sn
 
 TrainingTimeline load_timeline(const std::string& path) { return load_timeline(SafetensorsFile::open(path)); }
 
+Model snapshot_model(const TrainingTimeline& timeline, size_t index) {
+  if (index >= timeline.snapshots.size())
+    fail(ErrorKind::Input, "snapshot_model",
+         "snapshot " + std::to_string(index) + " asked for; the timeline has " +
+             std::to_string(timeline.snapshots.size()) + " (0 to " + std::to_string(timeline.snapshots.size()) +
+             " - 1)");
+  Model model = timeline.model;
+  model.weights = timeline.snapshots[index].weights;
+  return model;
+}
+
 TrainingTimeline load_timeline(const SafetensorsFile& file) {
   TrainingTimeline t;
   t.model = read_model_description(file, kTimelineFormat);

@@ -55,6 +55,10 @@ void save_timeline(const TrainingTimeline& timeline, const std::string& path, Sn
                    const WriteRules& rules = WriteRules{true, {}, {}});
 std::vector<std::byte> serialize_timeline(const TrainingTimeline& timeline, SnapshotStorage storage);
 
+// The model as it was at snapshot `index`: the timeline's description with that snapshot's weights.
+// Throws ErrorKind::Input for an index outside the snapshots.
+Model snapshot_model(const TrainingTimeline& timeline, size_t index);
+
 // Reads a timeline file; ErrorKind::Format when it is not one (or is damaged), Missing/Shape/Value as
 // load_model for its tensors.
 TrainingTimeline load_timeline(const std::string& path);

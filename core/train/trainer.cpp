@@ -453,6 +453,12 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
   if (keep_timeline) {
     timeline.model = trainer.model();
     timeline.model.weights = ModelWeights();
+    timeline.model.provenance = {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
+                                                 ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
+                                                 std::to_string(o.min_frequency)},
+                                 {"command", o.command_line},
+                                 {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+                                 {"epochs_planned", o.epochs}};
     if (trainer.steps() > 0 && std::filesystem::exists(o.timeline_path)) {  // resumed: continue its timeline
       TrainingTimeline earlier = load_timeline(o.timeline_path);
       if (config_to_json(earlier.model.config) != config_to_json(timeline.model.config))

@@ -15,4 +15,14 @@ std::string shipped_model_path(const std::string& name) {
   return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
 }
 
+std::string multi30k_data_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path relative = fs::path("shared") / "data" / "multi30k" / "tok";
+  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT).parent_path(), fs::current_path(ec).parent_path()})
+    if (!root.empty() && fs::is_regular_file(root / relative / "train.lc.norm.tok.de", ec))
+      return (root / relative).lexically_normal().string();
+  return "";
+}
+
 }  // namespace sf

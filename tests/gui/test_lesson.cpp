@@ -367,6 +367,16 @@ TEST(CheckLesson, BothShippedLessonsPlayOnBothShippedModels) {
       << walk.output;
 }
 
+// The third lesson plays the shipped timeline (no training needed); its live part is noted, not run, in a check.
+TEST(CheckLesson, WatchItLearnPlaysTheShippedTimeline) {
+  const std::string dir = std::string(STEPFORMER_SOURCE_DIR);
+  const Checked c = check(dir + "/assets/lessons/watch-it-learn.lesson", "");
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find(", 0 problems"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("stage training; caption: This is a Transformer before"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("train start classroom: not run in a check"), std::string::npos) << c.output;
+}
+
 TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
   const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson";
   std::filesystem::remove_all(dir);

@@ -96,9 +96,13 @@ TEST(CliTrain, TrainsResumesAndIsDeterministic) {
   // uses two threads: the trainer's parallel loops split rows and elements among threads and the gradients are
   // not summed across threads, so the thread count changes no bit of the result.
   const fs::path resumed = dir / "resumed.safetensors";
+  r = cli(train_command(dir, resumed, 10, 2) + " --resume");  // nothing to resume yet: refused, nothing written
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--resume: no checkpoint at"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(resumed));
   r = cli(train_command(dir, resumed, 10, 2));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = cli(train_command(dir, resumed, 15, 2));
+  r = cli(train_command(dir, resumed, 15, 2) + " --resume");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("epoch 1: train loss"), std::string::npos) << "finished epochs must not rerun";

@@ -238,7 +238,8 @@ void draw_provenance_and_tokenizer(const ModelInfo& info, const std::vector<std:
 
 }  // namespace
 
-void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>& warnings) {
+void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>& warnings,
+                          const std::string& weights_note) {
   if (!state.model) {
     ImGui::TextDisabled("no model loaded: open one with \"Open model...\" above");
     return;
@@ -257,6 +258,11 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
       "What the model file holds besides its weights: the configuration the weights were trained with, the two "
       "vocabularies (each token's id is the row of its embedding), how sentences are cut into tokens, and where "
       "the model came from.");
+  if (!weights_note.empty()) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s", weights_note.c_str());
+    ImGui::PopTextWrapPos();
+  }
   const Config& c = m.config;
   ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
                      with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),

@@ -38,8 +38,9 @@ const char* config_key_meaning(const std::string& key);
 
 class ModelInfoPanel {
  public:
-  // `warnings`: what loading the file reported (tensors the family does not know).
-  void draw(const AppState& state, const std::vector<std::string>& warnings);
+  // `warnings`: what loading the file reported (tensors the family does not know). `weights_note`: where the
+  // weights on show come from when they are not the file's (a training snapshot and how it is stored), or "".
+  void draw(const AppState& state, const std::vector<std::string>& warnings, const std::string& weights_note = "");
 
  private:
   const Model* described_ = nullptr;

@@ -217,7 +217,8 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   stage_button(Stage::AllHeads, "All heads, all layers");
   stage_button(Stage::Decoding, "Decoding, token by token");
   stage_button(Stage::Interventions, "Interventions");
-  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head   Space: next token");
+  stage_button(Stage::Training, "Training: watch it learn");
+  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head   Space: next token\nT: training");
   return result;
 }
 

@@ -44,6 +44,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   int problems = static_cast<int>(script->problems.size());
   const auto counts = [&](const std::string& line) {
     if (line.find(": not written in a check") != std::string::npos) return false;
+    if (line.find(": not run in a check") != std::string::npos) return false;
     for (const std::string& prefix : faulty_lines)
       if (line.rfind(prefix, 0) == 0) return false;
     return true;
@@ -70,7 +71,8 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   // What the commands since the last pause said: skips are problems, exports not written are notes.
   const auto report = [&]() {
     for (const std::string& line : since_pause) {
-      const bool note = line.find(": not written in a check") != std::string::npos;
+      const bool note = line.find(": not written in a check") != std::string::npos ||
+                        line.find(": not run in a check") != std::string::npos;
       std::fprintf(out, "  %s%s\n", note ? "" : "problem: ", printable(line).c_str());
       problems += counts(line);
     }

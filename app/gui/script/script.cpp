@@ -20,7 +20,7 @@ namespace {
 // Commands that only produce output or pass time: skipped when a lesson replays up to an earlier pause.
 bool is_output_or_time(const std::string& name) {
   return name == "wait" || name == "hover" || name == "screenshot" || name == "layout" || name == "quit" ||
-         name.rfind("export-", 0) == 0;
+         name.rfind("export-", 0) == 0 || name == "wait-train";
 }
 
 // What the loaded model cannot show of a command that names a head or a layer ("" when it can): a lesson
@@ -207,6 +207,15 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   if (app.state().busy()) return publish(app);  // a decoding off the frame thread finishes first
   if (std::string late = app.mutable_state().take_late_failure(); !late.empty())
     log.push_back("script line " + std::to_string(busy_line_) + ": " + late);
+  if (wait_train_to_ >= 0) {  // wait-train: frames go on while the run trains
+    Training& training = app.training();
+    if (training.running() && training.status().step < wait_train_to_) return publish(app);
+    wait_train_to_ = -1;
+    training.poll(app.mutable_state(), /*force=*/true);  // the weights of this moment, shown at once
+    if (training.status().state == TrainingSession::State::Failed)
+      log.push_back("script line " + std::to_string(wait_train_line_) + ": training failed: " + training.status().message);
+    return publish(app);
+  }
   wait_for_load_ = false;
   if (loading_line_ > 0) {
     if (!app.last_load_error().empty())
@@ -219,6 +228,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     if (replay_to_ && is_output_or_time(c.name)) continue;
     if (dry_run_ && (c.name == "screenshot" || c.name == "layout" || c.name == "quit" || c.name.rfind("export-", 0) == 0)) {
       if (c.name != "quit" && !c.args.empty()) log.push_back(where + c.name + " " + c.args[0] + ": not written in a check");
+      continue;
+    }
+    if (dry_run_ && (c.name == "train" || c.name == "wait-train")) {  // a check trains nothing
+      if (c.args[0] == "start") log.push_back(where + "train start " + c.args[1] + ": not run in a check");
       continue;
     }
     if (!c.known) {
@@ -338,6 +351,46 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     } else if (c.name == "quit") {
       quit_ = true;
       return;
+    } else if (c.name == "train") {
+      Training& training = app.training();
+      if (c.args[0] == "start") {
+        std::string error;
+        if (replay_to_ && training.running()) continue;  // a lesson stepping back keeps the run it started
+        if (!training.start(c.args[1], app.training_data_dir(), 0, &error)) log.push_back(where + error);
+      } else if (!training.session()) {
+        log.push_back(where + "train " + c.args[0] + ": no training run (train start RECIPE first)");
+      } else if (c.args[0] == "pause") {
+        training.pause();
+      } else if (c.args[0] == "resume") {
+        training.resume();
+      } else {
+        training.stop();
+      }
+    } else if (c.name == "wait-train") {
+      if (!app.training().session()) {
+        log.push_back(where + "wait-train: no training run (train start RECIPE first)");
+      } else {
+        wait_train_to_ = std::stoi(c.args[0]);
+        wait_train_line_ = c.line;
+        return publish(app);
+      }
+    } else if (c.name == "snapshot") {
+      Training& training = app.training();
+      AppState& state = app.mutable_state();
+      bool ok = true;
+      if (c.args[0] == "file") {
+        ok = training.show_file_model(state) || training.file_model_shown(state);
+        if (!ok && state.error.empty()) state.error = "no model file to go back to";
+      } else {
+        if (!training.timeline() || training.timeline_loading()) {  // the shipped classroom run, read now
+          training.want_shipped_timeline();
+          training.finish_loading();
+          training.poll(state);
+        }
+        ok = c.args[0] == "latest" ? training.show_latest_snapshot(state)
+                                   : training.show_snapshot(state, std::stoi(c.args[0]));
+      }
+      if (!ok) log.push_back(where + "snapshot " + c.args[0] + ": " + state.error);
     } else if (!run_model_command(app, c, log, where)) {
       log.push_back(where + "unhandled command '" + c.name + "'");
     }

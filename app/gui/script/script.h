@@ -39,6 +39,14 @@
 //                            (WIDTH 1 to 64: decode/decoder.h kMaxBeamWidth)
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
+// Training (gui/training.h, the Training stage):
+//   train start RECIPE       start a live run (RECIPE: classroom or de-en) on Multi30k (--data); the views show
+//                            its weights every few seconds
+//   train pause | train resume | train stop
+//   wait-train STEPS         wait (frames go on) until the run has taken STEPS steps or ended, then show its
+//                            weights of that moment
+//   snapshot N | latest | file   show snapshot N (from 0) of the timeline on show (the shipped classroom run when
+//                            there is no other), its last one, or the model file again: every stage follows
 //
 // A lesson is parsed leniently: a command this version does not know is reported when it is reached and
 // skipped, so a lesson written for a newer Stepformer still runs. A script's unknown command is an error.
@@ -101,6 +109,8 @@ class ScriptRunner {
   bool quit_ = false;
   bool wait_for_load_ = true;  // at start (the app's first model) and after `model`: commands wait for it
   int loading_line_ = 0;       // the line of a `model` command whose file is loading
+  int64_t wait_train_to_ = -1;  // wait-train: the step the live run must reach; -1: not waiting
+  int wait_train_line_ = 0;
   int busy_line_ = 0;          // the line of the last command that changed the model, the sentence or the decoding
   bool dry_run_ = false;
   int last_pause_line_ = 0;

@@ -38,7 +38,9 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            // presentation mode's explanations: opened or folded behind "Explain"
                            {"explain", 1},
                            // <pad> tokens after the sentence, as a batch would add them
-                           {"pad", 1}};
+                           {"pad", 1},
+                           // training (gui/training.h): a live run, its timeline's snapshots
+                           {"train", -1},     {"snapshot", 1},  {"wait-train", 1}};
 
 
 
@@ -112,6 +114,18 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
       if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
         return "'mask' takes KIND.L.H ROW COL with whole numbers from 0 to " + std::to_string(kMaxScriptCount) +
                ", got '" + c.args[i] + "'";
+  if (c.name == "train") {
+    const std::vector<std::string> words = words_of(c.args[0]);
+    const bool start = words.size() == 2 && words[0] == "start";
+    const bool control = words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "stop");
+    if (!start && !control) return "'train' takes start RECIPE, pause, resume or stop, got '" + c.args[0] + "'";
+    c.args = words;
+  }
+  if (c.name == "snapshot" && c.args[0] != "latest" && c.args[0] != "file" &&
+      (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
+    return "'snapshot' takes a snapshot's number (from 0), latest or file, got '" + c.args[0] + "'";
+  if (c.name == "wait-train" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
+    return "'wait-train' takes a step count from 0 to " + std::to_string(kMaxScriptCount) + ", got '" + c.args[0] + "'";
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
   if (c.name == "expand") {

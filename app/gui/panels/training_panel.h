@@ -1,0 +1,39 @@
+// Panel: the Training stage. Left, the run: a recipe, Train / Pause / Resume / Stop and threads, the loss
+// curves, learning rate, speed, time left and validation BLEU per epoch; under it the timeline slider, which
+// shows any snapshot in every stage. Right, what the model does now with the sentence on screen: its
+// translation, one cross-attention head (chosen here) large, and every cross-attention head small, each marked
+// with the step of the weights it comes from.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gui/app_state.h"
+#include "gui/panels/attention_panel.h"
+#include "gui/render/heatmap.h"
+#include "gui/training.h"
+
+namespace sf::gui {
+
+class TrainingPanel {
+ public:
+  // `data_dir`: where live training reads Multi30k (the app's --data). `head`: the cross-attention head shown
+  // large (its kind is ignored; the panel shows cross-attention).
+  void draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head);
+
+ private:
+  void draw_run(AppState& state, Training& training, const std::string& data_dir);
+  void draw_timeline(AppState& state, Training& training);
+  void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head);
+  std::string recipe_ = "classroom";
+  int threads_ = 0;  // 0: all but one core
+  std::string message_;     // the last refusal (no data, a run already going) or save outcome
+  bool message_ok_ = false;
+  std::string save_path_ = "my-run.timeline.safetensors";
+  Heatmap head_map_;
+  std::vector<std::unique_ptr<Heatmap>> grid_;  // layer * H + head
+  int uploaded_version_ = -1;
+  AttentionSelection uploaded_head_;
+};
+
+}  // namespace sf::gui

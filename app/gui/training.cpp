@@ -1,0 +1,310 @@
+#include "gui/training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "util/error.h"
+#include "util/paths.h"
+
+namespace sf::gui {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The two runs the app offers. The classroom run reads readably after about 3 epochs (2.5 minutes on 2 cores;
+// the shipped timeline is one such run: README "Watch it learn"); the de-en recipe is the shipped model's.
+std::vector<TrainingRecipe> make_recipes() {
+  TrainOptions common;
+  common.source_language = "de";
+  common.target_language = "en";
+  common.batch_tokens = 3000;
+  common.dropout = 0.1f;
+  common.label_smoothing = 0.1f;
+  common.clip_norm = 1.0f;
+  common.seed = 1;
+  common.model.tie_output_embedding = true;
+  common.resume = false;   // a live run starts from step 0 (nothing is written, so there is nothing to resume)
+  common.test_name = "";  // no test score at the end: the run is watched, not published
+
+  TrainOptions classroom = common;
+  classroom.model.d_model = 128;
+  classroom.model.n_heads = 4;
+  classroom.model.n_encoder_layers = classroom.model.n_decoder_layers = 2;
+  classroom.model.d_ff = 512;
+  classroom.epochs = 6;
+  classroom.schedule.peak = 2e-3f;
+  classroom.schedule.warmup_steps = 300;
+  classroom.command_line = "the app's classroom recipe";
+
+  TrainOptions shipped = common;  // the defaults: d_model 256, 8 heads, 3+3 layers, d_ff 512
+  shipped.epochs = 18;
+  shipped.schedule.peak = 1e-3f;
+  shipped.schedule.warmup_steps = 500;
+  shipped.command_line = "the app's de-en recipe";
+  return {
+      {"classroom", "Classroom",
+       "d_model 128, 2+2 layers, 4 heads; 6 epochs of about 50 s on 2 cores, readable after 3", classroom},
+      {"de-en", "The shipped de-en recipe",
+       "d_model 256, 3+3 layers, 8 heads; 18 epochs of about 4 minutes on 2 cores", shipped},
+  };
+}
+
+}  // namespace
+
+const std::vector<TrainingRecipe>& training_recipes() {
+  static const std::vector<TrainingRecipe> recipes = make_recipes();
+  return recipes;
+}
+
+const TrainingRecipe* find_training_recipe(const std::string& id) {
+  for (const TrainingRecipe& r : training_recipes())
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+std::string training_recipe_ids() {
+  std::string out;
+  for (const TrainingRecipe& r : training_recipes()) out += (out.empty() ? "" : ", ") + r.id;
+  return out;
+}
+
+std::string default_training_data_dir() { return multi30k_data_dir(); }
+
+double mean_row_entropy(const Mat& p) {
+  if (p.rows() == 0) return 0;
+  double sum = 0;
+  for (Eigen::Index i = 0; i < p.rows(); ++i)
+    for (Eigen::Index j = 0; j < p.cols(); ++j) {
+      const double v = p(i, j);
+      if (v > 0 && std::isfinite(v)) sum -= v * std::log(v);  // -sum p ln p; a blocked cell (NaN, 0) adds 0
+    }
+  return sum / static_cast<double>(p.rows());
+}
+
+Training::~Training() {
+  if (session_) session_->stop();  // the destructor waits for its worker
+}
+
+// [SECTION] the model file and the timeline
+
+void Training::set_file_model(std::shared_ptr<const Model> model, const std::string& path) {
+  file_model_ = std::move(model);
+  file_model_path_ = path;
+  shown_snapshot_ = -1;
+  const std::string beside = timeline_path_for(path);
+  std::error_code ec;
+  if (!timeline_live_ && beside != path && fs::is_regular_file(beside, ec)) open_timeline(beside);
+}
+
+void Training::want_shipped_timeline() {
+  if (timeline_ || loading_.valid() || shipped_wanted_) return;
+  shipped_wanted_ = true;
+  open_timeline(shipped_model_path("classroom-de-en.timeline"));
+}
+
+void Training::open_timeline(const std::string& path) {
+  if (loading_.valid()) loading_.wait();  // one read at a time; the newest wins
+  loading_ = std::async(std::launch::async, [path] {
+    Loaded out;
+    out.path = path;
+    try {
+      out.timeline = std::make_shared<TrainingTimeline>(load_timeline(path));
+      if (out.timeline->snapshots.empty()) {
+        out.timeline.reset();
+        out.error = "the timeline '" + path + "' holds no snapshot";
+      }
+    } catch (const Error& e) {
+      out.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    } catch (const std::exception& e) {
+      out.error = "cannot read the timeline '" + path + "': " + e.what();
+    }
+    return out;
+  });
+}
+
+void Training::finish_loading() {
+  if (loading_.valid()) loading_.wait();
+}
+
+bool Training::show_model(AppState& state, std::shared_ptr<const Model> model, const std::string& label) {
+  return state.use_weights(std::move(model), label);
+}
+
+bool Training::show_snapshot(AppState& state, int index) {
+  if (!timeline_) {
+    state.error = "no training timeline: open the Training stage (the shipped classroom run) or train one";
+    return false;
+  }
+  const int count = static_cast<int>(timeline_->snapshots.size());
+  if (index < 0 || index >= count) {
+    state.error = "snapshot " + std::to_string(index) + ": the timeline has " + std::to_string(count) +
+                  " snapshots, 0 to " + std::to_string(count - 1);
+    return false;
+  }
+  std::shared_ptr<const Model> model;
+  try {
+    model = std::make_shared<const Model>(snapshot_model(*timeline_, static_cast<size_t>(index)));
+  } catch (const std::bad_alloc&) {
+    state.error = "not enough memory for snapshot " + std::to_string(index);
+    return false;
+  }
+  if (!show_model(state, std::move(model), timeline_source_)) return false;
+  shown_snapshot_ = index;
+  follow_live_ = false;
+  return true;
+}
+
+bool Training::show_latest_snapshot(AppState& state) {
+  if (!timeline_) return show_snapshot(state, 0);  // says why
+  return show_snapshot(state, static_cast<int>(timeline_->snapshots.size()) - 1);
+}
+
+bool Training::show_file_model(AppState& state) {
+  if (!file_model_ || state.model == file_model_) return false;
+  if (!state.use_weights(file_model_, file_model_path_)) return false;
+  shown_snapshot_ = -1;
+  follow_live_ = false;
+  return true;
+}
+
+std::string Training::shown_label(const AppState& state) const {
+  if (!state.model) return "";
+  if (shown_snapshot_ >= 0 && timeline_ && shown_snapshot_ < static_cast<int>(timeline_->snapshots.size())) {
+    const TimelineSnapshot& s = timeline_->snapshots[static_cast<size_t>(shown_snapshot_)];
+    return "snapshot " + std::to_string(shown_snapshot_ + 1) + " of " + std::to_string(timeline_->snapshots.size()) +
+           ": step " + std::to_string(s.step) + " of " + std::to_string(timeline_->snapshots.back().step) +
+           (s.epoch > 0 ? ", epoch " + std::to_string(s.epoch) : ", before training");
+  }
+  if (live_model_ && state.model == live_model_)
+    return "live training: weights of step " + std::to_string(live_step_shown_);
+  return "";
+}
+
+std::string Training::weights_note(const AppState& state) const {
+  const std::string label = shown_label(state);
+  if (label.empty()) return "";
+  if (shown_snapshot_ >= 0 && timeline_)
+    return "These weights: " + label + " of the training timeline " + timeline_source_ + ". Stored as " +
+           snapshot_storage_description(timeline_->storage) + ".";
+  return "These weights: " + label + ", as they are (32-bit floats), while the run goes on.";
+}
+
+std::string Training::save_timeline_to(const std::string& path, bool replace, const std::string& allowed_folder) const {
+  if (!timeline_) return "there is no timeline to save";
+  if (path.empty()) return "give a file name for the timeline";
+  std::vector<std::string> inputs = {file_model_path_};
+  if (!timeline_live_) inputs.push_back(timeline_source_);
+  try {
+    sf::save_timeline(*timeline_, path, timeline_live_ ? SnapshotStorage::Int8Rows : timeline_->storage,
+                      WriteRules{replace, inputs, allowed_folder});
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "not enough memory to write the timeline";
+  }
+  return "";
+}
+
+// [SECTION] live training
+
+bool Training::start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error) {
+  const TrainingRecipe* recipe = find_training_recipe(recipe_id);
+  if (!recipe) {
+    *error = "no training recipe '" + recipe_id + "': the recipes are " + training_recipe_ids();
+    return false;
+  }
+  if (running()) {
+    *error = "a training run is going: stop it first";
+    return false;
+  }
+  std::error_code ec;
+  if (data_dir.empty() || !fs::is_regular_file(fs::path(data_dir) / "train.lc.norm.tok.de", ec)) {
+    *error = data_dir.empty() ? "no training data: start the app with --data DIR, the folder of Multi30k's "
+                                "train.lc.norm.tok.de and .en (../shared/data/multi30k/tok)"
+                              : "no training data in '" + data_dir + "': it needs train.lc.norm.tok.de and .en";
+    return false;
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 0 || threads > static_cast<int>(cores)) {
+    *error = "threads must be 0 (all but one core) to " + std::to_string(cores) + ", not " + std::to_string(threads);
+    return false;
+  }
+  TrainOptions options = recipe->options;
+  options.data_dir = data_dir;
+  options.threads = threads == 0 ? static_cast<int>(std::max(1u, cores - 1)) : threads;
+  session_.reset();  // an ended run's worker is joined
+  session_ = std::make_unique<TrainingSession>(options);
+  recipe_id_ = recipe_id;
+  status_ = {};
+  losses_.clear();
+  live_model_.reset();
+  live_step_shown_ = -1;
+  timeline_ = std::make_shared<TrainingTimeline>();
+  timeline_->storage = SnapshotStorage::F32;
+  timeline_source_ = "live run (" + recipe_id + ")";
+  timeline_live_ = true;
+  timeline_error_.clear();
+  shown_snapshot_ = -1;
+  follow_live_ = true;
+  last_refresh_ = {};
+  return true;
+}
+
+bool Training::running() const { return session_ && !session_->ended(); }
+bool Training::paused() const { return session_ && status_.state == TrainingSession::State::Paused; }
+void Training::pause() { if (session_) session_->pause(); }
+void Training::resume() { if (session_) session_->resume(); }
+void Training::stop() { if (session_) session_->stop(); }
+
+double Training::seconds_since_refresh() const {
+  if (live_step_shown_ < 0) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_refresh_).count();
+}
+
+void Training::poll(AppState& state, bool force) {
+  if (loading_.valid() && loading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    Loaded loaded = loading_.get();
+    if (!loaded.timeline) {
+      timeline_error_ = loaded.error;
+    } else if (!timeline_live_) {  // a live run's timeline is not replaced by a file
+      timeline_ = std::move(loaded.timeline);
+      timeline_source_ = loaded.path;
+      timeline_error_.clear();
+      shown_snapshot_ = -1;
+    }
+  }
+  if (!session_) return;
+  TrainingSession::Status now = session_->status(losses_.size());
+  losses_.insert(losses_.end(), now.losses.begin(), now.losses.end());
+  now.losses.clear();
+  status_ = std::move(now);
+  if (timeline_live_ && timeline_) {
+    if (timeline_->model.config.d_model == 0 || timeline_->model.src_vocab.empty()) {
+      Model description;
+      int64_t step = 0;
+      if (session_->weights_now(description, step)) {
+        description.weights = ModelWeights();
+        timeline_->model = std::move(description);
+      }
+    }
+    for (TimelineSnapshot& s : session_->snapshots_since(timeline_->snapshots.size()))
+      timeline_->snapshots.push_back(std::move(s));
+  }
+  // The live weights, every few seconds, unless a snapshot is being looked at or the app is still decoding.
+  const bool due = force || live_step_shown_ < 0 || seconds_since_refresh() >= kRefreshSeconds;
+  if (!due || !follow_live_ || state.busy()) return;
+  if (live_step_shown_ >= 0 && status_.step == live_step_shown_) return;  // nothing new (paused, ended)
+  auto model = std::make_shared<Model>();
+  int64_t step = 0;
+  if (!session_->weights_now(*model, step)) return;  // still preparing
+  if (!show_model(state, model, timeline_source_)) return;
+  shown_snapshot_ = -1;
+  live_model_ = std::move(model);
+  live_step_shown_ = step;
+  last_refresh_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace sf::gui

@@ -1,0 +1,134 @@
+// Watching a model learn, in the app: a training run on worker threads (core/train/session.h) whose weights the
+// app shows as they change, and the timeline of a run (core/train/timeline.h), whose snapshots every stage can
+// show: the model as it was at that step. The Training stage (panels/training_panel.h) draws it; the script's
+// `train`, `snapshot` and `wait-train` commands drive it.
+//
+// What is shown is always AppState's model: showing a snapshot, or a refresh of the live weights, swaps the
+// weights in (AppState::use_weights: the sentence and the interventions stay), and every stage follows. The
+// model file that was opened stays in memory, and "Back to the model file" shows it again. Training never
+// writes a file unless asked (Save timeline); never over the open model file.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gui/app_state.h"
+#include "train/session.h"
+#include "train/timeline.h"
+
+namespace sf::gui {
+
+// A training run the app offers: a size and its hyperparameters (the data folder is filled in at the start).
+struct TrainingRecipe {
+  std::string id;     // what `train start` takes: "classroom", "de-en"
+  std::string title;  // for the recipe picker
+  std::string about;  // one line: the model's size and how long it takes
+  TrainOptions options;
+};
+const std::vector<TrainingRecipe>& training_recipes();
+const TrainingRecipe* find_training_recipe(const std::string& id);  // null for an unknown id
+std::string training_recipe_ids();  // "classroom, de-en", for messages
+
+// Where Multi30k's tokenized files are when the app is started without --data: ../shared/data/multi30k/tok
+// beside the source tree (or the working directory); "" when not there.
+std::string default_training_data_dir();
+
+// How peaked an attention map is: the mean over its rows (queries) of the entropy of each row, in nats; blocked
+// cells (NaN, zero probability) count as zero. A uniform row over n keys gives ln n; a row on one key gives 0.
+double mean_row_entropy(const Mat& probabilities);
+
+class Training {
+ public:
+  static constexpr double kRefreshSeconds = 3.0;  // how often the live weights are shown again
+
+  Training() = default;
+  Training(const Training&) = delete;
+  Training& operator=(const Training&) = delete;
+  ~Training();  // stops a run and waits for its worker
+
+  // [SECTION] the model file and the timeline
+  // A model file was opened: it is what "Back to the model file" shows, and a timeline beside it
+  // (timeline_path_for) is read in the background and becomes the timeline on show.
+  void set_file_model(std::shared_ptr<const Model> model, const std::string& path);
+  // The shipped classroom run (assets/models/classroom-de-en.timeline.safetensors), read in the background,
+  // when no other timeline is there yet: what the Training stage shows on first start.
+  void want_shipped_timeline();
+  // Reads `path` in the background as the timeline on show (replacing one from a file; not a live run's).
+  void open_timeline(const std::string& path);
+  bool timeline_loading() const { return loading_.valid(); }
+  void finish_loading();  // blocks until a timeline being read is in (scripts, tests)
+  const TrainingTimeline* timeline() const { return timeline_.get(); }
+  const std::string& timeline_source() const { return timeline_source_; }  // its file, or "live run"
+  const std::string& timeline_error() const { return timeline_error_; }    // the last timeline that failed
+  // The snapshot on show, or -1 (the model file, or the live weights).
+  int shown_snapshot() const { return shown_snapshot_; }
+  // Shows snapshot `index` in every stage; false (state.error set, what is shown kept) for a bad index.
+  bool show_snapshot(AppState& state, int index);
+  bool show_latest_snapshot(AppState& state);
+  // Shows the model file again (false when there is none, or it is already shown).
+  bool show_file_model(AppState& state);
+  bool file_model_shown(const AppState& state) const { return file_model_ && state.model == file_model_; }
+  // "step 306 of 919 (epoch 2)" for the model line while a snapshot or the live weights are shown; "" otherwise.
+  std::string shown_label(const AppState& state) const;
+  // For Model info: where the weights on show come from and how they are stored ("" for the model file's).
+  std::string weights_note(const AppState& state) const;
+  // Writes the timeline on show to `path` (never over the open model file or an existing file unless
+  // `replace`); "" or the problem.
+  std::string save_timeline_to(const std::string& path, bool replace, const std::string& allowed_folder = "") const;
+
+  // [SECTION] live training
+  // Starts the recipe `recipe_id` on `threads` threads (0: all but one core) on the data in `data_dir`; false
+  // with `error` set (an unknown recipe, no data, a run already going). The run keeps its snapshots; the app
+  // shows its weights every kRefreshSeconds.
+  bool start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error);
+  bool running() const;  // a run exists and has not ended
+  bool paused() const;
+  void pause();
+  void resume();
+  void stop();
+  const TrainingSession* session() const { return session_.get(); }
+  const std::string& recipe_id() const { return recipe_id_; }
+  // The last status, the whole loss curve, and the step whose weights are on show (-1: none yet).
+  const TrainingSession::Status& status() const { return status_; }
+  const std::vector<TrainingSession::LossPoint>& losses() const { return losses_; }
+  int64_t live_step_shown() const { return live_step_shown_; }
+  // Whether the live weights are shown as they change (from start() until a snapshot or the model file is
+  // shown); follow_live() goes back to them.
+  bool following_live() const { return follow_live_; }
+  void follow_live() { follow_live_ = session_ != nullptr; last_refresh_ = {}; live_step_shown_ = -1; }
+  double seconds_since_refresh() const;
+  // Once a frame: a timeline read in the background is taken; a live run's status is read, its new snapshots
+  // join the timeline, and its weights are shown again when kRefreshSeconds have passed (and the app is not
+  // busy decoding). `force`: refresh now (the script's wait-train).
+  void poll(AppState& state, bool force = false);
+
+ private:
+  bool show_model(AppState& state, std::shared_ptr<const Model> model, const std::string& label);
+  std::shared_ptr<const Model> file_model_;
+  std::string file_model_path_;
+  std::shared_ptr<TrainingTimeline> timeline_;
+  std::string timeline_source_, timeline_error_;
+  bool timeline_live_ = false;  // timeline_ is the live run's (no file replaces it)
+  bool shipped_wanted_ = false;
+  struct Loaded {
+    std::string path;
+    std::shared_ptr<TrainingTimeline> timeline;
+    std::string error;
+  };
+  std::future<Loaded> loading_;
+  int shown_snapshot_ = -1;
+  // Live training.
+  std::unique_ptr<TrainingSession> session_;
+  std::string recipe_id_;
+  TrainingSession::Status status_;
+  std::vector<TrainingSession::LossPoint> losses_;
+  std::shared_ptr<const Model> live_model_;  // the live weights last shown
+  int64_t live_step_shown_ = -1;
+  bool follow_live_ = false;
+  std::chrono::steady_clock::time_point last_refresh_{};
+};
+
+}  // namespace sf::gui

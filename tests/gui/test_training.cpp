@@ -1,0 +1,256 @@
+// Watching a model learn (gui/training.h, the Training stage): a snapshot of the shipped classroom timeline
+// shown in the app is the very model of that step (every traced tensor equals a fresh forward pass with the
+// snapshot's weights, the user's interventions kept); the last snapshot's cross-attention is more peaked than the
+// first's, in the state and on screen; and a live run started by a script shows its weights in the Training
+// stage while it trains.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "app_under_xvfb.h"
+#include "export_readers.h"
+#include "gui/app_state.h"
+#include "gui/training.h"
+#include "transformer/forward.h"
+#include "util/paths.h"
+
+namespace sf::gui {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fresh_output_dir;
+using testing::headless_app_command;
+
+float max_difference(const Mat& a, const Mat& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
+  return a.size() == 0 ? 0.0f : (a - b).cwiseAbs().maxCoeff();
+}
+
+// The mean row entropy of every cross-attention head of the last decoder layer, averaged.
+double last_layer_cross_entropy(const Trace& trace, int heads) {
+  double sum = 0;
+  for (int h = 0; h < heads; ++h) sum += mean_row_entropy(trace.decoder.back().cross_attn.probs[static_cast<size_t>(h)]);
+  return sum / heads;
+}
+
+class ShippedTimeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
+    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
+    training.set_file_model(state.model, state.model_path);
+    training.want_shipped_timeline();
+    training.finish_loading();
+    training.poll(state);
+    ASSERT_NE(training.timeline(), nullptr) << training.timeline_error();
+  }
+  AppState state;
+  Training training;
+};
+
+TEST_F(ShippedTimeline, HasTenSnapshotsFromStepZeroToTheEndStoredAsEightBitRows) {
+  const TrainingTimeline& t = *training.timeline();
+  ASSERT_GE(t.snapshots.size(), 10u);
+  EXPECT_EQ(t.snapshots.front().step, 0);
+  EXPECT_EQ(t.snapshots.front().epoch, 0);
+  EXPECT_GT(t.snapshots.back().step, 900);
+  EXPECT_GT(t.snapshots.back().valid_bleu, 30.0);
+  EXPECT_EQ(t.storage, SnapshotStorage::Int8Rows);
+  EXPECT_EQ(t.model.config.d_model, 128);
+  EXPECT_LE(fs::file_size(shipped_model_path("classroom-de-en.timeline")), 30u * 1000 * 1000);
+}
+
+TEST_F(ShippedTimeline, ASnapshotShownIsTheModelOfThatStepWithTheInterventionsKept) {
+  const TrainingTimeline& t = *training.timeline();
+  const int last = static_cast<int>(t.snapshots.size()) - 1;
+  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error;  // a new model: the interventions start afresh
+  Interventions off;
+  off.heads_off.push_back({AttentionKind::Cross, 1, 2});
+  ASSERT_TRUE(state.set_interventions(off)) << state.error;
+  for (int index : {0, 4, last}) {
+    ASSERT_TRUE(training.show_snapshot(state, index)) << state.error;
+    EXPECT_EQ(training.shown_snapshot(), index);
+    EXPECT_EQ(state.interventions, off) << "scrubbing kept the head switched off";
+    const Model model = snapshot_model(t, static_cast<size_t>(index));
+    EXPECT_EQ(state.model->weights.decoder_layers[0].cross_attn.q.weight, model.weights.decoder_layers[0].cross_attn.q.weight);
+    const Trace fresh = forward(model.config, model.weights, state.trace.src.ids, state.trace.tgt.ids, off);
+    EXPECT_LT(max_difference(fresh.logits, state.trace.logits), 1e-4f) << "snapshot " << index;
+    for (size_t l = 0; l < fresh.decoder.size(); ++l)
+      for (int h = 0; h < model.config.n_heads; ++h)
+        EXPECT_LT(max_difference(fresh.decoder[l].cross_attn.probs[static_cast<size_t>(h)],
+                                 state.trace.decoder[l].cross_attn.probs[static_cast<size_t>(h)]), 1e-5f)
+            << "snapshot " << index << " layer " << l << " head " << h;
+    EXPECT_NE(training.shown_label(state).find("step " + std::to_string(t.snapshots[static_cast<size_t>(index)].step)),
+              std::string::npos) << training.shown_label(state);
+  }
+  EXPECT_NE(training.weights_note(state).find("8-bit integers"), std::string::npos) << training.weights_note(state);
+  // Back to the file: its own translation, and the label gone.
+  ASSERT_TRUE(training.show_file_model(state)) << state.error;
+  EXPECT_EQ(training.shown_snapshot(), -1);
+  EXPECT_EQ(training.shown_label(state), "");
+  ASSERT_TRUE(state.set_interventions(Interventions{}));
+  EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.");
+}
+
+TEST_F(ShippedTimeline, TheTranslationGoesFromRepeatedWordsToTheSentenceAndAttentionSharpens) {
+  const int last = static_cast<int>(training.timeline()->snapshots.size()) - 1;
+  ASSERT_TRUE(training.show_snapshot(state, 0)) << state.error;
+  const std::string before = state.translation_text();
+  const double entropy_before = last_layer_cross_entropy(state.trace, state.model->config.n_heads);
+  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error;
+  EXPECT_EQ(state.translation_text(), "a man in an orange shirt stands on the street.");
+  EXPECT_NE(before, state.translation_text());
+  const double entropy_after = last_layer_cross_entropy(state.trace, state.model->config.n_heads);
+  EXPECT_LT(entropy_after, entropy_before - 0.2) << "before " << entropy_before << ", after " << entropy_after;
+}
+
+TEST_F(ShippedTimeline, ABadSnapshotNumberIsRefusedAndWhatIsShownStays) {
+  const std::vector<int> shown = state.translation;
+  EXPECT_FALSE(training.show_snapshot(state, 10000));
+  EXPECT_NE(state.error.find("0 to"), std::string::npos) << state.error;
+  EXPECT_FALSE(training.show_snapshot(state, -1));
+  EXPECT_EQ(state.translation, shown);
+  EXPECT_EQ(training.shown_snapshot(), -1);
+}
+
+TEST(MeanRowEntropy, IsLnNForEvenRowsAndZeroForOneHot) {
+  Mat even = Mat::Constant(3, 4, 0.25f);
+  EXPECT_NEAR(mean_row_entropy(even), std::log(4.0), 1e-6);
+  Mat one = Mat::Zero(2, 5);
+  one(0, 1) = one(1, 4) = 1.0f;
+  EXPECT_NEAR(mean_row_entropy(one), 0.0, 1e-9);
+  one(1, 0) = NAN;  // a blocked cell counts as zero
+  EXPECT_NEAR(mean_row_entropy(one), 0.0, 1e-9);
+}
+
+TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
+  Training training;
+  std::string error;
+  EXPECT_FALSE(training.start("huge", "/nonexistent", 1, &error));
+  EXPECT_NE(error.find("classroom"), std::string::npos) << error;
+  EXPECT_FALSE(training.start("classroom", "/nonexistent", 1, &error));
+  EXPECT_NE(error.find("train.lc.norm.tok.de"), std::string::npos) << error;
+  EXPECT_FALSE(training.start("classroom", "", 1, &error));
+  EXPECT_NE(error.find("--data"), std::string::npos) << error;
+  EXPECT_FALSE(training.running());
+}
+
+// A tiny German-English-shaped corpus (w3 -> v3) with the file names live training reads.
+fs::path tiny_corpus(const fs::path& dir) {
+  fs::create_directories(dir);
+  std::mt19937 rng(5);
+  for (const auto& [split, n] : {std::pair<std::string, int>{"train", 120}, {"val", 12}}) {
+    std::ofstream src(dir / (split + ".lc.norm.tok.de")), tgt(dir / (split + ".lc.norm.tok.en"));
+    for (int i = 0; i < n; ++i) {
+      const unsigned words = 2 + rng() % 4;
+      for (unsigned k = 0; k < words; ++k) {
+        const unsigned w = rng() % 8;
+        src << (k ? " " : "") << "w" << w;
+        tgt << (k ? " " : "") << "v" << w;
+      }
+      src << "\n";
+      tgt << "\n";
+    }
+  }
+  return dir;
+}
+
+TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
+  const fs::path data = tiny_corpus(fresh_output_dir("live_training_state") / "data");
+  AppState state;
+  state.sentence = "w1 w2 w3";
+  Training training;
+  std::string error;
+  ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
+  // Poll as the frames do until the run ends; the views then show the weights of its last step.
+  for (int i = 0; i < 6000 && training.running(); ++i) {
+    training.poll(state);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(training.running()) << "the run did not end in 60 s";
+  training.poll(state, /*force=*/true);
+  ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
+  ASSERT_TRUE(state.model) << state.error;
+  EXPECT_EQ(state.model->config.d_model, 128);
+  EXPECT_EQ(training.live_step_shown(), training.status().step);
+  EXPECT_EQ(training.losses().size(), static_cast<size_t>(training.status().step));
+  EXPECT_EQ(training.status().history.size(), 6u);
+  ASSERT_NE(training.timeline(), nullptr);
+  EXPECT_EQ(training.timeline()->snapshots.front().step, 0);
+  EXPECT_EQ(training.timeline()->snapshots.back().step, training.status().step);
+  EXPECT_TRUE(state.ready());
+  EXPECT_NE(training.shown_label(state).find("live training"), std::string::npos);
+  // The timeline of the run can be saved, never over an existing file unless asked, and reads back.
+  const fs::path saved = data.parent_path() / "run.timeline.safetensors";
+  EXPECT_EQ(training.save_timeline_to(saved.string(), false), "");
+  EXPECT_NE(training.save_timeline_to(saved.string(), false), "") << "replaced an existing file";
+  EXPECT_EQ(load_timeline(saved.string()).snapshots.size(), training.timeline()->snapshots.size());
+}
+
+// On screen: the Training stage at the first and the last snapshot of the shipped run. The large map's exported
+// values are the snapshot's cross-attention: the last is more peaked.
+TEST(TrainingScreen, TimelineFirstAndLastSnapshot) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_timeline_screen");
+  std::ofstream(dir / "timeline.script") << "stage training\n"
+                                            "snapshot 0\nexport-csv first.csv\nscreenshot first.png\n"
+                                            "snapshot latest\nexport-csv last.csv\nscreenshot last.png\n"
+                                            "layout last.json\nquit\n";
+  const std::string cmd = "cd '" + dir.string() + "' && " +
+                          headless_app_command("--no-settings --script timeline.script") + " > log.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
+  const std::string log = test::read_bytes((dir / "log.txt").string());
+  EXPECT_EQ(log.find("script line"), std::string::npos) << log;
+  const test::Csv first = test::parse_csv(test::read_bytes((dir / "first.csv").string()));
+  const test::Csv last = test::parse_csv(test::read_bytes((dir / "last.csv").string()));
+  ASSERT_GT(first.rows, 0);
+  ASSERT_GT(last.rows, 0);
+  EXPECT_EQ(first.cols, 13);  // <bos> ein mann in einem orangefarbenen hemd steht auf der straße . <eos>
+  const auto entropy = [](const test::Csv& csv) {
+    return mean_row_entropy(Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                                csv.values.data(), csv.rows, csv.cols).cast<float>());
+  };
+  EXPECT_LT(entropy(last), entropy(first) - 0.2) << "first " << entropy(first) << ", last " << entropy(last);
+  const testing::Image a = testing::load_png(dir / "first.png"), b = testing::load_png(dir / "last.png");
+  ASSERT_GT(a.width, 0);
+  ASSERT_GT(b.width, 0);
+  const nlohmann::json layout = testing::load_json(dir / "last.json");
+  bool head_map = false;
+  for (const auto& h : layout["heatmaps"]) head_map = head_map || h["name"] == "training_cross_head";
+  EXPECT_TRUE(head_map) << layout.dump();
+}
+
+// On screen during a run: a script starts the classroom recipe on a tiny corpus, waits for a few steps and
+// takes a screenshot of the Training stage with its curves and the live cross-attention.
+TEST(TrainingScreen, DuringAShortLiveRun) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_live_screen");
+  const fs::path data = tiny_corpus(dir / "data");
+  std::ofstream(dir / "live.script") << "sentence w1 w2 w3 w4\nstage training\ntrain start classroom\n"
+                                        "wait-train 3\nscreenshot during.png\nlayout during.json\n"
+                                        "train stop\nwait-train 100\nquit\n";
+  const std::string cmd = "cd '" + dir.string() + "' && " +
+                          headless_app_command("--no-settings --data '" + data.string() +
+                                               "' --script live.script") + " > log.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
+  const std::string log = test::read_bytes((dir / "log.txt").string());
+  EXPECT_EQ(log.find("script line"), std::string::npos) << log;
+  const testing::Image shot = testing::load_png(dir / "during.png");
+  ASSERT_GT(shot.width, 0);
+  const nlohmann::json layout = testing::load_json(dir / "during.json");
+  bool head_map = false;
+  for (const auto& h : layout["heatmaps"])
+    if (h["name"] == "training_cross_head") head_map = h["cols"] == 6;  // <bos> w1 w2 w3 w4 <eos>
+  EXPECT_TRUE(head_map) << layout.dump();
+}
+
+}  // namespace
+}  // namespace sf::gui
