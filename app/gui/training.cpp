@@ -94,6 +94,8 @@ void Training::set_file_model(std::shared_ptr<const Model> model, const std::str
   file_model_ = std::move(model);
   file_model_path_ = path;
   shown_snapshot_ = -1;
+  follow_live_ = false;  // the user chose a file: a live run goes on, but no longer takes the views
+  if (!running()) timeline_live_ = false;  // an ended run's timeline gives way to the file's
   const std::string beside = timeline_path_for(path);
   std::error_code ec;
   if (!timeline_live_ && beside != path && fs::is_regular_file(beside, ec)) open_timeline(beside);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "decode/decoder.h"
+#include "train/timeline.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -194,6 +195,42 @@ TEST(CliTrain, BadArgumentsAreNamed) {
   EXPECT_NE(r.output.find("--dropout needs a number"), std::string::npos) << r.output;
   r = cli("eval /nonexistent.safetensors --src a --ref b");
   EXPECT_EQ(r.exit_code, 1);
+}
+
+// `timeline FILE` lists the shipped classroom run's snapshots; `--keep --out` writes only the steps named (the
+// cut recorded in the provenance), and refuses a step without a snapshot, the input as output, or --keep alone.
+TEST(CliTimeline, ListsAndKeepsChosenSnapshots) {
+  const std::string shipped = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/classroom-de-en.timeline.safetensors";
+  CliRun r = cli("timeline " + shipped);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("snapshots   10"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("storage     int8-rows"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("     919      6"), std::string::npos) << r.output;
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_cli_timeline_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "two.timeline.safetensors";
+  r = cli("timeline " + shipped + " --keep 0,919 --out " + out.string() + " --storage f16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const TrainingTimeline two = load_timeline(out.string());
+  ASSERT_EQ(two.snapshots.size(), 2u);
+  EXPECT_EQ(two.snapshots[0].step, 0);
+  EXPECT_EQ(two.snapshots[1].step, 919);
+  EXPECT_EQ(two.storage, SnapshotStorage::F16);
+  EXPECT_NE(two.model.provenance["cut"]["command"].get<std::string>().find("--keep 0,919"), std::string::npos);
+  r = cli("timeline " + shipped + " --keep 0,5 --out " + (dir / "five.timeline.safetensors").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("step 5, which has no snapshot"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "five.timeline.safetensors"));
+  r = cli("timeline " + out.string() + " --keep 0 --out " + out.string() + " --force");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(load_timeline(out.string()).snapshots.size(), 2u) << "the input was written over";
+  r = cli("timeline " + shipped + " --keep 0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = cli("timeline " + shipped + " --keep 0,x --out " + (dir / "x.safetensors").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'x' is not a step"), std::string::npos) << r.output;
+  fs::remove_all(dir);
 }
 
 }  // namespace

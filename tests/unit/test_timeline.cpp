@@ -127,6 +127,9 @@ TEST(Trainer, WritesItsTimelineAndContinuesItWhenResumed) {
   const SafetensorsFile checkpoint = SafetensorsFile::open((data / "straight.safetensors.checkpoint").string());
   ASSERT_GE(straight.snapshots.size(), 3u);
   EXPECT_EQ(straight.snapshots.front().step, 0);
+  // Its provenance says what made it, as the model file's does.
+  EXPECT_TRUE(straight.model.provenance.contains("command")) << straight.model.provenance.dump();
+  EXPECT_NE(straight.model.provenance.value("dataset", "").find("Multi30k"), std::string::npos);
   std::vector<int64_t> epoch_ends;
   for (const TimelineSnapshot& s : straight.snapshots)
     if (s.valid_bleu >= 0) epoch_ends.push_back(s.step);
