@@ -34,8 +34,9 @@ int run_translate(const Args& args) {
   const std::string& sentence = p.positional().back();
   // `translate MODEL` alone: the model's path is not a sentence to translate.
   const bool looks_like_model = sentence.size() > 12 && sentence.ends_with(".safetensors");
+  std::error_code ec;  // a long sentence is no file name: is_regular_file must say false, not throw
   if (default_model && (looks_like_model || (non_regular_file_kind(sentence).empty() &&
-                                             std::filesystem::is_regular_file(sentence)))) {
+                                             std::filesystem::is_regular_file(sentence, ec)))) {
     std::fprintf(stderr, "stepformer-cli translate: '%s' is a file, not a sentence: give the text to translate after "
                  "the model (stepformer-cli translate MODEL \"TEXT\")\n", printable(sentence).c_str());
     return 2;

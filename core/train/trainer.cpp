@@ -276,7 +276,7 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
 
   s.weights = initialize_weights(config, o.seed);
   s.adam = std::make_unique<Adam>(s.weights, o.adam);
-  if (s.writes && o.resume && std::filesystem::exists(s.checkpoint)) {
+  if (std::error_code ec; s.writes && o.resume && std::filesystem::exists(s.checkpoint, ec)) {
     s.state = read_checkpoint(s.checkpoint, config, src_vocab, tgt_vocab, o.seed, s.weights, *s.adam);
     s.log("resuming from '" + s.checkpoint + "' after epoch " + std::to_string(s.state.finished_epochs) +
           " (step " + std::to_string(s.state.step) + ")");
@@ -411,7 +411,7 @@ TrainResult Trainer::finish() {
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
   const std::string test_src = corpus_path(o, o.test_name, o.source_language);
   const std::string test_ref = corpus_path(o, o.test_name, o.target_language);
-  if (s.writes && std::filesystem::exists(test_src) && std::filesystem::exists(test_ref) &&
+  if (std::error_code ec; s.writes && std::filesystem::exists(test_src, ec) && std::filesystem::exists(test_ref, ec) &&
       state.result.best_epoch > 0) {
     Model best = load_model(o.out_path);
     const ParallelCorpus test = read_parallel_corpus(test_src, test_ref);
@@ -459,7 +459,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
                                  {"command", o.command_line},
                                  {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
                                  {"epochs_planned", o.epochs}};
-    if (trainer.steps() > 0 && std::filesystem::exists(o.timeline_path)) {  // resumed: continue its timeline
+    if (std::error_code ec; trainer.steps() > 0 && std::filesystem::exists(o.timeline_path, ec)) {  // resumed: continue its timeline
       TrainingTimeline earlier = load_timeline(o.timeline_path);
       if (config_to_json(earlier.model.config) != config_to_json(timeline.model.config))
         fail(ErrorKind::Input, "train", "the timeline '" + o.timeline_path + "' belongs to another model");

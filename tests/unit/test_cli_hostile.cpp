@@ -154,6 +154,12 @@ TEST_F(CliHostile, NothingToTranslateIsAnErrorNotATranslation) {
   EXPECT_MESSAGE(cli({"trace", m(), "--src", " ", "--out", at("t.safetensors")}), 1, "the sentence is blank");
   EXPECT_FALSE(fs::exists(dir / "t.safetensors"));
   EXPECT_MESSAGE(cli({"translate", m(), std::string(20000, 'a')}), 1, "the limit is 16384");
+  // A sentence alone, longer than a file name may be (255 bytes): translated, not "File name too long".
+  std::string long_sentence;
+  for (int i = 0; i < 30; ++i) long_sentence += "ein mann geht über die straße ";
+  const auto translated = cli({"translate", long_sentence});
+  EXPECT_EQ(translated.exit_code, 0) << translated.output;
+  EXPECT_NE(translated.output.find("man"), std::string::npos) << translated.output;
 }
 
 TEST_F(CliHostile, BadNumbersNameTheOptionTheValueAndTheRange) {
