@@ -266,7 +266,13 @@ double Training::seconds_since_refresh() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_refresh_).count();
 }
 
-void Training::poll(AppState& state, bool force) {
+void Training::refresh_now() {
+  if (!session_) return;
+  follow_live_ = true;
+  force_refresh_ = true;
+}
+
+void Training::poll(AppState& state) {
   if (loading_.valid() && loading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     Loaded loaded = loading_.get();
     if (!loaded.timeline) {
@@ -284,24 +290,31 @@ void Training::poll(AppState& state, bool force) {
   now.losses.clear();
   status_ = std::move(now);
   if (timeline_live_ && timeline_) {
-    if (timeline_->model.config.d_model == 0 || timeline_->model.src_vocab.empty()) {
-      Model description;
-      int64_t step = 0;
-      if (session_->weights_now(description, step)) {
-        description.weights = ModelWeights();
-        timeline_->model = std::move(description);
-      }
-    }
+    if (timeline_->model.src_vocab.empty()) session_->model_description(timeline_->model);
     for (TimelineSnapshot& s : session_->snapshots_since(timeline_->snapshots.size()))
       timeline_->snapshots.push_back(std::move(s));
   }
-  // The live weights, every few seconds, unless a snapshot is being looked at or the app is still decoding.
-  const bool due = force || live_step_shown_ < 0 || seconds_since_refresh() >= kRefreshSeconds;
-  if (!due || !follow_live_ || state.busy()) return;
-  if (live_step_shown_ >= 0 && status_.step == live_step_shown_) return;  // nothing new (paused, ended)
-  auto model = std::make_shared<Model>();
+  // The live weights, every few seconds while following the run: asked for (the worker copies them after its
+  // step), then shown when they come and the app is not decoding.
+  if (!follow_live_) {
+    force_refresh_ = weights_requested_ = false;
+    return;
+  }
+  if (!weights_requested_) {
+    const bool due = force_refresh_ || live_step_shown_ < 0 || seconds_since_refresh() >= kRefreshSeconds;
+    const bool news = force_refresh_ || live_step_shown_ < 0 || status_.step != live_step_shown_;
+    if (!due || !news) return;
+    if (!session_->request_weights()) {  // preparing (ask again next frame), or failed: nothing will come
+      if (status_.state == TrainingSession::State::Failed) force_refresh_ = false;
+      return;
+    }
+    weights_requested_ = true;
+  }
+  if (state.busy()) return;
+  std::shared_ptr<const Model> model;
   int64_t step = 0;
-  if (!session_->weights_now(*model, step)) return;  // still preparing
+  if (!session_->take_requested_weights(model, step)) return;
+  weights_requested_ = force_refresh_ = false;
   if (!show_model(state, model, timeline_source_)) return;
   shown_snapshot_ = -1;
   live_model_ = std::move(model);

@@ -100,10 +100,15 @@ class Training {
   bool following_live() const { return follow_live_; }
   void follow_live() { follow_live_ = session_ != nullptr; last_refresh_ = {}; live_step_shown_ = -1; }
   double seconds_since_refresh() const;
-  // Once a frame: a timeline read in the background is taken; a live run's status is read, its new snapshots
-  // join the timeline, and its weights are shown again when kRefreshSeconds have passed (and the app is not
-  // busy decoding). `force`: refresh now (the script's wait-train).
-  void poll(AppState& state, bool force = false);
+  // Once a frame, never blocking: a timeline read in the background is taken; a live run's status is read, its
+  // new snapshots join the timeline, and, while following the run, its weights are asked for every
+  // kRefreshSeconds (the worker copies them after its step in progress) and shown once they come (when the app
+  // is not busy decoding).
+  void poll(AppState& state);
+  // Shows the live weights as soon as they can be had (follows the run again); refresh_pending() until then
+  // (the script's wait-train waits for it).
+  void refresh_now();
+  bool refresh_pending() const { return force_refresh_ || weights_requested_; }
 
  private:
   bool show_model(AppState& state, std::shared_ptr<const Model> model, const std::string& label);
@@ -128,6 +133,8 @@ class Training {
   std::shared_ptr<const Model> live_model_;  // the live weights last shown
   int64_t live_step_shown_ = -1;
   bool follow_live_ = false;
+  bool force_refresh_ = false;      // refresh_now(): ask at once, whatever the time since the last refresh
+  bool weights_requested_ = false;  // asked the worker for a copy; it has not come yet
   std::chrono::steady_clock::time_point last_refresh_{};
 };
 

@@ -95,6 +95,40 @@ bool TrainingSession::wait_until_ended(std::chrono::milliseconds timeout) const 
   });
 }
 
+bool TrainingSession::request_weights() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!trainer_ || status_.state == State::Failed) return false;
+  weights_requested_ = true;
+  if (status_.state == State::Finished || status_.state == State::Stopped) publish_requested_weights();  // no worker
+  changed_.notify_all();  // a paused worker wakes to make the copy
+  return true;
+}
+
+bool TrainingSession::take_requested_weights(std::shared_ptr<const Model>& model, int64_t& step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!published_) return false;
+  model = std::move(published_);
+  step = published_step_;
+  return true;
+}
+
+bool TrainingSession::model_description(Model& model) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!trainer_) return false;
+  model = trainer_->model();  // the description only: set when the run was prepared, never changed
+  model.weights = ModelWeights();
+  return true;
+}
+
+void TrainingSession::publish_requested_weights() {
+  if (!weights_requested_ || !trainer_) return;
+  auto copy = std::make_shared<Model>(trainer_->model());
+  copy->weights = trainer_->weights();  // the worker is the only writer: between steps they hold still
+  published_ = std::move(copy);
+  published_step_ = trainer_->steps();
+  weights_requested_ = false;
+}
+
 void TrainingSession::take_snapshot(double loss, double valid_bleu) {
   const int64_t step = trainer_->steps();
   // The worker is the only writer of the weights: no lock needed to read them.
@@ -137,13 +171,19 @@ void TrainingSession::run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      publish_requested_weights();
       if (pause_requested_ && !stop_requested_) {
         status_.state = State::Paused;
         changed_.notify_all();
-        changed_.wait(lock, [&] { return !pause_requested_ || stop_requested_; });
+        for (;;) {  // paused, but still answering requests for the weights
+          changed_.wait(lock, [&] { return !pause_requested_ || stop_requested_ || weights_requested_; });
+          publish_requested_weights();
+          if (!pause_requested_ || stop_requested_) break;
+        }
       }
       if (stop_requested_) {
         take_snapshot(losses_.empty() ? 0 : losses_.back().loss, -1);
+        publish_requested_weights();
         status_.state = State::Stopped;
         changed_.notify_all();
         return;
@@ -205,6 +245,7 @@ void TrainingSession::run() {
     return fail_with(std::string("after the last epoch: ") + e.what());
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  publish_requested_weights();
   status_.state = State::Finished;
   status_.seconds_left = 0;
   changed_.notify_all();

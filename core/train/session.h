@@ -60,8 +60,18 @@ class TrainingSession {
   // curve it has and asks for what is new: status(curve.size())).
   Status status(size_t losses_from = 0) const;
   // The run's model description (config, vocabularies, tokenizer) and weights now, between two steps; false
-  // while preparing (or when preparing failed).
+  // while preparing (or when preparing failed). Blocks while a step runs (a step of a large model takes
+  // seconds): a view that must not wait asks with request_weights() instead.
   bool weights_now(Model& model, int64_t& step) const;
+  // Never blocking: asks the worker for a copy of its weights, which it makes after the step in progress (at
+  // once while paused; from the calling thread once the run has finished or stopped). False when no copy can
+  // come: still preparing, or failed (its weights may be half updated: the snapshots keep the good ones).
+  bool request_weights();
+  // The copy asked for, once made (then the request is done); false until then.
+  bool take_requested_weights(std::shared_ptr<const Model>& model, int64_t& step);
+  // The model's description (config, vocabularies, tokenizer; no weights); false while preparing. Never blocks
+  // on a step.
+  bool model_description(Model& model) const;
   // The snapshots so far, with the model description.
   TrainingTimeline timeline() const;
   // The snapshots from index `first` on (what a view that holds the earlier ones lacks).
@@ -74,12 +84,17 @@ class TrainingSession {
   void run();
   // Copies the weights as they are into the timeline (unless this step's copy is there), with mutex_ held.
   void take_snapshot(double loss, double valid_bleu);
+  // With mutex_ held, on the worker between steps (or once it has ended): makes the copy request_weights asked for.
+  void publish_requested_weights();
 
   TrainOptions options_;
   mutable std::mutex mutex_;          // status_, the requests, timeline_
   mutable std::mutex weights_mutex_;  // held by the worker while a step changes the weights, and by weights_now
   mutable std::condition_variable changed_;  // any change of state or step
   bool pause_requested_ = false, stop_requested_ = false;
+  bool weights_requested_ = false;
+  std::shared_ptr<const Model> published_;  // the copy asked for, until taken
+  int64_t published_step_ = 0;
   Status status_;                  // its losses stay empty: status() copies them from losses_
   std::vector<LossPoint> losses_;  // every step's loss
   std::unique_ptr<Trainer> trainer_;  // created by the worker; its weights read under mutex_ between steps

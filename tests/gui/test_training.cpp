@@ -174,7 +174,12 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_FALSE(training.running()) << "the run did not end in 60 s";
-  training.poll(state, /*force=*/true);
+  training.refresh_now();  // the weights of the last step, as a script's wait-train asks
+  for (int i = 0; i < 1000 && training.refresh_pending(); ++i) {
+    training.poll(state);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(training.refresh_pending());
   ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
   ASSERT_TRUE(state.model) << state.error;
   EXPECT_EQ(state.model->config.d_model, 128);

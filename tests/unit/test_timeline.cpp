@@ -335,6 +335,25 @@ TEST(TrainingSession, PausedAndResumedOnItsThreadItEndsWhereTheCliTrainerEnds) {
   int64_t step = -1;
   ASSERT_TRUE(session.weights_now(live, step));
   EXPECT_EQ(step, paused_at);
+  // Asked without blocking, a paused worker copies its weights at once (the app's refresh never waits on a step).
+  const auto requested = [&](std::shared_ptr<const Model>& copy, int64_t& at) {
+    if (!session.request_weights()) return false;
+    for (int i = 0; i < 500; ++i) {
+      if (session.take_requested_weights(copy, at)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  std::shared_ptr<const Model> copy;
+  int64_t copy_step = -1;
+  ASSERT_TRUE(requested(copy, copy_step));
+  EXPECT_EQ(copy_step, paused_at);
+  EXPECT_TRUE(copy->weights.src_embedding == live.weights.src_embedding);
+  EXPECT_FALSE(session.take_requested_weights(copy, copy_step)) << "one copy per request";
+  Model description;
+  ASSERT_TRUE(session.model_description(description));
+  EXPECT_EQ(description.config.d_model, live.config.d_model);
+  EXPECT_EQ(description.weights.src_embedding.size(), 0);
   session.resume();
   ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(120)));
   const TrainingSession::Status s = session.status();
@@ -344,6 +363,9 @@ TEST(TrainingSession, PausedAndResumedOnItsThreadItEndsWhereTheCliTrainerEnds) {
   EXPECT_EQ(s.seconds_left, 0);
 
   ASSERT_TRUE(session.weights_now(live, step));
+  ASSERT_TRUE(requested(copy, copy_step));  // ended: copied by the asking thread
+  EXPECT_EQ(copy_step, step);
+  EXPECT_TRUE(copy->weights.tgt_embedding == live.weights.tgt_embedding);
   for (const ParameterView& p : parameter_views(live.weights)) {
     const TensorView* t = checkpoint.find("weights." + p.name);
     ASSERT_NE(t, nullptr) << p.name;

@@ -210,8 +210,13 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   if (wait_train_to_ >= 0) {  // wait-train: frames go on while the run trains
     Training& training = app.training();
     if (training.running() && training.status().step < wait_train_to_) return publish(app);
+    if (!wait_train_refreshed_) {  // the weights of this moment, shown before the next command
+      training.refresh_now();
+      wait_train_refreshed_ = true;
+    }
+    if (training.refresh_pending()) return publish(app);
     wait_train_to_ = -1;
-    training.poll(app.mutable_state(), /*force=*/true);  // the weights of this moment, shown at once
+    wait_train_refreshed_ = false;
     if (training.status().state == TrainingSession::State::Failed)
       log.push_back("script line " + std::to_string(wait_train_line_) + ": training failed: " + training.status().message);
     return publish(app);
@@ -378,6 +383,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       Training& training = app.training();
       AppState& state = app.mutable_state();
       bool ok = true;
+      state.error.clear();
       if (c.args[0] == "file") {
         ok = training.show_file_model(state) || training.file_model_shown(state);
         if (!ok && state.error.empty()) state.error = "no model file to go back to";

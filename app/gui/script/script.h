@@ -111,6 +111,7 @@ class ScriptRunner {
   int loading_line_ = 0;       // the line of a `model` command whose file is loading
   int64_t wait_train_to_ = -1;  // wait-train: the step the live run must reach; -1: not waiting
   int wait_train_line_ = 0;
+  bool wait_train_refreshed_ = false;  // asked for the weights of the step reached
   int busy_line_ = 0;          // the line of the last command that changed the model, the sentence or the decoding
   bool dry_run_ = false;
   int last_pause_line_ = 0;
