@@ -18,13 +18,16 @@ namespace sf::cli {
 namespace {
 
 const char* kUsage =
-    "usage: stepformer-cli timeline FILE.timeline.safetensors [--keep STEPS --out OUT] [--storage S] [--force]\n\n"
+    "usage: stepformer-cli timeline FILE.timeline.safetensors [--keep STEPS --out OUT] [--storage S] [--force]\n"
+    "         [--provenance-from MODEL]\n\n"
     "Prints a training timeline's model (config, vocabularies) and its snapshots: step, epoch, the epoch's\n"
     "running loss, and validation BLEU where the snapshot is an epoch's end.\n\n"
     "  --keep STEPS   with --out: keep only the snapshots of these steps (comma-separated, e.g. 0,50,100,153)\n"
     "  --out OUT      write the kept snapshots as a new timeline (never over FILE; an existing OUT only with\n"
     "                 --force)\n"
-    "  --storage S    how OUT stores the weights: int8-rows, f16 or f32 (default: as FILE)\n";
+    "  --storage S    how OUT stores the weights: int8-rows, f16 or f32 (default: as FILE)\n"
+    "  --provenance-from MODEL   with --out: OUT's provenance is MODEL's (the model file the same run wrote:\n"
+    "                 its training command, history and scores), checked to be the same model first\n";
 
 // "0,50,100" -> {0, 50, 100}; "" on success, else the problem.
 std::string parse_steps(const std::string& text, std::set<int64_t>& steps) {
@@ -51,18 +54,19 @@ std::string parse_steps(const std::string& text, std::set<int64_t>& steps) {
 int run_timeline(const Args& args) {
   OptionParser p("timeline");
   std::set<int64_t> keep;
-  std::string out, storage_name;
+  std::string out, storage_name, provenance_from;
   bool force = false;
   p.custom("--keep", [&](const std::string& v) { return parse_steps(v, keep); });
   p.value("--out", &out);
   p.value("--storage", &storage_name);
   p.flag("--force", &force);
+  p.value("--provenance-from", &provenance_from);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().size() != 1) {
     std::fputs(kUsage, p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  if (keep.empty() != out.empty()) {
+  if (keep.empty() != out.empty() || (!provenance_from.empty() && out.empty())) {
     std::fprintf(stderr, "stepformer-cli timeline: --keep and --out go together (see stepformer-cli timeline --help)\n");
     return 2;
   }
@@ -104,6 +108,16 @@ int run_timeline(const Args& args) {
                                              printable(path) + "'");
   }
   timeline.snapshots = std::move(kept);
+  if (!provenance_from.empty()) {  // the run's model file says what made it: the same model, or refused
+    const Model model = load_model(provenance_from, nullptr, /*read_weights=*/false);
+    if (config_to_json(model.config) != config_to_json(timeline.model.config) ||
+        model.src_vocab.tokens() != timeline.model.src_vocab.tokens() ||
+        model.tgt_vocab.tokens() != timeline.model.tgt_vocab.tokens())
+      fail(ErrorKind::Input, "timeline", "'" + printable(provenance_from) +
+                                             "' is another model (its config or vocabularies differ from the "
+                                             "timeline's): its provenance does not describe this run");
+    timeline.model.provenance = model.provenance;
+  }
   std::string command = "stepformer-cli timeline";
   for (const std::string& a : args) command += " " + a;
   if (!timeline.model.provenance.is_object())

@@ -287,7 +287,9 @@ void App::frame() {
       if (pads >= 0) state_.set_source_padding(pads);
       break;
     }
-    case Stage::Training: training_panel_.draw(state_, training_, training_data_dir_, training_head_); break;
+    case Stage::Training:
+      training_panel_.draw(state_, training_, training_data_dir_, training_head_, view_.present);
+      break;
     case Stage::Count: break;
   }
   // How far right the panel laid out its widgets, against the room it has (the scroll bar excluded): a wider
@@ -373,6 +375,15 @@ void App::draw_presentation_header() {
     if (strip.decoding && strip.before.size() > strip.now.size()) strip.before.resize(strip.now.size());
     mark_changed_words(strip.now, strip.before);
   }
+  // A translation that runs on (an untrained model repeats a word to the length limit) keeps two lines of the
+  // projector: its first words, then how many more.
+  constexpr size_t kStripWords = 24;
+  for (std::vector<StripWord>* words : {&strip.now, &strip.before})
+    if (words->size() > kStripWords + 2) {
+      const size_t more = words->size() - kStripWords;
+      words->resize(kStripWords);
+      words->push_back({"... (" + std::to_string(more) + " more words)"});
+    }
   draw_sentence_strip(strip);
   ImGui::Separator();
 }

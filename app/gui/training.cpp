@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/parallel.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -238,6 +239,7 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
   options.data_dir = data_dir;
   options.threads = threads == 0 ? static_cast<int>(std::max(1u, cores - 1)) : threads;
   session_.reset();  // an ended run's worker is joined
+  threads_before_ = parallel_threads();  // the run sets the core's one pool to its threads (util/parallel.h)
   session_ = std::make_unique<TrainingSession>(options);
   recipe_id_ = recipe_id;
   status_ = {};
@@ -289,6 +291,10 @@ void Training::poll(AppState& state) {
   losses_.insert(losses_.end(), now.losses.begin(), now.losses.end());
   now.losses.clear();
   status_ = std::move(now);
+  if (threads_before_ > 0 && session_->ended()) {  // the app's decoding gets its cores back
+    set_parallel_threads(threads_before_);
+    threads_before_ = 0;
+  }
   if (timeline_live_ && timeline_) {
     if (timeline_->model.src_vocab.empty()) session_->model_description(timeline_->model);
     for (TimelineSnapshot& s : session_->snapshots_since(timeline_->snapshots.size()))

@@ -133,6 +133,7 @@ class Training {
   std::shared_ptr<const Model> live_model_;  // the live weights last shown
   int64_t live_step_shown_ = -1;
   bool follow_live_ = false;
+  int threads_before_ = 0;          // the core's threads before the run set its own; restored when it ends
   bool force_refresh_ = false;      // refresh_now(): ask at once, whatever the time since the last refresh
   bool weights_requested_ = false;  // asked the worker for a copy; it has not come yet
   std::chrono::steady_clock::time_point last_refresh_{};

@@ -58,12 +58,13 @@ class Pool {
  public:
   ~Pool() { resize(1); }
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return worker_count_.load() + 1; }
 
   void resize(int threads) {
     std::lock_guard<std::mutex> submit(submit_);  // no loop runs meanwhile
     const size_t want = static_cast<size_t>(std::max(threads, 1) - 1);
     if (want == workers_.size()) return;
+    worker_count_.store(0);  // read by run() without the lock (a live training resizes while the app decodes)
     {
       std::lock_guard<std::mutex> lock(sleep_mutex_);
       stop_ = true;
@@ -73,12 +74,13 @@ class Pool {
     workers_.clear();
     stop_ = false;
     for (size_t i = 0; i < want; ++i) workers_.emplace_back([this] { work(); });
+    worker_count_.store(static_cast<int>(want));
   }
 
   void run(int n, int grain, const std::function<void(int, int)>& body) {
     grain = std::max(grain, 1);
     const int chunks = (n + grain - 1) / grain;
-    if (in_body || workers_.empty() || chunks <= 1) {
+    if (in_body || worker_count_.load() == 0 || chunks <= 1) {
       if (n > 0) body(0, n);
       return;
     }
@@ -137,6 +139,7 @@ class Pool {
   }
 
   std::vector<std::thread> workers_;
+  std::atomic<int> worker_count_{0};  // workers_.size(), for run()'s check before it takes the lock
   std::mutex submit_;
   std::atomic<Job*> current_{nullptr};
   std::atomic<unsigned long long> generation_{0};

@@ -227,6 +227,13 @@ TEST(CliTimeline, ListsAndKeepsChosenSnapshots) {
   EXPECT_EQ(load_timeline(out.string()).snapshots.size(), 2u) << "the input was written over";
   r = cli("timeline " + shipped + " --keep 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // Its provenance comes with it (the training command), and another model's is refused.
+  EXPECT_NE(load_timeline(shipped).model.provenance.value("command", "").find("--timeline"), std::string::npos);
+  r = cli("timeline " + shipped + " --keep 0 --out " + (dir / "p.timeline.safetensors").string() +
+          " --provenance-from " + std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is another model"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "p.timeline.safetensors"));
   r = cli("timeline " + shipped + " --keep 0,x --out " + (dir / "x.safetensors").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("'x' is not a step"), std::string::npos) << r.output;

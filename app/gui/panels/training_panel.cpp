@@ -41,14 +41,17 @@ void curve(const char* label, const std::vector<float>& values, ImVec2 size, con
 
 }  // namespace
 
-void TrainingPanel::draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head) {
-  ImGui::Text("Training: watch a Transformer learn");
+void TrainingPanel::draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
+                         bool presenting) {
+  presenting_ = presenting;
+  if (!presenting) ImGui::Text("Training: watch a Transformer learn");
   explanation(
       "A model starts from random weights: its attention is spread evenly and its translation is a word repeated. "
       "Training shows it sentence pairs, measures how unlikely it found the right next word (the loss) and nudges "
       "every weight downhill. Train a small model here and watch the translation and the cross-attention sharpen, "
       "or drag the timeline to any saved step: every stage of the app then shows the model as it was.");
-  const float left_width = std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
+  const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
+                                      : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   ImGui::BeginChild("training_run", ImVec2(left_width, 0), false);
   draw_run(state, training, data_dir);
   ImGui::Separator();
@@ -63,6 +66,7 @@ void TrainingPanel::draw(AppState& state, Training& training, const std::string&
 void TrainingPanel::draw_run(AppState& state, Training& training, const std::string& data_dir) {
   const TrainingSession::Status& st = training.status();
   const bool running = training.running();
+  if (!presenting_) {
   ImGui::TextColored(kBlue, "Train a model here");
   ImGui::BeginDisabled(running);
   for (const TrainingRecipe& r : training_recipes()) {
@@ -78,6 +82,7 @@ void TrainingPanel::draw_run(AppState& state, Training& training, const std::str
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Cores the training uses; leave one for the app to stay smooth (%d here)", cores);
   ImGui::EndDisabled();
+  }
   if (!running) {
     if (ImGui::Button("Train")) {
       std::string error;
@@ -209,6 +214,7 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   ImGui::BeginDisabled(training.file_model_shown(state));
   if (ImGui::Button("Back to the model file")) training.show_file_model(state);
   ImGui::EndDisabled();
+  if (presenting_) return;
   text_disabled_wrapped("Stored as %s", snapshot_storage_description(timeline->storage).c_str());
   // Save: never over the open model file; an existing file only when asked.
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - button_width("Save timeline") -
@@ -223,7 +229,7 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
 }
 
 void TrainingPanel::draw_model_now(const AppState& state, const Training& training, AttentionSelection& head) {
-  ImGui::TextColored(kBlue, "What the model does now");
+  if (!presenting_) ImGui::TextColored(kBlue, "What the model does now");
   if (!state.ready()) {
     ImGui::TextDisabled(state.busy() ? "decoding..." : "no translation yet");
     return;
@@ -238,10 +244,12 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   } else {
     ImGui::Text("the model file as opened");
   }
-  ImGui::PushTextWrapPos(0);
-  ImGui::TextDisabled("%s", state.sentence.c_str());
-  ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "-> %s", state.translation_text().c_str());
-  ImGui::PopTextWrapPos();
+  if (!presenting_) {  // presenting, the header strip shows them
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%s", state.sentence.c_str());
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "-> %s", state.translation_text().c_str());
+    ImGui::PopTextWrapPos();
+  }
 
   const Config& c = state.model->config;
   head.kind = AttentionKind::Cross;
@@ -289,21 +297,29 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   for (const auto& r : cols) col_label_width = std::max(col_label_width, ImGui::CalcTextSize(r.c_str()).x);
   row_label_width += 6;
   col_label_width += 6;
+  if (presenting_) {  // the labels are measured before knowing whether the cells will carry them
+    const float fit_rows = (ImGui::GetContentRegionAvail().y - col_label_width) / std::max(1, head_map_.rows());
+    if (fit_rows < ImGui::GetTextLineHeight() * 0.95f) row_label_width = col_label_width = 0;
+  }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float small = ImGui::GetFontSize() * (L * H > 8 ? 2.2f : 3.0f);  // the grid's maps
-  const float grid_height = ImGui::GetTextLineHeightWithSpacing() + L * (small + ImGui::GetStyle().ItemSpacing.y);
+  // Presenting, the one head takes the room (the grid of every head is the all-heads stage's).
+  const float grid_height =
+      presenting_ ? 0.0f : ImGui::GetTextLineHeightWithSpacing() + L * (small + ImGui::GetStyle().ItemSpacing.y);
   const float room_x = avail.x - row_label_width, room_y = avail.y - col_label_width - grid_height;
-  // A cell never smaller than a line of text, so that each row's label sits beside its row (the panel scrolls).
-  const float cell = std::max(ImGui::GetTextLineHeight(),
-                              std::min(room_x / std::max(1, head_map_.cols()), room_y / std::max(1, head_map_.rows())));
+  // Cells as large as the room allows; the words beside them only where a cell is as tall as a line of text
+  // (a 40-row map of an untrained model's "spout spout ..." shrinks to fit, unlabelled rows and all).
+  const float fit = std::min(room_x / std::max(1, head_map_.cols()), room_y / std::max(1, head_map_.rows()));
+  const bool labelled = fit >= ImGui::GetTextLineHeight() * 0.95f || !presenting_;
+  const float cell = labelled ? std::max(ImGui::GetTextLineHeight(), fit) : std::max(3.0f, fit);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   const ImVec2 map_at(origin.x + row_label_width, origin.y + col_label_width);
-  for (size_t j = 0; j < cols.size(); ++j)  // source words, read bottom to top above their columns
+  for (size_t j = 0; labelled && j < cols.size(); ++j)  // source words, read bottom to top above their columns
     rotated_text(draw, ImVec2(map_at.x + (j + 0.5f) * cell + ImGui::GetFontSize() * 0.35f, map_at.y - 4), text,
                  cols[j].c_str(), 1.5707963f);
-  for (size_t i = 0; i < rows.size(); ++i)
+  for (size_t i = 0; labelled && i < rows.size(); ++i)
     draw->AddText(ImVec2(origin.x, map_at.y + (i + 0.5f) * cell - ImGui::GetFontSize() / 2), text, rows[i].c_str());
   ImGui::SetCursorScreenPos(map_at);
   int hr = -1, hc = -1;
@@ -312,6 +328,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     ImGui::SetTooltip("%s looks at %s: %.3f", rows[static_cast<size_t>(hr)].c_str(), cols[static_cast<size_t>(hc)].c_str(),
                       head_map_.value(hr, hc));
   // Every cross-attention head, small: click one to show it large.
+  if (presenting_) return;
   ImGui::Text("every cross-attention head (rows: layers)");
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < H; ++h) {

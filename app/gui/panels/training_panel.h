@@ -19,12 +19,16 @@ class TrainingPanel {
  public:
   // `data_dir`: where live training reads Multi30k (the app's --data). `head`: the cross-attention head shown
   // large (its kind is ignored; the panel shows cross-attention).
-  void draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head);
+  // `presenting`: presentation mode, where the header strip shows the sentence and the translation and the
+  // maps need the room: the recipe picker, threads and saving are left out.
+  void draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
+            bool presenting = false);
 
  private:
   void draw_run(AppState& state, Training& training, const std::string& data_dir);
   void draw_timeline(AppState& state, Training& training);
   void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head);
+  bool presenting_ = false;
   std::string recipe_ = "classroom";
   int threads_ = 0;  // 0: all but one core
   std::string message_;     // the last refusal (no data, a run already going) or save outcome
