@@ -198,7 +198,7 @@ def check_args(name, rest):
         return False, args
     if name == "train":
         w = words_of(args[0])
-        start = len(w) == 2 and w[0] == b"start"
+        start = len(w) in (2, 3) and w[0] == b"start"
         control = len(w) == 1 and w[0] in (b"pause", b"resume", b"stop")
         if not start and not control:
             return False, args

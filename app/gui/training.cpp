@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "io/user_files.h"
 #include "util/error.h"
 #include "util/parallel.h"
 #include "util/paths.h"
@@ -213,7 +214,8 @@ std::string Training::save_timeline_to(const std::string& path, bool replace, co
 
 // [SECTION] live training
 
-bool Training::start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error) {
+bool Training::start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error,
+                     const std::string& save_to, const std::string& allowed_folder) {
   const TrainingRecipe* recipe = find_training_recipe(recipe_id);
   if (!recipe) {
     *error = "no training recipe '" + recipe_id + "': the recipes are " + training_recipe_ids();
@@ -237,11 +239,31 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
   }
   TrainOptions options = recipe->options;
   options.data_dir = data_dir;
+  bool resuming = false;
+  if (!save_to.empty()) {
+    const std::string checkpoint = save_to + ".checkpoint";
+    resuming = fs::is_regular_file(checkpoint, ec);
+    if (!resuming && fs::exists(save_to, ec)) {
+      *error = "'" + save_to + "' exists and has no checkpoint beside it: it is not a run to resume; choose another name";
+      return false;
+    }
+    WriteRules rules{true, {}, allowed_folder};
+    if (!file_model_path_.empty()) rules.inputs.push_back(file_model_path_);  // never over the open model
+    for (const std::string& path : {save_to, checkpoint})
+      if (const std::string problem = check_output_path(path, rules); !problem.empty()) {
+        *error = problem;
+        return false;
+      }
+    options.out_path = save_to;
+    options.resume = true;  // from the checkpoint when there is one
+    options.command_line = "the app's " + recipe_id + " recipe, saved to " + save_to;
+  }
   options.threads = threads == 0 ? static_cast<int>(std::max(1u, cores - 1)) : threads;
   session_.reset();  // an ended run's worker is joined
   threads_before_ = parallel_threads();  // the run sets the core's one pool to its threads (util/parallel.h)
   session_ = std::make_unique<TrainingSession>(options);
   recipe_id_ = recipe_id;
+  resumed_ = resuming;
   status_ = {};
   losses_.clear();
   live_model_.reset();

@@ -81,9 +81,16 @@ class Training {
 
   // [SECTION] live training
   // Starts the recipe `recipe_id` on `threads` threads (0: all but one core) on the data in `data_dir`; false
-  // with `error` set (an unknown recipe, no data, a run already going). The run keeps its snapshots; the app
-  // shows its weights every kRefreshSeconds.
-  bool start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error);
+  // with `error` set (an unknown recipe, no data, a run already going, an output it may not write). The run
+  // keeps its snapshots; the app shows its weights every kRefreshSeconds. It writes nothing, unless `save_to`
+  // names a model file: then the model (best validation BLEU so far) and its checkpoint (SAVE_TO.checkpoint)
+  // are written after every epoch, atomically, and a run started again with the same name resumes from that
+  // checkpoint (at the last finished epoch), as `stepformer-cli train` does. `save_to` must not exist without
+  // its checkpoint (a user's file is never replaced), nor be the open model file, and lies under
+  // `allowed_folder` when one is given (scripts).
+  bool start(const std::string& recipe_id, const std::string& data_dir, int threads, std::string* error,
+             const std::string& save_to = "", const std::string& allowed_folder = "");
+  bool resumed() const { return resumed_; }  // the run started from a checkpoint
   bool running() const;  // a run exists and has not ended
   bool paused() const;
   void pause();
@@ -133,6 +140,7 @@ class Training {
   std::shared_ptr<const Model> live_model_;  // the live weights last shown
   int64_t live_step_shown_ = -1;
   bool follow_live_ = false;
+  bool resumed_ = false;
   int threads_before_ = 0;          // the core's threads before the run set its own; restored when it ends
   bool force_refresh_ = false;      // refresh_now(): ask at once, whatever the time since the last refresh
   bool weights_requested_ = false;  // asked the worker for a copy; it has not come yet

@@ -198,6 +198,53 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
   EXPECT_EQ(load_timeline(saved.string()).snapshots.size(), training.timeline()->snapshots.size());
 }
 
+// Saved to a model file, a run writes the model and its checkpoint after every epoch; started again with the same
+// name it resumes from the checkpoint (here: after its last epoch, so it has nothing left to train) and ends
+// with the same weights. A user's file without a checkpoint, or the open model file, is refused.
+TEST(LiveTraining, ASavedRunResumesFromItsCheckpoint) {
+  const fs::path dir = fresh_output_dir("live_training_saved");
+  const fs::path data = tiny_corpus(dir / "data");
+  const fs::path model = dir / "run.safetensors";
+  const auto run_to_end = [&](Training& training) {
+    for (int i = 0; i < 6000 && training.running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    AppState state;
+    training.poll(state);
+    return training.status();
+  };
+  Training first;
+  std::string error;
+  ASSERT_TRUE(first.start("classroom", data.string(), 1, &error, model.string())) << error;
+  EXPECT_FALSE(first.resumed());
+  const TrainingSession::Status done = run_to_end(first);
+  ASSERT_EQ(done.state, TrainingSession::State::Finished) << done.message;
+  ASSERT_TRUE(fs::exists(model));
+  ASSERT_TRUE(fs::exists(model.string() + ".checkpoint"));
+  Training again;
+  ASSERT_TRUE(again.start("classroom", data.string(), 1, &error, model.string())) << error;
+  EXPECT_TRUE(again.resumed());
+  const TrainingSession::Status resumed = run_to_end(again);
+  ASSERT_EQ(resumed.state, TrainingSession::State::Finished) << resumed.message;
+  EXPECT_EQ(resumed.step, done.step) << "the resumed run starts where the first ended";
+  EXPECT_TRUE(again.losses().empty()) << "no step was trained again";
+  ASSERT_NE(again.timeline(), nullptr);
+  EXPECT_EQ(again.timeline()->snapshots.back().step, done.step);
+  EXPECT_TRUE(again.timeline()->snapshots.back().weights.tgt_embedding ==
+              first.timeline()->snapshots.back().weights.tgt_embedding);
+  // Refused: a file of the user's (no checkpoint beside it), and the open model file.
+  std::ofstream(dir / "mine.safetensors") << "my work";
+  Training refused;
+  EXPECT_FALSE(refused.start("classroom", data.string(), 1, &error, (dir / "mine.safetensors").string()));
+  EXPECT_NE(error.find("has no checkpoint beside it"), std::string::npos) << error;
+  EXPECT_EQ(test::read_bytes((dir / "mine.safetensors").string()), "my work");
+  // The open model, even with a checkpoint beside it (it looks like a run to resume): never written over.
+  fs::copy_file(model, dir / "open.safetensors");
+  fs::copy_file(model.string() + ".checkpoint", dir / "open.safetensors.checkpoint");
+  refused.set_file_model(nullptr, (dir / "open.safetensors").string());
+  EXPECT_FALSE(refused.start("classroom", data.string(), 1, &error, (dir / "open.safetensors").string()));
+  EXPECT_NE(error.find("is the same file as the input"), std::string::npos) << error;
+  EXPECT_FALSE(refused.running());
+}
+
 // On screen: the Training stage at the first and the last snapshot of the shipped run. The large map's exported
 // values are the snapshot's cross-attention: the last is more peaked.
 TEST(TrainingScreen, TimelineFirstAndLastSnapshot) {
@@ -239,7 +286,7 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
   const fs::path dir = fresh_output_dir("training_live_screen");
   const fs::path data = tiny_corpus(dir / "data");
-  std::ofstream(dir / "live.script") << "sentence w1 w2 w3 w4\nstage training\ntrain start classroom\n"
+  std::ofstream(dir / "live.script") << "sentence w1 w2 w3 w4\nstage training\ntrain start classroom saved.safetensors\n"
                                         "wait-train 3\nscreenshot during.png\nlayout during.json\n"
                                         "train stop\nwait-train 100\nquit\n";
   const std::string cmd = "cd '" + dir.string() + "' && " +
@@ -248,6 +295,9 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
   const std::string log = test::read_bytes((dir / "log.txt").string());
   EXPECT_EQ(log.find("script line"), std::string::npos) << log;
+  // Saved where the script may write: the model and its checkpoint after every epoch (one batch each here).
+  EXPECT_TRUE(fs::exists(dir / "saved.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "saved.safetensors.checkpoint"));
   const testing::Image shot = testing::load_png(dir / "during.png");
   ASSERT_GT(shot.width, 0);
   const nlohmann::json layout = testing::load_json(dir / "during.json");

@@ -81,13 +81,19 @@ void TrainingPanel::draw_run(AppState& state, Training& training, const std::str
   ImGui::SliderInt("threads", &threads_, 1, cores);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Cores the training uses; leave one for the app to stay smooth (%d here)", cores);
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - labelled_field_width(0, "save to (optional)"));
+  ImGui::InputTextWithHint("save to (optional)", "nothing is written", &run_path_);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("A model file name: the model and MODEL.checkpoint are written after every epoch.\n"
+                      "Train again with the same name to resume from the checkpoint. An existing file\n"
+                      "without a checkpoint is never replaced.");
   ImGui::EndDisabled();
   }
   if (!running) {
     if (ImGui::Button("Train")) {
       std::string error;
-      message_ok_ = training.start(recipe_, data_dir, threads_, &error);
-      message_ = message_ok_ ? "" : error;
+      message_ok_ = training.start(recipe_, data_dir, threads_, &error, run_path_);
+      message_ = !message_ok_ ? error : training.resumed() ? "resuming from " + run_path_ + ".checkpoint" : "";
     }
   } else {
     if (training.paused() ? ImGui::Button("Resume") : ImGui::Button("Pause"))

@@ -34,6 +34,7 @@ class TrainingPanel {
   std::string message_;     // the last refusal (no data, a run already going) or save outcome
   bool message_ok_ = false;
   std::string save_path_ = "my-run.timeline.safetensors";
+  std::string run_path_;  // where the run saves its model and checkpoint ("" : nothing written)
   Heatmap head_map_;
   std::vector<std::unique_ptr<Heatmap>> grid_;  // layer * H + head
   int uploaded_version_ = -1;

@@ -361,7 +361,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       if (c.args[0] == "start") {
         std::string error;
         if (replay_to_ && training.running()) continue;  // a lesson stepping back keeps the run it started
-        if (!training.start(c.args[1], app.training_data_dir(), 0, &error)) log.push_back(where + error);
+        // With MODEL, the run saves there (under the folder scripts may write) and resumes from its checkpoint.
+        if (!training.start(c.args[1], app.training_data_dir(), 0, &error, c.args.size() > 2 ? c.args[2] : "",
+                            write_folder_))
+          log.push_back(where + error);
       } else if (!training.session()) {
         log.push_back(where + "train " + c.args[0] + ": no training run (train start RECIPE first)");
       } else if (c.args[0] == "pause") {

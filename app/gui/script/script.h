@@ -40,8 +40,10 @@
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
 // Training (gui/training.h, the Training stage):
-//   train start RECIPE       start a live run (RECIPE: classroom or de-en) on Multi30k (--data); the views show
-//                            its weights every few seconds
+//   train start RECIPE [MODEL]  start a live run (RECIPE: classroom or de-en) on Multi30k (--data); the views
+//                            show its weights every few seconds. With MODEL (under the folder scripts may write)
+//                            the model and MODEL.checkpoint are written after each epoch, and a start with the
+//                            same MODEL resumes from that checkpoint
 //   train pause | train resume | train stop
 //   wait-train STEPS         wait (frames go on) until the run has taken STEPS steps or ended, then show its
 //                            weights of that moment

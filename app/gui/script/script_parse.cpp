@@ -116,9 +116,9 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
                ", got '" + c.args[i] + "'";
   if (c.name == "train") {
     const std::vector<std::string> words = words_of(c.args[0]);
-    const bool start = words.size() == 2 && words[0] == "start";
+    const bool start = (words.size() == 2 || words.size() == 3) && words[0] == "start";
     const bool control = words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "stop");
-    if (!start && !control) return "'train' takes start RECIPE, pause, resume or stop, got '" + c.args[0] + "'";
+    if (!start && !control) return "'train' takes start RECIPE [MODEL], pause, resume or stop, got '" + c.args[0] + "'";
     c.args = words;
   }
   if (c.name == "snapshot" && c.args[0] != "latest" && c.args[0] != "file" &&
