@@ -63,11 +63,7 @@ void TrainingPanel::draw(AppState& state, Training& training, const std::string&
   ImGui::EndChild();
 }
 
-void TrainingPanel::draw_run(AppState& state, Training& training, const std::string& data_dir) {
-  const TrainingSession::Status& st = training.status();
-  const bool running = training.running();
-  if (!presenting_) {
-  ImGui::TextColored(kBlue, "Train a model here");
+void TrainingPanel::draw_recipe_picker(bool running) {
   ImGui::BeginDisabled(running);
   for (const TrainingRecipe& r : training_recipes()) {
     if (ImGui::RadioButton(r.title.c_str(), recipe_ == r.id)) recipe_ = r.id;
@@ -88,6 +84,14 @@ void TrainingPanel::draw_run(AppState& state, Training& training, const std::str
                       "Train again with the same name to resume from the checkpoint. An existing file\n"
                       "without a checkpoint is never replaced.");
   ImGui::EndDisabled();
+}
+
+void TrainingPanel::draw_run(AppState& state, Training& training, const std::string& data_dir) {
+  const TrainingSession::Status& st = training.status();
+  const bool running = training.running();
+  if (!presenting_) {  // presenting: the buttons alone
+    ImGui::TextColored(kBlue, "Train a model here");
+    draw_recipe_picker(running);
   }
   if (!running) {
     if (ImGui::Button("Train")) {

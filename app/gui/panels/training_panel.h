@@ -26,6 +26,7 @@ class TrainingPanel {
 
  private:
   void draw_run(AppState& state, Training& training, const std::string& data_dir);
+  void draw_recipe_picker(bool running);  // recipes, threads, where to save (disabled while a run goes)
   void draw_timeline(AppState& state, Training& training);
   void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head);
   bool presenting_ = false;
