@@ -19,6 +19,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 
@@ -42,7 +43,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
   }
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
-  training_data_dir_ = options.data_dir.empty() ? default_training_data_dir() : options.data_dir;
+  training_data_dir_ = options.data_dir.empty() ? multi30k_data_dir() : options.data_dir;
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;

@@ -153,20 +153,14 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       if (!v || !*v) return error("--check-lesson needs a lesson file");
       r.options.check_lesson_path = v;
       r.options.no_settings = true;  // a check reads and writes no settings
-    } else if (arg == "--data") {
-      const char* v = value("--data");
-      if (!v || !*v) return error("--data needs a folder");
+    } else if (arg == "--data" || arg == "--allow-write") {  // an existing folder
+      const char* v = value(arg.c_str());
+      if (!v || !*v) return error(arg + " needs a folder");
       std::error_code ec;
       if (!std::filesystem::is_directory(v, ec))
-        return error("--data needs the folder of Multi30k's tokenized files; '" + printable(v) + "' is not a folder");
-      r.options.data_dir = v;
-    } else if (arg == "--allow-write") {
-      const char* v = value("--allow-write");
-      if (!v || !*v) return error("--allow-write needs a folder");
-      std::error_code ec;
-      if (!std::filesystem::is_directory(v, ec))
-        return error("--allow-write needs an existing folder; '" + printable(v) + "' is not one");
-      r.options.allow_write_folder = v;
+        return error(arg == "--data" ? "--data needs the folder of Multi30k's tokenized files; '" + printable(v) + "' is not a folder"
+                                     : "--allow-write needs an existing folder; '" + printable(v) + "' is not one");
+      (arg == "--data" ? r.options.data_dir : r.options.allow_write_folder) = v;
     } else if (arg == "--lesson") {
       const char* v = value("--lesson");
       if (!v || !*v) return error("--lesson needs a file");

@@ -25,7 +25,7 @@ struct AppOptions {
   std::string script_path;            // --script FILE: run the commands of gui/script/script.h
   std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
   std::string data_dir;               // --data DIR: Multi30k's tokenized files for live training (default:
-                                      // ../shared/data/multi30k/tok beside the source tree, gui/training.h)
+                                      // ../shared/data/multi30k/tok beside the source tree, util/paths.h)
   std::string allow_write_folder = ".";  // --allow-write DIR: where a script or lesson may write (never replacing)
   std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
   bool present = false;               // --present: start in presentation mode

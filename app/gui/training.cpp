@@ -73,8 +73,6 @@ std::string training_recipe_ids() {
   return out;
 }
 
-std::string default_training_data_dir() { return multi30k_data_dir(); }
-
 double mean_row_entropy(const Mat& p) {
   if (p.rows() == 0) return 0;
   double sum = 0;
@@ -133,10 +131,6 @@ void Training::finish_loading() {
   if (loading_.valid()) loading_.wait();
 }
 
-bool Training::show_model(AppState& state, std::shared_ptr<const Model> model, const std::string& label) {
-  return state.use_weights(std::move(model), label);
-}
-
 bool Training::show_snapshot(AppState& state, int index) {
   if (!timeline_) {
     state.error = "no training timeline: open the Training stage (the shipped classroom run) or train one";
@@ -155,7 +149,7 @@ bool Training::show_snapshot(AppState& state, int index) {
     state.error = "not enough memory for snapshot " + std::to_string(index);
     return false;
   }
-  if (!show_model(state, std::move(model), timeline_source_)) return false;
+  if (!state.use_weights(std::move(model), timeline_source_)) return false;
   shown_snapshot_ = index;
   follow_live_ = false;
   return true;
@@ -343,7 +337,7 @@ void Training::poll(AppState& state) {
   int64_t step = 0;
   if (!session_->take_requested_weights(model, step)) return;
   weights_requested_ = force_refresh_ = false;
-  if (!show_model(state, model, timeline_source_)) return;
+  if (!state.use_weights(model, timeline_source_)) return;
   shown_snapshot_ = -1;
   live_model_ = std::move(model);
   live_step_shown_ = step;

@@ -32,10 +32,6 @@ const std::vector<TrainingRecipe>& training_recipes();
 const TrainingRecipe* find_training_recipe(const std::string& id);  // null for an unknown id
 std::string training_recipe_ids();  // "classroom, de-en", for messages
 
-// Where Multi30k's tokenized files are when the app is started without --data: ../shared/data/multi30k/tok
-// beside the source tree (or the working directory); "" when not there.
-std::string default_training_data_dir();
-
 // How peaked an attention map is: the mean over its rows (queries) of the entropy of each row, in nats; blocked
 // cells (NaN, zero probability) count as zero. A uniform row over n keys gives ln n; a row on one key gives 0.
 double mean_row_entropy(const Mat& probabilities);
@@ -118,7 +114,6 @@ class Training {
   bool refresh_pending() const { return force_refresh_ || weights_requested_; }
 
  private:
-  bool show_model(AppState& state, std::shared_ptr<const Model> model, const std::string& label);
   std::shared_ptr<const Model> file_model_;
   std::string file_model_path_;
   std::shared_ptr<TrainingTimeline> timeline_;

@@ -35,6 +35,16 @@ std::string corpus_path(const TrainOptions& o, const std::string& split, const s
   return (std::filesystem::path(o.data_dir) / (split + ".lc.norm.tok." + language)).string();
 }
 
+// What a run's files say made them (the model file adds its scores; a timeline has this alone).
+json run_provenance(const TrainOptions& o) {
+  return {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
+                          ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
+                          std::to_string(o.min_frequency)},
+          {"command", o.command_line},
+          {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+          {"epochs_planned", o.epochs}};
+}
+
 // The files training reads: never to be written over by its outputs.
 std::vector<std::string> data_files(const TrainOptions& o) {
   std::vector<std::string> files;
@@ -381,18 +391,13 @@ EpochRecord Trainer::finish_epoch() {
       model.weights = s.weights;
       json history = json::array();
       for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
-      model.provenance = {{"dataset", "Multi30k task 1, " + s.o.source_language + "-" + s.o.target_language +
-                                          ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
-                                          std::to_string(s.o.min_frequency)},
-                          {"command", s.o.command_line},
-                          {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
-                          {"epoch", s.epoch},
-                          {"epochs_planned", s.o.epochs},
+      model.provenance = run_provenance(s.o);
+      model.provenance.update({{"epoch", s.epoch},
                           {"valid_bleu_greedy", rec.valid_bleu},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
                           {"threads", parallel_threads()},
-                          {"history", history}};
+                          {"history", history}});
       save_model(model, s.o.out_path, s.o.store_f16 ? DType::F16 : DType::F32, s.outputs);
       model.weights = ModelWeights();  // the run's weights are weights(); the file holds the best
       s.log("  best so far: wrote '" + s.o.out_path + "'");
@@ -453,12 +458,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
   if (keep_timeline) {
     timeline.model = trainer.model();
     timeline.model.weights = ModelWeights();
-    timeline.model.provenance = {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
-                                                 ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
-                                                 std::to_string(o.min_frequency)},
-                                 {"command", o.command_line},
-                                 {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
-                                 {"epochs_planned", o.epochs}};
+    timeline.model.provenance = run_provenance(o);
     if (std::error_code ec; trainer.steps() > 0 && std::filesystem::exists(o.timeline_path, ec)) {  // resumed: continue its timeline
       TrainingTimeline earlier = load_timeline(o.timeline_path);
       if (config_to_json(earlier.model.config) != config_to_json(timeline.model.config))

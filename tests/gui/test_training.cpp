@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../unit/renaming_corpus.h"
 #include "app_under_xvfb.h"
 #include "export_readers.h"
 #include "gui/app_state.h"
@@ -141,23 +142,9 @@ TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
   EXPECT_FALSE(training.running());
 }
 
-// A tiny German-English-shaped corpus (w3 -> v3) with the file names live training reads.
+// The renaming corpus (renaming_corpus.h) under the file names live training reads (de, en).
 fs::path tiny_corpus(const fs::path& dir) {
-  fs::create_directories(dir);
-  std::mt19937 rng(5);
-  for (const auto& [split, n] : {std::pair<std::string, int>{"train", 120}, {"val", 12}}) {
-    std::ofstream src(dir / (split + ".lc.norm.tok.de")), tgt(dir / (split + ".lc.norm.tok.en"));
-    for (int i = 0; i < n; ++i) {
-      const unsigned words = 2 + rng() % 4;
-      for (unsigned k = 0; k < words; ++k) {
-        const unsigned w = rng() % 8;
-        src << (k ? " " : "") << "w" << w;
-        tgt << (k ? " " : "") << "v" << w;
-      }
-      src << "\n";
-      tgt << "\n";
-    }
-  }
+  sf::testing::write_renaming_corpus(dir, "de", "en", 120, 12, 8, 5);
   return dir;
 }
 

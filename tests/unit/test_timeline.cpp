@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "renaming_corpus.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/name_tables.h"
@@ -25,24 +26,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A renaming task (w3 -> v3) in the layout training reads: DIR/{train,val}.lc.norm.tok.{xx,yy}.
+// The renaming corpus (renaming_corpus.h) in a folder of its own.
 fs::path renaming_corpus(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("stepformer_" + name + "_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::mt19937 rng(3);
-  for (const auto& [split, n] : {std::pair<std::string, int>{"train", 200}, {"val", 20}}) {
-    std::ofstream src(dir / (split + ".lc.norm.tok.xx")), tgt(dir / (split + ".lc.norm.tok.yy"));
-    for (int i = 0; i < n; ++i) {
-      const unsigned words = 2 + rng() % 4;
-      for (unsigned k = 0; k < words; ++k) {
-        const unsigned w = rng() % 12;
-        src << (k ? " " : "") << "w" << w;
-        tgt << (k ? " " : "") << "v" << w;
-      }
-      src << "\n";
-      tgt << "\n";
-    }
-  }
+  testing::write_renaming_corpus(dir, "xx", "yy", 200, 20, 12, 3);
   return dir;
 }
 

@@ -53,7 +53,7 @@ void TrainingPanel::draw(AppState& state, Training& training, const std::string&
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   ImGui::BeginChild("training_run", ImVec2(left_width, 0), false);
-  draw_run(state, training, data_dir);
+  draw_run(training, data_dir);
   ImGui::Separator();
   draw_timeline(state, training);
   ImGui::EndChild();
@@ -86,7 +86,7 @@ void TrainingPanel::draw_recipe_picker(bool running) {
   ImGui::EndDisabled();
 }
 
-void TrainingPanel::draw_run(AppState& state, Training& training, const std::string& data_dir) {
+void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
   const TrainingSession::Status& st = training.status();
   const bool running = training.running();
   if (!presenting_) {  // presenting: the buttons alone
@@ -132,9 +132,9 @@ void TrainingPanel::draw_run(AppState& state, Training& training, const std::str
   const auto& losses = training.losses();
   const float width = ImGui::GetContentRegionAvail().x;
   const float height = ImGui::GetFontSize() * 4.5f;
-  std::vector<float> train_loss;
-  train_loss.reserve(losses.size());
-  for (const auto& p : losses) train_loss.push_back(static_cast<float>(p.loss));
+  std::vector<float>& train_loss = loss_values_;  // what is new since the last frame is appended
+  if (train_loss.size() > losses.size()) train_loss.clear();  // a new run
+  for (size_t i = train_loss.size(); i < losses.size(); ++i) train_loss.push_back(static_cast<float>(losses[i].loss));
   char overlay[64];
   std::snprintf(overlay, sizeof(overlay), "training loss %.2f (step %lld)", train_loss.empty() ? 0.0f : train_loss.back(),
                 static_cast<long long>(losses.empty() ? 0 : losses.back().step));
@@ -164,7 +164,6 @@ void TrainingPanel::draw_run(AppState& state, Training& training, const std::str
     }
     ImGui::EndTable();
   }
-  (void)state;
 }
 
 void TrainingPanel::draw_timeline(AppState& state, Training& training) {
@@ -275,6 +274,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     const AttentionTrace* a = selected_attention(state.trace, head);
     if (!a) return;
     const Mat p = probabilities_with_blocked_cells(*a, head.head);
+    head_entropy_ = mean_row_entropy(p);  // blocked cells are NaN there: they count as zero
     head_map_.set_values(p.data(), static_cast<int>(p.rows()), static_cast<int>(p.cols()), 0.0f, 1.0f);
     head_map_.set_axis_labels(state.decoder_row_labels(), state.source_labels());
     grid_.resize(static_cast<size_t>(L * H));
@@ -292,8 +292,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
   // The head, large, with its words: rows are the translation's positions, columns the source words.
   {
-    const AttentionTrace* a = selected_attention(state.trace, head);
-    const double entropy = a ? mean_row_entropy(a->probs[static_cast<size_t>(head.head)]) : 0;
+    const double entropy = head_entropy_;
     ImGui::Text("cross-attention %d.%d: row entropy %.2f (even: %.2f)", head.layer, head.head, entropy,
                 std::log(static_cast<double>(std::max(1, head_map_.cols()))));
     if (ImGui::IsItemHovered())

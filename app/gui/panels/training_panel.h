@@ -25,7 +25,7 @@ class TrainingPanel {
             bool presenting = false);
 
  private:
-  void draw_run(AppState& state, Training& training, const std::string& data_dir);
+  void draw_run(Training& training, const std::string& data_dir);
   void draw_recipe_picker(bool running);  // recipes, threads, where to save (disabled while a run goes)
   void draw_timeline(AppState& state, Training& training);
   void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head);
@@ -36,7 +36,9 @@ class TrainingPanel {
   bool message_ok_ = false;
   std::string save_path_ = "my-run.timeline.safetensors";
   std::string run_path_;  // where the run saves its model and checkpoint ("" : nothing written)
+  std::vector<float> loss_values_;  // the training loss of every step, as the curve takes it
   Heatmap head_map_;
+  double head_entropy_ = 0;        // head_map_'s mean row entropy
   std::vector<std::unique_ptr<Heatmap>> grid_;  // layer * H + head
   int uploaded_version_ = -1;
   AttentionSelection uploaded_head_;
