@@ -3,16 +3,16 @@
 #
 # Defines:
 #   Eigen3::Eigen, nlohmann_json::nlohmann_json, Threads::Threads     (core)
-#   stepformer::gui_deps  GLFW + OpenGL + Dear ImGui 1.86 (with its GLFW/OpenGL3 backends) + stb   (app)
+#   stepformer::gui_deps  GLFW + OpenGL + Dear ImGui 1.86 (with its GLFW/OpenGL3 backends) + stb   (app only)
 #   STEPFORMER_HAVE_CUDA  TRUE when the CUDA backend is built
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(nlohmann_json 3.2 REQUIRED)
 find_package(Threads REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)   # stb_image_write (the implementation is inside libstb)
 
-if(STEPFORMER_BUILD_APP)
+if(STEPFORMER_BUILD_APP)   # only the app needs pkg-config, stb and the GUI libraries
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)   # stb_image_write (the implementation is inside libstb)
   set(OpenGL_GL_PREFERENCE GLVND)
   find_package(OpenGL REQUIRED)
   find_package(glfw3 3.3 REQUIRED)
@@ -48,7 +48,9 @@ if(NOT _sf_cuda STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)   # CUDA 13 supports sm_75+; 'native' fails without a GPU
+      # Turing (sm_75) to Hopper (sm_90) as machine code, and PTX of sm_90 for newer GPUs to compile at load time.
+      # CUDA 13 supports sm_75 and newer; 'native' fails where there is no GPU.
+      set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 86-real 89-real 90-real 90-virtual)
     endif()
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

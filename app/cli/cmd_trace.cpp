@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "backend/device.h"
 #include "cli/commands.h"
 #include "decode/decoder.h"
 #include "io/safetensors.h"
@@ -26,7 +27,7 @@ void print_help() {
   std::printf(
       "usage: stepformer-cli trace MODEL.safetensors --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors\n"
       "                           [--head-off KIND.L.H]... [--no-causal-mask] [--no-padding-mask]\n"
-      "                           [--no-pos-encoding] [--max-length N]\n\n"
+      "                           [--no-pos-encoding] [--max-length N] [--device auto|cpu|cuda]\n\n"
       "Runs one forward pass of the model and writes every intermediate it computes (names and shapes in\n"
       "docs/trace.md: src.tok_embed, enc.0.self_attn.probs, ..., logits, probs) as F32 tensors.\n\n"
       "  --src TEXT          the source sentence (tokenized with the model's tokenizer)\n"
@@ -42,7 +43,9 @@ void print_help() {
       "  --no-padding-mask   pad tokens are attended to like any other\n"
       "  --no-pos-encoding   no positional encoding in either embedding\n"
       "  --max-length N      greedy decoding: at most N generated tokens, 1 to the model's max positions (the\n"
-      "                      default)\n");
+      "                      default)\n"
+      "  --device D          auto (the default: the GPU where this build has CUDA and a GPU can take the model),\n"
+      "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n");
 }
 
 std::vector<int> parse_ids(const std::string& text, const char* what) {
@@ -70,6 +73,7 @@ int run_trace(const Args& args) {
   std::string model_path, src_text, tgt_text, out_path;
   bool have_src = false, have_tgt = false, as_ids = false;
   int max_length = 0;
+  DeviceRequest device = DeviceRequest::Auto;
   Interventions iv;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -98,6 +102,8 @@ int run_trace(const Args& args) {
       iv.padding_mask = false;
     } else if (a == "--no-pos-encoding") {
       iv.positional_encoding = false;
+    } else if (a == "--device") {
+      device = parse_device(value());
     } else if (a == "--max-length") {
       const std::string& v = value();
       char* end = nullptr;
@@ -147,7 +153,26 @@ int run_trace(const Args& args) {
   }
 
   Trace trace;
-  if (have_tgt) {
+  std::string note;
+  const std::unique_ptr<CudaModel> gpu = open_device(device, c, m.weights, &note);
+  if (!note.empty()) std::fprintf(stderr, "stepformer-cli trace: %s\n", printable(note).c_str());
+  bool traced = false;
+  if (gpu) {
+    try {
+      if (!have_tgt) {  // the pass that chose the last token: bos and every generated token but the last
+        const std::vector<int> generated = gpu->greedy(src, iv, max_length);
+        tgt = {c.bos_id};
+        tgt.insert(tgt.end(), generated.begin(), generated.end() - 1);
+      }
+      gpu->forward(src, tgt, iv, trace);
+      traced = true;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported) throw;
+      std::fprintf(stderr, "stepformer-cli trace: the GPU failed (%s); computing on the CPU\n", printable(e.what()).c_str());
+    }
+  }
+  if (traced) {
+  } else if (have_tgt) {
     trace = forward(c, m.weights, src, tgt, iv);
   } else {
     DecodeOptions options;

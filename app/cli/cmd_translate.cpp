@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "backend/device.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "decode/decoder.h"
@@ -19,14 +20,18 @@ int run_translate(const Args& args) {
   OptionParser p("translate");
   int beam = 1;
   bool show_tokens = false;
+  std::string device_name = "auto";
   p.value("--beam", &beam, 1, kMaxBeamWidth);
+  p.value("--device", &device_name);
   p.flag("--tokens", &show_tokens);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().empty() || p.positional().size() > 2) {
-    std::fputs("usage: stepformer-cli translate [MODEL.safetensors] \"TEXT\" [--beam K] [--tokens]\n\n"
+    std::fputs("usage: stepformer-cli translate [MODEL.safetensors] \"TEXT\" [--beam K] [--tokens] [--device D]\n\n"
                "Translates TEXT with the model (default: the shipped assets/models/de-en.safetensors): greedy\n"
                "decoding, or beam search of width K (length penalty 0.6).\n"
-               "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n",
+               "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n"
+               "--device auto (the default: greedy decoding on the GPU where this build has CUDA and a GPU can take\n"
+               "the model), cpu, or cuda (an error where no GPU can; beam search runs on the CPU only).\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
@@ -41,6 +46,9 @@ int run_translate(const Args& args) {
                  "the model (stepformer-cli translate MODEL \"TEXT\")\n", printable(sentence).c_str());
     return 2;
   }
+  const DeviceRequest device = parse_device(device_name);
+  if (device == DeviceRequest::Cuda && beam > 1)
+    fail(ErrorKind::Unsupported, "translate", "beam search runs on the CPU only: use --device cpu or auto with --beam");
   require_words(sentence, "translate");
   const Model model = load_model_warning("translate", default_model ? "" : p.positional()[0]);
   const std::vector<Token> source = encode(sentence, model.tokenizer, model.src_vocab, Side::Source);
@@ -54,10 +62,29 @@ int run_translate(const Args& args) {
   options.strategy = beam > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
   options.beam_width = beam;
   options.max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
-  Decoder decoder(model.config, model.weights, token_ids(source), {}, options);
-  decoder.run();
+  std::vector<int> generated;
+  bool decoded = false;
+  std::string note;
+  const std::unique_ptr<CudaModel> gpu =
+      beam > 1 ? nullptr : open_device(device, model.config, model.weights, &note);
+  if (!note.empty()) std::fprintf(stderr, "stepformer-cli translate: %s\n", printable(note).c_str());
+  if (gpu) {
+    try {
+      generated = gpu->greedy(token_ids(source), {}, options.max_length);
+      decoded = true;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported) throw;
+      std::fprintf(stderr, "stepformer-cli translate: the GPU failed (%s); decoding on the CPU\n",
+                   printable(e.what()).c_str());
+    }
+  }
+  if (!decoded) {
+    Decoder decoder(model.config, model.weights, token_ids(source), {}, options);
+    decoder.run();
+    generated = decoder.generated();
+  }
   std::vector<std::string> words;
-  for (int id : decoder.generated()) {
+  for (int id : generated) {
     if (id == model.config.eos_id) break;
     words.push_back(model.tgt_vocab.token(id));
   }

@@ -2,6 +2,8 @@
 // (no driver: 35, stub library: 34, no device: 100) means "no GPU, use the CPU".
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "backend/backend.h"
 
 namespace sf {
@@ -17,8 +19,9 @@ const BackendInfo& backend_info() {
       cudaGetDeviceProperties(&prop, 0);
       b.cuda_available = true;
       b.cuda_device_count = count;
-      // Found, not used yet: every computation runs on the CPU until the CUDA backend exists.
-      b.description = std::string("CPU (Eigen); GPU found (") + prop.name + "), not used: no CUDA compute yet";
+      b.description = std::string("CPU (Eigen) and CUDA on ") + prop.name + " (sm_" + std::to_string(prop.major) +
+                      std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
+                      " GiB): traced forward and greedy decoding with --device auto|cuda";
     } else {
       cudaGetLastError();  // clear the sticky error
       b.description = std::string("CPU (Eigen); CUDA built but no GPU usable (") + cudaGetErrorString(status) + ")";

@@ -1,0 +1,98 @@
+// The CUDA backend's forward pass (core/backend/cuda_model.h) on the same weights as tools/bench_pytorch_cuda.py:
+//
+//   STEPFORMER_BENCH_MODEL=demo.safetensors STEPFORMER_BENCH_MODEL_BASE=base.safetensors  (one line)
+//       build/bench/bench_forward --benchmark_filter=NONE                      # writes both models' weights
+//   STEPFORMER_BENCH_MODEL=... STEPFORMER_BENCH_MODEL_BASE=... build/bench/bench_cuda
+//   python3 tools/bench_pytorch_cuda.py demo.safetensors base.safetensors     # PyTorch CUDA eager, same weights
+//
+//   BM_CudaForwardLogits[Base]/N   one sentence, N source and N target tokens: the whole pass (logits and their
+//                                  softmax) left in GPU memory, as PyTorch's forward leaves its output
+//   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
+//                                  would read)
+//   BM_CudaGreedy20                20 greedy tokens (no KV cache on the GPU: the decoder reruns on each prefix)
+// Wall-clock time per pass (each pass ends with cudaDeviceSynchronize). Without a GPU it says so and exits 1.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cuda_model.h"
+#include "bench_main.h"
+#include "model/model.h"
+
+namespace {
+
+using namespace sf;
+
+struct GpuModel {
+  Model model;
+  std::unique_ptr<CudaModel> gpu;
+};
+
+GpuModel& gpu_model(bool base) {
+  static GpuModel models[2];
+  GpuModel& m = models[base ? 1 : 0];
+  if (!m.gpu) {
+    m.model = load_model(std::getenv(base ? "STEPFORMER_BENCH_MODEL_BASE" : "STEPFORMER_BENCH_MODEL"));
+    m.gpu = std::make_unique<CudaModel>(m.model.config, m.model.weights);
+  }
+  return m;
+}
+
+// The ids of bench_forward.cpp and tools/bench_pytorch.py: 4 + (7 * i) % 7000, bos first on the target side.
+std::vector<int> sentence(int n, bool with_bos) {
+  std::vector<int> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(4 + (7 * i) % 7000);
+  if (with_bos) ids[0] = 2;
+  return ids;
+}
+
+void forward_logits(benchmark::State& state, bool base) {
+  GpuModel& m = gpu_model(base);
+  const int n = static_cast<int>(state.range(0));
+  const std::vector<int> src = sentence(n, false), tgt = sentence(n, true);
+  for (auto _ : state) m.gpu->compute(src, tgt, {});
+  state.counters["tokens"] = n;
+}
+
+void BM_CudaForwardLogits(benchmark::State& state) { forward_logits(state, false); }
+BENCHMARK(BM_CudaForwardLogits)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(512)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CudaForwardLogitsBase(benchmark::State& state) { forward_logits(state, true); }
+BENCHMARK(BM_CudaForwardLogitsBase)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(512)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CudaForwardFullTrace(benchmark::State& state) {
+  GpuModel& m = gpu_model(false);
+  const int n = static_cast<int>(state.range(0));
+  const std::vector<int> src = sentence(n, false), tgt = sentence(n, true);
+  Trace t;
+  for (auto _ : state) m.gpu->forward(src, tgt, {}, t);
+}
+BENCHMARK(BM_CudaForwardFullTrace)->Arg(20)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CudaGreedy20(benchmark::State& state) {
+  GpuModel& m = gpu_model(false);
+  for (auto _ : state) benchmark::DoNotOptimize(m.gpu->greedy(sentence(20, false), {}, 20));
+}
+BENCHMARK(BM_CudaGreedy20)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!sf::backend_info().cuda_available) {
+    std::fprintf(stderr, "bench_cuda: no usable GPU: %s\n", sf::backend_info().description.c_str());
+    return 1;
+  }
+  if (!std::getenv("STEPFORMER_BENCH_MODEL") || !std::getenv("STEPFORMER_BENCH_MODEL_BASE")) {
+    std::fprintf(stderr, "bench_cuda: set STEPFORMER_BENCH_MODEL and STEPFORMER_BENCH_MODEL_BASE to the model files "
+                         "bench_forward writes (see the top of bench/bench_cuda.cpp)\n");
+    return 1;
+  }
+  gpu_model(false);  // load both before timing
+  gpu_model(true);
+  return sf::bench::run_benchmarks(argc, argv);
+}

@@ -1,0 +1,38 @@
+#include "backend/device.h"
+
+#include "backend/backend.h"
+#include "util/error.h"
+
+namespace sf {
+
+DeviceRequest parse_device(const std::string& text) {
+  if (text == "auto") return DeviceRequest::Auto;
+  if (text == "cpu") return DeviceRequest::Cpu;
+  if (text == "cuda") return DeviceRequest::Cuda;
+  fail(ErrorKind::Input, "device", "unknown device '" + text + "': auto, cpu or cuda");
+}
+
+const char* to_string(DeviceRequest request) {
+  switch (request) {
+    case DeviceRequest::Auto: return "auto";
+    case DeviceRequest::Cpu: return "cpu";
+    case DeviceRequest::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+std::unique_ptr<CudaModel> open_device(DeviceRequest request, const Config& config, const ModelWeights& weights,
+                                       std::string* note) {
+  if (note) note->clear();
+  if (request == DeviceRequest::Cpu) return nullptr;
+  if (request == DeviceRequest::Auto && !backend_info().cuda_available) return nullptr;  // no GPU: quietly the CPU
+  try {
+    return std::make_unique<CudaModel>(config, weights);
+  } catch (const Error& e) {
+    if (request == DeviceRequest::Cuda || e.kind() != ErrorKind::Unsupported) throw;
+    if (note) *note = std::string("computing on the CPU: ") + e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace sf

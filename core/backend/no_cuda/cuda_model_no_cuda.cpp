@@ -1,0 +1,27 @@
+// CudaModel in a build without the CUDA backend (STEPFORMER_CUDA=OFF, or AUTO where no nvcc was found): it cannot
+// be made, and says why.
+#include "backend/cuda_model.h"
+
+#include "util/error.h"
+
+namespace sf {
+
+struct CudaModel::Impl {
+  Config config;
+};
+
+CudaModel::CudaModel(const Config&, const ModelWeights&, size_t) {
+  fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
+}
+CudaModel::~CudaModel() = default;
+
+// Unreachable: the constructor always throws.
+void CudaModel::forward(const std::vector<int>&, const std::vector<int>&, const Interventions&, Trace&) {}
+Mat CudaModel::logits(const std::vector<int>&, const std::vector<int>&, const Interventions&) { return {}; }
+void CudaModel::compute(const std::vector<int>&, const std::vector<int>&, const Interventions&) {}
+std::vector<int> CudaModel::greedy(const std::vector<int>&, const Interventions&, int) { return {}; }
+const Config& CudaModel::config() const { return impl_->config; }
+size_t CudaModel::weight_bytes() const { return 0; }
+std::string CudaModel::device_name() const { return {}; }
+
+}  // namespace sf

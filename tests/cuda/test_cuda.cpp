@@ -1,0 +1,249 @@
+// The CUDA backend (core/backend/cuda_model.h) against the CPU: every traced tensor within 1e-4 for both PyTorch
+// families' fixtures and every kind of intervention, greedy decoding token for token, and the paths where no GPU
+// can take the work. Label `cuda`. Without a usable GPU the GPU tests skip, saying why; the no-GPU tests then run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "../unit/forward_fixture.h"
+#include "backend/backend.h"
+#include "backend/cuda_model.h"
+#include "backend/device.h"
+#include "decode/decoder.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "transformer/forward.h"
+#include "util/error.h"
+#ifdef STEPFORMER_HAVE_CUDA
+#include "backend/cuda/cublas_loader.h"
+#endif
+
+namespace sf::testing {
+namespace {
+
+#ifdef STEPFORMER_HAVE_CUDA
+// cuBLAS is loaded when asked, not linked (backend/cuda/cublas_loader.h): the loading itself needs no GPU.
+TEST(CudaBuild, LoadsCublasWhenAsked) {
+  const cuda::Cublas& c = cuda::cublas();
+  EXPECT_NE(c.create, nullptr);
+  EXPECT_NE(c.sgemm, nullptr);
+  EXPECT_NE(c.sgemm_strided_batched, nullptr);
+}
+#endif
+
+std::string no_gpu_reason() { return "no usable GPU: " + backend_info().description; }
+
+#define SKIP_WITHOUT_GPU()                                             \
+  do {                                                                 \
+    if (!backend_info().cuda_available) GTEST_SKIP() << no_gpu_reason(); \
+  } while (0)
+
+// Every tensor of `expected` (names, shapes) in `actual`, each value within tol * max(1, |expected|).
+void expect_traces_equal(const Trace& expected, const Trace& actual, float tol, const std::string& what) {
+  const std::vector<NamedTensor> e = trace_tensors(expected), a = trace_tensors(actual);
+  ASSERT_EQ(e.size(), a.size()) << what;
+  for (size_t i = 0; i < e.size(); ++i) {
+    ASSERT_EQ(e[i].name, a[i].name) << what;
+    ASSERT_EQ(e[i].tensor.shape, a[i].tensor.shape) << what << " " << e[i].name;
+    float worst = 0.0f;
+    size_t at = 0;
+    for (size_t k = 0; k < e[i].tensor.data.size(); ++k) {
+      const float x = e[i].tensor.data[k], y = a[i].tensor.data[k];
+      const float err = std::abs(x - y) / std::max(1.0f, std::abs(x));
+      if (!(err <= worst)) worst = err, at = k;  // NaN counts as worst
+    }
+    EXPECT_LE(worst, tol) << what << " " << e[i].name << " at " << at << ": cpu " << e[i].tensor.data[at] << ", gpu "
+                          << a[i].tensor.data[at];
+  }
+}
+
+std::vector<std::string> fixture_traces() {
+  std::vector<std::string> out;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/forward"))
+    if (f.path().string().ends_with(".trace.safetensors")) out.push_back(f.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CudaForward, EveryPyTorchFixtureEqualsTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::string> traces = fixture_traces();
+  ASSERT_GE(traces.size(), 9u);
+  std::vector<std::string> families;
+  for (const std::string& path : traces) {
+    const ForwardFixture f = load_forward_fixture(path);
+    families.push_back(f.family);
+    const Trace cpu = forward(f.model.config, f.model.weights, f.src, f.tgt, f.interventions);
+    CudaModel gpu(f.model.config, f.model.weights);
+    Trace t;
+    gpu.forward(f.src, f.tgt, f.interventions, t);
+    expect_traces_equal(cpu, t, 1e-4f, f.case_name);
+    // And PyTorch's own numbers, as the CPU test checks them.
+    for (const NamedTensor& n : trace_tensors(t)) {
+      const auto it = f.expected.find(n.name);
+      if (it == f.expected.end()) continue;
+      ASSERT_EQ(it->second.data.size(), n.tensor.data.size()) << f.case_name << " " << n.name;
+      for (size_t k = 0; k < n.tensor.data.size(); ++k)
+        ASSERT_NEAR(n.tensor.data[k], it->second.data[k], 1e-4f * std::max(1.0f, std::abs(it->second.data[k])))
+            << f.case_name << " " << n.name << " [" << k << "] against PyTorch";
+    }
+  }
+  std::sort(families.begin(), families.end());
+  families.erase(std::unique(families.begin(), families.end()), families.end());
+  EXPECT_GE(families.size(), 2u) << "both PyTorch families";
+}
+
+// Random models of every variant, and each kind of intervention on them.
+TEST(CudaForward, EveryInterventionEqualsTheCpu) {
+  SKIP_WITHOUT_GPU();
+  struct Variant {
+    const char* name;
+    NormPlacement norm;
+    Activation act;
+    PositionalEncoding pos;
+    bool bias;
+  };
+  const Variant variants[] = {{"post relu sinusoidal", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal, true},
+                              {"pre gelu learned", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, true},
+                              {"post gelu no bias", NormPlacement::Post, Activation::GELU, PositionalEncoding::Sinusoidal, false}};
+  for (const Variant& v : variants) {
+    Config c = small_config();
+    c.norm_placement = v.norm;
+    c.activation = v.act;
+    c.positional_encoding = v.pos;
+    c.bias = v.bias;
+    c.encoder_final_norm = v.norm == NormPlacement::Pre;
+    c.decoder_final_norm = v.norm == NormPlacement::Pre;
+    const ModelWeights w = random_weights(c, 7);
+    const std::vector<int> src = {5, 9, 12, c.pad_id, 7, c.pad_id}, tgt = {c.bos_id, 4, 11, c.pad_id, 6};
+    const int S = static_cast<int>(src.size()), T = static_cast<int>(tgt.size());
+    std::vector<std::pair<std::string, Interventions>> cases;
+    cases.push_back({"none", {}});
+    Interventions heads;
+    heads.heads_off = {{AttentionKind::Encoder, 0, 1}, {AttentionKind::Decoder, 1, 0}, {AttentionKind::Cross, 0, 3}};
+    cases.push_back({"heads off", heads});
+    Interventions masks;
+    masks.causal_mask = false;
+    masks.padding_mask = false;
+    cases.push_back({"no causal, no padding", masks});
+    Interventions pos;
+    pos.positional_encoding = false;
+    cases.push_back({"no positions", pos});
+    Interventions painted;
+    Mat enc = Mat::Zero(S, S), dec = Mat::Zero(T, T), cross = Mat::Ones(T, S);
+    enc(0, 1) = enc(2, 0) = 1;
+    dec.row(2).setOnes();  // a row with every key blocked: zero probabilities
+    cross(1, 2) = 0;
+    painted.custom_masks = {{{AttentionKind::Encoder, 1, 2}, enc}, {{AttentionKind::Decoder, 0, 1}, dec},
+                            {{AttentionKind::Cross, 1, 0}, cross}};
+    cases.push_back({"painted masks", painted});
+    CudaModel gpu(c, w);
+    for (const auto& [name, iv] : cases) {
+      const Trace cpu = forward(c, w, src, tgt, iv);
+      Trace t;
+      gpu.forward(src, tgt, iv, t);
+      expect_traces_equal(cpu, t, 1e-4f, std::string(v.name) + ", " + name);
+      EXPECT_EQ(t.interventions, iv);
+    }
+  }
+}
+
+Model shipped_model() { return load_model(std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors"); }
+
+TEST(CudaGreedy, SameTokensAsTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Model m = shipped_model();
+  CudaModel gpu(m.config, m.weights);
+  const char* sentences[] = {"Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
+                             "Eine Frau mit einem roten Hut sitzt auf einer Bank und liest ein Buch."};
+  Interventions off;
+  off.heads_off = {{AttentionKind::Cross, 1, 2}, {AttentionKind::Decoder, 0, 0}};
+  Interventions forced;
+  forced.forced_prefix = {m.tgt_vocab.id("A")};
+  const Interventions cases[] = {Interventions{}, off, forced};
+  for (const char* s : sentences)
+    for (const Interventions& use : cases) {
+      const std::vector<int> src = token_ids(encode(s, m.tokenizer, m.src_vocab, Side::Source));
+      DecodeOptions options;
+      options.max_length = 60;
+      Decoder cpu(m.config, m.weights, src, use, options);
+      cpu.run();
+      EXPECT_EQ(gpu.greedy(src, use, 60), cpu.generated()) << s;
+    }
+}
+
+TEST(CudaModel, BadInputIsTheCpusError) {
+  SKIP_WITHOUT_GPU();
+  const Config c = small_config();
+  const ModelWeights w = random_weights(c, 3);
+  CudaModel gpu(c, w);
+  Trace t;
+  try {
+    gpu.forward({1, 2, 99}, {2, 3}, {}, t);
+    FAIL() << "an id outside the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("outside the source vocabulary"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gpu.forward({}, {2}, {}, t), Error);
+  EXPECT_EQ(t.encoder.size(), 0u) << "a refused pass leaves the trace as it was";
+}
+
+TEST(CudaModel, AGpuTooSmallForTheModelSaysSo) {
+  SKIP_WITHOUT_GPU();
+  const Model m = shipped_model();
+  try {
+    CudaModel gpu(m.config, m.weights, size_t{1} << 20);  // as if the GPU had 1 MiB
+    FAIL() << "a model larger than the GPU's memory was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaDevice, AutoPicksTheGpuWhereThereIsOne) {
+  SKIP_WITHOUT_GPU();
+  const Config c = small_config();
+  const ModelWeights w = random_weights(c, 3);
+  std::string note;
+  EXPECT_NE(open_device(DeviceRequest::Auto, c, w, &note), nullptr) << note;
+  EXPECT_NE(open_device(DeviceRequest::Cuda, c, w, &note), nullptr);
+  EXPECT_EQ(open_device(DeviceRequest::Cpu, c, w, &note), nullptr);
+}
+
+// The other side: where no GPU is usable (CI, a laptop), cuda is an error naming why and auto is the CPU.
+TEST(CudaDevice, WithoutAGpuCudaIsAnErrorAndAutoTheCpu) {
+  if (backend_info().cuda_available) GTEST_SKIP() << "a GPU is usable here: the no-GPU path is tested where there is none";
+  const Config c = small_config();
+  const ModelWeights w = random_weights(c, 3);
+  std::string note = "stale";
+  EXPECT_EQ(open_device(DeviceRequest::Auto, c, w, &note), nullptr);
+  EXPECT_EQ(note, "");
+  try {
+    open_device(DeviceRequest::Cuda, c, w, &note);
+    FAIL() << "--device cuda without a GPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("no usable GPU") != std::string::npos || what.find("no CUDA backend") != std::string::npos)
+        << what;
+  }
+  EXPECT_THROW(parse_device("gpu"), Error);
+  // The CLI: exit 1 with the reason, nothing translated.
+  const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " translate \"Ein Mann.\" --device cuda 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("GPU"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace sf::testing
