@@ -10,6 +10,7 @@ struct BackendInfo {
   bool cuda_built = false;      // this binary contains the CUDA backend
   bool cuda_available = false;  // ...and a usable GPU was found at run time
   int cuda_device_count = 0;
+  std::string cuda_device_name;  // the first GPU's name, when one is usable
   std::string description;      // one line for --version and the model-info panel
 };
 

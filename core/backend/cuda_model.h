@@ -48,6 +48,10 @@ class CudaModel {
   // The same pass with nothing copied back (it stays in GPU memory until the next call): what a benchmark times
   // against PyTorch's forward, whose output stays on the GPU too.
   void compute(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids, const Interventions& interventions);
+  // B sentences at once, stacked (src, tgt: B sequences each, one length per side; padding and causal masks on, no
+  // other intervention): the batched benchmark's pass. With `logits`, the (B*T, Vt) logits are copied back there.
+  void compute_batch(const std::vector<std::vector<int>>& src, const std::vector<std::vector<int>>& tgt,
+                     Mat* logits = nullptr);
   // Greedy decoding of src_ids: bos, then the most likely token (the forced prefix first) until eos or
   // max_length generated tokens (eos included; 0 or more: config.max_positions), as the CPU Decoder. The tokens,
   // without bos.

@@ -14,6 +14,7 @@
 #include "backend/cuda_model.h"
 #include "backend/device.h"
 #include "decode/decoder.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "transformer/forward.h"
@@ -152,6 +153,27 @@ TEST(CudaForward, EveryInterventionEqualsTheCpu) {
   }
 }
 
+// A padded batch computes what each of its sentences computes alone.
+TEST(CudaForward, ABatchEqualsItsSentencesOneByOne) {
+  SKIP_WITHOUT_GPU();
+  Config c = small_config();
+  const ModelWeights w = random_weights(c, 11);
+  const int pad = c.pad_id;
+  const std::vector<std::vector<int>> src = {{5, 9, 12, 7, 3}, {8, 4, 3, pad, pad}, {6, 6, 13, 3, pad}};
+  const std::vector<std::vector<int>> tgt = {{2, 4, 11, 6}, {2, 7, 3, pad}, {2, 5, pad, pad}};
+  CudaModel gpu(c, w);
+  Mat batched;
+  gpu.compute_batch(src, tgt, &batched);
+  ASSERT_EQ(batched.rows(), 12);
+  for (size_t b = 0; b < src.size(); ++b) {
+    const Trace cpu = forward(c, w, src[b], tgt[b], {});
+    const Mat rows = batched.middleRows(static_cast<Eigen::Index>(b) * 4, 4);
+    EXPECT_LE((rows - cpu.logits).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, cpu.logits.cwiseAbs().maxCoeff()))
+        << "sentence " << b;
+  }
+  EXPECT_THROW(gpu.compute_batch(src, {{2, 4}, {2, 7, 3, pad}, {2, 5, pad, pad}}), Error);
+}
+
 Model shipped_model() { return load_model(std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors"); }
 
 TEST(CudaGreedy, SameTokensAsTheCpu) {
@@ -174,6 +196,51 @@ TEST(CudaGreedy, SameTokensAsTheCpu) {
       cpu.run();
       EXPECT_EQ(gpu.greedy(src, use, 60), cpu.generated()) << s;
     }
+}
+
+std::string run_cli(const std::string& args, int* status) {
+  FILE* pipe = popen((std::string(STEPFORMER_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (pipe && fgets(buf, sizeof buf, pipe)) out += buf;
+  const int s = pipe ? pclose(pipe) : -1;
+  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+// The CLI's GPU path: the traced greedy pass it writes and the words it prints are the CPU's.
+TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = ::testing::TempDir() + "/stepformer-cuda-cli";
+  std::filesystem::create_directories(dir);
+  const std::string model = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors";
+  const char* sentence = "Ein kleines Mädchen klettert in ein Spielhaus aus Holz.";
+  int status = 0;
+  for (const char* device : {"cpu", "cuda"}) {
+    const std::string out = run_cli(std::string("trace ") + model + " --src \"" + sentence + "\" --head-off cross.1.2 --out " +
+                                        dir + "/" + device + ".safetensors --device " + device, &status);
+    ASSERT_EQ(status, 0) << out;
+  }
+  const SafetensorsFile cpu = SafetensorsFile::open(dir + "/cpu.safetensors");
+  const SafetensorsFile gpu = SafetensorsFile::open(dir + "/cuda.safetensors");
+  ASSERT_EQ(cpu.tensors().size(), gpu.tensors().size());
+  for (const TensorView& v : cpu.tensors()) {
+    const TensorView* g = gpu.find(v.name);
+    ASSERT_NE(g, nullptr) << v.name;
+    ASSERT_EQ(g->shape, v.shape) << v.name;  // the same greedy tokens: the same final pass
+    const std::vector<float> a = v.to_floats(), b = g->to_floats();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-4f * std::max(1.0f, std::abs(a[i]))) << v.name << " [" << i << "]";
+  }
+  const std::string on_cpu = run_cli(std::string("translate \"") + sentence + "\" --device cpu", &status);
+  ASSERT_EQ(status, 0) << on_cpu;
+  const std::string on_gpu = run_cli(std::string("translate \"") + sentence + "\" --device cuda", &status);
+  ASSERT_EQ(status, 0) << on_gpu;
+  EXPECT_EQ(on_gpu, on_cpu);
+  EXPECT_NE(run_cli(std::string("translate \"") + sentence + "\" --device cuda --beam 4", &status).find("CPU only"),
+            std::string::npos);
+  EXPECT_EQ(status, 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CudaModel, BadInputIsTheCpusError) {
@@ -233,16 +300,14 @@ TEST(CudaDevice, WithoutAGpuCudaIsAnErrorAndAutoTheCpu) {
         << what;
   }
   EXPECT_THROW(parse_device("gpu"), Error);
-  // The CLI: exit 1 with the reason, nothing translated.
-  const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " translate \"Ein Mann.\" --device cuda 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe)) out += buf;
-  const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
-  EXPECT_NE(out.find("GPU"), std::string::npos) << out;
+  // The CLI: exit 1 with the reason, nothing translated; auto translates on the CPU without a word about it.
+  int status = 0;
+  const std::string out = run_cli("translate \"Ein Mann.\" --device cuda", &status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_TRUE(out.find("no usable GPU") != std::string::npos || out.find("no CUDA backend") != std::string::npos) << out;
+  const std::string quiet = run_cli("translate \"Ein Mann.\" --device auto", &status);
+  EXPECT_EQ(status, 0) << quiet;
+  EXPECT_EQ(quiet.find("GPU"), std::string::npos) << quiet;
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ struct CliModel {
   ~CliModel() { fs::remove_all(dir); }
 
   int run(const std::string& args) const {
-    const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " trace " + model_path.string() + " " + args +
+    // --device cpu: these tests hold the CLI to the CPU's own numbers (1e-6); tests/cuda checks --device cuda.
+    const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " trace " + model_path.string() + " --device cpu " + args +
                             " > " + (dir / "log.txt").string() + " 2>&1";
     const int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "backend/backend.h"
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
+#include "util/parallel.h"
 
 namespace sf::gui {
 
@@ -267,6 +269,14 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
                      with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
                      c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
+  // Which device computes what this app shows: the CPU (the CUDA backend serves the CLI so far).
+  const BackendInfo& backend = backend_info();
+  if (backend.cuda_available)
+    ImGui::TextWrapped("Computed on the CPU, %d threads. GPU %s: used by stepformer-cli trace and translate "
+                       "(--device), not yet by these views.",
+                       parallel_threads(), backend.cuda_device_name.c_str());
+  else
+    ImGui::TextWrapped("Computed on the CPU, %d threads.", parallel_threads());
 
   // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
   // large text size, so that no table is squeezed into a column a few letters wide.

@@ -19,6 +19,7 @@ const BackendInfo& backend_info() {
       cudaGetDeviceProperties(&prop, 0);
       b.cuda_available = true;
       b.cuda_device_count = count;
+      b.cuda_device_name = prop.name;
       b.description = std::string("CPU (Eigen) and CUDA on ") + prop.name + " (sm_" + std::to_string(prop.major) +
                       std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
                       " GiB): traced forward and greedy decoding with --device auto|cuda";

@@ -30,6 +30,7 @@ Cublas load() {
   bind(library, "cublasDestroy_v2", c.destroy);
   bind(library, "cublasSetMathMode", c.set_math_mode);
   bind(library, "cublasSgemm_v2", c.sgemm);
+  bind(library, "cublasSgemmBatched", c.sgemm_batched);
   bind(library, "cublasSgemmStridedBatched", c.sgemm_strided_batched);
   return c;  // the library stays loaded for the life of the program
 }

@@ -12,6 +12,9 @@ struct Cublas {
   cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
   cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
                           const float*, int, const float*, int, const float*, float*, int);
+  cublasStatus_t (*sgemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
+                                  const float* const*, int, const float* const*, int, const float*, float* const*, int,
+                                  int);
   cublasStatus_t (*sgemm_strided_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                                           const float*, const float*, int, long long, const float*, int, long long,
                                           const float*, float*, int, long long, int);

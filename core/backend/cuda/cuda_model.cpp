@@ -264,57 +264,83 @@ struct CudaModel::Impl {
     return f;
   }
 
-  // Queries from x_q, keys and values from x_kv; per head scores = q_h k_h^T * scale (one strided batched product
-  // over the heads), probs = masked softmax, heads_out[:, h] = probs_h v_h (zero for a head switched off), W_o.
-  DAttention attention(const DMat& x_q, const DMat& x_kv, const DAttentionWeights& aw, const AttentionMask& mask,
-                       const std::vector<bool>& on) {
-    const int H = config.n_heads, D = config.head_dim(), C = config.d_model;
+  // B sequences stacked as rows: x_q (B*Tq, C), x_kv (B*Tk, C), one mask per sequence. Queries from x_q, keys and
+  // values from x_kv; per sequence b and head h (at b*H + h) scores = q_h k_h^T * scale, probs = masked softmax,
+  // heads_out[:, h] = probs_h v_h (zero for a head switched off), then W_o. The products of all (b, h) pairs are
+  // one batched cuBLAS call each.
+  DAttention attention(const DMat& x_q, const DMat& x_kv, int batch, const DAttentionWeights& aw,
+                       const std::vector<AttentionMask>& masks, const std::vector<bool>& on) {
+    const int H = config.n_heads, D = config.head_dim(), C = config.d_model, pairs = batch * H;
     DAttention a;
     a.queries = linear(x_q, aw.q);
     a.keys = linear(x_kv, aw.k);
     a.values = linear(x_kv, aw.v);
-    const int tq = x_q.rows, tk = x_kv.rows;
-    a.scores = mat(H * tq, tk);
-    a.probs = mat(H * tq, tk);
-    a.heads_out = mat(tq, C);
+    const int tq = x_q.rows / batch, tk = x_kv.rows / batch;
+    a.scores = mat(pairs * tq, tk);
+    a.probs = mat(pairs * tq, tk);
+    a.heads_out = mat(batch * tq, C);
     const float scale = attention_scale(config), one = 1.0f, zero = 0.0f;
     const int64_t per_head = static_cast<int64_t>(tq) * tk;
-    // scores_h^T (Tk, Tq) = k_h (Tk, D) q_h^T: k's storage is the column-major (C, Tk), head h from row h*D.
-    check_cublas(cuda::cublas().sgemm_strided_batched(handle, CUBLAS_OP_T, CUBLAS_OP_N, tk, tq, D, &scale, a.keys.data, C, D,
-                                           a.queries.data, C, D, &zero, a.scores.data, tk, per_head, H),
+    // Each pair's matrices inside the stacked ones: q, k, v, heads_out rows of sequence b, columns of head h.
+    std::vector<float*> host(static_cast<size_t>(pairs) * 5);
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < H; ++h) {
+        const size_t i = static_cast<size_t>(b * H + h);
+        host[i] = a.keys.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[pairs + i] = a.queries.data + static_cast<int64_t>(b) * tq * C + h * D;
+        host[2 * pairs + i] = a.scores.data + static_cast<int64_t>(i) * per_head;
+        host[3 * pairs + i] = a.values.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[4 * pairs + i] = a.heads_out.data + static_cast<int64_t>(b) * tq * C + h * D;
+      }
+    float* const* ptrs = upload(host.data(), host.size());
+    // scores^T (Tk, Tq) = k_h (Tk, D) q_h^T: k's rows read as the column-major (C, Tk), head h from row h*D.
+    check_cublas(cuda::cublas().sgemm_batched(handle, CUBLAS_OP_T, CUBLAS_OP_N, tk, tq, D, &scale, ptrs, C,
+                                              ptrs + pairs, C, &zero, ptrs + 2 * pairs, tk, pairs),
                  "attention scores");
     // The computed mask (padding keys, causal) is made by the softmax kernel itself; a painted mask replaces it
-    // for its head, so with one the whole mask goes to the GPU.
+    // for its head, so with one the whole mask goes to the GPU (one sequence only: the app's pass).
     const float* blocked = nullptr;
     const unsigned char* key_blocked = nullptr;
     int causal_first = -1;
-    if (!mask.painted.empty()) {
-      std::vector<float> host(static_cast<size_t>(H * per_head));
+    if (batch == 1 && !masks[0].painted.empty()) {
+      std::vector<float> cells(static_cast<size_t>(H * per_head));
       for (int h = 0; h < H; ++h) {
-        const Mat m = mask.matrix(h, tq, tk);
-        std::copy_n(m.data(), per_head, host.begin() + h * per_head);
+        const Mat m = masks[0].matrix(h, tq, tk);
+        std::copy_n(m.data(), per_head, cells.begin() + h * per_head);
       }
-      blocked = upload(host.data(), host.size());
+      blocked = upload(cells.data(), cells.size());
     } else {
-      if (!mask.key_blocked.empty()) key_blocked = upload(mask.key_blocked.data(), mask.key_blocked.size());
-      if (mask.causal && tq > 0) causal_first = mask.query_positions.front();  // rows are positions first, first + 1..
+      std::vector<uint8_t> keys;
+      for (int b = 0; b < batch; ++b)
+        if (!masks[static_cast<size_t>(b)].key_blocked.empty()) {
+          if (keys.empty()) keys.assign(static_cast<size_t>(batch) * tk, 0);
+          std::copy(masks[static_cast<size_t>(b)].key_blocked.begin(), masks[static_cast<size_t>(b)].key_blocked.end(),
+                    keys.begin() + static_cast<int64_t>(b) * tk);
+        }
+      if (!keys.empty()) key_blocked = upload(keys.data(), keys.size());
+      if (masks[0].causal && tq > 0) causal_first = masks[0].query_positions.front();  // rows: first, first + 1, ..
     }
-    cuda::masked_softmax(a.scores.data, blocked, key_blocked, causal_first, tq, H * tq, tk, a.probs.data, nullptr);
-    a.mask = mask;
+    cuda::masked_softmax(a.scores.data, blocked, key_blocked, causal_first, tq, H * tq, pairs * tq, tk, a.probs.data,
+                         nullptr);
+    a.mask = masks[0];
     // heads_out[:, h*D..] (Tq, D) = probs_h (Tq, Tk) v_h (Tk, D); column-major: out^T (D, Tq) = v_h^T probs_h^T.
-    check_cublas(cuda::cublas().sgemm_strided_batched(handle, CUBLAS_OP_N, CUBLAS_OP_N, D, tq, tk, &one, a.values.data, C, D,
-                                           a.probs.data, tk, per_head, &zero, a.heads_out.data, C, D, H),
+    for (int i = 0; i < pairs; ++i) host[static_cast<size_t>(2 * pairs + i)] = a.probs.data + i * per_head;
+    float* const* with_probs = upload(host.data(), host.size());
+    check_cublas(cuda::cublas().sgemm_batched(handle, CUBLAS_OP_N, CUBLAS_OP_N, D, tq, tk, &one, with_probs + 3 * pairs,
+                                              C, with_probs + 2 * pairs, tk, &zero, with_probs + 4 * pairs, C, pairs),
                  "attention output");
     for (int h = 0; h < H; ++h)
-      if (!on.empty() && !on[static_cast<size_t>(h)]) cuda::zero_columns(a.heads_out.data, tq, C, h * D, D, nullptr);
+      if (!on.empty() && !on[static_cast<size_t>(h)])
+        cuda::zero_columns(a.heads_out.data, batch * tq, C, h * D, D, nullptr);
     a.attn_out = linear(a.heads_out, aw.out);
     return a;
   }
 
-  DEmbedding embed(bool source, const std::vector<int>& ids, bool positional) {
-    const int n = static_cast<int>(ids.size()), C = config.d_model;
+  // ids: B sequences of one length stacked; row r is at position r % length.
+  DEmbedding embed(bool source, const std::vector<int>& ids, int batch, bool positional) {
+    const int n = static_cast<int>(ids.size()), C = config.d_model, length = n / batch;
     std::vector<int> positions(ids.size());
-    std::iota(positions.begin(), positions.end(), 0);
+    for (int r = 0; r < n; ++r) positions[static_cast<size_t>(r)] = r % length;
     const int* d_ids = upload(ids.data(), ids.size());
     const int* d_positions = upload(positions.data(), positions.size());
     const float* position_table = nullptr;
@@ -327,20 +353,33 @@ struct CudaModel::Impl {
     return e;
   }
 
+  // One mask per sequence of a stacked batch (build_mask on each sequence's keys).
+  std::vector<AttentionMask> masks(const Interventions& iv, AttentionKind kind, int layer, int batch, int tq,
+                                   const std::vector<int>& key_ids, bool causal) const {
+    const size_t tk = key_ids.size() / static_cast<size_t>(batch);
+    std::vector<AttentionMask> out;
+    for (int b = 0; b < batch; ++b)
+      out.push_back(build_mask(config, iv, kind, layer, 0, tq,
+                               std::vector<int>(key_ids.begin() + static_cast<int64_t>(b * tk),
+                                                key_ids.begin() + static_cast<int64_t>((b + 1) * tk)),
+                               causal));
+    return out;
+  }
+
   // The encoder pass (transformer/layers.h has the post- and pre-norm tables).
-  void encoder(const std::vector<int>& src, const Interventions& iv, DevicePass& p) {
-    const int S = static_cast<int>(src.size());
-    p.src = embed(true, src, iv.positional_encoding);
+  void encoder(const std::vector<int>& src, int batch, const Interventions& iv, DevicePass& p) {
+    const int S = static_cast<int>(src.size()) / batch;
+    p.src = embed(true, src, batch, iv.positional_encoding);
     p.encoder.resize(static_cast<size_t>(config.n_encoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
     for (int l = 0; l < config.n_encoder_layers; ++l) {
       const DLayerWeights& lw = w.encoder[static_cast<size_t>(l)];
       DEncoderLayer& t = p.encoder[static_cast<size_t>(l)];
       const DMat& x = l == 0 ? p.src.sum : p.encoder[static_cast<size_t>(l - 1)].out;
-      const AttentionMask mask = build_mask(config, iv, AttentionKind::Encoder, l, 0, S, src, false);
+      const std::vector<AttentionMask> mask = masks(iv, AttentionKind::Encoder, l, batch, S, src, false);
       const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
       if (post) {
-        t.self_attn = attention(x, x, lw.self_attn, mask, on);
+        t.self_attn = attention(x, x, batch, lw.self_attn, mask, on);
         t.residual1 = add(x, t.self_attn.attn_out);
         t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
         t.ffn = feed_forward(t.norm1.out, lw);
@@ -349,7 +388,7 @@ struct CudaModel::Impl {
         t.out = t.norm2.out;
       } else {
         t.norm1 = layer_norm(x, lw.self_attn_norm);
-        t.self_attn = attention(t.norm1.out, t.norm1.out, lw.self_attn, mask, on);
+        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, mask, on);
         t.residual1 = add(x, t.self_attn.attn_out);
         t.norm2 = layer_norm(t.residual1, lw.ffn_norm);
         t.ffn = feed_forward(t.norm2.out, lw);
@@ -366,28 +405,28 @@ struct CudaModel::Impl {
   }
 
   // The decoder pass over tgt (bos first) on the encoder output in p; the output layer on rows output_from.. only.
-  void decoder(const std::vector<int>& src, const std::vector<int>& tgt, const Interventions& iv, int output_from,
-               DevicePass& p) {
-    const int S = static_cast<int>(src.size()), T = static_cast<int>(tgt.size());
+  void decoder(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
+               int output_from, DevicePass& p) {
+    const int S = static_cast<int>(src.size()) / batch, T = static_cast<int>(tgt.size()) / batch;
     // A painted decoder mask fitted to this pass's length, as the CPU's decoder pass does (interventions.h).
     const Interventions fitted = fit_decoder_masks(iv, S, T);
-    p.tgt = embed(false, tgt, iv.positional_encoding);
+    p.tgt = embed(false, tgt, batch, iv.positional_encoding);
     p.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
     for (int l = 0; l < config.n_decoder_layers; ++l) {
       const DLayerWeights& lw = w.decoder[static_cast<size_t>(l)];
       DDecoderLayer& t = p.decoder[static_cast<size_t>(l)];
       const DMat& x = l == 0 ? p.tgt.sum : p.decoder[static_cast<size_t>(l - 1)].out;
-      const AttentionMask self_mask =
-          build_mask(config, fitted, AttentionKind::Decoder, l, 0, T, tgt, fitted.causal_mask);
-      const AttentionMask cross_mask = build_mask(config, fitted, AttentionKind::Cross, l, 0, T, src, false);
+      const std::vector<AttentionMask> self_mask =
+          masks(fitted, AttentionKind::Decoder, l, batch, T, tgt, fitted.causal_mask);
+      const std::vector<AttentionMask> cross_mask = masks(fitted, AttentionKind::Cross, l, batch, T, src, false);
       const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
       const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
       if (post) {
-        t.self_attn = attention(x, x, lw.self_attn, self_mask, self_on);
+        t.self_attn = attention(x, x, batch, lw.self_attn, self_mask, self_on);
         t.residual1 = add(x, t.self_attn.attn_out);
         t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
-        t.cross_attn = attention(t.norm1.out, p.enc_out, lw.cross_attn, cross_mask, cross_on);
+        t.cross_attn = attention(t.norm1.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
         t.residual2 = add(t.norm1.out, t.cross_attn.attn_out);
         t.norm2 = layer_norm(t.residual2, lw.cross_attn_norm);
         t.ffn = feed_forward(t.norm2.out, lw);
@@ -396,10 +435,10 @@ struct CudaModel::Impl {
         t.out = t.norm3.out;
       } else {
         t.norm1 = layer_norm(x, lw.self_attn_norm);
-        t.self_attn = attention(t.norm1.out, t.norm1.out, lw.self_attn, self_mask, self_on);
+        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, self_mask, self_on);
         t.residual1 = add(x, t.self_attn.attn_out);
         t.norm2 = layer_norm(t.residual1, lw.cross_attn_norm);
-        t.cross_attn = attention(t.norm2.out, p.enc_out, lw.cross_attn, cross_mask, cross_on);
+        t.cross_attn = attention(t.norm2.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
         t.residual2 = add(t.residual1, t.cross_attn.attn_out);
         t.norm3 = layer_norm(t.residual2, lw.ffn_norm);
         t.ffn = feed_forward(t.norm3.out, lw);
@@ -415,7 +454,8 @@ struct CudaModel::Impl {
     }
     p.logits = linear(p.dec_out, w.generator, output_from);  // (T - output_from, Vt)
     p.probs = mat(p.logits.rows, p.logits.cols);
-    cuda::masked_softmax(p.logits.data, nullptr, nullptr, -1, 1, p.logits.rows, p.logits.cols, p.probs.data, nullptr);
+    cuda::masked_softmax(p.logits.data, nullptr, nullptr, -1, 1, 1, p.logits.rows, p.logits.cols, p.probs.data,
+                         nullptr);
   }
 
   // The checks of forward() (transformer/forward.h), before anything runs.
@@ -442,16 +482,16 @@ struct CudaModel::Impl {
 
   // One pass on the GPU, waited for (a kernel's failure shows here). with_encoder false: the decoder only, on the
   // encoder output of the last pass with the same source (its buffers are the first slots, untouched since).
-  void run(const std::vector<int>& src, const std::vector<int>& tgt, const Interventions& iv, int output_from,
-           DevicePass& p, bool with_encoder = true) {
+  void run(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
+           int output_from, DevicePass& p, bool with_encoder = true) {
     if (with_encoder) {
       next_slot = 0;
-      encoder(src, iv, p);
+      encoder(src, batch, iv, p);
       encoder_slots = next_slot;
     } else {
       next_slot = encoder_slots;
     }
-    decoder(src, tgt, iv, output_from, p);
+    decoder(src, tgt, batch, iv, output_from, p);
     check_cuda(cudaGetLastError(), "kernel launch");
     check_cuda(cudaDeviceSynchronize(), "forward pass");
   }
@@ -591,7 +631,7 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   Impl& m = *impl_;
   m.check_input(src_ids, tgt_ids, interventions);
   DevicePass p;
-  m.run(src_ids, tgt_ids, interventions, 0, p);
+  m.run(src_ids, tgt_ids, 1, interventions, 0, p);
   const int H = m.config.n_heads;
   trace.sequences = 1;
   trace.interventions = interventions;
@@ -642,7 +682,7 @@ Mat CudaModel::logits(const std::vector<int>& src_ids, const std::vector<int>& t
   Impl& m = *impl_;
   m.check_input(src_ids, tgt_ids, interventions);
   DevicePass p;
-  m.run(src_ids, tgt_ids, interventions, 0, p);
+  m.run(src_ids, tgt_ids, 1, interventions, 0, p);
   Mat out;
   copy_to_host(p.logits, out);
   return out;
@@ -653,7 +693,26 @@ void CudaModel::compute(const std::vector<int>& src_ids, const std::vector<int>&
   Impl& m = *impl_;
   m.check_input(src_ids, tgt_ids, interventions);
   DevicePass p;
-  m.run(src_ids, tgt_ids, interventions, 0, p);
+  m.run(src_ids, tgt_ids, 1, interventions, 0, p);
+}
+
+void CudaModel::compute_batch(const std::vector<std::vector<int>>& src, const std::vector<std::vector<int>>& tgt,
+                              Mat* logits) {
+  Impl& m = *impl_;
+  if (src.empty() || src.size() != tgt.size())
+    fail(ErrorKind::Input, "compute_batch", std::to_string(src.size()) + " sources for " + std::to_string(tgt.size()) +
+                                                " targets");
+  std::vector<int> src_rows, tgt_rows;
+  for (size_t b = 0; b < src.size(); ++b) {
+    if (src[b].size() != src[0].size() || tgt[b].size() != tgt[0].size())
+      fail(ErrorKind::Input, "compute_batch", "sentence " + std::to_string(b) + " is not as long as the first (pad them)");
+    m.check_input(src[b], tgt[b], {});
+    src_rows.insert(src_rows.end(), src[b].begin(), src[b].end());
+    tgt_rows.insert(tgt_rows.end(), tgt[b].begin(), tgt[b].end());
+  }
+  DevicePass p;
+  m.run(src_rows, tgt_rows, static_cast<int>(src.size()), {}, 0, p);
+  if (logits) copy_to_host(p.logits, *logits);
 }
 
 std::vector<int> CudaModel::greedy(const std::vector<int>& src_ids, const Interventions& interventions,
@@ -672,7 +731,7 @@ std::vector<int> CudaModel::greedy(const std::vector<int>& src_ids, const Interv
     const Interventions step = fit_decoder_masks(interventions, S, static_cast<int>(input.size()));
     m.check_input(src_ids, input, step);
     // Each step recomputes the decoder on the whole prefix (no KV cache on the GPU yet); the encoder runs once.
-    m.run(src_ids, input, step, static_cast<int>(input.size()) - 1, p, generated.empty());
+    m.run(src_ids, input, 1, step, static_cast<int>(input.size()) - 1, p, generated.empty());
     last.resize(p.logits.cols);
     check_cuda(cudaMemcpy(last.data(), p.logits.data, static_cast<size_t>(p.logits.cols) * sizeof(float),
                           cudaMemcpyDeviceToHost),

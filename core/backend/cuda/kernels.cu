@@ -94,14 +94,16 @@ __global__ void layer_norm_kernel(const float* x, const float* gamma, const floa
 }
 
 __global__ void masked_softmax_kernel(const float* scores, const float* blocked, const unsigned char* key_blocked,
-                                      int causal_first, int rows_per_head, int cols, float* probs) {
+                                      int causal_first, int rows_per_head, int rows_per_sequence, int cols,
+                                      float* probs) {
   __shared__ float shared[32];
   const int64_t row = blockIdx.x;
   const float* s = scores + row * cols;
   const float* b = blocked ? blocked + row * cols : nullptr;
   // The last key this row may see (causal), or every key.
   const int last_key = causal_first >= 0 && !b ? causal_first + static_cast<int>(row % rows_per_head) : cols - 1;
-  auto allowed = [&](int c) { return b ? b[c] <= 0.5f : c <= last_key && !(key_blocked && key_blocked[c]); };
+  const unsigned char* keys = key_blocked ? key_blocked + (row / rows_per_sequence) * cols : nullptr;
+  auto allowed = [&](int c) { return b ? b[c] <= 0.5f : c <= last_key && !(keys && keys[c]); };
   float* p = probs + row * cols;
   float m = -INFINITY;
   for (int c = threadIdx.x; c < cols; c += blockDim.x)
@@ -156,10 +158,10 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float eps
 }
 
 void masked_softmax(const float* scores, const float* blocked, const unsigned char* key_blocked, int causal_first,
-                    int rows_per_head, int rows, int cols, float* probs, void* stream) {
+                    int rows_per_head, int rows_per_sequence, int rows, int cols, float* probs, void* stream) {
   if (rows > 0)
     masked_softmax_kernel<<<rows, kThreads, 0, as_stream(stream)>>>(scores, blocked, key_blocked, causal_first,
-                                                                    rows_per_head, cols, probs);
+                                                                    rows_per_head, rows_per_sequence, cols, probs);
 }
 
 void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream) {

@@ -26,10 +26,11 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float eps
                 float* mean, float* stddev, void* stream);
 // The mask, one of two forms:
 //   blocked (rows, cols), 1 = blocked: every cell given (a painted mask); key_blocked and causal_first unused
-//   else key_blocked (cols) 1 = a padding key, or null; causal_first >= 0: the rows are heads of `rows_per_head`
-//   query rows each, query row i at position causal_first + i, and key j > that position is blocked
+//   else key_blocked (rows / rows_per_sequence, cols) 1 = a padding key of that sequence, or null; causal_first >= 0:
+//   the rows are heads of `rows_per_head` query rows each, query row i at position causal_first + i, and key
+//   j > that position is blocked
 void masked_softmax(const float* scores, const float* blocked, const unsigned char* key_blocked, int causal_first,
-                    int rows_per_head, int rows, int cols, float* probs, void* stream);
+                    int rows_per_head, int rows_per_sequence, int rows, int cols, float* probs, void* stream);
 void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream);
 
 }  // namespace sf::cuda

@@ -19,6 +19,7 @@ CudaModel::~CudaModel() = default;
 void CudaModel::forward(const std::vector<int>&, const std::vector<int>&, const Interventions&, Trace&) {}
 Mat CudaModel::logits(const std::vector<int>&, const std::vector<int>&, const Interventions&) { return {}; }
 void CudaModel::compute(const std::vector<int>&, const std::vector<int>&, const Interventions&) {}
+void CudaModel::compute_batch(const std::vector<std::vector<int>>&, const std::vector<std::vector<int>>&, Mat*) {}
 std::vector<int> CudaModel::greedy(const std::vector<int>&, const Interventions&, int) { return {}; }
 const Config& CudaModel::config() const { return impl_->config; }
 size_t CudaModel::weight_bytes() const { return 0; }
