@@ -36,7 +36,8 @@ step() {
 }
 
 : >"$REPORT"
-say "# Stepformer GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "# Stepformer GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    "($(git status --porcelain 2>/dev/null | wc -l) paths differ from it)"
 say '```'
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || echo "nvidia-smi failed";
   nvcc --version 2>&1 | tail -n 2; cmake --version | head -n 1; c++ --version | head -n 1; nproc; } | tee -a "$REPORT"
