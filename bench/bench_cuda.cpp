@@ -11,6 +11,7 @@
 //                                  batch64)
 //   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
 //                                  would read)
+//   BM_CudaTrainingStep/B          one training step on B random sentences (bench_training's BM_TrainingStep)
 //   BM_CudaGreedy20                20 greedy tokens (no KV cache on the GPU: the decoder reruns on each prefix)
 // Wall-clock time per pass (each pass ends with cudaDeviceSynchronize). Without a GPU it says so and exits 1.
 #include <benchmark/benchmark.h>
@@ -23,6 +24,8 @@
 #include "backend/cuda_model.h"
 #include "bench_main.h"
 #include "model/model.h"
+#include "train/init.h"
+#include "training_batch.h"
 
 namespace {
 
@@ -83,6 +86,21 @@ BENCHMARK(BM_CudaForwardLogitsBatch64)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(1
 void BM_CudaForwardLogitsBaseBatch64(benchmark::State& state) { forward_batch64(state, true); }
 BENCHMARK(BM_CudaForwardLogitsBaseBatch64)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(512)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// bench_training's step (its model and batches: training_batch.h) on the GPU: forward with dropout 0.1, label-smoothed
+// loss, backward, clipping to norm 1, Adam. tools/bench_pytorch_training.py --device cuda times PyTorch's.
+void BM_CudaTrainingStep(benchmark::State& state) {
+  const Config c = bench::tutorial_config();
+  const ModelWeights w = initialize_weights(c, 1);
+  CudaModel gpu(c, w);
+  gpu.start_training(AdamSettings{});
+  const Batch batch = bench::random_batch(static_cast<int>(state.range(0)), 10, 18, c, 2);
+  uint64_t step = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(gpu.train_step(batch, DropoutSettings{0.1f, 1, ++step}, 0.1f, 1.0f, 1e-4f));
+  state.counters["target_tokens/s"] =
+      benchmark::Counter(static_cast<double>(batch.target_tokens) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CudaTrainingStep)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_CudaForwardFullTrace(benchmark::State& state) {
   GpuModel& m = gpu_model(false);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bench_main.h"
+#include "training_batch.h"
 #include "train/batched_model.h"
 #include "train/init.h"
 #include "train/optimizer.h"
@@ -17,35 +18,8 @@
 namespace sf {
 namespace {
 
-Config tutorial_config() {
-  Config c;
-  c.d_model = 256;
-  c.n_heads = 8;
-  c.n_encoder_layers = 3;
-  c.n_decoder_layers = 3;
-  c.d_ff = 512;
-  c.src_vocab_size = 7859;
-  c.tgt_vocab_size = 5921;
-  c.max_positions = 256;
-  c.encoder_final_norm = c.decoder_final_norm = true;  // as nn.Transformer, which the PyTorch side uses
-  return c;
-}
-
-// B sentences with source and target lengths uniform in [lo, hi] (Multi30k averages about 13 words).
-Batch random_batch(int sentences, int lo, int hi, const Config& c, uint64_t seed) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  std::uniform_int_distribution<int> length(lo, hi), word(4, std::min(c.src_vocab_size, c.tgt_vocab_size) - 1);
-  std::vector<Example> examples(sentences);
-  std::vector<int> indices;
-  for (int i = 0; i < sentences; ++i) {
-    examples[i].source.resize(length(rng));
-    examples[i].target.resize(length(rng));
-    for (int& w : examples[i].source) w = word(rng);
-    for (int& w : examples[i].target) w = word(rng);
-    indices.push_back(i);
-  }
-  return make_batch(examples, indices, SpecialIds{c.pad_id, c.bos_id, c.eos_id, c.unk_id}, c.max_positions);
-}
+using bench::random_batch;
+using bench::tutorial_config;
 
 void BM_TrainingStep(benchmark::State& state) {
   const Config c = tutorial_config();

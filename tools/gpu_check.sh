@@ -69,6 +69,10 @@ step bench_models "$BUILD/bench/bench_forward" --benchmark_filter=NONE
 TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3
 TAIL=40 step bench_pytorch_cuda python3 tools/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
   "$STEPFORMER_BENCH_MODEL_BASE"
+for n in 64 128 256 1024; do
+  TAIL=2 step "bench_pytorch_training_cuda_$n" python3 tools/bench_pytorch_training.py --device cuda --sentences "$n" \
+    --steps 20
+done
 TAIL=6 step translate_cuda "$BUILD/app/stepformer-cli" translate "Zwei Hunde spielen im Schnee." --device cuda
 say "cuda tests: exit $cuda_rc"
 exit $cuda_rc

@@ -12,8 +12,8 @@
 // build without it links backend/no_cuda/, whose constructor throws ErrorKind::Unsupported.
 //
 // Not on the GPU yet: the KV cache (greedy() recomputes the decoder on the whole prefix each step, which a GPU does
-// in well under a millisecond at these sizes), sampling and beam search, the guided re-decoding after an
-// intervention, and training. Those run on the CPU.
+// in well under a millisecond at these sizes), sampling and beam search, and the guided re-decoding after an
+// intervention. Those run on the CPU.
 //
 // Errors: ErrorKind::Unsupported when CUDA is not built, no GPU is usable (the runtime's reason), the model does not
 // fit in the GPU's free memory, or a CUDA call fails mid-run (out of memory included): the caller goes on with the
@@ -26,6 +26,10 @@
 
 #include "model/config.h"
 #include "model/weights.h"
+#include "train/batching.h"
+#include "train/loss.h"
+#include "train/optimizer.h"
+#include "transformer/layers.h"
 #include "transformer/interventions.h"
 #include "transformer/trace.h"
 
@@ -57,12 +61,31 @@ class CudaModel {
   // without bos.
   std::vector<int> greedy(const std::vector<int>& src_ids, const Interventions& interventions, int max_length);
 
+  // [SECTION] training (backend/cuda/cuda_training.cpp): the CPU trainer's step (train/trainer.cpp) on the GPU,
+  // every number the same within float rounding, dropout masks included (made as transformer/layers.h makes them).
+  // Gradients and Adam's moments live in GPU memory beside the weights; the weights come back to the host only when
+  // asked (download_weights).
+  // Allocates them: zeros, or the moments of a resumed run (shaped as the weights) at its step count.
+  void start_training(const AdamSettings& adam, const ModelWeights* first_moment = nullptr,
+                      const ModelWeights* second_moment = nullptr, int64_t adam_steps = 0);
+  // One step on a padded batch (train/batching.h): forward with dropout, label-smoothed loss, backward, tied
+  // gradients (train/init.h), clipping to global norm clip_norm (<= 0: none), Adam at lr. ErrorKind::Value when the
+  // loss is not finite, before anything is updated. grad_norm, when given, gets the norm before clipping.
+  LossResult train_step(const Batch& batch, const DropoutSettings& dropout, float smoothing, float clip_norm, float lr,
+                        double* grad_norm = nullptr);
+  // Copies into host weights shaped as the model's (drops their half copies, which would go stale).
+  void download_weights(ModelWeights& weights) const;
+  void download_gradients(ModelWeights& grads) const;  // the last step's, after clipping
+  void download_adam(ModelWeights& first_moment, ModelWeights& second_moment) const;
+  int64_t adam_steps() const;
+
   const Config& config() const;
   size_t weight_bytes() const;      // GPU memory the weights take
   std::string device_name() const;  // "NVIDIA H100 80GB HBM3"
 
+  struct Impl;  // the GPU side (backend/cuda/device_model.h), opaque here
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -16,7 +16,12 @@
 #include "decode/decoder.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "model/name_tables.h"
 #include "model/tokenizer.h"
+#include "train/batched_model.h"
+#include "train/init.h"
+#include "train/optimizer.h"
+#include "train/parameters.h"
 #include "transformer/forward.h"
 #include "util/error.h"
 #ifdef STEPFORMER_HAVE_CUDA
@@ -172,6 +177,95 @@ TEST(CudaForward, ABatchEqualsItsSentencesOneByOne) {
         << "sentence " << b;
   }
   EXPECT_THROW(gpu.compute_batch(src, {{2, 4}, {2, 7, 3, pad}, {2, 5, pad, pad}}), Error);
+}
+
+// One training step on the GPU against the CPU trainer's (train/trainer.cpp: batch_forward, batch_backward,
+// tie_gradients, clip_gradients, Adam::step), dropout and label smoothing on: the loss, every gradient (after
+// clipping), Adam's moments, and each weight's update where its gradient is not lost in rounding (Adam's first
+// step moves a weight by about lr * sign(g), so a gradient of nearly 0 may round to either sign on either side).
+struct TrainingCase {
+  const char* name;
+  NormPlacement norm;
+  Activation activation;
+  PositionalEncoding positions;
+  bool tie, final_norms;
+};
+
+TEST(CudaTraining, OneStepEqualsTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const TrainingCase cases[] = {
+      {"post relu sinusoidal tied", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal, true, false},
+      {"pre gelu learned final norms", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, false, true}};
+  for (const TrainingCase& tc : cases) {
+    Config c = small_config();
+    c.norm_placement = tc.norm;
+    c.activation = tc.activation;
+    c.positional_encoding = tc.positions;
+    c.tie_output_embedding = tc.tie;
+    c.encoder_final_norm = c.decoder_final_norm = tc.final_norms;
+    ModelWeights w = initialize_weights(c, 42);
+    std::mt19937 rng(5);  // biases and norms away from their initial 0 and 1
+    for (ParameterView& p : parameter_views(w))
+      for (Eigen::Index i = 0; i < p.size; ++i) p.data[i] += std::normal_distribution<float>(0.0f, 0.1f)(rng);
+    complete_shared_weights(c, w);
+    const std::vector<Example> examples = {{{5, 6, 7, 8, 9}, {4, 5, 6}}, {{9, 10}, {7, 8, 9, 10, 4, 11}},
+                                           {{11, 12, 4, 20}, {5}}};
+    const Batch batch = make_batch(examples, {0, 1, 2}, SpecialIds{1, 2, 3, 0}, 32);
+    const DropoutSettings dropout{0.1f, 99, 7};
+    const float smoothing = 0.1f, clip = 0.5f, lr = 1e-3f;
+
+    CudaModel gpu(c, w);  // before the CPU's step changes w
+    gpu.start_training(AdamSettings{});
+    double gpu_norm = 0.0;
+    const LossResult gpu_loss = gpu.train_step(batch, dropout, smoothing, clip, lr, &gpu_norm);
+
+    const ModelWeights before = w;
+    BatchTrace trace;
+    Mat dlogits;
+    const LossResult cpu_loss = batch_forward(c, w, batch, dropout, smoothing, trace, &dlogits);
+    ModelWeights grads = zeros_like(w);
+    batch_backward(c, w, batch, trace, dlogits, grads);
+    tie_gradients(c, grads);
+    const double cpu_norm = clip_gradients(grads, clip);
+    Adam adam(w);
+    adam.step(w, grads, lr);
+
+    EXPECT_NEAR(gpu_loss.loss, cpu_loss.loss, 1e-5 * cpu_loss.loss) << tc.name;
+    EXPECT_NEAR(gpu_loss.nll, cpu_loss.nll, 1e-5 * cpu_loss.nll) << tc.name;
+    EXPECT_EQ(gpu_loss.tokens, cpu_loss.tokens);
+    EXPECT_NEAR(gpu_norm, cpu_norm, 1e-4 * cpu_norm) << tc.name;
+    ASSERT_GT(cpu_norm, clip) << "the case must clip, so that clipping is tested";
+    ModelWeights gpu_grads = before, gpu_m = before, gpu_v = before, after = before;
+    gpu.download_gradients(gpu_grads);
+    gpu.download_adam(gpu_m, gpu_v);
+    gpu.download_weights(after);
+    EXPECT_EQ(gpu.adam_steps(), 1);
+    auto cg = parameter_views(grads), gg = parameter_views(gpu_grads), cm = parameter_views(adam.first_moment()),
+         gm = parameter_views(gpu_m), cv = parameter_views(adam.second_moment()), gv = parameter_views(gpu_v);
+    auto w0 = parameter_views(const_cast<ModelWeights&>(before)), cw = parameter_views(w), gw = parameter_views(after);
+    ASSERT_EQ(cg.size(), gg.size());
+    int updates_checked = 0;
+    for (size_t k = 0; k < cg.size(); ++k) {
+      // Each tensor against its own scale: its largest gradient (moment).
+      auto largest = [](const ParameterView& p) {
+        float m = 0.0f;
+        for (Eigen::Index i = 0; i < p.size; ++i) m = std::max(m, std::abs(p.data[i]));
+        return m;
+      };
+      const float g_scale = largest(cg[k]), v_scale = largest(cv[k]);
+      for (Eigen::Index i = 0; i < cg[k].size; ++i) {
+        ASSERT_NEAR(gg[k].data[i], cg[k].data[i], 1e-4f * g_scale + 1e-9f) << tc.name << " gradient " << cg[k].name << " [" << i << "]";
+        ASSERT_NEAR(gm[k].data[i], cm[k].data[i], 1e-4f * 0.1f * g_scale + 1e-10f) << tc.name << " m " << cg[k].name;
+        ASSERT_NEAR(gv[k].data[i], cv[k].data[i], 1e-4f * v_scale + 1e-14f) << tc.name << " v " << cg[k].name;
+        if (std::abs(cg[k].data[i]) > 1e-3f * g_scale) {
+          const float cpu_step = cw[k].data[i] - w0[k].data[i], gpu_step = gw[k].data[i] - w0[k].data[i];
+          ASSERT_NEAR(gpu_step, cpu_step, 1e-2f * std::abs(cpu_step) + 1e-7f) << tc.name << " update " << cg[k].name;
+          ++updates_checked;
+        }
+      }
+    }
+    EXPECT_GT(updates_checked, 1000) << tc.name;
+  }
 }
 
 Model shipped_model() { return load_model(std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors"); }

@@ -18,25 +18,25 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 int blocks_for(int64_t count) { return static_cast<int>((count + kThreads - 1) / kThreads); }
 
 // Sum (or max) of one value per thread over the block; every thread gets the result.
-template <bool kMax>
-__device__ float block_reduce(float v, float* shared) {
+template <bool kMax, typename T = float>
+__device__ T block_reduce(T v, T* shared) {
   for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = kMax ? fmaxf(v, other) : v + other;
+    const T other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? (v > other ? v : other) : v + other;
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < (blockDim.x >> 5) ? shared[lane] : (kMax ? -INFINITY : 0.0f);
+    v = lane < (blockDim.x >> 5) ? shared[lane] : (kMax ? T(-INFINITY) : T(0));
     for (int o = 16; o > 0; o >>= 1) {
-      const float other = __shfl_xor_sync(0xffffffffu, v, o);
-      v = kMax ? fmaxf(v, other) : v + other;
+      const T other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = kMax ? (v > other ? v : other) : v + other;
     }
     if (lane == 0) shared[0] = v;
   }
   __syncthreads();
-  const float result = shared[0];
+  const T result = shared[0];
   __syncthreads();  // shared is reused by the next reduction
   return result;
 }
@@ -130,6 +130,175 @@ __global__ void zero_columns_kernel(float* y, int rows, int ld, int begin, int c
   y[(i / count) * ld + begin + i % count] = 0.0f;
 }
 
+// [SECTION] training kernels
+
+__device__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+__global__ void dropout_masks_kernel(float* keep, const uint64_t* keys, int64_t per_key, int64_t count, float p,
+                                     float kept) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  const uint64_t key = keys[i / per_key], e = static_cast<uint64_t>(i % per_key);
+  const float u = static_cast<float>(splitmix64(key + e) >> 40) * (1.0f / 16777216.0f);
+  keep[i] = u < p ? 0.0f : kept;
+}
+
+__global__ void multiply_kernel(const float* a, const float* b, float* y, int64_t count) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < count) y[i] = a[i] * b[i];
+}
+
+__global__ void add_multiplied_kernel(const float* x, const float* f, const float* keep, float* y, int64_t count) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < count) y[i] = x[i] + f[i] * keep[i];
+}
+
+__global__ void scale_kernel(float* x, int64_t count, float factor) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < count) x[i] *= factor;
+}
+
+__global__ void add_column_sums_kernel(const float* x, int rows, int cols, float* out) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float s = 0.0f;
+  for (int r = 0; r < rows; ++r) s += x[static_cast<int64_t>(r) * cols + c];
+  out[c] += s;
+}
+
+__global__ void layer_norm_param_grads_kernel(const float* x, const float* mean, const float* stddev, const float* dy,
+                                              int rows, int cols, float* dgamma, float* dbeta) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float sg = 0.0f, sb = 0.0f;
+  for (int r = 0; r < rows; ++r) {
+    const int64_t i = static_cast<int64_t>(r) * cols + c;
+    sg += dy[i] * ((x[i] - mean[r]) / stddev[r]);
+    sb += dy[i];
+  }
+  dgamma[c] += sg;
+  dbeta[c] += sb;
+}
+
+__global__ void layer_norm_dx_kernel(const float* x, const float* mean, const float* stddev, const float* gamma,
+                                     const float* dy, int cols, float* dx) {
+  __shared__ float shared[32];
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * cols;
+  const float* dr = dy + row * cols;
+  const float mu = mean[row], sd = stddev[row];
+  float sg = 0.0f, sgx = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float g = dr[c] * gamma[c];
+    sg += g;
+    sgx += g * ((xr[c] - mu) / sd);
+  }
+  const float mean_g = block_reduce<false>(sg, shared) / static_cast<float>(cols);
+  const float mean_gx = block_reduce<false>(sgx, shared) / static_cast<float>(cols);
+  float* out = dx + row * cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float xhat = (xr[c] - mu) / sd;
+    out[c] = (dr[c] * gamma[c] - mean_g - xhat * mean_gx) / sd;
+  }
+}
+
+__global__ void activation_backward_kernel(const float* pre, float* d, int64_t count, int kind) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  const float x = pre[i];
+  if (kind == 0) {
+    d[i] *= x > 0.0f ? 1.0f : 0.0f;
+  } else {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    d[i] *= cdf + x * pdf;
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* p, const float* dp, float factor, int cols, float* ds) {
+  __shared__ float shared[32];
+  const int64_t row = blockIdx.x;
+  const float* pr = p + row * cols;
+  const float* dr = dp + row * cols;
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += dr[c] * pr[c];
+  s = block_reduce<false>(s, shared);
+  float* out = ds + row * cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = pr[c] * (dr[c] - s) * factor;
+}
+
+__global__ void embedding_backward_kernel(const int* ids, int rows, const float* d, float factor, int cols,
+                                          float* dtable) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= static_cast<int64_t>(rows) * cols) return;
+  const int r = static_cast<int>(i / cols), c = static_cast<int>(i % cols);
+  atomicAdd(dtable + static_cast<int64_t>(ids[r]) * cols + c, d[i] * factor);
+}
+
+__global__ void label_smoothed_loss_kernel(const float* logits, const int* targets, int cols, int pad_id,
+                                           float smoothing, float inv_tokens, double* row_loss, double* row_nll,
+                                           float* dlogits) {
+  __shared__ float shared[32];
+  __shared__ double shared_d[32];
+  const int64_t row = blockIdx.x;
+  const float* z = logits + row * cols;
+  float* d = dlogits + row * cols;
+  const int y = targets[row];
+  if (y == pad_id || y < 0 || y >= cols) {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) d[c] = 0.0f;
+    if (threadIdx.x == 0) row_loss[row] = row_nll[row] = 0.0;
+    return;
+  }
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, z[c]);
+  m = block_reduce<true>(m, shared);
+  float e = 0.0f;
+  double zsum = 0.0;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    e += expf(z[c] - m);
+    zsum += z[c];
+  }
+  e = block_reduce<false>(e, shared);
+  zsum = block_reduce<false, double>(zsum, shared_d);
+  const double log_sum = m + log(static_cast<double>(e));
+  const double log_p_y = z[y] - log_sum;
+  const double mean_log_p = zsum / cols - log_sum;
+  if (threadIdx.x == 0) {
+    row_nll[row] = -log_p_y;
+    row_loss[row] = -(1.0 - smoothing) * log_p_y - smoothing * mean_log_p;
+  }
+  const float ls = static_cast<float>(log_sum), off = smoothing / static_cast<float>(cols);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x)
+    d[c] = (expf(z[c] - ls) - off - (c == y ? 1.0f - smoothing : 0.0f)) * inv_tokens;
+}
+
+__global__ void sum_of_squares_kernel(const float* x, int64_t count, double* partials) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    s += static_cast<double>(x[i]) * x[i];
+  s = block_reduce<false, double>(s, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t count, float b1, float b2,
+                            float step_size, float inv_sqrt_bias2, float eps) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  const float gi = g[i];
+  const float mi = b1 * m[i] + (1.0f - b1) * gi;
+  const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+  m[i] = mi;
+  v[i] = vi;
+  w[i] -= step_size * mi / (sqrtf(vi) * inv_sqrt_bias2 + eps);
+}
+
 }  // namespace
 
 void embed(const int* ids, const int* positions, int n, const float* table, float scale, const float* position_table,
@@ -168,6 +337,72 @@ void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream
   const int64_t total = static_cast<int64_t>(rows) * count;
   if (total > 0)
     zero_columns_kernel<<<blocks_for(total), kThreads, 0, as_stream(stream)>>>(y, rows, ld, begin, count);
+}
+
+// [SECTION] training launchers
+
+void dropout_masks(float* keep, const uint64_t* keys, int key_count, int64_t per_key, float p, void* stream) {
+  const int64_t count = key_count * per_key;
+  if (count > 0)
+    dropout_masks_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(keep, keys, per_key, count, p,
+                                                                                1.0f / (1.0f - p));
+}
+
+void multiply(const float* a, const float* b, float* y, int64_t count, void* stream) {
+  if (count > 0) multiply_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(a, b, y, count);
+}
+
+void add_multiplied(const float* x, const float* f, const float* keep, float* y, int64_t count, void* stream) {
+  if (count > 0) add_multiplied_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(x, f, keep, y, count);
+}
+
+void scale(float* x, int64_t count, float factor, void* stream) {
+  if (count > 0) scale_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(x, count, factor);
+}
+
+void add_column_sums(const float* x, int rows, int cols, float* out, void* stream) {
+  if (cols > 0) add_column_sums_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(x, rows, cols, out);
+}
+
+void layer_norm_backward(const float* x, const float* mean, const float* stddev, const float* gamma, const float* dy,
+                         int rows, int cols, float* dx, float* dgamma, float* dbeta, void* stream) {
+  if (rows == 0) return;
+  layer_norm_param_grads_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(x, mean, stddev, dy, rows, cols,
+                                                                                      dgamma, dbeta);
+  layer_norm_dx_kernel<<<rows, kThreads, 0, as_stream(stream)>>>(x, mean, stddev, gamma, dy, cols, dx);
+}
+
+void activation_backward(const float* pre, float* d, int64_t count, int kind, void* stream) {
+  if (count > 0) activation_backward_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(pre, d, count, kind);
+}
+
+void softmax_backward(const float* p, const float* dp, float factor, int rows, int cols, float* ds, void* stream) {
+  if (rows > 0) softmax_backward_kernel<<<rows, kThreads, 0, as_stream(stream)>>>(p, dp, factor, cols, ds);
+}
+
+void embedding_backward(const int* ids, int rows, const float* d, float factor, int cols, float* dtable, void* stream) {
+  const int64_t count = static_cast<int64_t>(rows) * cols;
+  if (count > 0)
+    embedding_backward_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(ids, rows, d, factor, cols,
+                                                                                     dtable);
+}
+
+void label_smoothed_loss(const float* logits, const int* targets, int rows, int cols, int pad_id, float smoothing,
+                         float inv_tokens, double* row_loss, double* row_nll, float* dlogits, void* stream) {
+  if (rows > 0)
+    label_smoothed_loss_kernel<<<rows, kThreads, 0, as_stream(stream)>>>(logits, targets, cols, pad_id, smoothing,
+                                                                         inv_tokens, row_loss, row_nll, dlogits);
+}
+
+void sum_of_squares(const float* x, int64_t count, double* partials, int blocks, void* stream) {
+  sum_of_squares_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(x, count, partials);
+}
+
+void adam(float* w, const float* g, float* m, float* v, int64_t count, float beta1, float beta2, float step_size,
+          float inv_sqrt_bias2, float eps, void* stream) {
+  if (count > 0)
+    adam_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(w, g, m, v, count, beta1, beta2, step_size,
+                                                                       inv_sqrt_bias2, eps);
 }
 
 }  // namespace sf::cuda

@@ -33,4 +33,35 @@ void masked_softmax(const float* scores, const float* blocked, const unsigned ch
                     int rows_per_head, int rows_per_sequence, int rows, int cols, float* probs, void* stream);
 void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream);
 
+// [SECTION] training (the backward of each kernel above, the loss and the optimiser)
+// Dropout masks exactly as the CPU's Dropout::make (transformer/layers.h): element i of the mask made with key k
+// is 0 when u = (splitmix64(k + i) >> 40) / 2^24 < p, else 1 / (1 - p). keep holds key_count masks of per_key
+// elements, mask j made with keys[j].
+void dropout_masks(float* keep, const uint64_t* keys, int key_count, int64_t per_key, float p, void* stream);
+void multiply(const float* a, const float* b, float* y, int64_t count, void* stream);             // y = a * b
+void add_multiplied(const float* x, const float* f, const float* keep, float* y, int64_t count,
+                    void* stream);                                                                // y = x + f * keep
+void scale(float* x, int64_t count, float factor, void* stream);                                  // x *= factor
+// out[c] += sum over rows of x[r][c] (a bias's gradient): one thread per column, rows in order.
+void add_column_sums(const float* x, int rows, int cols, float* out, void* stream);
+// From y = LN(x) (mean, std as recorded): dgamma[c] += sum_r dy * xhat, dbeta[c] += sum_r dy, and
+//   dx = (g - mean(g) - xhat * mean(g * xhat)) / std,   g = dy * gamma
+void layer_norm_backward(const float* x, const float* mean, const float* stddev, const float* gamma, const float* dy,
+                         int rows, int cols, float* dx, float* dgamma, float* dbeta, void* stream);
+// d *= act'(pre): ReLU (pre > 0) or the exact GELU's derivative Phi(x) + x phi(x).
+void activation_backward(const float* pre, float* d, int64_t count, int kind, void* stream);
+// Per row of a softmax: ds = p * (dp - sum(dp * p)) * scale.
+void softmax_backward(const float* p, const float* dp, float factor, int rows, int cols, float* ds, void* stream);
+// dtable[ids[r]] += d[r] * factor for every row r (rows repeating an id add up: atomics).
+void embedding_backward(const int* ids, int rows, const float* d, float factor, int cols, float* dtable, void* stream);
+// The label-smoothed cross-entropy of train/loss.h per row: row_loss, row_nll (0 for pad targets) and, scaled by
+// inv_tokens, dlogits (zeros for pad targets).
+void label_smoothed_loss(const float* logits, const int* targets, int rows, int cols, int pad_id, float smoothing,
+                         float inv_tokens, double* row_loss, double* row_nll, float* dlogits, void* stream);
+// Partial sums of squares of x over `blocks` fixed blocks (partials[blocks]); the caller adds them in order.
+void sum_of_squares(const float* x, int64_t count, double* partials, int blocks, void* stream);
+// Adam (train/optimizer.h): m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; w -= step_size m / (sqrt(v) c + eps).
+void adam(float* w, const float* g, float* m, float* v, int64_t count, float beta1, float beta2, float step_size,
+          float inv_sqrt_bias2, float eps, void* stream);
+
 }  // namespace sf::cuda

@@ -21,6 +21,12 @@ Mat CudaModel::logits(const std::vector<int>&, const std::vector<int>&, const In
 void CudaModel::compute(const std::vector<int>&, const std::vector<int>&, const Interventions&) {}
 void CudaModel::compute_batch(const std::vector<std::vector<int>>&, const std::vector<std::vector<int>>&, Mat*) {}
 std::vector<int> CudaModel::greedy(const std::vector<int>&, const Interventions&, int) { return {}; }
+void CudaModel::start_training(const AdamSettings&, const ModelWeights*, const ModelWeights*, int64_t) {}
+LossResult CudaModel::train_step(const Batch&, const DropoutSettings&, float, float, float, double*) { return {}; }
+void CudaModel::download_weights(ModelWeights&) const {}
+void CudaModel::download_gradients(ModelWeights&) const {}
+void CudaModel::download_adam(ModelWeights&, ModelWeights&) const {}
+int64_t CudaModel::adam_steps() const { return 0; }
 const Config& CudaModel::config() const { return impl_->config; }
 size_t CudaModel::weight_bytes() const { return 0; }
 std::string CudaModel::device_name() const { return {}; }

@@ -1,0 +1,610 @@
+// The CUDA backend's internals, shared by cuda_model.cpp (the inference API) and cuda_training.cpp (the training
+// step): GPU buffers, the weights in GPU memory, one pass's record (DevicePass) and CudaModel::Impl, which runs the
+// encoder and decoder passes. Compiled by the C++ compiler (Eigen is fine here; it stays out of the .cu files).
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cublas_loader.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda_model.h"
+#include "transformer/forward.h"
+#include "transformer/layers.h"
+#include "util/error.h"
+
+// Internal to core/backend/cuda/: the D* structs mirror the host's weights and traces, in GPU memory.
+namespace sf {
+
+inline std::string mib(size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+inline void check_cuda(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky error where the runtime allows it
+  fail(ErrorKind::Unsupported, "cuda", std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+inline void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail(ErrorKind::Unsupported, "cuda", std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+}
+
+// GPU memory of one buffer; grows (never shrinks) to the largest size asked, rounded up so that a decoder pass
+// one token longer than the last reuses it.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* reserve(size_t bytes) {
+    if (bytes <= capacity_) return ptr_;
+    size_t rounded = 256;
+    while (rounded < bytes) rounded <<= 1;
+    cudaFree(ptr_);
+    ptr_ = nullptr;
+    capacity_ = 0;
+    check_cuda(cudaMalloc(&ptr_, rounded), ("cudaMalloc of " + mib(rounded)).c_str());
+    capacity_ = rounded;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// Page-locked host memory, grown as DeviceBuffer: what uploads are staged in, so that the copy to the GPU runs
+// after the kernels before it without the host waiting for them (a copy from ordinary memory waits).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* reserve(size_t bytes) {
+    if (bytes <= capacity_) return ptr_;
+    size_t rounded = 256;
+    while (rounded < bytes) rounded <<= 1;
+    cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    capacity_ = 0;
+    check_cuda(cudaMallocHost(&ptr_, rounded), ("cudaMallocHost of " + mib(rounded)).c_str());
+    capacity_ = rounded;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// A matrix on the GPU: rows x cols floats, row-major.
+struct DMat {
+  float* data = nullptr;
+  int rows = 0, cols = 0;
+  int64_t size() const { return static_cast<int64_t>(rows) * cols; }
+};
+
+struct DLayerNorm {
+  DMat out;
+  float* mean = nullptr;
+  float* stddev = nullptr;
+};
+
+struct DAttention {
+  DMat queries, keys, values, scores, probs, heads_out, attn_out;  // scores, probs: (B*H*Tq, Tk)
+  DMat keep, dropped;  // training: the probabilities' dropout masks, and probs * keep (what meets v); else empty
+  AttentionMask mask;  // as applied (host): the trace's mask matrices are made from it
+};
+
+struct DFeedForward {
+  DMat hidden_pre, hidden, out;
+  DMat keep;  // training: the hidden layer's dropout masks
+};
+
+struct DEncoderLayer {
+  DAttention self_attn;
+  DMat residual1, residual2, out;
+  DLayerNorm norm1, norm2;
+  DFeedForward ffn;
+  DMat self_attn_keep, ffn_keep;  // training: the sublayer outputs' dropout masks
+};
+
+struct DDecoderLayer {
+  DAttention self_attn, cross_attn;
+  DMat residual1, residual2, residual3, out;
+  DLayerNorm norm1, norm2, norm3;
+  DFeedForward ffn;
+  DMat self_attn_keep, cross_attn_keep, ffn_keep;
+};
+
+struct DEmbedding {
+  DMat tok, pos, sum;
+  DMat keep;                     // training: the sum's dropout masks
+  const int* ids = nullptr;      // (N) on the GPU (the embedding's backward scatters by them)
+  const int* positions = nullptr;
+};
+
+// What one pass left on the GPU, by the Trace's names.
+struct DevicePass {
+  DEmbedding src, tgt;
+  std::vector<DEncoderLayer> encoder;
+  std::vector<DDecoderLayer> decoder;
+  DLayerNorm encoder_norm, decoder_norm;  // out.data null: the config has none
+  DMat enc_out, dec_out, logits, probs;
+};
+
+inline void copy_to_host(const DMat& d, Mat& m) {
+  m.resize(d.rows, d.cols);
+  if (d.size() > 0)
+    check_cuda(cudaMemcpy(m.data(), d.data, static_cast<size_t>(d.size()) * sizeof(float), cudaMemcpyDeviceToHost),
+               "copy to host");
+}
+
+inline void copy_to_host(const float* d, int n, Vec& v) {
+  v.resize(n);
+  if (n > 0) check_cuda(cudaMemcpy(v.data(), d, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost), "copy to host");
+}
+
+// The weights in GPU memory, in the shape of ModelWeights (model/weights.h).
+struct DLinear {
+  const float* weight = nullptr;  // (out, in)
+  const float* bias = nullptr;    // (out) or null
+  int out = 0, in = 0;
+};
+struct DNorm {
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+};
+struct DAttentionWeights {
+  DLinear q, k, v, out;
+};
+struct DLayerWeights {  // an encoder layer leaves cross_attn and cross_attn_norm empty
+  DAttentionWeights self_attn, cross_attn;
+  DNorm self_attn_norm, cross_attn_norm, ffn_norm;
+  DLinear fc1, fc2;
+};
+struct DWeights {
+  const float* src_embedding = nullptr;
+  const float* tgt_embedding = nullptr;
+  const float* src_positions = nullptr;
+  const float* tgt_positions = nullptr;
+  std::vector<DLayerWeights> encoder, decoder;
+  DNorm encoder_norm, decoder_norm;
+  DLinear generator;
+};
+
+// Where the weight `r` (one visit of for_each_weight) goes in DWeights.
+inline void place(DWeights& d, const ConstWeightRef& r, const float* p) {
+  auto linear = [&](DLinear& l) {
+    if (r.param == WeightParam::Weight) {
+      l.weight = p;
+      l.out = static_cast<int>(r.rows);
+      l.in = static_cast<int>(r.cols);
+    } else {
+      l.bias = p;
+    }
+  };
+  auto norm = [&](DNorm& n) { (r.param == WeightParam::Weight ? n.gamma : n.beta) = p; };
+  auto attention = [&](DAttentionWeights& a) {
+    linear(r.projection == Projection::Q ? a.q : r.projection == Projection::K ? a.k
+                                               : r.projection == Projection::V ? a.v
+                                                                               : a.out);
+  };
+  switch (r.block) {
+    case WeightBlock::SrcEmbedding: d.src_embedding = p; return;
+    case WeightBlock::TgtEmbedding: d.tgt_embedding = p; return;
+    case WeightBlock::SrcPositions: d.src_positions = p; return;
+    case WeightBlock::TgtPositions: d.tgt_positions = p; return;
+    case WeightBlock::EncoderNorm: norm(d.encoder_norm); return;
+    case WeightBlock::DecoderNorm: norm(d.decoder_norm); return;
+    case WeightBlock::Generator: linear(d.generator); return;
+    case WeightBlock::EncoderLayer:
+    case WeightBlock::DecoderLayer: {
+      DLayerWeights& l = (r.block == WeightBlock::EncoderLayer ? d.encoder : d.decoder)[static_cast<size_t>(r.layer)];
+      switch (r.part) {
+        case LayerPart::SelfAttn: attention(l.self_attn); return;
+        case LayerPart::CrossAttn: attention(l.cross_attn); return;
+        case LayerPart::SelfAttnNorm: norm(l.self_attn_norm); return;
+        case LayerPart::CrossAttnNorm: norm(l.cross_attn_norm); return;
+        case LayerPart::FfnNorm: norm(l.ffn_norm); return;
+        case LayerPart::Fc1: linear(l.fc1); return;
+        case LayerPart::Fc2: linear(l.fc2); return;
+        case LayerPart::None: return;
+      }
+    }
+  }
+}
+
+struct CudaModel::Impl {
+  Config config;
+  std::string name;
+  cublasHandle_t handle = nullptr;
+  DWeights w;
+  float* weight_memory = nullptr;  // every weight, one allocation
+  size_t weight_bytes = 0;
+  float* sinusoid = nullptr;       // (P, C) the sinusoidal table (inside weight_memory), null for learned positions
+  // Where each weight sits in weight_memory, in for_each_weight's order (the refs' host pointers are not used):
+  // gradients and Adam's moments use the same layout.
+  std::vector<ConstWeightRef> layout;
+  std::vector<size_t> offsets;
+  size_t weight_floats = 0;       // the weights' part of weight_memory (the sinusoidal table follows)
+  // Workspace: a pass's n-th buffer is slots[n], reused by the next pass (no allocation when lengths repeat); its
+  // n-th upload is staged in staging[n].
+  std::vector<std::unique_ptr<DeviceBuffer>> slots;
+  size_t next_slot = 0;
+  std::vector<std::unique_ptr<PinnedBuffer>> staging;
+  size_t next_staging = 0;
+  // Dropout of a training pass (p 0: none), its masks made as the CPU's Dropout (transformer/layers.h).
+  DropoutSettings dropout;
+  uint64_t dropout_site = 0;
+
+  // Training (cuda_training.cpp): gradients and Adam's moments, each weight_floats in weight_memory's layout.
+  float* grad_memory = nullptr;
+  float* adam_m = nullptr;
+  float* adam_v = nullptr;
+  AdamSettings adam_settings;
+  int64_t adam_step = 0;
+
+  ~Impl() {
+    cudaFree(grad_memory);
+    cudaFree(adam_m);
+    cudaFree(adam_v);
+    cudaFree(weight_memory);
+    if (handle) cuda::cublas().destroy(handle);
+  }
+
+  void* scratch(size_t bytes) {
+    if (next_slot == slots.size()) slots.push_back(std::make_unique<DeviceBuffer>());
+    return slots[next_slot++]->reserve(std::max<size_t>(bytes, 4));
+  }
+  DMat mat(int rows, int cols) {
+    return DMat{static_cast<float*>(scratch(static_cast<size_t>(rows) * cols * sizeof(float))), rows, cols};
+  }
+  float* floats(int n) { return static_cast<float*>(scratch(static_cast<size_t>(n) * sizeof(float))); }
+  // A copy of host[0..n) in GPU memory, enqueued after the work before it (staged in page-locked memory).
+  template <typename T>
+  T* upload(const T* host, size_t n) {
+    void* p = scratch(n * sizeof(T));
+    if (n == 0) return static_cast<T*>(p);
+    if (next_staging == staging.size()) staging.push_back(std::make_unique<PinnedBuffer>());
+    void* stage = staging[next_staging++]->reserve(n * sizeof(T));
+    std::copy_n(host, n, static_cast<T*>(stage));
+    check_cuda(cudaMemcpyAsync(p, stage, n * sizeof(T), cudaMemcpyHostToDevice, nullptr), "copy to GPU");
+    return static_cast<T*>(p);
+  }
+  // Starts a pass's use of the workspace (after the last pass finished: its buffers are free again).
+  void start_pass() {
+    next_slot = 0;
+    next_staging = 0;
+  }
+
+  // The key of the next dropout mask, as Dropout::make computes it (transformer/layers.cpp).
+  uint64_t next_dropout_key() {
+    auto mix = [](uint64_t x) {
+      x += 0x9e3779b97f4a7c15ULL;
+      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+      return x ^ (x >> 31);
+    };
+    return mix(dropout.seed ^ mix(dropout.step * 0x100000001b3ULL + (++dropout_site)));
+  }
+  // `count` dropout masks of rows x cols each, made in order (empty without dropout).
+  DMat keep_masks(int count, int rows, int cols) {
+    if (dropout.p <= 0.0f) return {};
+    std::vector<uint64_t> keys(static_cast<size_t>(count));
+    for (uint64_t& k : keys) k = next_dropout_key();
+    DMat keep = mat(count * rows, cols);
+    cuda::dropout_masks(keep.data, upload(keys.data(), keys.size()), count, static_cast<int64_t>(rows) * cols,
+                        dropout.p, nullptr);
+    return keep;
+  }
+  // x + drop(f): the residual connection around a sublayer; its mask into keep.
+  DMat add_dropped(const DMat& x, const DMat& f, DMat& keep) {
+    keep = keep_masks(1, f.rows, f.cols);
+    if (!keep.data) return add(x, f);
+    DMat y = mat(x.rows, x.cols);
+    cuda::add_multiplied(x.data, f.data, keep.data, y.data, y.size(), nullptr);
+    return y;
+  }
+
+  // y (N, out) = x (N, in) W^T + b. cuBLAS is column-major: there y^T (out, N) = W (out, in) x^T, with W's
+  // row-major storage read as the column-major (in, out) matrix W^T (so op T) and x's as x^T (in, N).
+  DMat linear(const DMat& x, const DLinear& l, int rows_from = 0) {
+    const int rows = x.rows - rows_from;
+    DMat y = mat(rows, l.out);
+    if (rows == 0) return y;
+    const float one = 1.0f, zero = 0.0f;
+    check_cublas(cuda::cublas().sgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, l.out, rows, l.in, &one, l.weight, l.in,
+                             x.data + static_cast<int64_t>(rows_from) * x.cols, l.in, &zero, y.data, l.out),
+                 "linear");
+    if (l.bias) cuda::add_bias(y.data, l.bias, y.rows, y.cols, nullptr);
+    return y;
+  }
+
+  DLayerNorm layer_norm(const DMat& x, const DNorm& n) {
+    DLayerNorm t{mat(x.rows, x.cols), floats(x.rows), floats(x.rows)};
+    cuda::layer_norm(x.data, n.gamma, n.beta, config.layer_norm_eps, x.rows, x.cols, t.out.data, t.mean, t.stddev,
+                     nullptr);
+    return t;
+  }
+
+  DMat add(const DMat& a, const DMat& b) {
+    DMat y = mat(a.rows, a.cols);
+    cuda::add(a.data, b.data, y.data, a.size(), nullptr);
+    return y;
+  }
+
+  DFeedForward feed_forward(const DMat& x, const DLayerWeights& l) {
+    DFeedForward f;
+    f.hidden_pre = linear(x, l.fc1);
+    f.hidden = mat(f.hidden_pre.rows, f.hidden_pre.cols);
+    cuda::activation(f.hidden_pre.data, f.hidden.data, f.hidden.size(), config.activation == Activation::ReLU ? 0 : 1,
+                     nullptr);
+    f.keep = keep_masks(1, f.hidden.rows, f.hidden.cols);
+    if (f.keep.data) cuda::multiply(f.hidden.data, f.keep.data, f.hidden.data, f.hidden.size(), nullptr);
+    f.out = linear(f.hidden, l.fc2);
+    return f;
+  }
+
+  // B sequences stacked as rows: x_q (B*Tq, C), x_kv (B*Tk, C), one mask per sequence. Queries from x_q, keys and
+  // values from x_kv; per sequence b and head h (at b*H + h) scores = q_h k_h^T * scale, probs = masked softmax,
+  // heads_out[:, h] = probs_h v_h (zero for a head switched off), then W_o. The products of all (b, h) pairs are
+  // one batched cuBLAS call each.
+  DAttention attention(const DMat& x_q, const DMat& x_kv, int batch, const DAttentionWeights& aw,
+                       const std::vector<AttentionMask>& masks, const std::vector<bool>& on) {
+    const int H = config.n_heads, D = config.head_dim(), C = config.d_model, pairs = batch * H;
+    DAttention a;
+    a.queries = linear(x_q, aw.q);
+    a.keys = linear(x_kv, aw.k);
+    a.values = linear(x_kv, aw.v);
+    const int tq = x_q.rows / batch, tk = x_kv.rows / batch;
+    a.scores = mat(pairs * tq, tk);
+    a.probs = mat(pairs * tq, tk);
+    a.heads_out = mat(batch * tq, C);
+    const float scale = attention_scale(config), one = 1.0f, zero = 0.0f;
+    const int64_t per_head = static_cast<int64_t>(tq) * tk;
+    // Each pair's matrices inside the stacked ones: q, k, v, heads_out rows of sequence b, columns of head h.
+    std::vector<float*> host(static_cast<size_t>(pairs) * 5);
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < H; ++h) {
+        const size_t i = static_cast<size_t>(b * H + h);
+        host[i] = a.keys.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[pairs + i] = a.queries.data + static_cast<int64_t>(b) * tq * C + h * D;
+        host[2 * pairs + i] = a.scores.data + static_cast<int64_t>(i) * per_head;
+        host[3 * pairs + i] = a.values.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[4 * pairs + i] = a.heads_out.data + static_cast<int64_t>(b) * tq * C + h * D;
+      }
+    float* const* ptrs = upload(host.data(), host.size());
+    // scores^T (Tk, Tq) = k_h (Tk, D) q_h^T: k's rows read as the column-major (C, Tk), head h from row h*D.
+    check_cublas(cuda::cublas().sgemm_batched(handle, CUBLAS_OP_T, CUBLAS_OP_N, tk, tq, D, &scale, ptrs, C,
+                                              ptrs + pairs, C, &zero, ptrs + 2 * pairs, tk, pairs),
+                 "attention scores");
+    // The computed mask (padding keys, causal) is made by the softmax kernel itself; a painted mask replaces it
+    // for its head, so with one the whole mask goes to the GPU (one sequence only: the app's pass).
+    const float* blocked = nullptr;
+    const unsigned char* key_blocked = nullptr;
+    int causal_first = -1;
+    if (batch == 1 && !masks[0].painted.empty()) {
+      std::vector<float> cells(static_cast<size_t>(H * per_head));
+      for (int h = 0; h < H; ++h) {
+        const Mat m = masks[0].matrix(h, tq, tk);
+        std::copy_n(m.data(), per_head, cells.begin() + h * per_head);
+      }
+      blocked = upload(cells.data(), cells.size());
+    } else {
+      std::vector<uint8_t> keys;
+      for (int b = 0; b < batch; ++b)
+        if (!masks[static_cast<size_t>(b)].key_blocked.empty()) {
+          if (keys.empty()) keys.assign(static_cast<size_t>(batch) * tk, 0);
+          std::copy(masks[static_cast<size_t>(b)].key_blocked.begin(), masks[static_cast<size_t>(b)].key_blocked.end(),
+                    keys.begin() + static_cast<int64_t>(b) * tk);
+        }
+      if (!keys.empty()) key_blocked = upload(keys.data(), keys.size());
+      if (masks[0].causal && tq > 0) causal_first = masks[0].query_positions.front();  // rows: first, first + 1, ..
+    }
+    cuda::masked_softmax(a.scores.data, blocked, key_blocked, causal_first, tq, H * tq, pairs * tq, tk, a.probs.data,
+                         nullptr);
+    a.mask = masks[0];
+    // Training: drop(probs) = probs * keep meets v (the probabilities themselves are kept for the backward).
+    a.keep = keep_masks(pairs, tq, tk);
+    const DMat* attended = &a.probs;
+    if (a.keep.data) {
+      a.dropped = mat(a.probs.rows, a.probs.cols);
+      cuda::multiply(a.probs.data, a.keep.data, a.dropped.data, a.probs.size(), nullptr);
+      attended = &a.dropped;
+    }
+    // heads_out[:, h*D..] (Tq, D) = probs_h (Tq, Tk) v_h (Tk, D); column-major: out^T (D, Tq) = v_h^T probs_h^T.
+    for (int i = 0; i < pairs; ++i) host[static_cast<size_t>(2 * pairs + i)] = attended->data + i * per_head;
+    float* const* with_probs = upload(host.data(), host.size());
+    check_cublas(cuda::cublas().sgemm_batched(handle, CUBLAS_OP_N, CUBLAS_OP_N, D, tq, tk, &one, with_probs + 3 * pairs,
+                                              C, with_probs + 2 * pairs, tk, &zero, with_probs + 4 * pairs, C, pairs),
+                 "attention output");
+    for (int h = 0; h < H; ++h)
+      if (!on.empty() && !on[static_cast<size_t>(h)])
+        cuda::zero_columns(a.heads_out.data, batch * tq, C, h * D, D, nullptr);
+    a.attn_out = linear(a.heads_out, aw.out);
+    return a;
+  }
+
+  // ids: B sequences of one length stacked; row r is at position r % length.
+  DEmbedding embed(bool source, const std::vector<int>& ids, int batch, bool positional) {
+    const int n = static_cast<int>(ids.size()), C = config.d_model, length = n / batch;
+    std::vector<int> positions(ids.size());
+    for (int r = 0; r < n; ++r) positions[static_cast<size_t>(r)] = r % length;
+    const int* d_ids = upload(ids.data(), ids.size());
+    const int* d_positions = upload(positions.data(), positions.size());
+    const float* position_table = nullptr;
+    if (positional)
+      position_table = sinusoid ? sinusoid : source ? w.src_positions : w.tgt_positions;
+    const float scale = config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(C)) : 1.0f;
+    DEmbedding e;
+    e.tok = mat(n, C);
+    e.pos = mat(n, C);
+    e.sum = mat(n, C);
+    e.ids = d_ids;
+    e.positions = d_positions;
+    cuda::embed(d_ids, d_positions, n, source ? w.src_embedding : w.tgt_embedding, scale, position_table, C, e.tok.data,
+                e.pos.data, e.sum.data, nullptr);
+    e.keep = keep_masks(1, n, C);  // training: drop(tok + pos)
+    if (e.keep.data) cuda::multiply(e.sum.data, e.keep.data, e.sum.data, e.sum.size(), nullptr);
+    return e;
+  }
+
+  // One mask per sequence of a stacked batch (build_mask on each sequence's keys).
+  std::vector<AttentionMask> masks(const Interventions& iv, AttentionKind kind, int layer, int batch, int tq,
+                                   const std::vector<int>& key_ids, bool causal) const {
+    const size_t tk = key_ids.size() / static_cast<size_t>(batch);
+    std::vector<AttentionMask> out;
+    for (int b = 0; b < batch; ++b)
+      out.push_back(build_mask(config, iv, kind, layer, 0, tq,
+                               std::vector<int>(key_ids.begin() + static_cast<int64_t>(b * tk),
+                                                key_ids.begin() + static_cast<int64_t>((b + 1) * tk)),
+                               causal));
+    return out;
+  }
+
+  // The encoder pass (transformer/layers.h has the post- and pre-norm tables).
+  void encoder(const std::vector<int>& src, int batch, const Interventions& iv, DevicePass& p) {
+    const int S = static_cast<int>(src.size()) / batch;
+    p.src = embed(true, src, batch, iv.positional_encoding);
+    p.encoder.resize(static_cast<size_t>(config.n_encoder_layers));
+    const bool post = config.norm_placement == NormPlacement::Post;
+    for (int l = 0; l < config.n_encoder_layers; ++l) {
+      const DLayerWeights& lw = w.encoder[static_cast<size_t>(l)];
+      DEncoderLayer& t = p.encoder[static_cast<size_t>(l)];
+      const DMat& x = l == 0 ? p.src.sum : p.encoder[static_cast<size_t>(l - 1)].out;
+      const std::vector<AttentionMask> mask = masks(iv, AttentionKind::Encoder, l, batch, S, src, false);
+      const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
+      if (post) {
+        t.self_attn = attention(x, x, batch, lw.self_attn, mask, on);
+        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
+        t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
+        t.ffn = feed_forward(t.norm1.out, lw);
+        t.residual2 = add_dropped(t.norm1.out, t.ffn.out, t.ffn_keep);
+        t.norm2 = layer_norm(t.residual2, lw.ffn_norm);
+        t.out = t.norm2.out;
+      } else {
+        t.norm1 = layer_norm(x, lw.self_attn_norm);
+        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, mask, on);
+        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
+        t.norm2 = layer_norm(t.residual1, lw.ffn_norm);
+        t.ffn = feed_forward(t.norm2.out, lw);
+        t.residual2 = add_dropped(t.residual1, t.ffn.out, t.ffn_keep);
+        t.out = t.residual2;
+      }
+    }
+    p.encoder_norm = {};
+    p.enc_out = p.encoder.back().out;
+    if (config.encoder_final_norm) {
+      p.encoder_norm = layer_norm(p.enc_out, w.encoder_norm);
+      p.enc_out = p.encoder_norm.out;
+    }
+  }
+
+  // The decoder pass over tgt (bos first) on the encoder output in p; the output layer on rows output_from.. only.
+  void decoder(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
+               int output_from, DevicePass& p) {
+    const int S = static_cast<int>(src.size()) / batch, T = static_cast<int>(tgt.size()) / batch;
+    // A painted decoder mask fitted to this pass's length, as the CPU's decoder pass does (interventions.h).
+    const Interventions fitted = fit_decoder_masks(iv, S, T);
+    p.tgt = embed(false, tgt, batch, iv.positional_encoding);
+    p.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
+    const bool post = config.norm_placement == NormPlacement::Post;
+    for (int l = 0; l < config.n_decoder_layers; ++l) {
+      const DLayerWeights& lw = w.decoder[static_cast<size_t>(l)];
+      DDecoderLayer& t = p.decoder[static_cast<size_t>(l)];
+      const DMat& x = l == 0 ? p.tgt.sum : p.decoder[static_cast<size_t>(l - 1)].out;
+      const std::vector<AttentionMask> self_mask =
+          masks(fitted, AttentionKind::Decoder, l, batch, T, tgt, fitted.causal_mask);
+      const std::vector<AttentionMask> cross_mask = masks(fitted, AttentionKind::Cross, l, batch, T, src, false);
+      const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
+      const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
+      if (post) {
+        t.self_attn = attention(x, x, batch, lw.self_attn, self_mask, self_on);
+        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
+        t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
+        t.cross_attn = attention(t.norm1.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
+        t.residual2 = add_dropped(t.norm1.out, t.cross_attn.attn_out, t.cross_attn_keep);
+        t.norm2 = layer_norm(t.residual2, lw.cross_attn_norm);
+        t.ffn = feed_forward(t.norm2.out, lw);
+        t.residual3 = add_dropped(t.norm2.out, t.ffn.out, t.ffn_keep);
+        t.norm3 = layer_norm(t.residual3, lw.ffn_norm);
+        t.out = t.norm3.out;
+      } else {
+        t.norm1 = layer_norm(x, lw.self_attn_norm);
+        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, self_mask, self_on);
+        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
+        t.norm2 = layer_norm(t.residual1, lw.cross_attn_norm);
+        t.cross_attn = attention(t.norm2.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
+        t.residual2 = add_dropped(t.residual1, t.cross_attn.attn_out, t.cross_attn_keep);
+        t.norm3 = layer_norm(t.residual2, lw.ffn_norm);
+        t.ffn = feed_forward(t.norm3.out, lw);
+        t.residual3 = add_dropped(t.residual2, t.ffn.out, t.ffn_keep);
+        t.out = t.residual3;
+      }
+    }
+    p.decoder_norm = {};
+    p.dec_out = p.decoder.back().out;
+    if (config.decoder_final_norm) {
+      p.decoder_norm = layer_norm(p.dec_out, w.decoder_norm);
+      p.dec_out = p.decoder_norm.out;
+    }
+    p.logits = linear(p.dec_out, w.generator, output_from);  // (T - output_from, Vt)
+    p.probs = mat(p.logits.rows, p.logits.cols);
+    cuda::masked_softmax(p.logits.data, nullptr, nullptr, -1, 1, 1, p.logits.rows, p.logits.cols, p.probs.data,
+                         nullptr);
+  }
+
+  // The checks of forward() (transformer/forward.h), before anything runs.
+  void check_input(const std::vector<int>& src, const std::vector<int>& tgt, const Interventions& iv) const {
+    validate_interventions(config, iv);
+    auto check_ids = [&](const std::vector<int>& ids, bool source) {
+      const char* side = source ? "source" : "target";
+      const int vocab = source ? config.src_vocab_size : config.tgt_vocab_size;
+      if (ids.empty()) fail(ErrorKind::Input, "forward", std::string("the ") + side + " sequence is empty");
+      if (static_cast<int>(ids.size()) > config.max_positions)
+        fail(ErrorKind::Input, "forward",
+             std::string("the ") + side + " sequence has " + std::to_string(ids.size()) +
+                 " tokens, the model accepts at most " + std::to_string(config.max_positions));
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || ids[i] >= vocab)
+          fail(ErrorKind::Input, "forward",
+               std::string(side) + " token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                   ", outside the " + side + " vocabulary (size " + std::to_string(vocab) + ")");
+    };
+    check_ids(src, true);
+    check_ids(tgt, false);
+    check_custom_mask_sizes(iv, static_cast<int>(src.size()), static_cast<int>(tgt.size()));
+  }
+
+  // One pass on the GPU, waited for (a kernel's failure shows here). with_encoder false: the decoder only, on the
+  // encoder output of the last pass with the same source (its buffers are the first slots, untouched since).
+  void run(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
+           int output_from, DevicePass& p, bool with_encoder = true) {
+    if (with_encoder) {
+      start_pass();
+      encoder(src, batch, iv, p);
+      encoder_slots = next_slot;
+      encoder_staging = next_staging;
+    } else {
+      next_slot = encoder_slots;
+      next_staging = encoder_staging;
+    }
+    decoder(src, tgt, batch, iv, output_from, p);
+    check_cuda(cudaGetLastError(), "kernel launch");
+    check_cuda(cudaDeviceSynchronize(), "forward pass");
+  }
+  size_t encoder_slots = 0, encoder_staging = 0;
+};
+
+
+}  // namespace sf
