@@ -10,6 +10,13 @@
 #                      libbenchmark-dev libbenchmark1debian)
 # and bring .deps/ along. Each .deb is unpacked under /tmp/stepformer-deps (never into /) and CMake looks there.
 # Needs there: nvcc (/usr/local/cuda/bin), CMake >= 3.22, a C++20 compiler, python3 with torch (the benchmark).
+#
+# Options, as environment variables:
+#   GPU_CHECK_DATA=DIR            also train the shipped model's recipe on the GPU on Multi30k's tokenized files in DIR
+#                                 (train/val/test_2016_flickr .lc.norm.tok.{de,en}) and report each epoch's
+#                                 validation BLEU and time
+#   GPU_CHECK_TRAIN_SECONDS=N     stop that run after N seconds (default 600)
+#   GPU_CHECK_BENCH=training      only the training benchmark (when time on the GPU machine is short)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:-gpu_check_out}
@@ -66,13 +73,23 @@ TAIL=8 step cpu_unit_tests ctest --test-dir "$BUILD" -LE "cuda|fuzz" --output-on
 export STEPFORMER_BENCH_MODEL=/tmp/stepformer-bench-demo.safetensors
 export STEPFORMER_BENCH_MODEL_BASE=/tmp/stepformer-bench-base.safetensors
 step bench_models "$BUILD/bench/bench_forward" --benchmark_filter=NONE
-TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3
-TAIL=40 step bench_pytorch_cuda python3 tools/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
-  "$STEPFORMER_BENCH_MODEL_BASE"
-for n in 64 128 256 1024; do
-  TAIL=2 step "bench_pytorch_training_cuda_$n" python3 tools/bench_pytorch_training.py --device cuda --sentences "$n" \
-    --steps 20
-done
+if [ "${GPU_CHECK_BENCH:-all}" = training ]; then
+  TAIL=8 step bench_cuda_training "$BUILD/bench/bench_cuda" --benchmark_filter=Training --benchmark_min_time=0.3
+else
+  TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3
+  TAIL=40 step bench_pytorch_cuda python3 tools/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
+    "$STEPFORMER_BENCH_MODEL_BASE"
+  for n in 64 128 256 1024; do
+    TAIL=2 step "bench_pytorch_training_cuda_$n" python3 tools/bench_pytorch_training.py --device cuda \
+      --sentences "$n" --steps 20
+  done
+fi
+if [ -n "${GPU_CHECK_DATA:-}" ]; then  # the shipped model's recipe (README, "Training"), on the GPU
+  TAIL=30 step train_de_en_cuda timeout "${GPU_CHECK_TRAIN_SECONDS:-600}" stdbuf -oL -eL "$BUILD/app/stepformer-cli" train \
+    --device cuda --data "$GPU_CHECK_DATA" --src de --tgt en --out /tmp/stepformer-gpu-de-en.safetensors \
+    --no-resume --epochs 18 --batch-tokens 3000 --lr 1e-3 --warmup 500 --dropout 0.1 --label-smoothing 0.1 \
+    --clip 1 --tie-output --seed 1 --threads "$JOBS"
+fi
 TAIL=6 step translate_cuda "$BUILD/app/stepformer-cli" translate "Zwei Hunde spielen im Schnee." --device cuda
 say "cuda tests: exit $cuda_rc"
 exit $cuda_rc

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "train/trainer.h"
+#include "util/error.h"
 #include "util/printable.h"
 
 namespace sf::cli {
@@ -31,6 +32,7 @@ const char* kHelp =
     "training:  --epochs N (20)  --batch-tokens N (6000)  --lr X (peak, 1e-3)  --warmup N (4000)\n"
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
     "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
+    "           --device auto|cpu|cuda (auto: the GPU where this build has CUDA and a GPU can take the run)\n"
     "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
     "           --resume (continue from the checkpoint, which must exist: an error rather than a fresh start)\n"
     "timeline:  --timeline PATH (snapshots of the weights at step 0, every 50 steps to 300, every 100 to 1000\n"
@@ -55,6 +57,7 @@ std::string format_seconds(double s) {
 
 int run_train(const Args& args) {
   TrainOptions o;
+  o.device = DeviceRequest::Auto;  // the CLI trains on a GPU where there is one
   OptionParser p("train");
   std::string positions = "sinusoidal", norm = "post", activation = "relu", schedule = "inverse_sqrt";
   std::string timeline_storage = "int8-rows";
@@ -86,6 +89,14 @@ int run_train(const Args& args) {
   p.value("--clip", &o.clip_norm, 0.0f, 1e6f);
   p.value("--seed", &o.seed);
   p.value("--threads", &o.threads, 0, 256);
+  p.custom("--device", [&](const std::string& v) {
+    try {
+      o.device = parse_device(v);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  });
   p.value("--final-beam", &o.final_beam, 1, 64);
   p.value("--timeline", &o.timeline_path);
   p.value("--timeline-storage", &timeline_storage);

@@ -224,9 +224,35 @@ struct Trainer::State {
   long tokens = 0;
   float lr = 0;
   Clock::time_point epoch_start;
+  // Training on the GPU: the weights and Adam's moments live there; `weights` and `adam` on the host are brought up
+  // to date when read (host_behind: steps have run since the last copy).
+  std::unique_ptr<CudaModel> gpu;
+  bool host_behind = false;
 
   void log(const std::string& s) const {
     if (log_fn) log_fn(s);
+  }
+  // The host's weights and Adam state = the GPU's.
+  void catch_up() {
+    if (!gpu || !host_behind) return;
+    gpu->download_weights(weights);
+    gpu->download_adam(adam->first_moment(), adam->second_moment());
+    adam->set_step_count(gpu->adam_steps());
+    host_behind = false;
+  }
+  // The GPU failed (out of memory, say): its state comes back to the host and the CPU goes on, or, where even
+  // that fails, the error says what was lost.
+  void leave_gpu(const Error& why) {
+    try {
+      catch_up();
+    } catch (const Error&) {
+      fail(ErrorKind::Unsupported, "train",
+           std::string(why.what()) + "; the GPU's weights could not be read back: resume from the checkpoint of epoch " +
+               std::to_string(state.finished_epochs));
+    }
+    gpu.reset();
+    log(std::string("the GPU failed (") + why.what() + "): training goes on on the CPU from step " +
+        std::to_string(state.step));
   }
   void start_epoch() {
     epoch = state.finished_epochs + 1;
@@ -298,6 +324,19 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   s.model.tokenizer.source_language = o.source_language;
   s.model.tokenizer.target_language = o.target_language;
   s.grads = zeros_like(s.weights);
+  std::string note;
+  s.gpu = open_device(o.device, config, s.weights, &note);
+  if (!note.empty()) s.log(note);
+  if (s.gpu) {
+    try {
+      s.gpu->start_training(o.adam, &s.adam->first_moment(), &s.adam->second_moment(), s.adam->step_count());
+      s.log("training on the GPU: " + s.gpu->device_name());
+    } catch (const Error& e) {
+      if (o.device == DeviceRequest::Cuda || e.kind() != ErrorKind::Unsupported) throw;
+      s.log(std::string("computing on the CPU: ") + e.what());
+      s.gpu.reset();
+    }
+  }
   s.start_epoch();
 }
 
@@ -306,7 +345,10 @@ Trainer::~Trainer() = default;
 bool Trainer::done() const { return s_->state.finished_epochs >= s_->o.epochs; }
 bool Trainer::epoch_complete() const { return !done() && s_->next_batch >= s_->plan.size(); }
 const Model& Trainer::model() const { return s_->model; }
-const ModelWeights& Trainer::weights() const { return s_->weights; }
+const ModelWeights& Trainer::weights() const {
+  s_->catch_up();  // between steps (the trainer's one thread): the GPU holds still
+  return s_->weights;
+}
 int64_t Trainer::steps() const { return s_->state.step; }
 int Trainer::epoch() const { return done() ? s_->state.finished_epochs : s_->epoch; }
 int Trainer::batch() const { return static_cast<int>(s_->next_batch); }
@@ -322,16 +364,29 @@ StepRecord Trainer::step() {
   const Batch batch = make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length);
   const int64_t step = s.state.step + 1;
   const DropoutSettings dropout{s.o.dropout, s.o.seed, static_cast<uint64_t>(step)};
-  const LossResult r = batch_forward(config, s.weights, batch, dropout, s.o.label_smoothing, s.trace, &s.dlogits);
-  if (!std::isfinite(r.loss))  // before the update: the weights stay those of the last good step
-    fail(ErrorKind::Value, "train", "the loss became " + std::to_string(r.loss) + " at step " +
-                                        std::to_string(step) + " (learning rate too high?)");
-  for (ParameterView& p : parameter_views(s.grads)) std::fill(p.data, p.data + p.size, 0.0f);
-  batch_backward(config, s.weights, batch, s.trace, s.dlogits, s.grads);
-  tie_gradients(config, s.grads);
-  clip_gradients(s.grads, s.o.clip_norm);
   s.lr = s.o.schedule.at(step);
-  s.adam->step(s.weights, s.grads, s.lr);
+  LossResult r;
+  bool stepped = false;
+  if (s.gpu) {
+    try {
+      r = s.gpu->train_step(batch, dropout, s.o.label_smoothing, s.o.clip_norm, s.lr);
+      s.host_behind = stepped = true;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported) throw;
+      s.leave_gpu(e);  // then this step on the CPU
+    }
+  }
+  if (!stepped) {
+    r = batch_forward(config, s.weights, batch, dropout, s.o.label_smoothing, s.trace, &s.dlogits);
+    if (!std::isfinite(r.loss))  // before the update: the weights stay those of the last good step
+      fail(ErrorKind::Value, "train", "the loss became " + std::to_string(r.loss) + " at step " +
+                                          std::to_string(step) + " (learning rate too high?)");
+    for (ParameterView& p : parameter_views(s.grads)) std::fill(p.data, p.data + p.size, 0.0f);
+    batch_backward(config, s.weights, batch, s.trace, s.dlogits, s.grads);
+    tie_gradients(config, s.grads);
+    clip_gradients(s.grads, s.o.clip_norm);
+    s.adam->step(s.weights, s.grads, s.lr);
+  }
   s.state.step = step;
   ++s.next_batch;
   s.loss_sum += r.loss * r.tokens;
@@ -362,6 +417,7 @@ EpochRecord Trainer::finish_epoch() {
   rec.train_nll = s.nll_sum / std::max<long>(s.tokens, 1);
   rec.learning_rate = s.lr;
   rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
+  s.catch_up();  // evaluation, the model file and the checkpoint read the host's weights and Adam state
   rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
   const auto hyps = translate_corpus(config, s.weights, s.model.src_vocab, s.model.tgt_vocab, s.valid.source,
                                      {1, 0.6f, 0});
@@ -397,6 +453,7 @@ EpochRecord Trainer::finish_epoch() {
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
                           {"threads", parallel_threads()},
+                          {"device", s.gpu ? "cuda: " + s.gpu->device_name() : std::string("cpu")},
                           {"history", history}});
       save_model(model, s.o.out_path, s.o.store_f16 ? DType::F16 : DType::F32, s.outputs);
       model.weights = ModelWeights();  // the run's weights are weights(); the file holds the best

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "train/timeline.h"
@@ -38,7 +39,11 @@ struct TrainOptions {
   LearningRateSchedule schedule;
   AdamSettings adam;
   uint64_t seed = 1;
-  int threads = 0;                      // 0: all cores
+  int threads = 0;                      // 0: all cores (the CPU's steps, and evaluation in any case)
+  // Where the steps run (backend/device.h): cpu, or the GPU (cuda; auto where one is usable). On the GPU the
+  // weights, gradients and Adam's moments stay in GPU memory; weights() and each epoch's evaluation and files
+  // read them back. A GPU that fails mid-run hands its state back and the CPU goes on.
+  DeviceRequest device = DeviceRequest::Cpu;
   int final_beam = 4;                   // beam width for the test score at the end
   bool resume = true;                   // continue from checkpoint_path when it exists
   std::string command_line;             // recorded in the provenance

@@ -72,7 +72,8 @@ fs::path make_corpus() {
 
 const std::string kModelArgs =
     " --src xx --tgt yy --d-model 32 --heads 4 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --batch-tokens 100"
-    " --lr 3e-3 --warmup 40 --dropout 0.1 --label-smoothing 0.1 --seed 5 --final-beam 2 --f32";
+    " --lr 3e-3 --warmup 40 --dropout 0.1 --label-smoothing 0.1 --seed 5 --final-beam 2 --f32"
+    " --device cpu";  // the CPU's numbers, bit for bit (tests/cuda trains on the GPU)
 
 // `train` on the corpus in `dir` with the options above.
 std::string train_command(const fs::path& dir, const fs::path& out, int epochs, int threads) {

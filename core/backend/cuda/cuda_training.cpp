@@ -56,7 +56,7 @@ class Backward {
     check_cublas(cuda::cublas().sgemm(m_.handle, CUBLAS_OP_N, CUBLAS_OP_T, w.in, w.out, n, &one, x.data, w.in, dy.data,
                                       w.out, &one, out(g.weight), w.in),
                  "linear backward (weights)");
-    if (g.bias) cuda::add_column_sums(dy.data, n, w.out, out(g.bias), nullptr);
+    if (g.bias) cuda::add_column_sums(dy.data, n, w.out, out(g.bias), partials(n, w.out, 1), nullptr);
     if (!want_dx) return {};
     DMat dx = m_.mat(n, w.in);
     check_cublas(cuda::cublas().sgemm(m_.handle, CUBLAS_OP_N, CUBLAS_OP_N, w.in, n, w.out, &one, w.weight, w.in,
@@ -68,8 +68,13 @@ class Backward {
   DMat layer_norm_backward(const DMat& x, const DLayerNorm& t, const DNorm& w, const DNorm& g, const DMat& dy) {
     DMat dx = m_.mat(x.rows, x.cols);
     cuda::layer_norm_backward(x.data, t.mean, t.stddev, w.gamma, dy.data, x.rows, x.cols, dx.data, out(g.gamma),
-                              out(g.beta), nullptr);
+                              out(g.beta), partials(x.rows, x.cols, 2), nullptr);
     return dx;
+  }
+
+  // Room for `sets` sets of column partial sums (kernels.h).
+  float* partials(int rows, int cols, int sets) {
+    return m_.floats(static_cast<int>(sets * cuda::column_partials_floats(rows, cols)));
   }
 
   DMat times_keep(const DMat& d, const DMat& keep) {

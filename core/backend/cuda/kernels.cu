@@ -163,26 +163,29 @@ __global__ void scale_kernel(float* x, int64_t count, float factor) {
   if (i < count) x[i] *= factor;
 }
 
-__global__ void add_column_sums_kernel(const float* x, int rows, int cols, float* out) {
+// Thread (column c, chunk k): the sums of rows k*kColumnChunk.. of column c (and, with `mean`, of dy * xhat too).
+__global__ void column_partials_kernel(const float* dy, const float* x, const float* mean, const float* stddev,
+                                       int rows, int cols, float* partial_dy, float* partial_dy_xhat) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  const int first = blockIdx.y * kColumnChunk, last = min(rows, first + kColumnChunk);
+  float s = 0.0f, sx = 0.0f;
+  for (int r = first; r < last; ++r) {
+    const int64_t i = static_cast<int64_t>(r) * cols + c;
+    s += dy[i];
+    if (x) sx += dy[i] * ((x[i] - mean[r]) / stddev[r]);
+  }
+  partial_dy[static_cast<int64_t>(blockIdx.y) * cols + c] = s;
+  if (x) partial_dy_xhat[static_cast<int64_t>(blockIdx.y) * cols + c] = sx;
+}
+
+// out[c] += the chunks' partial sums of column c, in chunk order.
+__global__ void finish_column_sums_kernel(const float* partial, int chunks, int cols, float* out) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   float s = 0.0f;
-  for (int r = 0; r < rows; ++r) s += x[static_cast<int64_t>(r) * cols + c];
+  for (int k = 0; k < chunks; ++k) s += partial[static_cast<int64_t>(k) * cols + c];
   out[c] += s;
-}
-
-__global__ void layer_norm_param_grads_kernel(const float* x, const float* mean, const float* stddev, const float* dy,
-                                              int rows, int cols, float* dgamma, float* dbeta) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  float sg = 0.0f, sb = 0.0f;
-  for (int r = 0; r < rows; ++r) {
-    const int64_t i = static_cast<int64_t>(r) * cols + c;
-    sg += dy[i] * ((x[i] - mean[r]) / stddev[r]);
-    sb += dy[i];
-  }
-  dgamma[c] += sg;
-  dbeta[c] += sb;
 }
 
 __global__ void layer_norm_dx_kernel(const float* x, const float* mean, const float* stddev, const float* gamma,
@@ -360,15 +363,23 @@ void scale(float* x, int64_t count, float factor, void* stream) {
   if (count > 0) scale_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(x, count, factor);
 }
 
-void add_column_sums(const float* x, int rows, int cols, float* out, void* stream) {
-  if (cols > 0) add_column_sums_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(x, rows, cols, out);
+void add_column_sums(const float* x, int rows, int cols, float* out, float* partials, void* stream) {
+  if (cols == 0 || rows == 0) return;
+  const int chunks = (rows + kColumnChunk - 1) / kColumnChunk;
+  column_partials_kernel<<<dim3(blocks_for(cols), chunks), kThreads, 0, as_stream(stream)>>>(
+      x, nullptr, nullptr, nullptr, rows, cols, partials, nullptr);
+  finish_column_sums_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(partials, chunks, cols, out);
 }
 
 void layer_norm_backward(const float* x, const float* mean, const float* stddev, const float* gamma, const float* dy,
-                         int rows, int cols, float* dx, float* dgamma, float* dbeta, void* stream) {
+                         int rows, int cols, float* dx, float* dgamma, float* dbeta, float* partials, void* stream) {
   if (rows == 0) return;
-  layer_norm_param_grads_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(x, mean, stddev, dy, rows, cols,
-                                                                                      dgamma, dbeta);
+  const int chunks = (rows + kColumnChunk - 1) / kColumnChunk;
+  float* partial_xhat = partials + static_cast<int64_t>(chunks) * cols;
+  column_partials_kernel<<<dim3(blocks_for(cols), chunks), kThreads, 0, as_stream(stream)>>>(
+      dy, x, mean, stddev, rows, cols, partials, partial_xhat);
+  finish_column_sums_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(partials, chunks, cols, dbeta);
+  finish_column_sums_kernel<<<blocks_for(cols), kThreads, 0, as_stream(stream)>>>(partial_xhat, chunks, cols, dgamma);
   layer_norm_dx_kernel<<<rows, kThreads, 0, as_stream(stream)>>>(x, mean, stddev, gamma, dy, cols, dx);
 }
 

@@ -42,12 +42,19 @@ void multiply(const float* a, const float* b, float* y, int64_t count, void* str
 void add_multiplied(const float* x, const float* f, const float* keep, float* y, int64_t count,
                     void* stream);                                                                // y = x + f * keep
 void scale(float* x, int64_t count, float factor, void* stream);                                  // x *= factor
-// out[c] += sum over rows of x[r][c] (a bias's gradient): one thread per column, rows in order.
-void add_column_sums(const float* x, int rows, int cols, float* out, void* stream);
+// Column sums over many rows run in two passes: partial sums of kColumnChunk rows each (every chunk in parallel),
+// then the partials added in chunk order (the same sums on every run). `partials` must hold
+// column_partials_floats(rows, cols) floats (twice that for layer_norm_backward).
+constexpr int kColumnChunk = 32;
+inline int64_t column_partials_floats(int rows, int cols) {
+  return static_cast<int64_t>((rows + kColumnChunk - 1) / kColumnChunk) * cols;
+}
+// out[c] += sum over rows of x[r][c] (a bias's gradient).
+void add_column_sums(const float* x, int rows, int cols, float* out, float* partials, void* stream);
 // From y = LN(x) (mean, std as recorded): dgamma[c] += sum_r dy * xhat, dbeta[c] += sum_r dy, and
 //   dx = (g - mean(g) - xhat * mean(g * xhat)) / std,   g = dy * gamma
 void layer_norm_backward(const float* x, const float* mean, const float* stddev, const float* gamma, const float* dy,
-                         int rows, int cols, float* dx, float* dgamma, float* dbeta, void* stream);
+                         int rows, int cols, float* dx, float* dgamma, float* dbeta, float* partials, void* stream);
 // d *= act'(pre): ReLU (pre > 0) or the exact GELU's derivative Phi(x) + x phi(x).
 void activation_backward(const float* pre, float* d, int64_t count, int kind, void* stream);
 // Per row of a softmax: ds = p * (dp - sum(dp * p)) * scale.
