@@ -90,11 +90,8 @@ int run_train(const Args& args) {
   p.value("--seed", &o.seed);
   p.value("--threads", &o.threads, 0, 256);
   p.custom("--device", [&](const std::string& v) {
-    try {
-      o.device = parse_device(v);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    if (v != "auto" && v != "cpu" && v != "cuda") return std::string("auto, cpu or cuda");
+    o.device = parse_device(v);
     return std::string();
   });
   p.value("--final-beam", &o.final_beam, 1, 64);

@@ -44,6 +44,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
   training_data_dir_ = options.data_dir.empty() ? multi30k_data_dir() : options.data_dir;
+  training_.set_device(parse_device(options.device));  // checked by the option parser
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;

@@ -33,6 +33,8 @@ const char* kUsage =
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
     "  --data DIR          Multi30k's tokenized files (train.lc.norm.tok.de, .en) for the Training stage\n"
+    "  --device D          where the Training stage's runs compute: auto (the GPU where this build has CUDA\n"
+    "                      and a GPU is usable; the default), cpu, or cuda (a run fails, saying why, without one)\n"
     "                      (default: ../shared/data/multi30k/tok beside the source tree)\n"
     "  --allow-write DIR   the folder a script or lesson may write its screenshots and exports under\n"
     "                      (default: the current folder); they never replace a file\n"
@@ -161,6 +163,11 @@ ParsedOptions parse_app_options(int argc, char** argv) {
         return error(arg == "--data" ? "--data needs the folder of Multi30k's tokenized files; '" + printable(v) + "' is not a folder"
                                      : "--allow-write needs an existing folder; '" + printable(v) + "' is not one");
       (arg == "--data" ? r.options.data_dir : r.options.allow_write_folder) = v;
+    } else if (arg == "--device") {
+      const char* v = value("--device");
+      const std::string d = v ? v : "";
+      if (d != "auto" && d != "cpu" && d != "cuda") return error("--device needs auto, cpu or cuda, not '" + printable(d) + "'");
+      r.options.device = d;
     } else if (arg == "--lesson") {
       const char* v = value("--lesson");
       if (!v || !*v) return error("--lesson needs a file");

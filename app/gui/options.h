@@ -26,6 +26,7 @@ struct AppOptions {
   std::string lesson_path;            // --lesson FILE: run a script interactively (pause waits for a key)
   std::string data_dir;               // --data DIR: Multi30k's tokenized files for live training (default:
                                       // ../shared/data/multi30k/tok beside the source tree, util/paths.h)
+  std::string device = "auto";       // --device auto|cpu|cuda: where the Training stage's runs compute (backend/device.h)
   std::string allow_write_folder = ".";  // --allow-write DIR: where a script or lesson may write (never replacing)
   std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
   bool present = false;               // --present: start in presentation mode

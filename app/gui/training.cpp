@@ -233,6 +233,7 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
   }
   TrainOptions options = recipe->options;
   options.data_dir = data_dir;
+  options.device = device_;
   bool resuming = false;
   if (!save_to.empty()) {
     const std::string checkpoint = save_to + ".checkpoint";

@@ -41,6 +41,8 @@ class Training {
   static constexpr double kRefreshSeconds = 3.0;  // how often the live weights are shown again
 
   Training() = default;
+  // Where the next run's steps compute (--device); the views compute on the CPU whatever it is.
+  void set_device(DeviceRequest device) { device_ = device; }
   Training(const Training&) = delete;
   Training& operator=(const Training&) = delete;
   ~Training();  // stops a run and waits for its worker
@@ -136,6 +138,7 @@ class Training {
   int64_t live_step_shown_ = -1;
   bool follow_live_ = false;
   bool resumed_ = false;
+  DeviceRequest device_ = DeviceRequest::Auto;
   int threads_before_ = 0;          // the core's threads before the run set its own; restored when it ends
   bool force_refresh_ = false;      // refresh_now(): ask at once, whatever the time since the last refresh
   bool weights_requested_ = false;  // asked the worker for a copy; it has not come yet

@@ -162,6 +162,7 @@ void TrainingSession::run() {
     status_.step = trainer_->steps();
     status_.epoch = trainer_->epoch();
     status_.history = trainer_->result().history;
+    status_.device = trainer_->device();
     take_snapshot(0, -1);  // the weights before training (or where a resumed run starts)
     changed_.notify_all();
   }
@@ -227,6 +228,7 @@ void TrainingSession::run() {
     status_.batch = r.batch;
     status_.batches = r.batches;
     status_.learning_rate = r.learning_rate;
+    status_.device = trainer_->device();  // "" once a failing GPU handed the run to the CPU
     status_.tokens_per_second = r.tokens_per_second;
     const double per_step = step_seconds / r.batch;
     status_.seconds_left = per_step * ((r.batches - r.batch) + static_cast<double>(options_.epochs - r.epoch) * r.batches);

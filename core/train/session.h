@@ -40,6 +40,7 @@ class TrainingSession {
     std::vector<LossPoint> losses;       // every step's loss
     std::vector<EpochRecord> history;    // one per finished epoch: validation loss and BLEU
     size_t snapshots = 0;
+    std::string device;   // where the steps run: the GPU's name (TrainOptions::device), or "" for the CPU
     std::string message;  // Failed: what went wrong and at which step; otherwise empty
   };
 

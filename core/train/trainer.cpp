@@ -349,6 +349,7 @@ const ModelWeights& Trainer::weights() const {
   s_->catch_up();  // between steps (the trainer's one thread): the GPU holds still
   return s_->weights;
 }
+std::string Trainer::device() const { return s_->gpu ? s_->gpu->device_name() : std::string(); }
 int64_t Trainer::steps() const { return s_->state.step; }
 int Trainer::epoch() const { return done() ? s_->state.finished_epochs : s_->epoch; }
 int Trainer::batch() const { return static_cast<int>(s_->next_batch); }

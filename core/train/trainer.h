@@ -114,6 +114,7 @@ class Trainer {
 
   const Model& model() const;  // config, vocabularies and tokenizer of the run; its weights are weights()
   const ModelWeights& weights() const;
+  std::string device() const;  // where the steps run: the GPU's name, or "" for the CPU
   int64_t steps() const;       // optimiser steps so far
   int epoch() const;           // the epoch in progress, or the last one when done()
   int batch() const;           // batches done in the current epoch

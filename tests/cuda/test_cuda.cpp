@@ -20,6 +20,7 @@
 #include "model/tokenizer.h"
 #include "../unit/renaming_corpus.h"
 #include "train/batched_model.h"
+#include "train/session.h"
 #include "train/trainer.h"
 #include "train/init.h"
 #include "train/optimizer.h"
@@ -261,7 +262,9 @@ TEST(CudaTraining, OneStepEqualsTheCpu) {
       };
       const float g_scale = largest(cg[k]), v_scale = largest(cv[k]);
       for (Eigen::Index i = 0; i < cg[k].size; ++i) {
-        ASSERT_NEAR(gg[k].data[i], cg[k].data[i], 1e-4f * g_scale + 1e-9f) << tc.name << " gradient " << cg[k].name << " [" << i << "]";
+        // (A gradient that is 0 in exact arithmetic holds rounding noise alone: its floor is the model's scale.)
+        ASSERT_NEAR(gg[k].data[i], cg[k].data[i], 1e-4f * std::max(g_scale, 1e-3f * global_scale))
+            << tc.name << " gradient " << cg[k].name << " [" << i << "]";
         ASSERT_NEAR(gm[k].data[i], cm[k].data[i], 1e-4f * 0.1f * g_scale + 1e-10f) << tc.name << " m " << cg[k].name;
         ASSERT_NEAR(gv[k].data[i], cv[k].data[i], 1e-4f * v_scale + 1e-14f) << tc.name << " v " << cg[k].name;
         if (std::abs(cg[k].data[i]) > 1e-3f * g_scale && std::abs(cg[k].data[i]) > 1e-5f * global_scale) {
@@ -290,8 +293,8 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
   o.model.n_heads = 4;
   o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
   o.model.d_ff = 64;
-  o.epochs = 3;
-  o.batch_tokens = 200;
+  o.epochs = 4;
+  o.batch_tokens = 100;
   o.schedule.peak = 3e-3f;
   o.schedule.warmup_steps = 40;
   o.seed = 5;
@@ -310,13 +313,51 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
       gpu_weights = t.weights();
     }
   }
-  ASSERT_EQ(runs[0].size(), 3u);
+  ASSERT_EQ(runs[0].size(), 4u);
   for (size_t e = 0; e < runs[0].size(); ++e) {
     EXPECT_NEAR(runs[1][e].train_loss, runs[0][e].train_loss, 2e-3 * runs[0][e].train_loss) << "epoch " << e + 1;
     EXPECT_NEAR(runs[1][e].valid_nll, runs[0][e].valid_nll, 5e-3 * runs[0][e].valid_nll + 1e-3) << "epoch " << e + 1;
   }
-  EXPECT_LT(runs[1].back().train_loss, 0.6 * runs[1].front().train_loss) << "the GPU's run learns";
+  // On the CPU this run's loss falls from about 3.3 to 2.4 (stepformer-cli train on such a corpus).
+  EXPECT_LT(runs[1].back().train_loss, 0.85 * runs[1].front().train_loss) << "the GPU's run learns";
+  EXPECT_LT(runs[1].back().valid_nll, runs[1].front().valid_nll);
   EXPECT_GT(gpu_weights.encoder_layers.size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// The app's live run (train/session.h, the Training stage) on the GPU: it says where it trains, its timeline and the
+// weights it hands out are the GPU's, and it learns.
+TEST(CudaTraining, ALiveSessionTrainsOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-cuda-session";
+  write_renaming_corpus(dir, "de", "en", 400, 40, 20, 4);
+  TrainOptions o;
+  o.data_dir = dir.string();
+  o.model.d_model = 32;
+  o.model.n_heads = 4;
+  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
+  o.model.d_ff = 64;
+  o.epochs = 4;
+  o.batch_tokens = 100;
+  o.schedule.peak = 3e-3f;
+  o.schedule.warmup_steps = 40;
+  o.device = DeviceRequest::Cuda;
+  TrainingSession session(o);
+  ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(120)));
+  const TrainingSession::Status st = session.status();
+  ASSERT_EQ(st.state, TrainingSession::State::Finished) << st.message;
+  EXPECT_EQ(st.device, backend_info().cuda_device_name);
+  ASSERT_EQ(st.history.size(), 4u);
+  EXPECT_LT(st.history.back().valid_nll, st.history.front().valid_nll);
+  Model now;
+  int64_t step = 0;
+  ASSERT_TRUE(session.weights_now(now, step));
+  const TrainingTimeline timeline = session.timeline();
+  ASSERT_GE(timeline.snapshots.size(), 2u);
+  Model first = timeline.model;
+  first.weights = timeline.snapshots.front().weights;
+  EXPECT_GT((now.weights.generator.weight - first.weights.generator.weight).cwiseAbs().maxCoeff(), 1e-3f)
+      << "the weights handed out moved from step 0: they are the GPU's";
   std::filesystem::remove_all(dir);
 }
 

@@ -272,8 +272,8 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   // Which device computes what this app shows: the CPU (the CUDA backend serves the CLI so far).
   const BackendInfo& backend = backend_info();
   if (backend.cuda_available)
-    ImGui::TextWrapped("Computed on the CPU, %d threads. GPU %s: used by stepformer-cli trace and translate "
-                       "(--device), not yet by these views.",
+    ImGui::TextWrapped("Computed on the CPU, %d threads. GPU %s: trains the Training stage's runs and serves "
+                       "stepformer-cli trace, translate and train (--device); these views do not use it yet.",
                        parallel_threads(), backend.cuda_device_name.c_str());
   else
     ImGui::TextWrapped("Computed on the CPU, %d threads.", parallel_threads());

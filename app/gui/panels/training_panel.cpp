@@ -125,6 +125,8 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
     ImGui::ProgressBar(static_cast<float>(st.batch) / static_cast<float>(st.batches), ImVec2(-1, 0));
     ImGui::Text("learning rate %.2e   %.0f tokens/s   %s left", st.learning_rate, st.tokens_per_second,
                 minutes_seconds(st.seconds_left).c_str());
+    if (st.device.empty()) ImGui::TextDisabled("computing on the CPU");
+    else ImGui::TextDisabled("computing on the GPU: %s", st.device.c_str());
   } else {
     ImGui::Text("%s: reading the data and building the vocabularies...", state_name);
   }
