@@ -489,6 +489,38 @@ TEST(CudaDevice, WithoutAGpuCudaIsAnErrorAndAutoTheCpu) {
         << what;
   }
   EXPECT_THROW(parse_device("gpu"), Error);
+  // Training: cuda is refused before a step, saying why (the trainer, and the app's live session); auto trains on
+  // the CPU.
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-no-gpu-train";
+  write_renaming_corpus(dir, "de", "en", 60, 10, 10, 2);
+  TrainOptions o;
+  o.data_dir = dir.string();
+  o.model.d_model = 16;
+  o.model.n_heads = 2;
+  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
+  o.model.d_ff = 16;
+  o.epochs = 1;
+  o.device = DeviceRequest::Cuda;
+  try {
+    Trainer t(o);
+    FAIL() << "training on cuda without a GPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+  }
+  {
+    TrainingSession session(o);
+    ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(60)));
+    const TrainingSession::Status st = session.status();
+    EXPECT_EQ(st.state, TrainingSession::State::Failed);
+    EXPECT_TRUE(st.message.find("no usable GPU") != std::string::npos ||
+                st.message.find("no CUDA backend") != std::string::npos)
+        << st.message;
+  }
+  o.device = DeviceRequest::Auto;
+  Trainer on_cpu(o);
+  EXPECT_EQ(on_cpu.device(), "");
+  on_cpu.step();
+  std::filesystem::remove_all(dir);
   // The CLI: exit 1 with the reason, nothing translated; auto translates on the CPU without a word about it.
   int status = 0;
   const std::string out = run_cli("translate \"Ein Mann.\" --device cuda", &status);
