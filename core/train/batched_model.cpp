@@ -7,10 +7,8 @@
 
 namespace sf {
 
-namespace {
-
-void check_batch(const Config& c, const Batch& b) {
-  auto bad = [](const std::string& what) { fail(ErrorKind::Input, "batch_forward", what); };
+void check_batch(const Config& c, const Batch& b, const char* where) {
+  auto bad = [&](const std::string& what) { fail(ErrorKind::Input, where, what); };
   if (b.size <= 0 || b.source_length <= 0 || b.target_length <= 0) bad("empty batch");
   if (b.source_length > c.max_positions || b.target_length > c.max_positions)
     bad("a sequence is longer than max_positions (" + std::to_string(c.max_positions) + ")");
@@ -25,11 +23,9 @@ void check_batch(const Config& c, const Batch& b) {
       if (id < 0 || id >= c.tgt_vocab_size) bad("target id " + std::to_string(id) + " outside the vocabulary");
 }
 
-}  // namespace
-
 LossResult batch_forward(const Config& c, const ModelWeights& w, const Batch& batch, const DropoutSettings& settings,
                          float smoothing, BatchTrace& t, Mat* dlogits) {
-  check_batch(c, batch);
+  check_batch(c, batch, "batch_forward");
   Dropout dropout(settings);
   t.batch = batch.size;
   t.source_length = batch.source_length;

@@ -25,6 +25,11 @@ struct BatchTrace : Trace {
   int batch = 0, source_length = 0, target_length = 0;  // B, S, T
 };
 
+// The checks of a batch against the model (ErrorKind::Input naming `where`): not empty, no sequence longer than
+// config.max_positions, arrays of the batch's sizes, every id inside its vocabulary. batch_forward and the GPU's
+// train_step (backend/cuda_model.h) make them first.
+void check_batch(const Config& config, const Batch& batch, const char* where);
+
 // Forward over the batch, the loss against batch.target_out (label smoothing `smoothing`), and, when
 // dlogits is given, dL/dlogits for batch_backward.
 LossResult batch_forward(const Config& config, const ModelWeights& weights, const Batch& batch,

@@ -280,6 +280,26 @@ TEST(CudaTraining, OneStepEqualsTheCpu) {
   }
 }
 
+// A run small enough to learn the renaming corpus (renaming_corpus.h) in seconds: d_model 32, 4 heads, 1+1
+// layers, batches of 100 tokens, warm-up to 3e-3 over 40 steps.
+TrainOptions tiny_run(const std::filesystem::path& dir, const std::string& src, const std::string& tgt, int epochs,
+                      DeviceRequest device) {
+  TrainOptions o;
+  o.data_dir = dir.string();
+  o.source_language = src;
+  o.target_language = tgt;
+  o.model.d_model = 32;
+  o.model.n_heads = 4;
+  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
+  o.model.d_ff = 64;
+  o.epochs = epochs;
+  o.batch_tokens = 100;
+  o.schedule.peak = 3e-3f;
+  o.schedule.warmup_steps = 40;
+  o.device = device;
+  return o;
+}
+
 // A whole run through the trainer (train/trainer.h) on the GPU and on the CPU: the same data, batches and dropout
 // masks, so the two runs follow one another within rounding, and the GPU's run learns the task. The weights the
 // trainer hands out (weights()) are the GPU's.
@@ -287,18 +307,7 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-cuda-train";
   write_renaming_corpus(dir, "xx", "yy", 400, 40, 20, 3);
-  TrainOptions o;
-  o.data_dir = dir.string();
-  o.source_language = "xx";
-  o.target_language = "yy";
-  o.model.d_model = 32;
-  o.model.n_heads = 4;
-  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
-  o.model.d_ff = 64;
-  o.epochs = 4;
-  o.batch_tokens = 100;
-  o.schedule.peak = 3e-3f;
-  o.schedule.warmup_steps = 40;
+  TrainOptions o = tiny_run(dir, "xx", "yy", 4, DeviceRequest::Cpu);
   o.seed = 5;
   std::vector<EpochRecord> runs[2];
   ModelWeights gpu_weights;
@@ -333,18 +342,7 @@ TEST(CudaTraining, ALiveSessionTrainsOnTheGpu) {
   SKIP_WITHOUT_GPU();
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-cuda-session";
   write_renaming_corpus(dir, "de", "en", 400, 40, 20, 4);
-  TrainOptions o;
-  o.data_dir = dir.string();
-  o.model.d_model = 32;
-  o.model.n_heads = 4;
-  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
-  o.model.d_ff = 64;
-  o.epochs = 4;
-  o.batch_tokens = 100;
-  o.schedule.peak = 3e-3f;
-  o.schedule.warmup_steps = 40;
-  o.device = DeviceRequest::Cuda;
-  TrainingSession session(o);
+  TrainingSession session(tiny_run(dir, "de", "en", 4, DeviceRequest::Cuda));
   ASSERT_TRUE(session.wait_until_ended(std::chrono::seconds(120)));
   const TrainingSession::Status st = session.status();
   ASSERT_EQ(st.state, TrainingSession::State::Finished) << st.message;
@@ -493,14 +491,7 @@ TEST(CudaDevice, WithoutAGpuCudaIsAnErrorAndAutoTheCpu) {
   // the CPU.
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-no-gpu-train";
   write_renaming_corpus(dir, "de", "en", 60, 10, 10, 2);
-  TrainOptions o;
-  o.data_dir = dir.string();
-  o.model.d_model = 16;
-  o.model.n_heads = 2;
-  o.model.n_encoder_layers = o.model.n_decoder_layers = 1;
-  o.model.d_ff = 16;
-  o.epochs = 1;
-  o.device = DeviceRequest::Cuda;
+  TrainOptions o = tiny_run(dir, "de", "en", 1, DeviceRequest::Cuda);
   try {
     Trainer t(o);
     FAIL() << "training on cuda without a GPU was accepted";

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/device_model.h"
 #include "backend/cuda_model.h"
+#include "train/batched_model.h"
 
 namespace sf {
 
@@ -269,19 +270,7 @@ LossResult CudaModel::train_step(const Batch& batch, const DropoutSettings& drop
   Impl& m = *impl_;
   const Config& c = m.config;
   if (!m.grad_memory) fail(ErrorKind::Input, "train_step", "start_training first");
-  auto bad = [](const std::string& what) { fail(ErrorKind::Input, "train_step", what); };
-  if (batch.size <= 0 || batch.source_length <= 0 || batch.target_length <= 0) bad("empty batch");
-  if (batch.source_length > c.max_positions || batch.target_length > c.max_positions)
-    bad("a sequence is longer than max_positions (" + std::to_string(c.max_positions) + ")");
-  if (batch.source.size() != static_cast<size_t>(batch.size) * batch.source_length ||
-      batch.target_in.size() != static_cast<size_t>(batch.size) * batch.target_length ||
-      batch.target_out.size() != batch.target_in.size())
-    bad("batch arrays do not match its sizes");
-  for (int id : batch.source)
-    if (id < 0 || id >= c.src_vocab_size) bad("source id " + std::to_string(id) + " outside the vocabulary");
-  for (const auto* ids : {&batch.target_in, &batch.target_out})
-    for (int id : *ids)
-      if (id < 0 || id >= c.tgt_vocab_size) bad("target id " + std::to_string(id) + " outside the vocabulary");
+  check_batch(c, batch, "train_step");
 
   // Forward with dropout (the masks the CPU would make for this step), then the loss.
   DevicePass p;

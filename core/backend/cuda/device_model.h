@@ -36,55 +36,40 @@ inline void check_cublas(cublasStatus_t status, const char* what) {
     fail(ErrorKind::Unsupported, "cuda", std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
 }
 
-// GPU memory of one buffer; grows (never shrinks) to the largest size asked, rounded up so that a decoder pass
-// one token longer than the last reuses it.
-class DeviceBuffer {
+// Memory that grows (never shrinks) to the largest size asked, rounded up to a power of two so that a decoder pass
+// one token longer than the last reuses it: GPU memory (kPinned false), or page-locked host memory, what uploads
+// are staged in so that the copy runs after the kernels before it without the host waiting for them (a copy from
+// ordinary memory waits).
+template <bool kPinned>
+class GrowingBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  GrowingBuffer() = default;
+  ~GrowingBuffer() { release(); }
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
   void* reserve(size_t bytes) {
     if (bytes <= capacity_) return ptr_;
     size_t rounded = 256;
     while (rounded < bytes) rounded <<= 1;
-    cudaFree(ptr_);
-    ptr_ = nullptr;
-    capacity_ = 0;
-    check_cuda(cudaMalloc(&ptr_, rounded), ("cudaMalloc of " + mib(rounded)).c_str());
+    release();
+    const cudaError_t status = kPinned ? cudaMallocHost(&ptr_, rounded) : cudaMalloc(&ptr_, rounded);
+    check_cuda(status, ((kPinned ? "cudaMallocHost of " : "cudaMalloc of ") + mib(rounded)).c_str());
     capacity_ = rounded;
     return ptr_;
   }
 
  private:
-  void* ptr_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-// Page-locked host memory, grown as DeviceBuffer: what uploads are staged in, so that the copy to the GPU runs
-// after the kernels before it without the host waiting for them (a copy from ordinary memory waits).
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* reserve(size_t bytes) {
-    if (bytes <= capacity_) return ptr_;
-    size_t rounded = 256;
-    while (rounded < bytes) rounded <<= 1;
-    cudaFreeHost(ptr_);
+  void release() {
+    if (kPinned) cudaFreeHost(ptr_);
+    else cudaFree(ptr_);
     ptr_ = nullptr;
     capacity_ = 0;
-    check_cuda(cudaMallocHost(&ptr_, rounded), ("cudaMallocHost of " + mib(rounded)).c_str());
-    capacity_ = rounded;
-    return ptr_;
   }
-
- private:
   void* ptr_ = nullptr;
   size_t capacity_ = 0;
 };
+using DeviceBuffer = GrowingBuffer<false>;
+using PinnedBuffer = GrowingBuffer<true>;
 
 // A matrix on the GPU: rows x cols floats, row-major.
 struct DMat {
