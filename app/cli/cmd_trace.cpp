@@ -153,28 +153,17 @@ int run_trace(const Args& args) {
   }
 
   Trace trace;
-  std::string note;
-  const std::unique_ptr<CudaModel> gpu = open_device(device, c, m.weights, &note);
-  if (!note.empty()) std::fprintf(stderr, "stepformer-cli trace: %s\n", printable(note).c_str());
-  bool traced = false;
-  if (gpu) {
-    try {
-      if (!have_tgt) {  // the pass that chose the last token: bos and every generated token but the last
-        const std::vector<int> generated = gpu->greedy(src, iv, max_length);
-        tgt = {c.bos_id};
-        tgt.insert(tgt.end(), generated.begin(), generated.end() - 1);
-      }
-      gpu->forward(src, tgt, iv, trace);
-      traced = true;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Unsupported) throw;
-      std::fprintf(stderr, "stepformer-cli trace: the GPU failed (%s); computing on the CPU\n", printable(e.what()).c_str());
+  const bool on_gpu = run_on_gpu("trace", device, m, [&](CudaModel& gpu) {
+    if (!have_tgt) {  // the pass that chose the last token: bos and every generated token but the last
+      const std::vector<int> generated = gpu.greedy(src, iv, max_length);
+      tgt = {c.bos_id};
+      tgt.insert(tgt.end(), generated.begin(), generated.end() - 1);
     }
-  }
-  if (traced) {
-  } else if (have_tgt) {
+    gpu.forward(src, tgt, iv, trace);
+  });
+  if (!on_gpu && have_tgt) {
     trace = forward(c, m.weights, src, tgt, iv);
-  } else {
+  } else if (!on_gpu) {
     DecodeOptions options;
     options.max_length = max_length;
     Decoder decoder(c, m.weights, src, iv, options);

@@ -63,22 +63,10 @@ int run_translate(const Args& args) {
   options.beam_width = beam;
   options.max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
   std::vector<int> generated;
-  bool decoded = false;
-  std::string note;
-  const std::unique_ptr<CudaModel> gpu =
-      beam > 1 ? nullptr : open_device(device, model.config, model.weights, &note);
-  if (!note.empty()) std::fprintf(stderr, "stepformer-cli translate: %s\n", printable(note).c_str());
-  if (gpu) {
-    try {
-      generated = gpu->greedy(token_ids(source), {}, options.max_length);
-      decoded = true;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Unsupported) throw;
-      std::fprintf(stderr, "stepformer-cli translate: the GPU failed (%s); decoding on the CPU\n",
-                   printable(e.what()).c_str());
-    }
-  }
-  if (!decoded) {
+  const bool on_gpu = beam == 1 && run_on_gpu("translate", device, model, [&](CudaModel& gpu) {
+    generated = gpu.greedy(token_ids(source), {}, options.max_length);
+  });
+  if (!on_gpu) {
     Decoder decoder(model.config, model.weights, token_ids(source), {}, options);
     decoder.run();
     generated = decoder.generated();

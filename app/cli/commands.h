@@ -1,9 +1,11 @@
 // stepformer-cli subcommands: one file per command in app/cli/, registered in the table in main.cpp.
 // Each returns the process exit code; sf::Error escaping a command is printed by main and gives exit code 1.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "model/model.h"
 
 namespace sf::cli {
@@ -24,6 +26,12 @@ const std::vector<Command>& commands();
 // Loads MODEL (the shipped de-en model when `path` is empty) and prints the loader's warnings (unknown tensors,
 // unknown config keys) to stderr, each as "stepformer-cli COMMAND: warning: ...", escaped (util/printable.h).
 Model load_model_warning(const char* command, const std::string& path);
+
+// Runs `work` on the GPU that --device chose (backend/device.h; a note about it printed as "stepformer-cli COMMAND:
+// ..."): true when it ran there; false, for the caller to compute on the CPU, when no GPU was chosen or the GPU
+// failed (ErrorKind::Unsupported, said once). Other errors pass through.
+bool run_on_gpu(const char* command, DeviceRequest device, const Model& model,
+                const std::function<void(CudaModel& gpu)>& work);
 
 // The sentence a command was given, checked: text with no word in it (empty or blank) is an ErrorKind::Input
 // naming the fix, never a translation of nothing.

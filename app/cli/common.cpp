@@ -7,6 +7,23 @@
 
 namespace sf::cli {
 
+bool run_on_gpu(const char* command, DeviceRequest device, const Model& model,
+                const std::function<void(CudaModel& gpu)>& work) {
+  std::string note;
+  const std::unique_ptr<CudaModel> gpu = open_device(device, model.config, model.weights, &note);
+  if (!note.empty()) std::fprintf(stderr, "stepformer-cli %s: %s\n", command, printable(note).c_str());
+  if (!gpu) return false;
+  try {
+    work(*gpu);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Unsupported) throw;
+    std::fprintf(stderr, "stepformer-cli %s: the GPU failed (%s); computing on the CPU\n", command,
+                 printable(e.what()).c_str());
+    return false;
+  }
+}
+
 Model load_model_warning(const char* command, const std::string& path) {
   std::vector<std::string> warnings;
   Model model = load_model(path.empty() ? shipped_model_path() : path, &warnings);

@@ -47,8 +47,6 @@ class CudaModel {
   // As forward(config, weights, src, tgt, interventions, trace): fills every member of `trace`.
   void forward(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids, const Interventions& interventions,
                Trace& trace);
-  // The logits (T, Vt) of the same pass, nothing else copied back (the benchmark's and greedy's pass).
-  Mat logits(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids, const Interventions& interventions);
   // The same pass with nothing copied back (it stays in GPU memory until the next call): what a benchmark times
   // against PyTorch's forward, whose output stays on the GPU too.
   void compute(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids, const Interventions& interventions);
@@ -79,8 +77,6 @@ class CudaModel {
   void download_adam(ModelWeights& first_moment, ModelWeights& second_moment) const;
   int64_t adam_steps() const;
 
-  const Config& config() const;
-  size_t weight_bytes() const;      // GPU memory the weights take
   std::string device_name() const;  // "NVIDIA H100 80GB HBM3"
 
   struct Impl;  // the GPU side (backend/cuda/device_model.h), opaque here

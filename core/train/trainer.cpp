@@ -225,26 +225,29 @@ struct Trainer::State {
   float lr = 0;
   Clock::time_point epoch_start;
   // Training on the GPU: the weights and Adam's moments live there; `weights` and `adam` on the host are brought up
-  // to date when read (host_behind: steps have run since the last copy).
+  // to date when read: the weights for whoever reads them (the app every few seconds), Adam's moments only for a
+  // checkpoint or to go on on the CPU (the steps taken since each was last copied).
   std::unique_ptr<CudaModel> gpu;
-  bool host_behind = false;
+  int64_t weights_copied_at = 0, adam_copied_at = 0;
 
   void log(const std::string& s) const {
     if (log_fn) log_fn(s);
   }
-  // The host's weights and Adam state = the GPU's.
-  void catch_up() {
-    if (!gpu || !host_behind) return;
-    gpu->download_weights(weights);
+  // The host's weights (and, with_adam, Adam's state) = the GPU's.
+  void catch_up(bool with_adam) {
+    if (!gpu) return;
+    if (weights_copied_at != state.step) gpu->download_weights(weights);
+    weights_copied_at = state.step;
+    if (!with_adam || adam_copied_at == state.step) return;
     gpu->download_adam(adam->first_moment(), adam->second_moment());
     adam->set_step_count(gpu->adam_steps());
-    host_behind = false;
+    adam_copied_at = state.step;
   }
   // The GPU failed (out of memory, say): its state comes back to the host and the CPU goes on, or, where even
   // that fails, the error says what was lost.
   void leave_gpu(const Error& why) {
     try {
-      catch_up();
+      catch_up(true);
     } catch (const Error&) {
       fail(ErrorKind::Unsupported, "train",
            std::string(why.what()) + "; the GPU's weights could not be read back: resume from the checkpoint of epoch " +
@@ -330,6 +333,7 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   if (s.gpu) {
     try {
       s.gpu->start_training(o.adam, &s.adam->first_moment(), &s.adam->second_moment(), s.adam->step_count());
+      s.weights_copied_at = s.adam_copied_at = s.state.step;  // the GPU starts from the host's state
       s.log("training on the GPU: " + s.gpu->device_name());
     } catch (const Error& e) {
       if (o.device == DeviceRequest::Cuda || e.kind() != ErrorKind::Unsupported) throw;
@@ -346,7 +350,7 @@ bool Trainer::done() const { return s_->state.finished_epochs >= s_->o.epochs; }
 bool Trainer::epoch_complete() const { return !done() && s_->next_batch >= s_->plan.size(); }
 const Model& Trainer::model() const { return s_->model; }
 const ModelWeights& Trainer::weights() const {
-  s_->catch_up();  // between steps (the trainer's one thread): the GPU holds still
+  s_->catch_up(false);  // between steps (the trainer's one thread): the GPU holds still
   return s_->weights;
 }
 std::string Trainer::device() const { return s_->gpu ? s_->gpu->device_name() : std::string(); }
@@ -371,7 +375,7 @@ StepRecord Trainer::step() {
   if (s.gpu) {
     try {
       r = s.gpu->train_step(batch, dropout, s.o.label_smoothing, s.o.clip_norm, s.lr);
-      s.host_behind = stepped = true;
+      stepped = true;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Unsupported) throw;
       s.leave_gpu(e);  // then this step on the CPU
@@ -418,7 +422,7 @@ EpochRecord Trainer::finish_epoch() {
   rec.train_nll = s.nll_sum / std::max<long>(s.tokens, 1);
   rec.learning_rate = s.lr;
   rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
-  s.catch_up();  // evaluation, the model file and the checkpoint read the host's weights and Adam state
+  s.catch_up(s.writes);  // evaluation and the model file read the host's weights; the checkpoint Adam's state
   rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
   const auto hyps = translate_corpus(config, s.weights, s.model.src_vocab, s.model.tgt_vocab, s.valid.source,
                                      {1, 0.6f, 0});

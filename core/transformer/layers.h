@@ -40,8 +40,8 @@ struct DropoutSettings {
   uint64_t step = 0;
 };
 
-// Counter-based masks: element i of the k-th mask made in a pass at step s is kept iff hash(seed, s, k, i) >= p.
-// The same masks come out whatever the number of threads, and no generator state needs saving in a checkpoint.
+// Counter-based masks (transformer/dropout_mask.h): element i of the k-th mask made in a pass at step s is kept iff
+// hash(seed, s, k, i) >= p. The same masks whatever the number of threads, and no generator state to checkpoint.
 class Dropout {
  public:
   explicit Dropout(const DropoutSettings& settings) : s_(settings) {}
@@ -57,7 +57,9 @@ class Dropout {
 
 // [SECTION] embeddings
 // The checks of embed_rows alone (ErrorKind::Input): not empty, ids inside the vocabulary, positions inside
-// the model's (and the learned table's).
+// the model's (and the learned table's). check_token_ids makes those that need the config only (what a model
+// whose weights live elsewhere, on a GPU, checks).
+void check_token_ids(const Config& config, bool source, const std::vector<int>& ids, const std::vector<int>& positions);
 void check_embedding_input(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
                            const std::vector<int>& positions);
 // Token embedding + position for `ids` at `positions` (one position per row), dropout on the sum; checks ids

@@ -101,18 +101,18 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   const bool sinusoidal = config.positional_encoding == PositionalEncoding::Sinusoidal;
   const Mat* table = sinusoidal ? &cached_sinusoidal_encoding(config.max_positions, config.d_model) : nullptr;
   if (table) floats += static_cast<size_t>(table->size());
-  m.weight_bytes = floats * sizeof(float);
+  const size_t weight_bytes = floats * sizeof(float);
   size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   // The weights and room for a pass's workspace (an eighth of the weights, at least 64 MiB).
-  const size_t needed = m.weight_bytes + std::max<size_t>(m.weight_bytes / 8, size_t{64} << 20);
+  const size_t needed = weight_bytes + std::max<size_t>(weight_bytes / 8, size_t{64} << 20);
   const size_t available = memory_limit_bytes > 0 ? std::min(free_bytes, memory_limit_bytes) : free_bytes;
   if (needed > available)
     fail(ErrorKind::Unsupported, "cuda",
          "the model needs " + mib(needed) + " of GPU memory, " + m.name + " has " + mib(available) + " free");
   check_cublas(cuda::cublas().create(&m.handle), "cublasCreate");
   check_cublas(cuda::cublas().set_math_mode(m.handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // FP32, no TF32
-  check_cuda(cudaMalloc(reinterpret_cast<void**>(&m.weight_memory), m.weight_bytes), "cudaMalloc of the weights");
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&m.weight_memory), weight_bytes), "cudaMalloc of the weights");
   m.w.encoder.resize(static_cast<size_t>(config.n_encoder_layers));
   m.w.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
   size_t offset = 0;
@@ -125,7 +125,11 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   for_each_weight(&config, weights, [&](const ConstWeightRef& r) {
     if (r.size() != (r.cols ? r.rows * r.cols : r.rows))
       fail(ErrorKind::Shape, "CudaModel", "weight " + r.name + " does not have the config's shape");
-    m.layout.push_back(r);
+    ConstWeightRef what = r;
+    what.matrix = nullptr;
+    what.vector = nullptr;
+    what.linear = nullptr;
+    m.layout.push_back(std::move(what));
     m.offsets.push_back(offset);
     place(m.w, r, put(r.data(), static_cast<size_t>(r.size())));
   });
@@ -135,8 +139,6 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
 
 CudaModel::~CudaModel() = default;
 
-const Config& CudaModel::config() const { return impl_->config; }
-size_t CudaModel::weight_bytes() const { return impl_->weight_bytes; }
 std::string CudaModel::device_name() const { return impl_->name; }
 
 void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,
@@ -188,17 +190,6 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   copy_to_host(p.dec_out, trace.dec_out);
   copy_to_host(p.logits, trace.logits);
   copy_to_host(p.probs, trace.probs);
-}
-
-Mat CudaModel::logits(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,
-                      const Interventions& interventions) {
-  Impl& m = *impl_;
-  m.check_input(src_ids, tgt_ids, interventions);
-  DevicePass p;
-  m.run(src_ids, tgt_ids, 1, interventions, 0, p);
-  Mat out;
-  copy_to_host(p.logits, out);
-  return out;
 }
 
 void CudaModel::compute(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cuda/device_model.h"
 #include "backend/cuda_model.h"
@@ -20,6 +21,31 @@ DWeights weights_at(const CudaModel::Impl& m, float* base) {
   d.decoder.resize(m.w.decoder.size());
   for (size_t i = 0; i < m.layout.size(); ++i) place(d, m.layout[i], base + m.offsets[i]);
   return d;
+}
+
+// Host weights <-> GPU memory laid out as weight_memory (gradients, Adam's moments): to the GPU from const host
+// weights, back into mutable ones (their half copies dropped: the floats change under them).
+template <typename W>
+void transfer(const CudaModel::Impl& m, float* base, W& host, const char* what) {
+  if (!base) fail(ErrorKind::Input, "cuda", std::string("no ") + what + " on the GPU: start_training first");
+  constexpr bool to_gpu = std::is_const_v<W>;
+  size_t i = 0;
+  for_each_weight(&m.config, host, [&](const WeightRefT<W>& r) {
+    const size_t n = static_cast<size_t>(r.size());
+    if (i >= m.layout.size() || n != m.floats_of(i))
+      fail(ErrorKind::Shape, "cuda", std::string(what) + ": " + r.name + " is not shaped as the model's");
+    float* gpu = base + m.offsets[i];
+    if constexpr (to_gpu) {
+      check_cuda(cudaMemcpy(gpu, r.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy to the GPU");
+    } else {
+      if (r.linear) {
+        r.linear->half.reset();
+        r.linear->half_of = nullptr;
+      }
+      check_cuda(cudaMemcpy(r.data(), gpu, n * sizeof(float), cudaMemcpyDeviceToHost), "copy to host");
+    }
+    ++i;
+  });
 }
 
 // Gradient pointers are written through: DWeights holds them as const (it was made for the weights).
@@ -85,8 +111,6 @@ class Backward {
     return y;
   }
 
-  DMat add(const DMat& a, const DMat& b) { return m_.add(a, b); }
-
   DMat feed_forward(const DMat& x, const DFeedForward& f, const DLayerWeights& w, const DLayerWeights& g,
                     const DMat& d_out) {
     DMat dh = linear_backward(f.hidden, w.fc2, g.fc2, d_out, true);  // (N, F)
@@ -149,7 +173,7 @@ class Backward {
                                               tk, &zero, arr(kDK), C, pairs),
                  "attention backward dK");
     DMat d_x_q = linear_backward(x_q, w.q, g.q, dq, true);
-    d_x_kv = add(linear_backward(x_kv, w.k, g.k, dk, true), linear_backward(x_kv, w.v, g.v, dv, true));
+    d_x_kv = m_.add(linear_backward(x_kv, w.k, g.k, dk, true), linear_backward(x_kv, w.v, g.v, dv, true));
     return d_x_q;
   }
 
@@ -162,17 +186,17 @@ class Backward {
              const DMat& keep, const F& f_backward, const DMat& d_out) {
     if (m_.config.norm_placement == NormPlacement::Post) {
       const DMat dr = layer_norm_backward(residual, norm, nw, ng, d_out);
-      return add(dr, f_backward(x, times_keep(dr, keep)));
+      return m_.add(dr, f_backward(x, times_keep(dr, keep)));
     }
     const DMat d_f_input = f_backward(norm.out, times_keep(d_out, keep));
-    return add(d_out, layer_norm_backward(x, norm, nw, ng, d_f_input));
+    return m_.add(d_out, layer_norm_backward(x, norm, nw, ng, d_f_input));
   }
 
   DMat self_attention(const DMat& in, const DAttention& a, const DAttentionWeights& w, const DAttentionWeights& g,
                       const DMat& d) {
     DMat d_kv;
     const DMat d_q = attention(in, in, a, w, g, d, d_kv);
-    return add(d_q, d_kv);
+    return m_.add(d_q, d_kv);
   }
 
   DMat encoder_layer(int l, const DMat& d_out) {
@@ -227,9 +251,6 @@ class Backward {
   DMat d_encoder_out_;
 };
 
-// Element counts of the members of a DWeights that tie_gradients touches.
-int64_t table_floats(int rows, int cols) { return static_cast<int64_t>(rows) * cols; }
-
 }  // namespace
 
 void CudaModel::start_training(const AdamSettings& adam, const ModelWeights* first_moment,
@@ -245,19 +266,8 @@ void CudaModel::start_training(const AdamSettings& adam, const ModelWeights* fir
   for (float** p : {&m.grad_memory, &m.adam_m, &m.adam_v})
     if (!*p) check_cuda(cudaMalloc(reinterpret_cast<void**>(p), bytes), "cudaMalloc for training");
   auto fill = [&](float* base, const ModelWeights* host) {
-    if (!host) {
-      check_cuda(cudaMemset(base, 0, bytes), "cudaMemset");
-      return;
-    }
-    size_t i = 0;
-    for_each_weight(&m.config, *host, [&](const ConstWeightRef& r) {
-      if (i >= m.layout.size() || r.size() != m.layout[i].size())
-        fail(ErrorKind::Shape, "start_training", "Adam's moment " + r.name + " is not shaped as the weights");
-      check_cuda(cudaMemcpy(base + m.offsets[i], r.data(), static_cast<size_t>(r.size()) * sizeof(float),
-                            cudaMemcpyHostToDevice),
-                 "copy of Adam's moments to the GPU");
-      ++i;
-    });
+    if (host) transfer(m, base, *host, "Adam's moments");
+    else check_cuda(cudaMemset(base, 0, bytes), "cudaMemset");
   };
   fill(m.adam_m, first_moment);
   fill(m.adam_v, second_moment);
@@ -317,7 +327,7 @@ LossResult CudaModel::train_step(const Batch& batch, const DropoutSettings& drop
     check_cuda(cudaMemcpyAsync(out(to), from, static_cast<size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice),
                "cudaMemcpyAsync");
   };
-  const int64_t tgt_table = table_floats(c.tgt_vocab_size, c.d_model);
+  const int64_t tgt_table = static_cast<int64_t>(c.tgt_vocab_size) * c.d_model;  // what tie_gradients touches
   if (c.tie_output_embedding) {
     add_into(g.generator.weight, g.tgt_embedding, tgt_table);
     copy(g.tgt_embedding, g.generator.weight, tgt_table);
@@ -353,32 +363,11 @@ LossResult CudaModel::train_step(const Batch& batch, const DropoutSettings& drop
   return r;
 }
 
-namespace {
-
-void download(const CudaModel::Impl& m, const float* base, ModelWeights& host, const char* what) {
-  if (!base) fail(ErrorKind::Input, "download", std::string("no ") + what + " on the GPU: start_training first");
-  size_t i = 0;
-  for_each_weight(&m.config, host, [&](const WeightRef& r) {
-    if (i >= m.layout.size() || r.size() != m.layout[i].size())
-      fail(ErrorKind::Shape, "download", std::string(what) + ": " + r.name + " is not shaped as the model's");
-    if (r.linear) {  // the floats change: a half copy would go stale
-      r.linear->half.reset();
-      r.linear->half_of = nullptr;
-    }
-    check_cuda(cudaMemcpy(r.data(), base + m.offsets[i], static_cast<size_t>(r.size()) * sizeof(float),
-                          cudaMemcpyDeviceToHost),
-               "copy to host");
-    ++i;
-  });
-}
-
-}  // namespace
-
-void CudaModel::download_weights(ModelWeights& weights) const { download(*impl_, impl_->weight_memory, weights, "weights"); }
-void CudaModel::download_gradients(ModelWeights& grads) const { download(*impl_, impl_->grad_memory, grads, "gradients"); }
+void CudaModel::download_weights(ModelWeights& weights) const { transfer(*impl_, impl_->weight_memory, weights, "weights"); }
+void CudaModel::download_gradients(ModelWeights& grads) const { transfer(*impl_, impl_->grad_memory, grads, "gradients"); }
 void CudaModel::download_adam(ModelWeights& first_moment, ModelWeights& second_moment) const {
-  download(*impl_, impl_->adam_m, first_moment, "Adam's first moment");
-  download(*impl_, impl_->adam_v, second_moment, "Adam's second moment");
+  transfer(*impl_, impl_->adam_m, first_moment, "Adam's first moment");
+  transfer(*impl_, impl_->adam_v, second_moment, "Adam's second moment");
 }
 int64_t CudaModel::adam_steps() const { return impl_->adam_step; }
 

@@ -16,6 +16,7 @@
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda_model.h"
+#include "transformer/dropout_mask.h"
 #include "transformer/forward.h"
 #include "transformer/layers.h"
 #include "util/error.h"
@@ -215,13 +216,13 @@ struct CudaModel::Impl {
   cublasHandle_t handle = nullptr;
   DWeights w;
   float* weight_memory = nullptr;  // every weight, one allocation
-  size_t weight_bytes = 0;
   float* sinusoid = nullptr;       // (P, C) the sinusoidal table (inside weight_memory), null for learned positions
-  // Where each weight sits in weight_memory, in for_each_weight's order (the refs' host pointers are not used):
-  // gradients and Adam's moments use the same layout.
+  // Where each weight sits in weight_memory, in for_each_weight's order: what it is (its ref, host pointers
+  // cleared: the host weights may be gone) and its first float. Gradients and Adam's moments use the same layout.
   std::vector<ConstWeightRef> layout;
   std::vector<size_t> offsets;
   size_t weight_floats = 0;       // the weights' part of weight_memory (the sinusoidal table follows)
+  size_t floats_of(size_t i) const { return (i + 1 < offsets.size() ? offsets[i + 1] : weight_floats) - offsets[i]; }
   // Workspace: a pass's n-th buffer is slots[n], reused by the next pass (no allocation when lengths repeat); its
   // n-th upload is staged in staging[n].
   std::vector<std::unique_ptr<DeviceBuffer>> slots;
@@ -272,21 +273,12 @@ struct CudaModel::Impl {
     next_staging = 0;
   }
 
-  // The key of the next dropout mask, as Dropout::make computes it (transformer/layers.cpp).
-  uint64_t next_dropout_key() {
-    auto mix = [](uint64_t x) {
-      x += 0x9e3779b97f4a7c15ULL;
-      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-      return x ^ (x >> 31);
-    };
-    return mix(dropout.seed ^ mix(dropout.step * 0x100000001b3ULL + (++dropout_site)));
-  }
-  // `count` dropout masks of rows x cols each, made in order (empty without dropout).
+  // `count` dropout masks of rows x cols each, made in order, numbered on from the pass's last (empty without
+  // dropout): the masks Dropout::make makes at the same places of the CPU's pass.
   DMat keep_masks(int count, int rows, int cols) {
     if (dropout.p <= 0.0f) return {};
     std::vector<uint64_t> keys(static_cast<size_t>(count));
-    for (uint64_t& k : keys) k = next_dropout_key();
+    for (uint64_t& k : keys) k = dropout_mask_key(dropout.seed, dropout.step, ++dropout_site);
     DMat keep = mat(count * rows, cols);
     cuda::dropout_masks(keep.data, upload(keys.data(), keys.size()), count, static_cast<int64_t>(rows) * cols,
                         dropout.p, nullptr);
@@ -549,25 +541,17 @@ struct CudaModel::Impl {
                          nullptr);
   }
 
-  // The checks of forward() (transformer/forward.h), before anything runs.
+  // The checks of forward() (transformer/forward.h), before anything runs (the weights' shapes were checked when
+  // they came to the GPU).
   void check_input(const std::vector<int>& src, const std::vector<int>& tgt, const Interventions& iv) const {
     validate_interventions(config, iv);
-    auto check_ids = [&](const std::vector<int>& ids, bool source) {
-      const char* side = source ? "source" : "target";
-      const int vocab = source ? config.src_vocab_size : config.tgt_vocab_size;
-      if (ids.empty()) fail(ErrorKind::Input, "forward", std::string("the ") + side + " sequence is empty");
-      if (static_cast<int>(ids.size()) > config.max_positions)
-        fail(ErrorKind::Input, "forward",
-             std::string("the ") + side + " sequence has " + std::to_string(ids.size()) +
-                 " tokens, the model accepts at most " + std::to_string(config.max_positions));
-      for (size_t i = 0; i < ids.size(); ++i)
-        if (ids[i] < 0 || ids[i] >= vocab)
-          fail(ErrorKind::Input, "forward",
-               std::string(side) + " token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
-                   ", outside the " + side + " vocabulary (size " + std::to_string(vocab) + ")");
+    auto from_zero = [](size_t n) {
+      std::vector<int> p(n);
+      std::iota(p.begin(), p.end(), 0);
+      return p;
     };
-    check_ids(src, true);
-    check_ids(tgt, false);
+    check_token_ids(config, true, src, from_zero(src.size()));
+    check_token_ids(config, false, tgt, from_zero(tgt.size()));
     check_custom_mask_sizes(iv, static_cast<int>(src.size()), static_cast<int>(tgt.size()));
   }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/kernels.h"
+#include "transformer/dropout_mask.h"
 
 namespace sf::cuda {
 
@@ -132,20 +133,11 @@ __global__ void zero_columns_kernel(float* y, int rows, int ld, int begin, int c
 
 // [SECTION] training kernels
 
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 __global__ void dropout_masks_kernel(float* keep, const uint64_t* keys, int64_t per_key, int64_t count, float p,
                                      float kept) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= count) return;
-  const uint64_t key = keys[i / per_key], e = static_cast<uint64_t>(i % per_key);
-  const float u = static_cast<float>(splitmix64(key + e) >> 40) * (1.0f / 16777216.0f);
-  keep[i] = u < p ? 0.0f : kept;
+  keep[i] = dropout_keep(keys[i / per_key], static_cast<uint64_t>(i % per_key), p, kept);
 }
 
 __global__ void multiply_kernel(const float* a, const float* b, float* y, int64_t count) {

@@ -34,9 +34,8 @@ void masked_softmax(const float* scores, const float* blocked, const unsigned ch
 void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream);
 
 // [SECTION] training (the backward of each kernel above, the loss and the optimiser)
-// Dropout masks exactly as the CPU's Dropout::make (transformer/layers.h): element i of the mask made with key k
-// is 0 when u = (splitmix64(k + i) >> 40) / 2^24 < p, else 1 / (1 - p). keep holds key_count masks of per_key
-// elements, mask j made with keys[j].
+// Dropout masks as the CPU's Dropout::make makes them (the formulas of transformer/dropout_mask.h): keep holds
+// key_count masks of per_key elements, mask j made with keys[j].
 void dropout_masks(float* keep, const uint64_t* keys, int key_count, int64_t per_key, float p, void* stream);
 void multiply(const float* a, const float* b, float* y, int64_t count, void* stream);             // y = a * b
 void add_multiplied(const float* x, const float* f, const float* keep, float* y, int64_t count,

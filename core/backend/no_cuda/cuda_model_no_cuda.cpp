@@ -6,9 +6,7 @@
 
 namespace sf {
 
-struct CudaModel::Impl {
-  Config config;
-};
+struct CudaModel::Impl {};
 
 CudaModel::CudaModel(const Config&, const ModelWeights&, size_t) {
   fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
@@ -17,7 +15,6 @@ CudaModel::~CudaModel() = default;
 
 // Unreachable: the constructor always throws.
 void CudaModel::forward(const std::vector<int>&, const std::vector<int>&, const Interventions&, Trace&) {}
-Mat CudaModel::logits(const std::vector<int>&, const std::vector<int>&, const Interventions&) { return {}; }
 void CudaModel::compute(const std::vector<int>&, const std::vector<int>&, const Interventions&) {}
 void CudaModel::compute_batch(const std::vector<std::vector<int>>&, const std::vector<std::vector<int>>&, Mat*) {}
 std::vector<int> CudaModel::greedy(const std::vector<int>&, const Interventions&, int) { return {}; }
@@ -27,8 +24,6 @@ void CudaModel::download_weights(ModelWeights&) const {}
 void CudaModel::download_gradients(ModelWeights&) const {}
 void CudaModel::download_adam(ModelWeights&, ModelWeights&) const {}
 int64_t CudaModel::adam_steps() const { return 0; }
-const Config& CudaModel::config() const { return impl_->config; }
-size_t CudaModel::weight_bytes() const { return 0; }
 std::string CudaModel::device_name() const { return {}; }
 
 }  // namespace sf
