@@ -4,6 +4,8 @@
     /usr/bin/python3 tools/convert_pytorch.py --family pytorch-tutorial|seq2seq-tutorial \\
         --checkpoint STATE_DICT.pt --config CONFIG.json --src-vocab SRC.txt --tgt-vocab TGT.txt \\
         --out MODEL.safetensors [--src-lang de --tgt-lang en] [--dataset ... --train-command ... --score bleu=35.1]
+    /usr/bin/python3 tools/convert_pytorch.py --family from-scratch --checkpoint X.pt \\
+        --src-vocab S.txt --tgt-vocab T.txt --out M.safetensors [--max-length N] [--config CONFIG.json]
 
 Needs Debian's python3-torch (run it with /usr/bin/python3); the app itself never needs Python.
 
@@ -11,6 +13,12 @@ Needs Debian's python3-torch (run it with /usr/bin/python3); the app itself neve
                they are taken from the vocabulary files.
   SRC.txt      one token per line, the line number (from 0) being its id, as the training data were tokenized
                (lowercased, Moses-escaped: "&apos;s").
+
+from-scratch is the study notes' "Transformer from scratch" (../shared/seeds/001_*.txt): everything but the
+longest sequence is read from the state_dict's shapes (width from the embeddings, heads from the shared
+(head_dim, head_dim) query projection, layers by counting, feed-forward width, vocabulary sizes); --max-length
+is the note's max_length (default 140); the special ids are those of <unk>, <pad>, <sos>/<bos> and <eos> in the
+vocabularies (torchtext's 0, 1, 2, 3 when they are absent). --config, when given, must agree with the shapes.
 
 The converter checks the state_dict against the family's names and shapes (the same table as
 core/model/name_tables.cpp), the config against the same ranges as the C++ loader, every weight for NaN/Inf, and
@@ -33,7 +41,8 @@ CONFIG_KEYS = {  # key: (type, default); None default = required
     "embedding_scale": (("sqrt_d_model", "one"), "sqrt_d_model"),
     "norm_placement": (("post", "pre"), "post"),
     "encoder_final_norm": (bool, False), "decoder_final_norm": (bool, False),
-    "activation": (("relu", "gelu"), "relu"), "layer_norm_eps": (float, 1e-5), "bias": (bool, True),
+    "activation": (("relu", "gelu"), "relu"), "attention": (("split_heads", "reshape_heads"), "split_heads"),
+    "layer_norm_eps": (float, 1e-5), "bias": (bool, True),
     "tie_output_embedding": (bool, False), "share_embeddings": (bool, False),
     "pad_id": (int, 1), "bos_id": (int, 2), "eos_id": (int, 3), "unk_id": (int, 0),
 }
@@ -44,11 +53,18 @@ FAMILY_NEEDS = {
                          "bias": True, "share_embeddings": False, "tie_output_embedding": False},
     "seq2seq-tutorial": {"positional_encoding": "learned", "encoder_final_norm": False, "decoder_final_norm": False,
                          "bias": True, "share_embeddings": False, "tie_output_embedding": False},
+    "from-scratch": {"attention": "reshape_heads", "positional_encoding": "sinusoidal", "embedding_scale": "one",
+                     "norm_placement": "post", "activation": "relu", "encoder_final_norm": False,
+                     "decoder_final_norm": False, "bias": True, "share_embeddings": False,
+                     "tie_output_embedding": False},
 }
 FAMILY_USUAL = {
     "pytorch-tutorial": {"embedding_scale": "sqrt_d_model"},
     "seq2seq-tutorial": {"embedding_scale": "sqrt_d_model", "norm_placement": "post", "activation": "relu"},
+    "from-scratch": {},
 }
+for _family, _needs in FAMILY_NEEDS.items():  # only from-scratch may (and must) reshape its heads
+    _needs.setdefault("attention", "split_heads")
 
 
 class ConversionError(Exception):
@@ -61,14 +77,16 @@ def note(message):
 
 # ---------------------------------------------------------------------------------------------------------
 # config
-def read_config(path, src_vocab_size, tgt_vocab_size, family):
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except OSError as e:
-        raise ConversionError(f"cannot read config {path}: {e.strerror}")
-    except json.JSONDecodeError as e:
-        raise ConversionError(f"config {path} is not valid JSON: {e}")
+def read_config(path, src_vocab_size, tgt_vocab_size, family, raw=None):
+    """The config of CONFIG.json at `path`, or of the dict `raw` (then `path` only names it in messages)."""
+    if raw is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = json.load(f)
+        except OSError as e:
+            raise ConversionError(f"cannot read config {path}: {e.strerror}")
+        except json.JSONDecodeError as e:
+            raise ConversionError(f"config {path} is not valid JSON: {e}")
     if not isinstance(raw, dict):
         raise ConversionError(f"config {path}: expected a JSON object")
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
@@ -176,6 +194,33 @@ def expected_tensors(family, cfg):
         out[f"{name}.weight"] = (C,)
         out[f"{name}.bias"] = (C,)
 
+    if family == "from-scratch":
+        D = C // cfg["n_heads"]
+
+        def attention(name):  # selfAttention: one (D, D) map per Q, K, V for every head, no bias; fc_out
+            for proj in ("query", "key", "value"):
+                out[f"{name}.{proj}.weight"] = (D, D)
+            linear(f"{name}.fc_out", C, C)
+
+        def block(p):  # EncoderBlock
+            attention(p + "attention")
+            norm(p + "norm1")
+            norm(p + "norm2")
+            linear(p + "feed_forawrd.0", F, C)
+            linear(p + "feed_forawrd.2", C, F)
+
+        out["Encoder.word_embedding.weight"] = (Vs, C)
+        for i in range(cfg["n_encoder_layers"]):
+            block(f"Encoder.layers.{i}.")
+        out["Decoder.word_embedding.weight"] = (Vt, C)
+        for i in range(cfg["n_decoder_layers"]):
+            p = f"Decoder.layers.{i}."
+            norm(p + "norm")
+            attention(p + "attention")
+            block(p + "encoder_block.")
+        linear("fc_out", Vt, C)
+        return out
+
     if family == "pytorch-tutorial":
         out["src_tok_emb.embedding.weight"] = (Vs, C)
         out["tgt_tok_emb.embedding.weight"] = (Vt, C)
@@ -280,6 +325,46 @@ def sinusoidal(maxlen, C):
     return pe
 
 
+def from_scratch_config(state, src_vocab, tgt_vocab, max_length):
+    """The native config of the note's Transformer, read from the state_dict's shapes (see the top)."""
+    def shape(name):
+        if name not in state:
+            raise ConversionError(f"the checkpoint lacks '{name}', which every state_dict of the note's Transformer "
+                                  f"has; is --family right? Its first names are: {', '.join(list(state)[:6])}")
+        return tuple(state[name].shape)
+
+    Vs, C = shape("Encoder.word_embedding.weight")
+    Vt = shape("Decoder.word_embedding.weight")[0]
+    D = shape("Encoder.layers.0.attention.query.weight")[0]
+    if D <= 0 or C % D:
+        raise ConversionError(f"the query projection is ({D}, {D}), which does not divide the width {C} into heads")
+    F = shape("Encoder.layers.0.feed_forawrd.0.weight")[0]
+
+    def count(prefix):
+        return len({k.split(".")[2] for k in state if k.startswith(prefix) and k.split(".")[2].isdigit()})
+
+    specials = {}
+    for key, names, default in (("unk_id", ("<unk>",), 0), ("pad_id", ("<pad>",), 1),
+                                ("bos_id", ("<sos>", "<bos>", "<s>"), 2), ("eos_id", ("<eos>", "</s>"), 3)):
+        found = []
+        for side, vocab in (("source", src_vocab), ("target", tgt_vocab)):
+            ids = [i for i, t in enumerate(vocab) if t in names]
+            found.append(ids[0] if ids else None)
+        if found[0] is not None and found[1] is not None and found[0] != found[1]:
+            raise ConversionError(f"{key}: {names[0]} is id {found[0]} in the source vocabulary and {found[1]} in the "
+                                  "target one; Stepformer keeps one id for both sides (the note's make_pad_mask uses "
+                                  "the source's pad id on both too)")
+        specials[key] = next((i for i in found if i is not None), default)
+        if all(i is None for i in found):
+            note(f"warning: no {'/'.join(names)} in the vocabularies: {key} is torchtext's {default}")
+    return {"d_model": C, "n_heads": C // D, "n_encoder_layers": count("Encoder.layers."),
+            "n_decoder_layers": count("Decoder.layers."), "d_ff": F, "src_vocab_size": Vs, "tgt_vocab_size": Vt,
+            "max_positions": max_length, "positional_encoding": "sinusoidal", "embedding_scale": "one",
+            "norm_placement": "post", "encoder_final_norm": False, "decoder_final_norm": False,
+            "activation": "relu", "attention": "reshape_heads", "layer_norm_eps": 1e-5, "bias": True,
+            "tie_output_embedding": False, "share_embeddings": False, **specials}
+
+
 def check_state_dict(state, family, cfg):
     """Returns the tensors to write, in the family's order. Raises on missing tensors, wrong shapes, non-float
     dtypes, NaN/Inf; warns about and drops tensors the family does not know."""
@@ -381,9 +466,12 @@ def write_model(path, tensors, metadata, dtype):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--family", required=True, choices=["pytorch-tutorial", "seq2seq-tutorial"])
+    p.add_argument("--family", required=True, choices=["pytorch-tutorial", "seq2seq-tutorial", "from-scratch"])
     p.add_argument("--checkpoint", required=True, help="a state_dict saved with torch.save(model.state_dict(), PATH)")
-    p.add_argument("--config", required=True, help="CONFIG.json with the native config keys")
+    p.add_argument("--config", help="CONFIG.json with the native config keys (from-scratch: optional, read from the "
+                                    "shapes)")
+    p.add_argument("--max-length", type=int, default=140,
+                   help="from-scratch: the note's max_length, the longest sequence (default 140)")
     p.add_argument("--src-vocab", required=True, help="source vocabulary: one token per line, line number = id")
     p.add_argument("--tgt-vocab", required=True, help="target vocabulary: one token per line, line number = id")
     p.add_argument("--out", required=True, help="the model file to write (.safetensors)")
@@ -408,7 +496,25 @@ def main(argv=None):
     try:
         src_vocab = read_vocab(args.src_vocab, "source")
         tgt_vocab = read_vocab(args.tgt_vocab, "target")
-        cfg = read_config(args.config, len(src_vocab), len(tgt_vocab), args.family)
+        if args.family == "from-scratch":
+            if not 1 <= args.max_length <= 65536:
+                raise ConversionError(f"--max-length {args.max_length}: expected 1 to 65536")
+            state = load_state_dict(args.checkpoint)
+            inferred = from_scratch_config(state, src_vocab, tgt_vocab, args.max_length)
+            cfg = read_config("(read from the checkpoint's shapes)", len(src_vocab), len(tgt_vocab), args.family,
+                              raw=inferred)
+            if args.config:
+                given = read_config(args.config, len(src_vocab), len(tgt_vocab), args.family)
+                differ = [f"{k}: the config says {json.dumps(given[k])}, the checkpoint has {json.dumps(cfg[k])}"
+                          for k in cfg if k != "max_positions" and given[k] != cfg[k]]
+                if differ:
+                    raise ConversionError(f"config {args.config} does not match the checkpoint:\n  " +
+                                          "\n  ".join(differ))
+                cfg = given
+        elif not args.config:
+            raise ConversionError(f"--config is needed for family {args.family}")
+        else:
+            cfg = read_config(args.config, len(src_vocab), len(tgt_vocab), args.family)
 
         provenance = {}
         if args.provenance:
@@ -435,7 +541,8 @@ def main(argv=None):
         if scores:
             provenance["scores"] = scores
 
-        state = load_state_dict(args.checkpoint)
+        if args.family != "from-scratch":
+            state = load_state_dict(args.checkpoint)
         tensors = check_state_dict(state, args.family, cfg)
 
         import torch

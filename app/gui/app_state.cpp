@@ -223,7 +223,7 @@ bool AppState::rebuild(int steps) {
            "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +
                std::to_string(model->config.max_positions));
     validate_interventions(model->config, interventions);
-    validate_decode_options(options, interventions);
+    validate_decode_options(model->config, options, interventions);
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
     options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
   } catch (const std::exception& e) {

@@ -17,14 +17,16 @@ void validate_decode_options(const DecodeOptions& options) {
     fail(ErrorKind::Input, "Decoder", "max_length must be >= 0, got " + std::to_string(options.max_length));
 }
 
-void validate_decode_options(const DecodeOptions& options, const Interventions& interventions) {
+void validate_decode_options(const Config& config, const DecodeOptions& options, const Interventions& interventions) {
   validate_decode_options(options);
-  const bool cached = options.use_kv_cache && kv_cache_exact(interventions);
+  const bool cached = options.use_kv_cache && kv_cache_exact(config, interventions);
   if (options.strategy == DecodeStrategy::Beam && !cached && options.beam_width > kMaxBeamWidthWithoutCache)
     fail(ErrorKind::Input, "Decoder",
          "a beam of " + std::to_string(options.beam_width) + " without the KV cache (" +
-             (options.use_kv_cache ? "the causal mask is off or a painted mask lets a token see later ones"
-                                   : "the cache is switched off") +
+             (!options.use_kv_cache ? "the cache is switched off"
+              : config.attention == AttentionStyle::ReshapeHeads
+                  ? "this model's reshaped heads mix every token of the prefix"
+                  : "the causal mask is off or a painted mask lets a token see later ones") +
              ") would recompute every hypothesis' whole prefix at every step; the widest beam then is " +
              std::to_string(kMaxBeamWidthWithoutCache));
 }
@@ -33,7 +35,7 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
                  const Interventions& interventions, const DecodeOptions& options,
                  std::shared_ptr<const Trace> previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
-  validate_decode_options(options, interventions);
+  validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
   // reuse_encoder's rule, without its copy: the pass is shared.
   validate_interventions(config, interventions);
@@ -54,7 +56,7 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options, const Trace* previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
-  validate_decode_options(options, interventions);
+  validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
   auto own = std::make_shared<Trace>();
   if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, *own))
@@ -68,7 +70,7 @@ void Decoder::start(const Interventions& interventions) {
   encoded_.interventions = interventions;
   encoded_.src.ids = encoder_->src.ids;
   encoded_.enc_out = encoder_->enc_out;
-  use_cache_ = options_.use_kv_cache && kv_cache_exact(interventions);
+  use_cache_ = options_.use_kv_cache && kv_cache_exact(*config_, interventions);
   tree_.push_back(BeamNode{config_->bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
   cross_ = std::make_shared<const CrossKeysValues>(cross_keys_values(*config_, *weights_, encoded_));

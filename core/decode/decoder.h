@@ -16,7 +16,7 @@
 //           that was ever alive is a node of tree(); width 1 is greedy.
 // Interventions apply to every pass (decoder-side custom masks fitted to each prefix: fit_decoder_masks);
 // forced_prefix forces the first generated tokens (teacher forcing).
-// With a KV cache (use_kv_cache and kv_cache_exact(interventions)) each step costs one row of the decoder;
+// With a KV cache (use_kv_cache and kv_cache_exact(config, interventions)) each step costs one row of the decoder;
 // otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
 // Re-decoding a sentence after an intervention, guessing from an earlier translation, is GuidedRedecoder's
 // (decode/guided.h): it takes greedy steps into this decoder, which step_back undoes as any other.
@@ -62,8 +62,8 @@ struct DecodeOptions {
 // before handing the work to another thread.
 void validate_decode_options(const DecodeOptions& options);
 // The same, and the beam width a decoder takes with these interventions (kMaxBeamWidthWithoutCache where they
-// make the KV cache inexact, or options.use_kv_cache is off).
-void validate_decode_options(const DecodeOptions& options, const Interventions& interventions);
+// or the model make the KV cache inexact, or options.use_kv_cache is off).
+void validate_decode_options(const Config& config, const DecodeOptions& options, const Interventions& interventions);
 
 struct BeamNode {
   int token = 0;             // the token this node appends (bos for the root)

@@ -15,6 +15,7 @@ const char* to_string(PositionalEncoding v) { return v == PositionalEncoding::Le
 const char* to_string(EmbeddingScale v) { return v == EmbeddingScale::One ? "one" : "sqrt_d_model"; }
 const char* to_string(NormPlacement v) { return v == NormPlacement::Pre ? "pre" : "post"; }
 const char* to_string(Activation v) { return v == Activation::GELU ? "gelu" : "relu"; }
+const char* to_string(AttentionStyle v) { return v == AttentionStyle::ReshapeHeads ? "reshape_heads" : "split_heads"; }
 
 void Config::validate() const {
   auto bad = [](const std::string& what) { fail(ErrorKind::Config, "config", what); };
@@ -84,6 +85,7 @@ json config_to_json(const Config& c) {
               {"encoder_final_norm", c.encoder_final_norm},
               {"decoder_final_norm", c.decoder_final_norm},
               {"activation", to_string(c.activation)},
+              {"attention", to_string(c.attention)},
               {"layer_norm_eps", shortest_decimal(c.layer_norm_eps)},
               {"bias", c.bias},
               {"tie_output_embedding", c.tie_output_embedding},
@@ -159,6 +161,8 @@ Config config_from_json(const json& j) {
   read_key(j, "encoder_final_norm", c.encoder_final_norm);
   read_key(j, "decoder_final_norm", c.decoder_final_norm);
   read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}});
+  read_enum(j, "attention", c.attention,
+            {{"split_heads", AttentionStyle::SplitHeads}, {"reshape_heads", AttentionStyle::ReshapeHeads}});
   read_key(j, "layer_norm_eps", c.layer_norm_eps);
   read_key(j, "bias", c.bias);
   read_key(j, "tie_output_embedding", c.tie_output_embedding);

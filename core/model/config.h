@@ -11,6 +11,17 @@ enum class PositionalEncoding { Sinusoidal, Learned };
 enum class EmbeddingScale { SqrtDModel, One };   // token embedding multiplied by sqrt(C) or by 1
 enum class NormPlacement { Post, Pre };          // post: x = norm(x + f(x)); pre: x = x + f(norm(x))
 enum class Activation { ReLU, GELU };            // GELU is the exact erf form, as torch.nn.functional.gelu
+// How multi-head attention makes its heads (nn/attention.h has the math of both):
+//   SplitHeads    the paper: W_q, W_k, W_v (C, C) project each token, head h owns columns h*D .. h*D+D-1,
+//                 scores scaled by 1/sqrt(D), a padding mask blocks padded keys, a row with nothing allowed
+//                 attends to nothing
+//   ReshapeHeads  the study note's "Transformer from scratch" (family from-scratch), quirks included: the
+//                 (T, C) input is reshaped to (H, T, D) without a transpose, so head h's row i holds columns
+//                 ((h*T + i) % H)*D .. +D of token (h*T + i) / H; one Linear(D, D) without bias for each of
+//                 Q, K and V serves every head; scores scaled by 1/sqrt(C); the padding mask blocks padded
+//                 queries too (the decoder's self-attention has none); blocked cells are filled with -1e20,
+//                 so a row with nothing allowed comes out uniform
+enum class AttentionStyle { SplitHeads, ReshapeHeads };
 
 struct Config {
   int d_model = 256;             // C
@@ -27,6 +38,7 @@ struct Config {
   bool encoder_final_norm = false;  // a LayerNorm after the last encoder layer (nn.Transformer has one)
   bool decoder_final_norm = false;
   Activation activation = Activation::ReLU;
+  AttentionStyle attention = AttentionStyle::SplitHeads;
   float layer_norm_eps = 1e-5f;
   bool bias = true;                 // linear layers carry biases
   bool tie_output_embedding = false;  // the output projection reuses the target embedding matrix
@@ -45,6 +57,7 @@ const char* to_string(PositionalEncoding v);  // "sinusoidal" | "learned"
 const char* to_string(EmbeddingScale v);      // "sqrt_d_model" | "one"
 const char* to_string(NormPlacement v);       // "post" | "pre"
 const char* to_string(Activation v);          // "relu" | "gelu"
+const char* to_string(AttentionStyle v);      // "split_heads" | "reshape_heads"
 
 // JSON <-> Config. from_json reports unknown enum strings, wrong types and missing keys as ErrorKind::Config;
 // keys that are absent take the defaults above except the vocabulary sizes, which are required.

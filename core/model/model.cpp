@@ -138,8 +138,8 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
                                             kModelFormatVersion + ")");
   m.family = required_metadata(file, "family");
   if (!is_known_family(m.family))
-    fail(ErrorKind::Format, kLoad, "'" + origin + "': unknown family '" + m.family +
-                                       "' (expected stepformer, pytorch-tutorial or seq2seq-tutorial)");
+    fail(ErrorKind::Format, kLoad,
+         "'" + origin + "': unknown family '" + m.family + "' (expected " + known_families_text() + ")");
 
   m.config = in_context(origin, [&] {
     const nlohmann::json j = parse_json_text(required_metadata(file, "config"), "metadata", "\"config\"");

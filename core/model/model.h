@@ -3,7 +3,7 @@
 // The model file is a safetensors file (core/io/safetensors.h) whose tensors carry the names of a family
 // (core/model/name_tables.h) and whose __metadata__ (string values) holds:
 //   "format": "stepformer-model", "format_version": "1",
-//   "family": "stepformer" | "pytorch-tutorial" | "seq2seq-tutorial",
+//   "family": "stepformer" | "pytorch-tutorial" | "seq2seq-tutorial" | "from-scratch",
 //   "config": config_to_json (core/model/config.h),
 //   "src_vocab", "tgt_vocab": JSON arrays of token strings, index = id,
 //   "tokenizer": tokenizer_settings_to_json (core/model/tokenizer.h),

@@ -9,8 +9,16 @@
 namespace sf {
 
 const std::vector<std::string>& known_families() {
-  static const std::vector<std::string> families = {kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial};
+  static const std::vector<std::string> families = {kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial,
+                                                      kFamilyFromScratch};
   return families;
+}
+
+std::string known_families_text() {
+  const auto& f = known_families();
+  std::string text;
+  for (size_t i = 0; i < f.size(); ++i) text += (i == 0 ? "" : i + 1 == f.size() ? " or " : ", ") + f[i];
+  return text;
 }
 
 bool is_known_family(const std::string& family) {
@@ -27,8 +35,7 @@ int64_t TensorSpec::numel() const {
 
 void check_family_config(const std::string& family, const Config& c, const std::string& where) {
   if (!is_known_family(family))
-    fail(ErrorKind::Format, where,
-         "unknown family '" + family + "' (expected stepformer, pytorch-tutorial or seq2seq-tutorial)");
+    fail(ErrorKind::Format, where, "unknown family '" + family + "' (expected " + known_families_text() + ")");
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) fail(ErrorKind::Config, where, "family '" + family + "' needs " + what);
   };
@@ -39,6 +46,17 @@ void check_family_config(const std::string& family, const Config& c, const std::
     need(c.bias, "bias true (nn.Transformer's linear layers carry biases)");
     need(!c.share_embeddings && !c.tie_output_embedding,
          "share_embeddings and tie_output_embedding false (the tutorial has separate embeddings and generator)");
+  } else if (family == kFamilyFromScratch) {
+    need(c.attention == AttentionStyle::ReshapeHeads, "attention \"reshape_heads\" (the note's selfAttention)");
+    need(c.positional_encoding == PositionalEncoding::Sinusoidal,
+         "positional_encoding \"sinusoidal\" (the note computes its table in the module)");
+    need(c.embedding_scale == EmbeddingScale::One, "embedding_scale \"one\" (the note adds positions to raw embeddings)");
+    need(c.norm_placement == NormPlacement::Post && c.activation == Activation::ReLU,
+         "norm_placement \"post\" and activation \"relu\" (the note's blocks)");
+    need(!c.encoder_final_norm && !c.decoder_final_norm, "encoder_final_norm and decoder_final_norm false");
+    need(c.bias, "bias true (fc_out and the feed-forward layers carry biases)");
+    need(!c.share_embeddings && !c.tie_output_embedding,
+         "share_embeddings and tie_output_embedding false (the note has separate embeddings and fc_out)");
   } else if (family == kFamilySeq2SeqTutorial) {
     need(c.positional_encoding == PositionalEncoding::Learned, "positional_encoding \"learned\" (pos_embedding)");
     need(!c.encoder_final_norm && !c.decoder_final_norm, "encoder_final_norm and decoder_final_norm false");
@@ -139,6 +157,43 @@ std::optional<FamilyName> seq2seq_tutorial_name(const Ref& r) {
   return std::nullopt;
 }
 
+// The study notes' "Transformer from scratch": Encoder/Decoder modules, selfAttention's query/key/value/fc_out,
+// the decoder block's own norm then an EncoderBlock (encoder_block) over the encoder output.
+template <typename Ref>
+std::optional<FamilyName> from_scratch_name(const Ref& r) {
+  const std::string suffix = param_suffix(r.param);
+  switch (r.block) {
+    case WeightBlock::SrcEmbedding: return FamilyName{"Encoder.word_embedding.weight"};
+    case WeightBlock::TgtEmbedding: return FamilyName{"Decoder.word_embedding.weight"};
+    case WeightBlock::SrcPositions:
+    case WeightBlock::TgtPositions:
+    case WeightBlock::EncoderNorm:
+    case WeightBlock::DecoderNorm: return std::nullopt;  // computed table, no final norms (check_family_config)
+    case WeightBlock::Generator: return FamilyName{"fc_out" + suffix};
+    case WeightBlock::EncoderLayer:
+    case WeightBlock::DecoderLayer: break;
+  }
+  const bool encoder = r.block == WeightBlock::EncoderLayer;
+  const std::string p = std::string(encoder ? "Encoder" : "Decoder") + ".layers." + std::to_string(r.layer) + ".";
+  // The decoder's cross-attention, its norm and its feed-forward live in the EncoderBlock it wraps.
+  const std::string block = encoder ? p : p + "encoder_block.";
+  const char* projection = r.projection == Projection::Q   ? "query"
+                           : r.projection == Projection::K ? "key"
+                           : r.projection == Projection::V ? "value"
+                                                           : "fc_out";
+  switch (r.part) {
+    case LayerPart::SelfAttn: return FamilyName{p + "attention." + projection + suffix};
+    case LayerPart::SelfAttnNorm: return FamilyName{p + (encoder ? "norm1" : "norm") + suffix};
+    case LayerPart::CrossAttn: return FamilyName{block + "attention." + projection + suffix};
+    case LayerPart::CrossAttnNorm: return FamilyName{block + "norm1" + suffix};
+    case LayerPart::Fc1: return FamilyName{block + "feed_forawrd.0" + suffix};
+    case LayerPart::Fc2: return FamilyName{block + "feed_forawrd.2" + suffix};
+    case LayerPart::FfnNorm: return FamilyName{block + "norm2" + suffix};
+    case LayerPart::None: break;
+  }
+  return std::nullopt;
+}
+
 // The family's slots over `weights` (const or not), from the one walk (for_each_weight) and the family's names;
 // with check_shapes false (an unallocated ModelWeights) only names and shapes.
 template <typename W>
@@ -158,6 +213,7 @@ auto build_slots(const std::string& family, const Config& config, W& weights, co
   for_each_weight(&config, weights, [&](const WeightRefT<W>& r) {
     const std::optional<FamilyName> n = family == kFamilyPytorchTutorial   ? pytorch_tutorial_name(r)
                                         : family == kFamilySeq2SeqTutorial ? seq2seq_tutorial_name(r)
+                                        : family == kFamilyFromScratch     ? from_scratch_name(r)
                                                                            : stepformer_name(r);
     if (!n) return;
     if (check_shapes) {

@@ -23,6 +23,12 @@
 //                       decoder.tok_embedding.weight, decoder.pos_embedding.weight, decoder.layers.N.self_attention.*,
 //                       decoder.layers.N.{self_attn_layer_norm,encoder_attention,enc_attn_layer_norm}.*,
 //                       decoder.layers.N.{positionwise_feedforward,ff_layer_norm}.*, decoder.fc_out.{weight,bias}
+//   from-scratch      the study notes' "Transformer from scratch" (../shared/seeds/001_*.txt), its state_dict:
+//                       Encoder.word_embedding.weight, Encoder.layers.N.attention.{query,key,value}.weight (D, D),
+//                       Encoder.layers.N.attention.fc_out.*, Encoder.layers.N.{norm1,norm2}.*,
+//                       Encoder.layers.N.feed_forawrd.{0,2}.* (the note's spelling), Decoder.word_embedding.weight,
+//                       Decoder.layers.N.{attention,norm}.*, Decoder.layers.N.encoder_block.{attention,norm1,norm2,
+//                       feed_forawrd}.*, fc_out.*           (config.attention reshape_heads: see config.h)
 // LayerNorm gamma/beta are stored as PyTorch's weight/bias in every family.
 #pragma once
 #include <cstdint>
@@ -38,9 +44,12 @@ namespace sf {
 inline constexpr const char* kFamilyStepformer = "stepformer";
 inline constexpr const char* kFamilyPytorchTutorial = "pytorch-tutorial";
 inline constexpr const char* kFamilySeq2SeqTutorial = "seq2seq-tutorial";
+inline constexpr const char* kFamilyFromScratch = "from-scratch";
 
 const std::vector<std::string>& known_families();
 bool is_known_family(const std::string& family);
+// "stepformer, pytorch-tutorial, seq2seq-tutorial or from-scratch": for messages.
+std::string known_families_text();
 
 // The config values a family's naming fixes (e.g. nn.Transformer always has final norms, the seq2seq tutorial
 // learns its positions). Throws ErrorKind::Config "[where] family 'x' needs ..." (ErrorKind::Format for an

@@ -34,9 +34,10 @@ struct LayerNormWeights {
 };
 
 // Multi-head attention: Q, K, V projections to C = H * D (head h owns columns h*D .. h*D+D-1), and the
-// output projection W_o applied to the concatenated heads.
+// output projection W_o applied to the concatenated heads. With config.attention ReshapeHeads, q, k and v are
+// one (D, D) map each, without bias, applied to every D-wide piece of a row (config.h).
 struct AttentionWeights {
-  LinearWeights q, k, v;  // (C, C) each
+  LinearWeights q, k, v;  // (C, C) each; (D, D) for ReshapeHeads
   LinearWeights out;      // (C, C)
 };
 
@@ -143,7 +144,8 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     }
     f(static_cast<const Ref&>(r));
   };
-  auto linear = [&](Ref r, const std::string& name, auto& l, int64_t out, int64_t in, bool stored_weight = true) {
+  auto linear = [&](Ref r, const std::string& name, auto& l, int64_t out, int64_t in, bool stored_weight = true,
+                    bool has_bias = true) {
     r.linear = &l;
     r.name = name + ".weight";
     r.param = WeightParam::Weight;
@@ -152,7 +154,7 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     r.name = name + ".bias";
     r.param = WeightParam::Bias;
     r.stored = true;
-    visit(r, l.bias, out, 0, !c || c->bias);
+    visit(r, l.bias, out, 0, !c || (c->bias && has_bias));
   };
   auto norm = [&](Ref r, const std::string& name, auto& n, bool present) {
     r.name = name + ".weight";
@@ -165,10 +167,14 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
   auto attention = [&](Ref r, const std::string& name, auto& a) {
     const std::pair<Projection, const char*> projections[] = {
         {Projection::Q, "q"}, {Projection::K, "k"}, {Projection::V, "v"}, {Projection::Out, "out"}};
+    // ReshapeHeads: Q, K, V are one (D, D) map without bias that every head shares (config.h)
+    const bool reshape = c && c->attention == AttentionStyle::ReshapeHeads;
+    const int64_t D = c ? c->head_dim() : 0;
     for (const auto& [projection, suffix] : projections) {
       r.projection = projection;
       auto& l = projection == Projection::Q ? a.q : projection == Projection::K ? a.k : projection == Projection::V ? a.v : a.out;
-      linear(r, name + "." + suffix, l, C, C);
+      const bool shared = reshape && projection != Projection::Out;
+      linear(r, name + "." + suffix, l, shared ? D : C, shared ? D : C, true, !shared);
     }
   };
   auto part = [](Ref r, LayerPart p) {

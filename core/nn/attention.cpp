@@ -52,6 +52,8 @@ Mat AttentionMask::matrix(int head, Eigen::Index tq, Eigen::Index tk) const {
   Mat m = Mat::Zero(tq, tk);
   for (Eigen::Index j = 0; j < tk && !key_blocked.empty(); ++j)
     if (key_blocked[static_cast<size_t>(j)]) m.col(j).setOnes();
+  for (Eigen::Index i = 0; i < tq && !query_blocked.empty(); ++i)
+    if (query_blocked[static_cast<size_t>(i)]) m.row(i).setOnes();
   if (causal)
     for (Eigen::Index i = 0; i < tq; ++i) {
       const Eigen::Index after = query_positions[static_cast<size_t>(i)] + 1;
@@ -64,7 +66,10 @@ AttentionMask AttentionMask::rows(const std::vector<int>& kept) const {
   AttentionMask out;
   out.key_blocked = key_blocked;
   out.causal = causal;
+  out.blocked_row_uniform = blocked_row_uniform;
   for (int r : kept) out.query_positions.push_back(query_positions.empty() ? r : query_positions[static_cast<size_t>(r)]);
+  for (int r : kept)
+    if (!query_blocked.empty()) out.query_blocked.push_back(query_blocked[static_cast<size_t>(r)]);
   for (const Mat& p : painted) {
     Mat rows_of(p.size() > 0 ? static_cast<Eigen::Index>(kept.size()) : 0, p.cols());
     for (size_t i = 0; i < kept.size() && p.size() > 0; ++i) rows_of.row(static_cast<Eigen::Index>(i)) = p.row(kept[i]);
@@ -86,7 +91,9 @@ void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* pa
     if (!painted && mask.causal) end = std::min<Eigen::Index>(tk, mask.query_positions[static_cast<size_t>(i)] + 1);
     auto row = probs.row(i);
     row.head(end) = scores.row(i).head(end);
-    if (painted) {
+    if (!painted && !mask.query_blocked.empty() && mask.query_blocked[static_cast<size_t>(i)]) {
+      row.head(end).setConstant(neg_inf);  // a padding query: its whole row
+    } else if (painted) {
       for (Eigen::Index j = 0; j < end; ++j)
         if ((*painted)(i, j) > 0.5f) row(j) = neg_inf;
     } else if (!mask.key_blocked.empty()) {
@@ -94,11 +101,11 @@ void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* pa
         if (mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
     }
     if (end < tk) row.tail(tk - end).setZero();
-    if (end == 0) continue;
     auto allowed = row.head(end);
-    const float max = allowed.maxCoeff();
-    if (max == neg_inf) {  // every cell blocked: attend to nothing (see the top of attention.h)
-      allowed.setZero();
+    const float max = end > 0 ? allowed.maxCoeff() : neg_inf;
+    if (max == neg_inf) {  // every cell blocked: attend to nothing, or evenly to all (see the top of attention.h)
+      if (mask.blocked_row_uniform) row.setConstant(1.0f / static_cast<float>(tk));
+      else allowed.setZero();
       continue;
     }
     allowed.array() = (allowed.array() - max).exp();
@@ -117,6 +124,7 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
          "q " + shape_string({tq, c}) + ", k " + shape_string({tk, k.cols()}) + ", v " +
              shape_string({v.rows(), v.cols()}) + ", out " + shape_string({heads_out.rows(), heads_out.cols()}));
   if ((!mask.key_blocked.empty() && static_cast<Eigen::Index>(mask.key_blocked.size()) != tk) ||
+      (!mask.query_blocked.empty() && static_cast<Eigen::Index>(mask.query_blocked.size()) != tq) ||
       (mask.causal && static_cast<Eigen::Index>(mask.query_positions.size()) != tq) ||
       (!mask.painted.empty() && mask.painted.size() != static_cast<size_t>(n_heads)))
     fail(ErrorKind::Shape, "attend", "the mask does not match the attention " + shape_string({tq, tk}));

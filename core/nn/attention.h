@@ -7,7 +7,9 @@
 // training all call it (the projections around it are in transformer/layers.h).
 //
 // A row whose cells are all blocked has no defined softmax (PyTorch gives NaN there). Here such a row gets
-// all-zero probabilities, so its head output is zero: the query attends to nothing.
+// all-zero probabilities, so its head output is zero: the query attends to nothing. A mask with
+// blocked_row_uniform (the from-scratch family, whose code fills blocked cells with -1e20 instead of -inf) gives
+// such a row 1/Tk in every cell, as that code computes.
 #pragma once
 #include <span>
 #include <vector>
@@ -46,12 +48,14 @@ void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads);
 // Which cells of one attention (Tq, Tk) are blocked, without a matrix per head: a key that is padding, a key after
 // its query (causal), or, for a head with a painted mask, exactly what it paints (it replaces the rest).
 struct AttentionMask {
-  std::vector<uint8_t> key_blocked;  // (Tk) 1 = a padding key; empty: none
-  bool causal = false;               // key j blocked for query row i when j > query_positions[i]
-  std::vector<int> query_positions;  // (Tq) each query row's position (used when causal)
-  std::vector<Mat> painted;          // empty, or H matrices (Tq, Tk) 1 = blocked (an empty one: that head has none)
+  std::vector<uint8_t> key_blocked;    // (Tk) 1 = a padding key; empty: none
+  std::vector<uint8_t> query_blocked;  // (Tq) 1 = a padding query, its whole row blocked (ReshapeHeads); empty: none
+  bool causal = false;                 // key j blocked for query row i when j > query_positions[i]
+  std::vector<int> query_positions;    // (Tq) each query row's position (used when causal)
+  std::vector<Mat> painted;            // empty, or H matrices (Tq, Tk) 1 = blocked (an empty one: that head has none)
+  bool blocked_row_uniform = false;    // a row with every cell blocked: 1/Tk everywhere (else all 0)
 
-  bool blocks_nothing() const { return key_blocked.empty() && !causal && painted.empty(); }
+  bool blocks_nothing() const { return key_blocked.empty() && query_blocked.empty() && !causal && painted.empty(); }
   const Mat* painted_for(int head) const {
     return painted.empty() || painted[static_cast<size_t>(head)].size() == 0 ? nullptr : &painted[static_cast<size_t>(head)];
   }

@@ -311,6 +311,10 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   config.unk_id = s.ids.unk;
   config.max_positions = std::max(config.max_positions, o.max_length);
   config.validate();
+  if (config.attention != AttentionStyle::SplitHeads)
+    fail(ErrorKind::Unsupported, "train",
+         "attention \"reshape_heads\" (the study note's from-scratch model) is for loading the note's own trained "
+         "models; the trainer has no backward pass for it (use \"split_heads\")");
   check_training_memory(config, o);
 
   s.weights = initialize_weights(config, o.seed);

@@ -171,9 +171,40 @@ const Mat& self_attention_keys_values(const Config& config, const AttentionWeigh
     layer_norm_forward(x, norm, config.layer_norm_eps, norm1);  // LN(x)
     input = &norm1.out;
   }
-  linear_forward(*input, attention.k, t.keys);    // (N, C)
-  linear_forward(*input, attention.v, t.values);  // (N, C)
+  attention_projection(config, *input, attention.k, t.keys);    // (N, C)
+  attention_projection(config, *input, attention.v, t.values);  // (N, C)
   return *input;
+}
+
+void attention_projection(const Config& config, const ConstMatRef& x, const LinearWeights& w, Mat& out) {
+  if (config.attention == AttentionStyle::SplitHeads) {
+    linear_forward(x, w, out);  // (N, C)
+    return;
+  }
+  // Each row's H pieces of D through the one (D, D) map: x viewed as (N*H, D), row-major.
+  const Eigen::Index n = x.rows(), C = config.d_model, D = config.head_dim();
+  const Mat contiguous = x;
+  Mat pieces;
+  linear_forward(Eigen::Map<const Mat>(contiguous.data(), n * config.n_heads, D), w, pieces);  // (N*H, D)
+  out = Eigen::Map<const Mat>(pieces.data(), n, C);
+}
+
+Mat reshape_heads_to_columns(const ConstMatRef& x, int n_heads) {
+  // x (T, C) read as (H, T, D): head h's row i is flat piece h*T + i. Out (T, C): head h in columns h*D.., as
+  // SplitHeads keeps it, so attend() serves both styles.
+  const Eigen::Index T = x.rows(), D = x.cols() / n_heads;
+  const Mat contiguous = x;
+  const Eigen::Map<const Mat> pieces(contiguous.data(), T * n_heads, D);  // (H*T, D)
+  Mat out(T, x.cols());
+  for (int h = 0; h < n_heads; ++h) out.middleCols(h * D, D) = pieces.middleRows(h * T, T);
+  return out;
+}
+
+Mat columns_to_reshape_heads(const ConstMatRef& x, int n_heads) {
+  const Eigen::Index T = x.rows(), D = x.cols() / n_heads;
+  Mat pieces(T * n_heads, D);  // (H*T, D): head h's rows h*T.., then read back as (T, C)
+  for (int h = 0; h < n_heads; ++h) pieces.middleRows(h * T, T) = x.middleCols(h * D, D);
+  return Eigen::Map<const Mat>(pieces.data(), T, x.cols());
 }
 
 void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
@@ -307,10 +338,24 @@ void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logit
 // [SECTION] masks
 
 AttentionMask build_mask(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal) {
+                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal,
+                         const std::vector<int>* query_ids) {
   const Eigen::Index tk = static_cast<Eigen::Index>(key_ids.size());
   AttentionMask mask;
-  if (iv.padding_mask)
+  // The note's make_pad_mask(query, key) blocks padded keys and padded queries (with the source's pad id on
+  // both sides); its decoder self-attention mask is the causal triangle alone.
+  const bool reshape = config.attention == AttentionStyle::ReshapeHeads;
+  mask.blocked_row_uniform = reshape;
+  if (reshape && iv.padding_mask && kind != AttentionKind::Decoder) {
+    if (!query_ids || static_cast<Eigen::Index>(query_ids->size()) != tq)
+      fail(ErrorKind::Input, "build_mask", "this model's padding mask needs the ids of the queries");
+    for (Eigen::Index i = 0; i < tq; ++i)
+      if ((*query_ids)[static_cast<size_t>(i)] == config.pad_id) {
+        if (mask.query_blocked.empty()) mask.query_blocked.assign(static_cast<size_t>(tq), 0);
+        mask.query_blocked[static_cast<size_t>(i)] = 1;
+      }
+  }
+  if (iv.padding_mask && !(reshape && kind == AttentionKind::Decoder))
     for (Eigen::Index j = 0; j < tk; ++j)
       if (key_ids[static_cast<size_t>(j)] == config.pad_id) {
         if (mask.key_blocked.empty()) mask.key_blocked.assign(static_cast<size_t>(tk), 0);
@@ -341,6 +386,10 @@ std::vector<bool> heads_on(const Config& config, const Interventions& iv, Attent
   return on;
 }
 
-float attention_scale(const Config& config) { return 1.0f / std::sqrt(static_cast<float>(config.head_dim())); }
+float attention_scale(const Config& config) {
+  // The note divides by embed_size ** (1/2): the model's width, not the head's.
+  const int by = config.attention == AttentionStyle::ReshapeHeads ? config.d_model : config.head_dim();
+  return 1.0f / std::sqrt(static_cast<float>(by));
+}
 
 }  // namespace sf

@@ -82,6 +82,16 @@ const Mat& self_attention_keys_values(const Config& config, const AttentionWeigh
                                       const LayerNormWeights& norm, const Mat& x, LayerNormTrace& norm1,
                                       AttentionTrace& t);
 
+// x (N, C) -> (N, C) through one of an attention block's Q, K, V projections: x W^T + b (SplitHeads), or with
+// ReshapeHeads each row's H pieces of D through the shared (D, D) map (x viewed as (N*H, D)).
+void attention_projection(const Config& config, const ConstMatRef& x, const LinearWeights& w, Mat& out);
+// ReshapeHeads' heads (config.h) in SplitHeads' columns, and back: x (T, C) read as (H, T, D) gives head h's row
+// i = flat piece h*T + i, i.e. columns ((h*T + i) % H)*D .. +D of row (h*T + i) / H. reshape_heads_to_columns
+// puts head h in columns h*D .. h*D+D-1, so one attend() serves both; columns_to_reshape_heads undoes it
+// (the note's reshape of the heads' output back to (T, C)).
+Mat reshape_heads_to_columns(const ConstMatRef& x, int n_heads);
+Mat columns_to_reshape_heads(const ConstMatRef& x, int n_heads);
+
 void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
                            const AttentionFn& self_attn, Dropout* dropout, EncoderLayerTrace& t);
 // query_rows: the rows of x whose outputs are wanted (nullptr: all rows): every row gives its keys and values
@@ -117,11 +127,14 @@ void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logit
 // key_ids (Tk), with the interventions of a pass over positions 0 .. first_query + tq - 1: the computed mask
 // (padding of the keys; causal: key j > query position blocked), replaced for a head with a custom mask by its
 // rows first_query.. (it must be (first_query + tq, Tk)). ErrorKind::Input for a custom mask of another size.
+// ReshapeHeads (config.h) follows the note instead: padded queries (query_ids, needed then) block their rows,
+// the decoder's self-attention has no padding mask, and a fully blocked row is uniform.
 AttentionMask build_mask(const Config& config, const Interventions& iv, AttentionKind kind, int layer,
-                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal);
+                         Eigen::Index first_query, Eigen::Index tq, const std::vector<int>& key_ids, bool causal,
+                         const std::vector<int>* query_ids = nullptr);
 // The head_on flags of one attention block.
 std::vector<bool> heads_on(const Config& config, const Interventions& iv, AttentionKind kind, int layer);
-// Scores scale of the model's attention: 1 / sqrt(D).
+// Scores scale of the model's attention: 1 / sqrt(D) (ReshapeHeads: 1 / sqrt(C)).
 float attention_scale(const Config& config);
 
 }  // namespace sf

@@ -1,6 +1,7 @@
 #include "transformer/passes.h"
 
 #include <algorithm>
+#include <array>
 
 #include "nn/backward.h"
 #include "nn/linear.h"
@@ -10,6 +11,12 @@
 namespace sf {
 
 // [SECTION] KV cache
+
+bool kv_cache_exact(const Config& config, const Interventions& iv) {
+  // ReshapeHeads mixes the rows of the whole sequence into every head: a new token changes every earlier row.
+  if (config.attention == AttentionStyle::ReshapeHeads) return false;
+  return kv_cache_exact(iv);
+}
 
 bool kv_cache_exact(const Interventions& iv) {
   if (!iv.causal_mask) return false;
@@ -43,8 +50,8 @@ CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weig
   kv.keys.resize(static_cast<size_t>(config.n_decoder_layers));
   kv.values.resize(kv.keys.size());
   for (size_t l = 0; l < kv.keys.size(); ++l) {
-    linear_forward(encoded.enc_out, weights.decoder_layers[l].cross_attn.k, kv.keys[l]);    // (S, C)
-    linear_forward(encoded.enc_out, weights.decoder_layers[l].cross_attn.v, kv.values[l]);  // (S, C)
+    attention_projection(config, encoded.enc_out, weights.decoder_layers[l].cross_attn.k, kv.keys[l]);    // (S, C)
+    attention_projection(config, encoded.enc_out, weights.decoder_layers[l].cross_attn.v, kv.values[l]);  // (S, C)
   }
   return kv;
 }
@@ -63,14 +70,16 @@ struct SequenceAttention {
   AttentionMask mask;
 };
 
-// queries = x_q W_q^T + b; per sequence attend(); attn_out = heads_out W_o^T + b.
+// queries = x_q W_q^T + b; per sequence attend(); attn_out = heads_out W_o^T + b. ReshapeHeads: each
+// sequence's queries, keys and values are put into SplitHeads' columns for attend() and its heads' output back.
 void attention_sublayer(const Config& config, const AttentionWeights& w, const ConstMatRef& x_q,
                         std::vector<SequenceAttention>& seqs, const std::vector<bool>& on, Record record,
                         Dropout* dropout, AttentionTrace& t) {
   const int H = config.n_heads;
   const Eigen::Index D = config.head_dim();
   const size_t n = seqs.size(), nh = n * static_cast<size_t>(H);
-  linear_forward(x_q, w.q, t.queries);  // (Rq, C)
+  const bool reshape = config.attention == AttentionStyle::ReshapeHeads;
+  attention_projection(config, x_q, w.q, t.queries);  // (Rq, C)
   t.heads_out.resize(x_q.rows(), config.d_model);
   const bool keep_probs = record != Record::Output, trace = record == Record::Trace;
   t.probs.resize(keep_probs ? nh : 0);
@@ -83,16 +92,28 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
       for (int h = 0; h < H; ++h) dropout->make(t.keep[s * H + h], seqs[s].q_rows, seqs[s].k_rows);
   }
   const float scale = attention_scale(config);
+  std::vector<std::array<Mat, 3>> columns(reshape ? n : 0);  // ReshapeHeads: each sequence's q, k, v as columns
   auto run = [&](size_t s) {
     const SequenceAttention& a = seqs[s];
     const std::span<Mat> none;
     const AttendRecord rec{trace ? std::span<Mat>(t.scores).subspan(s * H, H) : none,
                            keep_probs ? std::span<Mat>(t.probs).subspan(s * H, H) : none,
                            trace ? std::span<Mat>(t.head_out).subspan(s * H, H) : none};
-    attend(t.queries.middleRows(a.q_begin, a.q_rows), a.keys->middleRows(a.k_begin, a.k_rows),
-           a.values->middleRows(a.k_begin, a.k_rows), H, scale, a.mask, on,
-           t.keep.empty() ? std::span<const Mat>() : std::span<const Mat>(t.keep).subspan(s * H, H),
-           t.heads_out.middleRows(a.q_begin, a.q_rows), rec);
+    const std::span<const Mat> keep =
+        t.keep.empty() ? std::span<const Mat>() : std::span<const Mat>(t.keep).subspan(s * H, H);
+    if (!reshape) {
+      attend(t.queries.middleRows(a.q_begin, a.q_rows), a.keys->middleRows(a.k_begin, a.k_rows),
+             a.values->middleRows(a.k_begin, a.k_rows), H, scale, a.mask, on, keep,
+             t.heads_out.middleRows(a.q_begin, a.q_rows), rec);
+      return;
+    }
+    std::array<Mat, 3>& qkv = columns[s];
+    qkv[0] = reshape_heads_to_columns(t.queries.middleRows(a.q_begin, a.q_rows), H);  // (Tq, C)
+    qkv[1] = reshape_heads_to_columns(a.keys->middleRows(a.k_begin, a.k_rows), H);    // (Tk, C)
+    qkv[2] = reshape_heads_to_columns(a.values->middleRows(a.k_begin, a.k_rows), H);  // (Tk, C)
+    Mat out(a.q_rows, config.d_model);
+    attend(qkv[0], qkv[1], qkv[2], H, scale, a.mask, on, keep, out, rec);
+    t.heads_out.middleRows(a.q_begin, a.q_rows) = columns_to_reshape_heads(out, H);  // the note's reshape back
   };
   if (n == 1) run(0);
   else parallel_for(static_cast<int>(n), 1, [&](int begin, int end) {
@@ -108,9 +129,15 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
   for (size_t s = 0; s < n; ++s) {
     const SequenceAttention& a = seqs[s];
     for (int h = 0; h < H; ++h) {
-      t.q[s * H + h] = t.queries.block(a.q_begin, h * D, a.q_rows, D);
-      t.k[s * H + h] = a.keys->block(a.k_begin, h * D, a.k_rows, D);
-      t.v[s * H + h] = a.values->block(a.k_begin, h * D, a.k_rows, D);
+      if (reshape) {
+        t.q[s * H + h] = columns[s][0].middleCols(h * D, D);
+        t.k[s * H + h] = columns[s][1].middleCols(h * D, D);
+        t.v[s * H + h] = columns[s][2].middleCols(h * D, D);
+      } else {
+        t.q[s * H + h] = t.queries.block(a.q_begin, h * D, a.q_rows, D);
+        t.k[s * H + h] = a.keys->block(a.k_begin, h * D, a.k_rows, D);
+        t.v[s * H + h] = a.values->block(a.k_begin, h * D, a.k_rows, D);
+      }
       t.mask[s * H + h] = a.mask.matrix(h, a.q_rows, a.k_rows);
     }
   }
@@ -122,6 +149,9 @@ void attention_sublayer_backward(const Config& config, const AttentionWeights& w
                                  const ConstMatRef& x_kv, const std::vector<SequenceAttention>& seqs,
                                  const std::vector<bool>& on, const AttentionTrace& t, const Mat& d_attn_out,
                                  AttentionWeights& g, Mat& d_x_q, Mat& d_x_kv) {
+  if (config.attention != AttentionStyle::SplitHeads)
+    fail(ErrorKind::Unsupported, "training",
+         "the backward pass has no reshape_heads attention (the from-scratch family): such a model is not trained here");
   const int H = config.n_heads;
   Mat d_heads;  // (Rq, C)
   linear_backward(t.heads_out, w.out, d_attn_out, g.out, &d_heads);
@@ -213,9 +243,10 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
     const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
     AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& t) {
       std::vector<SequenceAttention> seqs = uniform_layout(sequences, S, S, t.keys, t.values);
-      for (int b = 0; b < sequences; ++b)
-        seqs[static_cast<size_t>(b)].mask =
-            build_mask(config, iv, AttentionKind::Encoder, l, 0, S, ids_of(trace.src.ids, b * S, S), false);
+      for (int b = 0; b < sequences; ++b) {
+        const std::vector<int> ids = ids_of(trace.src.ids, b * S, S);
+        seqs[static_cast<size_t>(b)].mask = build_mask(config, iv, AttentionKind::Encoder, l, 0, S, ids, false, &ids);
+      }
       attention_sublayer(config, w.self_attn, x_q, seqs, on, record, dropout, t);
     };
     encoder_layer_forward(config, w, x, self_attn, dropout, trace.encoder[static_cast<size_t>(l)]);
@@ -334,7 +365,14 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
     fail(ErrorKind::Input, where, "a pass from layer " + std::to_string(pass.first_layer) +
                                       " needs the trace of this very pass up to it");
   // In the last layer of an unrecorded pass only the output rows go on (each sequence's share of them).
-  const bool fewer_queries = !recorded && static_cast<int>(pass.output_rows.size()) < R;
+  // Not with ReshapeHeads, where every row of a head mixes pieces of several tokens.
+  const bool reshape = config.attention == AttentionStyle::ReshapeHeads;
+  const bool fewer_queries = !recorded && static_cast<int>(pass.output_rows.size()) < R && !reshape;
+  if (reshape)
+    for (const SequenceInfo& q : seqs)
+      if (q.cached > 0)
+        fail(ErrorKind::Input, where, "this model's attention (reshape_heads) mixes every row of a sequence: a pass "
+                                      "cannot continue a KV cache, it runs over the whole sequence");
   if (fewer_queries)
     for (int r : pass.output_rows) {
       SequenceInfo& q = seqs[static_cast<size_t>(rows.sequences[static_cast<size_t>(r)])];
@@ -412,8 +450,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
         a.keys = cross->keys[static_cast<size_t>(l)];
         a.values = cross->values[static_cast<size_t>(l)];
       } else {
-        linear_forward(encoded.enc_out, w.cross_attn.k, a.keys);    // (B*S, C)
-        linear_forward(encoded.enc_out, w.cross_attn.v, a.values);  // (B*S, C)
+        attention_projection(config, encoded.enc_out, w.cross_attn.k, a.keys);    // (B*S, C)
+        attention_projection(config, encoded.enc_out, w.cross_attn.v, a.values);  // (B*S, C)
       }
       std::vector<SequenceAttention> jobs(seqs.size());
       for (size_t s = 0; s < seqs.size(); ++s) {
@@ -423,8 +461,9 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
         j.values = values;
         j.k_begin = q.source * S;
         j.k_rows = S;
+        const std::vector<int> query_ids = ids_of(rows.tokens, q.begin, q.count);
         j.mask = build_mask(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
-                            ids_of(encoded.src.ids, q.source * S, S), false);
+                            ids_of(encoded.src.ids, q.source * S, S), false, &query_ids);
         set_queries(q, j);
       }
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);

@@ -41,6 +41,9 @@ struct KvCache {
 // Whether a KV cache gives the same numbers as recomputing the prefix under these interventions: the causal
 // mask on, and no painted decoder mask that lets a query see a later key.
 bool kv_cache_exact(const Interventions& interventions);
+// The same for a model: never with config.attention ReshapeHeads, whose heads mix the rows of the whole sequence
+// (every step reruns the prefix, as the note's own greedy decoding does).
+bool kv_cache_exact(const Config& config, const Interventions& interventions);
 // An empty cache for `config`'s decoder.
 KvCache empty_kv_cache(const Config& config);
 // Forgets every token from position `length` on (stepping back).

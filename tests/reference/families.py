@@ -1,4 +1,4 @@
-"""The two PyTorch model families Stepformer loads by name, written as their tutorials write them.
+"""The PyTorch model families Stepformer loads by name, written as their tutorials write them.
 
 Development time only (Debian's python3-torch, /usr/bin/python3). Each builder takes a native config dict (the
 keys of core/model/config.h's config_to_json, documented in docs/model-files.md; absent keys take the C++
@@ -11,6 +11,8 @@ defaults) and returns a torch.nn.Module whose state_dict() has exactly the names
   build_seq2seq_tutorial(cfg)  -> Seq2Seq of the popular pytorch-seq2seq "Attention is All You Need" notebook:
                                   fc_q/fc_k/fc_v/fc_o attention, learned positions (pos_embedding), embeddings
                                   scaled by sqrt(hid_dim), post-norm, no final norms, decoder.fc_out.
+  build_from_scratch(cfg)      -> the study note's "Transformer from scratch" (NoteTransformer: Encoder, Decoder,
+                                  fc_out; selfAttention, EncoderBlock, DecoderBlock), quirks included.
 
 Dropout defaults to 0 so forward passes are deterministic. Shapes: B batch, S source length, T target length,
 C d_model, H heads, D = C / H, F d_ff, V vocabulary.
@@ -26,7 +28,7 @@ DEFAULT_CONFIG = {
     "d_model": 256, "n_heads": 8, "n_encoder_layers": 3, "n_decoder_layers": 3, "d_ff": 512,
     "max_positions": 256, "positional_encoding": "sinusoidal", "embedding_scale": "sqrt_d_model",
     "norm_placement": "post", "encoder_final_norm": False, "decoder_final_norm": False, "activation": "relu",
-    "layer_norm_eps": 1e-5, "bias": True, "tie_output_embedding": False, "share_embeddings": False,
+    "attention": "split_heads", "layer_norm_eps": 1e-5, "bias": True, "tie_output_embedding": False, "share_embeddings": False,
     "pad_id": 1, "bos_id": 2, "eos_id": 3, "unk_id": 0,
 }
 
@@ -271,7 +273,209 @@ def build_seq2seq_tutorial(cfg, dropout=0.0):
     return Seq2Seq(encoder, decoder, cfg["pad_id"], cfg["pad_id"])
 
 
-BUILDERS = {"pytorch-tutorial": build_pytorch_tutorial, "seq2seq-tutorial": build_seq2seq_tutorial}
+# ---------------------------------------------------------------------------------------------------------
+# from-scratch: the Korean study note's "Transformer from scratch" (../shared/seeds/001_65bd59ad5c71ccfe.txt),
+# written again from the note, quirks included: heads by reshape(N, h, len, d_k) without a transpose, one
+# Linear(d_k, d_k, bias=False) per Q/K/V shared by every head, masked_fill(mask == 0, -1e20) before dividing by
+# sqrt(embed_size), make_pad_mask blocking padded keys and queries with the source's pad id, the attribute name
+# feed_forawrd, positions computed in the module (not in the state_dict), log_softmax output.
+# Our one addition: selfAttention.heads_off (a set of head indices whose output is zeroed before the reshape
+# back), empty unless a fixture switches heads off, as Stepformer's intervention does.
+class selfAttention(nn.Module):
+    def __init__(self, embed_size, heads):
+        super().__init__()
+        self.embed_size = embed_size
+        self.heads = heads
+        self.head_dim = embed_size // heads
+        self.query = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.key = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.value = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.fc_out = nn.Linear(heads * self.head_dim, embed_size)
+        self.heads_off = set()
+        self.record = None  # a dict to fill with this call's intermediates, or None
+
+    def forward(self, value, key, query, mask):
+        N_batch = query.shape[0]
+        value_len, key_len, query_len = value.shape[1], key.shape[1], query.shape[1]
+        value = value.reshape(N_batch, self.heads, value_len, self.head_dim)  # (n, h, value_len, d_k)
+        key = key.reshape(N_batch, self.heads, key_len, self.head_dim)
+        query = query.reshape(N_batch, self.heads, query_len, self.head_dim)
+        V = self.value(value)
+        K = self.key(key)
+        Q = self.query(query)
+        score = torch.matmul(Q, K.transpose(-2, -1))  # (n, h, query_len, key_len)
+        raw = score
+        if mask is not None:
+            score = score.masked_fill(mask == 0, float("-1e20"))
+        d_k = self.embed_size ** (1 / 2)
+        softmax_score = torch.softmax(score / d_k, dim=3)
+        heads = torch.matmul(softmax_score, V)  # (n, h, query_len, d_k)
+        if self.heads_off:
+            heads = heads.clone()
+            for h in self.heads_off:
+                heads[:, h] = 0
+        out = heads.reshape(N_batch, query_len, self.heads * self.head_dim)
+        result = self.fc_out(out)
+        if self.record is not None:
+            blocked = (mask == 0).expand(N_batch, self.heads, query_len, key_len) if mask is not None else \
+                torch.zeros(N_batch, self.heads, query_len, key_len, dtype=torch.bool)
+            self.record.update(q=Q, k=K, v=V, scores=raw / d_k, mask=blocked.float(), probs=softmax_score,
+                               head_out=heads, heads_out=out, attn_out=result)
+        return result
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, embed_size, heads, dropout, forward_expansion):
+        super().__init__()
+        self.attention = selfAttention(embed_size, heads)
+        self.norm1 = nn.LayerNorm(embed_size)
+        self.norm2 = nn.LayerNorm(embed_size)
+        self.feed_forawrd = nn.Sequential(
+            nn.Linear(embed_size, forward_expansion * embed_size),
+            nn.ReLU(),
+            nn.Linear(forward_expansion * embed_size, embed_size),
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, value, key, query, mask):
+        attention = self.attention(value, key, query, mask)
+        x = self.dropout(self.norm1(attention + query))
+        forward = self.feed_forawrd(x)
+        out = self.dropout(self.norm2(forward + x))
+        return out
+
+
+def _note_positions(max_length, embed_size):
+    pos_embed = torch.zeros(max_length, embed_size)
+    position = torch.arange(0, max_length).float().unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, embed_size, 2) * -(math.log(10000.0) / embed_size))
+    pos_embed[:, 0::2] = torch.sin(position * div_term)
+    pos_embed[:, 1::2] = torch.cos(position * div_term)
+    return pos_embed.unsqueeze(0)  # (1, max_length, embed_size): a plain attribute, not in the state_dict
+
+
+class NoteEncoder(nn.Module):  # the note's class Encoder
+    def __init__(self, src_vocab_size, embed_size, num_layers, heads, forward_expansion, dropout, max_length):
+        super().__init__()
+        self.embed_size = embed_size
+        self.word_embedding = nn.Embedding(src_vocab_size, embed_size)
+        self.pos_embed = _note_positions(max_length, embed_size)
+        self.layers = nn.ModuleList(
+            [EncoderBlock(embed_size, heads, dropout=dropout, forward_expansion=forward_expansion)
+             for _ in range(num_layers)])
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        _, seq_len = x.size()
+        pos_embed = self.pos_embed[:, :seq_len, :]
+        out = self.dropout(self.word_embedding(x) + pos_embed)
+        for layer in self.layers:
+            out = layer(out, out, out, mask)
+        return out
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, embed_size, heads, dropout, forward_expansion):
+        super().__init__()
+        self.norm = nn.LayerNorm(embed_size)
+        self.attention = selfAttention(embed_size, heads=heads)
+        self.encoder_block = EncoderBlock(embed_size, heads, dropout, forward_expansion)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, value, key, src_trg_mask, target_mask):
+        attention = self.attention(x, x, x, target_mask)
+        query = self.dropout(self.norm(attention + x))
+        out = self.encoder_block(value, key, query, src_trg_mask)
+        return out
+
+
+class NoteDecoder(nn.Module):  # the note's class Decoder
+    def __init__(self, trg_vocab_size, embed_size, num_layers, heads, forward_expansion, dropout, max_length):
+        super().__init__()
+        self.word_embedding = nn.Embedding(trg_vocab_size, embed_size)
+        self.pos_embed = _note_positions(max_length, embed_size)
+        self.layers = nn.ModuleList(
+            [DecoderBlock(embed_size, heads, dropout, forward_expansion) for _ in range(num_layers)])
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, enc_src, src_trg_mask, trg_mask):
+        _, seq_len = x.size()
+        pos_embed = self.pos_embed[:, :seq_len, :]
+        out = self.dropout(self.word_embedding(x) + pos_embed)
+        for layer in self.layers:
+            out = layer(out, enc_src, enc_src, src_trg_mask, trg_mask)
+        return out
+
+
+class NoteTransformer(nn.Module):  # the note's class Transformer
+    def __init__(self, src_vocab_size, trg_vocab_size, src_pad_idx, trg_pad_idx, embed_size, num_layers,
+                 forward_expansion, heads, dropout, max_length, num_decoder_layers=None):
+        super().__init__()
+        self.Encoder = NoteEncoder(src_vocab_size, embed_size, num_layers, heads, forward_expansion, dropout,
+                                   max_length)
+        self.Decoder = NoteDecoder(trg_vocab_size, embed_size, num_decoder_layers or num_layers, heads,
+                                   forward_expansion, dropout, max_length)
+        self.src_pad_idx = src_pad_idx
+        self.trg_pad_idx = trg_pad_idx
+        self.fc_out = nn.Linear(embed_size, trg_vocab_size)
+
+    def encode(self, src):
+        src_mask = self.make_pad_mask(src, src)
+        return self.Encoder(src, src_mask)
+
+    def decode(self, src, trg, enc_src):
+        src_trg_mask = self.make_pad_mask(trg, src)
+        trg_mask = self.make_trg_mask(trg)
+        out = self.Decoder(trg, enc_src, src_trg_mask, trg_mask)
+        out = self.fc_out(out)
+        return F.log_softmax(out, dim=-1)
+
+    def make_pad_mask(self, query, key):
+        len_query, len_key = query.size(1), key.size(1)
+        key = key.ne(self.src_pad_idx).unsqueeze(1).unsqueeze(2)
+        key = key.repeat(1, 1, len_query, 1)
+        query = query.ne(self.src_pad_idx).unsqueeze(1).unsqueeze(3)
+        query = query.repeat(1, 1, 1, len_key)
+        return key & query
+
+    def make_trg_mask(self, trg):
+        N, trg_len = trg.shape
+        return torch.tril(torch.ones((trg_len, trg_len))).expand(N, 1, trg_len, trg_len)
+
+    def forward(self, src, trg):
+        src_mask = self.make_pad_mask(src, src)
+        trg_mask = self.make_trg_mask(trg)
+        src_trg_mask = self.make_pad_mask(trg, src)
+        enc_src = self.Encoder(src, src_mask)
+        out = self.Decoder(trg, enc_src, src_trg_mask, trg_mask)
+        out = self.fc_out(out)
+        return F.log_softmax(out, dim=-1)
+
+
+def from_scratch_config(embed_size, heads, num_layers, forward_expansion, src_vocab_size, trg_vocab_size,
+                        max_length=140, pad_id=1, bos_id=2, eos_id=3, unk_id=0, num_decoder_layers=None):
+    """The native config (core/model/config.h keys) of the note's Transformer(...) arguments."""
+    return dict(full_config({
+        "d_model": embed_size, "n_heads": heads, "n_encoder_layers": num_layers,
+        "n_decoder_layers": num_decoder_layers or num_layers, "d_ff": forward_expansion * embed_size,
+        "src_vocab_size": src_vocab_size, "tgt_vocab_size": trg_vocab_size, "max_positions": max_length,
+        "positional_encoding": "sinusoidal", "embedding_scale": "one", "norm_placement": "post",
+        "encoder_final_norm": False, "decoder_final_norm": False, "activation": "relu", "attention": "reshape_heads",
+        "layer_norm_eps": 1e-5, "bias": True, "tie_output_embedding": False, "share_embeddings": False,
+        "pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id, "unk_id": unk_id}))
+
+
+def build_from_scratch(cfg, dropout=0.0):
+    cfg = full_config(cfg)
+    if cfg["d_ff"] % cfg["d_model"]:
+        raise ValueError("from-scratch: d_ff must be forward_expansion * d_model")
+    return NoteTransformer(cfg["src_vocab_size"], cfg["tgt_vocab_size"], cfg["pad_id"], cfg["pad_id"],
+                           cfg["d_model"], cfg["n_encoder_layers"], cfg["d_ff"] // cfg["d_model"], cfg["n_heads"],
+                           dropout, cfg["max_positions"], num_decoder_layers=cfg["n_decoder_layers"])
+
+
+BUILDERS = {"pytorch-tutorial": build_pytorch_tutorial, "seq2seq-tutorial": build_seq2seq_tutorial,
+            "from-scratch": build_from_scratch}
 
 
 def build(family, cfg, **kwargs):

@@ -41,7 +41,12 @@ CASES = [
     ("seq2seq_tutorial_tiny", "seq2seq-tutorial",
      {"d_model": 16, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 32, "max_positions": 20,
       "positional_encoding": "learned"}),
+    # The study note's Transformer(embed_size=16, heads=4, num_layers=2, forward_expansion=2, max_length=50),
+    # converted without --config (everything from the shapes) and with the note's <sos> in its vocabularies.
+    ("from_scratch_tiny", "from-scratch",
+     {"d_model": 16, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 32, "max_positions": 50}),
 ]
+NOTE_SPECIALS = ["<unk>", "<pad>", "<sos>", "<eos>"]
 
 
 def checks_for(family, model, cfg):
@@ -67,6 +72,24 @@ def checks_for(family, model, cfg):
             ("transformer.decoder.norm.bias", (14,), "decoder_norm.beta", 0, 14),
             ("generator.weight", (20, 7), "generator.weight", 20, 7),
             ("generator.bias", (3,), "generator.bias", 0, 3),
+        ]
+    elif family == "from-scratch":
+        picks += [
+            ("Encoder.word_embedding.weight", (5, 3), "src_embedding", 5, 3),
+            ("Decoder.word_embedding.weight", (9, 15), "tgt_embedding", 9, 15),
+            # one (D, D) map per Q, K, V shared by every head (D = 4)
+            ("Encoder.layers.1.attention.key.weight", (3, 1), "encoder_layers.1.self_attn.k.weight", 3, 1),
+            ("Encoder.layers.0.attention.fc_out.bias", (13,), "encoder_layers.0.self_attn.out.bias", 0, 13),
+            ("Encoder.layers.0.feed_forawrd.0.weight", (30, 5), "encoder_layers.0.ffn.fc1.weight", 30, 5),
+            ("Encoder.layers.1.norm2.weight", (2,), "encoder_layers.1.ffn_norm.gamma", 0, 2),
+            ("Decoder.layers.0.attention.query.weight", (2, 3), "decoder_layers.0.self_attn.q.weight", 2, 3),
+            ("Decoder.layers.0.norm.bias", (7,), "decoder_layers.0.self_attn_norm.beta", 0, 7),
+            ("Decoder.layers.1.encoder_block.attention.value.weight", (0, 2), "decoder_layers.1.cross_attn.v.weight", 0, 2),
+            ("Decoder.layers.1.encoder_block.norm1.weight", (9,), "decoder_layers.1.cross_attn_norm.gamma", 0, 9),
+            ("Decoder.layers.1.encoder_block.feed_forawrd.2.bias", (12,), "decoder_layers.1.ffn.fc2.bias", 0, 12),
+            ("Decoder.layers.0.encoder_block.norm2.bias", (6,), "decoder_layers.0.ffn_norm.beta", 0, 6),
+            ("fc_out.weight", (21, 7), "generator.weight", 21, 7),
+            ("fc_out.bias", (3,), "generator.bias", 0, 3),
         ]
     else:
         picks += [
@@ -96,9 +119,13 @@ def run(cmd):
 
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
-    src_vocab = SPECIALS + DE_WORDS
-    tgt_vocab = SPECIALS + EN_WORDS
+    only = set(sys.argv[1:])  # case names: write only these (all without)
     for seed, (name, family, cfg) in enumerate(CASES):
+        if only and name not in only:
+            continue
+        specials = NOTE_SPECIALS if family == "from-scratch" else SPECIALS
+        src_vocab = specials + DE_WORDS
+        tgt_vocab = specials + EN_WORDS
         torch.manual_seed(1234 + seed)
         sized = dict(cfg, src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab))
         # the tutorial's PositionalEncoding buffer (maxlen 5000 there) goes into the state_dict; the converter
@@ -119,12 +146,15 @@ def main():
                 with open(path, "w", encoding="utf-8") as f:
                     f.write("\n".join(vocab) + "\n")
             out = os.path.join(OUT_DIR, f"{name}.safetensors")
+            how = (["--max-length", str(cfg["max_positions"])] if family == "from-scratch" else ["--config", config_path])
             run(["/usr/bin/python3", os.path.join(ROOT, "tools", "convert_pytorch.py"), "--family", family,
-                 "--checkpoint", checkpoint, "--config", config_path, "--src-vocab", os.path.join(tmp, "src.txt"),
+                 "--checkpoint", checkpoint, *how, "--src-vocab", os.path.join(tmp, "src.txt"),
                  "--tgt-vocab", os.path.join(tmp, "tgt.txt"), "--out", out, "--src-lang", "de", "--tgt-lang", "en",
                  "--dataset", "none: random weights (tests/reference/make_model_fixtures.py)",
                  "--train-command", "none", "--score", "bleu=0"])
         full = families.full_config(sized)
+        if family == "from-scratch":
+            full = families.from_scratch_config(16, 4, 2, 2, len(src_vocab), len(tgt_vocab), cfg["max_positions"])
         expected = {
             "family": family, "config": full, "src_vocab": src_vocab, "tgt_vocab": tgt_vocab,
             "parameter_count": sum(p.numel() for p in model.parameters()),

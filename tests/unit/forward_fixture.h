@@ -21,7 +21,7 @@
 
 namespace sf::testing {
 
-// One committed PyTorch fixture (tests/reference/make_forward_fixtures.py): a trace file "<case>.trace.safetensors"
+// One committed PyTorch fixture (tests/reference/make_forward_fixtures.py, make_from_scratch_fixtures.py): a trace file "<case>.trace.safetensors"
 // with the ids, the interventions and every expected intermediate, and the model file it names, loaded through
 // load_model (the family's own tensor names).
 struct ForwardFixture {
@@ -51,6 +51,8 @@ inline ForwardFixture load_forward_fixture(const std::string& trace_path) {
   f.interventions.causal_mask = iv.value("causal_mask", true);
   f.interventions.padding_mask = iv.value("padding_mask", true);
   f.interventions.positional_encoding = iv.value("positional_encoding", true);
+  for (const auto& head : iv.value("heads_off", std::vector<std::string>{}))
+    f.interventions.heads_off.push_back(parse_head_ref(head));
   for (const TensorView& v : file.tensors()) {
     if (v.name == "ids.src") f.src = ids_of(v);
     else if (v.name == "ids.tgt") f.tgt = ids_of(v);

@@ -402,8 +402,8 @@ TEST(Decoder, BeamWithoutCacheIsNarrower) {
   }
   DecodeOptions no_cache = o;
   no_cache.use_kv_cache = false;
-  EXPECT_THROW(validate_decode_options(no_cache, Interventions{}), Error);
-  EXPECT_NO_THROW(validate_decode_options(o, Interventions{}));
+  EXPECT_THROW(validate_decode_options(Config{}, no_cache, Interventions{}), Error);
+  EXPECT_NO_THROW(validate_decode_options(Config{}, o, Interventions{}));
   o.beam_width = kMaxBeamWidthWithoutCache;
   Decoder narrow(m.config, m.weights, kSrc, no_causal, o);
   EXPECT_FALSE(narrow.uses_kv_cache());

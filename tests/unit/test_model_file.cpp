@@ -37,6 +37,10 @@ Config tiny_config(const std::string& family) {
   c.max_positions = 10;     // P
   if (family == kFamilyPytorchTutorial) c.encoder_final_norm = c.decoder_final_norm = true;
   if (family == kFamilySeq2SeqTutorial) c.positional_encoding = PositionalEncoding::Learned;
+  if (family == kFamilyFromScratch) {
+    c.attention = AttentionStyle::ReshapeHeads;
+    c.embedding_scale = EmbeddingScale::One;
+  }
   return c;
 }
 
@@ -194,7 +198,8 @@ TEST_P(ModelFileFamilies, RoundTripF16IsClose) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, ModelFileFamilies,
-                         ::testing::Values(kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial),
+                         ::testing::Values(kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial,
+                                           kFamilyFromScratch),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) c = c == '-' ? '_' : c;
@@ -502,7 +507,8 @@ TEST_P(PytorchFixtures, LoadAndMatchTheValuesPyTorchWrote) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Committed, PytorchFixtures,
-                         ::testing::Values("pytorch_tutorial_tiny", "seq2seq_tutorial_tiny", "pytorch_tutorial_tiny_norm_first"));
+                         ::testing::Values("pytorch_tutorial_tiny", "seq2seq_tutorial_tiny", "pytorch_tutorial_tiny_norm_first",
+                                           "from_scratch_tiny"));
 
 // [SECTION] fuzz seed: a micro model, small enough for the fuzzer to mutate quickly
 

@@ -11,7 +11,7 @@
 
 namespace sf::gui {
 
-AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, int col) {
+AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, int col, const Config* config) {
   AttentionCell c;
   if (head < 0 || head >= static_cast<int>(a.q.size())) return c;
   const Mat& q = a.q[static_cast<size_t>(head)];
@@ -19,13 +19,16 @@ AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, 
   if (row < 0 || row >= q.rows() || col < 0 || col >= k.rows()) return c;
   c.head = head, c.row = row, c.col = col;
   c.head_dim = static_cast<int>(q.cols());
+  const bool reshaped = config && config->attention == AttentionStyle::ReshapeHeads;
+  c.scale_by = reshaped ? config->d_model : c.head_dim;
+  c.uniform_when_blocked = reshaped;
   c.q = q.row(row);
   c.k = k.row(col);
   c.products = c.q.cwiseProduct(c.k);
   double dot = 0;  // summed in double: the number shown is the sum of the numbers shown
   for (Eigen::Index d = 0; d < c.products.size(); ++d) dot += c.products(d);
   c.dot = static_cast<float>(dot);
-  c.scaled = static_cast<float>(dot / std::sqrt(static_cast<double>(c.head_dim)));
+  c.scaled = static_cast<float>(dot / std::sqrt(static_cast<double>(c.scale_by)));
   const Mat& blocked = a.mask[static_cast<size_t>(head)];
   c.blocked = blocked.size() > 0 && blocked(row, col) > 0.5f;
   c.traced_score = a.scores[static_cast<size_t>(head)](row, col);
@@ -86,10 +89,14 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   k_.draw("cell_k", ImVec2(width, strip_h), k_axis, none, strip);
   products_.draw("cell_products", ImVec2(width, strip_h), p_axis, none, strip);
   ImGui::Text("2. sum of the %d products  q.k = %.4f", c.head_dim, c.dot);
-  ImGui::Text("3. divided by sqrt(D) = sqrt(%d) = %.3f:  score = %.4f", c.head_dim, std::sqrt(float(c.head_dim)), c.scaled);
+  ImGui::Text("3. divided by sqrt(%s) = sqrt(%d) = %.3f:  score = %.4f", c.scale_by == c.head_dim ? "D" : "C",
+              c.scale_by, std::sqrt(float(c.scale_by)), c.scaled);
   record_item("cell.score", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.scaled);
   if (c.blocked)
-    ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "4. + mask: -inf (blocked) -> after the softmax exactly 0");
+    ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "%s",
+                       c.uniform_when_blocked
+                           ? "4. + mask: -1e20 (blocked) -> after the softmax 0 (1/Tk if the whole row is blocked)"
+                           : "4. + mask: -inf (blocked) -> after the softmax exactly 0");
   else
     ImGui::Text("4. + mask: + 0 (allowed) -> %.4f", c.scaled);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gui/render/map_view.h"
+#include "model/config.h"
 #include "nn/attention.h"
 
 namespace sf::gui {
@@ -18,6 +19,8 @@ namespace sf::gui {
 // The numbers of one cell (head `head`, query row `row`, key column `col`) of an attention trace.
 struct AttentionCell {
   int head = 0, row = 0, col = 0, head_dim = 0;
+  int scale_by = 0;       // the scores are divided by sqrt(scale_by): D, or C for the from-scratch family
+  bool uniform_when_blocked = false;  // from-scratch: blocked cells get -1e20, a wholly blocked row is uniform
   RowVec q, k, products;  // (D) q_i, k_j and their element-wise product
   float dot = 0;          // sum of the products: q_i . k_j
   float scaled = 0;       // dot / sqrt(D): the score before the mask
@@ -30,8 +33,10 @@ struct AttentionCell {
   RowVec traced_out;      // (D) the trace's head output row
 };
 
-// Throws nothing: an out-of-range head, row or column gives std::nullopt-like empty (head_dim 0).
-AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, int col);
+// Throws nothing: an out-of-range head, row or column gives std::nullopt-like empty (head_dim 0). `config` gives
+// the scale (attention_scale) and how blocked cells are filled; nullptr: the paper's, sqrt(D) and -inf.
+AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, int col,
+                                    const Config* config = nullptr);
 
 class AttentionCellPanel {
  public:

@@ -84,6 +84,29 @@ const char* kind_explanation(AttentionKind k) {
   return "";
 }
 
+// The from-scratch family (config.h, AttentionStyle::ReshapeHeads): what a head's rows really are.
+constexpr const char* kReshapeExplanation =
+    "This model is the study note's \"Transformer from scratch\". It makes its heads with reshape(N, heads, len, "
+    "head_dim) and no transpose, so a head's rows are NOT tokens: the sentence's numbers are laid out token after "
+    "token and cut into pieces of D, and head h gets pieces h*T .. h*T+T-1. A label \"Zwei [k]\" means: columns "
+    "k*D .. k*D+D-1 of the token \"Zwei\". Head 0 sees the first tokens, the last head the last ones, each only in "
+    "slices: no head compares whole tokens. (The usual split is reshape(N, len, heads, head_dim).transpose(1, 2).) "
+    "Also: one D x D projection serves every head, scores are divided by sqrt(C), not sqrt(D), and masks apply "
+    "by row and column number of this reshaped sequence; a padded query's row is blocked whole (masked_fill "
+    "-1e20), so it comes out uniform.";
+
+// Row or column labels of one head of a ReshapeHeads model: row i of head h is piece h*T + i of the flattened
+// (T, C) sequence, i.e. columns k*D.. of token (h*T + i) / H with k = (h*T + i) % H.
+std::vector<std::string> reshaped_labels(const std::vector<std::string>& tokens, int head, int n_heads) {
+  const int t = static_cast<int>(tokens.size());
+  std::vector<std::string> out(tokens.size());
+  for (int i = 0; i < t; ++i) {
+    const int piece = head * t + i;
+    out[static_cast<size_t>(i)] = tokens[static_cast<size_t>(piece / n_heads)] + " [" + std::to_string(piece % n_heads) + "]";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string attention_title(AttentionKind kind, const Interventions& iv) {
@@ -111,10 +134,18 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a || a->probs.empty()) return changed;
   // Decoder rows read one token and predict the next: "orange -> shirt". Keys are what is read.
-  const std::vector<std::string> queries =
-      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
-  const std::vector<std::string> keys =
+  const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
+  std::vector<std::string> queries =
+      sel.kind == AttentionKind::Encoder ? state.source_labels()
+      : reshaped                         ? state.decoder_input_labels()
+                                         : state.decoder_row_labels();
+  std::vector<std::string> keys =
       sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
+  if (reshaped) {  // pieces of tokens, not tokens: labelled with what each row and column holds
+    queries = reshaped_labels(queries, sel.head, c.n_heads);
+    keys = reshaped_labels(keys, sel.head, c.n_heads);
+    view_ = AttentionView::Heatmap;  // the lines view joins tokens, which these rows are not
+  }
   const std::vector<std::string> source_tips = state.source_label_tips();
   const int tq = static_cast<int>(a->probs[sel.head].rows()), tk = static_cast<int>(a->probs[sel.head].cols());
   const bool selection_changed =
@@ -150,12 +181,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
   // The view switch: the heatmap, or the same head as lines between the two columns of tokens.
   int view = static_cast<int>(view_);
-  same_line_if_fits(labelled_box_width("heatmap") + labelled_box_width("lines") + style.ItemSpacing.x,
-                    ImGui::GetFontSize() * 2);
-  ImGui::RadioButton("heatmap", &view, static_cast<int>(AttentionView::Heatmap));
-  ImGui::SameLine();
-  ImGui::RadioButton("lines", &view, static_cast<int>(AttentionView::Lines));
-  view_ = static_cast<AttentionView>(view);
+  if (!reshaped) {
+    same_line_if_fits(labelled_box_width("heatmap") + labelled_box_width("lines") + style.ItemSpacing.x,
+                      ImGui::GetFontSize() * 2);
+    ImGui::RadioButton("heatmap", &view, static_cast<int>(AttentionView::Heatmap));
+    ImGui::SameLine();
+    ImGui::RadioButton("lines", &view, static_cast<int>(AttentionView::Lines));
+    view_ = static_cast<AttentionView>(view);
+  }
   }
 
   if (uploaded_version_ != state.version || selection_changed) {
@@ -175,9 +208,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
   const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
 
-  const char* explanation_text = kind_explanation(sel.kind);
+  const std::string explanation_text =
+      reshaped ? kReshapeExplanation : kind_explanation(sel.kind);
+  const int scale_by = reshaped ? c.d_model : c.head_dim();  // sqrt of it divides the scores (attention_scale)
+  const char* blocked_value = reshaped ? "-1e20" : "-inf";
   char formula[160];
-  std::snprintf(formula, sizeof(formula), "softmax(Q K^T / sqrt(%d) + M) V", c.head_dim());
+  std::snprintf(formula, sizeof(formula), "softmax(Q K^T / sqrt(%d) + M) V", scale_by);
   char shapes[120];
   std::snprintf(shapes, sizeof(shapes), "Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]", tq, c.head_dim(), tk,
                 c.head_dim(), tq, tk);
@@ -218,9 +254,9 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
                            ImGui::CalcTextSize(shapes, nullptr, false, width).y + 2 * style.ItemSpacing.y
                      : ImGui::CalcTextSize(formula_line.c_str()).y + style.ItemSpacing.y;
     const bool formula_beside_button = !beside && explanations_folded() &&
-                                       explanation_height(explanation_text, width) > 0 &&
+                                       explanation_height(explanation_text.c_str(), width) > 0 &&
                                        button_width("Explain \u25B8") + font + ImGui::CalcTextSize(formula_line.c_str()).x <= width;
-    if (!formula_beside_button) h += explanation_height(explanation_text, width);
+    if (!formula_beside_button) h += explanation_height(explanation_text.c_str(), width);
     return h;
   };
   // The cell size (square cells) of the map with a cell at most `cell_limit` (and 3 lines), in a room `height`
@@ -290,7 +326,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     }
   }
   if (!text_beside) {
-    explanation(explanation_text);
+    explanation(explanation_text.c_str());
     if (explanations_folded()) same_line_if_fits(ImGui::CalcTextSize(formula_line.c_str()).x, font);
     ImGui::TextUnformatted(formula_line.c_str());
   }
@@ -301,12 +337,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // The map: square cells, labels, colour bar; zoom and pan once the cells are too small to read.
   MapAxis row_axis, col_axis;
   row_axis.labels = &queries;
-  row_axis.tips = sel.kind == AttentionKind::Encoder ? &source_tips : nullptr;
-  row_axis.tokens = true;
+  row_axis.tips = sel.kind == AttentionKind::Encoder && !reshaped ? &source_tips : nullptr;
+  row_axis.tokens = !reshaped;  // reshaped rows are pieces of tokens: hovering one links no token
   row_axis.side = qside;
   col_axis.labels = &keys;
-  col_axis.tips = sel.kind == AttentionKind::Decoder ? nullptr : &source_tips;
-  col_axis.tokens = true;
+  col_axis.tips = sel.kind == AttentionKind::Decoder || reshaped ? nullptr : &source_tips;
+  col_axis.tokens = !reshaped;
   col_axis.side = kside;
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
@@ -326,7 +362,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (text_beside) {
     ImGui::SetCursorScreenPos(ImVec2(map_right + style.ItemSpacing.x, origin.y));
     ImGui::BeginGroup();
-    explanation(explanation_text);
+    explanation(explanation_text.c_str());
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextUnformatted(formula);
     ImGui::TextUnformatted(shapes);
@@ -342,7 +378,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     // (worked out again only when the cell, the head or the trace changed: the panel keeps the numbers)
     if (!expanded_cell_ || expanded_cell_->row != expanded_->row || expanded_cell_->col != expanded_->col ||
         expanded_version_ != state.version || selection_changed)
-      expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col);
+      expanded_cell_ = expand_attention_cell(*a, sel.head, expanded_->row, expanded_->col, &c);
     expanded_version_ = state.version;
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginChild("##cell", ImVec2(column_w, steps_height), false);
@@ -360,11 +396,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     std::snprintf(title4, sizeof(title4), narrow ? "4. x V: the head's output" : "4. x V = head output [%d x %d]",
                   head_out_.heatmap().rows(), head_out_.heatmap().cols());
     char title1[64];
-    std::snprintf(title1, sizeof(title1), narrow ? "1. scores / sqrt(%d)" : "1. scores  Q K^T / sqrt(%d)", c.head_dim());
-    const char* title2 = narrow ? "2. + mask" : "2. + mask M (blocked: -inf)";
+    std::snprintf(title1, sizeof(title1), narrow ? "1. scores / sqrt(%d)" : "1. scores  Q K^T / sqrt(%d)", scale_by);
+    char title2[64];
+    std::snprintf(title2, sizeof(title2), "%s%s%s", narrow ? "2. + mask" : "2. + mask M (blocked: ",
+                  narrow ? "" : blocked_value, narrow ? "" : ")");
     const char* title3 = narrow ? "3. softmax: the map" : "3. softmax per row  (left)";
     float titles_h = 0;
-    for (const char* t : {static_cast<const char*>(title1), title2, title3, static_cast<const char*>(title4)})
+    for (const char* t : {static_cast<const char*>(title1), static_cast<const char*>(title2), title3,
+                          static_cast<const char*>(title4)})
       titles_h += ImGui::CalcTextSize(t, nullptr, false, column_w).y + style.ItemSpacing.y;
     const float h = std::max(1.5f * font, (steps_height - titles_h - 3 * style.ItemSpacing.y) / 3);
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
@@ -398,8 +437,9 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::BeginTooltip();
     ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[hit.row].c_str(), hit.row,
                 keys[hit.col].c_str(), hit.col);
-    ImGui::Text("score q.k / sqrt(D) = %.3f", a->scores[sel.head](hit.row, hit.col));
-    if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
+    ImGui::Text("score q.k / sqrt(%s) = %.3f", reshaped ? "C" : "D", a->scores[sel.head](hit.row, hit.col));
+    if (blocked && reshaped) ImGui::Text("blocked by the mask: -1e20 before the softmax (a whole row blocked: uniform)");
+    else if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
     else ImGui::Text("probability = %.3f", a->probs[sel.head](hit.row, hit.col));
     ImGui::TextDisabled(paint_mask_ ? "click: %s this cell" : "click: open this cell's computation",
                         blocked ? "allow" : "block");

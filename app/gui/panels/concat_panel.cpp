@@ -15,7 +15,17 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a) return;
 
-  ImGui::Text("Concatenate the heads, then the output projection W_o (layer %d)", sel.layer);
+  const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
+  ImGui::Text("%s, then the output projection W_o (layer %d)",
+              reshaped ? "Reshape the heads back to [T x C]" : "Concatenate the heads", sel.layer);
+  if (reshaped)
+    explanation(
+        "This model (the study note's Transformer from scratch) undoes its reshape: the heads' outputs [H x T x D] "
+        "are read back as [T x C], token after token. Head 0's pieces fill the first tokens' rows, the last head's "
+        "the last tokens' rows, so each row here mixes heads: a token's row holds pieces computed by one or two "
+        "heads, not one block per head. W_o then mixes each row's C numbers. A head switched off contributes zeros "
+        "to the rows its pieces land in.");
+  else
   explanation(
       "Each head produced its own [T x D] output. Placed side by side they form one [T x C] matrix again, one "
       "block of D columns per head (head h in columns h*D .. h*D+D-1). W_o then mixes the heads: every output "
@@ -59,7 +69,8 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
       draw->PopClipRect();
     }
   };
-  strip(concat_, "heads_concat", "the heads side by side (white lines separate the heads)", true);
+  if (reshaped) strip(concat_, "heads_concat", "the heads' output read back as [T x C] (no head blocks)", false);
+  else strip(concat_, "heads_concat", "the heads side by side (white lines separate the heads)", true);
   strip(projected_, "attention_output", "after W_o: the attention block's output", false);
 }
 

@@ -29,11 +29,16 @@ void EmbeddingPanel::draw(const AppState& state) {
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
   ImGui::TextUnformatted("Embedding: each token id picks one row of the embedding matrix E");
-  explanation(
-      "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: the "
-      "vector is what the model knows about the word before it sees the sentence. The vectors are multiplied by "
-      "sqrt(d_model) so that they are not drowned by the positional encoding (values in [-1, 1]) added next. The "
-      "encoder embeds the German sentence; the decoder embeds the English words so far, shifted right by <bos>.");
+  explanation(scaled
+                  ? "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: "
+                    "the vector is what the model knows about the word before it sees the sentence. The vectors are "
+                    "multiplied by sqrt(d_model) so that they are not drowned by the positional encoding (values in "
+                    "[-1, 1]) added next. The encoder embeds the German sentence; the decoder embeds the English "
+                    "words so far, shifted right by <bos>."
+                  : "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: "
+                    "the vector is what the model knows about the word before it sees the sentence. This model adds "
+                    "the positional encoding to it as it is, without the paper's sqrt(d_model) scale. The encoder "
+                    "embeds the German sentence; the decoder embeds the English words so far, shifted right by <bos>.");
   if (scaled)
     ImGui::TextWrapped("x_i = E[id_i] * sqrt(d_model) = E[id_i] * %.1f   E_src [%d x %d]   E_tgt [%d x %d]",
                        std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model,

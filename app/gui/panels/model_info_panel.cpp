@@ -120,6 +120,7 @@ const std::pair<const char*, const char*> kMeanings[] = {
     {"encoder_final_norm", "a LayerNorm after the encoder"},
     {"decoder_final_norm", "a LayerNorm after the decoder"},
     {"activation", "feed-forward non-linearity"},
+    {"attention", "split_heads: the paper; reshape_heads: the note's"},
     {"layer_norm_eps", "added to the variance in LayerNorm"},
     {"bias", "linear layers add a bias"},
     {"tie_output_embedding", "output layer reuses target embedding"},

@@ -10,6 +10,7 @@
 #include "gui/stage_tensors.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
+#include "transformer/layers.h"
 
 namespace sf::gui {
 
@@ -18,6 +19,27 @@ RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head
   if (w.bias.size() > 0) out += w.bias.segment(head * head_dim, head_dim);
   return out;
 }
+
+namespace {
+
+// The from-scratch family (config.h ReshapeHeads): head `head`'s row `row` of x reshaped to (H, T, D), the D
+// numbers the shared (D, D) map projects.
+RowVec reshaped_piece(const Mat& x, int n_heads, int head, int row) {
+  const int d = static_cast<int>(x.cols()) / n_heads;
+  return reshape_heads_to_columns(x, n_heads).block(row, head * d, 1, d);
+}
+
+std::vector<std::string> piece_labels(const std::vector<std::string>& tokens, int head, int n_heads) {
+  const int t = static_cast<int>(tokens.size());
+  std::vector<std::string> out(tokens.size());
+  for (int i = 0; i < t; ++i) {
+    const int piece = head * t + i;
+    out[static_cast<size_t>(i)] = tokens[static_cast<size_t>(piece / n_heads)] + " [" + std::to_string(piece % n_heads) + "]";
+  }
+  return out;
+}
+
+}  // namespace
 
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
@@ -32,6 +54,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat& v = a->v[sel.head];  // (Tk, D)
   const AttentionWeights& w = attention_weights(state.model->weights, sel.kind, sel.layer);
   const bool cross = sel.kind == AttentionKind::Cross;
+  const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
+  // The head's share of each W: rows h*D.. of a (C, C) matrix, or the whole (D, D) map every head shares.
+  const auto head_slice = [&](const LinearWeights& l) -> Mat {
+    return reshaped ? l.weight : Mat(l.weight.middleRows(sel.head * D, D));
+  };
 
   if (!high_contrast())  // presentation mode: the header says it
   ImGui::TextWrapped("Queries, keys and values (%s, layer %d)",
@@ -39,6 +66,17 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
               : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
                                                    : "cross-attention: queries from the decoder, keys and values from the encoder",
               sel.layer);
+  if (reshaped) {
+    explanation(
+        "This model (the study note's Transformer from scratch) first reshapes X [T x C] to [H x T x D] without a "
+        "transpose: the sentence's numbers, token after token, cut into pieces of D. Head h gets pieces h*T .. "
+        "h*T+T-1, so its rows are slices of tokens (\"Zwei [k]\": columns k*D .. k*D+D-1 of \"Zwei\"). Then ONE "
+        "D x D matrix per Q, K and V, without bias, projects every piece of every head. Click a row of Q, K or V to "
+        "see its projection.");
+    ImGui::TextWrapped("Q_h = reshape(X)_h W_Q^T   K_h = reshape(X)_h W_K^T   V_h = reshape(X)_h W_V^T     "
+                       "reshape(X) [%d x %d x %d]  W [%d x %d] for every head",
+                       H, static_cast<int>(q.rows()), D, D, D);
+  } else {
   explanation(
       "Every token's vector x (a row of X) is multiplied by three learned matrices. The query q says what the "
       "token is looking for, the key k what it offers to others, the value v what it passes on when attended to. "
@@ -49,6 +87,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
                      static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
   ImGui::TextWrapped("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d (rows %d..%d of each W)",
               H, c.d_model, H, D, sel.head, sel.head * D, sel.head * D + D - 1, sel.head * D, sel.head * D + D - 1);
+  }
 
   // The head strip: which slice of the C columns the selected head owns.
   {
@@ -73,8 +112,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     v_.set_values(v, -r, r);
     x_q_.set_signed(*in.queries_from);
     x_kv_.set_signed(*in.keys_from);
-    const Mat wq = w.q.weight.middleRows(sel.head * D, D), wk = w.k.weight.middleRows(sel.head * D, D),
-              wv = w.v.weight.middleRows(sel.head * D, D);
+    const Mat wq = head_slice(w.q), wk = head_slice(w.k), wv = head_slice(w.v);
     const float rw = std::max({signed_range(wq), signed_range(wk), signed_range(wv)});
     w_q_.set_values(wq, -rw, rw);
     w_k_.set_values(wk, -rw, rw);
@@ -85,13 +123,20 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     uploaded_opened_.reset();  // the opened projection's maps too
   }
   // Decoder rows say what they read and what they predict ("orange -> shirt").
-  const std::vector<std::string> qlabels =
-      sel.kind == AttentionKind::Encoder ? state.source_labels() : state.decoder_row_labels();
-  const std::vector<std::string> klabels = cross ? state.source_labels() : qlabels;
+  std::vector<std::string> qlabels = sel.kind == AttentionKind::Encoder ? state.source_labels()
+                                     : reshaped                         ? state.decoder_input_labels()
+                                                                        : state.decoder_row_labels();
+  std::vector<std::string> klabels = cross ? state.source_labels() : qlabels;
+  // X keeps token rows; Q, K and V of a reshaped head are pieces of tokens.
+  const std::vector<std::string> x_qlabels = qlabels, x_klabels = klabels;
+  if (reshaped) {
+    qlabels = piece_labels(qlabels, sel.head, H);
+    klabels = piece_labels(klabels, sel.head, H);
+  }
   const std::vector<std::string> tips = state.source_label_tips();
   const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
   const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
-  MapAxis q_axis, k_axis, none;
+  MapAxis q_axis, k_axis, x_q_axis, x_k_axis, none;
   q_axis.labels = &qlabels;
   q_axis.tokens = true;
   q_axis.side = qside;
@@ -100,6 +145,14 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   k_axis.tokens = true;
   k_axis.side = kside;
   k_axis.tips = kside == TokenSide::Source ? &tips : nullptr;
+  x_q_axis = q_axis;
+  x_k_axis = k_axis;
+  x_q_axis.labels = &x_qlabels;
+  x_k_axis.labels = &x_klabels;
+  if (reshaped) {  // rows of Q, K, V are pieces: no token to link, no token tip
+    q_axis.tokens = k_axis.tokens = false;
+    q_axis.tips = k_axis.tips = nullptr;
+  }
   if (opened_ && opened_->row >= (opened_->side == Side::Query ? q.rows() : k.rows())) opened_.reset();
 
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -117,15 +170,15 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + x_w);
   if (cross) {
     ImGui::Text("X for Q: the decoder's rows [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
-    x_q_.heatmap().set_axis_labels(qlabels);
-    x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * top_h - line), q_axis, none, signed_map);
+    x_q_.heatmap().set_axis_labels(x_qlabels);
+    x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * top_h - line), x_q_axis, none, signed_map);
     ImGui::Text("X for K, V: the encoder's output [%d x %d]", static_cast<int>(in.keys_from->rows()), c.d_model);
-    x_kv_.heatmap().set_axis_labels(klabels);
-    x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * top_h - line), k_axis, none, signed_map);
+    x_kv_.heatmap().set_axis_labels(x_klabels);
+    x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * top_h - line), x_k_axis, none, signed_map);
   } else {
     ImGui::Text("X: the rows this layer's attention reads [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
-    x_q_.heatmap().set_axis_labels(qlabels);
-    x_q_.draw("qkv_input", ImVec2(x_w, top_h - line), q_axis, none, signed_map);
+    x_q_.heatmap().set_axis_labels(x_qlabels);
+    x_q_.draw("qkv_input", ImVec2(x_w, top_h - line), x_q_axis, none, signed_map);
   }
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
@@ -142,7 +195,8 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w_w);
-    ImGui::Text("%s, head %d [%d x %d]", titles[i], sel.head, D, c.d_model);
+    if (reshaped) ImGui::Text("%s, every head [%d x %d]", titles[i], D, D);
+    else ImGui::Text("%s, head %d [%d x %d]", titles[i], sel.head, D, c.d_model);
     ImGui::PopTextWrapPos();
     slices[i]->draw(names[i], ImVec2(w_w, std::min(top_h - line, w_w * 1.2f)), none, none, weights);
     ImGui::EndGroup();
@@ -175,7 +229,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int row = opened_->row;
   const Mat& x = query ? *in.queries_from : *in.keys_from;
   const std::string& token = (query ? qlabels : klabels)[static_cast<size_t>(row)];
-  ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its C numbers times the head's slice of each W", token.c_str(), row);
+  if (reshaped)
+    ImGui::TextWrapped("The projection of \"%s\" (row %d of head %d's pieces): its D numbers times the shared W",
+                       token.c_str(), row, sel.head);
+  else
+    ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its C numbers times the head's slice of each W", token.c_str(), row);
   same_line_if_fits(button_width("close"));
   if (ImGui::SmallButton("close")) {
     opened_.reset();
@@ -188,10 +246,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat* traced[2] = {query ? &q : &k, &v};
   if (!uploaded_opened_ || uploaded_opened_->side != opened_->side || uploaded_opened_->row != row) {
     // The opened token's row of X, the head's weight slices and the rows they give: once per token opened.
-    x_row_.set_signed(x.row(row));
+    const RowVec x_in = reshaped ? reshaped_piece(x, H, sel.head, row) : RowVec(x.row(row));
+    x_row_.set_signed(x_in);
     for (int i = 0; i < n; ++i) {
-      w_slice_[i].set_signed(lin[i]->weight.middleRows(sel.head * D, D));
-      const RowVec out = project_head_row(x, *lin[i], sel.head, D, row);
+      w_slice_[i].set_signed(head_slice(*lin[i]));
+      const RowVec out = reshaped ? RowVec(x_in * lin[i]->weight.transpose()) : project_head_row(x, *lin[i], sel.head, D, row);
       out_row_[i].set_signed(out);
       projection_diff_[i] = (out - traced[i]->row(row)).cwiseAbs().maxCoeff();
     }
@@ -208,7 +267,8 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + block_w);
-    ImGui::TextWrapped("%s rows %d..%d (head %d) [%d x %d]", w_names[i], sel.head * D, sel.head * D + D - 1, sel.head, D, c.d_model);
+    if (reshaped) ImGui::TextWrapped("%s, shared by every head [%d x %d]", w_names[i], D, D);
+    else ImGui::TextWrapped("%s rows %d..%d (head %d) [%d x %d]", w_names[i], sel.head * D, sel.head * D + D - 1, sel.head, D, c.d_model);
     MapViewOptions o = signed_map;
     o.style.grid = false;
     o.value_name = "weight";
@@ -217,7 +277,8 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     const std::vector<std::string> o_label = {std::string(out_names[i]) + "_" + std::to_string(row)};
     MapAxis o_axis;
     o_axis.labels = &o_label;
-    ImGui::TextWrapped("%s_%d = x_%d %s^T + b = [1 x %d]", out_names[i], row, row, w_names[i], D);
+    if (reshaped) ImGui::TextWrapped("%s_%d = piece_%d %s^T = [1 x %d]", out_names[i], row, row, w_names[i], D);
+    else ImGui::TextWrapped("%s_%d = x_%d %s^T + b = [1 x %d]", out_names[i], row, row, w_names[i], D);
     out_row_[i].draw(i == 0 ? "qkv_out_0" : "qkv_out_1", ImVec2(block_w, strip_h), o_axis, none, signed_map);
     const float diff = projection_diff_[i];
     text_disabled_wrapped("the head's %s row %d in the trace differs by %.1e", out_names[i], row, diff);

@@ -81,6 +81,10 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   config.validate();
+  if (config.attention != AttentionStyle::SplitHeads)
+    fail(ErrorKind::Unsupported, "cuda",
+         "the GPU kernels compute split_heads attention only; this model's reshape_heads (the from-scratch family) "
+         "runs on the CPU");
   m.config = config;
   if (static_cast<int>(weights.encoder_layers.size()) != config.n_encoder_layers ||
       static_cast<int>(weights.decoder_layers.size()) != config.n_decoder_layers)

@@ -1,0 +1,99 @@
+// The from-scratch family in the app (headless: no window, no GL): its attention maps are between pieces of the
+// reshaped sequence, and the views say so. The attention heatmap's rows and columns carry "token [k]" labels,
+// worked out here again from the note's reshape (row i of head h = piece h*T + i of the flattened sentence:
+// token (h*T + i) / H, columns k*D.. with k = (h*T + i) % H); the explanation names the reshape; the Q, K, V
+// stage shows the one shared (D, D) map; the lines view, which joins tokens, is not offered.
+#include <gtest/gtest.h>
+#include <imgui.h>
+
+#include <memory>
+
+#include "headless_imgui.h"
+#include "gui/app.h"
+#include "gui/render/heatmap.h"
+
+namespace sf::gui {
+namespace {
+
+const std::string kModel = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/from_scratch/fs_small.model.safetensors";
+
+class FromScratchViews : public ::testing::Test {
+ protected:
+  void start(const std::string& stage, const std::string& head) {
+    testing::start_headless_imgui();
+    AppOptions options;
+    options.model_path = kModel;
+    options.sentence = "w5 w6 w7 w8 w9";
+    options.stage = stage;
+    options.attention = head;
+    app_ = std::make_unique<App>(options);
+    app_->finish_loading();
+    frame();
+    ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+    frame();
+  }
+  void TearDown() override {
+    app_.reset();
+    if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
+  }
+  void frame() {
+    ImGui::NewFrame();
+    app_->frame();
+    ImGui::Render();
+  }
+  const Heatmap* drawn(const std::string& name) const {
+    for (const auto& p : heatmap_placements())
+      if (p.name == name) return p.heatmap;
+    return nullptr;
+  }
+  std::unique_ptr<App> app_;
+};
+
+std::vector<std::string> pieces(const std::vector<std::string>& tokens, int head, int heads) {
+  std::vector<std::string> out;
+  const int t = static_cast<int>(tokens.size());
+  for (int i = 0; i < t; ++i) {
+    const int flat = head * t + i;  // the note's reshape(N, heads, len, head_dim): piece number flat
+    out.push_back(tokens[static_cast<size_t>(flat / heads)] + " [" + std::to_string(flat % heads) + "]");
+  }
+  return out;
+}
+
+TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
+  start("encoder-attention", "enc.0.1");
+  const Config& c = app_->state().model->config;
+  ASSERT_EQ(c.attention, AttentionStyle::ReshapeHeads);
+  ASSERT_EQ(c.n_heads, 4);
+  const std::vector<std::string> tokens = app_->state().source_labels();  // <bos> w5 .. w9 <eos>
+  ASSERT_EQ(tokens.size(), 7u);
+  const Heatmap* map = drawn("attention");
+  ASSERT_NE(map, nullptr);
+  const std::vector<std::string> expected = pieces(tokens, 1, 4);
+  EXPECT_EQ(map->row_labels(), expected);
+  EXPECT_EQ(map->col_labels(), expected);
+  // Head 1's first row is piece 7: the second token's last quarter, not the first token.
+  EXPECT_EQ(map->row_labels().front(), tokens[1] + " [3]");
+}
+
+TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEveryHead) {
+  start("cross-attention", "cross.1.3");
+  const Heatmap* map = drawn("attention");
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ(map->col_labels(), pieces(app_->state().source_labels(), 3, 4));
+  EXPECT_EQ(map->row_labels(), pieces(app_->state().decoder_input_labels(), 3, 4));
+  // The Q, K, V stage of the last head: the shared (D, D) map, not rows h*D.. of a (C, C) matrix.
+  app_.reset();
+  ImGui::DestroyContext();
+  start("encoder-qkv", "enc.1.3");
+  const Heatmap* w_q = drawn("qkv_weight_q");
+  ASSERT_NE(w_q, nullptr);
+  const int D = app_->state().model->config.head_dim();
+  EXPECT_EQ(w_q->rows(), D);
+  EXPECT_EQ(w_q->cols(), D);
+  const Heatmap* q = drawn("q");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->row_labels(), pieces(app_->state().source_labels(), 3, 4));
+}
+
+}  // namespace
+}  // namespace sf::gui
