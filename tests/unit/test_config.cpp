@@ -27,7 +27,8 @@ const char* kEveryKey = R"({
   "d_model": 48, "n_heads": 6, "n_encoder_layers": 2, "n_decoder_layers": 5, "d_ff": 96,
   "src_vocab_size": 100, "tgt_vocab_size": 100, "max_positions": 77,
   "positional_encoding": "learned", "embedding_scale": "one", "norm_placement": "pre",
-  "encoder_final_norm": true, "decoder_final_norm": true, "activation": "gelu", "layer_norm_eps": 1e-6,
+  "encoder_final_norm": true, "decoder_final_norm": true, "activation": "gelu", "attention": "reshape_heads",
+  "layer_norm_eps": 1e-6,
   "bias": false, "tie_output_embedding": true, "share_embeddings": true,
   "pad_id": 4, "bos_id": 5, "eos_id": 6, "unk_id": 7
 })";
@@ -47,6 +48,7 @@ void expect_every_key(const Config& c) {
   EXPECT_TRUE(c.encoder_final_norm);
   EXPECT_TRUE(c.decoder_final_norm);
   EXPECT_EQ(c.activation, Activation::GELU);
+  EXPECT_EQ(c.attention, AttentionStyle::ReshapeHeads);
   EXPECT_EQ(c.layer_norm_eps, 1e-6f);
   EXPECT_FALSE(c.bias);
   EXPECT_TRUE(c.tie_output_embedding);
