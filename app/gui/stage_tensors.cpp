@@ -89,4 +89,14 @@ const Mat* feed_forward_input(const Config& config, const Trace& trace, bool enc
   return post(config) ? &t.norm2.out : &t.norm3.out;
 }
 
+std::vector<std::string> reshaped_head_labels(const std::vector<std::string>& tokens, int head, int n_heads) {
+  const int t = static_cast<int>(tokens.size());
+  std::vector<std::string> out(tokens.size());
+  for (int i = 0; i < t; ++i) {
+    const int piece = head * t + i;
+    out[static_cast<size_t>(i)] = tokens[static_cast<size_t>(piece / n_heads)] + " [" + std::to_string(piece % n_heads) + "]";
+  }
+  return out;
+}
+
 }  // namespace sf::gui

@@ -7,6 +7,7 @@
 //                           cross-attention reads norm2
 // Every pointer points into the trace and is valid while it is.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -33,6 +34,11 @@ struct ResidualBlock {
   const LayerNormTrace* norm = nullptr;  // post: LN(sum), the block's output; pre: LN(x), the sublayer's input
 };
 std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& trace, bool encoder, int layer);
+
+// Row labels of one head of a from-scratch model (config.h, AttentionStyle::ReshapeHeads), whose rows are pieces
+// of tokens: row i of head h is piece h*T + i of the flattened (T, C) sequence, columns k*D .. k*D+D-1 of token
+// (h*T + i) / H with k = (h*T + i) % H, labelled "token [k]".
+std::vector<std::string> reshaped_head_labels(const std::vector<std::string>& tokens, int head, int n_heads);
 
 // The rows the feed-forward network reads (N, C).
 const Mat* feed_forward_input(const Config& config, const Trace& trace, bool encoder, int layer);

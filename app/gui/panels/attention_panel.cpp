@@ -10,6 +10,7 @@
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/item_placements.h"
+#include "gui/stage_tensors.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -95,18 +96,6 @@ constexpr const char* kReshapeExplanation =
     "by row and column number of this reshaped sequence; a padded query's row is blocked whole (masked_fill "
     "-1e20), so it comes out uniform.";
 
-// Row or column labels of one head of a ReshapeHeads model: row i of head h is piece h*T + i of the flattened
-// (T, C) sequence, i.e. columns k*D.. of token (h*T + i) / H with k = (h*T + i) % H.
-std::vector<std::string> reshaped_labels(const std::vector<std::string>& tokens, int head, int n_heads) {
-  const int t = static_cast<int>(tokens.size());
-  std::vector<std::string> out(tokens.size());
-  for (int i = 0; i < t; ++i) {
-    const int piece = head * t + i;
-    out[static_cast<size_t>(i)] = tokens[static_cast<size_t>(piece / n_heads)] + " [" + std::to_string(piece % n_heads) + "]";
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string attention_title(AttentionKind kind, const Interventions& iv) {
@@ -142,8 +131,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   std::vector<std::string> keys =
       sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
   if (reshaped) {  // pieces of tokens, not tokens: labelled with what each row and column holds
-    queries = reshaped_labels(queries, sel.head, c.n_heads);
-    keys = reshaped_labels(keys, sel.head, c.n_heads);
+    queries = reshaped_head_labels(queries, sel.head, c.n_heads);
+    keys = reshaped_head_labels(keys, sel.head, c.n_heads);
     view_ = AttentionView::Heatmap;  // the lines view joins tokens, which these rows are not
   }
   const std::vector<std::string> source_tips = state.source_label_tips();

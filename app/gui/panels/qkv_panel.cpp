@@ -29,16 +29,6 @@ RowVec reshaped_piece(const Mat& x, int n_heads, int head, int row) {
   return reshape_heads_to_columns(x, n_heads).block(row, head * d, 1, d);
 }
 
-std::vector<std::string> piece_labels(const std::vector<std::string>& tokens, int head, int n_heads) {
-  const int t = static_cast<int>(tokens.size());
-  std::vector<std::string> out(tokens.size());
-  for (int i = 0; i < t; ++i) {
-    const int piece = head * t + i;
-    out[static_cast<size_t>(i)] = tokens[static_cast<size_t>(piece / n_heads)] + " [" + std::to_string(piece % n_heads) + "]";
-  }
-  return out;
-}
-
 }  // namespace
 
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
@@ -130,8 +120,8 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   // X keeps token rows; Q, K and V of a reshaped head are pieces of tokens.
   const std::vector<std::string> x_qlabels = qlabels, x_klabels = klabels;
   if (reshaped) {
-    qlabels = piece_labels(qlabels, sel.head, H);
-    klabels = piece_labels(klabels, sel.head, H);
+    qlabels = reshaped_head_labels(qlabels, sel.head, H);
+    klabels = reshaped_head_labels(klabels, sel.head, H);
   }
   const std::vector<std::string> tips = state.source_label_tips();
   const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
