@@ -470,6 +470,29 @@ TEST(CudaDevice, AutoPicksTheGpuWhereThereIsOne) {
 }
 
 // The other side: where no GPU is usable (CI, a laptop), cuda is an error naming why and auto is the CPU.
+// The from-scratch family's reshaped heads have no kernels: --device cuda says so (with or without a GPU: the
+// model is refused before the device is asked), auto computes on the CPU with the reason as a note.
+TEST(CudaDevice, AFromScratchModelStaysOnTheCpuSayingWhy) {
+  Config c = small_config();
+  c.attention = AttentionStyle::ReshapeHeads;
+  c.embedding_scale = EmbeddingScale::One;
+  const ModelWeights w = allocate_weights(c);  // its (D, D) projections
+  try {
+    CudaModel gpu(c, w);
+    FAIL() << "a reshape_heads model was taken by the GPU backend";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+#ifdef STEPFORMER_HAVE_CUDA
+    EXPECT_NE(std::string(e.what()).find("reshape_heads"), std::string::npos) << e.what();
+#endif
+  }
+  std::string note;
+  EXPECT_EQ(open_device(DeviceRequest::Auto, c, w, &note), nullptr);
+  if (backend_info().cuda_available) {
+    EXPECT_NE(note.find("reshape_heads"), std::string::npos) << note;
+  }
+}
+
 TEST(CudaDevice, WithoutAGpuCudaIsAnErrorAndAutoTheCpu) {
   if (backend_info().cuda_available) GTEST_SKIP() << "a GPU is usable here: the no-GPU path is tested where there is none";
   const Config c = small_config();

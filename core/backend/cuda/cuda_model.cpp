@@ -83,8 +83,8 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   config.validate();
   if (config.attention != AttentionStyle::SplitHeads)
     fail(ErrorKind::Unsupported, "cuda",
-         "the GPU kernels compute split_heads attention only; this model's reshape_heads (the from-scratch family) "
-         "runs on the CPU");
+         "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
+         "family)");
   m.config = config;
   if (static_cast<int>(weights.encoder_layers.size()) != config.n_encoder_layers ||
       static_cast<int>(weights.decoder_layers.size()) != config.n_decoder_layers)
