@@ -30,6 +30,12 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
       "Each head produced its own [T x D] output. Placed side by side they form one [T x C] matrix again, one "
       "block of D columns per head (head h in columns h*D .. h*D+D-1). W_o then mixes the heads: every output "
       "number can draw on every head. A head switched off contributes a block of zeros here.");
+  if (reshaped)
+    ImGui::TextWrapped("out = reshape(heads [%d x %d x %d]) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = out W_o^T + b_o [%d x %d]",
+                       c.n_heads, static_cast<int>(a->heads_out.rows()), c.head_dim(),
+                       static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
+                       static_cast<int>(a->attn_out.rows()), c.d_model);
+  else
   ImGui::TextWrapped("concat(head_0 .. head_%d) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = concat W_o^T + b_o [%d x %d]",
               c.n_heads - 1, static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
               static_cast<int>(a->attn_out.rows()), c.d_model);

@@ -79,8 +79,8 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
               H, c.d_model, H, D, sel.head, sel.head * D, sel.head * D + D - 1, sel.head * D, sel.head * D + D - 1);
   }
 
-  // The head strip: which slice of the C columns the selected head owns.
-  {
+  // The head strip: which slice of the C columns the selected head owns (a reshaped head owns no columns).
+  if (!reshaped) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float w_strip = ImGui::GetContentRegionAvail().x * 0.8f, h = ImGui::GetFontSize() * 1.2f;
     ImDrawList* draw = ImGui::GetWindowDrawList();
