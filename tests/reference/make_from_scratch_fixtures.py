@@ -68,6 +68,20 @@ def recorded_pass(model, src, tgt, iv):
                model.Decoder.layers[layer].encoder_block.attention)
         att.heads_off.add(head)
     positions = iv.get("positional_encoding", True)
+    # A painted mask replaces the computed one for its head alone: that attention gets a per-head mask
+    # (1, H, Tq, Tk), the note's masked_fill broadcasting over it as over (1, 1, Tq, Tk).
+    painted = {}
+    for m in iv.get("custom_masks", []):
+        kind, layer, head = m["where"].split(".")
+        painted.setdefault((kind, int(layer)), {})[int(head)] = torch.tensor(m["blocked"], dtype=torch.bool)
+
+    def mask_for(kind, layer, mask, heads):
+        if (kind, layer) not in painted:
+            return mask
+        full = mask.expand(1, heads, mask.shape[-2], mask.shape[-1]).clone().bool()
+        for h, blocked in painted[(kind, layer)].items():
+            full[0, h] = ~blocked
+        return full
 
     # Encoder.forward
     enc = model.Encoder
@@ -78,7 +92,7 @@ def recorded_pass(model, src, tgt, iv):
     for l, block in enumerate(enc.layers):
         p = f"enc.{l}"
         block.attention.record = {}
-        attention = block.attention(out, out, out, src_mask)
+        attention = block.attention(out, out, out, mask_for("enc", l, src_mask, block.attention.heads))
         attention_record(block.attention, p + ".self_attn", tr)
         r1 = attention + out
         x = block.norm1(r1)
@@ -104,13 +118,13 @@ def recorded_pass(model, src, tgt, iv):
     for l, layer in enumerate(dec.layers):
         p = f"dec.{l}"
         layer.attention.record = {}
-        attention = layer.attention(out, out, out, trg_mask)
+        attention = layer.attention(out, out, out, mask_for("dec", l, trg_mask, layer.attention.heads))
         attention_record(layer.attention, p + ".self_attn", tr)
         r1 = attention + out
         query = layer.norm(r1)
         block = layer.encoder_block
         block.attention.record = {}
-        cross = block.attention(enc_src, enc_src, query, src_trg_mask)
+        cross = block.attention(enc_src, enc_src, query, mask_for("cross", l, src_trg_mask, block.attention.heads))
         attention_record(block.attention, p + ".cross_attn", tr)
         r2 = cross + query
         x = block.norm1(r2)
@@ -132,7 +146,7 @@ def recorded_pass(model, src, tgt, iv):
     tr["probs"] = torch.softmax(logits[0], -1)
 
     # The note's own forward (its masks, the same interventions) must give the same output.
-    if positions:
+    if positions and not painted:  # (the modules' own forward has one mask for every layer)
         enc_out = model.Encoder(src, src_mask)
         own = F.log_softmax(model.fc_out(model.Decoder(tgt, enc_out, src_trg_mask, trg_mask)), dim=-1)
         err = (own[0] - F.log_softmax(logits[0], -1)).abs().max().item()
@@ -232,6 +246,15 @@ def main():
         total += write_case("fs_small_no_masks", name, model, src_p, tgt_p,
                             {"padding_mask": False, "causal_mask": False})
         total += write_case("fs_small_no_positions", name, model, src, tgt, {"positional_encoding": False})
+        # Painted masks (1 = blocked) on one head each: a whole row blocked comes out uniform, as -1e20 makes it.
+        S, T = len(src_p), len(tgt_p)
+        enc_paint = [[1 if (i == 2 or j == i + 1) else 0 for j in range(S)] for i in range(S)]
+        cross_paint = [[1 if (i + j) % 3 == 0 else 0 for j in range(S)] for i in range(T)]
+        dec_paint = [[1 if j > i or j == 0 and i > 0 else 0 for j in range(T)] for i in range(T)]
+        total += write_case("fs_small_painted", name, model, src_p, tgt_p,
+                            {"custom_masks": [{"where": "enc.1.2", "blocked": enc_paint},
+                                              {"where": "cross.0.1", "blocked": cross_paint},
+                                              {"where": "dec.1.3", "blocked": dec_paint}]})
     print(f"total {total} bytes in {OUT_DIR}")
 
 

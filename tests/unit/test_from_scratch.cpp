@@ -77,7 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FromScratchPytorch, ::testing::ValuesIn(fixtu
 
 TEST(FromScratchFixtures, CoverTwoSizesPaddingAndInterventions) {
   std::set<int> widths;
-  bool padded_source = false, padded_target = false, heads_off = false, no_masks = false, no_positions = false;
+  bool padded_source = false, padded_target = false, heads_off = false, no_masks = false, no_positions = false,
+       painted = false;
   int uniform_rows = 0;
   for (const auto& path : fixture_paths()) {
     const testing::ForwardFixture f = testing::load_forward_fixture(path);
@@ -87,6 +88,7 @@ TEST(FromScratchFixtures, CoverTwoSizesPaddingAndInterventions) {
     heads_off |= !f.interventions.heads_off.empty();
     no_masks |= !f.interventions.padding_mask && !f.interventions.causal_mask;
     no_positions |= !f.interventions.positional_encoding;
+    painted |= f.interventions.custom_masks.size() == 3;
     // A padded query's row in the note's softmax: every cell 1/Tk (masked_fill -1e20, not -inf).
     const Tensor& probs = f.expected.at("enc.0.self_attn.probs");  // (H, S, S)
     const int64_t s = probs.shape[1];
@@ -96,7 +98,7 @@ TEST(FromScratchFixtures, CoverTwoSizesPaddingAndInterventions) {
         ++uniform_rows;
   }
   EXPECT_EQ(widths.size(), 2u);
-  EXPECT_TRUE(padded_source && padded_target && heads_off && no_masks && no_positions);
+  EXPECT_TRUE(padded_source && padded_target && heads_off && no_masks && no_positions && painted);
   EXPECT_GT(uniform_rows, 0) << "no fixture has a padded query row";
 }
 
