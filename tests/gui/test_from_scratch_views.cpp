@@ -6,11 +6,15 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include <cmath>
+#include <map>
 #include <memory>
 
 #include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/item_placements.h"
+#include "transformer/forward.h"
 
 namespace sf::gui {
 namespace {
@@ -93,6 +97,30 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
   const Heatmap* q = drawn("q");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->row_labels(), pieces(app_->state().source_labels(), 3, 4));
+}
+
+// The decoding timeline's probabilities are those each token was chosen with. In this family the final pass's
+// row i sees later tokens (the reshape mixes them into every head), so it is not the step's distribution: the
+// timeline reads the decoder's own record, checked here against a pass over each prefix alone.
+TEST_F(FromScratchViews, TheTimelineShowsTheProbabilityEachTokenWasChosenWith) {
+  start("decoding", "enc.0.0");
+  const AppState& s = app_->state();
+  ASSERT_FALSE(s.translation.empty());
+  std::map<int, float> shown;
+  for (const auto& item : item_placements())
+    if (item.name == "timeline.token") shown[item.index] = item.value;
+  ASSERT_EQ(shown.size(), s.translation.size());
+  const Model& m = *s.model;
+  int differs_from_the_last_pass = 0;
+  for (size_t i = 0; i < s.translation.size(); ++i) {
+    std::vector<int> prefix = {m.config.bos_id};
+    prefix.insert(prefix.end(), s.translation.begin(), s.translation.begin() + static_cast<long>(i));
+    const Trace alone = forward(m.config, m.weights, s.trace.src.ids, prefix, s.interventions);
+    const float p = alone.probs(static_cast<Eigen::Index>(i), s.translation[i]);
+    EXPECT_NEAR(shown[static_cast<int>(i)], p, 1e-5f) << "token " << i;
+    if (std::abs(s.trace.probs(static_cast<Eigen::Index>(i), s.translation[i]) - p) > 1e-4f) ++differs_from_the_last_pass;
+  }
+  EXPECT_GT(differs_from_the_last_pass, 0) << "the last pass's rows happen to agree: the test shows nothing";
 }
 
 }  // namespace

@@ -8,16 +8,44 @@
 #include <cstdio>
 
 #include "decode/sampling.h"
+#include "transformer/passes.h"
 #include "gui/render/item_placements.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
 
+namespace {
+
+// The probability the model gave each token of the translation when it chose it, from the decoding's own record
+// (the tree's log p(token | prefix)), or empty where that record is not the translation's. Needed where a row of
+// the final pass sees later tokens (reshaped heads, the causal mask off): there row i of the last pass is not
+// the distribution token i was chosen from.
+std::vector<float> chosen_probabilities(const AppState& state) {
+  if (!state.decoder) return {};
+  const Decoder& d = *state.decoder;
+  std::vector<int> nodes;  // the best hypothesis' nodes, root excluded, first token first
+  for (int n = d.best_node(); n > 0; n = d.tree()[static_cast<size_t>(n)].parent) nodes.push_back(n);
+  std::reverse(nodes.begin(), nodes.end());
+  if (nodes.size() != state.translation.size()) return {};
+  std::vector<float> p(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const BeamNode& node = d.tree()[static_cast<size_t>(nodes[i])];
+    if (node.token != state.translation[i]) return {};
+    p[i] = std::exp(node.logprob);
+  }
+  return p;
+}
+
+}  // namespace
+
 int draw_decoding_timeline(const AppState& state, int selected) {
   if (!state.ready()) return -1;
   const Mat& probs = state.trace.probs;  // (T, V): row i predicts output token i
   const int rows = static_cast<int>(probs.rows());
+  const std::vector<float> chosen = kv_cache_exact(state.model->config, state.interventions)
+                                        ? std::vector<float>()
+                                        : chosen_probabilities(state);
   const auto& forced = state.interventions.forced_prefix;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 pad = ImGui::GetStyle().FramePadding;
@@ -25,7 +53,7 @@ int draw_decoding_timeline(const AppState& state, int selected) {
   for (int i = 0; i < static_cast<int>(state.translation.size()); ++i) {
     const int id = state.translation[static_cast<size_t>(i)];
     const std::string text = state.target_token(id);
-    const float p = i < rows ? probs(i, id) : NAN;
+    const float p = !chosen.empty() ? chosen[static_cast<size_t>(i)] : i < rows ? probs(i, id) : NAN;
     char prob[24];
     std::snprintf(prob, sizeof(prob), "%.2f", p);
     const ImVec2 ts = ImGui::CalcTextSize(text.c_str()), ps = ImGui::CalcTextSize(prob);
@@ -34,6 +62,7 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     const ImVec2 a = ImGui::GetCursorScreenPos(), b(a.x + size.x, a.y + size.y);
     ImGui::PushID(i);
     if (ImGui::InvisibleButton("token", size)) clicked = i;
+    record_item("timeline.token", a, b, i, text, p);
     const bool hovered = ImGui::IsItemHovered();
     ImGui::PopID();
     const bool is_forced = i < static_cast<int>(forced.size());
