@@ -70,17 +70,10 @@ void expect_traces_equal(const Trace& expected, const Trace& actual, float tol, 
   }
 }
 
-std::vector<std::string> fixture_traces() {
-  std::vector<std::string> out;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/forward"))
-    if (f.path().string().ends_with(".trace.safetensors")) out.push_back(f.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 TEST(CudaForward, EveryPyTorchFixtureEqualsTheCpu) {
   SKIP_WITHOUT_GPU();
-  const std::vector<std::string> traces = fixture_traces();
+  const std::vector<std::string> traces = fixture_paths("forward");
   ASSERT_GE(traces.size(), 9u);
   std::vector<std::string> families;
   for (const std::string& path : traces) {

@@ -4,8 +4,10 @@
 #include <imgui.h>
 
 #include <optional>
+#include <string>
 
 #include "gui/headless_imgui.h"
+#include "gui/render/heatmap.h"
 
 namespace sf::gui::testing {
 
@@ -22,6 +24,13 @@ void headless_frame(App& app, int key = -1, std::optional<ImVec2> mouse = std::n
   ImGui::NewFrame();
   app.frame();
   ImGui::Render();
+}
+
+// The heatmap a panel drew under `name` in the last frame (heatmap_placements), or nullptr.
+inline const Heatmap* drawn_heatmap(const std::string& name) {
+  for (const auto& p : heatmap_placements())
+    if (p.name == name) return p.heatmap;
+  return nullptr;
 }
 
 }  // namespace sf::gui::testing

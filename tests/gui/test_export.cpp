@@ -183,11 +183,6 @@ class HeadlessExport : public ::testing::Test {
     }
     return messages.empty() ? App::Message{false, "no message"} : messages.back();
   }
-  const Heatmap* drawn(const std::string& name) const {
-    for (const auto& p : heatmap_placements())
-      if (p.name == name) return p.heatmap;
-    return nullptr;
-  }
   std::unique_ptr<App> app_;
 };
 
@@ -200,7 +195,7 @@ TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
   const App::Message csv_message = export_now(ExportKind::Csv, dir / "a.csv");
   EXPECT_TRUE(csv_message.ok) << csv_message.text;
 
-  const Heatmap* heatmap = drawn("attention");
+  const Heatmap* heatmap = testing::drawn_heatmap("attention");
   ASSERT_NE(heatmap, nullptr);
   const test::Npy npy = parse_npy(read_bytes((dir / "a.npy").string()));
   ASSERT_TRUE(npy.error.empty()) << npy.error;
@@ -278,7 +273,7 @@ TEST_F(HeadlessExport, RefusesToReplaceAFileUnlessTheUserSaidReplace) {
   EXPECT_TRUE(replaced.ok) << replaced.text;
   const test::Npy npy = parse_npy(read_bytes(path.string()));
   ASSERT_TRUE(npy.error.empty()) << npy.error;
-  const Heatmap* main = drawn("embedding");  // the embedding panel's first heatmap: its main tensor
+  const Heatmap* main = testing::drawn_heatmap("embedding");  // the embedding panel's first heatmap: its main tensor
   ASSERT_NE(main, nullptr);
   EXPECT_EQ(npy.rows, main->rows());
   EXPECT_EQ(npy.cols, main->cols());

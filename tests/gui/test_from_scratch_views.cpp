@@ -32,23 +32,13 @@ class FromScratchViews : public ::testing::Test {
     options.attention = head;
     app_ = std::make_unique<App>(options);
     app_->finish_loading();
-    frame();
+    testing::headless_frame(*app_);
     ASSERT_TRUE(app_->state().ready()) << app_->state().error;
-    frame();
+    testing::headless_frame(*app_);
   }
   void TearDown() override {
     app_.reset();
     if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
-  }
-  void frame() {
-    ImGui::NewFrame();
-    app_->frame();
-    ImGui::Render();
-  }
-  const Heatmap* drawn(const std::string& name) const {
-    for (const auto& p : heatmap_placements())
-      if (p.name == name) return p.heatmap;
-    return nullptr;
   }
   std::unique_ptr<App> app_;
 };
@@ -70,7 +60,7 @@ TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
   ASSERT_EQ(c.n_heads, 4);
   const std::vector<std::string> tokens = app_->state().source_labels();  // <bos> w5 .. w9 <eos>
   ASSERT_EQ(tokens.size(), 7u);
-  const Heatmap* map = drawn("attention");
+  const Heatmap* map = testing::drawn_heatmap("attention");
   ASSERT_NE(map, nullptr);
   const std::vector<std::string> expected = pieces(tokens, 1, 4);
   EXPECT_EQ(map->row_labels(), expected);
@@ -81,7 +71,7 @@ TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
 
 TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEveryHead) {
   start("cross-attention", "cross.1.3");
-  const Heatmap* map = drawn("attention");
+  const Heatmap* map = testing::drawn_heatmap("attention");
   ASSERT_NE(map, nullptr);
   EXPECT_EQ(map->col_labels(), pieces(app_->state().source_labels(), 3, 4));
   EXPECT_EQ(map->row_labels(), pieces(app_->state().decoder_input_labels(), 3, 4));
@@ -89,12 +79,12 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
   app_.reset();
   ImGui::DestroyContext();
   start("encoder-qkv", "enc.1.3");
-  const Heatmap* w_q = drawn("qkv_weight_q");
+  const Heatmap* w_q = testing::drawn_heatmap("qkv_weight_q");
   ASSERT_NE(w_q, nullptr);
   const int D = app_->state().model->config.head_dim();
   EXPECT_EQ(w_q->rows(), D);
   EXPECT_EQ(w_q->cols(), D);
-  const Heatmap* q = drawn("q");
+  const Heatmap* q = testing::drawn_heatmap("q");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->row_labels(), pieces(app_->state().source_labels(), 3, 4));
 }

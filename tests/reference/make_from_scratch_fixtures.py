@@ -47,6 +47,13 @@ def attention_record(module, prefix, tr):
     module.record = None
 
 
+def feed_forward(block, x):
+    """An EncoderBlock's feed_forawrd, its steps kept: (hidden_pre, hidden, out)."""
+    hidden_pre = block.feed_forawrd[0](x)
+    hidden = block.feed_forawrd[1](hidden_pre)
+    return hidden_pre, hidden, block.feed_forawrd[2](hidden)
+
+
 def recorded_pass(model, src, tgt, iv):
     """One sentence pair (1, S), (1, T) through the note's modules, every intermediate under its trace name.
     The lines follow the note's forward methods one by one; only the recording is added."""
@@ -96,9 +103,7 @@ def recorded_pass(model, src, tgt, iv):
         attention_record(block.attention, p + ".self_attn", tr)
         r1 = attention + out
         x = block.norm1(r1)
-        hidden_pre = block.feed_forawrd[0](x)
-        hidden = block.feed_forawrd[1](hidden_pre)
-        forward = block.feed_forawrd[2](hidden)
+        hidden_pre, hidden, forward = feed_forward(block, x)
         r2 = forward + x
         out = block.norm2(r2)
         tr[p + ".residual1"], tr[p + ".norm1"], tr[p + ".residual2"], tr[p + ".norm2"] = r1[0], x[0], r2[0], out[0]
@@ -128,9 +133,7 @@ def recorded_pass(model, src, tgt, iv):
         attention_record(block.attention, p + ".cross_attn", tr)
         r2 = cross + query
         x = block.norm1(r2)
-        hidden_pre = block.feed_forawrd[0](x)
-        hidden = block.feed_forawrd[1](hidden_pre)
-        forward = block.feed_forawrd[2](hidden)
+        hidden_pre, hidden, forward = feed_forward(block, x)
         r3 = forward + x
         out = block.norm2(r3)
         for name, t in (("residual1", r1), ("norm1", query), ("residual2", r2), ("norm2", x), ("residual3", r3),

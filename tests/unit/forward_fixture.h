@@ -1,9 +1,13 @@
 // Test helpers for the forward-pass tests: the committed PyTorch fixtures written by
 // tests/reference/make_forward_fixtures.py, and random models.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +21,7 @@
 #include "model/model.h"
 #include "model/weights.h"
 #include "transformer/interventions.h"
+#include "transformer/trace.h"
 #include "util/tensor.h"
 
 namespace sf::testing {
@@ -67,6 +72,44 @@ inline ForwardFixture load_forward_fixture(const std::string& trace_path) {
     else f.expected[v.name] = Tensor{v.shape, v.to_floats()};
   }
   return f;
+}
+
+// The committed trace fixtures under tests/fixtures/<folder> ("forward", "from_scratch"), sorted.
+inline std::vector<std::string> fixture_paths(const std::string& folder) {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/" + folder))
+    if (e.path().string().ends_with(".trace.safetensors")) paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// A trace's tensors by name (trace_tensors).
+inline std::map<std::string, Tensor> tensors_by_name(const Trace& trace) {
+  std::map<std::string, Tensor> out;
+  for (auto& nt : trace_tensors(trace)) out[nt.name] = std::move(nt.tensor);
+  return out;
+}
+
+// Every tensor of `expected` is in `ours` with its shape and each value within `tolerance` (the worst cell named,
+// with `reference` naming where the expected values came from). `compared` counts the tensors checked. Call
+// it inside ASSERT_NO_FATAL_FAILURE: a missing tensor or a wrong shape stops the test.
+inline void expect_tensors_match(const std::map<std::string, Tensor>& expected, const std::map<std::string, Tensor>& ours,
+                                 float tolerance, const std::string& reference, int& compared) {
+  for (const auto& [name, want] : expected) {
+    auto it = ours.find(name);
+    ASSERT_NE(it, ours.end()) << "our trace lacks '" << name << "'";
+    const Tensor& got = it->second;
+    ASSERT_EQ(got.shape, want.shape) << name;
+    float worst = 0.0f;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < got.data.size(); ++i) {
+      const float d = std::abs(got.data[i] - want.data[i]);
+      if (!(d <= worst)) worst = d, worst_at = i;
+    }
+    EXPECT_LE(worst, tolerance) << name << " differs at flat index " << worst_at << ": ours " << got.data[worst_at]
+                                << ", " << reference << " " << want.data[worst_at];
+    ++compared;
+  }
 }
 
 // Random weights for a config (normal * scale), deterministic in the seed.

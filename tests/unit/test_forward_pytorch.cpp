@@ -16,38 +16,16 @@ namespace {
 
 constexpr float kTolerance = 1e-5f;
 
-std::vector<std::string> fixture_paths() {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(STEPFORMER_FIXTURE_DIR) + "/forward"))
-    if (e.path().string().ends_with(".trace.safetensors")) paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
+std::vector<std::string> fixture_paths() { return testing::fixture_paths("forward"); }
 
 class ForwardPytorch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ForwardPytorch, EveryTracedTensorMatches) {
   const testing::ForwardFixture f = testing::load_forward_fixture(GetParam());
-  const Trace trace = forward(f.model.config, f.model.weights, f.src, f.tgt, f.interventions);
-  std::map<std::string, Tensor> ours;
-  for (auto& nt : trace_tensors(trace)) ours[nt.name] = std::move(nt.tensor);
-
+  const std::map<std::string, Tensor> ours =
+      testing::tensors_by_name(forward(f.model.config, f.model.weights, f.src, f.tgt, f.interventions));
   int compared = 0;
-  for (const auto& [name, expected] : f.expected) {
-    auto it = ours.find(name);
-    ASSERT_NE(it, ours.end()) << "our trace lacks '" << name << "'";
-    const Tensor& got = it->second;
-    ASSERT_EQ(got.shape, expected.shape) << name;
-    float worst = 0.0f;
-    size_t worst_at = 0;
-    for (size_t i = 0; i < got.data.size(); ++i) {
-      const float d = std::abs(got.data[i] - expected.data[i]);
-      if (!(d <= worst)) worst = d, worst_at = i;
-    }
-    EXPECT_LE(worst, kTolerance) << name << " differs at flat index " << worst_at << ": ours "
-                                 << got.data[worst_at] << ", torch " << expected.data[worst_at];
-    ++compared;
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::expect_tensors_match(f.expected, ours, kTolerance, "torch", compared));
   // The names the issue requires are all present in the fixture (and so compared).
   for (const char* required : {"src.tok_embed", "src.pos", "enc.in", "enc.0.self_attn.q", "enc.0.self_attn.k",
                                "enc.0.self_attn.v", "enc.0.self_attn.scores", "enc.0.self_attn.probs",
