@@ -9,7 +9,7 @@
 # 2. runs those unit tests (safetensors, model files, tokenizer) under ASan + UBSan;
 # 3. runs each libFuzzer target for FUZZ_SECONDS (default 20) from its committed corpus
 #    tests/fuzz/corpus/<target without fuzz_>/, keeping what it learns in WORK_DIR/corpus/<same>:
-#      fuzz_safetensors_header  model files: safetensors header, tensors, model metadata   (-max_len=8192)
+#      fuzz_safetensors_header  model files: safetensors header, tensors, model metadata   (-max_len=16384)
 #      fuzz_tokenizer           tokenizer settings and text, printable()                   (-max_len=4096)
 #      fuzz_script              scripts and lessons (strict and lesson parse)              (-max_len=4096)
 #      fuzz_settings            the settings file, in memory and through read_settings     (-max_len=4096)
@@ -56,7 +56,7 @@ failed=""
 for target in $targets; do
   corpus=${target#fuzz_}
   max_len=4096
-  [ "$target" = fuzz_safetensors_header ] && max_len=8192
+  [ "$target" = fuzz_safetensors_header ] && max_len=16384  # a seed with SentencePiece models is 11 KB
   mkdir -p "$work/corpus/$corpus"
   t0=$(date +%s)
   if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \

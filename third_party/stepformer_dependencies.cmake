@@ -2,13 +2,25 @@
 # everything here is found on the system (see tools/setup.sh for the package list).
 #
 # Defines:
-#   Eigen3::Eigen, nlohmann_json::nlohmann_json, Threads::Threads     (core)
+#   Eigen3::Eigen, nlohmann_json::nlohmann_json, Threads::Threads,
+#   stepformer::sentencepiece (libsentencepiece: Marian's subword tokenizer, model/sentencepiece.h)     (core)
 #   stepformer::gui_deps  GLFW + OpenGL + Dear ImGui 1.86 (with its GLFW/OpenGL3 backends) + stb   (app only)
 #   STEPFORMER_HAVE_CUDA  TRUE when the CUDA backend is built
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(nlohmann_json 3.2 REQUIRED)
 find_package(Threads REQUIRED)
+# SentencePiece by path, not pkg-config: on the GPU machine it comes from an unpacked .deb whose .pc file names
+# /usr (tools/gpu_check.sh points CMAKE_PREFIX_PATH there).
+find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+find_library(SENTENCEPIECE_LIBRARY sentencepiece)
+if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+  message(FATAL_ERROR "SentencePiece not found: install Debian's libsentencepiece-dev")
+endif()
+add_library(stepformer_sentencepiece INTERFACE)
+target_include_directories(stepformer_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
+target_link_libraries(stepformer_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
+add_library(stepformer::sentencepiece ALIAS stepformer_sentencepiece)
 
 if(STEPFORMER_BUILD_APP)   # only the app needs pkg-config, stb and the GUI libraries
   find_package(PkgConfig REQUIRED)

@@ -38,10 +38,11 @@ CONFIG_KEYS = {  # key: (type, default); None default = required
     "d_model": (int, None), "n_heads": (int, None), "n_encoder_layers": (int, None), "n_decoder_layers": (int, None),
     "d_ff": (int, None), "src_vocab_size": (int, None), "tgt_vocab_size": (int, None), "max_positions": (int, 256),
     "positional_encoding": (("sinusoidal", "learned"), "sinusoidal"),
+    "sinusoid_layout": (("interleaved", "halves"), "interleaved"),
     "embedding_scale": (("sqrt_d_model", "one"), "sqrt_d_model"),
     "norm_placement": (("post", "pre"), "post"),
     "encoder_final_norm": (bool, False), "decoder_final_norm": (bool, False),
-    "activation": (("relu", "gelu"), "relu"), "attention": (("split_heads", "reshape_heads"), "split_heads"),
+    "activation": (("relu", "gelu", "silu"), "relu"), "attention": (("split_heads", "reshape_heads"), "split_heads"),
     "layer_norm_eps": (float, 1e-5), "bias": (bool, True),
     "tie_output_embedding": (bool, False), "share_embeddings": (bool, False),
     "pad_id": (int, 1), "bos_id": (int, 2), "eos_id": (int, 3), "unk_id": (int, 0),
@@ -137,8 +138,8 @@ def read_config(path, src_vocab_size, tgt_vocab_size, family, raw=None):
     for key in ("pad_id", "bos_id", "eos_id", "unk_id"):
         if not 0 <= cfg[key] < smaller:
             problems.append(f"{key} ({cfg[key]}) is outside the vocabulary (size {smaller})")
-    if len({cfg["pad_id"], cfg["bos_id"], cfg["eos_id"]}) != 3:
-        problems.append("pad_id, bos_id and eos_id must differ")
+    if cfg["eos_id"] in (cfg["pad_id"], cfg["bos_id"]):  # bos may be pad (Marian's decoder start)
+        problems.append("eos_id must differ from pad_id and bos_id")
     for key, value in FAMILY_NEEDS[family].items():
         if cfg[key] != value:
             problems.append(f"family '{family}' needs {key} {json.dumps(value)}, the config says {json.dumps(cfg[key])}")

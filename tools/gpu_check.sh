@@ -7,7 +7,7 @@
 # Such a machine may have no Debian -dev packages and no package archive. Prepare them on a Debian 12 machine, in
 # the repository root, into .deps/ (ignored by git: echo /.deps/ >> .git/info/exclude):
 #   mkdir -p .deps && (cd .deps && apt-get download libeigen3-dev nlohmann-json3-dev libgtest-dev \
-#                      libbenchmark-dev libbenchmark1debian)
+#                      libbenchmark-dev libbenchmark1debian libsentencepiece-dev libsentencepiece0)
 # and bring .deps/ along. Each .deb is unpacked under /tmp/stepformer-deps (never into /) and CMake looks there.
 # Needs there: nvcc (/usr/local/cuda/bin), CMake >= 3.22, a C++20 compiler, python3 with torch (the benchmark).
 #

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "model/hf_marian.h"
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "util/printable.h"
@@ -53,7 +54,7 @@ int run_info(const Args& args) {
   }
 
   std::vector<std::string> warnings;
-  const Model m = load_model(path, &warnings, /*read_weights=*/false);  // checked, not kept: memory stays small
+  const Model m = open_model(path, &warnings, /*read_weights=*/false);  // checked, not kept: memory stays small
   const Config& c = m.config;
 
   if (as_json) {

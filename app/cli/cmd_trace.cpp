@@ -143,12 +143,10 @@ int run_trace(const Args& args) {
     src = parse_ids(src_text, "--src");
     if (have_tgt) tgt = parse_ids(tgt_text, "--tgt");
   } else {
-    src = token_ids(encode(src_text, m.tokenizer, m.src_vocab, Side::Source));
+    src = token_ids(encode_text(m, src_text, Side::Source));
     if (have_tgt) {
-      TokenizerSettings bare = m.tokenizer;
-      bare.add_bos_eos = false;
       tgt = {c.bos_id};
-      for (int id : token_ids(encode(tgt_text, bare, m.tgt_vocab, Side::Target))) tgt.push_back(id);
+      for (int id : token_ids(encode_text(m, tgt_text, Side::Target, /*specials=*/false))) tgt.push_back(id);
     }
   }
 

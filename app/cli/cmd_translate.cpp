@@ -18,7 +18,7 @@ namespace sf::cli {
 
 int run_translate(const Args& args) {
   OptionParser p("translate");
-  int beam = 1;
+  int beam = 0;  // 0: the model's own (a Marian model's num_beams), else greedy
   bool show_tokens = false;
   std::string device_name = "auto";
   p.value("--beam", &beam, 1, kMaxBeamWidth);
@@ -26,9 +26,11 @@ int run_translate(const Args& args) {
   p.flag("--tokens", &show_tokens);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().empty() || p.positional().size() > 2) {
-    std::fputs("usage: stepformer-cli translate [MODEL.safetensors] \"TEXT\" [--beam K] [--tokens] [--device D]\n\n"
-               "Translates TEXT with the model (default: the shipped assets/models/de-en.safetensors): greedy\n"
-               "decoding, or beam search of width K (length penalty 0.6).\n"
+    std::fputs("usage: stepformer-cli translate [MODEL] \"TEXT\" [--beam K] [--tokens] [--device D]\n\n"
+               "Translates TEXT with the model (a model file, or a Hugging Face Marian folder; default: the shipped\n"
+               "assets/models/de-en.safetensors): greedy decoding, or beam search of width K (length penalty 0.6).\n"
+               "A Marian model decodes as its generation config says (num_beams, length penalty, max_length, bad\n"
+               "words), scored as transformers' generate(); --beam K changes the width (--beam 1: greedy).\n"
                "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n"
                "--device auto (the default: greedy decoding on the GPU where this build has CUDA and a GPU can take\n"
                "the model), cpu, or cuda (an error where no GPU can; beam search runs on the CPU only).\n",
@@ -40,10 +42,12 @@ int run_translate(const Args& args) {
   // `translate MODEL` alone: the model's path is not a sentence to translate.
   const bool looks_like_model = sentence.size() > 12 && sentence.ends_with(".safetensors");
   std::error_code ec;  // a long sentence is no file name: is_regular_file must say false, not throw
-  if (default_model && (looks_like_model || (non_regular_file_kind(sentence).empty() &&
-                                             std::filesystem::is_regular_file(sentence, ec)))) {
-    std::fprintf(stderr, "stepformer-cli translate: '%s' is a file, not a sentence: give the text to translate after "
-                 "the model (stepformer-cli translate MODEL \"TEXT\")\n", printable(sentence).c_str());
+  const bool folder = std::filesystem::is_directory(sentence, ec);  // a Marian folder, given alone
+  if (default_model && (looks_like_model || folder ||
+                        (non_regular_file_kind(sentence).empty() && std::filesystem::is_regular_file(sentence, ec)))) {
+    std::fprintf(stderr, "stepformer-cli translate: '%s' is a %s, not a sentence: give the text to translate after "
+                 "the model (stepformer-cli translate MODEL \"TEXT\")\n", printable(sentence).c_str(),
+                 folder ? "folder" : "file");
     return 2;
   }
   const DeviceRequest device = parse_device(device_name);
@@ -51,7 +55,7 @@ int run_translate(const Args& args) {
     fail(ErrorKind::Unsupported, "translate", "beam search runs on the CPU only: use --device cpu or auto with --beam");
   require_words(sentence, "translate");
   const Model model = load_model_warning("translate", default_model ? "" : p.positional()[0]);
-  const std::vector<Token> source = encode(sentence, model.tokenizer, model.src_vocab, Side::Source);
+  const std::vector<Token> source = encode_text(model, sentence, Side::Source);
   if (show_tokens) {
     std::printf("source tokens:");
     for (const Token& t : source)
@@ -59,11 +63,18 @@ int run_translate(const Args& args) {
     std::printf("\n");
   }
   DecodeOptions options;
-  options.strategy = beam > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
-  options.beam_width = beam;
   options.max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
+  apply_generation_defaults(model.generation, options);  // a Marian model's own way (decode/decoder.h)
+  if (beam > 0) {
+    options.strategy = beam > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
+    options.beam_width = beam;
+  }
+  if (device == DeviceRequest::Cuda && options.strategy == DecodeStrategy::Beam)
+    fail(ErrorKind::Unsupported, "translate",
+         "this model decodes with a beam of " + std::to_string(options.beam_width) +
+             " and beam search runs on the CPU only: use --device cpu, or --beam 1 for greedy decoding on the GPU");
   std::vector<int> generated;
-  const bool on_gpu = beam == 1 && run_on_gpu("translate", device, model, [&](CudaModel& gpu) {
+  const bool on_gpu = options.strategy == DecodeStrategy::Greedy && run_on_gpu("translate", device, model, [&](CudaModel& gpu) {
     generated = gpu.greedy(token_ids(source), {}, options.max_length);
   });
   if (!on_gpu) {
@@ -76,7 +87,7 @@ int run_translate(const Args& args) {
     if (id == model.config.eos_id) break;
     words.push_back(model.tgt_vocab.token(id));
   }
-  std::printf("%s\n", printable(detokenize(words, model.tokenizer, Side::Target)).c_str());
+  std::printf("%s\n", printable(decode_text(model, words, Side::Target)).c_str());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/device.h"
+#include "model/hf_marian.h"
 #include "model/model.h"
 
 namespace sf::cli {

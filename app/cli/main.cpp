@@ -20,6 +20,7 @@ int run_train(const Args& args);  // cmd_train.cpp
 int run_translate(const Args& args);  // cmd_translate.cpp
 int run_eval(const Args& args);  // cmd_eval.cpp
 int run_timeline(const Args& args);  // cmd_timeline.cpp
+int run_import_hf(const Args& args);  // cmd_import_hf.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -29,6 +30,7 @@ const std::vector<Command>& commands() {
       {"translate", "translate a sentence (greedy or beam search)", run_translate},
       {"eval", "translate a tokenized test set and print corpus BLEU", run_eval},
       {"timeline", "list a training timeline's snapshots, or keep some of them in a new file", run_timeline},
+      {"import-hf", "write a Hugging Face Marian folder (opus-mt) as one model file", run_import_hf},
   };
   return table;
 }

@@ -151,7 +151,7 @@ void App::draw_model_bar() {
   const float em = ImGui::GetFontSize();
   ImGui::SameLine();
   if (ImGui::Button("Open model...")) open_dialog_.show(state_.model_path);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("open a .safetensors model file (Ctrl+O), or drop one onto the window");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("open a .safetensors model file or a Hugging Face Marian folder (Ctrl+O), or drop one onto the window");
   ImGui::SameLine();
   const bool info = show_model_info_;
   if (info) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "decode/guided.h"
+#include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -23,7 +24,7 @@ bool AppState::fail_with(const std::exception& e) {
 
 bool AppState::load_model(const std::string& path) {
   try {
-    return use_model(std::make_shared<const Model>(sf::load_model(path)), path);
+    return use_model(std::make_shared<const Model>(sf::open_model(path)), path);
   } catch (const std::exception& e) {
     return fail_with(e);
   }
@@ -70,6 +71,11 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   interventions.causal_mask = old_interventions.causal_mask;
   interventions.padding_mask = old_interventions.padding_mask;
   interventions.positional_encoding = old_interventions.positional_encoding;
+  // A model that says how it is decoded (Marian's generation config) gives the beam width and length penalty.
+  if (model->generation.present) {
+    if (model->generation.beam_width > 1) decode_options.beam_width = std::min(model->generation.beam_width, kMaxBeamWidth);
+    decode_options.length_penalty = model->generation.length_penalty;
+  }
   decoder.reset();
   shown_model_.reset();
   trace = Trace{};
@@ -162,9 +168,10 @@ bool AppState::set_reference(const std::string& text) {
   next.forced_prefix.clear();
   if (!text.empty()) {
     try {
-      const std::vector<Token> tokens = encode(text, model->tokenizer, model->tgt_vocab, Side::Target);
-      for (size_t i = 1; i < tokens.size(); ++i) next.forced_prefix.push_back(tokens[i].id);  // after <bos>, <eos> kept
-      if (next.forced_prefix.size() <= 1) fail(ErrorKind::Input, "reference", "the reference translation is empty");
+      // The reference's tokens, then <eos> (the decoder's start token comes from the config).
+      for (const Token& t : encode_text(*model, text, Side::Target, /*specials=*/false)) next.forced_prefix.push_back(t.id);
+      if (next.forced_prefix.empty()) fail(ErrorKind::Input, "reference", "the reference translation is empty");
+      next.forced_prefix.push_back(model->config.eos_id);
     } catch (const std::exception& e) {
       return fail_with(e);
     }
@@ -208,9 +215,11 @@ bool AppState::rebuild(int steps) {
   // Checked here, at once (a bad input is refused in the frame that gave it); decoded by run_work.
   std::vector<Token> tokens;
   DecodeOptions options = decode_options;
+  apply_generation_rules(model->generation, options);  // a Marian model's: <pad> never generated, HF beams
   try {
-    tokens = encode(sentence, model->tokenizer, model->src_vocab, Side::Source);
-    if (tokens.size() <= 2) fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
+    tokens = encode_text(*model, sentence, Side::Source);
+    if (std::none_of(tokens.begin(), tokens.end(), [](const Token& t) { return !t.special; }))
+      fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
     for (int i = 0; i < source_padding; ++i) {  // as in a batch: <pad> after <eos>
       Token pad;
       pad.text = model->src_vocab.token(model->config.pad_id);
@@ -476,6 +485,7 @@ const std::vector<int>& AppState::translation_as_trained() {
       return as_trained_.translation;
     }
   DecodeOptions options = decode_options;
+  apply_generation_rules(model->generation, options);
   options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
   auto work = [m = model, src_ids, options](const std::atomic<bool>& cancelled) {
     Decoder d(m->config, m->weights, src_ids, Interventions{}, options);
@@ -550,7 +560,7 @@ std::string AppState::translation_text() const {
   std::vector<std::string> words;
   for (int id : translation)
     if (id != model->config.eos_id) words.push_back(model->tgt_vocab.token(id));
-  return detokenize(words, model->tokenizer, Side::Target);
+  return decode_text(*model, words, Side::Target);
 }
 
 }  // namespace sf::gui

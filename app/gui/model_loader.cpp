@@ -1,5 +1,7 @@
 #include "gui/model_loader.h"
 
+#include "model/hf_marian.h"
+
 namespace sf::gui {
 
 LoadedModel read_model_file(const std::string& path) {
@@ -7,7 +9,7 @@ LoadedModel read_model_file(const std::string& path) {
   r.path = path;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    r.model = std::make_shared<const Model>(sf::load_model(path, &r.warnings));
+    r.model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
   } catch (const Error& e) {
     r.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
     r.error_kind = e.kind();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "model/hf_marian.h"
 #include "gui/app_state.h"
 #include "gui/settings.h"
 #include "util/printable.h"
@@ -25,7 +26,8 @@ const char* kUsage =
     "Needs a display with OpenGL 3.3; headless, run it under: xvfb-run -a stepformer ...\n"
     "\n"
     "Options:\n"
-    "  --model PATH        model file to open (default: assets/models/de-en.safetensors)\n"
+    "  --model PATH        model file, or Hugging Face Marian folder, to open (default:\n"
+    "                      assets/models/de-en.safetensors)\n"
     "  --sentence TEXT     the source sentence (default: an example)\n"
     "  --stage NAME        stage to open (default tokens): %STAGES%\n"
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.0.0)\n"
@@ -217,7 +219,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
 void apply_last_session(const Settings& settings, AppOptions& options) {
   std::error_code ec;
   if (!options.model_given && !settings.last_model.empty()) {
-    if (std::filesystem::is_regular_file(settings.last_model, ec)) {
+    if (std::filesystem::is_regular_file(settings.last_model, ec) || is_hf_model_folder(settings.last_model)) {
       options.model_path = settings.last_model;
       options.fallback_model_path = default_model_path();
     } else {

@@ -1,8 +1,10 @@
 #include "decode/decoder.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
+#include "model/model.h"
 #include "transformer/forward.h"
 #include "util/error.h"
 
@@ -128,6 +130,47 @@ float Decoder::length_penalty(int length) const {
   return std::pow((5.0f + static_cast<float>(length)) / 6.0f, options_.length_penalty);
 }
 
+RowVec Decoder::allowed(const RowVec& logits) const {
+  if (options_.never_generate.empty()) return logits;
+  RowVec out = logits;
+  for (int id : options_.never_generate)
+    if (id >= 0 && id < out.size()) out(id) = -std::numeric_limits<float>::infinity();
+  return out;
+}
+
+RowVec Decoder::next_logprobs(const RowVec& logits, int length) const {
+  RowVec lp = allowed(log_softmax(logits));
+  if (options_.force_eos_at_max_length && length + 1 >= max_length_) {  // ForcedEOSTokenLogitsProcessor
+    lp.setConstant(-std::numeric_limits<float>::infinity());
+    lp(config_->eos_id) = 0.0f;
+  }
+  return options_.renormalize ? log_softmax(lp) : lp;
+}
+
+int Decoder::greedy_token(const RowVec& logits, int length) const {
+  if (options_.force_eos_at_max_length && length + 1 >= max_length_) return config_->eos_id;
+  return options_.never_generate.empty() ? argmax(logits) : argmax(allowed(logits));
+}
+
+void apply_generation_rules(const GenerationDefaults& g, DecodeOptions& options) {
+  if (!g.present) return;
+  options.never_generate = g.never_generate;
+  options.renormalize = g.renormalize;
+  options.force_eos_at_max_length = g.force_eos;
+  options.beam_scoring = BeamScoring::HuggingFace;
+}
+
+void apply_generation_defaults(const GenerationDefaults& g, DecodeOptions& options) {
+  if (!g.present) return;
+  apply_generation_rules(g, options);
+  options.length_penalty = g.length_penalty;
+  if (g.beam_width > 1) {
+    options.strategy = DecodeStrategy::Beam;
+    options.beam_width = std::min(g.beam_width, kMaxBeamWidth);
+  }
+  if (g.max_length > 1) options.max_length = g.max_length - 1;  // Hugging Face counts the start token
+}
+
 std::vector<int> Decoder::path(int node) const {
   std::vector<int> tokens;
   for (int n = node; n > 0; n = tree_[static_cast<size_t>(n)].parent) tokens.push_back(tree_[static_cast<size_t>(n)].token);
@@ -224,7 +267,7 @@ bool Decoder::append_single(int token, const RowVec& logits) {
 void Decoder::take_greedy(int token, const RowVec& prediction) {
   states_.front().next_logits = prediction;  // what step_back restores
   push_history();
-  last_distribution_ = softmax(prediction);
+  last_distribution_ = next_logprobs(prediction, tree_[static_cast<size_t>(live_.front())].length).array().exp().matrix();
   append_single(token, prediction);
 }
 
@@ -238,42 +281,46 @@ void Decoder::step_single() {
   Hypothesis& h = states_.front();
   int token = forced_token(tree_[static_cast<size_t>(live_.front())].length);
   if (options_.strategy == DecodeStrategy::Sample) {
-    last_distribution_ = sampling_distribution(h.next_logits, options_.sampling);
+    last_distribution_ = sampling_distribution(allowed(h.next_logits), options_.sampling);
     if (token < 0) token = draw(last_distribution_, rng_);
   } else {
-    last_distribution_ = softmax(h.next_logits);
-    if (token < 0) token = argmax(h.next_logits);
+    const int length = tree_[static_cast<size_t>(live_.front())].length;
+    last_distribution_ = next_logprobs(h.next_logits, length).array().exp().matrix();
+    if (token < 0) token = greedy_token(h.next_logits, length);
   }
   if (!append_single(token, h.next_logits)) feed(h, token);
 }
 
-void Decoder::step_beam() {
+std::vector<Decoder::BeamCandidate> Decoder::beam_candidates() const {
   const int width = options_.beam_width;
-  struct Candidate {
-    int parent_slot;
-    int token;
-    float logprob;
-    float sum;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<BeamCandidate> candidates;
   for (size_t s = 0; s < live_.size(); ++s) {
     const BeamNode& p = tree_[static_cast<size_t>(live_[s])];
-    const RowVec lp = log_softmax(states_[s].next_logits);
+    const RowVec lp = next_logprobs(states_[s].next_logits, p.length);  // banned ids -inf
     const int forced = forced_token(p.length);
     if (forced >= 0) {
       candidates.push_back({static_cast<int>(s), forced, lp(forced), p.sum_logprob + lp(forced)});
       continue;
     }
-    // The 2W best tokens of this hypothesis (ties towards the lower id).
+    // The 2W best tokens of this hypothesis (ties towards the lower id); a banned one never.
     for (int id : top_k_ids(lp, 2 * width))
-      candidates.push_back({static_cast<int>(s), id, lp(id), p.sum_logprob + lp(id)});
+      if (lp(id) > -std::numeric_limits<float>::infinity())
+        candidates.push_back({static_cast<int>(s), id, lp(id), p.sum_logprob + lp(id)});
   }
+  // Best summed log-probability first: the global 2W best are among these.
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.sum > b.sum; });
+                   [](const BeamCandidate& a, const BeamCandidate& b) { return a.sum > b.sum; });
+  return candidates;
+}
+
+void Decoder::step_beam() {
+  if (options_.beam_scoring == BeamScoring::HuggingFace) return step_beam_hugging_face();
+  const int width = options_.beam_width;
+  const std::vector<BeamCandidate> candidates = beam_candidates();
   std::vector<int> new_live;
   std::vector<Hypothesis> new_states;
   for (size_t rank = 0; rank < candidates.size() && static_cast<int>(new_live.size()) < width; ++rank) {
-    const Candidate& c = candidates[rank];
+    const BeamCandidate& c = candidates[rank];
     const int parent = live_[static_cast<size_t>(c.parent_slot)];
     const BeamNode& p = tree_[static_cast<size_t>(parent)];
     const bool eos = c.token == config_->eos_id;
@@ -295,6 +342,59 @@ void Decoder::step_beam() {
   live_ = std::move(new_live);
   states_ = std::move(new_states);
   if (live_.empty() || static_cast<int>(finished_beams_.size()) >= width) finished_ = true;
+}
+
+// transformers' _beam_search (generation/utils.py, the vectorised one of 2025), one step, for K = beam_width:
+//   1. every open hypothesis k: lp_k = next_logprobs (log-softmax, bad words -inf, </s> forced at max_length,
+//      renormalised); candidates: the 2K best of sum_k + lp_k[v] over all k and v
+//   2. a candidate "ends" when its token is </s> or it reaches max_length
+//   3. the K best candidates that do not end are the new open hypotheses
+//   4. a candidate that ends and ranks among the first K is a finished hypothesis, scored sum / length^alpha
+//      (length: its generated tokens, </s> included); the K best finished are kept
+//   5. stop when every candidate ended, or when K have finished and the best open hypothesis, scored at its
+//      length (sum / length^alpha), is no better than the worst of them
+void Decoder::step_beam_hugging_face() {
+  const int width = options_.beam_width;
+  std::vector<BeamCandidate> candidates = beam_candidates();
+  if (static_cast<int>(candidates.size()) > 2 * width) candidates.resize(static_cast<size_t>(2 * width));
+  std::vector<int> new_live;
+  std::vector<Hypothesis> new_states;
+  bool every_candidate_ends = true;
+  for (size_t rank = 0; rank < candidates.size(); ++rank) {
+    const BeamCandidate& c = candidates[rank];
+    const int parent = live_[static_cast<size_t>(c.parent_slot)];
+    const BeamNode& p = tree_[static_cast<size_t>(parent)];
+    const bool ends = c.token == config_->eos_id || p.length + 1 >= max_length_;
+    every_candidate_ends = every_candidate_ends && ends;
+    if (ends ? static_cast<int>(rank) >= width : static_cast<int>(new_live.size()) >= width) continue;
+    BeamNode n{c.token, parent, p.length + 1, c.logprob, c.sum, 0.0f, ends, steps()};
+    n.score = n.sum_logprob / std::pow(static_cast<float>(n.length), options_.length_penalty);
+    tree_.push_back(n);
+    const int id = static_cast<int>(tree_.size()) - 1;
+    if (ends) {
+      finished_beams_.push_back(id);
+      continue;
+    }
+    Hypothesis h = states_[static_cast<size_t>(c.parent_slot)];
+    feed(h, c.token);
+    new_live.push_back(id);
+    new_states.push_back(std::move(h));
+  }
+  // The K best finished (stable: an earlier one stays ahead of an equal later one).
+  std::stable_sort(finished_beams_.begin(), finished_beams_.end(), [&](int a, int b) {
+    return tree_[static_cast<size_t>(a)].score > tree_[static_cast<size_t>(b)].score;
+  });
+  if (static_cast<int>(finished_beams_.size()) > width) finished_beams_.resize(static_cast<size_t>(width));
+  live_ = std::move(new_live);
+  states_ = std::move(new_states);
+  bool improvable = true;
+  if (static_cast<int>(finished_beams_.size()) >= width && !live_.empty()) {
+    const BeamNode& best_open = tree_[static_cast<size_t>(live_.front())];
+    const float best_possible =
+        best_open.sum_logprob / std::pow(static_cast<float>(best_open.length), options_.length_penalty);
+    improvable = best_possible > tree_[static_cast<size_t>(finished_beams_.back())].score;
+  }
+  if (live_.empty() || every_candidate_ends || !improvable) finished_ = true;
 }
 
 bool Decoder::step_back() { return step_back(1) == 1; }

@@ -38,6 +38,15 @@ namespace sf {
 
 enum class DecodeStrategy { Greedy, Sample, Beam };
 
+// How a beam search scores and ends (both keep, at each step, the W best continuations by summed log-probability):
+//   Gnmt         a hypothesis that ends scores sum / ((5 + length) / 6)^alpha; decoding stops once W have ended
+//                (our models' default)
+//   HuggingFace  transformers' beam search (generate() with num_beams, early_stopping False; Marian models):
+//                an ending hypothesis scores sum / length^alpha (length: generated tokens, </s> included);
+//                the W best endings are kept, a better one replacing the worst; decoding stops when the best
+//                open hypothesis, scored at its length, cannot beat the worst of W endings, or at max_length
+enum class BeamScoring { Gnmt, HuggingFace };
+
 // The widest beam a decoder accepts: each hypothesis is a decoder pass per step, so a width of thousands would
 // freeze the app for minutes and take gigabytes; 64 is far past where BLEU stops improving.
 inline constexpr int kMaxBeamWidth = 64;
@@ -55,7 +64,26 @@ struct DecodeOptions {
   int beam_width = 4;            // strategy Beam: 1 to kMaxBeamWidth
   float length_penalty = 0.6f;   // strategy Beam: alpha
   bool use_kv_cache = true;
+  // Ids no strategy ever picks (Hugging Face's bad_words_ids of one token; Marian's <pad>, its decoder start):
+  // their log-probabilities count as -inf, as NoBadWordsLogitsProcessor sets them. The distribution shown for
+  // a greedy or sampled step is then over the other tokens.
+  std::vector<int> never_generate;
+  BeamScoring beam_scoring = BeamScoring::Gnmt;
+  // Hugging Face's renormalize_logits: the log-probabilities are renormalised over the tokens left after
+  // never_generate (and the forced </s>), as the log-softmax it applies after its logits processors.
+  bool renormalize = false;
+  // Hugging Face's forced_eos_token_id: the last token max_length allows is </s>, with log-probability 0.
+  bool force_eos_at_max_length = false;
 };
+
+struct GenerationDefaults;  // model/model.h
+// The rules a model's authors decode by, whatever the strategy (Hugging Face's generation config: bad_words_ids,
+// renormalize_logits, forced_eos_token_id, beams scored as transformers does). Leaves `options` as they are for a
+// model that says nothing (our own).
+void apply_generation_rules(const GenerationDefaults& generation, DecodeOptions& options);
+// The rules, and the choices too: num_beams (beam search when above 1), length_penalty, max_length (Hugging
+// Face's counts the start token). What the CLI's translate does unless told otherwise.
+void apply_generation_defaults(const GenerationDefaults& generation, DecodeOptions& options);
 
 // Throws ErrorKind::Input for options a Decoder refuses (a beam width outside 1..kMaxBeamWidth, sampling
 // parameters out of range, a negative max_length): what the constructor checks first, for callers that check
@@ -160,6 +188,24 @@ class Decoder {
   void take_greedy(int token, const RowVec& prediction);
   void step_beam();
   float length_penalty(int length) const;
+  // `logits` with the never_generate ids at -inf.
+  RowVec allowed(const RowVec& logits) const;
+  // The log-probabilities the next token of a hypothesis with `length` generated tokens is chosen by: the
+  // log-softmax of `logits`, never_generate at -inf, </s> forced at max_length (force_eos_at_max_length),
+  // renormalised (renormalize).
+  RowVec next_logprobs(const RowVec& logits, int length) const;
+  // The greedy choice (lowest id on ties) for a hypothesis with `length` generated tokens.
+  int greedy_token(const RowVec& logits, int length) const;
+  void step_beam_hugging_face();
+  // A continuation of live hypothesis `parent_slot` by `token`: its log-probability and the path's sum.
+  struct BeamCandidate {
+    int parent_slot;
+    int token;
+    float logprob;
+    float sum;
+  };
+  // Every live hypothesis' 2W best tokens (its forced one alone), best sum first.
+  std::vector<BeamCandidate> beam_candidates() const;
   int forced_token(int position) const;
 
   const Config* config_;

@@ -103,7 +103,7 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     const int i = static_cast<int>(v.tokens.size());
     RowVec p = prediction(i);
     const int forced = d.forced_token(generated + i);
-    if ((forced >= 0 ? forced : argmax(p)) != draft[static_cast<size_t>(i)]) {
+    if ((forced >= 0 ? forced : d.greedy_token(p, generated + i)) != draft[static_cast<size_t>(i)]) {
       v.next = std::move(p);
       break;
     }
@@ -193,7 +193,7 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     const RowVec in_hand = d.states_.front().next_logits;
     const int generated = d.tree_[static_cast<size_t>(d.live_.front())].length;
     const int forced = d.forced_token(generated);
-    const int token = forced >= 0 ? forced : argmax(in_hand);
+    const int token = forced >= 0 ? forced : d.greedy_token(in_hand, generated);
     if (token == d.config_->eos_id || generated + 1 >= d.max_length_) {  // it ends decoding: nothing to check
       d.take_greedy(token, in_hand);
       break;

@@ -265,6 +265,14 @@ const TensorView* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
+bool SafetensorsFile::add_alias(const std::string& alias, const std::string& name) {
+  const auto it = index_.find(name);
+  if (it == index_.end() || index_.count(alias)) return false;
+  const size_t position = it->second;
+  index_.emplace(alias, position);
+  return true;
+}
+
 void SafetensorsFile::parse(const std::byte* base, uint64_t size) {
   // `base` holds the first min(size, 8 + header length) bytes of the file (all of it for from_bytes).
   const std::string where = "load_safetensors";

@@ -83,6 +83,9 @@ class SafetensorsFile {
   const std::string& origin() const { return origin_; }   // the path, or the name given to from_bytes
   const std::vector<TensorView>& tensors() const { return tensors_; }  // ordered by data offset
   const TensorView* find(std::string_view name) const;    // nullptr when absent
+  // Makes find(alias) return the tensor `name` (a checkpoint that stores a tied matrix under another of its
+  // names); tensors() is unchanged. False when `name` is absent or `alias` already names a tensor.
+  bool add_alias(const std::string& alias, const std::string& name);
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   uint64_t file_size() const { return file_size_; }
 

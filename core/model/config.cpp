@@ -14,7 +14,10 @@ using nlohmann::json;
 const char* to_string(PositionalEncoding v) { return v == PositionalEncoding::Learned ? "learned" : "sinusoidal"; }
 const char* to_string(EmbeddingScale v) { return v == EmbeddingScale::One ? "one" : "sqrt_d_model"; }
 const char* to_string(NormPlacement v) { return v == NormPlacement::Pre ? "pre" : "post"; }
-const char* to_string(Activation v) { return v == Activation::GELU ? "gelu" : "relu"; }
+const char* to_string(SinusoidLayout v) { return v == SinusoidLayout::Halves ? "halves" : "interleaved"; }
+const char* to_string(Activation v) {
+  return v == Activation::GELU ? "gelu" : v == Activation::SiLU ? "silu" : "relu";
+}
 const char* to_string(AttentionStyle v) { return v == AttentionStyle::ReshapeHeads ? "reshape_heads" : "split_heads"; }
 
 void Config::validate() const {
@@ -51,8 +54,8 @@ void Config::validate() const {
   special("bos_id", bos_id);
   special("eos_id", eos_id);
   special("unk_id", unk_id);
-  if (bos_id == eos_id || pad_id == bos_id || pad_id == eos_id)
-    bad("pad_id, bos_id and eos_id must differ");
+  if (bos_id == eos_id || pad_id == eos_id)  // pad_id == bos_id is Marian's decoder start
+    bad("eos_id must differ from pad_id and bos_id");
 }
 
 namespace {
@@ -80,6 +83,7 @@ json config_to_json(const Config& c) {
               {"tgt_vocab_size", c.tgt_vocab_size},
               {"max_positions", c.max_positions},
               {"positional_encoding", to_string(c.positional_encoding)},
+              {"sinusoid_layout", to_string(c.sinusoid_layout)},
               {"embedding_scale", to_string(c.embedding_scale)},
               {"norm_placement", to_string(c.norm_placement)},
               {"encoder_final_norm", c.encoder_final_norm},
@@ -155,12 +159,14 @@ Config config_from_json(const json& j) {
   read_key(j, "max_positions", c.max_positions);
   read_enum(j, "positional_encoding", c.positional_encoding,
             {{"sinusoidal", PositionalEncoding::Sinusoidal}, {"learned", PositionalEncoding::Learned}});
+  read_enum(j, "sinusoid_layout", c.sinusoid_layout,
+            {{"interleaved", SinusoidLayout::Interleaved}, {"halves", SinusoidLayout::Halves}});
   read_enum(j, "embedding_scale", c.embedding_scale,
             {{"sqrt_d_model", EmbeddingScale::SqrtDModel}, {"one", EmbeddingScale::One}});
   read_enum(j, "norm_placement", c.norm_placement, {{"post", NormPlacement::Post}, {"pre", NormPlacement::Pre}});
   read_key(j, "encoder_final_norm", c.encoder_final_norm);
   read_key(j, "decoder_final_norm", c.decoder_final_norm);
-  read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}});
+  read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}, {"silu", Activation::SiLU}});
   read_enum(j, "attention", c.attention,
             {{"split_heads", AttentionStyle::SplitHeads}, {"reshape_heads", AttentionStyle::ReshapeHeads}});
   read_key(j, "layer_norm_eps", c.layer_norm_eps);

@@ -8,9 +8,15 @@
 namespace sf {
 
 enum class PositionalEncoding { Sinusoidal, Learned };
+// Where the sines and cosines of the sinusoidal encoding sit (nn/positional_encoding.h):
+//   Interleaved  the paper and the PyTorch tutorials: column 2i holds sin, column 2i+1 cos, of one frequency
+//   Halves       Marian (Hugging Face's MarianSinusoidalPositionalEmbedding): columns 0 .. C/2-1 the sines,
+//                columns C/2 .. C-1 the cosines, of the same frequencies in the same order
+enum class SinusoidLayout { Interleaved, Halves };
 enum class EmbeddingScale { SqrtDModel, One };   // token embedding multiplied by sqrt(C) or by 1
 enum class NormPlacement { Post, Pre };          // post: x = norm(x + f(x)); pre: x = x + f(norm(x))
-enum class Activation { ReLU, GELU };            // GELU is the exact erf form, as torch.nn.functional.gelu
+// GELU is the exact erf form, as torch.nn.functional.gelu; SiLU ("swish", Marian's) is x * sigmoid(x)
+enum class Activation { ReLU, GELU, SiLU };
 // How multi-head attention makes its heads (nn/attention.h has the math of both):
 //   SplitHeads    the paper: W_q, W_k, W_v (C, C) project each token, head h owns columns h*D .. h*D+D-1,
 //                 scores scaled by 1/sqrt(D), a padding mask blocks padded keys, a row with nothing allowed
@@ -33,6 +39,7 @@ struct Config {
   int tgt_vocab_size = 0;        // Vt
   int max_positions = 256;       // P: longest sequence (source or decoder input) the model accepts
   PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;
+  SinusoidLayout sinusoid_layout = SinusoidLayout::Interleaved;  // only with sinusoidal positions
   EmbeddingScale embedding_scale = EmbeddingScale::SqrtDModel;
   NormPlacement norm_placement = NormPlacement::Post;
   bool encoder_final_norm = false;  // a LayerNorm after the last encoder layer (nn.Transformer has one)
@@ -44,7 +51,8 @@ struct Config {
   bool tie_output_embedding = false;  // the output projection reuses the target embedding matrix
   bool share_embeddings = false;      // source and target share one embedding (needs one vocabulary)
   int pad_id = 1;
-  int bos_id = 2;
+  int bos_id = 2;     // the decoder's first input token; may equal pad_id (Marian starts the decoder with <pad>:
+                      // then the decoder's self-attention has no padding mask, see transformer/forward.h)
   int eos_id = 3;
   int unk_id = 0;
 
@@ -56,7 +64,8 @@ struct Config {
 const char* to_string(PositionalEncoding v);  // "sinusoidal" | "learned"
 const char* to_string(EmbeddingScale v);      // "sqrt_d_model" | "one"
 const char* to_string(NormPlacement v);       // "post" | "pre"
-const char* to_string(Activation v);          // "relu" | "gelu"
+const char* to_string(SinusoidLayout v);      // "interleaved" | "halves"
+const char* to_string(Activation v);          // "relu" | "gelu" | "silu"
 const char* to_string(AttentionStyle v);      // "split_heads" | "reshape_heads"
 
 // JSON <-> Config. from_json reports unknown enum strings, wrong types and missing keys as ErrorKind::Config;

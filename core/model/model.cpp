@@ -15,6 +15,53 @@
 
 namespace sf {
 
+nlohmann::json generation_defaults_to_json(const GenerationDefaults& g) {
+  return nlohmann::json{{"beam_width", g.beam_width},
+                        {"length_penalty", g.length_penalty},
+                        {"max_length", g.max_length},
+                        {"never_generate", g.never_generate},
+                        {"renormalize", g.renormalize},
+                        {"force_eos", g.force_eos}};
+}
+
+GenerationDefaults generation_defaults_from_json(const nlohmann::json& j) {
+  const char* where = "generation";
+  if (!j.is_object()) fail(ErrorKind::Format, where, "not a JSON object");
+  GenerationDefaults g;
+  g.present = true;
+  auto integer = [&](const char* key, int& out, int most) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > most)
+      fail(ErrorKind::Format, where, std::string("key '") + key + "' must be a whole number from 0 to " +
+                                         std::to_string(most) + ", is " + it->dump());
+    out = static_cast<int>(it->get<int64_t>());
+  };
+  integer("beam_width", g.beam_width, 1 << 20);
+  integer("max_length", g.max_length, 1 << 20);
+  if (const auto it = j.find("length_penalty"); it != j.end()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      fail(ErrorKind::Format, where, "key 'length_penalty' must be a number, is " + it->dump());
+    g.length_penalty = it->get<float>();
+  }
+  for (const auto& [key, flag] : {std::pair<const char*, bool*>{"renormalize", &g.renormalize}, {"force_eos", &g.force_eos}}) {
+    const auto it = j.find(key);
+    if (it == j.end()) continue;
+    if (!it->is_boolean()) fail(ErrorKind::Format, where, std::string("key '") + key + "' must be true or false");
+    *flag = it->get<bool>();
+  }
+  if (const auto it = j.find("never_generate"); it != j.end()) {
+    if (!it->is_array() || it->size() > 1024)
+      fail(ErrorKind::Format, where, "key 'never_generate' must be a list of at most 1024 token ids");
+    for (const auto& id : *it) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        fail(ErrorKind::Format, where, "key 'never_generate' holds " + id.dump() + ", not a token id");
+      g.never_generate.push_back(static_cast<int>(id.get<int64_t>()));
+    }
+  }
+  return g;
+}
+
 int64_t Model::parameter_count() const {
   int64_t n = 0;
   for (const TensorSpec& spec : weight_layout(family, config)) n += spec.numel();
@@ -174,6 +221,15 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
   } else {
     warn("no tokenizer settings in the file: using the defaults (lowercase, Moses punctuation splitting)");
   }
+  if (const auto it = meta.find("generation"); it != meta.end()) {
+    m.generation = in_context(origin, [&] {
+      return generation_defaults_from_json(parse_json_text(it->second, "metadata", "\"generation\""));
+    });
+    for (int id : m.generation.never_generate)
+      if (id >= c.tgt_vocab_size)
+        fail(ErrorKind::Format, kLoad, "'" + origin + "': generation's never_generate holds id " + std::to_string(id) +
+                                           ", outside the target vocabulary (" + std::to_string(c.tgt_vocab_size) + ")");
+  }
   if (const auto it = meta.find("provenance"); it != meta.end()) {
     m.provenance = in_context(origin, [&] { return parse_json_text(it->second, "metadata", "\"provenance\""); });
     if (!m.provenance.is_object())
@@ -183,23 +239,44 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
   return m;
 }
 
-Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
+namespace {
+
+// The bytes of a tokenizer.*_spm tensor: 1-D I8, at most kMaxSpmBytes.
+std::string spm_tensor_bytes(const SafetensorsFile& file, const char* name) {
+  constexpr int64_t kMaxSpmBytes = 64ll << 20;  // real ones are under 1 MB
+  const TensorView* t = file.find(name);
+  if (!t)
+    fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "': the tokenizer is SentencePiece but tensor '" + name +
+                                        "' (its model) is missing");
+  if (t->dtype != DType::I8 || t->shape.size() != 1 || t->numel() > kMaxSpmBytes)
+    fail(ErrorKind::Format, kLoad, "'" + file.origin() + "': tensor '" + name + "' must be 1-D I8 of at most 64 MiB, is " +
+                                       dtype_name(t->dtype) + " " + shape_string(t->shape));
+  const std::vector<std::byte> bytes = t->read_bytes();
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace
+
+void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std::string>* warnings, bool read_weights,
+                         const std::set<std::string>& also_known, const std::set<std::string>& may_be_missing) {
   const std::string& origin = file.origin();
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
   };
-  Model m = read_model_description(file, kModelFormat, warnings);
   const Config& c = m.config;
 
   // Weights: check every tensor the family needs (present, shape, dtype) before allocating anything, so the
   // file's own size bounds the memory a hostile config can make us take.
   const std::vector<TensorSpec> layout = weight_layout(m.family, c);
-  for (const TensorSpec& spec : layout) checked_tensor(file, spec);
+  auto absent = [&](const std::string& name) { return may_be_missing.count(name) && !file.find(name); };
+  for (const TensorSpec& spec : layout)
+    if (!absent(spec.name)) checked_tensor(file, spec);
 
   if (!read_weights) {
     // Every value is still checked (NaN, Inf), through a small buffer: memory stays that of the header.
     std::vector<float> chunk(1 << 18);
     for (const TensorSpec& spec : layout) {
+      if (absent(spec.name)) continue;
       const TensorView& t = checked_tensor(file, spec);
       for (int64_t first = 0; first < t.numel(); first += static_cast<int64_t>(chunk.size())) {
         const std::span<float> piece(chunk.data(), static_cast<size_t>(std::min<int64_t>(chunk.size(), t.numel() - first)));
@@ -211,6 +288,7 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
     check_weight_memory(origin, layout);  // before allocating: a hostile config cannot take all the memory
     m.weights = allocate_weights(c);
     for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
+      if (absent(slot.name)) continue;
       const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
       int64_t first = 0;
       for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
@@ -223,20 +301,58 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
     attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (model/weights.h)
   }
 
-  std::unordered_set<std::string> known;
+  std::unordered_set<std::string> known(also_known.begin(), also_known.end());
   for (const TensorSpec& spec : layout) known.insert(spec.name);
   for (const TensorView& t : file.tensors()) {
     if (!known.count(t.name))
       warn("unknown tensor '" + t.name + "' " + dtype_name(t.dtype) + " " + shape_string(t.shape) +
            " is not part of family '" + m.family + "': ignored");
   }
+}
+
+Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
+  Model m = read_model_description(file, kModelFormat, warnings);
+  std::set<std::string> spm_tensors;
+  if (m.tokenizer.kind == "sentencepiece") {
+    m.sentencepiece = in_context(file.origin(), [&] {
+      return std::make_shared<const SentencePieceModels>(spm_tensor_bytes(file, kSourceSpmTensor),
+                                                         spm_tensor_bytes(file, kTargetSpmTensor), kSourceSpmTensor,
+                                                         kTargetSpmTensor);
+    });
+    spm_tensors = {kSourceSpmTensor, kTargetSpmTensor};
+  }
+  read_family_weights(file, m, warnings, read_weights, spm_tensors);
   return m;
+}
+
+std::vector<Token> encode_text(const Model& model, std::string_view text, Side side, bool specials) {
+  const Vocabulary& vocabulary = side == Side::Source ? model.src_vocab : model.tgt_vocab;
+  if (model.tokenizer.kind == "sentencepiece") {
+    if (!model.sentencepiece)
+      fail(ErrorKind::Config, "encode", "the model's tokenizer is SentencePiece but it has no SentencePiece models");
+    // Marian: the source ends with </s> and has no start token (the decoder's start is the config's bos).
+    return encode_pieces(text, *model.sentencepiece, vocabulary, side,
+                         specials && side == Side::Source && model.tokenizer.add_bos_eos);
+  }
+  TokenizerSettings settings = model.tokenizer;
+  if (!specials) settings.add_bos_eos = false;
+  return encode(text, settings, vocabulary, side);
+}
+
+std::string decode_text(const Model& model, const std::vector<std::string>& tokens, Side side) {
+  if (model.tokenizer.kind == "sentencepiece") {
+    if (!model.sentencepiece)
+      fail(ErrorKind::Config, "decode", "the model's tokenizer is SentencePiece but it has no SentencePiece models");
+    return decode_pieces(tokens, *model.sentencepiece, side == Side::Source ? model.src_vocab : model.tgt_vocab, side);
+  }
+  return detokenize(tokens, model.tokenizer, side);
 }
 
 namespace {
 
 struct PreparedModel {
   std::vector<std::vector<float>> stacked;  // owns the concatenation of multi-part slots
+  std::vector<int8_t> spm[2];                // the SentencePiece models' bytes (a vector: moving keeps its data)
   std::vector<TensorToWrite> tensors;
   std::map<std::string, std::string> metadata;
 };
@@ -260,7 +376,7 @@ void check_description(const Model& m, const char* where) {
 }
 
 std::map<std::string, std::string> description_metadata(const Model& m, const std::string& format) {
-  return {{"format", format},
+  std::map<std::string, std::string> meta = {{"format", format},
           {"format_version", kModelFormatVersion},
           {"family", m.family},
           {"config", config_to_json(m.config).dump()},
@@ -268,6 +384,8 @@ std::map<std::string, std::string> description_metadata(const Model& m, const st
           {"tgt_vocab", m.tgt_vocab.to_json().dump()},
           {"tokenizer", tokenizer_settings_to_json(m.tokenizer).dump()},
           {"provenance", m.provenance.dump()}};
+  if (m.generation.present) meta["generation"] = generation_defaults_to_json(m.generation).dump();
+  return meta;
 }
 
 PreparedModel prepare(const Model& m, const char* where) {
@@ -288,6 +406,17 @@ PreparedModel prepare(const Model& m, const char* where) {
     }
     check_finite(slot.name, values, where);
     p.tensors.push_back({slot.name, slot.shape, values});
+  }
+  if (m.tokenizer.kind == "sentencepiece") {
+    if (!m.sentencepiece)
+      fail(ErrorKind::Config, where, "the tokenizer is SentencePiece but the model has no SentencePiece models");
+    const char* names[2] = {kSourceSpmTensor, kTargetSpmTensor};
+    for (int i = 0; i < 2; ++i) {
+      const std::string& proto = m.sentencepiece->proto(i == 0 ? Side::Source : Side::Target);
+      p.spm[i].resize(proto.size());
+      std::memcpy(p.spm[i].data(), proto.data(), proto.size());
+      p.tensors.push_back({names[i], {static_cast<int64_t>(proto.size())}, {}, p.spm[i]});
+    }
   }
   p.metadata = description_metadata(m, kModelFormat);
   return p;

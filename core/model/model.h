@@ -8,15 +8,21 @@
 //   "src_vocab", "tgt_vocab": JSON arrays of token strings, index = id,
 //   "tokenizer": tokenizer_settings_to_json (core/model/tokenizer.h),
 //   "provenance": a JSON object: dataset, training command, scores, converter, anything.
+// A model with SentencePiece tokenization (tokenizer kind "sentencepiece": Marian) also carries its two
+// SentencePiece models as 1-D I8 tensors "tokenizer.source_spm" and "tokenizer.target_spm" (the files' bytes), so
+// that the model stays one file.
 // docs/model-files.md documents the format, the config keys and the PyTorch converter.
 #pragma once
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/sentencepiece.h"
 #include "model/tokenizer.h"
 #include "model/vocabulary.h"
 #include "model/weights.h"
@@ -27,12 +33,30 @@ inline constexpr const char* kModelFormat = "stepformer-model";
 inline constexpr const char* kModelFormatVersion = "1";
 inline constexpr const char* kTimelineFormat = "stepformer-timeline";  // train/timeline.h: snapshots, no model
 
+// How a model's authors decode with it: Hugging Face's generation_config.json for Marian models (stored under
+// "generation" in a model file's __metadata__; absent for models of our own, which take the app's defaults).
+struct GenerationDefaults {
+  bool present = false;             // read from the model; false: nothing said
+  int beam_width = 0;               // num_beams (1: greedy)
+  float length_penalty = 1.0f;      // Hugging Face's: a finished beam scores sum_logprob / length^length_penalty
+  int max_length = 0;               // most decoder tokens, the start token included (0: the model's maximum)
+  std::vector<int> never_generate;  // bad_words_ids of one token each (Marian: <pad>)
+  bool renormalize = false;         // renormalize_logits: log-probabilities over the allowed tokens
+  bool force_eos = false;           // forced_eos_token_id: the last token max_length allows is </s>
+};
+nlohmann::json generation_defaults_to_json(const GenerationDefaults& g);
+// Throws ErrorKind::Format naming a key of the wrong type.
+GenerationDefaults generation_defaults_from_json(const nlohmann::json& j);
+
 struct Model {
   std::string family = "stepformer";  // the tensor naming of the file it came from; save_model keeps it
   Config config;
   Vocabulary src_vocab;   // Vs tokens
   Vocabulary tgt_vocab;   // Vt tokens
   TokenizerSettings tokenizer;
+  // tokenizer.kind "sentencepiece": the source and target SentencePiece models (shared, immutable)
+  std::shared_ptr<const SentencePieceModels> sentencepiece;
+  GenerationDefaults generation;
   nlohmann::json provenance = nlohmann::json::object();
   ModelWeights weights;
 
@@ -40,6 +64,27 @@ struct Model {
   // Equals sum(p.numel() for p in model.parameters()) of the PyTorch module for the tutorial families.
   int64_t parameter_count() const;
 };
+
+// The model's own tokenizer on `text`: word-level (model/tokenizer.h) or SentencePiece (model/sentencepiece.h)
+// by tokenizer.kind. `specials` false: the tokens alone, no <bos>/<eos> (a target prefix typed by a user).
+// Throws ErrorKind::Input for text over kMaxSentenceBytes, ErrorKind::Config for a SentencePiece model without
+// its SentencePiece models.
+std::vector<Token> encode_text(const Model& model, std::string_view text, Side side, bool specials = true);
+// Token strings back to readable text, as the model's tokenizer joins them (special tokens dropped for
+// SentencePiece, as MarianTokenizer.decode(skip_special_tokens=True)).
+std::string decode_text(const Model& model, const std::vector<std::string>& tokens, Side side);
+
+// The tensor names of the SentencePiece models in a model file.
+inline constexpr const char* kSourceSpmTensor = "tokenizer.source_spm";
+inline constexpr const char* kTargetSpmTensor = "tokenizer.target_spm";
+
+// Reads the weights of `model.family` from `file` into model.weights (read_weights true), or only checks them
+// (false), as load_model does; tensors the family does not know are warned about unless named in `also_known`;
+// tensors named in `may_be_missing` keep their allocated value (zeros) when the file lacks them.
+// For readers of other containers of the same tensors (model/hf_marian.h).
+void read_family_weights(const SafetensorsFile& file, Model& model, std::vector<std::string>* warnings,
+                         bool read_weights, const std::set<std::string>& also_known = {},
+                         const std::set<std::string>& may_be_missing = {});
 
 // Loads a model file (read whole, SafetensorsFile::open; the weights are copied out, so nothing refers to the
 // file afterwards).

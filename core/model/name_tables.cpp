@@ -10,7 +10,7 @@ namespace sf {
 
 const std::vector<std::string>& known_families() {
   static const std::vector<std::string> families = {kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial,
-                                                      kFamilyFromScratch};
+                                                      kFamilyFromScratch, kFamilyMarian};
   return families;
 }
 
@@ -57,6 +57,13 @@ void check_family_config(const std::string& family, const Config& c, const std::
     need(c.bias, "bias true (fc_out and the feed-forward layers carry biases)");
     need(!c.share_embeddings && !c.tie_output_embedding,
          "share_embeddings and tie_output_embedding false (the note has separate embeddings and fc_out)");
+  } else if (family == kFamilyMarian) {
+    need(c.positional_encoding == PositionalEncoding::Sinusoidal && c.sinusoid_layout == SinusoidLayout::Halves,
+         "positional_encoding \"sinusoidal\" with sinusoid_layout \"halves\" (MarianSinusoidalPositionalEmbedding)");
+    need(c.norm_placement == NormPlacement::Post && !c.encoder_final_norm && !c.decoder_final_norm,
+         "norm_placement \"post\" and no final norms (MarianEncoderLayer, MarianDecoderLayer)");
+    need(c.attention == AttentionStyle::SplitHeads, "attention \"split_heads\"");
+    need(c.bias, "bias true (Marian's linear layers carry biases; final_logits_bias is the output's)");
   } else if (family == kFamilySeq2SeqTutorial) {
     need(c.positional_encoding == PositionalEncoding::Learned, "positional_encoding \"learned\" (pos_embedding)");
     need(!c.encoder_final_norm && !c.decoder_final_norm, "encoder_final_norm and decoder_final_norm false");
@@ -75,6 +82,7 @@ namespace {
 struct FamilyName {
   std::string name;
   int stack_index = 0, stack_size = 1;
+  bool leading_one = false;  // stored with a leading dimension of 1: Marian's final_logits_bias (1, V)
 };
 
 const char* param_suffix(WeightParam p) { return p == WeightParam::Weight ? ".weight" : ".bias"; }
@@ -194,6 +202,48 @@ std::optional<FamilyName> from_scratch_name(const Ref& r) {
   return std::nullopt;
 }
 
+// Hugging Face's MarianMTModel (modeling_marian.py), as its model.safetensors names the weights: one shared
+// embedding (model.shared) or one per side, the output tied to the target embedding (lm_head is not stored),
+// the output's bias final_logits_bias (1, V), sinusoidal positions computed (check_family_config).
+template <typename Ref>
+std::optional<FamilyName> marian_name(const Ref& r, bool shared_embedding) {
+  const std::string suffix = param_suffix(r.param);
+  switch (r.block) {
+    case WeightBlock::SrcEmbedding:
+      return FamilyName{shared_embedding ? "model.shared.weight" : "model.encoder.embed_tokens.weight"};
+    case WeightBlock::TgtEmbedding:
+      if (!r.stored) return std::nullopt;  // the shared embedding
+      return FamilyName{"model.decoder.embed_tokens.weight"};
+    case WeightBlock::SrcPositions:
+    case WeightBlock::TgtPositions:
+    case WeightBlock::EncoderNorm:
+    case WeightBlock::DecoderNorm: return std::nullopt;
+    case WeightBlock::Generator:
+      if (r.param == WeightParam::Bias) return FamilyName{"final_logits_bias", 0, 1, true};
+      if (!r.stored) return std::nullopt;  // tied to the target embedding
+      return FamilyName{"lm_head.weight"};
+    case WeightBlock::EncoderLayer:
+    case WeightBlock::DecoderLayer: break;
+  }
+  const std::string p = std::string(r.block == WeightBlock::EncoderLayer ? "model.encoder" : "model.decoder") +
+                        ".layers." + std::to_string(r.layer) + ".";
+  const char* projection = r.projection == Projection::Q   ? "q_proj"
+                           : r.projection == Projection::K ? "k_proj"
+                           : r.projection == Projection::V ? "v_proj"
+                                                           : "out_proj";
+  switch (r.part) {
+    case LayerPart::SelfAttn: return FamilyName{p + "self_attn." + projection + suffix};
+    case LayerPart::SelfAttnNorm: return FamilyName{p + "self_attn_layer_norm" + suffix};
+    case LayerPart::CrossAttn: return FamilyName{p + "encoder_attn." + projection + suffix};
+    case LayerPart::CrossAttnNorm: return FamilyName{p + "encoder_attn_layer_norm" + suffix};
+    case LayerPart::Fc1: return FamilyName{p + "fc1" + suffix};
+    case LayerPart::Fc2: return FamilyName{p + "fc2" + suffix};
+    case LayerPart::FfnNorm: return FamilyName{p + "final_layer_norm" + suffix};
+    case LayerPart::None: break;
+  }
+  return std::nullopt;
+}
+
 // The family's slots over `weights` (const or not), from the one walk (for_each_weight) and the family's names;
 // with check_shapes false (an unallocated ModelWeights) only names and shapes.
 template <typename W>
@@ -214,6 +264,7 @@ auto build_slots(const std::string& family, const Config& config, W& weights, co
     const std::optional<FamilyName> n = family == kFamilyPytorchTutorial   ? pytorch_tutorial_name(r)
                                         : family == kFamilySeq2SeqTutorial ? seq2seq_tutorial_name(r)
                                         : family == kFamilyFromScratch     ? from_scratch_name(r)
+                                        : family == kFamilyMarian          ? marian_name(r, config.share_embeddings)
                                                                            : stepformer_name(r);
     if (!n) return;
     if (check_shapes) {
@@ -230,6 +281,7 @@ auto build_slots(const std::string& family, const Config& config, W& weights, co
     if (added) {
       std::vector<int64_t> shape = {n->stack_size * r.rows};
       if (r.cols > 0) shape.push_back(r.cols);
+      if (n->leading_one) shape.insert(shape.begin(), 1);
       slots.push_back({n->name, std::move(shape), {}});
     }
     auto& slot = slots[it->second];

@@ -29,6 +29,12 @@
 //                       Encoder.layers.N.feed_forawrd.{0,2}.* (the note's spelling), Decoder.word_embedding.weight,
 //                       Decoder.layers.N.{attention,norm}.*, Decoder.layers.N.encoder_block.{attention,norm1,norm2,
 //                       feed_forawrd}.*, fc_out.*           (config.attention reshape_heads: see config.h)
+//   marian            Hugging Face's MarianMTModel (opus-mt; model/hf_marian.h reads its folder):
+//                       model.shared.weight (one vocabulary) or model.{encoder,decoder}.embed_tokens.weight,
+//                       model.{encoder,decoder}.layers.N.self_attn.{q,k,v,out}_proj.*, ...self_attn_layer_norm.*,
+//                       model.decoder.layers.N.encoder_attn.{q,k,v,out}_proj.*, ...encoder_attn_layer_norm.*,
+//                       ...fc1.*, ...fc2.*, ...final_layer_norm.*, final_logits_bias (1, V) (the output's bias;
+//                       lm_head.weight only when not tied)       (positions computed: sinusoid_layout halves)
 // LayerNorm gamma/beta are stored as PyTorch's weight/bias in every family.
 #pragma once
 #include <cstdint>
@@ -45,10 +51,11 @@ inline constexpr const char* kFamilyStepformer = "stepformer";
 inline constexpr const char* kFamilyPytorchTutorial = "pytorch-tutorial";
 inline constexpr const char* kFamilySeq2SeqTutorial = "seq2seq-tutorial";
 inline constexpr const char* kFamilyFromScratch = "from-scratch";
+inline constexpr const char* kFamilyMarian = "marian";
 
 const std::vector<std::string>& known_families();
 bool is_known_family(const std::string& family);
-// "stepformer, pytorch-tutorial, seq2seq-tutorial or from-scratch": for messages.
+// "stepformer, pytorch-tutorial, seq2seq-tutorial, from-scratch or marian": for messages.
 std::string known_families_text();
 
 // The config values a family's naming fixes (e.g. nn.Transformer always has final norms, the seq2seq tutorial

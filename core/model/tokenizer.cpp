@@ -10,7 +10,8 @@ namespace sf {
 // [SECTION] settings <-> JSON
 
 nlohmann::json tokenizer_settings_to_json(const TokenizerSettings& s) {
-  return nlohmann::json{{"lowercase", s.lowercase},
+  return nlohmann::json{{"kind", s.kind},
+                        {"lowercase", s.lowercase},
                         {"split_punctuation", s.split_punctuation},
                         {"moses_escape", s.moses_escape},
                         {"normalize_punctuation", s.normalize_punctuation},
@@ -35,6 +36,9 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
     if (!it->is_string()) fail(ErrorKind::Format, where, std::string("key '") + key + "' is not a string");
     out = it->get<std::string>();
   };
+  text("kind", s.kind);
+  if (s.kind != "words" && s.kind != "sentencepiece")
+    fail(ErrorKind::Format, where, "key 'kind' is '" + s.kind + "'; expected words or sentencepiece");
   flag("lowercase", s.lowercase);
   flag("split_punctuation", s.split_punctuation);
   flag("moses_escape", s.moses_escape);

@@ -26,13 +26,17 @@ enum class Side { Source, Target };
 
 // Stored as JSON under "tokenizer" in a model file's __metadata__ (keys = member names).
 struct TokenizerSettings {
+  // "words": the word-level rules of this header; "sentencepiece": subword pieces from the SentencePiece models
+  // the model file carries (model/sentencepiece.h: Marian's), where the keys below do not apply
+  std::string kind = "words";
   bool lowercase = true;
   bool split_punctuation = true;      // the Moses rules above; false: split on whitespace only
   bool moses_escape = true;           // ' -> &apos; etc., as in the training files
   bool normalize_punctuation = true;  // “ ” „ « » -> ", ‘ ’ ´ ` -> ', – — -> -, … -> ...
   std::string source_language = "";   // "en", "fr", "it", "de", ...: picks the apostrophe rule and abbreviations
   std::string target_language = "";
-  bool add_bos_eos = true;            // encode() wraps the sentence in <bos> ... <eos> (both tutorials do)
+  bool add_bos_eos = true;            // encode() wraps the sentence in <bos> ... <eos> (both tutorials do);
+                                      // sentencepiece: the source ends with <eos> and has no <bos> (Marian)
 
   const std::string& language(Side side) const { return side == Side::Source ? source_language : target_language; }
 };

@@ -45,6 +45,15 @@ void activation_backward(Activation act, const ConstMatRef& pre, Mat& d) {
     d.array() *= (pre.array() > 0.0f).cast<float>();
     return;
   }
+  if (act == Activation::SiLU) {  // SiLU'(x) = s + x s (1 - s), s = sigmoid(x)
+    float* dp = d.data();
+    const float* xp = pre.data();
+    for (Eigen::Index i = 0; i < d.size(); ++i) {
+      const float s = 1.0f / (1.0f + std::exp(-xp[i]));
+      dp[i] *= s * (1.0f + xp[i] * (1.0f - s));
+    }
+    return;
+  }
   const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt_2pi = 0.39894228040143268f;
   float* dp = d.data();
   const float* xp = pre.data();

@@ -24,7 +24,8 @@ void layer_norm_backward(const ConstMatRef& x, const LayerNormTrace& t, const La
                          const ConstMatRef& dy, LayerNormWeights& grad, Mat& dx);
 
 // In place: d = d * act'(pre), where pre is the activation's input.
-//   ReLU' = 1 where pre > 0;   GELU'(x) = Phi(x) + x * phi(x)   (exact erf form)
+//   ReLU' = 1 where pre > 0;   GELU'(x) = Phi(x) + x * phi(x)   (exact erf form);
+//   SiLU'(x) = s(x) (1 + x (1 - s(x))), s the logistic sigmoid
 void activation_backward(Activation act, const ConstMatRef& pre, Mat& d);
 
 // out[i] = table[ids[i]] * scale:   dtable[ids[i]] += scale * dout[i]

@@ -11,9 +11,13 @@ void apply_activation(Activation act, Mat& m) {
     m = m.cwiseMax(0.0f);
     return;
   }
-  // GELU(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
   float* p = m.data();
   const Eigen::Index n = m.size();
+  if (act == Activation::SiLU) {  // SiLU(x) = x * sigmoid(x) = x / (1 + e^-x)
+    for (Eigen::Index i = 0; i < n; ++i) p[i] = p[i] / (1.0f + std::exp(-p[i]));
+    return;
+  }
+  // GELU(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
   for (Eigen::Index i = 0; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * 0.70710678118654752f));
 }
 

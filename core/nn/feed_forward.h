@@ -1,5 +1,5 @@
 // Position-wise feed-forward block:  FFN(x) = act(x W1^T + b1) W2^T + b2      x (N, C), hidden (N, F).
-// act is ReLU or the exact (erf) GELU, as torch.nn.functional.gelu.
+// act is ReLU, the exact (erf) GELU, as torch.nn.functional.gelu, or SiLU x * sigmoid(x) (torch.nn.functional.silu).
 #pragma once
 #include "model/config.h"
 #include "model/weights.h"

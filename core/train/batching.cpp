@@ -47,8 +47,10 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& i
                  int max_length) {
   Batch b;
   b.size = static_cast<int>(indices.size());
+  // Marian (bos == pad: the decoder starts with <pad>): the source is the tokens and </s>, no start token.
+  const int source_start = ids.bos == ids.pad ? 0 : 1;
   for (int i : indices) {
-    b.source_length = std::max(b.source_length, std::min<int>(static_cast<int>(examples[i].source.size()) + 2, max_length));
+    b.source_length = std::max(b.source_length, std::min<int>(static_cast<int>(examples[i].source.size()) + 1 + source_start, max_length));
     b.target_length = std::max(b.target_length, std::min<int>(static_cast<int>(examples[i].target.size()) + 1, max_length));
   }
   b.source.assign(static_cast<size_t>(b.size) * b.source_length, ids.pad);
@@ -57,10 +59,10 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& i
   for (int row = 0; row < b.size; ++row) {
     const Example& e = examples[indices[row]];
     int* src = &b.source[static_cast<size_t>(row) * b.source_length];
-    const int n_src = std::min<int>(static_cast<int>(e.source.size()), b.source_length - 2);
-    src[0] = ids.bos;
-    std::copy_n(e.source.begin(), n_src, src + 1);
-    src[n_src + 1] = ids.eos;
+    const int n_src = std::min<int>(static_cast<int>(e.source.size()), b.source_length - 1 - source_start);
+    if (source_start) src[0] = ids.bos;
+    std::copy_n(e.source.begin(), n_src, src + source_start);
+    src[n_src + source_start] = ids.eos;
     int* in = &b.target_in[static_cast<size_t>(row) * b.target_length];
     int* out = &b.target_out[static_cast<size_t>(row) * b.target_length];
     const int n_tgt = std::min<int>(static_cast<int>(e.target.size()), b.target_length - 1);

@@ -24,6 +24,8 @@ std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples,
                                            int epoch);
 
 // Pads the chosen examples into one batch. max_length cuts sentences that are longer (with their <eos>).
+// Sources are <bos> tokens <eos>, or tokens <eos> when ids.bos == ids.pad (Marian: the decoder starts with
+// <pad>, and a source never starts with a token the padding mask would hide); targets <bos> tokens -> tokens <eos>.
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& indices, const SpecialIds& ids,
                  int max_length);
 

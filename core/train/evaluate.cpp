@@ -12,8 +12,9 @@ namespace sf {
 TokenSequence translate_tokens(const Config& config, const ModelWeights& weights, const Vocabulary& src_vocab,
                                const Vocabulary& tgt_vocab, const TokenSequence& source,
                                const TranslateSettings& settings) {
-  // <bos> source <eos>, cut to what the model's positions allow.
-  std::vector<int> ids = {config.bos_id};
+  // <bos> source <eos> (Marian, bos == pad: source <eos>, as make_batch), cut to what the model's positions allow.
+  std::vector<int> ids;
+  if (config.bos_id != config.pad_id) ids.push_back(config.bos_id);
   for (int id : to_ids(source, src_vocab)) {
     if (static_cast<int>(ids.size()) + 1 >= config.max_positions) break;
     ids.push_back(id);
@@ -26,6 +27,7 @@ TokenSequence translate_tokens(const Config& config, const ModelWeights& weights
   options.max_length = settings.max_length > 0 ? settings.max_length
                                                : std::min<int>(static_cast<int>(source.size()) + 50,
                                                                config.max_positions - 1);
+  if (config.bos_id == config.pad_id) options.never_generate = {config.pad_id};  // Marian: never its start token
   Decoder decoder(config, weights, ids, {}, options);
   decoder.run();
   TokenSequence out;

@@ -6,7 +6,8 @@
 //
 // Masks (the -inf cells before the softmax):
 //   encoder self-attention:  key j blocked when src[j] == pad_id              (padding mask)
-//   decoder self-attention:  key j blocked when j > i (causal) or tgt[j] == pad_id
+//   decoder self-attention:  key j blocked when j > i (causal) or tgt[j] == pad_id (no padding mask when
+//                            bos_id == pad_id: Marian's decoder starts with <pad>)
 //   cross-attention:         key j blocked when src[j] == pad_id
 // A custom mask (Interventions::custom_masks) replaces the computed mask of its head. A row with every key
 // blocked gets zero probabilities (PyTorch gives NaN; see nn/attention.h).

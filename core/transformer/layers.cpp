@@ -139,7 +139,7 @@ void embed_rows(const Config& config, const ModelWeights& weights, bool source, 
     t.pos = Mat::Zero(n, config.d_model);
   } else {
     const Mat& position_table =
-        is_learned ? learned : cached_sinusoidal_encoding(config.max_positions, config.d_model);  // (P, C)
+        is_learned ? learned : cached_sinusoidal_encoding(config.max_positions, config.d_model, config.sinusoid_layout);  // (P, C)
     t.pos.resize(n, config.d_model);
     for (Eigen::Index i = 0; i < n; ++i) t.pos.row(i) = position_table.row(positions[static_cast<size_t>(i)]);
   }
@@ -355,7 +355,11 @@ AttentionMask build_mask(const Config& config, const Interventions& iv, Attentio
         mask.query_blocked[static_cast<size_t>(i)] = 1;
       }
   }
-  if (iv.padding_mask && !(reshape && kind == AttentionKind::Decoder))
+  // A decoder that starts with <pad> (Marian: bos_id == pad_id) has no padding mask on its own tokens, as
+  // Hugging Face's generation passes none: the start token must stay visible, and padded rows of a training
+  // batch come after every real token, where the causal mask already hides them.
+  const bool decoder_starts_with_pad = kind == AttentionKind::Decoder && config.bos_id == config.pad_id;
+  if (iv.padding_mask && !(reshape && kind == AttentionKind::Decoder) && !decoder_starts_with_pad)
     for (Eigen::Index j = 0; j < tk; ++j)
       if (key_ids[static_cast<size_t>(j)] == config.pad_id) {
         if (mask.key_blocked.empty()) mask.key_blocked.assign(static_cast<size_t>(tk), 0);

@@ -15,6 +15,17 @@ std::string shipped_model_path(const std::string& name) {
   return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
 }
 
+std::string tool_script_path(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path relative = fs::path("tools") / name;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
+                               exe.parent_path().parent_path() / "share" / "stepformer"})
+    if (!root.empty() && fs::is_regular_file(root / relative, ec)) return (root / relative).string();
+  return "";
+}
+
 std::string multi30k_data_dir() {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -9,6 +9,9 @@ namespace sf {
 // Returns the first candidate that exists, or the source-tree path (which names the file in the error).
 std::string shipped_model_path(const std::string& name = "de-en");
 
+// A script of tools/ ("hf_bin_to_safetensors.py"), found as shipped_model_path finds assets; "" when absent.
+std::string tool_script_path(const std::string& name);
+
 // Multi30k's tokenized files (train.lc.norm.tok.de, ...) where the project keeps them, ../shared/data/multi30k/tok
 // beside the source tree (or the working directory): what live training reads when not told. "" when absent.
 std::string multi30k_data_dir();

@@ -26,7 +26,8 @@ import torch.nn.functional as F
 # The C++ Config defaults (core/model/config.h).
 DEFAULT_CONFIG = {
     "d_model": 256, "n_heads": 8, "n_encoder_layers": 3, "n_decoder_layers": 3, "d_ff": 512,
-    "max_positions": 256, "positional_encoding": "sinusoidal", "embedding_scale": "sqrt_d_model",
+    "max_positions": 256, "positional_encoding": "sinusoidal", "sinusoid_layout": "interleaved",
+    "embedding_scale": "sqrt_d_model",
     "norm_placement": "post", "encoder_final_norm": False, "decoder_final_norm": False, "activation": "relu",
     "attention": "split_heads", "layer_norm_eps": 1e-5, "bias": True, "tie_output_embedding": False, "share_embeddings": False,
     "pad_id": 1, "bos_id": 2, "eos_id": 3, "unk_id": 0,

@@ -18,6 +18,7 @@
 
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/hf_marian.h"
 #include "model/model.h"
 #include "model/weights.h"
 #include "transformer/interventions.h"
@@ -27,8 +28,8 @@
 namespace sf::testing {
 
 // One committed PyTorch fixture (tests/reference/make_forward_fixtures.py, make_from_scratch_fixtures.py): a trace file "<case>.trace.safetensors"
-// with the ids, the interventions and every expected intermediate, and the model file it names, loaded through
-// load_model (the family's own tensor names).
+// with the ids, the interventions and every expected intermediate, and the model it names, loaded through
+// open_model (a model file under the family's own tensor names, or a Hugging Face Marian folder).
 struct ForwardFixture {
   std::string case_name;
   std::string family;
@@ -51,7 +52,7 @@ inline ForwardFixture load_forward_fixture(const std::string& trace_path) {
   f.case_name = meta.at("case");
   f.family = meta.at("family");
   const std::string dir = trace_path.substr(0, trace_path.find_last_of('/') + 1);
-  f.model = load_model(dir + meta.at("model"));
+  f.model = open_model(dir + meta.at("model"));
   const nlohmann::json iv = nlohmann::json::parse(meta.at("interventions"));
   f.interventions.causal_mask = iv.value("causal_mask", true);
   f.interventions.padding_mask = iv.value("padding_mask", true);

@@ -26,7 +26,7 @@ Config small_config() {
 const char* kEveryKey = R"({
   "d_model": 48, "n_heads": 6, "n_encoder_layers": 2, "n_decoder_layers": 5, "d_ff": 96,
   "src_vocab_size": 100, "tgt_vocab_size": 100, "max_positions": 77,
-  "positional_encoding": "learned", "embedding_scale": "one", "norm_placement": "pre",
+  "positional_encoding": "learned", "sinusoid_layout": "halves", "embedding_scale": "one", "norm_placement": "pre",
   "encoder_final_norm": true, "decoder_final_norm": true, "activation": "gelu", "attention": "reshape_heads",
   "layer_norm_eps": 1e-6,
   "bias": false, "tie_output_embedding": true, "share_embeddings": true,
@@ -43,6 +43,7 @@ void expect_every_key(const Config& c) {
   EXPECT_EQ(c.tgt_vocab_size, 100);
   EXPECT_EQ(c.max_positions, 77);
   EXPECT_EQ(c.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(c.sinusoid_layout, SinusoidLayout::Halves);
   EXPECT_EQ(c.embedding_scale, EmbeddingScale::One);
   EXPECT_EQ(c.norm_placement, NormPlacement::Pre);
   EXPECT_TRUE(c.encoder_final_norm);
@@ -111,7 +112,7 @@ TEST(Config, RejectsZeroLayersAndSpecialIdsOutsideVocabulary) {
 }
 
 TEST(Config, RejectsSpecialIdsThatCoincide) {
-  for (auto [pad, bos, eos] : {std::tuple{1, 1, 3}, std::tuple{1, 2, 2}, std::tuple{3, 2, 3}}) {
+  for (auto [pad, bos, eos] : {std::tuple{1, 2, 2}, std::tuple{3, 2, 3}, std::tuple{2, 2, 2}}) {
     Config c = small_config();
     c.pad_id = pad, c.bos_id = bos, c.eos_id = eos;
     try {
@@ -119,9 +120,14 @@ TEST(Config, RejectsSpecialIdsThatCoincide) {
       ADD_FAILURE() << "pad " << pad << ", bos " << bos << ", eos " << eos << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Config);
-      EXPECT_NE(std::string(e.what()).find("pad_id, bos_id and eos_id must differ"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("eos_id must differ from pad_id and bos_id"), std::string::npos)
+          << e.what();
     }
   }
+  // Marian starts the decoder with <pad>: bos may be the pad id.
+  Config marian = small_config();
+  marian.pad_id = marian.bos_id = 1;
+  EXPECT_NO_THROW(marian.validate());
 }
 
 TEST(Config, RejectsWhatNoModelCanBe) {
@@ -175,6 +181,33 @@ TEST(PositionalEncoding, MatchesThePaperFormula) {
       EXPECT_NEAR(pe(pos, 2 * i), std::sin(angle), 1e-6);
       EXPECT_NEAR(pe(pos, 2 * i + 1), std::cos(angle), 1e-6);
     }
+}
+
+}  // namespace
+}  // namespace sf
+
+namespace sf {
+namespace {
+
+TEST(Config, MarianValues) {
+  // Marian's activation and sinusoid layout, written and read back by name; an unknown name is refused.
+  Config c = small_config();
+  c.activation = Activation::SiLU;
+  c.sinusoid_layout = SinusoidLayout::Halves;
+  const nlohmann::json j = config_to_json(c);
+  EXPECT_EQ(j.at("activation"), "silu");
+  EXPECT_EQ(j.at("sinusoid_layout"), "halves");
+  const Config back = config_from_json(j);
+  EXPECT_EQ(back.activation, Activation::SiLU);
+  EXPECT_EQ(back.sinusoid_layout, SinusoidLayout::Halves);
+  nlohmann::json bad = j;
+  bad["sinusoid_layout"] = "sines_first";
+  EXPECT_THROW(config_from_json(bad), Error);
+  EXPECT_EQ(config_from_json(nlohmann::json{{"d_model", 8}, {"n_heads", 2}, {"n_encoder_layers", 1},
+                                            {"n_decoder_layers", 1}, {"d_ff", 8}, {"src_vocab_size", 9},
+                                            {"tgt_vocab_size", 9}})
+                .sinusoid_layout,
+            SinusoidLayout::Interleaved);
 }
 
 }  // namespace

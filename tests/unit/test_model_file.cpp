@@ -41,6 +41,11 @@ Config tiny_config(const std::string& family) {
     c.attention = AttentionStyle::ReshapeHeads;
     c.embedding_scale = EmbeddingScale::One;
   }
+  if (family == kFamilyMarian) {  // separate vocabularies here: model.{encoder,decoder}.embed_tokens, tied output
+    c.sinusoid_layout = SinusoidLayout::Halves;
+    c.activation = Activation::SiLU;
+    c.tie_output_embedding = true;
+  }
   return c;
 }
 
@@ -199,7 +204,7 @@ TEST_P(ModelFileFamilies, RoundTripF16IsClose) {
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, ModelFileFamilies,
                          ::testing::Values(kFamilyStepformer, kFamilyPytorchTutorial, kFamilySeq2SeqTutorial,
-                                           kFamilyFromScratch),
+                                           kFamilyFromScratch, kFamilyMarian),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) c = c == '-' ? '_' : c;
@@ -512,7 +517,8 @@ INSTANTIATE_TEST_SUITE_P(Committed, PytorchFixtures,
 
 // [SECTION] fuzz seed: a micro model, small enough for the fuzzer to mutate quickly
 
-TEST(ModelFile, FuzzSeedIsAValidModel) {
+// The fuzz seeds' micro model: one layer each side, C = 4, five tokens, three positions.
+Config micro_config() {
   Config c;
   c.d_model = 4;
   c.n_heads = 2;
@@ -522,6 +528,45 @@ TEST(ModelFile, FuzzSeedIsAValidModel) {
   c.src_vocab_size = 5;
   c.tgt_vocab_size = 5;
   c.max_positions = 3;
+  return c;
+}
+
+// A seed for the model-file fuzzer that reaches the SentencePiece path: a micro Marian model carrying the two
+// small SentencePiece models of the tiny-separate fixture (tokenizer kind "sentencepiece", I8 tensors).
+TEST(ModelFile, FuzzSeedWithSentencePieceIsAValidModel) {
+  Config c = micro_config();
+  c.sinusoid_layout = SinusoidLayout::Halves;
+  c.activation = Activation::SiLU;
+  c.share_embeddings = c.tie_output_embedding = true;
+  c.bos_id = c.pad_id;
+  Model m = tiny_model(kFamilyMarian, c, 9);
+  auto read = [](const std::string& name) {
+    std::ifstream in(std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/marian/tiny-separate/" + name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  m.tokenizer.kind = "sentencepiece";
+  m.sentencepiece = std::make_shared<const SentencePieceModels>(read("source.spm"), read("target.spm"), "source.spm",
+                                                                "target.spm");
+  m.generation.present = true;
+  m.generation.never_generate = {c.pad_id};
+  const auto bytes = serialize_model(m, DType::F16);
+  EXPECT_LE(bytes.size(), 16384u);  // the fuzzer's -max_len (tests/run_fuzz.sh)
+  const std::string path =
+      std::string(STEPFORMER_SOURCE_DIR) + "/tests/fuzz/corpus/safetensors_header/micro_marian.safetensors";
+  if (std::getenv("STEPFORMER_UPDATE_FUZZ_CORPUS"))
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "run with STEPFORMER_UPDATE_FUZZ_CORPUS=1 to write " << path;
+  const Model back = load_model(path);
+  ASSERT_TRUE(back.sentencepiece);
+  EXPECT_EQ(back.sentencepiece->proto(Side::Target), m.sentencepiece->proto(Side::Target));
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(committed.size() == bytes.size() && std::memcmp(committed.data(), bytes.data(), bytes.size()) == 0)
+      << "serialize_model no longer writes the committed seed " << path;
+}
+
+TEST(ModelFile, FuzzSeedIsAValidModel) {
+  Config c = micro_config();
   c.positional_encoding = PositionalEncoding::Learned;
   c.encoder_final_norm = true;
   const Model m = tiny_model(kFamilyStepformer, c, 7);

@@ -108,7 +108,8 @@ TEST(Tokenizer, SettingsSwitchRulesOff) {
 
 TEST(Tokenizer, SettingsJsonRoundTripAndErrors) {
   // Every key with a value other than its default, written as a model file's metadata holds it.
-  const nlohmann::json every_key = {{"lowercase", false},          {"split_punctuation", false},
+  const nlohmann::json every_key = {{"kind", "sentencepiece"},     {"lowercase", false},
+                                    {"split_punctuation", false},
                                     {"moses_escape", false},       {"normalize_punctuation", false},
                                     {"source_language", "fr"},     {"target_language", "en"},
                                     {"add_bos_eos", false}};
@@ -120,6 +121,7 @@ TEST(Tokenizer, SettingsJsonRoundTripAndErrors) {
   EXPECT_EQ(s.source_language, "fr");
   EXPECT_EQ(s.target_language, "en");
   EXPECT_FALSE(s.add_bos_eos);
+  EXPECT_EQ(s.kind, "sentencepiece");
   EXPECT_EQ(tokenizer_settings_to_json(s), every_key);
   const TokenizerSettings defaults = tokenizer_settings_from_json(nlohmann::json::object());
   EXPECT_TRUE(defaults.lowercase && defaults.split_punctuation && defaults.moses_escape &&
@@ -127,6 +129,8 @@ TEST(Tokenizer, SettingsJsonRoundTripAndErrors) {
   EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"source_language", 3}}), Error);
   EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"moses_escape", "no"}}), Error);
   EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json::array()), Error);
+  EXPECT_EQ(defaults.kind, "words");
+  EXPECT_THROW(tokenizer_settings_from_json(nlohmann::json{{"kind", "bpe"}}), Error);
 }
 
 TEST(Tokenizer, GermanOrdinalsKeepTheirPeriodWhateverFollows) {

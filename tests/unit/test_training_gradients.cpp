@@ -82,7 +82,7 @@ TEST(LayerGradients, LayerNorm) {
 
 TEST(LayerGradients, Activations) {
   std::mt19937 rng(3);
-  for (Activation act : {Activation::ReLU, Activation::GELU}) {
+  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU}) {
     Mat x = random_mat(5, 7, rng), r = random_mat(5, 7, rng);
     auto loss = [&] {
       Mat y = x;
@@ -138,6 +138,7 @@ struct ModelCase {
   bool bias = true;
   float dropout = 0.0f;
   bool tie = false;
+  bool marian = false;  // SinusoidLayout::Halves and a decoder that starts with <pad> (no decoder padding mask)
 };
 
 class WholeModelGradients : public ::testing::TestWithParam<ModelCase> {};
@@ -159,6 +160,10 @@ TEST_P(WholeModelGradients, MatchFiniteDifferences) {
   c.encoder_final_norm = c.decoder_final_norm = mc.final_norms;
   c.bias = mc.bias;
   c.tie_output_embedding = mc.tie;
+  if (mc.marian) {
+    c.sinusoid_layout = SinusoidLayout::Halves;
+    c.bos_id = c.pad_id;
+  }
   ModelWeights w = initialize_weights(c, 42);
   // Make biases and norms non-trivial so their gradients are tested too.
   std::mt19937 rng(5);
@@ -167,7 +172,7 @@ TEST_P(WholeModelGradients, MatchFiniteDifferences) {
   complete_shared_weights(c, w);
 
   std::vector<Example> examples = {{{5, 6, 7, 8}, {4, 5, 6}}, {{9, 10}, {7, 8, 9, 10, 4}}, {{11, 12, 4}, {5}}};
-  const Batch batch = make_batch(examples, {0, 1, 2}, SpecialIds{1, 2, 3, 0}, 16);
+  const Batch batch = make_batch(examples, {0, 1, 2}, SpecialIds{1, c.bos_id, 3, 0}, 16);
   const DropoutSettings dropout{mc.dropout, 99, 7};
 
   BatchTrace trace;
@@ -243,7 +248,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"dropout", NormPlacement::Post, PositionalEncoding::Sinusoidal, Activation::GELU,
                                 false, true, 0.2f},
                       ModelCase{"no_bias_tied", NormPlacement::Pre, PositionalEncoding::Learned, Activation::GELU,
-                                true, false, 0.0f, true}),
+                                true, false, 0.0f, true},
+                      ModelCase{"marian_silu_halves_pad_start", NormPlacement::Post, PositionalEncoding::Sinusoidal,
+                                Activation::SiLU, false, true, 0.0f, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

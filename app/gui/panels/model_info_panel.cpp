@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
+#include "model/name_tables.h"
 #include "util/parallel.h"
 
 namespace sf::gui {
@@ -115,18 +116,19 @@ const std::pair<const char*, const char*> kMeanings[] = {
     {"tgt_vocab_size", "target tokens it can write"},
     {"max_positions", "longest input it reads"},
     {"positional_encoding", "how positions are added"},
+    {"sinusoid_layout", "interleaved: sin, cos, sin ...; halves: all sines, then all cosines (Marian)"},
     {"embedding_scale", "embeddings times sqrt(C) or 1"},
     {"norm_placement", "post: norm(x + f(x)); pre: x + f(norm(x))"},
     {"encoder_final_norm", "a LayerNorm after the encoder"},
     {"decoder_final_norm", "a LayerNorm after the decoder"},
-    {"activation", "feed-forward non-linearity"},
+    {"activation", "feed-forward non-linearity (silu: x * sigmoid(x), Marian's swish)"},
     {"attention", "split_heads: the paper; reshape_heads: the note's"},
     {"layer_norm_eps", "added to the variance in LayerNorm"},
     {"bias", "linear layers add a bias"},
     {"tie_output_embedding", "output layer reuses target embedding"},
     {"share_embeddings", "one embedding for both languages"},
     {"pad_id", "id of <pad> (padding)"},
-    {"bos_id", "id of <bos> (start of sentence)"},
+    {"bos_id", "id of <bos>: the decoder's first input (Marian: <pad>)"},
     {"eos_id", "id of <eos> (end of sentence)"},
     {"unk_id", "id of <unk> (unknown word)"},
 };
@@ -267,6 +269,17 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
     ImGui::PopTextWrapPos();
   }
   const Config& c = m.config;
+  if (m.family == kFamilyMarian) {  // a pretrained model people use: its hub name first
+    ImGui::TextWrapped("Hugging Face model %s (MarianMTModel, the opus-mt family): a real pretrained translation "
+                       "model, read from its own folder's files. Its tokens are SentencePiece pieces, its "
+                       "feed-forward uses SiLU, its positions put all sines before all cosines, and its decoder "
+                       "starts from <pad>.",
+                       m.provenance.value("hub_name", std::string("?")).c_str());
+    if (m.generation.present)
+      ImGui::TextDisabled("decoding as its generation config says: beam %d, length penalty %.2f, never generates id %s",
+                          m.generation.beam_width, m.generation.length_penalty,
+                          m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0]).c_str());
+  }
   ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
                      with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
                      c.n_encoder_layers, c.n_decoder_layers, c.d_ff);

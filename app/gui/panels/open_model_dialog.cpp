@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/hf_marian.h"
+
 namespace sf::gui {
 
 namespace fs = std::filesystem;
@@ -63,7 +65,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   open_ = ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
   if (!open_) return choice;
 
-  ImGui::TextUnformatted("Model file (.safetensors):");
+  ImGui::TextUnformatted("Model file (.safetensors), or a Hugging Face Marian folder (opus-mt):");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-em * 9);
   const bool entered = ImGui::InputText("##model_path", &path_, ImGuiInputTextFlags_EnterReturnsTrue);
@@ -73,7 +75,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   ImGui::EndDisabled();
   ImGui::SameLine();
   if (ImGui::Button("Cancel", ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) close_requested_ = true;
-  ImGui::TextDisabled("or drop a .safetensors file onto the window");
+  ImGui::TextDisabled("or drop a .safetensors file or a Marian folder onto the window");
 
   ImGui::Spacing();
   ImGui::TextUnformatted("Recent files");
@@ -81,7 +83,8 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   if (recent.empty()) ImGui::TextDisabled("none yet: the models you open are listed here");
   std::error_code ec;
   for (size_t i = 0; i < recent.size(); ++i) {
-    const bool exists = fs::is_regular_file(recent[i], ec);  // a stat per row per frame, while open: cheap
+    // a stat or two per row per frame, while open: cheap
+    const bool exists = fs::is_regular_file(recent[i], ec) || is_hf_model_folder(recent[i]);
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::SmallButton("Remove")) choice.remove = recent[i];
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("remove from this list (the file stays)");

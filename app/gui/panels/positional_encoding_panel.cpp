@@ -31,24 +31,36 @@ void plot_column(ImDrawList* draw, const Mat& m, int dim, ImVec2 p0, ImVec2 p1, 
   }
 }
 
+const char kHalvesTag = 0;  // source_ for a computed table in halves (Marian), unlike the interleaved one's nullptr
+
 }  // namespace
 
 void PositionalEncodingPanel::draw(const AppState& state) {
   const int d_model = state.model ? state.model->config.d_model : 256;
   const bool learned = state.model && state.model->config.positional_encoding == PositionalEncoding::Learned;
-  const void* source = learned ? static_cast<const void*>(&state.model->weights.src_positions) : nullptr;
+  const bool halves = state.model && state.model->config.sinusoid_layout == SinusoidLayout::Halves;  // Marian
+  // The table is made again when the model's weights, width or sinusoid layout change.
+  const void* source = learned ? static_cast<const void*>(&state.model->weights.src_positions)
+                               : halves ? static_cast<const void*>(&kHalvesTag) : nullptr;
   if (source != source_ || encoding_.cols() != d_model || encoding_.rows() == 0) {
     if (learned) {
       const Mat& table = state.model->weights.src_positions;  // (P, C)
       encoding_ = table.topRows(std::min<Eigen::Index>(kPositions, table.rows()));
     } else {
-      encoding_ = sinusoidal_positional_encoding(kPositions, d_model);  // (P, C)
+      encoding_ = sinusoidal_positional_encoding(kPositions, d_model,
+                                                 halves ? SinusoidLayout::Halves : SinusoidLayout::Interleaved);  // (P, C)
     }
     const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
     matrix_.set_values(encoding_.data(), static_cast<int>(encoding_.rows()), d_model, -range, range);
     const Mat similarity = encoding_ * encoding_.transpose();  // (P, P) PE(i) . PE(j)
     similarity_.set_values(similarity.data(), static_cast<int>(similarity.rows()), static_cast<int>(similarity.cols()),
                            similarity.minCoeff(), similarity.maxCoeff());
+    // Each pair of curves a sine and its cosine: dimensions 2i, 2i+1 interleaved; i and C/2 + i in halves.
+    if (halves != (source_ == static_cast<const void*>(&kHalvesTag)) && !learned) {
+      const int sines = (d_model + 1) / 2;
+      curve_dims_ = halves ? std::array<int, 4>{0, sines, std::min(8, sines - 1), sines + std::min(8, sines - 1)}
+                           : std::array<int, 4>{0, 1, 16, 64};
+    }
     source_ = source;
   }
   const int P = static_cast<int>(encoding_.rows());
@@ -68,8 +80,15 @@ void PositionalEncodingPanel::draw(const AppState& state) {
         "dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0) to 10000*2*pi (the last). "
         "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "
         "PE(pos + k) is a rotation of PE(pos), so attention can find relative positions.");
-    ImGui::TextWrapped("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
-                d_model);
+    if (halves) {
+      ImGui::TextWrapped("PE(pos, i) = sin(pos / 10000^(2i/d))     PE(pos, d/2 + i) = cos(pos / 10000^(2i/d))     d = %d",
+                         d_model);
+      text_disabled_wrapped("This model (Marian) keeps the same waves in another order: all the sines in the first "
+                            "half of the dimensions, then all the cosines, instead of sin, cos, sin, cos, ...");
+    } else {
+      ImGui::TextWrapped("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
+                         d_model);
+    }
   }
 
   // Curves of the chosen dimensions over the positions.
@@ -93,7 +112,11 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     for (const int dim : curve_dims_) {
       char text[80];
       if (learned) std::snprintf(text, sizeof(text), "dim %d (learned)", dim);
-      else
+      else if (halves) {  // dim < (d+1)/2: the sine of frequency dim; else the cosine of frequency dim - (d+1)/2
+        const int sines = (d_model + 1) / 2, i = dim < sines ? dim : dim - sines;
+        std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim < sines ? "sin" : "cos",
+                      2.0 * 3.14159265 * std::pow(10000.0, 2.0 * i / static_cast<double>(d_model)));
+      } else
         std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim % 2 ? "cos" : "sin",
                       2.0 * 3.14159265 * std::pow(10000.0, (dim - dim % 2) / static_cast<double>(d_model)));
       legend.emplace_back(text);

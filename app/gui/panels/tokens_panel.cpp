@@ -80,14 +80,27 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   if (!state.model) return std::nullopt;
   std::optional<Stage> clicked;
   g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
-  if (!g_compact) ImGui::TextUnformatted("Tokenization");
-  explanation(
-      "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
-      "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
-      "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence. The decoder "
-      "reads the translation shifted right by one (after <bos>) and at each position writes the next word.");
+  const bool subwords = state.model->tokenizer.kind == "sentencepiece";
+  const std::string start = state.model->tgt_vocab.token(state.model->config.bos_id);  // <bos>, or Marian's <pad>
+  if (!g_compact) ImGui::TextUnformatted(subwords ? "Tokenization into subword pieces (SentencePiece)" : "Tokenization");
+  if (subwords)
+    explanation(("This model reads pieces of words, not whole words. A SentencePiece model learned from a large "
+                 "corpus which pieces to keep: frequent words are one piece, rare ones are split into several, so "
+                 "almost any text can be written with a vocabulary of a few tens of thousands. The mark ▁ starts a "
+                 "new word (it stands for the space before it). Each piece becomes an id, the row of the embedding "
+                 "matrix it will look up; </s> ends the source. The decoder starts from " + start +
+                 " and writes the translation piece by piece; joining the pieces and turning ▁ back into spaces "
+                 "gives the text.").c_str());
+  else
+    explanation(
+        "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
+        "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
+        "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence. The decoder "
+        "reads the translation shifted right by one (after <bos>) and at each position writes the next word.");
   if (!g_compact)
-    text_disabled_wrapped("source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
+    text_disabled_wrapped(subwords ? "source vocabulary: %d pieces; ▁ starts a word; grey: special tokens, red: pieces "
+                                     "the vocabulary lacks (read as <unk>)"
+                                   : "source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
                           state.model->src_vocab.size());
   const std::vector<std::string> tips = state.source_label_tips();
   for (size_t i = 0; i < state.source_tokens.size(); ++i) {
@@ -98,14 +111,39 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
               t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Source,
               static_cast<int>(i), "token.source");
   }
+  if (subwords && !g_compact) {
+    // The words the model reads as more than one piece: "orangefarbenen = ▁orangefarbene + n".
+    std::string split;
+    int shown = 0;
+    for (size_t i = 0; i < state.source_tokens.size() && shown < 6;) {
+      size_t end = i + 1;
+      while (end < state.source_tokens.size() && !state.source_tokens[end].special &&
+             !state.source_tokens[end].text.starts_with("\xe2\x96\x81"))
+        ++end;
+      if (end - i > 1 && !state.source_tokens[i].special) {
+        const Token& first = state.source_tokens[i];
+        std::string word = state.sentence.substr(first.begin, state.source_tokens[end - 1].end - first.begin);
+        std::string pieces;
+        for (size_t k = i; k < end; ++k) pieces += (k > i ? " + " : "") + state.source_tokens[k].text;
+        split += (split.empty() ? "" : ";   ") + word + " = " + pieces;
+        ++shown;
+      }
+      i = end;
+    }
+    if (!split.empty()) {
+      ImGui::TextWrapped("words split into pieces: %s", split.c_str());
+      record_item("tokens.subword_split", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, split);
+    }
+  }
   ImGui::Spacing();
   if (!g_compact)
     text_disabled_wrapped("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
                           "or see the decoding stage", state.model->tgt_vocab.size());
   ImGui::TextWrapped("The decoder: at each position it reads one token (top) and writes the next (bottom)");
   if (!g_compact)
-    text_disabled_wrapped("its input is the translation shifted right by one, after <bos>: reading \"%s\" it wrote \"%s\"",
-                          "<bos>", state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
+    text_disabled_wrapped("its input is the translation shifted right by one, after %s: reading \"%s\" it wrote \"%s\"",
+                          start.c_str(), start.c_str(),
+                          state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
   const Mat& probs = state.trace.probs;  // (T, V): row t predicts the token after decoder input t
   const std::vector<std::string> inputs = state.decoder_input_labels();
   const float arrow = ImGui::GetFontSize() * 0.9f;

@@ -85,6 +85,11 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
     fail(ErrorKind::Unsupported, "cuda",
          "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
          "family)");
+  // Marian's pieces (models/hf_marian.h): written for the CPU, not yet for these kernels.
+  if (config.activation == Activation::SiLU || config.bos_id == config.pad_id)
+    fail(ErrorKind::Unsupported, "cuda",
+         "the GPU kernels do not compute this model yet (SiLU activation, or a decoder that starts with <pad> as "
+         "Marian's does): it runs on the CPU");
   m.config = config;
   if (static_cast<int>(weights.encoder_layers.size()) != config.n_encoder_layers ||
       static_cast<int>(weights.decoder_layers.size()) != config.n_decoder_layers)
@@ -103,7 +108,7 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   size_t floats = 0;
   for_each_weight(&config, weights, [&](const ConstWeightRef& r) { floats += static_cast<size_t>(r.size()); });
   const bool sinusoidal = config.positional_encoding == PositionalEncoding::Sinusoidal;
-  const Mat* table = sinusoidal ? &cached_sinusoidal_encoding(config.max_positions, config.d_model) : nullptr;
+  const Mat* table = sinusoidal ? &cached_sinusoidal_encoding(config.max_positions, config.d_model, config.sinusoid_layout) : nullptr;
   if (table) floats += static_cast<size_t>(table->size());
   const size_t weight_bytes = floats * sizeof(float);
   size_t free_bytes = 0, total_bytes = 0;

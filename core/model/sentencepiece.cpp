@@ -1,0 +1,136 @@
+#include "model/sentencepiece.h"
+
+#include <sentencepiece_processor.h>
+
+#include "util/error.h"
+
+namespace sf {
+
+struct SentencePieceModels::Impl {
+  std::string proto[2];
+  sentencepiece::SentencePieceProcessor processor[2];
+};
+
+namespace {
+int side_index(Side side) { return side == Side::Source ? 0 : 1; }
+}  // namespace
+
+SentencePieceModels::SentencePieceModels(std::string source_proto, std::string target_proto,
+                                         const std::string& source_name, const std::string& target_name,
+                                         const std::string& where)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->proto[0] = std::move(source_proto);
+  impl_->proto[1] = std::move(target_proto);
+  const std::string* names[2] = {&source_name, &target_name};
+  for (int i = 0; i < 2; ++i) {
+    if (impl_->proto[i].empty())
+      fail(ErrorKind::Format, where, "'" + *names[i] + "' is empty: not a SentencePiece model");
+    const auto status = impl_->processor[i].LoadFromSerializedProto(impl_->proto[i]);
+    if (!status.ok())
+      fail(ErrorKind::Format, where,
+           "'" + *names[i] + "' is not a SentencePiece model (" + status.ToString() + ")");
+    if (impl_->processor[i].GetPieceSize() <= 0)
+      fail(ErrorKind::Format, where, "'" + *names[i] + "' holds no pieces");
+  }
+}
+
+SentencePieceModels::~SentencePieceModels() = default;
+
+const std::string& SentencePieceModels::proto(Side side) const { return impl_->proto[side_index(side)]; }
+
+std::vector<Piece> SentencePieceModels::split(std::string_view text, Side side) const {
+  sentencepiece::ImmutableSentencePieceText spt;
+  const auto status = impl_->processor[side_index(side)].Encode(text, spt.mutable_proto());
+  if (!status.ok()) fail(ErrorKind::Input, "sentencepiece", "cannot split the text: " + status.ToString());
+  std::vector<Piece> out;
+  out.reserve(spt.pieces_size());
+  for (const auto& p : spt.pieces()) {
+    // Spans are bytes of the input; SentencePiece reports them, clamp against a bad report all the same.
+    const size_t begin = std::min<size_t>(p.begin(), text.size()), end = std::min<size_t>(p.end(), text.size());
+    out.push_back(Piece{p.piece(), begin, std::max(begin, end)});
+  }
+  return out;
+}
+
+std::string SentencePieceModels::join(const std::vector<std::string>& pieces, Side side) const {
+  std::string out;
+  const auto status = impl_->processor[side_index(side)].Decode(pieces, &out);
+  if (!status.ok()) fail(ErrorKind::Input, "sentencepiece", "cannot join the pieces: " + status.ToString());
+  return out;
+}
+
+std::vector<std::string> SentencePieceModels::known_pieces(Side side) const {
+  const auto& sp = impl_->processor[side_index(side)];
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(sp.GetPieceSize()));
+  for (int i = 0; i < sp.GetPieceSize(); ++i) out.push_back(sp.IdToPiece(i));
+  return out;
+}
+
+std::vector<Token> encode_pieces(std::string_view text, const SentencePieceModels& models, const Vocabulary& vocabulary,
+                                 Side side, bool add_eos) {
+  if (text.size() > kMaxSentenceBytes)
+    fail(ErrorKind::Input, "encode", "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
+                                         std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
+  std::vector<Token> out;
+  auto lookup = [&](Token& t) {
+    const auto id = vocabulary.find(t.text);
+    t.id = id.value_or(vocabulary.specials().unk);
+    t.unknown = !id.has_value();
+  };
+  // A multilingual model's target language: ">>fra<<" at the start is one token (MarianTokenizer's
+  // remove_language_code), the rest is split as usual.
+  size_t offset = 0;
+  if (side == Side::Source && text.substr(0, 2) == ">>") {
+    const size_t close = text.find("<<", 2);
+    if (close != std::string_view::npos) {
+      Token code;
+      code.text = code.surface = std::string(text.substr(0, close + 2));
+      code.begin = 0;
+      code.end = close + 2;
+      lookup(code);
+      out.push_back(std::move(code));
+      offset = close + 2;
+    }
+  }
+  for (const Piece& p : models.split(text.substr(offset), side)) {
+    Token t;
+    t.text = p.piece;
+    t.begin = offset + p.begin;
+    t.end = offset + p.end;
+    t.surface = std::string(text.substr(t.begin, t.end - t.begin));
+    lookup(t);
+    out.push_back(std::move(t));
+  }
+  if (add_eos) {
+    Token eos;
+    eos.id = vocabulary.specials().eos;
+    eos.text = vocabulary.token(eos.id);
+    eos.begin = eos.end = text.size();
+    eos.special = true;
+    out.push_back(std::move(eos));
+  }
+  return out;
+}
+
+std::string decode_pieces(const std::vector<std::string>& pieces, const SentencePieceModels& models,
+                          const Vocabulary& vocabulary, Side side) {
+  // MarianTokenizer.decode(..., skip_special_tokens=True): <pad>, </s> and <unk> are dropped, the rest joined.
+  std::vector<std::string> kept;
+  kept.reserve(pieces.size());
+  for (const std::string& p : pieces) {
+    const auto id = vocabulary.find(p);
+    if (id && vocabulary.is_special(*id)) continue;
+    kept.push_back(p);
+  }
+  // convert_tokens_to_string: a piece the side's model does not know passes through spm as written, so its ▁
+  // is turned into a space afterwards, and the ends are stripped.
+  std::string text = models.join(kept, side);
+  static const std::string kWordStart = "\xe2\x96\x81";  // ▁ U+2581
+  for (size_t at; (at = text.find(kWordStart)) != std::string::npos;) text.replace(at, kWordStart.size(), " ");
+  const size_t first = text.find_first_not_of(" \t\n\r\f\v");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
+}
+
+}  // namespace sf
