@@ -35,6 +35,10 @@ const char* kHelp =
     "           --device auto|cpu|cuda (auto: the GPU where this build has CUDA and a GPU can take the run)\n"
     "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
     "           --resume (continue from the checkpoint, which must exist: an error rather than a fresh start)\n"
+    "fine-tune: --from MODEL (a model file or a Hugging Face Marian folder): start from its weights, config,\n"
+    "           vocabularies and tokenizer instead of a new model (the model options above are then not used);\n"
+    "           a SentencePiece model (Marian) reads raw text, DIR/{train,val,test_2016_flickr}.{SRC,TGT}, one\n"
+    "           sentence a line, split by its own SentencePiece models; BLEU on its detokenized output\n"
     "timeline:  --timeline PATH (snapshots of the weights at step 0, every 50 steps to 300, every 100 to 1000\n"
     "           and each epoch's end, written after every epoch: the app replays the run from it)\n"
     "           --timeline-storage int8-rows|f16|f32 (int8-rows: 8-bit weights with a scale per row)\n\n"
@@ -64,6 +68,7 @@ int run_train(const Args& args) {
   bool tie = false, no_resume = false, must_resume = false, f32 = false;
   int layers_enc = o.model.n_encoder_layers, layers_dec = o.model.n_decoder_layers;
   p.value("--data", &o.data_dir);
+  p.value("--from", &o.from_model);
   p.value("--out", &o.out_path);
   p.value("--checkpoint", &o.checkpoint_path);
   p.value("--src", &o.source_language);

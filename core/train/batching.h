@@ -10,9 +10,9 @@ namespace sf {
 
 struct Batch {
   int size = 0;                // B sentences
-  int source_length = 0;       // S: longest source + 2 (<bos>, <eos>)
+  int source_length = 0;       // S: longest source + 2 (<bos>, <eos>; + 1 when bos == pad, Marian)
   int target_length = 0;       // T: longest target + 1
-  std::vector<int> source;     // (B, S) <bos> x <eos>, then <pad>
+  std::vector<int> source;     // (B, S) <bos> x <eos> (Marian: x <eos>), then <pad>
   std::vector<int> target_in;  // (B, T) <bos> y, then <pad>: the decoder input (teacher forcing)
   std::vector<int> target_out; // (B, T) y <eos>, then <pad>: what each position must predict
   int target_tokens = 0;       // non-pad entries of target_out

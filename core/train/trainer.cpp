@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "io/user_files.h"
 #include "util/parallel.h"
+#include "model/hf_marian.h"
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "train/batched_model.h"
@@ -31,12 +32,23 @@ using nlohmann::json;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+std::string corpus_path(const TrainOptions& o, const std::string& split, const std::string& language,
+                        bool raw_text) {
+  return (std::filesystem::path(o.data_dir) / (split + (raw_text ? "." : ".lc.norm.tok.") + language)).string();
+}
 std::string corpus_path(const TrainOptions& o, const std::string& split, const std::string& language) {
-  return (std::filesystem::path(o.data_dir) / (split + ".lc.norm.tok." + language)).string();
+  return corpus_path(o, split, language, o.raw_text);
 }
 
 // What a run's files say made them (the model file adds its scores; a timeline has this alone).
 json run_provenance(const TrainOptions& o) {
+  if (!o.from_model.empty())
+    return {{"dataset", o.data_dir + " (" + o.source_language + "-" + o.target_language +
+                            (o.raw_text ? ", raw text, split by the model's SentencePiece models)" : ", tokenized)")},
+            {"fine_tuned_from", o.from_model},
+            {"command", o.command_line},
+            {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+            {"epochs_planned", o.epochs}};
   return {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
                           ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
                           std::to_string(o.min_frequency)},
@@ -49,7 +61,8 @@ json run_provenance(const TrainOptions& o) {
 std::vector<std::string> data_files(const TrainOptions& o) {
   std::vector<std::string> files;
   for (const std::string& split : {std::string("train"), std::string("val"), o.test_name})
-    for (const std::string& language : {o.source_language, o.target_language}) files.push_back(corpus_path(o, split, language));
+    for (const std::string& language : {o.source_language, o.target_language})
+      for (bool raw : {false, true}) files.push_back(corpus_path(o, split, language, raw));
   return files;
 }
 
@@ -183,6 +196,48 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
   return s;
 }
 
+// A SentencePiece model's corpus: each line as read (words split at spaces) is joined again and split by the
+// model's own tokenizer, the pieces kept as the sentence's tokens (ids through the vocabulary, as encode_text).
+std::vector<TokenSequence> pieces_of(const Model& model, const std::vector<TokenSequence>& lines, Side side) {
+  std::vector<TokenSequence> out;
+  out.reserve(lines.size());
+  for (const TokenSequence& words : lines) {
+    std::string text;
+    for (const std::string& w : words) text += (text.empty() ? "" : " ") + w;
+    TokenSequence pieces;
+    for (const Token& t : encode_text(model, text, side, /*specials=*/false)) pieces.push_back(t.text);
+    out.push_back(std::move(pieces));
+  }
+  return out;
+}
+
+// Translations in pieces, as text split at spaces: what BLEU compares with the raw references' words.
+std::vector<TokenSequence> words_of(const Model& model, const std::vector<TokenSequence>& pieces) {
+  std::vector<TokenSequence> out;
+  out.reserve(pieces.size());
+  for (const TokenSequence& p : pieces) {
+    const std::string text = decode_text(model, p, Side::Target);
+    TokenSequence words;
+    for (size_t at = 0; at < text.size();) {
+      const size_t start = text.find_first_not_of(" \t", at);
+      if (start == std::string::npos) break;
+      const size_t end = std::min(text.find_first_of(" \t", start), text.size());
+      words.push_back(text.substr(start, end - start));
+      at = end;
+    }
+    out.push_back(std::move(words));
+  }
+  return out;
+}
+
+// Translations of `sources` (tokens, or a SentencePiece model's pieces) by greedy or beam search, as BLEU reads
+// them: tokens, or words of the detokenized text.
+std::vector<TokenSequence> translations_for_bleu(const Model& model, const ModelWeights& weights,
+                                                 const std::vector<TokenSequence>& sources, const TranslateSettings& how) {
+  auto out = translate_corpus(model.config, weights, model.src_vocab, model.tgt_vocab, sources, how);
+  return model.tokenizer.kind == "sentencepiece" ? words_of(model, out) : out;
+}
+
 double validation_nll(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
                       int batch_tokens, int max_length) {
   const auto plan = plan_batches(examples, batch_tokens, 0, 0);
@@ -208,7 +263,9 @@ struct Trainer::State {
   WriteRules outputs;
   bool writes = false;  // out_path given: the model and the checkpoint are written
   SpecialIds ids;
-  ParallelCorpus valid;
+  ParallelCorpus valid;                    // as read: BLEU's references are valid.target
+  std::vector<TokenSequence> valid_source; // what the model translates: tokens, or SentencePiece pieces
+  ParallelCorpus valid_pieces;             // a SentencePiece model's validation split in pieces
   std::vector<Example> train_examples, valid_examples;
   Model model;  // config, vocabularies, tokenizer; weights only when written (the best so far)
   ModelWeights weights, grads;
@@ -285,31 +342,60 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   }
   if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
-  // Data and vocabularies (from the training split only).
-  const ParallelCorpus train = read_parallel_corpus(corpus_path(o, "train", o.source_language),
-                                                    corpus_path(o, "train", o.target_language));
-  s.valid = read_parallel_corpus(corpus_path(o, "val", o.source_language), corpus_path(o, "val", o.target_language));
+  // Fine-tuning: the model to start from gives the config, vocabularies, tokenizer and weights.
+  Model base;
+  if (!o.from_model.empty()) {
+    std::vector<std::string> warnings;
+    base = open_model(o.from_model, &warnings);
+    for (const std::string& w : warnings) s.log("warning: " + w);
+    s.o.raw_text = base.tokenizer.kind == "sentencepiece";
+  }
+  const bool fine_tuning = !o.from_model.empty();
+  const bool subwords = s.o.raw_text;
+
+  // Data and vocabularies (from the training split only; a fine-tuned model keeps its own).
+  ParallelCorpus train = read_parallel_corpus(corpus_path(s.o, "train", o.source_language),
+                                              corpus_path(s.o, "train", o.target_language));
+  s.valid = read_parallel_corpus(corpus_path(s.o, "val", o.source_language), corpus_path(s.o, "val", o.target_language));
   if (train.source.empty() || s.valid.source.empty())
     fail(ErrorKind::Input, "train", std::string("the ") + (train.source.empty() ? "training" : "validation") +
                                         " split in '" + o.data_dir + "' has no sentences: nothing to train on");
-  const Vocabulary src_vocab = build_vocabulary(train.source, o.min_frequency);
-  const Vocabulary tgt_vocab = build_vocabulary(train.target, o.min_frequency);
+  if (subwords) {  // raw text: the model's SentencePiece pieces; the validation references stay words
+    train.source = pieces_of(base, train.source, Side::Source);
+    train.target = pieces_of(base, train.target, Side::Target);
+    s.valid_source = pieces_of(base, s.valid.source, Side::Source);
+    s.valid_pieces.source = s.valid_source;
+    s.valid_pieces.target = pieces_of(base, s.valid.target, Side::Target);
+  }
+  const Vocabulary src_vocab = fine_tuning ? base.src_vocab : build_vocabulary(train.source, o.min_frequency);
+  const Vocabulary tgt_vocab = fine_tuning ? base.tgt_vocab : build_vocabulary(train.target, o.min_frequency);
   s.train_examples = make_examples(train, src_vocab, tgt_vocab);
-  s.valid_examples = make_examples(s.valid, src_vocab, tgt_vocab);
+  s.valid_examples = make_examples(subwords ? s.valid_pieces : s.valid, src_vocab, tgt_vocab);
+  if (!subwords) s.valid_source = s.valid.source;
   s.log("data: " + std::to_string(s.train_examples.size()) + " training pairs, " +
         std::to_string(s.valid_examples.size()) + " validation pairs; vocabularies " +
         std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " + std::to_string(tgt_vocab.size()) +
-        " (" + o.target_language + ") words seen at least " + std::to_string(o.min_frequency) + " times");
+        " (" + o.target_language + ") " +
+        (fine_tuning ? "of '" + o.from_model + "'" + (subwords ? " (SentencePiece pieces)" : "")
+                     : "words seen at least " + std::to_string(o.min_frequency) + " times"));
 
-  Config config = o.model;
-  config.src_vocab_size = src_vocab.size();
-  config.tgt_vocab_size = tgt_vocab.size();
-  s.ids = default_special_ids();
-  config.pad_id = s.ids.pad;
-  config.bos_id = s.ids.bos;
-  config.eos_id = s.ids.eos;
-  config.unk_id = s.ids.unk;
-  config.max_positions = std::max(config.max_positions, o.max_length);
+  Config config = fine_tuning ? base.config : o.model;
+  if (fine_tuning) {
+    s.ids = SpecialIds{config.pad_id, config.bos_id, config.eos_id, config.unk_id};
+    if (s.o.max_length > config.max_positions) {  // the model's positions bound what it can read
+      s.o.max_length = config.max_positions;
+      s.log("sentences are cut to " + std::to_string(config.max_positions) + " tokens, the model's max_positions");
+    }
+  } else {
+    config.src_vocab_size = src_vocab.size();
+    config.tgt_vocab_size = tgt_vocab.size();
+    s.ids = default_special_ids();
+    config.pad_id = s.ids.pad;
+    config.bos_id = s.ids.bos;
+    config.eos_id = s.ids.eos;
+    config.unk_id = s.ids.unk;
+    config.max_positions = std::max(config.max_positions, o.max_length);
+  }
   config.validate();
   if (config.attention != AttentionStyle::SplitHeads)
     fail(ErrorKind::Unsupported, "train",
@@ -317,19 +403,25 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
          "models; the trainer has no backward pass for it (use \"split_heads\")");
   check_training_memory(config, o);
 
-  s.weights = initialize_weights(config, o.seed);
+  s.weights = fine_tuning ? std::move(base.weights) : initialize_weights(config, o.seed);
+  if (fine_tuning) parameter_views(s.weights);  // drops the half copies of an F16 file: the floats will change
   s.adam = std::make_unique<Adam>(s.weights, o.adam);
   if (std::error_code ec; s.writes && o.resume && std::filesystem::exists(s.checkpoint, ec)) {
     s.state = read_checkpoint(s.checkpoint, config, src_vocab, tgt_vocab, o.seed, s.weights, *s.adam);
     s.log("resuming from '" + s.checkpoint + "' after epoch " + std::to_string(s.state.finished_epochs) +
           " (step " + std::to_string(s.state.step) + ")");
   }
-  s.model.family = "stepformer";
-  s.model.config = config;
-  s.model.src_vocab = src_vocab;
-  s.model.tgt_vocab = tgt_vocab;
-  s.model.tokenizer.source_language = o.source_language;
-  s.model.tokenizer.target_language = o.target_language;
+  if (fine_tuning) {  // the model it started from, as it is: naming, tokenizer, SentencePiece, generation
+    s.model = std::move(base);
+    s.model.weights = ModelWeights();
+  } else {
+    s.model.family = "stepformer";
+    s.model.config = config;
+    s.model.src_vocab = src_vocab;
+    s.model.tgt_vocab = tgt_vocab;
+    s.model.tokenizer.source_language = o.source_language;
+    s.model.tokenizer.target_language = o.target_language;
+  }
   s.grads = zeros_like(s.weights);
   std::string note;
   s.gpu = open_device(o.device, config, s.weights, &note);
@@ -428,8 +520,7 @@ EpochRecord Trainer::finish_epoch() {
   rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
   s.catch_up(s.writes);  // evaluation and the model file read the host's weights; the checkpoint Adam's state
   rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
-  const auto hyps = translate_corpus(config, s.weights, s.model.src_vocab, s.model.tgt_vocab, s.valid.source,
-                                     {1, 0.6f, 0});
+  const auto hyps = translations_for_bleu(s.model, s.weights, s.valid_source, {1, 0.6f, 0});
   rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;
   rec.seconds = seconds_since(s.epoch_start);
   state.result.history.push_back(rec);
@@ -456,7 +547,9 @@ EpochRecord Trainer::finish_epoch() {
       model.weights = s.weights;
       json history = json::array();
       for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
+      const json started_from = model.provenance;
       model.provenance = run_provenance(s.o);
+      if (!s.o.from_model.empty()) model.provenance["base_provenance"] = started_from;
       model.provenance.update({{"epoch", s.epoch},
                           {"valid_bleu_greedy", rec.valid_bleu},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
@@ -486,10 +579,10 @@ TrainResult Trainer::finish() {
       state.result.best_epoch > 0) {
     Model best = load_model(o.out_path);
     const ParallelCorpus test = read_parallel_corpus(test_src, test_ref);
-    const auto greedy = translate_corpus(best.config, best.weights, best.src_vocab, best.tgt_vocab, test.source, {1, 0.6f, 0});
+    const std::vector<TokenSequence> sources = o.raw_text ? pieces_of(best, test.source, Side::Source) : test.source;
+    const auto greedy = translations_for_bleu(best, best.weights, sources, {1, 0.6f, 0});
     state.result.test_bleu_greedy = 100.0 * corpus_bleu(greedy, test.target).bleu;
-    const auto beam = translate_corpus(best.config, best.weights, best.src_vocab, best.tgt_vocab, test.source,
-                                       {o.final_beam, 0.6f, 0});
+    const auto beam = translations_for_bleu(best, best.weights, sources, {o.final_beam, 0.6f, 0});
     state.result.test_bleu_beam = 100.0 * corpus_bleu(beam, test.target).bleu;
     best.provenance["test_set"] = o.test_name;
     best.provenance["test_bleu_greedy"] = state.result.test_bleu_greedy;

@@ -26,6 +26,12 @@ struct TrainOptions {
   std::string source_language = "de";
   std::string target_language = "en";
   std::string test_name = "test_2016_flickr";  // scored at the end when present: provenance gets test BLEU
+  // Fine-tuning: start from this model (a model file or a Hugging Face Marian folder) instead of random weights:
+  // its config, vocabularies, tokenizer and weights (the shape options above are not used). A SentencePiece
+  // model (Marian) reads raw text, DIR/{train,val,test_2016_flickr}.{src,tgt} (one sentence a line, as written),
+  // split by its own tokenizer; BLEU is then on its detokenized output, words split at spaces.
+  std::string from_model;
+  bool raw_text = false;                // set by the trainer for a SentencePiece model: the raw files above
   std::string out_path;                 // the model file (best validation BLEU)
   std::string checkpoint_path;          // default: out_path + ".checkpoint"
   Config model;                         // shape and variant; vocabulary sizes come from the data

@@ -19,6 +19,8 @@
 #include "model/hf_marian.h"
 #include "model/name_tables.h"
 #include "nn/positional_encoding.h"
+#include "train/batching.h"
+#include "train/trainer.h"
 #include "transformer/forward.h"
 #include "util/error.h"
 
@@ -518,6 +520,72 @@ TEST(MarianCli, ImportHfConvertsAPytorchModelBin) {
   EXPECT_EQ(back.weights.encoder_layers[0].self_attn.q.weight, folder.weights.encoder_layers[0].self_attn.q.weight);
   EXPECT_EQ(back.weights.generator.bias, folder.weights.generator.bias);
   EXPECT_EQ(back.provenance.value("converted_from", ""), "pytorch_model.bin");
+}
+
+// [SECTION] fine-tuning
+
+// A corpus of our own (the data set stays out of the repository): raw German and English sentences, as a user
+// gives them, written into DIR/{train,val}.{de,en}.
+fs::path raw_corpus(const fs::path& dir) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"Ein Mann läuft.", "A man runs."},           {"Eine Frau liest.", "A woman reads."},
+      {"Zwei Hunde spielen.", "Two dogs play."},    {"Ein Kind lacht.", "A child laughs."},
+      {"Ein Mann schläft.", "A man sleeps."},       {"Eine Frau läuft.", "A woman runs."},
+      {"Zwei Kinder lesen.", "Two children read."}, {"Ein Hund schläft.", "A dog sleeps."}};
+  fs::create_directories(dir);
+  for (const char* split : {"train", "val"}) {
+    std::ofstream de(dir / (std::string(split) + ".de")), en(dir / (std::string(split) + ".en"));
+    for (const auto& [d, e] : pairs) de << d << "\n", en << e << "\n";
+  }
+  return dir;
+}
+
+TEST(MarianFineTuning, TrainingContinuesFromTheFolderOnRawText) {
+  const fs::path dir = fs::temp_directory_path() / ("stepformer-marian-tune-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  raw_corpus(dir);
+  TrainOptions o;
+  o.from_model = tiny_folder();
+  o.data_dir = dir.string();
+  o.out_path = (dir / "tuned.safetensors").string();
+  o.epochs = 3;
+  o.batch_tokens = 80;
+  o.dropout = 0.0f;
+  o.label_smoothing = 0.0f;
+  o.schedule.kind = LearningRateSchedule::Kind::Constant;
+  o.schedule.peak = 3e-3f;
+  o.threads = 1;
+  o.store_f16 = false;
+  std::vector<std::string> log;
+  const TrainResult r = train_model(o, {}, [&](const std::string& line) { log.push_back(line); });
+  ASSERT_EQ(r.history.size(), 3u);
+  // It learns the corpus: the loss falls from where the folder's weights start.
+  EXPECT_LT(r.history.back().train_loss, r.history.front().train_loss);
+  EXPECT_LT(r.history.back().valid_nll, r.history.front().valid_nll);
+  // The file is still a Marian model: its naming, its SentencePiece models, its generation rules.
+  const Model tuned = load_model(o.out_path);
+  const Model base = open_model(tiny_folder());
+  EXPECT_EQ(tuned.family, kFamilyMarian);
+  EXPECT_EQ(config_to_json(tuned.config), config_to_json(base.config));
+  ASSERT_TRUE(tuned.sentencepiece);
+  EXPECT_EQ(tuned.sentencepiece->proto(Side::Source), base.sentencepiece->proto(Side::Source));
+  EXPECT_EQ(tuned.generation.never_generate, base.generation.never_generate);
+  EXPECT_EQ(tuned.provenance.value("fine_tuned_from", ""), tiny_folder());
+  EXPECT_NE(tuned.weights.decoder_layers[0].ffn.fc1.weight, base.weights.decoder_layers[0].ffn.fc1.weight);
+  // Nothing was read as a word-level corpus: the data line names the SentencePiece pieces.
+  bool pieces_named = false;
+  for (const std::string& line : log) pieces_named |= line.find("(SentencePiece pieces)") != std::string::npos;
+  EXPECT_TRUE(pieces_named);
+  fs::remove_all(dir);
+}
+
+TEST(MarianFineTuning, BatchesHaveNoStartTokenOnTheSource) {
+  // Marian's sources are pieces and </s>; its decoder starts with <pad> (bos == pad).
+  const std::vector<Example> examples = {{{5, 6, 7}, {8, 9}}};
+  const Batch b = make_batch(examples, {0}, SpecialIds{/*pad*/ 1, /*bos*/ 1, /*eos*/ 0, /*unk*/ 2}, 16);
+  EXPECT_EQ(b.source, (std::vector<int>{5, 6, 7, 0}));
+  EXPECT_EQ(b.target_in, (std::vector<int>{1, 8, 9}));
+  EXPECT_EQ(b.target_out, (std::vector<int>{8, 9, 0}));
 }
 
 TEST(MarianFolder, HubNames) {
