@@ -14,6 +14,7 @@
 #      fuzz_script              scripts and lessons (strict and lesson parse)              (-max_len=4096)
 #      fuzz_settings            the settings file, in memory and through read_settings     (-max_len=4096)
 #      fuzz_cli_options         stepformer-cli's option parser and the app's options       (-max_len=4096)
+#      fuzz_hf_marian           a Marian folder's config, vocab, generation, tokenizer, spm (-max_len=16384)
 #    Each target's output goes to WORK_DIR/<target>.log; its final stats are printed. A finding (crash,
 #    sanitizer report, leak, timeout, out of memory, an exception, a broken invariant) leaves its input in
 #    WORK_DIR/<target>-crash-... (or -leak-, -timeout-, -oom-) and the log's end is printed; every target still
@@ -30,7 +31,7 @@ src=$(cd "$1" && pwd)
 work=$2
 seconds=${3:-20}
 build=$work/build
-targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options"
+targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options fuzz_hf_marian"
 mkdir -p "$work/corpus"
 start=$(date +%s)
 
@@ -57,6 +58,7 @@ for target in $targets; do
   corpus=${target#fuzz_}
   max_len=4096
   [ "$target" = fuzz_safetensors_header ] && max_len=16384  # a seed with SentencePiece models is 11 KB
+  [ "$target" = fuzz_hf_marian ] && max_len=16384           # its seeds carry a SentencePiece model
   mkdir -p "$work/corpus/$corpus"
   t0=$(date +%s)
   if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \

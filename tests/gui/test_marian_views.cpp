@@ -67,6 +67,25 @@ TEST_F(MarianViews, TheTokensStageShowsThePiecesAndTheTranslationIsTransformersG
   EXPECT_EQ(s.translation_text().find("\xe2\x96\x81"), std::string::npos) << s.translation_text();
 }
 
+TEST_F(MarianViews, AFolderDroppedOnTheWindowOpens) {
+  testing::start_headless_imgui();
+  AppOptions options;
+  options.sentence = "Ein Hund läuft.";
+  app_ = std::make_unique<App>(options);  // the shipped model first
+  app_->finish_loading();
+  testing::headless_frame(*app_);
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  ASSERT_NE(app_->state().model->family, "marian");
+  app_->open_dropped({kFixtures + "/tiny-separate"});
+  app_->finish_loading();
+  testing::headless_frame(*app_);
+  testing::headless_frame(*app_);
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  EXPECT_EQ(app_->state().model->family, "marian");
+  EXPECT_FALSE(app_->state().model->config.share_embeddings);  // its own target vocabulary
+  EXPECT_FALSE(app_->state().translation.empty());
+}
+
 TEST_F(MarianViews, EveryStageDrawsOnIt) {
   for (const char* stage : {"embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
                             "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention",

@@ -270,10 +270,9 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   }
   const Config& c = m.config;
   if (m.family == kFamilyMarian) {  // a pretrained model people use: its hub name first
-    ImGui::TextWrapped("Hugging Face model %s (MarianMTModel, the opus-mt family): a real pretrained translation "
-                       "model, read from its own folder's files. Its tokens are SentencePiece pieces, its "
-                       "feed-forward uses SiLU, its positions put all sines before all cosines, and its decoder "
-                       "starts from <pad>.",
+    ImGui::TextWrapped("Hugging Face model %s (MarianMTModel, the opus-mt family), read from its own folder's "
+                       "files. Its tokens are SentencePiece pieces, its feed-forward uses SiLU, its positions put all "
+                       "sines before all cosines, and its decoder starts from <pad>.",
                        m.provenance.value("hub_name", std::string("?")).c_str());
     if (m.generation.present)
       ImGui::TextDisabled("decoding as its generation config says: beam %d, length penalty %.2f, never generates id %s",
