@@ -30,7 +30,8 @@ int run_eval(const Args& args) {
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
-               "Multi30k tutorials report it. --out writes the translations, one per line; it replaces an existing\n"
+               "Multi30k tutorials report it. A SentencePiece model (a Marian folder) reads raw text instead, split\n"
+               "by its own SentencePiece models, and BLEU compares the words of its output with the references'. --out writes the translations, one per line; it replaces an existing\n"
                "regular file (keeping its permissions), never the model, FILE or the references.\n"
                "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
                "the model accepts is an error naming the line.\n",
@@ -45,16 +46,20 @@ int run_eval(const Args& args) {
       fail(ErrorKind::File, "eval", problem);
   const Model model = load_model_warning("eval", model_path);
   const ParallelCorpus corpus = read_parallel_corpus(src, ref);
-  // Every line must fit the model (<bos> + words + <eos>): translate rejects a longer sentence, so eval does too
-  // rather than score a cut one.
-  for (size_t i = 0; i < corpus.source.size(); ++i)
-    if (static_cast<int>(corpus.source[i].size()) + 2 > model.config.max_positions)
+  // A SentencePiece model (Marian) reads raw text: its own pieces; BLEU then on the words of its output.
+  const bool subwords = model.tokenizer.kind == "sentencepiece";
+  const std::vector<TokenSequence> sources = subwords ? pieces_of(model, corpus.source, Side::Source) : corpus.source;
+  const int specials = subwords ? 1 : 2;  // </s>; or <bos> and <eos>
+  // Every line must fit the model: translate rejects a longer sentence, so eval does too rather than score a cut
+  // one.
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (static_cast<int>(sources[i].size()) + specials > model.config.max_positions)
       fail(ErrorKind::Input, "eval", "'" + src + "' line " + std::to_string(i + 1) + " has " +
-                                         std::to_string(corpus.source[i].size()) + " tokens; the model accepts at most " +
-                                         std::to_string(model.config.max_positions - 2) + " words");
+                                         std::to_string(sources[i].size()) + (subwords ? " pieces" : " tokens") +
+                                         "; the model accepts at most " +
+                                         std::to_string(model.config.max_positions - specials));
   const auto start = std::chrono::steady_clock::now();
-  const auto hyps = translate_corpus(model.config, model.weights, model.src_vocab, model.tgt_vocab, corpus.source,
-                                     {beam, 0.6f, 0});
+  const auto hyps = translations_for_bleu(model, model.weights, sources, {beam, 0.6f, 0});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!out.empty()) {  // atomically, under the rules checked above (io/user_files.h)
     std::string text;

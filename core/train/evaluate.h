@@ -13,6 +13,7 @@ struct TranslateSettings {
   int beam_width = 1;            // 1: greedy
   float length_penalty = 0.6f;   // beam search (GNMT alpha)
   int max_length = 0;            // generated tokens; 0: source length + 50, capped by max_positions
+  const GenerationDefaults* generation = nullptr;  // a model's own decoding rules (Marian's): bad words, beams
 };
 
 // Translates one tokenized source sentence (tokens as in the vocabulary; unknown words become <unk>).
@@ -26,5 +27,16 @@ std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWei
                                             const Vocabulary& src_vocab, const Vocabulary& tgt_vocab,
                                             const std::vector<TokenSequence>& sources,
                                             const TranslateSettings& settings);
+
+// A SentencePiece model's corpus (model/sentencepiece.h): each line as read (words split at spaces) joined again
+// and split by the model's own tokenizer; the pieces are the sentence's tokens (ids through the vocabulary, as
+// encode_text).
+std::vector<TokenSequence> pieces_of(const Model& model, const std::vector<TokenSequence>& lines, Side side);
+// Translations in pieces as text split at spaces: what BLEU compares with raw references' words.
+std::vector<TokenSequence> words_of(const Model& model, const std::vector<TokenSequence>& pieces);
+// translate_corpus with the model's own decoding rules, as BLEU reads the result: tokens, or (SentencePiece) the
+// words of the detokenized text.
+std::vector<TokenSequence> translations_for_bleu(const Model& model, const ModelWeights& weights,
+                                                 const std::vector<TokenSequence>& sources, TranslateSettings how);
 
 }  // namespace sf

@@ -196,48 +196,6 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
   return s;
 }
 
-// A SentencePiece model's corpus: each line as read (words split at spaces) is joined again and split by the
-// model's own tokenizer, the pieces kept as the sentence's tokens (ids through the vocabulary, as encode_text).
-std::vector<TokenSequence> pieces_of(const Model& model, const std::vector<TokenSequence>& lines, Side side) {
-  std::vector<TokenSequence> out;
-  out.reserve(lines.size());
-  for (const TokenSequence& words : lines) {
-    std::string text;
-    for (const std::string& w : words) text += (text.empty() ? "" : " ") + w;
-    TokenSequence pieces;
-    for (const Token& t : encode_text(model, text, side, /*specials=*/false)) pieces.push_back(t.text);
-    out.push_back(std::move(pieces));
-  }
-  return out;
-}
-
-// Translations in pieces, as text split at spaces: what BLEU compares with the raw references' words.
-std::vector<TokenSequence> words_of(const Model& model, const std::vector<TokenSequence>& pieces) {
-  std::vector<TokenSequence> out;
-  out.reserve(pieces.size());
-  for (const TokenSequence& p : pieces) {
-    const std::string text = decode_text(model, p, Side::Target);
-    TokenSequence words;
-    for (size_t at = 0; at < text.size();) {
-      const size_t start = text.find_first_not_of(" \t", at);
-      if (start == std::string::npos) break;
-      const size_t end = std::min(text.find_first_of(" \t", start), text.size());
-      words.push_back(text.substr(start, end - start));
-      at = end;
-    }
-    out.push_back(std::move(words));
-  }
-  return out;
-}
-
-// Translations of `sources` (tokens, or a SentencePiece model's pieces) by greedy or beam search, as BLEU reads
-// them: tokens, or words of the detokenized text.
-std::vector<TokenSequence> translations_for_bleu(const Model& model, const ModelWeights& weights,
-                                                 const std::vector<TokenSequence>& sources, const TranslateSettings& how) {
-  auto out = translate_corpus(model.config, weights, model.src_vocab, model.tgt_vocab, sources, how);
-  return model.tokenizer.kind == "sentencepiece" ? words_of(model, out) : out;
-}
-
 double validation_nll(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
                       int batch_tokens, int max_length) {
   const auto plan = plan_batches(examples, batch_tokens, 0, 0);

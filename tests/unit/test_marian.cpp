@@ -465,6 +465,24 @@ TEST(MarianCli, TranslateAFolderAsTransformersBeamSearchDoes) {
   EXPECT_NE(info.output.find("marian"), std::string::npos) << info.output;
 }
 
+TEST(MarianCli, EvalReadsRawTextAndScoresWords) {
+  // The reference is the model's own greedy translation, so BLEU is 100: the source was split into the model's
+  // pieces (not words), and the output joined back into words.
+  const auto meta = metadata_of(fixture_dir() + "/marian_plain.trace.safetensors");
+  const Model m = open_model(tiny_folder());
+  std::vector<std::string> pieces;
+  for (int id : nlohmann::json::parse(meta.at("greedy")).get<std::vector<int>>()) pieces.push_back(m.tgt_vocab.token(id));
+  const fs::path dir = fs::temp_directory_path() / ("stepformer-marian-eval-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "src.de") << meta.at("source_text") << "\n";
+  std::ofstream(dir / "ref.en") << decode_text(m, pieces, Side::Target) << "\n";
+  const Cli r = run_cli("eval " + tiny_folder() + " --src " + (dir / "src.de").string() + " --ref " +
+                        (dir / "ref.en").string());
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("BLEU = 100.00"), std::string::npos) << r.output;
+}
+
 TEST(MarianCli, ImportHfWritesOneFileAndNeverIntoTheFolder) {
   FolderCopy copy(tiny_folder());
   const std::string out = (copy.root / "one.safetensors").string();
