@@ -2,6 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <exception>
+
 #include "util/error.h"
 
 namespace sf {
@@ -25,10 +27,19 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
   for (int i = 0; i < 2; ++i) {
     if (impl_->proto[i].empty())
       fail(ErrorKind::Format, where, "'" + *names[i] + "' is empty: not a SentencePiece model");
-    const auto status = impl_->processor[i].LoadFromSerializedProto(impl_->proto[i]);
-    if (!status.ok())
-      fail(ErrorKind::Format, where,
-           "'" + *names[i] + "' is not a SentencePiece model (" + status.ToString() + ")");
+    // libsentencepiece reports most faults as a status, but some (a piece of zero length, found by
+    // tests/fuzz/fuzz_hf_marian) as an exception of its own from deep inside: both become one Format error.
+    std::string problem;
+    try {
+      const auto status = impl_->processor[i].LoadFromSerializedProto(impl_->proto[i]);
+      if (!status.ok()) problem = status.ToString();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    } catch (...) {
+      problem = "the library refused it";
+    }
+    if (!problem.empty())
+      fail(ErrorKind::Format, where, "'" + *names[i] + "' is not a SentencePiece model (" + problem + ")");
     if (impl_->processor[i].GetPieceSize() <= 0)
       fail(ErrorKind::Format, where, "'" + *names[i] + "' holds no pieces");
   }
@@ -40,8 +51,14 @@ const std::string& SentencePieceModels::proto(Side side) const { return impl_->p
 
 std::vector<Piece> SentencePieceModels::split(std::string_view text, Side side) const {
   sentencepiece::ImmutableSentencePieceText spt;
-  const auto status = impl_->processor[side_index(side)].Encode(text, spt.mutable_proto());
-  if (!status.ok()) fail(ErrorKind::Input, "sentencepiece", "cannot split the text: " + status.ToString());
+  std::string problem;
+  try {
+    const auto status = impl_->processor[side_index(side)].Encode(text, spt.mutable_proto());
+    if (!status.ok()) problem = status.ToString();
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) fail(ErrorKind::Input, "sentencepiece", "cannot split the text: " + problem);
   std::vector<Piece> out;
   out.reserve(spt.pieces_size());
   for (const auto& p : spt.pieces()) {
@@ -53,9 +70,14 @@ std::vector<Piece> SentencePieceModels::split(std::string_view text, Side side) 
 }
 
 std::string SentencePieceModels::join(const std::vector<std::string>& pieces, Side side) const {
-  std::string out;
-  const auto status = impl_->processor[side_index(side)].Decode(pieces, &out);
-  if (!status.ok()) fail(ErrorKind::Input, "sentencepiece", "cannot join the pieces: " + status.ToString());
+  std::string out, problem;
+  try {
+    const auto status = impl_->processor[side_index(side)].Decode(pieces, &out);
+    if (!status.ok()) problem = status.ToString();
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) fail(ErrorKind::Input, "sentencepiece", "cannot join the pieces: " + problem);
   return out;
 }
 

@@ -390,6 +390,29 @@ TEST(MarianFolder, ASentencePieceModelThatDoesNotMatchTheVocabularyIsNamed) {
   EXPECT_NE(message.find("target.spm' is not a SentencePiece model"), std::string::npos) << message;
 }
 
+TEST(MarianFolder, ASentencePieceModelTheLibraryThrowsOnIsAnErrorNotACrash) {
+  // Found by tests/fuzz/fuzz_hf_marian: a model with a piece of zero length makes libsentencepiece throw an
+  // exception of its own while it loads. The input is the fuzzer's, its five parts split at "\n====\n".
+  std::ifstream in(std::string(STEPFORMER_SOURCE_DIR) + "/tests/fuzz/corpus/hf_marian/zero_length_piece", std::ios::binary);
+  const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(input.empty());
+  std::vector<std::string> parts;
+  for (size_t at = 0; parts.size() < 5;) {
+    const size_t end = input.find("\n====\n", at);
+    parts.push_back(input.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 6;
+  }
+  ASSERT_EQ(parts.size(), 5u);
+  FolderCopy copy(tiny_folder());
+  const char* names[] = {"config.json", "vocab.json", "generation_config.json", "tokenizer_config.json", "source.spm"};
+  for (size_t i = 0; i < 5; ++i) copy.write(names[i], parts[i]);
+  copy.write("target.spm", parts[4]);
+  const auto [message, kind] = error_of([&] { open_model(copy.folder.string()); });
+  EXPECT_EQ(kind, ErrorKind::Format) << message;
+  EXPECT_NE(message.find("source.spm' is not a SentencePiece model"), std::string::npos) << message;
+}
+
 TEST(MarianFolder, BadValuesAreNamed) {
   struct Case {
     const char* key;
