@@ -185,12 +185,20 @@ void DecodingPanel::draw(AppState& state) {
   }
   const bool presenting = high_contrast();
   if (!presenting) ImGui::TextUnformatted("Decoding, one token at a time");  // (the header says it)
-  explanation(
-      "The decoder writes the translation one token at a time: each step runs the decoder on <bos> plus the "
-      "tokens so far and picks the next one from the output probabilities. Greedy takes the most likely token; "
-      "sampling draws one at random (temperature flattens or sharpens the distribution, top-k and top-p keep only "
-      "the likeliest); beam search keeps the best few partial translations and finishes the one with the best "
-      "length-normalised score. Teacher forcing feeds a reference translation instead of the model's own tokens.");
+  // The start token by name: <bos>, or a Marian model's <pad>.
+  const std::string start = state.model ? state.model->tgt_vocab.token(state.model->config.bos_id) : "<bos>";
+  explanation(("The decoder writes the translation one token at a time: each step runs the decoder on " + start +
+               " plus the tokens so far and picks the next one from the output probabilities. Greedy takes the most "
+               "likely token; sampling draws one at random (temperature flattens or sharpens the distribution, "
+               "top-k and top-p keep only the likeliest); beam search keeps the best few partial translations and "
+               "finishes the one with the best length-normalised score. Teacher forcing feeds a reference "
+               "translation instead of the model's own tokens." +
+               (state.model && state.model->generation.present
+                    ? " This model never writes the tokens its authors banned (" + start +
+                          ", its start), and ends with </s> when it reaches its maximum length, as transformers' "
+                          "generate() does."
+                    : std::string()))
+                  .c_str());
 
   DecodeOptions o = state.decode_options;
   bool changed = false;
