@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "decode/decoder.h"
+#include "decode/guided.h"
 #include "forward_fixture.h"
 #include "model/hf_marian.h"
 #include "model/name_tables.h"
@@ -122,6 +123,25 @@ TEST_P(MarianPytorch, GreedyAndBeamGiveItsTokens) {
     beam.run();
     EXPECT_EQ(nlohmann::json(beam.generated()), expected) << "beam " << width << ", length penalty " << penalty;
   }
+}
+
+// Re-decoding after an intervention (the app's way: guess from the earlier translation, check in batched passes)
+// gives what plain greedy decoding gives, with the model's rules (<pad> banned, </s> forced at max_length).
+TEST_P(MarianPytorch, GuidedRedecodingEqualsPlainDecoding) {
+  const testing::ForwardFixture f = testing::load_forward_fixture(GetParam());
+  if (!f.interventions.custom_masks.empty()) GTEST_SKIP() << "a painted mask fits one pass";
+  DecodeOptions options;
+  apply_generation_rules(f.model.generation, options);
+  options.max_length = 12;
+  Decoder plain(f.model.config, f.model.weights, f.src, f.interventions, options);
+  plain.run();
+  const Decoder unchanged(f.model.config, f.model.weights, f.src, {}, options);
+  Decoder first = unchanged;
+  first.run();
+  Decoder guided(f.model.config, f.model.weights, f.src, f.interventions, options);
+  GuidedRedecoder(guided).run(first.generated());  // the translation before the intervention as the guess
+  EXPECT_EQ(guided.generated(), plain.generated());
+  EXPECT_EQ(guided.steps(), plain.steps());
 }
 
 // The source ids come from tokenizing the case's sentence, as MarianTokenizer does.
