@@ -8,6 +8,7 @@
 #    and builds the app alone (target stepformer); a second run reuses it;
 # 2. prepares WORK_DIR/run (emptied first; it holds a .monkey-run marker) with hostile files for `model` and
 #    `open` (a FIFO, a folder, an empty file, truncated and garbled copies of a model, a text file, a link loop,
+#    damaged Hugging Face Marian folders,
 #    a 256 MB sparse file), files the script must not replace, and links that lead out of it, plus
 #    WORK_DIR/outside (a folder outside the run folder, with a file that must stay as it is);
 # 3. writes COMMANDS random commands with tools/monkey_script.py (seed SEED, default 1) to WORK_DIR/monkey.lesson;
@@ -102,6 +103,11 @@ truncate -s 256M "$h/sparse-256m.safetensors"
 ln -s loop.safetensors "$h/loop.safetensors"
 ln -s missing.safetensors "$h/dangling.safetensors"
 cp "$src/tests/fixtures/models/seq2seq_tutorial_tiny.safetensors" "$h/copy of tiny ünï.safetensors"
+# Hugging Face Marian folders with a file missing, a SentencePiece model that is not one, another architecture
+marian=$src/tests/fixtures/marian/tiny-separate
+cp -r "$marian" "$h/marian-no-vocab" && rm "$h/marian-no-vocab/vocab.json"
+cp -r "$marian" "$h/marian-bad-spm" && printf 'not a protobuf' >"$h/marian-bad-spm/source.spm"
+cp -r "$marian" "$h/marian-bart" && printf '{"model_type": "bart"}' >"$h/marian-bart/config.json"
 # files the script's writes must not replace, and ways out of the run folder
 for f in existing.png existing.csv existing.npy existing.json; do printf 'sentinel %s\n' "$f" >"$run/$f"; done
 printf 'sentinel outside\n' >"$outside/existing.png"
@@ -123,7 +129,8 @@ for f in existing.png existing.csv existing.npy existing.json link-inside.png ho
 for f in "$outside/x-absolute.png" ../outside/x-relative.csv link-out/x-through-dir-link.png link-existing.png \
   link-new.png /tmp/elsewhere/x.png "$outside/existing.png"; do set -- "$@" --outside "$f"; done
 for f in "$src/assets/models/de-en.safetensors" "$src/assets/models/fr-en.safetensors" \
-  "$src"/tests/fixtures/models/*.safetensors; do set -- "$@" --model "$f"; done
+  "$src"/tests/fixtures/models/*.safetensors "$src/tests/fixtures/marian/tiny-de-en" \
+  "$src/tests/fixtures/marian/tiny-separate"; do set -- "$@" --model "$f"; done
 [ -z "${MONKEY_EXCLUDE:-}" ] || set -- "$@" --exclude "$MONKEY_EXCLUDE"
 python3 "$src/tools/monkey_script.py" --seed "$seed" --commands "$commands" --out "$work/monkey.lesson" \
   --manifest "$work/monkey.lesson.json" --app "$app" "$@" || fail "writing the script"
