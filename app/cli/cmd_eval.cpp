@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "backend/cuda_model.h"
+#include "backend/device.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "decode/decoder.h"
@@ -20,13 +22,16 @@ int run_eval(const Args& args) {
   OptionParser p("eval");
   std::string src, ref, out;
   int beam = 1;
+  std::string device_name = "auto";
+  p.value("--device", &device_name);
   p.value("--src", &src);
   p.value("--ref", &ref);
   p.value("--out", &out);
   p.value("--beam", &beam, 1, kMaxBeamWidth);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
-    std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n\n"
+    std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n"
+               "                          [--device auto|cpu|cuda]\n\n"
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
@@ -34,10 +39,15 @@ int run_eval(const Args& args) {
                "by its own SentencePiece models, and BLEU compares the words of its output with the references'. --out writes the translations, one per line; it replaces an existing\n"
                "regular file (keeping its permissions), never the model, FILE or the references.\n"
                "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
-               "the model accepts is an error naming the line.\n",
+               "the model accepts is an error naming the line.\n"
+               "--device auto (the default: greedy decoding on the GPU where this build has CUDA and a GPU can take the\n"
+               "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can; beam search runs on the CPU).\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
+  const DeviceRequest device = parse_device(device_name);
+  if (device == DeviceRequest::Cuda && beam > 1)
+    fail(ErrorKind::Unsupported, "eval", "beam search runs on the CPU only: use --device cpu or auto with --beam");
   // The shipped model when none is named: resolved here, so that --out can never be it either.
   const std::string model_path = p.positional().empty() ? shipped_model_path() : p.positional()[0];
   const WriteRules out_rules{.replace = true, .inputs = {model_path, src, ref}, .allowed_folder = ""};
@@ -59,7 +69,26 @@ int run_eval(const Args& args) {
                                          "; the model accepts at most " +
                                          std::to_string(model.config.max_positions - specials));
   const auto start = std::chrono::steady_clock::now();
-  const auto hyps = translations_for_bleu(model, model.weights, sources, {beam, 0.6f, 0});
+  std::vector<TokenSequence> hyps;
+  // Greedy decoding on the GPU where one takes the model (the ids as translate_tokens builds them), else the CPU.
+  const bool on_gpu = beam == 1 && run_on_gpu("eval", device, model, [&](CudaModel& gpu) {
+    std::vector<TokenSequence> pieces;
+    for (const TokenSequence& source : sources) {
+      std::vector<int> ids;
+      if (model.config.bos_id != model.config.pad_id) ids.push_back(model.config.bos_id);
+      for (int id : to_ids(source, model.src_vocab)) ids.push_back(id);
+      ids.push_back(model.config.eos_id);
+      const int max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
+      TokenSequence out;
+      for (int id : gpu.greedy(ids, {}, max_length)) {
+        if (id == model.config.eos_id) break;
+        out.push_back(model.tgt_vocab.token(id));
+      }
+      pieces.push_back(std::move(out));
+    }
+    hyps = subwords ? words_of(model, pieces) : std::move(pieces);
+  });
+  if (!on_gpu) hyps = translations_for_bleu(model, model.weights, sources, {beam, 0.6f, 0});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!out.empty()) {  // atomically, under the rules checked above (io/user_files.h)
     std::string text;
@@ -70,8 +99,8 @@ int run_eval(const Args& args) {
     if (const std::string error = write_user_file(out, text, out_rules); !error.empty()) fail(ErrorKind::File, "eval", error);
   }
   const BleuScore s = corpus_bleu(hyps, corpus.target);
-  std::printf("%zu sentences, %s, %.1f s\n", hyps.size(), beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy",
-              seconds);
+  std::printf("%zu sentences, %s, %.1f s on the %s\n", hyps.size(),
+              beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy", seconds, on_gpu ? "GPU" : "CPU");
   std::printf("precisions %.1f/%.1f/%.1f/%.1f, brevity penalty %.3f (hypothesis %ld, reference %ld tokens)\n",
               100 * s.precisions[0], 100 * s.precisions[1], 100 * s.precisions[2], 100 * s.precisions[3],
               s.brevity_penalty, s.hypothesis_length, s.reference_length);

@@ -19,6 +19,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
 #include "util/error.h"
+#include "util/parallel.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -191,12 +192,27 @@ void App::frame() {
     else
       ImGui::TextDisabled("  no model loaded");
     if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
-
-    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
+    // Which device computes what the views show, at the end of the sentence's line (the model line is full at
+    // 1280 pixels): the CPU (a GPU, where there is one, trains live runs and serves the CLI's --device).
+    const BackendInfo& backend = backend_info();
+    const std::string device = "CPU, " + std::to_string(parallel_threads()) + " threads";
+    const std::string device_text = "on the " + device;
+    const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
     if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
     if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", device_text.c_str());
+    record_item("top_bar.device", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, device);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", backend.cuda_available
+                                  ? ("these views compute on the CPU; the GPU " + backend.cuda_device_name +
+                                     " trains the Training stage's runs and serves stepformer-cli --device")
+                                        .c_str()
+                                  : ("no usable GPU (" + backend.description + "): everything computes on the CPU")
+                                        .c_str());
     if (const std::string shown = training_.shown_label(state_); !shown.empty() && state_.ready()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "[%s]", shown.c_str());  // whose weights translate
       ImGui::SameLine();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "../unit/forward_fixture.h"
@@ -420,6 +421,35 @@ TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
   EXPECT_NE(run_cli(std::string("translate \"") + sentence + "\" --device cuda --beam 4", &status).find("CPU only"),
             std::string::npos);
   EXPECT_EQ(status, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CudaCli, EvalOnTheGpuIsTheCpus) {
+  SKIP_WITHOUT_GPU();
+  // Greedy eval of twenty Multi30k-like lines: the same translations (written with --out) on both devices.
+  const std::string dir = ::testing::TempDir() + "/stepformer-cuda-eval";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream src(dir + "/src.de"), ref(dir + "/ref.en");
+    const char* lines[][2] = {{"ein mann fährt fahrrad .", "a man rides a bike ."},
+                              {"zwei hunde spielen im schnee .", "two dogs play in the snow ."},
+                              {"eine frau liest ein buch .", "a woman reads a book ."},
+                              {"kinder spielen auf der straße .", "children play on the street ."}};
+    for (int i = 0; i < 5; ++i)
+      for (const auto& l : lines) src << l[0] << "\n", ref << l[1] << "\n";
+  }
+  int status = 0;
+  std::string out[2];
+  const char* devices[] = {"cpu", "cuda"};
+  for (int d = 0; d < 2; ++d) {
+    const std::string log = run_cli(std::string("eval --src ") + dir + "/src.de --ref " + dir + "/ref.en --out " + dir +
+                                        "/" + devices[d] + ".txt --device " + devices[d], &status);
+    ASSERT_EQ(status, 0) << log;
+    EXPECT_NE(log.find(d ? "on the GPU" : "on the CPU"), std::string::npos) << log;
+    std::ifstream in(dir + "/" + devices[d] + ".txt");
+    out[d] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_EQ(out[1], out[0]);
   std::filesystem::remove_all(dir);
 }
 

@@ -12,6 +12,7 @@
 #include "gui/render/item_placements.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "util/parallel.h"
 
 namespace sf::gui {
 namespace {
@@ -84,6 +85,14 @@ TEST_F(MarianViews, AFolderDroppedOnTheWindowOpens) {
   EXPECT_EQ(app_->state().model->family, "marian");
   EXPECT_FALSE(app_->state().model->config.share_embeddings);  // its own target vocabulary
   EXPECT_FALSE(app_->state().translation.empty());
+}
+
+TEST_F(MarianViews, TheTopBarSaysWhichDeviceComputes) {
+  // The views compute on the CPU (with a GPU too: it trains live runs and serves the CLI), and the top bar says so.
+  start("Ein Hund läuft.", "tokens");
+  const std::vector<std::string> device = drawn("top_bar.device");
+  ASSERT_EQ(device.size(), 1u);
+  EXPECT_EQ(device[0], "CPU, " + std::to_string(parallel_threads()) + " threads");
 }
 
 TEST_F(MarianViews, EveryStageDrawsOnIt) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "forward_fixture.h"
 #include "io/safetensors.h"
 #include "model/model.h"
@@ -115,6 +116,24 @@ TEST_F(CliHostile, EvalNeverWritesOverItsSourceAndLeavesAUsersTmpFileAlone) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_EQ(slurp(dir / "F.tmp"), "the user's own file");
   EXPECT_TRUE(fs::exists(dir / "F"));
+}
+
+TEST_F(CliHostile, EvalOnADeviceThatIsNotThereSaysWhy) {
+  // --device cuda where no GPU can compute: exit 1 naming why; auto: the CPU, and the summary says so.
+  write_text(dir / "a.de", "ein mann\n");
+  write_text(dir / "a.en", "a man\n");
+  if (!backend_info().cuda_available) {
+    const Result cuda = cli({"eval", m(), "--src", at("a.de"), "--ref", at("a.en"), "--device", "cuda"});
+    EXPECT_EQ(cuda.exit_code, 1) << cuda.output;
+    EXPECT_TRUE(cuda.output.find("GPU") != std::string::npos || cuda.output.find("CUDA") != std::string::npos)
+        << cuda.output;
+    const Result automatic = cli({"eval", m(), "--src", at("a.de"), "--ref", at("a.en"), "--device", "auto"});
+    EXPECT_EQ(automatic.exit_code, 0) << automatic.output;
+    EXPECT_NE(automatic.output.find("on the CPU"), std::string::npos) << automatic.output;
+  }
+  EXPECT_MESSAGE(cli({"eval", m(), "--src", at("a.de"), "--ref", at("a.en"), "--device", "cuda", "--beam", "4"}), 1,
+                 "CPU only");
+  EXPECT_MESSAGE(cli({"eval", m(), "--src", at("a.de"), "--ref", at("a.en"), "--device", "tpu"}), 1, "tpu");
 }
 
 TEST_F(CliHostile, OutputsAreNeverDevicesFifosOrLinksAndKeepTheirPermissions) {
