@@ -70,14 +70,11 @@ int run_eval(const Args& args) {
                                          std::to_string(model.config.max_positions - specials));
   const auto start = std::chrono::steady_clock::now();
   std::vector<TokenSequence> hyps;
-  // Greedy decoding on the GPU where one takes the model (the ids as translate_tokens builds them), else the CPU.
+  // Greedy decoding on the GPU where one takes the model (the ids translate_tokens reads), else the CPU.
   const bool on_gpu = beam == 1 && run_on_gpu("eval", device, model, [&](CudaModel& gpu) {
     std::vector<TokenSequence> pieces;
     for (const TokenSequence& source : sources) {
-      std::vector<int> ids;
-      if (model.config.bos_id != model.config.pad_id) ids.push_back(model.config.bos_id);
-      for (int id : to_ids(source, model.src_vocab)) ids.push_back(id);
-      ids.push_back(model.config.eos_id);
+      const std::vector<int> ids = source_ids(model.config, model.src_vocab, source);
       const int max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
       TokenSequence out;
       for (int id : gpu.greedy(ids, {}, max_length)) {

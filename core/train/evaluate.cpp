@@ -9,10 +9,7 @@
 
 namespace sf {
 
-TokenSequence translate_tokens(const Config& config, const ModelWeights& weights, const Vocabulary& src_vocab,
-                               const Vocabulary& tgt_vocab, const TokenSequence& source,
-                               const TranslateSettings& settings) {
-  // <bos> source <eos> (Marian, bos == pad: source <eos>, as make_batch), cut to what the model's positions allow.
+std::vector<int> source_ids(const Config& config, const Vocabulary& src_vocab, const TokenSequence& source) {
   std::vector<int> ids;
   if (config.bos_id != config.pad_id) ids.push_back(config.bos_id);
   for (int id : to_ids(source, src_vocab)) {
@@ -20,6 +17,13 @@ TokenSequence translate_tokens(const Config& config, const ModelWeights& weights
     ids.push_back(id);
   }
   ids.push_back(config.eos_id);
+  return ids;
+}
+
+TokenSequence translate_tokens(const Config& config, const ModelWeights& weights, const Vocabulary& src_vocab,
+                               const Vocabulary& tgt_vocab, const TokenSequence& source,
+                               const TranslateSettings& settings) {
+  const std::vector<int> ids = source_ids(config, src_vocab, source);
   DecodeOptions options;
   options.strategy = settings.beam_width > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
   options.beam_width = std::max(1, settings.beam_width);

@@ -16,6 +16,10 @@ struct TranslateSettings {
   const GenerationDefaults* generation = nullptr;  // a model's own decoding rules (Marian's): bad words, beams
 };
 
+// The encoder's input for a tokenized sentence: <bos> tokens <eos> (Marian, bos == pad: tokens </s>, as
+// make_batch), cut to what the model's positions allow; unknown tokens become <unk>.
+std::vector<int> source_ids(const Config& config, const Vocabulary& src_vocab, const TokenSequence& source);
+
 // Translates one tokenized source sentence (tokens as in the vocabulary; unknown words become <unk>).
 // Returns the target tokens, without <bos>/<eos>.
 TokenSequence translate_tokens(const Config& config, const ModelWeights& weights, const Vocabulary& src_vocab,
