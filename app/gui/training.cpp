@@ -323,6 +323,9 @@ void Training::poll(AppState& state) {
     force_refresh_ = weights_requested_ = false;
     return;
   }
+  const auto now_time = std::chrono::steady_clock::now();
+  if (state.busy()) last_busy_ = now_time;
+  const double settled_seconds = std::chrono::duration<double>(now_time - last_busy_).count();
   if (!weights_requested_) {
     const bool due = force_refresh_ || live_step_shown_ < 0 || seconds_since_refresh() >= kRefreshSeconds;
     const bool news = force_refresh_ || live_step_shown_ < 0 || status_.step != live_step_shown_;
@@ -334,6 +337,8 @@ void Training::poll(AppState& state) {
     weights_requested_ = true;
   }
   if (state.busy()) return;
+  // The result on show stays kRefreshSeconds once settled (wait-train's refresh_now() does not wait).
+  if (!force_refresh_ && live_step_shown_ >= 0 && settled_seconds < kRefreshSeconds) return;
   std::shared_ptr<const Model> model;
   int64_t step = 0;
   if (!session_->take_requested_weights(model, step)) return;

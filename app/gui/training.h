@@ -38,7 +38,11 @@ double mean_row_entropy(const Mat& probabilities);
 
 class Training {
  public:
-  static constexpr double kRefreshSeconds = 3.0;  // how often the live weights are shown again
+  // How often the live weights are shown again: kRefreshSeconds after the last refresh, and never before the
+  // views have shown a settled result (no decoding in flight) for that long. A decoding slower than the interval
+  // (a beam of 64 on a long sentence) would otherwise be restarted by the next weights the moment it ends: the
+  // result would flash for one frame, and a script waiting for the views to settle would wait for ever.
+  static constexpr double kRefreshSeconds = 3.0;
 
   Training() = default;
   // Where the next run's steps compute (--device); the views compute on the CPU whatever it is.
@@ -107,13 +111,15 @@ class Training {
   double seconds_since_refresh() const;
   // Once a frame, never blocking: a timeline read in the background is taken; a live run's status is read, its
   // new snapshots join the timeline, and, while following the run, its weights are asked for every
-  // kRefreshSeconds (the worker copies them after its step in progress) and shown once they come (when the app
-  // is not busy decoding).
+  // kRefreshSeconds (the worker copies them after its step in progress) and shown once they come and the views
+  // have been settled (not decoding) for kRefreshSeconds.
   void poll(AppState& state);
   // Shows the live weights as soon as they can be had (follows the run again); refresh_pending() until then
   // (the script's wait-train waits for it).
   void refresh_now();
-  bool refresh_pending() const { return force_refresh_ || weights_requested_; }
+  // Only the refresh asked for counts: the regular ones, due every kRefreshSeconds while the run goes on, would
+  // keep a waiting script waiting for ever when each decoding of the views takes longer than that.
+  bool refresh_pending() const { return force_refresh_; }
 
  private:
   std::shared_ptr<const Model> file_model_;
@@ -143,6 +149,7 @@ class Training {
   bool force_refresh_ = false;      // refresh_now(): ask at once, whatever the time since the last refresh
   bool weights_requested_ = false;  // asked the worker for a copy; it has not come yet
   std::chrono::steady_clock::time_point last_refresh_{};
+  std::chrono::steady_clock::time_point last_busy_{};  // the last poll that saw a decoding in flight
 };
 
 }  // namespace sf::gui

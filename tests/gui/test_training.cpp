@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -185,6 +186,97 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
   EXPECT_EQ(load_timeline(saved.string()).snapshots.size(), training.timeline()->snapshots.size());
 }
 
+// A decoding slower than the refresh interval (a beam of 64 on a long sentence does that, under a sanitizer most
+// of all) must not be restarted by the next weights the moment it ends: the result stays on show kRefreshSeconds
+// with nothing decoding, and a script waiting for the views to settle (busy() false) gets its turn. Before, the
+// frame that took the finished decoding also showed the next weights, so busy() never fell: the monkey test's
+// script waited for ever behind a live run.
+TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
+  const fs::path data = tiny_corpus(fresh_output_dir("live_training_slow_views") / "data");
+  AppState state;
+  state.sentence = "w1 w2 w3";
+  state.step_budget_ms = 1;  // as in the app: decodings run off the frame thread
+  const double hold_seconds = Training::kRefreshSeconds + 0.5;
+  state.on_worker_start = [hold_seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
+  };
+  Training training;
+  std::string error;
+  ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  int64_t first_step = -1;
+  bool was_busy = false;
+  std::optional<Clock::time_point> settled_at;  // the first frame after the first decoding with none in flight
+  double settled_for = -1;
+  const auto start = Clock::now();
+  while (seconds_since(start) < 30) {  // frames, as the app's loop runs them
+    state.poll_background();
+    training.poll(state);
+    const bool busy = state.busy();
+    if (first_step < 0) first_step = training.live_step_shown();
+    if (!settled_at) {
+      if (busy) was_busy = true;
+      if (!busy && was_busy) {
+        settled_at = Clock::now();
+        ASSERT_EQ(training.live_step_shown(), first_step) << "the next weights came in the frame the decoding ended";
+      }
+    } else if (busy || training.live_step_shown() != first_step) {
+      settled_for = seconds_since(*settled_at);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  state.on_worker_start = nullptr;
+  training.stop();
+  ASSERT_TRUE(settled_at) << "the views never settled in 30 s";
+  ASSERT_GE(first_step, 0);
+  // Either no newer weights came (the run had ended) or they came a whole interval after the views settled.
+  if (settled_for >= 0) {
+    EXPECT_GE(settled_for, Training::kRefreshSeconds - 0.1);
+  }
+  state.finish_background();
+}
+
+// wait-train's own refresh (refresh_now) ends once its weights are on show and decoded, even while the run goes
+// on and the regular refreshes keep coming: before, refresh_pending() also counted those, so with decodings slower
+// than the interval a script's wait-train never ended.
+TEST(LiveTraining, ARefreshAskedForEndsWhileTheRunGoesOn) {
+  const fs::path data = fresh_output_dir("live_training_refresh_asked") / "data";
+  sf::testing::write_renaming_corpus(data, "de", "en", 200000, 12, 8, 5);  // a run of a minute or more
+  AppState state;
+  state.sentence = "w1 w2 w3";
+  state.step_budget_ms = 1;
+  const double hold_seconds = Training::kRefreshSeconds + 0.5;
+  state.on_worker_start = [hold_seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
+  };
+  Training training;
+  std::string error;
+  ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const auto frame = [&] {
+    state.poll_background();
+    training.poll(state);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  const auto start = Clock::now();
+  while (seconds_since(start) < 30 && (training.live_step_shown() < 0 || state.busy())) frame();
+  ASSERT_GE(training.live_step_shown(), 0) << "no weights shown in 30 s";
+  ASSERT_TRUE(training.running()) << "the run ended too soon for this test";
+  training.refresh_now();  // as wait-train does once its step is reached
+  const auto asked = Clock::now();
+  // As the script waits: until no decoding is in flight and the refresh asked for is done.
+  while (seconds_since(asked) < 20 && (state.busy() || training.refresh_pending())) frame();
+  const double waited = seconds_since(asked);
+  EXPECT_TRUE(training.running()) << "the run ended: the regular refreshes stopped, so this proves nothing";
+  state.on_worker_start = nullptr;
+  training.stop();
+  state.finish_background();
+  EXPECT_LT(waited, hold_seconds + 2.5) << "the refresh asked for was still pending after " << waited << " s";
+}
+
 // Saved to a model file, a run writes the model and its checkpoint after every epoch; started again with the same
 // name it resumes from the checkpoint (here: after its last epoch, so it has nothing left to train) and ends
 // with the same weights. A user's file without a checkpoint, or the open model file, is refused.
@@ -292,6 +384,22 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   for (const auto& h : layout["heatmaps"])
     if (h["name"] == "training_cross_head") head_map = h["cols"] == 6;  // <bos> w1 w2 w3 w4 <eos>
   EXPECT_TRUE(head_map) << layout.dump();
+}
+
+// wait-train on a paused run: a paused run takes no steps, so the wait would never end (it did: the app waited
+// for ever, frames going on). The script says so against its line and goes on.
+TEST(TrainingScreen, WaitTrainOnAPausedRunGoesOn) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_paused_wait");
+  const fs::path data = tiny_corpus(dir / "data");
+  std::ofstream(dir / "paused.script") << "train start classroom\ntrain pause\nwait-train 100000\nquit\n";
+  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " +
+                          headless_app_command("--no-settings --data '" + data.string() +
+                                               "' --script paused.script") + " > log.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
+  const std::string log = test::read_bytes((dir / "log.txt").string());
+  EXPECT_NE(log.find("script line 3: wait-train 100000: the run is paused at step"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -209,7 +209,14 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     log.push_back("script line " + std::to_string(busy_line_) + ": " + late);
   if (wait_train_to_ >= 0) {  // wait-train: frames go on while the run trains
     Training& training = app.training();
-    if (training.running() && training.status().step < wait_train_to_) return publish(app);
+    if (training.running() && training.status().step < wait_train_to_) {
+      if (!training.paused()) return publish(app);
+      // A paused run takes no steps: waiting would never end. Go on with the weights of this moment.
+      log.push_back("script line " + std::to_string(wait_train_line_) + ": wait-train " + std::to_string(wait_train_to_) +
+                    ": the run is paused at step " + std::to_string(training.status().step) +
+                    " and takes no steps (train resume before wait-train); going on");
+      wait_train_to_ = 0;  // done waiting: the weights of this moment are shown, as at the step asked for
+    }
     if (!wait_train_refreshed_) {  // the weights of this moment, shown before the next command
       training.refresh_now();
       wait_train_refreshed_ = true;
