@@ -222,6 +222,23 @@ void BM_GreedyDecode20(benchmark::State& state) {
 }
 BENCHMARK(BM_GreedyDecode20)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
+// A beam of WIDTH for 20 steps on a 20-token sentence with the KV cache (the demo model's random weights rarely
+// end a hypothesis early, so every step feeds WIDTH hypotheses): what the app's `decode beam WIDTH` costs.
+void BM_BeamDecode20(benchmark::State& state) {
+  const BenchModel& m = model();
+  DecodeOptions o;
+  o.strategy = DecodeStrategy::Beam;
+  o.beam_width = static_cast<int>(state.range(0));
+  o.max_length = 20;
+  int steps = 0;
+  for (auto _ : state) {
+    Decoder d(m.config, m.weights, sentence(20, false), {}, o);
+    steps = d.run();
+  }
+  state.counters["steps"] = steps;
+}
+BENCHMARK(BM_BeamDecode20)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 int main(int argc, char** argv) {

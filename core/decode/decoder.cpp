@@ -115,6 +115,31 @@ void Decoder::feed(Hypothesis& h, std::span<const int> tokens) const {
 
 void Decoder::feed(Hypothesis& h, int token) const { feed(h, std::span<const int>(&token, 1)); }
 
+void Decoder::feed_each(std::vector<Hypothesis>& hypotheses, const std::vector<int>& tokens) const {
+  if (!use_cache_ || hypotheses.size() < 2) {
+    for (size_t i = 0; i < hypotheses.size(); ++i) feed(hypotheses[i], tokens[i]);
+    return;
+  }
+  std::vector<KvCache*> caches;
+  for (Hypothesis& h : hypotheses) caches.push_back(&h.cache);
+  const Mat logits = decode_steps(*config_, *weights_, encoded_, tokens, caches);  // (W, Vt)
+  for (size_t i = 0; i < hypotheses.size(); ++i) hypotheses[i].next_logits = logits.row(static_cast<Eigen::Index>(i));
+}
+
+std::vector<Decoder::Hypothesis> Decoder::continue_hypotheses(const std::vector<int>& parent_slots,
+                                                             const std::vector<int>& tokens) {
+  std::vector<size_t> last_child(states_.size(), parent_slots.size());
+  for (size_t i = 0; i < parent_slots.size(); ++i) last_child[static_cast<size_t>(parent_slots[i])] = i;
+  std::vector<Hypothesis> next(parent_slots.size());
+  for (size_t i = 0; i < parent_slots.size(); ++i) {  // rising i: a parent's copies are made before its move
+    Hypothesis& parent = states_[static_cast<size_t>(parent_slots[i])];
+    next[i] = last_child[static_cast<size_t>(parent_slots[i])] == i ? std::move(parent) : parent;
+  }
+  states_.clear();
+  feed_each(next, tokens);
+  return next;
+}
+
 Decoder::Hypothesis Decoder::rebuild(int node) const {
   Hypothesis h = start_hypothesis();
   feed(h, path(node));
@@ -317,8 +342,7 @@ void Decoder::step_beam() {
   if (options_.beam_scoring == BeamScoring::HuggingFace) return step_beam_hugging_face();
   const int width = options_.beam_width;
   const std::vector<BeamCandidate> candidates = beam_candidates();
-  std::vector<int> new_live;
-  std::vector<Hypothesis> new_states;
+  std::vector<int> new_live, parent_slots, tokens;  // the open hypotheses of the next step
   for (size_t rank = 0; rank < candidates.size() && static_cast<int>(new_live.size()) < width; ++rank) {
     const BeamCandidate& c = candidates[rank];
     const int parent = live_[static_cast<size_t>(c.parent_slot)];
@@ -334,13 +358,12 @@ void Decoder::step_beam() {
       finished_beams_.push_back(id);
       continue;
     }
-    Hypothesis h = states_[static_cast<size_t>(c.parent_slot)];
-    feed(h, c.token);
     new_live.push_back(id);
-    new_states.push_back(std::move(h));
+    parent_slots.push_back(c.parent_slot);
+    tokens.push_back(c.token);
   }
   live_ = std::move(new_live);
-  states_ = std::move(new_states);
+  states_ = continue_hypotheses(parent_slots, tokens);
   if (live_.empty() || static_cast<int>(finished_beams_.size()) >= width) finished_ = true;
 }
 
@@ -357,8 +380,7 @@ void Decoder::step_beam_hugging_face() {
   const int width = options_.beam_width;
   std::vector<BeamCandidate> candidates = beam_candidates();
   if (static_cast<int>(candidates.size()) > 2 * width) candidates.resize(static_cast<size_t>(2 * width));
-  std::vector<int> new_live;
-  std::vector<Hypothesis> new_states;
+  std::vector<int> new_live, parent_slots, tokens;  // the open hypotheses of the next step
   bool every_candidate_ends = true;
   for (size_t rank = 0; rank < candidates.size(); ++rank) {
     const BeamCandidate& c = candidates[rank];
@@ -375,10 +397,9 @@ void Decoder::step_beam_hugging_face() {
       finished_beams_.push_back(id);
       continue;
     }
-    Hypothesis h = states_[static_cast<size_t>(c.parent_slot)];
-    feed(h, c.token);
     new_live.push_back(id);
-    new_states.push_back(std::move(h));
+    parent_slots.push_back(c.parent_slot);
+    tokens.push_back(c.token);
   }
   // The K best finished (stable: an earlier one stays ahead of an equal later one).
   std::stable_sort(finished_beams_.begin(), finished_beams_.end(), [&](int a, int b) {
@@ -386,7 +407,7 @@ void Decoder::step_beam_hugging_face() {
   });
   if (static_cast<int>(finished_beams_.size()) > width) finished_beams_.resize(static_cast<size_t>(width));
   live_ = std::move(new_live);
-  states_ = std::move(new_states);
+  states_ = continue_hypotheses(parent_slots, tokens);
   bool improvable = true;
   if (static_cast<int>(finished_beams_.size()) >= width && !live_.empty()) {
     const BeamNode& best_open = tree_[static_cast<size_t>(live_.front())];

@@ -174,6 +174,12 @@ class Decoder {
   Hypothesis start_hypothesis() const;
   void feed(Hypothesis& h, int token) const;
   void feed(Hypothesis& h, std::span<const int> tokens) const;
+  // A beam's step: hypothesis i gets tokens[i]; with the cache, one decoder pass for all (decode_steps).
+  void feed_each(std::vector<Hypothesis>& hypotheses, const std::vector<int>& tokens) const;
+  // The states of the next step's hypotheses, the child of parent slot parent_slots[i] taking tokens[i]: each
+  // parent's state goes to its last child by move and is copied for the others (a cache holds the whole prefix).
+  // Empties states_.
+  std::vector<Hypothesis> continue_hypotheses(const std::vector<int>& parent_slots, const std::vector<int>& tokens);
   Hypothesis rebuild(int node) const;
   void step_single();
   // The decoder's traced pass over `input` (<bos> + tokens) on the encoder pass, painted masks fitted to it;

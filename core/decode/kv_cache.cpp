@@ -47,4 +47,22 @@ RowVec decode_step(const Config& config, const ModelWeights& weights, const Trac
   return decode_chunk(config, weights, encoded, {token}, cache, 1).row(0);
 }
 
+Mat decode_steps(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const std::vector<int>& tokens, const std::vector<KvCache*>& caches) {
+  if (tokens.size() != caches.size())
+    fail(ErrorKind::Input, "decode_steps",
+         std::to_string(tokens.size()) + " tokens for " + std::to_string(caches.size()) + " caches");
+  if (tokens.empty()) return Mat(0, config.tgt_vocab_size);
+  const CrossKeysValues* cross = caches.front()->cross.get();
+  DecoderPass pass;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!caches[i] || caches[i]->cross.get() != cross)
+      fail(ErrorKind::Input, "decode_steps", "every cache must continue the same encoder pass");
+    pass.rows.add_sequence({tokens[i]}, caches[i]->length());
+    pass.output_rows.push_back(static_cast<int>(i));
+  }
+  pass.caches = caches;
+  return decoder_pass(config, weights, encoded, cross, pass);
+}
+
 }  // namespace sf

@@ -6,6 +6,7 @@
 //
 // Each function here is one call of decoder_pass (passes.h) with the rows it needs:
 //   decode_step      one token continuing the cache: its logits
+//   decode_steps     one token continuing each of N caches (a beam's hypotheses), all in one pass: N rows
 //   decode_chunk     k tokens continuing the cache in one pass: the logits of the last out_rows of them
 //   decode_prefixes  without a cache, several prefixes of one translation at once: the last row of each
 #pragma once
@@ -40,5 +41,13 @@ Mat decode_prefixes(const Config& config, const ModelWeights& weights, const Tra
 // Feeds `token` at position cache.length() and returns the logits (1, Vt) that predict the token after it.
 RowVec decode_step(const Config& config, const ModelWeights& weights, const Trace& encoded, int token,
                    KvCache& cache);
+
+// decode_step for N sequences at once: tokens[i] (N) continues *caches[i] (each its own sequence, at its own
+// length; all on the same encoder pass). Returns the logits (N, Vt), row i predicting the token after tokens[i].
+// One pass of N rows: every projection is one (N, C) product instead of N row-by-matrix products, which is what
+// makes a beam of 64 a few times faster than feeding its hypotheses one by one. The same numbers as N decode_step
+// calls up to float rounding (products of another shape sum in another order).
+Mat decode_steps(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                 const std::vector<int>& tokens, const std::vector<KvCache*>& caches);
 
 }  // namespace sf

@@ -128,6 +128,43 @@ TEST(KvCache, ChunkEqualsTheFullPassRows) {
   }
 }
 
+// One token for each of several caches (a beam's hypotheses, here at different lengths) in one pass: each row is
+// what decode_step gives that cache alone, and each cache grows as decode_step grows it.
+TEST(KvCache, StepsOfSeveralCachesInOnePassEqualTheirOwnSteps) {
+  Model m;
+  Trace encoded;
+  encode(m.config, m.weights, kSrc, {}, encoded);
+  const KvCache start = start_kv_cache(m.config, m.weights, encoded);
+  const std::vector<std::vector<int>> prefixes = {{2}, {2, 6, 11}, {2, 8}, {2, 6, 11, 4, 9}};
+  const std::vector<int> next = {7, 3, 13, 5};
+  std::vector<KvCache> batched, alone;
+  for (const auto& prefix : prefixes) {
+    KvCache c = start;
+    for (int token : prefix) decode_step(m.config, m.weights, encoded, token, c);
+    batched.push_back(c);
+    alone.push_back(c);
+  }
+  std::vector<KvCache*> caches;
+  for (KvCache& c : batched) caches.push_back(&c);
+  const Mat logits = decode_steps(m.config, m.weights, encoded, next, caches);
+  ASSERT_EQ(logits.rows(), 4);
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const RowVec want = decode_step(m.config, m.weights, encoded, next[i], alone[i]);
+    EXPECT_LT(mixed_error(logits.row(static_cast<Eigen::Index>(i)), want), 1e-5f) << "cache " << i;
+    ASSERT_EQ(batched[i].tokens, alone[i].tokens);
+    for (size_t l = 0; l < batched[i].keys.size(); ++l) {
+      const Eigen::Index n = batched[i].length();
+      EXPECT_LT((batched[i].keys[l].topRows(n) - alone[i].keys[l].topRows(n)).cwiseAbs().maxCoeff(), 1e-5f);
+      EXPECT_LT((batched[i].values[l].topRows(n) - alone[i].values[l].topRows(n)).cwiseAbs().maxCoeff(), 1e-5f);
+    }
+  }
+  EXPECT_THROW(decode_steps(m.config, m.weights, encoded, {1, 2}, caches), Error);  // 2 tokens, 4 caches
+  KvCache other = start_kv_cache(m.config, m.weights, encoded);  // another encoder pass's keys and values
+  KvCache first = start;
+  decode_step(m.config, m.weights, encoded, 2, first);
+  EXPECT_THROW(decode_steps(m.config, m.weights, encoded, {3, 3}, {&first, &other}), Error);
+}
+
 std::vector<int> greedy_by_hand(const Model& m, int max_length) {
   std::vector<int> input = {m.config.bos_id}, out;
   while (static_cast<int>(out.size()) < max_length) {
@@ -329,6 +366,15 @@ TEST(Decoder, BeamTree) {
     EXPECT_NEAR(node.sum_logprob, parent.sum_logprob + node.logprob, 1e-4f);
     EXPECT_LE(node.logprob, 0.0f);
     EXPECT_FALSE(parent.finished);
+  }
+  // Every node's log-probability is what a full pass over its parent's path gives its token: the hypotheses of a
+  // step, fed together in one pass (decode_steps), each got its own row and its own cache.
+  for (size_t n = 1; n < tree.size(); ++n) {
+    std::vector<int> input = {m.config.bos_id};
+    const std::vector<int> before = d.path(tree[n].parent);
+    input.insert(input.end(), before.begin(), before.end());
+    const Trace full = forward(m.config, m.weights, kSrc, input);
+    EXPECT_NEAR(tree[n].logprob, log_softmax(full.logits.bottomRows(1))(tree[n].token), 1e-4f) << "node " << n;
   }
   // Beam hypotheses are distinct, and the best one scores at least as well as the greedy output.
   std::set<std::vector<int>> paths;
