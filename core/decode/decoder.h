@@ -47,8 +47,9 @@ enum class DecodeStrategy { Greedy, Sample, Beam };
 //                open hypothesis, scored at its length, cannot beat the worst of W endings, or at max_length
 enum class BeamScoring { Gnmt, HuggingFace };
 
-// The widest beam a decoder accepts: each hypothesis is a decoder pass per step, so a width of thousands would
-// freeze the app for minutes and take gigabytes; 64 is far past where BLEU stops improving.
+// The widest beam a decoder accepts: each hypothesis is a row of every step's decoder pass and a KV cache of its
+// own, so a width of thousands would freeze the app for minutes and take gigabytes; 64 is far past where BLEU
+// stops improving.
 inline constexpr int kMaxBeamWidth = 64;
 // The widest beam without the KV cache (the causal mask off, or a painted mask that lets a query see a later
 // key): then every position's vector depends on the tokens after it, so each step recomputes every hypothesis'
