@@ -324,8 +324,7 @@ void Training::poll(AppState& state) {
     return;
   }
   const auto now_time = std::chrono::steady_clock::now();
-  if (state.busy()) last_busy_ = now_time;
-  const double settled_seconds = std::chrono::duration<double>(now_time - last_busy_).count();
+  if (state.busy()) last_busy_ = now_time;  // recorded every frame: a decoding may end between requests
   if (!weights_requested_) {
     const bool due = force_refresh_ || live_step_shown_ < 0 || seconds_since_refresh() >= kRefreshSeconds;
     const bool news = force_refresh_ || live_step_shown_ < 0 || status_.step != live_step_shown_;
@@ -338,7 +337,9 @@ void Training::poll(AppState& state) {
   }
   if (state.busy()) return;
   // The result on show stays kRefreshSeconds once settled (wait-train's refresh_now() does not wait).
-  if (!force_refresh_ && live_step_shown_ >= 0 && settled_seconds < kRefreshSeconds) return;
+  if (!force_refresh_ && live_step_shown_ >= 0 &&
+      std::chrono::duration<double>(now_time - last_busy_).count() < kRefreshSeconds)
+    return;
   std::shared_ptr<const Model> model;
   int64_t step = 0;
   if (!session_->take_requested_weights(model, step)) return;
@@ -347,7 +348,7 @@ void Training::poll(AppState& state) {
   shown_snapshot_ = -1;
   live_model_ = std::move(model);
   live_step_shown_ = step;
-  last_refresh_ = std::chrono::steady_clock::now();
+  last_refresh_ = now_time;
 }
 
 }  // namespace sf::gui

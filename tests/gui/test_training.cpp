@@ -186,6 +186,22 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
   EXPECT_EQ(load_timeline(saved.string()).snapshots.size(), training.timeline()->snapshots.size());
 }
 
+// Views that decode slower than the live refresh interval, as a beam of 64 does under a sanitizer: a sentence, the
+// app's frame budget (decodings run off the frame thread), and every decoding held longer than kRefreshSeconds.
+// Returns how long each is held.
+double hold_every_decoding(AppState& state) {
+  state.sentence = "w1 w2 w3";
+  state.step_budget_ms = 1;
+  const double hold_seconds = Training::kRefreshSeconds + 0.5;
+  state.on_worker_start = [hold_seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
+  };
+  return hold_seconds;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 // A decoding slower than the refresh interval (a beam of 64 on a long sentence does that, under a sanitizer most
 // of all) must not be restarted by the next weights the moment it ends: the result stays on show kRefreshSeconds
 // with nothing decoding, and a script waiting for the views to settle (busy() false) gets its turn. Before, the
@@ -194,17 +210,10 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
 TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
   const fs::path data = tiny_corpus(fresh_output_dir("live_training_slow_views") / "data");
   AppState state;
-  state.sentence = "w1 w2 w3";
-  state.step_budget_ms = 1;  // as in the app: decodings run off the frame thread
-  const double hold_seconds = Training::kRefreshSeconds + 0.5;
-  state.on_worker_start = [hold_seconds] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
-  };
+  hold_every_decoding(state);
   Training training;
   std::string error;
   ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   int64_t first_step = -1;
   bool was_busy = false;
   std::optional<Clock::time_point> settled_at;  // the first frame after the first decoding with none in flight
@@ -245,17 +254,10 @@ TEST(LiveTraining, ARefreshAskedForEndsWhileTheRunGoesOn) {
   const fs::path data = fresh_output_dir("live_training_refresh_asked") / "data";
   sf::testing::write_renaming_corpus(data, "de", "en", 200000, 12, 8, 5);  // a run of a minute or more
   AppState state;
-  state.sentence = "w1 w2 w3";
-  state.step_budget_ms = 1;
-  const double hold_seconds = Training::kRefreshSeconds + 0.5;
-  state.on_worker_start = [hold_seconds] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
-  };
+  const double hold_seconds = hold_every_decoding(state);
   Training training;
   std::string error;
   ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const auto frame = [&] {
     state.poll_background();
     training.poll(state);
