@@ -13,6 +13,8 @@ namespace {
 
 // Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
 constexpr int kPrefixBatch = 6;
+// With one, the most tokens a translation's guess from itself (repetition_guess) checks in one chunk.
+constexpr int kRepetitionDraft = 8;
 
 }  // namespace
 
@@ -171,9 +173,29 @@ GuidedRedecoder::Continuation GuidedRedecoder::continuation_guess(const std::vec
       if (!std::equal(generated.end() - n, generated.end(), guess.begin() + (from - n))) continue;
       if (best < 0 || std::abs(from - position) < std::abs(best - position)) best = from;
     }
-    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1};
+    if (best >= 0) return {std::vector<int>(guess.begin() + best, guess.end()), std::abs(best - position) <= 1, n};
   }
-  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true};
+  if (position < size) return {std::vector<int>(guess.begin() + position, guess.end()), true, 0};
+  return {};
+}
+
+// The latest earlier occurrence of the last 3 (else 2) tokens generated, ending at `end` < size: what followed
+// it, generated[end, size), has period p = size - end, and the guess goes on with it, token i being
+// generated[end + i mod p] ("a b c a b" + "c a b c a ..."). Not from one token alone: a word that recurs
+// ("a", ",") says little about what follows it.
+GuidedRedecoder::Continuation GuidedRedecoder::repetition_guess(const std::vector<int>& generated, int length) {
+  const int size = static_cast<int>(generated.size());
+  for (int n = std::min(3, size - 1); n >= 2; --n) {
+    for (int end = size - 1; end >= n; --end) {
+      if (!std::equal(generated.end() - n, generated.end(), generated.begin() + (end - n))) continue;
+      const int period = size - end;
+      Continuation c;
+      c.aligned = true;
+      c.matched = n;
+      for (int i = 0; i < length; ++i) c.tokens.push_back(generated[static_cast<size_t>(end + i % period)]);
+      return c;
+    }
+  }
   return {};
 }
 
@@ -201,6 +223,11 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     std::vector<int> so_far = d.generated();
     so_far.push_back(token);
     Continuation guessed = continuation_guess(so_far, guess);
+    // Where the earlier translation matches less of what was just generated than the translation's own past
+    // does, the model is repeating itself: that is the better guess.
+    Continuation repeated = repetition_guess(so_far, d.use_cache_ ? kRepetitionDraft : kPrefixBatch);
+    if (repeated.matched > guessed.matched || (repeated.matched > 0 && repeated.matched == guessed.matched && !guessed.aligned))
+      guessed = std::move(repeated);
     // A likely guess is checked whole (with a cache); a weak one a few tokens at a time; none is fed past
     // max_length (a token that finishes there is left to a pass of its own).
     const int room = std::max(d.max_length_ - (generated + 1) - 1, 0);

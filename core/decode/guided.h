@@ -1,6 +1,8 @@
 // Greedy re-decoding after an intervention, guided by an earlier translation (speculative decoding with the
 // earlier translation as the draft, as prompt-lookup decoding does): most interventions change a word or two of
 // a translation, so its tokens are guessed and checked many at a time instead of decoded one pass per token.
+// Where the translation repeats itself more than it follows the earlier one (an intervention that breaks the
+// model: "while a woman , while a woman , ..." to the length limit), its own earlier tokens are the draft.
 //
 //   Decoder d(config, weights, src, interventions, options);
 //   GuidedRedecoder(d).run(previous_translation);   // the same tokens, tree and steps as d.run()
@@ -56,8 +58,14 @@ class GuidedRedecoder {
   struct Continuation {  // what a guess says follows the tokens generated
     std::vector<int> tokens;
     bool aligned = false;  // it starts at most one position from where it stood in the guess: likely right
+    int matched = 0;       // the last tokens generated it was found after (0: none, the guess from the position)
   };
   static Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess);
+  // The translation guessed from itself: where the last tokens generated (2 or 3) occurred before, what followed
+  // them there, repeated with the same period for up to `length` tokens. A model that loops ("while a woman ,
+  // while a woman , ..."), as one often does after an intervention that breaks it, is then checked a stretch at
+  // a time instead of one pass per token.
+  static Continuation repetition_guess(const std::vector<int>& generated, int length);
 
   Decoder& d_;
   int guessed_ = 0;

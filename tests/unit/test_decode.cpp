@@ -601,6 +601,33 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
   EXPECT_TRUE(u2.trace_kept());
 }
 
+// A translation that loops (as the shipped model's does with positions off: "while a woman , while a woman , ...")
+// is guessed from its own earlier tokens: most of it is taken from checked guesses even with nothing to guess
+// from, and it is still exactly what step-by-step decoding gives (the loop broken twice, and the free tokens
+// after it, are where the guesses go wrong).
+TEST(Decoder, RunGuidedGuessesATranslationThatRepeatsItselfFromItself) {
+  Model m;
+  const DecodeOptions o = greedy_up_to(36);
+  Interventions loop;
+  for (int i = 0; i < 9; ++i) loop.forced_prefix.insert(loop.forced_prefix.end(), {6, 7, 8});
+  loop.forced_prefix[13] = 9;  // "... 6 7 8 6 9 8 6 7 8 ..."
+  loop.forced_prefix.insert(loop.forced_prefix.end(), {11, 11, 11, 11, 11});  // a period of one
+  ASSERT_EQ(loop.forced_prefix.size(), 32u);
+  for (bool causal : {true, false}) {  // with the KV cache (chunks), and without (batches of prefix passes)
+    Interventions iv = loop;
+    iv.causal_mask = causal;
+    const Decoder plain = decoded(m, o, iv);
+    ASSERT_EQ(plain.generated().size(), 36u);
+    for (const std::vector<int>& guess : {std::vector<int>(), std::vector<int>{3, 4, 5}}) {
+      Decoder guided(m.config, m.weights, kSrc, iv, o);
+      GuidedRedecoder redecoder(guided);
+      redecoder.run(guess);
+      expect_same_decoding(guided, plain);
+      EXPECT_GE(redecoder.guessed(), 16) << (causal ? "with" : "without") << " the cache";
+    }
+  }
+}
+
 TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {
   // Without the causal mask, and with a painted mask that lets query 1 see key 4 and one on cross-attention:
   // each prefix's last row equals the last row of a full pass over that prefix alone.
