@@ -43,9 +43,16 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
       small_gemm_xwt(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(),
                      w.weight.data(), static_cast<int>(w.weight.rows()), out.data());
   } else if (x.rows() >= 64) {
+    // Each block starts as the bias (or zeros) and the product is added to it: Eigen's `=` of a product zeroes
+    // its destination first and the bias would be one more pass over the output (together 7% of a 256-token
+    // forward, measured with perf); `+=` accumulates straight into it.
     for_each_column_block(w.weight.rows(), [&](Eigen::Index first, Eigen::Index n) {
-      out.middleCols(first, n).noalias() = x * w.weight.middleRows(first, n).transpose();  // (N, in) (in, n)
+      auto block = out.middleCols(first, n);  // (N, n)
+      if (w.bias.size() > 0) block.rowwise() = w.bias.segment(first, n);
+      else block.setZero();
+      block.noalias() += x * w.weight.middleRows(first, n).transpose();  // (N, in) (in, n)
     });
+    return;
   } else {
     // A build without the AVX-512 kernel: computed into a column-major buffer, so that Eigen takes W^T (in, out)
     // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;
