@@ -209,6 +209,7 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
   const int start = d.steps();
   if (start == 0) guessed_ += prefill(guess);
   d.ensure_started();
+  bool missed = false;  // the last check took nothing of its guess: the translation has left the guess
   while (!d.finished_) {
     // The next token is greedy decoding's choice from the prediction in hand; what follows it is guessed, and
     // the two are checked together.
@@ -226,22 +227,27 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     // Where the earlier translation matches less of what was just generated than the translation's own past
     // does, the model is repeating itself: that is the better guess.
     Continuation repeated = repetition_guess(so_far, d.use_cache_ ? kRepetitionDraft : kPrefixBatch);
-    if (repeated.matched > guessed.matched || (repeated.matched > 0 && repeated.matched == guessed.matched && !guessed.aligned))
-      guessed = std::move(repeated);
+    const bool from_itself =
+        repeated.matched > guessed.matched || (repeated.matched > 0 && repeated.matched == guessed.matched && !guessed.aligned);
+    if (from_itself) guessed = std::move(repeated);
     // A likely guess is checked whole (with a cache); a weak one a few tokens at a time; none is fed past
     // max_length (a token that finishes there is left to a pass of its own).
     const int room = std::max(d.max_length_ - (generated + 1) - 1, 0);
-    const int most = std::min(guessed.aligned ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : (d.use_cache_ ? 3 : 2),
-                              room);
+    // After a miss the earlier translation is checked a few tokens at a time too, until a guess holds again: a
+    // translation that has left it (positions off: hardly a word in common) would otherwise pay a pass over its
+    // whole rest, or a full traced pass, for every token it decodes. (A guess from itself is short anyway.)
+    const bool likely = guessed.aligned && (!missed || from_itself);
+    const int most = std::min(likely ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : (d.use_cache_ ? 3 : 2), room);
     if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
     std::vector<int> draft = {token};
     draft.insert(draft.end(), guessed.tokens.begin(), guessed.tokens.end());
     // A likely guess that runs to the end: with a cache, checked in a full traced pass over the whole
     // translation, the pass trace() shows when the guess holds.
-    const bool to_the_end = guessed.aligned && !guessed.tokens.empty() && guessed.tokens.back() == d.config_->eos_id;
+    const bool to_the_end = likely && !guessed.tokens.empty() && guessed.tokens.back() == d.config_->eos_id;
     const Check how = !d.use_cache_ ? Check::Prefixes : to_the_end ? Check::FullPass : Check::Chunk;
     Verification v = verify(draft, how, to_the_end);
     guessed_ += static_cast<int>(v.tokens.size()) - 1;  // the first was not a guess
+    missed = draft.size() > 1 && v.tokens.size() <= 1;
     take(std::move(v));
   }
   return d.steps() - start;
