@@ -12,7 +12,10 @@
 //   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
 //                                  would read)
 //   BM_CudaTrainingStep/B          one training step on B random sentences (bench_training's BM_TrainingStep)
-//   BM_CudaGreedy20                20 greedy tokens (no KV cache on the GPU: the decoder reruns on each prefix)
+//   BM_CudaGreedy20                20 greedy tokens by CudaModel::greedy (the decoder reruns on each prefix)
+//   BM_Decoder20/beam/gpu/base     a Decoder's 20 tokens (eos never chosen, so every run decodes 20), greedy
+//                                  (beam 1) or beam search, its steps on the GPU (Decoder::compute_on: KV caches
+//                                  in GPU memory; gpu 1) or on this machine's CPU (gpu 0), demo or base model
 // Wall-clock time per pass (each pass ends with cudaDeviceSynchronize). Without a GPU it says so and exits 1.
 #include <benchmark/benchmark.h>
 
@@ -23,6 +26,7 @@
 #include "backend/backend.h"
 #include "backend/cuda_model.h"
 #include "bench_main.h"
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "train/init.h"
 #include "training_batch.h"
@@ -116,6 +120,23 @@ void BM_CudaGreedy20(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(m.gpu->greedy(sentence(20, false), {}, 20));
 }
 BENCHMARK(BM_CudaGreedy20)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Decoder20(benchmark::State& state) {
+  GpuModel& m = gpu_model(state.range(2) != 0);
+  DecodeOptions options;
+  options.max_length = 20;
+  options.never_generate = {m.model.config.eos_id};
+  options.strategy = state.range(0) > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
+  options.beam_width = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    Decoder d(m.model.config, m.model.weights, sentence(20, false), {}, options);
+    if (state.range(1) != 0) d.compute_on(*m.gpu);
+    d.run();
+    benchmark::DoNotOptimize(d.generated());
+  }
+}
+BENCHMARK(BM_Decoder20)->ArgNames({"beam", "gpu", "base"})->ArgsProduct({{1, 4}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -14,9 +14,11 @@
 # Options, as environment variables:
 #   GPU_CHECK_DATA=DIR            also train the shipped model's recipe on the GPU on Multi30k's tokenized files in DIR
 #                                 (train/val/test_2016_flickr .lc.norm.tok.{de,en}) and report each epoch's
-#                                 validation BLEU and time
-#   GPU_CHECK_TRAIN_SECONDS=N     stop that run after N seconds (default 600)
+#                                 validation BLEU and time; and score the shipped model on the test set with beam 4,
+#                                 decoded on the GPU and on the CPU
+#   GPU_CHECK_TRAIN_SECONDS=N     stop that run after N seconds (default 600; 0: no training run)
 #   GPU_CHECK_BENCH=training      only the training benchmark (when time on the GPU machine is short)
+#   GPU_CHECK_BENCH=decoding      only the decoding benchmark (BM_Decoder20, BM_CudaGreedy20)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:-gpu_check_out}
@@ -75,6 +77,9 @@ export STEPFORMER_BENCH_MODEL_BASE=/tmp/stepformer-bench-base.safetensors
 step bench_models "$BUILD/bench/bench_forward" --benchmark_filter=NONE
 if [ "${GPU_CHECK_BENCH:-all}" = training ]; then
   TAIL=8 step bench_cuda_training "$BUILD/bench/bench_cuda" --benchmark_filter=Training --benchmark_min_time=0.3
+elif [ "${GPU_CHECK_BENCH:-all}" = decoding ]; then
+  TAIL=12 step bench_cuda_decoding "$BUILD/bench/bench_cuda" --benchmark_filter='Decoder20|Greedy20' \
+    --benchmark_min_time=0.3
 else
   TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3
   TAIL=40 step bench_pytorch_cuda python3 tools/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
@@ -84,11 +89,17 @@ else
       --sentences "$n" --steps 20
   done
 fi
-if [ -n "${GPU_CHECK_DATA:-}" ]; then  # the shipped model's recipe (README, "Training"), on the GPU
+if [ -n "${GPU_CHECK_DATA:-}" ] && [ "${GPU_CHECK_TRAIN_SECONDS:-600}" != 0 ]; then  # the shipped recipe on the GPU
   TAIL=30 step train_de_en_cuda timeout "${GPU_CHECK_TRAIN_SECONDS:-600}" stdbuf -oL -eL "$BUILD/app/stepformer-cli" train \
     --device cuda --data "$GPU_CHECK_DATA" --src de --tgt en --out /tmp/stepformer-gpu-de-en.safetensors \
     --no-resume --epochs 18 --batch-tokens 3000 --lr 1e-3 --warmup 500 --dropout 0.1 --label-smoothing 0.1 \
     --clip 1 --tie-output --seed 1 --threads "$JOBS"
+fi
+if [ -n "${GPU_CHECK_DATA:-}" ]; then  # the shipped model's test BLEU, beam 4, decoded on the GPU and on the CPU
+  for device in cuda cpu; do
+    TAIL=4 step "eval_beam4_$device" "$BUILD/app/stepformer-cli" eval --src "$GPU_CHECK_DATA/test_2016_flickr.lc.norm.tok.de" \
+      --ref "$GPU_CHECK_DATA/test_2016_flickr.lc.norm.tok.en" --beam 4 --device "$device"
+  done
 fi
 TAIL=6 step translate_cuda "$BUILD/app/stepformer-cli" translate "Zwei Hunde spielen im Schnee." --device cuda
 say "cuda tests: exit $cuda_rc"

@@ -40,14 +40,12 @@ int run_eval(const Args& args) {
                "regular file (keeping its permissions), never the model, FILE or the references.\n"
                "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
                "the model accepts is an error naming the line.\n"
-               "--device auto (the default: greedy decoding on the GPU where this build has CUDA and a GPU can take the\n"
-               "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can; beam search runs on the CPU).\n",
+               "--device auto (the default: decoding on the GPU where this build has CUDA and a GPU can take the\n"
+               "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can).\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
   const DeviceRequest device = parse_device(device_name);
-  if (device == DeviceRequest::Cuda && beam > 1)
-    fail(ErrorKind::Unsupported, "eval", "beam search runs on the CPU only: use --device cpu or auto with --beam");
   // The shipped model when none is named: resolved here, so that --out can never be it either.
   const std::string model_path = p.positional().empty() ? shipped_model_path() : p.positional()[0];
   const WriteRules out_rules{.replace = true, .inputs = {model_path, src, ref}, .allowed_folder = ""};
@@ -70,22 +68,14 @@ int run_eval(const Args& args) {
                                          std::to_string(model.config.max_positions - specials));
   const auto start = std::chrono::steady_clock::now();
   std::vector<TokenSequence> hyps;
-  // Greedy decoding on the GPU where one takes the model (the ids translate_tokens reads), else the CPU.
-  const bool on_gpu = beam == 1 && run_on_gpu("eval", device, model, [&](CudaModel& gpu) {
-    std::vector<TokenSequence> pieces;
-    for (const TokenSequence& source : sources) {
-      const std::vector<int> ids = source_ids(model.config, model.src_vocab, source);
-      const int max_length = std::min<int>(static_cast<int>(source.size()) + 50, model.config.max_positions - 1);
-      TokenSequence out;
-      for (int id : gpu.greedy(ids, {}, max_length)) {
-        if (id == model.config.eos_id) break;
-        out.push_back(model.tgt_vocab.token(id));
-      }
-      pieces.push_back(std::move(out));
-    }
-    hyps = subwords ? words_of(model, pieces) : std::move(pieces);
+  // On the GPU where one takes the model (each sentence's steps there: Decoder::compute_on), else the CPU.
+  const TranslateSettings how{beam, 0.6f, 0};
+  const bool on_gpu = run_on_gpu("eval", device, model, [&](CudaModel& gpu) {
+    TranslateSettings there = how;
+    there.gpu = &gpu;
+    hyps = translations_for_bleu(model, model.weights, sources, there);
   });
-  if (!on_gpu) hyps = translations_for_bleu(model, model.weights, sources, {beam, 0.6f, 0});
+  if (!on_gpu) hyps = translations_for_bleu(model, model.weights, sources, how);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!out.empty()) {  // atomically, under the rules checked above (io/user_files.h)
     std::string text;

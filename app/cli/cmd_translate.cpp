@@ -32,8 +32,8 @@ int run_translate(const Args& args) {
                "A Marian model decodes as its generation config says (num_beams, length penalty, max_length, bad\n"
                "words), scored as transformers' generate(); --beam K changes the width (--beam 1: greedy).\n"
                "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n"
-               "--device auto (the default: greedy decoding on the GPU where this build has CUDA and a GPU can take\n"
-               "the model), cpu, or cuda (an error where no GPU can; beam search runs on the CPU only).\n",
+               "--device auto (the default: decoding on the GPU where this build has CUDA and a GPU can take the\n"
+               "model), cpu, or cuda (an error where no GPU can).\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
@@ -51,8 +51,6 @@ int run_translate(const Args& args) {
     return 2;
   }
   const DeviceRequest device = parse_device(device_name);
-  if (device == DeviceRequest::Cuda && beam > 1)
-    fail(ErrorKind::Unsupported, "translate", "beam search runs on the CPU only: use --device cpu or auto with --beam");
   require_words(sentence, "translate");
   const Model model = load_model_warning("translate", default_model ? "" : p.positional()[0]);
   const std::vector<Token> source = encode_text(model, sentence, Side::Source);
@@ -69,19 +67,16 @@ int run_translate(const Args& args) {
     options.strategy = beam > 1 ? DecodeStrategy::Beam : DecodeStrategy::Greedy;
     options.beam_width = beam;
   }
-  if (device == DeviceRequest::Cuda && options.strategy == DecodeStrategy::Beam)
-    fail(ErrorKind::Unsupported, "translate",
-         "this model decodes with a beam of " + std::to_string(options.beam_width) +
-             " and beam search runs on the CPU only: use --device cpu, or --beam 1 for greedy decoding on the GPU");
-  std::vector<int> generated;
-  const bool on_gpu = options.strategy == DecodeStrategy::Greedy && run_on_gpu("translate", device, model, [&](CudaModel& gpu) {
-    generated = gpu.greedy(token_ids(source), {}, options.max_length);
-  });
-  if (!on_gpu) {
+  // The same decoder on either device: on the GPU its steps compute there (Decoder::compute_on).
+  auto decode = [&](CudaModel* gpu) {
     Decoder decoder(model.config, model.weights, token_ids(source), {}, options);
+    if (gpu) decoder.compute_on(*gpu);
     decoder.run();
-    generated = decoder.generated();
-  }
+    return decoder.generated();
+  };
+  std::vector<int> generated;
+  if (!run_on_gpu("translate", device, model, [&](CudaModel& gpu) { generated = decode(&gpu); }))
+    generated = decode(nullptr);
   std::vector<std::string> words;
   for (int id : generated) {
     if (id == model.config.eos_id) break;

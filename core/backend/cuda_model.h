@@ -11,9 +11,10 @@
 // CPU's within 1e-4 (tests/unit/test_cuda.cpp, label cuda). Built only with nvcc (STEPFORMER_CUDA=AUTO/ON); a
 // build without it links backend/no_cuda/, whose constructor throws ErrorKind::Unsupported.
 //
-// Not on the GPU yet: the KV cache (greedy() recomputes the decoder on the whole prefix each step, which a GPU does
-// in well under a millisecond at these sizes), sampling and beam search, and the guided re-decoding after an
-// intervention. Those run on the CPU.
+// Decoding with KV caches in GPU memory is CudaDecoding's (below): a Decoder (decode/decoder.h) whose steps
+// compute there (Decoder::compute_on) decodes greedy, sampled and beam search on the GPU. greedy() here recomputes
+// the decoder on the whole prefix each step: it takes painted masks, which the caches do not. Not on the GPU yet:
+// the guided re-decoding after an intervention (decode/guided.h).
 //
 // Errors: ErrorKind::Unsupported when CUDA is not built, no GPU is usable (the runtime's reason), the model does not
 // fit in the GPU's free memory, or a CUDA call fails mid-run (out of memory included): the caller goes on with the
@@ -82,7 +83,40 @@ class CudaModel {
   struct Impl;  // the GPU side (backend/cuda/device_model.h), opaque here
 
  private:
+  friend class CudaDecoding;
   std::unique_ptr<Impl> impl_;
+};
+
+// Decoding one source sentence with key/value caches in GPU memory (backend/cuda/cuda_decoding.cpp): the CPU's
+// decode_steps (decode/kv_cache.h) on the GPU. The encoder pass, and every decoder layer's cross-attention keys
+// and values, are computed once, at construction; then each step() feeds one token to each of N caches (a beam's
+// hypotheses) as one pass of N rows and copies back only their logits (N, Vt).
+//   cache   one hypothesis' self-attention keys and values, layer by layer: (max_positions, C) each, filled up to
+//           its length; a handle (an int) names it
+// Interventions: heads switched off, positions off, padding. A painted mask or the causal mask off (no exact cache
+// on the CPU either) is ErrorKind::Unsupported, as is a CUDA failure (out of memory included): the caller goes
+// on on the CPU. `model` must outlive this.
+class CudaDecoding {
+ public:
+  CudaDecoding(CudaModel& model, const std::vector<int>& src_ids, const Interventions& interventions);
+  ~CudaDecoding();
+  CudaDecoding(const CudaDecoding&) = delete;
+  CudaDecoding& operator=(const CudaDecoding&) = delete;
+
+  int new_cache();               // empty
+  int copy_cache(int from);      // holding what `from` holds
+  void release_cache(int cache);
+  void truncate_cache(int cache, int length);  // keeps the first `length` rows (length <= its length)
+  int cache_length(int cache) const;
+  // tokens[i] (N) continues cache caches[i] at position cache_length(caches[i]) (distinct caches). Returns the
+  // logits (N, Vt), row i predicting the token after tokens[i]; the same numbers as the CPU's decode_steps within
+  // float rounding.
+  Mat step(const std::vector<int>& caches, const std::vector<int>& tokens);
+
+  struct State;  // backend/cuda/cuda_decoding.cpp
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace sf

@@ -4,6 +4,7 @@
 #include <limits>
 #include <cmath>
 
+#include "backend/cuda_model.h"
 #include "model/model.h"
 #include "transformer/forward.h"
 #include "util/error.h"
@@ -84,15 +85,49 @@ void Decoder::start(const Interventions& interventions) {
   states_.push_back(std::move(h));
 }
 
+struct Decoder::GpuCache {
+  std::shared_ptr<CudaDecoding> owner;
+  int id;
+  GpuCache(std::shared_ptr<CudaDecoding> decoding, int cache) : owner(std::move(decoding)), id(cache) {}
+  GpuCache(const GpuCache&) = delete;
+  GpuCache& operator=(const GpuCache&) = delete;
+  ~GpuCache() { owner->release_cache(id); }
+};
+
+std::shared_ptr<Decoder::GpuCache> Decoder::gpu_cache(int id) const { return std::make_shared<GpuCache>(gpu_, id); }
+
+void Decoder::own_gpu_cache(Hypothesis& h) const {
+  if (h.gpu.use_count() > 1) h.gpu = gpu_cache(gpu_->copy_cache(h.gpu->id));
+}
+
+int Decoder::fed(const Hypothesis& h) const { return gpu_ ? gpu_->cache_length(h.gpu->id) : h.cache.length(); }
+
+void Decoder::compute_on(CudaModel& gpu) {
+  if (!history_.empty() || fed(states_.front()) > 0)
+    fail(ErrorKind::Input, "Decoder", "compute_on: the decoder has already taken steps on the CPU");
+  if (!use_cache_)
+    fail(ErrorKind::Unsupported, "cuda",
+         "without an exact KV cache (the cache switched off, the causal mask off, or a painted mask that lets a token "
+         "see later ones) decoding runs on the CPU");
+  auto decoding = std::make_shared<CudaDecoding>(gpu, encoded_.src.ids, encoded_.interventions);
+  const int first = decoding->new_cache();
+  gpu_ = std::move(decoding);
+  states_.front().gpu = gpu_cache(first);
+}
+
 void Decoder::ensure_started() {
   Hypothesis& h = states_.front();
-  if (h.cache.length() == 0 && !finished_) feed(h, config_->bos_id);
+  if (fed(h) == 0 && !finished_) feed(h, config_->bos_id);
 }
 
 Decoder::Hypothesis Decoder::start_hypothesis() const {
   Hypothesis h;
-  h.cache = empty_kv_cache(*config_);
-  h.cache.cross = cross_;
+  if (gpu_) {
+    h.gpu = gpu_cache(gpu_->new_cache());
+  } else {
+    h.cache = empty_kv_cache(*config_);
+    h.cache.cross = cross_;
+  }
   feed(h, config_->bos_id);
   return h;
 }
@@ -100,6 +135,11 @@ Decoder::Hypothesis Decoder::start_hypothesis() const {
 // Consumes tokens in order: next_logits becomes the prediction after the last.
 void Decoder::feed(Hypothesis& h, std::span<const int> tokens) const {
   if (tokens.empty()) return;
+  if (gpu_) {
+    own_gpu_cache(h);
+    for (int token : tokens) h.next_logits = gpu_->step({h.gpu->id}, {token}).row(0);
+    return;
+  }
   if (use_cache_) {
     for (int token : tokens) h.next_logits = decode_step(*config_, *weights_, encoded_, token, h.cache);
     return;
@@ -116,6 +156,16 @@ void Decoder::feed(Hypothesis& h, std::span<const int> tokens) const {
 void Decoder::feed(Hypothesis& h, int token) const { feed(h, std::span<const int>(&token, 1)); }
 
 void Decoder::feed_each(std::vector<Hypothesis>& hypotheses, const std::vector<int>& tokens) const {
+  if (gpu_ && !hypotheses.empty()) {  // one pass of every hypothesis over its own cache
+    std::vector<int> ids;
+    for (Hypothesis& h : hypotheses) {
+      own_gpu_cache(h);
+      ids.push_back(h.gpu->id);
+    }
+    const Mat logits = gpu_->step(ids, tokens);  // (W, Vt)
+    for (size_t i = 0; i < hypotheses.size(); ++i) hypotheses[i].next_logits = logits.row(static_cast<Eigen::Index>(i));
+    return;
+  }
   if (!use_cache_ || hypotheses.size() < 2) {
     for (size_t i = 0; i < hypotheses.size(); ++i) feed(hypotheses[i], tokens[i]);
     return;
@@ -436,7 +486,13 @@ int Decoder::step_back(int count) {
     // them once, below, however many steps are undone.
     if (options_.strategy != DecodeStrategy::Beam) {
       Hypothesis& h = states_.front();
-      truncate_kv_cache(h.cache, tree_[static_cast<size_t>(live_.front())].length + 1);
+      const int keep = tree_[static_cast<size_t>(live_.front())].length + 1;
+      if (gpu_) {
+        own_gpu_cache(h);
+        gpu_->truncate_cache(h.gpu->id, keep);
+      } else {
+        truncate_kv_cache(h.cache, keep);
+      }
       h.next_logits = s.next_logits;
     }
   }

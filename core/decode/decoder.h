@@ -20,6 +20,8 @@
 // otherwise each step recomputes the decoder on the whole prefix. Both give the same tokens.
 // Re-decoding a sentence after an intervention, guessing from an earlier translation, is GuidedRedecoder's
 // (decode/guided.h): it takes greedy steps into this decoder, which step_back undoes as any other.
+// compute_on(gpu) moves the steps to a GPU (the KV caches in GPU memory: backend/cuda_model.h CudaDecoding); the
+// strategies, the tree and step_back are the same code on either device.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,6 +37,9 @@
 #include "transformer/trace.h"
 
 namespace sf {
+
+class CudaModel;
+class CudaDecoding;
 
 enum class DecodeStrategy { Greedy, Sample, Beam };
 
@@ -156,10 +161,21 @@ class Decoder {
   const DecodeOptions& options() const { return options_; }
   bool uses_kv_cache() const { return use_cache_; }
 
+  // Computes every step from here on on `gpu` (which must outlive this decoder and its copies): its encoder pass
+  // there, each step one pass of the live hypotheses over their caches in GPU memory. Before the first step only
+  // (ErrorKind::Input after). ErrorKind::Unsupported where the GPU cannot take them (no exact KV cache, a painted
+  // mask, a CUDA failure): the decoder stays on the CPU, unchanged. A CUDA failure in a later step throws
+  // Unsupported from step(), and the decoder is then to be dropped (the CLI decodes again on the CPU). trace()
+  // and the encoder pass the views read stay the CPU's.
+  void compute_on(CudaModel& gpu);
+  bool on_gpu() const { return gpu_ != nullptr; }
+
  private:
   friend class GuidedRedecoder;  // takes greedy steps and the state its checks computed (decode/guided.h)
+  struct GpuCache;     // a cache in GPU memory (decoder.cpp), released with the last hypothesis sharing it
   struct Hypothesis {  // a live beam (greedy and sample use one)
-    KvCache cache;     // has consumed bos + the path (without an exact cache: only its tokens)
+    KvCache cache;     // has consumed bos + the path (without an exact cache: only its tokens); unused on the GPU
+    std::shared_ptr<GpuCache> gpu;  // on the GPU: the cache there, shared by copies until one of them changes
     RowVec next_logits;
   };
   struct Snapshot {    // what step_back restores
@@ -173,6 +189,9 @@ class Decoder {
 
   void start(const Interventions& interventions);  // the rest of construction, once the encoder pass is there
   Hypothesis start_hypothesis() const;
+  int fed(const Hypothesis& h) const;  // the tokens its cache has consumed
+  std::shared_ptr<GpuCache> gpu_cache(int id) const;
+  void own_gpu_cache(Hypothesis& h) const;  // before a change: a cache of its own where copies share it
   void feed(Hypothesis& h, int token) const;
   void feed(Hypothesis& h, std::span<const int> tokens) const;
   // A beam's step: hypothesis i gets tokens[i]; with the cache, one decoder pass for all (decode_steps).
@@ -232,6 +251,7 @@ class Decoder {
   bool finished_ = false;
   std::shared_ptr<const CrossKeysValues> cross_;  // of encoded_, shared by every hypothesis' cache
   std::shared_ptr<const Trace> finished_trace_;  // a guided pass that finished decoding: trace() reuses it
+  std::shared_ptr<CudaDecoding> gpu_;  // compute_on's: the steps compute there
 };
 
 }  // namespace sf

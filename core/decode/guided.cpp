@@ -201,7 +201,8 @@ GuidedRedecoder::Continuation GuidedRedecoder::repetition_guess(const std::vecto
 
 int GuidedRedecoder::run(const std::vector<int>& guess_in) {
   Decoder& d = d_;
-  if (d.options_.strategy != DecodeStrategy::Greedy) return d.run();
+  // On the GPU each step is one row over caches there: plain greedy decoding, no guess checked.
+  if (d.options_.strategy != DecodeStrategy::Greedy || d.on_gpu()) return d.run();
   // A guess from another vocabulary (an earlier model's) guesses nothing.
   const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
                                   [&](int id) { return id >= 0 && id < d.config_->tgt_vocab_size; });

@@ -34,6 +34,7 @@ TokenSequence translate_tokens(const Config& config, const ModelWeights& weights
   if (config.bos_id == config.pad_id) options.never_generate = {config.pad_id};  // Marian: never its start token
   if (settings.generation) apply_generation_rules(*settings.generation, options);
   Decoder decoder(config, weights, ids, {}, options);
+  if (settings.gpu) decoder.compute_on(*settings.gpu);
   decoder.run();
   TokenSequence out;
   for (int id : decoder.generated()) {
@@ -48,6 +49,11 @@ std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWei
                                             const std::vector<TokenSequence>& sources,
                                             const TranslateSettings& settings) {
   std::vector<TokenSequence> out(sources.size());
+  if (settings.gpu) {  // one GPU, one pass at a time
+    for (size_t i = 0; i < sources.size(); ++i)
+      out[i] = translate_tokens(config, weights, src_vocab, tgt_vocab, sources[i], settings);
+    return out;
+  }
   std::vector<std::exception_ptr> errors(sources.size());
   // Sentences are independent: a few at a time on each of the pool's threads (util/parallel.h; the loops inside a
   // translation then run on the thread that took it). The first sentence that failed is reported.

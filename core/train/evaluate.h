@@ -9,11 +9,16 @@
 
 namespace sf {
 
+class CudaModel;  // backend/cuda_model.h
+
 struct TranslateSettings {
   int beam_width = 1;            // 1: greedy
   float length_penalty = 0.6f;   // beam search (GNMT alpha)
   int max_length = 0;            // generated tokens; 0: source length + 50, capped by max_positions
   const GenerationDefaults* generation = nullptr;  // a model's own decoding rules (Marian's): bad words, beams
+  // Decode on this GPU (Decoder::compute_on; it must hold these weights): the sentences one after another, each
+  // step one pass of its hypotheses there. A CUDA failure throws ErrorKind::Unsupported.
+  CudaModel* gpu = nullptr;
 };
 
 // The encoder's input for a tokenized sentence: <bos> tokens <eos> (Marian, bos == pad: tokens </s>, as
@@ -26,7 +31,7 @@ TokenSequence translate_tokens(const Config& config, const ModelWeights& weights
                                const Vocabulary& tgt_vocab, const TokenSequence& source,
                                const TranslateSettings& settings);
 
-// Translates every sentence (in parallel over the cores, each sentence on one).
+// Translates every sentence (in parallel over the cores, each sentence on one; with settings.gpu in turn there).
 std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWeights& weights,
                                             const Vocabulary& src_vocab, const Vocabulary& tgt_vocab,
                                             const std::vector<TokenSequence>& sources,

@@ -1,6 +1,7 @@
 // The CUDA backend (core/backend/cuda_model.h) against the CPU: every traced tensor within 1e-4 for both PyTorch
-// families' fixtures and every kind of intervention, greedy decoding token for token, and the paths where no GPU
-// can take the work. Label `cuda`. Without a usable GPU the GPU tests skip, saying why; the no-GPU tests then run.
+// families' fixtures and every kind of intervention; decoding (greedy, sampled, beam search, with KV caches in GPU
+// memory) token for token; and the paths where no GPU can take the work. Label `cuda`. Without a usable GPU the
+// GPU tests skip, saying why; the no-GPU tests then run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +30,8 @@
 #include "transformer/forward.h"
 #include "util/error.h"
 #ifdef STEPFORMER_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "backend/cuda/cublas_loader.h"
 #endif
 
@@ -330,6 +333,54 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
   std::filesystem::remove_all(dir);
 }
 
+// Out of memory in the middle of a run: the trainer's model and Adam's state are in GPU memory, then this test takes
+// all the GPU has left (as another program would), so the first step's workspace cannot be had. The trainer says
+// why, goes on on the CPU from the GPU's state, and its steps are the CPU trainer's own: nothing was lost.
+TEST(CudaTraining, OutOfMemoryMidRunGoesOnOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+#ifdef STEPFORMER_HAVE_CUDA
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "stepformer-cuda-oom";
+  write_renaming_corpus(dir, "xx", "yy", 400, 40, 20, 3);
+  TrainOptions o = tiny_run(dir, "xx", "yy", 1, DeviceRequest::Cuda);
+  o.seed = 5;
+  std::string log;
+  Trainer t(o, [&](const std::string& line) { log += line + "\n"; });
+  ASSERT_NE(log.find("training on the GPU"), std::string::npos) << log;
+  std::vector<void*> taken;
+  for (size_t chunk = size_t{1} << 30; chunk >= (size_t{1} << 16);) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, chunk) == cudaSuccess) {
+      taken.push_back(p);
+    } else {
+      cudaGetLastError();
+      chunk /= 2;
+    }
+  }
+  ASSERT_FALSE(taken.empty());
+  t.step();  // fails on the GPU, then steps on the CPU
+  t.step();
+  for (void* p : taken) cudaFree(p);
+  EXPECT_NE(log.find("the GPU failed"), std::string::npos) << log;
+  EXPECT_NE(log.find("goes on on the CPU from step 0"), std::string::npos) << log;
+  TrainOptions cpu_options = o;
+  cpu_options.device = DeviceRequest::Cpu;
+  Trainer cpu(cpu_options);
+  cpu.step();
+  cpu.step();
+  ModelWeights a = cpu.weights(), b = t.weights();
+  const std::vector<ParameterView> pa = parameter_views(a), pb = parameter_views(b);
+  ASSERT_EQ(pa.size(), pb.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    ASSERT_EQ(pa[i].name, pb[i].name);
+    ASSERT_EQ(pa[i].size, pb[i].size);
+    for (Eigen::Index j = 0; j < pa[i].size; ++j, ++compared) ASSERT_EQ(pb[i].data[j], pa[i].data[j]) << pa[i].name;
+  }
+  EXPECT_GT(compared, 1000u);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 // The app's live run (train/session.h, the Training stage) on the GPU: it says where it trains, its timeline and the
 // weights it hands out are the GPU's, and it learns.
 TEST(CudaTraining, ALiveSessionTrainsOnTheGpu) {
@@ -379,6 +430,142 @@ TEST(CudaGreedy, SameTokensAsTheCpu) {
     }
 }
 
+void expect_rows_near(const Mat& expected, const Mat& actual, float tol, const std::string& what) {
+  ASSERT_EQ(actual.rows(), expected.rows()) << what;
+  ASSERT_EQ(actual.cols(), expected.cols()) << what;
+  for (Eigen::Index r = 0; r < expected.rows(); ++r)
+    for (Eigen::Index col = 0; col < expected.cols(); ++col)
+      ASSERT_NEAR(actual(r, col), expected(r, col), tol * std::max(1.0f, std::abs(expected(r, col))))
+          << what << " [" << r << ", " << col << "]";
+}
+
+// KV-cache steps on the GPU against the CPU's (decode/kv_cache.h) on random models of each variant: one cache fed
+// token by token; three caches (two of them copies) continued in one step; a truncated cache continued; caches of
+// two lengths in one call. And where the GPU's caches do not go: painted masks, the causal mask off.
+TEST(CudaDecoding, StepsEqualTheCpusCacheSteps) {
+  SKIP_WITHOUT_GPU();
+  struct Variant {
+    const char* name;
+    NormPlacement norm;
+    Activation act;
+    PositionalEncoding pos;
+  };
+  const Variant variants[] = {{"post relu sinusoidal", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal},
+                              {"pre gelu learned", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned}};
+  for (const Variant& v : variants) {
+    Config c = small_config();
+    c.norm_placement = v.norm;
+    c.activation = v.act;
+    c.positional_encoding = v.pos;
+    c.encoder_final_norm = c.decoder_final_norm = v.norm == NormPlacement::Pre;
+    const ModelWeights w = random_weights(c, 11);
+    const std::vector<int> src = {5, 9, 12, c.pad_id, 7};
+    Interventions heads, positions, no_padding;
+    heads.heads_off = {{AttentionKind::Decoder, 1, 0}, {AttentionKind::Cross, 0, 3}, {AttentionKind::Encoder, 0, 1}};
+    positions.positional_encoding = false;
+    no_padding.padding_mask = false;
+    const std::pair<const char*, Interventions> cases[] = {
+        {"none", {}}, {"heads off", heads}, {"no positions", positions}, {"no padding mask", no_padding}};
+    CudaModel gpu(c, w);
+    for (const auto& [name, iv] : cases) {
+      const std::string what = std::string(v.name) + ", " + name;
+      Trace encoded;
+      encode(c, w, src, iv, encoded);
+      KvCache a = start_kv_cache(c, w, encoded);
+      CudaDecoding g(gpu, src, iv);
+      const int ga = g.new_cache();
+      for (int token : {c.bos_id, 4, 11, c.pad_id})  // a pad among the keys: the self-attention's padding mask
+        expect_rows_near(decode_step(c, w, encoded, token, a), g.step({ga}, {token}), 1e-4f, what + ", one cache");
+      EXPECT_EQ(g.cache_length(ga), 4) << what;
+      KvCache b = a, d = a;
+      const int gb = g.copy_cache(ga), gd = g.copy_cache(ga);
+      expect_rows_near(decode_steps(c, w, encoded, {6, 7, 8}, {&a, &b, &d}), g.step({ga, gb, gd}, {6, 7, 8}), 1e-4f,
+                       what + ", three caches in one step");
+      truncate_kv_cache(b, 2);
+      g.truncate_cache(gb, 2);
+      expect_rows_near(decode_step(c, w, encoded, 9, b), g.step({gb}, {9}), 1e-4f, what + ", truncated");
+      Mat both(2, c.tgt_vocab_size);  // caches of 5 and 3 rows in one call
+      both.row(0) = decode_step(c, w, encoded, 5, a);
+      both.row(1) = decode_step(c, w, encoded, 6, b);
+      expect_rows_near(both, g.step({ga, gb}, {5, 6}), 1e-4f, what + ", two lengths");
+      g.release_cache(gd);
+      EXPECT_EQ(g.cache_length(g.new_cache()), 0) << what;
+      EXPECT_THROW(g.step({ga, ga}, {1, 2}), Error) << what;
+    }
+    Interventions painted;
+    painted.custom_masks = {{{AttentionKind::Cross, 0, 1}, Mat::Zero(1, static_cast<Eigen::Index>(src.size()))}};
+    Interventions no_causal;
+    no_causal.causal_mask = false;
+    for (const Interventions& iv : {painted, no_causal}) {
+      try {
+        CudaDecoding g(gpu, src, iv);
+        ADD_FAILURE() << "the GPU's caches took an intervention they cannot compute";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+      }
+    }
+  }
+}
+
+// The Decoder's strategies with their steps on the GPU (Decoder::compute_on) against the same decoder on the CPU,
+// on the shipped model: greedy, sampling, beam search scored both ways; with heads off and a forced prefix; and
+// stepping back and forth again on the GPU.
+TEST(CudaDecoder, GreedySamplingAndBeamSearchAreTheCpus) {
+  SKIP_WITHOUT_GPU();
+  const Model m = shipped_model();
+  CudaModel gpu(m.config, m.weights);
+  Interventions off;
+  off.heads_off = {{AttentionKind::Cross, 1, 2}, {AttentionKind::Decoder, 0, 0}};
+  Interventions forced;
+  forced.forced_prefix = {m.tgt_vocab.id("A")};
+  const std::pair<const char*, Interventions> cases[] = {{"none", {}}, {"heads off", off}, {"forced", forced}};
+  std::vector<std::pair<std::string, DecodeOptions>> strategies;
+  DecodeOptions greedy;
+  greedy.max_length = 40;
+  strategies.push_back({"greedy", greedy});
+  DecodeOptions sample = greedy;
+  sample.strategy = DecodeStrategy::Sample;
+  sample.sampling.top_k = 20;
+  sample.seed = 5;
+  strategies.push_back({"sample", sample});
+  DecodeOptions beam = greedy;
+  beam.strategy = DecodeStrategy::Beam;
+  beam.beam_width = 4;
+  strategies.push_back({"beam 4", beam});
+  DecodeOptions hf = beam;
+  hf.beam_width = 6;
+  hf.beam_scoring = BeamScoring::HuggingFace;
+  strategies.push_back({"beam 6 scored as transformers", hf});
+  for (const char* sentence : {"Zwei Hunde spielen im Schnee.", "Eine Frau mit einem roten Hut sitzt auf einer Bank."}) {
+    const std::vector<int> src = token_ids(encode(sentence, m.tokenizer, m.src_vocab, Side::Source));
+    for (const auto& [strategy, options] : strategies)
+      for (const auto& [name, iv] : cases) {
+        const std::string what = std::string(sentence) + ", " + strategy + ", " + name;
+        Decoder cpu(m.config, m.weights, src, iv, options);
+        cpu.run();
+        Decoder on(m.config, m.weights, src, iv, options);
+        on.compute_on(gpu);
+        EXPECT_TRUE(on.on_gpu());
+        on.run();
+        EXPECT_EQ(on.generated(), cpu.generated()) << what;
+        EXPECT_EQ(on.tree().size(), cpu.tree().size()) << what;
+        for (size_t i = 0; i < cpu.finished_beams().size() && i < on.finished_beams().size(); ++i)
+          EXPECT_NEAR(on.tree()[static_cast<size_t>(on.finished_beams()[i])].score,
+                      cpu.tree()[static_cast<size_t>(cpu.finished_beams()[i])].score, 1e-4f)
+              << what;
+        if (options.strategy != DecodeStrategy::Beam)
+          expect_rows_near(cpu.last_distribution(), on.last_distribution(), 1e-4f, what + ", last distribution");
+        // Back three steps and on again, twice: a copy shares the GPU's caches until it changes one.
+        ASSERT_EQ(on.step_back(3), 3) << what;
+        Decoder copy = on;
+        copy.run();
+        on.run();
+        EXPECT_EQ(copy.generated(), cpu.generated()) << what << ", a copy after stepping back";
+        EXPECT_EQ(on.generated(), cpu.generated()) << what << ", after stepping back";
+      }
+  }
+}
+
 std::string run_cli(const std::string& args, int* status) {
   FILE* pipe = popen((std::string(STEPFORMER_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
   std::string out;
@@ -418,9 +605,11 @@ TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
   const std::string on_gpu = run_cli(std::string("translate \"") + sentence + "\" --device cuda", &status);
   ASSERT_EQ(status, 0) << on_gpu;
   EXPECT_EQ(on_gpu, on_cpu);
-  EXPECT_NE(run_cli(std::string("translate \"") + sentence + "\" --device cuda --beam 4", &status).find("CPU only"),
-            std::string::npos);
-  EXPECT_EQ(status, 1);
+  const std::string beam_on_cpu = run_cli(std::string("translate \"") + sentence + "\" --device cpu --beam 4", &status);
+  ASSERT_EQ(status, 0) << beam_on_cpu;
+  const std::string beam_on_gpu = run_cli(std::string("translate \"") + sentence + "\" --device cuda --beam 4", &status);
+  ASSERT_EQ(status, 0) << beam_on_gpu;
+  EXPECT_EQ(beam_on_gpu, beam_on_cpu);
   std::filesystem::remove_all(dir);
 }
 
@@ -439,17 +628,21 @@ TEST(CudaCli, EvalOnTheGpuIsTheCpus) {
       for (const auto& l : lines) src << l[0] << "\n", ref << l[1] << "\n";
   }
   int status = 0;
-  std::string out[2];
-  const char* devices[] = {"cpu", "cuda"};
-  for (int d = 0; d < 2; ++d) {
-    const std::string log = run_cli(std::string("eval --src ") + dir + "/src.de --ref " + dir + "/ref.en --out " + dir +
-                                        "/" + devices[d] + ".txt --device " + devices[d], &status);
-    ASSERT_EQ(status, 0) << log;
-    EXPECT_NE(log.find(d ? "on the GPU" : "on the CPU"), std::string::npos) << log;
-    std::ifstream in(dir + "/" + devices[d] + ".txt");
-    out[d] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  for (const char* beam : {"1", "3"}) {
+    std::string out[2];
+    const char* devices[] = {"cpu", "cuda"};
+    for (int d = 0; d < 2; ++d) {
+      const std::string log = run_cli(std::string("eval --src ") + dir + "/src.de --ref " + dir + "/ref.en --out " + dir +
+                                          "/" + devices[d] + beam + ".txt --device " + devices[d] + " --beam " + beam,
+                                      &status);
+      ASSERT_EQ(status, 0) << log;
+      EXPECT_NE(log.find(d ? "on the GPU" : "on the CPU"), std::string::npos) << log;
+      std::ifstream in(dir + "/" + devices[d] + beam + ".txt");
+      out[d] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    EXPECT_FALSE(out[0].empty());
+    EXPECT_EQ(out[1], out[0]) << "beam " << beam;
   }
-  EXPECT_EQ(out[1], out[0]);
   std::filesystem::remove_all(dir);
 }
 

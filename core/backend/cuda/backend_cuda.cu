@@ -22,7 +22,7 @@ const BackendInfo& backend_info() {
       b.cuda_device_name = prop.name;
       b.description = std::string("CPU (Eigen) and CUDA on ") + prop.name + " (sm_" + std::to_string(prop.major) +
                       std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
-                      " GiB): traced forward, greedy decoding and training with --device auto|cuda";
+                      " GiB): traced forward, decoding (greedy, sampling, beam search) and training with --device auto|cuda";
     } else {
       cudaGetLastError();  // clear the sticky error
       b.description = std::string("CPU (Eigen); CUDA built but no GPU usable (") + cudaGetErrorString(status) + ")";

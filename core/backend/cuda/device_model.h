@@ -58,6 +58,7 @@ class GrowingBuffer {
     capacity_ = rounded;
     return ptr_;
   }
+  void* data() const { return ptr_; }
 
  private:
   void release() {
@@ -338,12 +339,28 @@ struct CudaModel::Impl {
   // one batched cuBLAS call each.
   DAttention attention(const DMat& x_q, const DMat& x_kv, int batch, const DAttentionWeights& aw,
                        const std::vector<AttentionMask>& masks, const std::vector<bool>& on) {
-    const int H = config.n_heads, D = config.head_dim(), C = config.d_model, pairs = batch * H;
     DAttention a;
     a.queries = linear(x_q, aw.q);
     a.keys = linear(x_kv, aw.k);
     a.values = linear(x_kv, aw.v);
-    const int tq = x_q.rows / batch, tk = x_kv.rows / batch;
+    const int tk = x_kv.rows / batch;
+    std::vector<const float*> keys(static_cast<size_t>(batch)), values(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b) {
+      keys[static_cast<size_t>(b)] = a.keys.data + static_cast<int64_t>(b) * tk * config.d_model;
+      values[static_cast<size_t>(b)] = a.values.data + static_cast<int64_t>(b) * tk * config.d_model;
+    }
+    attend(a, keys, values, tk, aw, masks, on);
+    return a;
+  }
+
+  // The rest of attention() once a.queries (B*Tq, C) are there: sequence b's queries meet its keys and values at
+  // keys[b], values[b] (Tk rows of C floats each: a.keys and a.values, or a KV cache's rows). Fills scores,
+  // probs, heads_out and attn_out.
+  void attend(DAttention& a, const std::vector<const float*>& keys, const std::vector<const float*>& values, int tk,
+              const DAttentionWeights& aw, const std::vector<AttentionMask>& masks, const std::vector<bool>& on) {
+    const int batch = static_cast<int>(keys.size());
+    const int H = config.n_heads, D = config.head_dim(), C = config.d_model, pairs = batch * H;
+    const int tq = a.queries.rows / batch;
     a.scores = mat(pairs * tq, tk);
     a.probs = mat(pairs * tq, tk);
     a.heads_out = mat(batch * tq, C);
@@ -354,10 +371,10 @@ struct CudaModel::Impl {
     for (int b = 0; b < batch; ++b)
       for (int h = 0; h < H; ++h) {
         const size_t i = static_cast<size_t>(b * H + h);
-        host[i] = a.keys.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[i] = const_cast<float*>(keys[static_cast<size_t>(b)]) + h * D;
         host[pairs + i] = a.queries.data + static_cast<int64_t>(b) * tq * C + h * D;
         host[2 * pairs + i] = a.scores.data + static_cast<int64_t>(i) * per_head;
-        host[3 * pairs + i] = a.values.data + static_cast<int64_t>(b) * tk * C + h * D;
+        host[3 * pairs + i] = const_cast<float*>(values[static_cast<size_t>(b)]) + h * D;
         host[4 * pairs + i] = a.heads_out.data + static_cast<int64_t>(b) * tq * C + h * D;
       }
     float* const* ptrs = upload(host.data(), host.size());
@@ -409,14 +426,14 @@ struct CudaModel::Impl {
       if (!on.empty() && !on[static_cast<size_t>(h)])
         cuda::zero_columns(a.heads_out.data, batch * tq, C, h * D, D, nullptr);
     a.attn_out = linear(a.heads_out, aw.out);
-    return a;
   }
 
-  // ids: B sequences of one length stacked; row r is at position r % length.
-  DEmbedding embed(bool source, const std::vector<int>& ids, int batch, bool positional) {
+  // ids: B sequences of one length stacked; row r is at position first_position + r % length (a KV cache's
+  // step: B rows of length 1 at the caches' length).
+  DEmbedding embed(bool source, const std::vector<int>& ids, int batch, bool positional, int first_position = 0) {
     const int n = static_cast<int>(ids.size()), C = config.d_model, length = n / batch;
     std::vector<int> positions(ids.size());
-    for (int r = 0; r < n; ++r) positions[static_cast<size_t>(r)] = r % length;
+    for (int r = 0; r < n; ++r) positions[static_cast<size_t>(r)] = first_position + r % length;
     const int* d_ids = upload(ids.data(), ids.size());
     const int* d_positions = upload(positions.data(), positions.size());
     const float* position_table = nullptr;

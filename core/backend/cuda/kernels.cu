@@ -54,6 +54,11 @@ __global__ void embed_kernel(const int* ids, const int* positions, int n, const 
   sum[i] = t + p;
 }
 
+__global__ void scatter_rows_kernel(const float* x, float* const* dst, int rows, int cols) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < static_cast<int64_t>(rows) * cols) dst[i / cols][i % cols] = x[i];
+}
+
 __global__ void add_bias_kernel(float* y, const float* bias, int rows, int cols) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < static_cast<int64_t>(rows) * cols) y[i] += bias[i % cols];
@@ -332,6 +337,11 @@ void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream
   const int64_t total = static_cast<int64_t>(rows) * count;
   if (total > 0)
     zero_columns_kernel<<<blocks_for(total), kThreads, 0, as_stream(stream)>>>(y, rows, ld, begin, count);
+}
+
+void scatter_rows(const float* x, float* const* dst, int rows, int cols, void* stream) {
+  const int64_t total = static_cast<int64_t>(rows) * cols;
+  if (total > 0) scatter_rows_kernel<<<blocks_for(total), kThreads, 0, as_stream(stream)>>>(x, dst, rows, cols);
 }
 
 // [SECTION] training launchers

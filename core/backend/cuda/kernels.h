@@ -11,6 +11,7 @@
 //   masked_softmax: per row of H*Tq rows of Tk: softmax over the cells not blocked, zeros for a row with every
 //                   cell blocked (as nn/attention.h)
 //   zero_columns:   y[:, begin:begin+count] = 0   (a head switched off)
+//   scatter_rows:   dst[r][0:cols] = x[r]          (row r of a decoding step into its KV cache)
 #pragma once
 #include <cstdint>
 
@@ -32,6 +33,8 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float eps
 void masked_softmax(const float* scores, const float* blocked, const unsigned char* key_blocked, int causal_first,
                     int rows_per_head, int rows_per_sequence, int rows, int cols, float* probs, void* stream);
 void zero_columns(float* y, int rows, int ld, int begin, int count, void* stream);
+// dst: `rows` device pointers (an array in GPU memory), each to `cols` floats.
+void scatter_rows(const float* x, float* const* dst, int rows, int cols, void* stream);
 
 // [SECTION] training (the backward of each kernel above, the loss and the optimiser)
 // Dropout masks as the CPU's Dropout::make makes them (the formulas of transformer/dropout_mask.h): keep holds

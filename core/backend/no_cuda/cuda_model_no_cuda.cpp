@@ -26,4 +26,17 @@ void CudaModel::download_adam(ModelWeights&, ModelWeights&) const {}
 int64_t CudaModel::adam_steps() const { return 0; }
 std::string CudaModel::device_name() const { return {}; }
 
+// Unreachable as well: there is no CudaModel to decode on.
+struct CudaDecoding::State {};
+CudaDecoding::CudaDecoding(CudaModel&, const std::vector<int>&, const Interventions&) {
+  fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
+}
+CudaDecoding::~CudaDecoding() = default;
+int CudaDecoding::new_cache() { return 0; }
+int CudaDecoding::copy_cache(int) { return 0; }
+void CudaDecoding::release_cache(int) {}
+void CudaDecoding::truncate_cache(int, int) {}
+int CudaDecoding::cache_length(int) const { return 0; }
+Mat CudaDecoding::step(const std::vector<int>&, const std::vector<int>&) { return {}; }
+
 }  // namespace sf
