@@ -9,6 +9,7 @@
 //                                  softmax) left in GPU memory, as PyTorch's forward leaves its output
 //   BM_CudaForwardLogits[Base]Batch64/N   64 sentences of N + N tokens in one pass (tools/bench_pytorch_cuda.py's
 //                                  batch64)
+//   BM_CudaForwardLogitsBaseTf32/N  BM_CudaForwardLogitsBase with the products on TF32 tensor cores (--tf32)
 //   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
 //                                  would read)
 //   BM_CudaTrainingStep/B          one training step on B random sentences (bench_training's BM_TrainingStep)
@@ -105,6 +106,13 @@ void BM_CudaTrainingStep(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(batch.target_tokens) * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CudaTrainingStep)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CudaForwardLogitsBaseTf32(benchmark::State& state) {
+  gpu_model(true).gpu->set_tf32(true);
+  forward_logits(state, true);
+  gpu_model(true).gpu->set_tf32(false);
+}
+BENCHMARK(BM_CudaForwardLogitsBaseTf32)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_CudaForwardFullTrace(benchmark::State& state) {
   GpuModel& m = gpu_model(false);

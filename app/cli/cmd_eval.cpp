@@ -24,6 +24,8 @@ int run_eval(const Args& args) {
   int beam = 1;
   std::string device_name = "auto";
   p.value("--device", &device_name);
+  bool tf32 = false;
+  p.flag("--tf32", &tf32);
   p.value("--src", &src);
   p.value("--ref", &ref);
   p.value("--out", &out);
@@ -31,7 +33,7 @@ int run_eval(const Args& args) {
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
     std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n"
-               "                          [--device auto|cpu|cuda]\n\n"
+               "                          [--device auto|cpu|cuda] [--tf32]\n\n"
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
@@ -41,7 +43,8 @@ int run_eval(const Args& args) {
                "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
                "the model accepts is an error naming the line.\n"
                "--device auto (the default: decoding on the GPU where this build has CUDA and a GPU can take the\n"
-               "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can).\n",
+               "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can); --tf32: the GPU's matrix\n"
+               "products on TF32 tensor cores instead of FP32.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
@@ -74,7 +77,7 @@ int run_eval(const Args& args) {
     TranslateSettings there = how;
     there.gpu = &gpu;
     hyps = translations_for_bleu(model, model.weights, sources, there);
-  });
+  }, tf32);
   if (!on_gpu) hyps = translations_for_bleu(model, model.weights, sources, how);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!out.empty()) {  // atomically, under the rules checked above (io/user_files.h)

@@ -27,7 +27,7 @@ void print_help() {
   std::printf(
       "usage: stepformer-cli trace MODEL.safetensors --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors\n"
       "                           [--head-off KIND.L.H]... [--no-causal-mask] [--no-padding-mask]\n"
-      "                           [--no-pos-encoding] [--max-length N] [--device auto|cpu|cuda]\n\n"
+      "                           [--no-pos-encoding] [--max-length N] [--device auto|cpu|cuda] [--tf32]\n\n"
       "Runs one forward pass of the model and writes every intermediate it computes (names and shapes in\n"
       "docs/trace.md: src.tok_embed, enc.0.self_attn.probs, ..., logits, probs) as F32 tensors.\n\n"
       "  --src TEXT          the source sentence (tokenized with the model's tokenizer)\n"
@@ -44,6 +44,7 @@ void print_help() {
       "  --no-pos-encoding   no positional encoding in either embedding\n"
       "  --max-length N      greedy decoding: at most N generated tokens, 1 to the model's max positions (the\n"
       "                      default)\n"
+      "  --tf32              on the GPU, matrix products on TF32 tensor cores instead of FP32 (README, GPU)\n"
       "  --device D          auto (the default: the GPU where this build has CUDA and a GPU can take the model),\n"
       "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n");
 }
@@ -74,6 +75,7 @@ int run_trace(const Args& args) {
   bool have_src = false, have_tgt = false, as_ids = false;
   int max_length = 0;
   DeviceRequest device = DeviceRequest::Auto;
+  bool tf32 = false;
   Interventions iv;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -104,6 +106,8 @@ int run_trace(const Args& args) {
       iv.positional_encoding = false;
     } else if (a == "--device") {
       device = parse_device(value());
+    } else if (a == "--tf32") {
+      tf32 = true;
     } else if (a == "--max-length") {
       const std::string& v = value();
       char* end = nullptr;
@@ -158,7 +162,7 @@ int run_trace(const Args& args) {
       tgt.insert(tgt.end(), generated.begin(), generated.end() - 1);
     }
     gpu.forward(src, tgt, iv, trace);
-  });
+  }, tf32);
   if (!on_gpu && have_tgt) {
     trace = forward(c, m.weights, src, tgt, iv);
   } else if (!on_gpu) {

@@ -24,16 +24,19 @@ int run_translate(const Args& args) {
   p.value("--beam", &beam, 1, kMaxBeamWidth);
   p.value("--device", &device_name);
   p.flag("--tokens", &show_tokens);
+  bool tf32 = false;
+  p.flag("--tf32", &tf32);
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().empty() || p.positional().size() > 2) {
-    std::fputs("usage: stepformer-cli translate [MODEL] \"TEXT\" [--beam K] [--tokens] [--device D]\n\n"
+    std::fputs("usage: stepformer-cli translate [MODEL] \"TEXT\" [--beam K] [--tokens] [--device D] [--tf32]\n\n"
                "Translates TEXT with the model (a model file, or a Hugging Face Marian folder; default: the shipped\n"
                "assets/models/de-en.safetensors): greedy decoding, or beam search of width K (length penalty 0.6).\n"
                "A Marian model decodes as its generation config says (num_beams, length penalty, max_length, bad\n"
                "words), scored as transformers' generate(); --beam K changes the width (--beam 1: greedy).\n"
                "--tokens also prints the source tokens as the model sees them (<unk> marks unknown words).\n"
                "--device auto (the default: decoding on the GPU where this build has CUDA and a GPU can take the\n"
-               "model), cpu, or cuda (an error where no GPU can).\n",
+               "model), cpu, or cuda (an error where no GPU can); --tf32: the GPU's matrix products on TF32 tensor\n"
+               "cores instead of FP32.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
@@ -75,7 +78,7 @@ int run_translate(const Args& args) {
     return decoder.generated();
   };
   std::vector<int> generated;
-  if (!run_on_gpu("translate", device, model, [&](CudaModel& gpu) { generated = decode(&gpu); }))
+  if (!run_on_gpu("translate", device, model, [&](CudaModel& gpu) { generated = decode(&gpu); }, tf32))
     generated = decode(nullptr);
   std::vector<std::string> words;
   for (int id : generated) {

@@ -30,9 +30,10 @@ Model load_model_warning(const char* command, const std::string& path);
 
 // Runs `work` on the GPU that --device chose (backend/device.h; a note about it printed as "stepformer-cli COMMAND:
 // ..."): true when it ran there; false, for the caller to compute on the CPU, when no GPU was chosen or the GPU
-// failed (ErrorKind::Unsupported, said once). Other errors pass through.
+// failed (ErrorKind::Unsupported, said once). Other errors pass through. tf32: the GPU's products on TF32 tensor
+// cores (--tf32; CudaModel::set_tf32).
 bool run_on_gpu(const char* command, DeviceRequest device, const Model& model,
-                const std::function<void(CudaModel& gpu)>& work);
+                const std::function<void(CudaModel& gpu)>& work, bool tf32 = false);
 
 // The sentence a command was given, checked: text with no word in it (empty or blank) is an ErrorKind::Input
 // naming the fix, never a translation of nothing.

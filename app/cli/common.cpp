@@ -8,12 +8,16 @@
 namespace sf::cli {
 
 bool run_on_gpu(const char* command, DeviceRequest device, const Model& model,
-                const std::function<void(CudaModel& gpu)>& work) {
+                const std::function<void(CudaModel& gpu)>& work, bool tf32) {
   std::string note;
   const std::unique_ptr<CudaModel> gpu = open_device(device, model.config, model.weights, &note);
   if (!note.empty()) std::fprintf(stderr, "stepformer-cli %s: %s\n", command, printable(note).c_str());
-  if (!gpu) return false;
+  if (!gpu) {
+    if (tf32) std::fprintf(stderr, "stepformer-cli %s: --tf32 concerns the GPU only: computing in FP32 on the CPU\n", command);
+    return false;
+  }
   try {
+    gpu->set_tf32(tf32);
     work(*gpu);
     return true;
   } catch (const Error& e) {

@@ -1,7 +1,8 @@
 // The model on an NVIDIA GPU: the weights copied once into GPU memory, the app's traced forward pass and greedy
 // decoding computed there, the trace copied back to host memory only when a caller asks for one.
 //
-//   matrix products   cuBLAS SGEMM in FP32 (CUBLAS_DEFAULT_MATH: no TF32), y = x W^T + b as the CPU's linear
+//   matrix products   cuBLAS SGEMM in FP32 (CUBLAS_DEFAULT_MATH: no TF32), y = x W^T + b as the CPU's linear;
+//                     TF32 tensor cores only when asked (set_tf32)
 //   the rest          kernels of ours (backend/cuda/kernels.h): embedding + positions, bias, ReLU/GELU, residual
 //                     adds, layer norm, masked softmax, heads switched off
 //   masks             built on the host by the CPU's build_mask (transformer/layers.h), so padding, causal and
@@ -79,6 +80,10 @@ class CudaModel {
   int64_t adam_steps() const;
 
   std::string device_name() const;  // "NVIDIA H100 80GB HBM3"
+
+  // The matrix products on TF32 tensor cores (GPUs from sm_80: inputs rounded to a 10-bit mantissa, FP32 sums)
+  // instead of FP32. Off by default; the CLI's --tf32. tests/cuda states its error against FP32.
+  void set_tf32(bool on);
 
   struct Impl;  // the GPU side (backend/cuda/device_model.h), opaque here
 

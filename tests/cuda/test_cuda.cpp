@@ -346,8 +346,10 @@ TEST(CudaTraining, OutOfMemoryMidRunGoesOnOnTheCpu) {
   std::string log;
   Trainer t(o, [&](const std::string& line) { log += line + "\n"; });
   ASSERT_NE(log.find("training on the GPU"), std::string::npos) << log;
+  // Every size class down to the smallest block a pass asks for (256 bytes): the driver hands out small blocks
+  // from pages it already holds, so each class is taken until it too fails.
   std::vector<void*> taken;
-  for (size_t chunk = size_t{1} << 30; chunk >= (size_t{1} << 16);) {
+  for (size_t chunk = size_t{1} << 30; chunk >= 256;) {
     void* p = nullptr;
     if (cudaMalloc(&p, chunk) == cudaSuccess) {
       taken.push_back(p);
@@ -566,6 +568,43 @@ TEST(CudaDecoder, GreedySamplingAndBeamSearchAreTheCpus) {
   }
 }
 
+// TF32 (CudaModel::set_tf32) is an option, never the default: switched off again the pass is FP32's (the numbers
+// of before); on, on a GPU with TF32 tensor cores (sm_80 on), the logits move, within the error stated here and in
+// the README (printed, as measured).
+TEST(CudaForward, Tf32IsAnOptionWithItsErrorAgainstFp32) {
+  SKIP_WITHOUT_GPU();
+#ifdef STEPFORMER_HAVE_CUDA
+  const Model m = shipped_model();
+  CudaModel gpu(m.config, m.weights);
+  const std::vector<int> src = token_ids(encode("Eine Frau mit einem roten Hut sitzt auf einer Bank und liest ein Buch.",
+                                                m.tokenizer, m.src_vocab, Side::Source));
+  Decoder greedy(m.config, m.weights, src);
+  greedy.run();
+  std::vector<int> tgt = {m.config.bos_id};
+  for (int id : greedy.generated()) tgt.push_back(id);
+  Trace fp32, tf32, again;
+  gpu.forward(src, tgt, {}, fp32);
+  gpu.set_tf32(true);
+  gpu.forward(src, tgt, {}, tf32);
+  gpu.set_tf32(false);
+  gpu.forward(src, tgt, {}, again);
+  EXPECT_LE((again.logits - fp32.logits).cwiseAbs().maxCoeff(), 1e-6f) << "FP32 again after TF32";
+  const float logits_error = (tf32.logits - fp32.logits).cwiseAbs().maxCoeff();
+  const float probs_error = (tf32.probs - fp32.probs).cwiseAbs().maxCoeff();
+  const float out_error = (tf32.dec_out - fp32.dec_out).cwiseAbs().maxCoeff();
+  std::printf("TF32 against FP32, the shipped model, %zu + %zu tokens: logits differ by at most %.2e (of %.1f), "
+              "probabilities by %.2e, the decoder's output by %.2e\n",
+              src.size(), tgt.size(), logits_error, fp32.logits.cwiseAbs().maxCoeff(), probs_error, out_error);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major >= 8) {
+    EXPECT_GT(logits_error, 1e-5f) << "TF32 changed nothing: it was not on";
+  }
+  EXPECT_LT(logits_error, 5e-2f);
+  EXPECT_LT(probs_error, 5e-3f);
+#endif
+}
+
 std::string run_cli(const std::string& args, int* status) {
   FILE* pipe = popen((std::string(STEPFORMER_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
   std::string out;
@@ -610,6 +649,9 @@ TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
   const std::string beam_on_gpu = run_cli(std::string("translate \"") + sentence + "\" --device cuda --beam 4", &status);
   ASSERT_EQ(status, 0) << beam_on_gpu;
   EXPECT_EQ(beam_on_gpu, beam_on_cpu);
+  const std::string tf32 = run_cli(std::string("translate \"") + sentence + "\" --device cuda --tf32", &status);
+  ASSERT_EQ(status, 0) << tf32;
+  EXPECT_GT(tf32.size(), 10u) << tf32;
   std::filesystem::remove_all(dir);
 }
 

@@ -173,7 +173,10 @@ void CudaDecoding::State::step_group(const std::vector<int>& caches_of, const st
   const bool post = c.norm_placement == NormPlacement::Post;
   // Self-attention of the new rows: their keys and values become row t of their caches, their queries meet rows
   // 0..t there. The masks are those of the query at position t over the cache's ids (padding, causal: nothing
-  // later exists).
+  // later exists); without painted masks they are the same in every layer.
+  std::vector<AttentionMask> self_masks;
+  for (int i = 0; i < n; ++i)
+    self_masks.push_back(build_mask(c, iv, AttentionKind::Decoder, 0, t, 1, caches[static_cast<size_t>(slot[i])].tokens, true));
   auto self_attention = [&](const DMat& x, int l) {
     const DAttentionWeights& aw = w_decoder(l).self_attn;
     DAttention a;
@@ -181,19 +184,17 @@ void CudaDecoding::State::step_group(const std::vector<int>& caches_of, const st
     const DMat k = m.linear(x, aw.k), v = m.linear(x, aw.v);  // (n, C)
     std::vector<float*> rows(static_cast<size_t>(2 * n));
     std::vector<const float*> key_rows(static_cast<size_t>(n)), value_rows(static_cast<size_t>(n));
-    std::vector<AttentionMask> masks;
     for (int i = 0; i < n; ++i) {
       const size_t u = static_cast<size_t>(i);
       key_rows[u] = keys(slot[u], l);
       value_rows[u] = values(slot[u], l);
       rows[u] = keys(slot[u], l) + static_cast<int64_t>(t) * C;
       rows[static_cast<size_t>(n) + u] = values(slot[u], l) + static_cast<int64_t>(t) * C;
-      masks.push_back(build_mask(c, iv, AttentionKind::Decoder, l, t, 1, caches[static_cast<size_t>(slot[u])].tokens, true));
     }
     float* const* d_rows = m.upload(rows.data(), rows.size());
     cuda::scatter_rows(k.data, d_rows, n, C, nullptr);
     cuda::scatter_rows(v.data, d_rows + n, n, C, nullptr);
-    m.attend(a, key_rows, value_rows, t + 1, aw, masks, heads_on(c, iv, AttentionKind::Decoder, l));
+    m.attend(a, key_rows, value_rows, t + 1, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
     return a.attn_out;
   };
   auto cross_attention = [&](const DMat& x, int l) {

@@ -150,6 +150,11 @@ CudaModel::~CudaModel() = default;
 
 std::string CudaModel::device_name() const { return impl_->name; }
 
+void CudaModel::set_tf32(bool on) {
+  check_cublas(cuda::cublas().set_math_mode(impl_->handle, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+               "cublasSetMathMode");
+}
+
 void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,
                         const Interventions& interventions, Trace& trace) {
   Impl& m = *impl_;

@@ -25,6 +25,7 @@ void CudaModel::download_gradients(ModelWeights&) const {}
 void CudaModel::download_adam(ModelWeights&, ModelWeights&) const {}
 int64_t CudaModel::adam_steps() const { return 0; }
 std::string CudaModel::device_name() const { return {}; }
+void CudaModel::set_tf32(bool) {}
 
 // Unreachable as well: there is no CudaModel to decode on.
 struct CudaDecoding::State {};
