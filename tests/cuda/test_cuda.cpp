@@ -77,8 +77,11 @@ void expect_traces_equal(const Trace& expected, const Trace& actual, float tol, 
 
 TEST(CudaForward, EveryPyTorchFixtureEqualsTheCpu) {
   SKIP_WITHOUT_GPU();
-  const std::vector<std::string> traces = fixture_paths("forward");
+  std::vector<std::string> traces = fixture_paths("forward");
   ASSERT_GE(traces.size(), 9u);
+  const std::vector<std::string> marian = fixture_paths("marian");  // transformers' MarianMTModel: SiLU, <pad> first
+  ASSERT_GE(marian.size(), 5u);
+  traces.insert(traces.end(), marian.begin(), marian.end());
   std::vector<std::string> families;
   for (const std::string& path : traces) {
     const ForwardFixture f = load_forward_fixture(path);
@@ -100,30 +103,79 @@ TEST(CudaForward, EveryPyTorchFixtureEqualsTheCpu) {
   }
   std::sort(families.begin(), families.end());
   families.erase(std::unique(families.begin(), families.end()), families.end());
-  EXPECT_GE(families.size(), 2u) << "both PyTorch families";
+  EXPECT_GE(families.size(), 3u) << "both PyTorch families and Marian";
+}
+
+// A Marian model decodes on the GPU as transformers' generate() does (the fixtures' tokens: greedy, and beam search
+// scored its way, with the folder's generation rules), where the interventions let its caches go there (a painted
+// mask or the causal mask off: the GPU refuses, and the CPU's decoding is tested by test_marian.cpp).
+TEST(CudaMarian, DecodesAsTransformersDoes) {
+  SKIP_WITHOUT_GPU();
+  int decoded = 0;
+  for (const std::string& path : fixture_paths("marian")) {
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    const std::map<std::string, std::string> meta(file.metadata().begin(), file.metadata().end());
+    const nlohmann::json greedy_expected = nlohmann::json::parse(meta.at("greedy"));
+    if (greedy_expected.empty()) continue;  // a painted mask's fixture: one pass, no decoding
+    const ForwardFixture f = load_forward_fixture(path);
+    const Model& m = f.model;
+    CudaModel gpu(m.config, m.weights);
+    DecodeOptions options;
+    apply_generation_defaults(m.generation, options);
+    options.strategy = DecodeStrategy::Greedy;
+    options.max_length = std::stoi(meta.at("max_length")) - 1;  // Hugging Face's counts the start token
+    Decoder greedy(m.config, m.weights, f.src, f.interventions, options);
+    try {
+      greedy.compute_on(gpu);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+      EXPECT_FALSE(f.interventions.causal_mask && f.interventions.custom_masks.empty()) << f.case_name << ": " << e.what();
+      continue;
+    }
+    greedy.run();
+    EXPECT_EQ(nlohmann::json(greedy.generated()), greedy_expected) << f.case_name;
+    DecodeOptions b = options;
+    b.strategy = DecodeStrategy::Beam;
+    b.beam_width = std::stoi(meta.at("beam_width"));
+    b.length_penalty = std::stof(meta.at("length_penalty"));
+    Decoder beam(m.config, m.weights, f.src, f.interventions, b);
+    beam.compute_on(gpu);
+    beam.run();
+    EXPECT_EQ(nlohmann::json(beam.generated()), nlohmann::json::parse(meta.at("beam"))) << f.case_name << ", beam";
+    ++decoded;
+  }
+  EXPECT_GE(decoded, 3);
+}
+
+// The model variants the GPU tests run on random weights: norm placement (with final norms when pre-norm),
+// activation, positions, biases.
+struct ModelVariant {
+  const char* name;
+  NormPlacement norm;
+  Activation act;
+  PositionalEncoding pos;
+  bool bias;
+};
+const ModelVariant kVariants[] = {
+    {"post relu sinusoidal", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal, true},
+    {"pre gelu learned", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, true},
+    {"post gelu no bias", NormPlacement::Post, Activation::GELU, PositionalEncoding::Sinusoidal, false}};
+
+Config variant_config(const ModelVariant& v) {
+  Config c = small_config();
+  c.norm_placement = v.norm;
+  c.activation = v.act;
+  c.positional_encoding = v.pos;
+  c.bias = v.bias;
+  c.encoder_final_norm = c.decoder_final_norm = v.norm == NormPlacement::Pre;
+  return c;
 }
 
 // Random models of every variant, and each kind of intervention on them.
 TEST(CudaForward, EveryInterventionEqualsTheCpu) {
   SKIP_WITHOUT_GPU();
-  struct Variant {
-    const char* name;
-    NormPlacement norm;
-    Activation act;
-    PositionalEncoding pos;
-    bool bias;
-  };
-  const Variant variants[] = {{"post relu sinusoidal", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal, true},
-                              {"pre gelu learned", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, true},
-                              {"post gelu no bias", NormPlacement::Post, Activation::GELU, PositionalEncoding::Sinusoidal, false}};
-  for (const Variant& v : variants) {
-    Config c = small_config();
-    c.norm_placement = v.norm;
-    c.activation = v.act;
-    c.positional_encoding = v.pos;
-    c.bias = v.bias;
-    c.encoder_final_norm = v.norm == NormPlacement::Pre;
-    c.decoder_final_norm = v.norm == NormPlacement::Pre;
+  for (const ModelVariant& v : kVariants) {
+    const Config c = variant_config(v);
     const ModelWeights w = random_weights(c, 7);
     const std::vector<int> src = {5, 9, 12, c.pad_id, 7, c.pad_id}, tgt = {c.bos_id, 4, 11, c.pad_id, 6};
     const int S = static_cast<int>(src.size()), T = static_cast<int>(tgt.size());
@@ -195,7 +247,8 @@ TEST(CudaTraining, OneStepEqualsTheCpu) {
   SKIP_WITHOUT_GPU();
   const TrainingCase cases[] = {
       {"post relu sinusoidal tied", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal, true, false},
-      {"pre gelu learned final norms", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, false, true}};
+      {"pre gelu learned final norms", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned, false, true},
+      {"post silu sinusoidal tied", NormPlacement::Post, Activation::SiLU, PositionalEncoding::Sinusoidal, true, false}};
   for (const TrainingCase& tc : cases) {
     Config c = small_config();
     c.norm_placement = tc.norm;
@@ -446,20 +499,8 @@ void expect_rows_near(const Mat& expected, const Mat& actual, float tol, const s
 // two lengths in one call. And where the GPU's caches do not go: painted masks, the causal mask off.
 TEST(CudaDecoding, StepsEqualTheCpusCacheSteps) {
   SKIP_WITHOUT_GPU();
-  struct Variant {
-    const char* name;
-    NormPlacement norm;
-    Activation act;
-    PositionalEncoding pos;
-  };
-  const Variant variants[] = {{"post relu sinusoidal", NormPlacement::Post, Activation::ReLU, PositionalEncoding::Sinusoidal},
-                              {"pre gelu learned", NormPlacement::Pre, Activation::GELU, PositionalEncoding::Learned}};
-  for (const Variant& v : variants) {
-    Config c = small_config();
-    c.norm_placement = v.norm;
-    c.activation = v.act;
-    c.positional_encoding = v.pos;
-    c.encoder_final_norm = c.decoder_final_norm = v.norm == NormPlacement::Pre;
+  for (const ModelVariant& v : kVariants) {
+    const Config c = variant_config(v);
     const ModelWeights w = random_weights(c, 11);
     const std::vector<int> src = {5, 9, 12, c.pad_id, 7};
     Interventions heads, positions, no_padding;

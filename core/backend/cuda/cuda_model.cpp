@@ -85,11 +85,6 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
     fail(ErrorKind::Unsupported, "cuda",
          "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
          "family)");
-  // Marian's pieces (models/hf_marian.h): written for the CPU, not yet for these kernels.
-  if (config.activation == Activation::SiLU || config.bos_id == config.pad_id)
-    fail(ErrorKind::Unsupported, "cuda",
-         "the GPU kernels do not compute this model yet (SiLU activation, or a decoder that starts with <pad> as "
-         "Marian's does): it runs on the CPU");
   m.config = config;
   if (static_cast<int>(weights.encoder_layers.size()) != config.n_encoder_layers ||
       static_cast<int>(weights.decoder_layers.size()) != config.n_decoder_layers)

@@ -115,7 +115,7 @@ class Backward {
                     const DMat& d_out) {
     DMat dh = linear_backward(f.hidden, w.fc2, g.fc2, d_out, true);  // (N, F)
     if (f.keep.data) cuda::multiply(dh.data, f.keep.data, dh.data, dh.size(), nullptr);
-    cuda::activation_backward(f.hidden_pre.data, dh.data, dh.size(), m_.config.activation == Activation::ReLU ? 0 : 1,
+    cuda::activation_backward(f.hidden_pre.data, dh.data, dh.size(), activation_kind(m_.config.activation),
                               nullptr);
     return linear_backward(x, w.fc1, g.fc1, dh, true);
   }

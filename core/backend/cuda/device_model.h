@@ -24,6 +24,9 @@
 // Internal to core/backend/cuda/: the D* structs mirror the host's weights and traces, in GPU memory.
 namespace sf {
 
+// The kernels' activation numbers (backend/cuda/kernels.h).
+inline int activation_kind(Activation a) { return a == Activation::ReLU ? 0 : a == Activation::GELU ? 1 : 2; }
+
 inline std::string mib(size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
 inline void check_cuda(cudaError_t status, const char* what) {
@@ -325,7 +328,7 @@ struct CudaModel::Impl {
     DFeedForward f;
     f.hidden_pre = linear(x, l.fc1);
     f.hidden = mat(f.hidden_pre.rows, f.hidden_pre.cols);
-    cuda::activation(f.hidden_pre.data, f.hidden.data, f.hidden.size(), config.activation == Activation::ReLU ? 0 : 1,
+    cuda::activation(f.hidden_pre.data, f.hidden.data, f.hidden.size(), activation_kind(config.activation),
                      nullptr);
     f.keep = keep_masks(1, f.hidden.rows, f.hidden.cols);
     if (f.keep.data) cuda::multiply(f.hidden.data, f.keep.data, f.hidden.data, f.hidden.size(), nullptr);

@@ -68,7 +68,9 @@ __global__ void activation_kernel(const float* x, float* y, int64_t count, int k
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= count) return;
   const float v = x[i];
-  y[i] = kind == 0 ? fmaxf(v, 0.0f) : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  y[i] = kind == 0   ? fmaxf(v, 0.0f)
+         : kind == 1 ? 0.5f * v * (1.0f + erff(v * 0.70710678118654752f))
+                     : v / (1.0f + expf(-v));
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* y, int64_t count) {
@@ -213,6 +215,9 @@ __global__ void activation_backward_kernel(const float* pre, float* d, int64_t c
   const float x = pre[i];
   if (kind == 0) {
     d[i] *= x > 0.0f ? 1.0f : 0.0f;
+  } else if (kind == 2) {  // SiLU'(x) = s + x s (1 - s), s = sigmoid(x)
+    const float s = 1.0f / (1.0f + expf(-x));
+    d[i] *= s * (1.0f + x * (1.0f - s));
   } else {
     const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
     const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);

@@ -5,7 +5,7 @@
 // The matrix products are cuBLAS's (cuda_model.cpp); these are the rest:
 //   embed:          out_tok[i] = E[id_i] * scale;  out_pos[i] = P[pos_i] (or 0);  sum[i] = out_tok[i] + out_pos[i]
 //   add_bias:       y[r] += b                      (N, n)
-//   activation:     y = act(x)                     ReLU, or the exact GELU 0.5 x (1 + erf(x / sqrt 2))
+//   activation:     y = act(x)                     ReLU, the exact GELU 0.5 x (1 + erf(x / sqrt 2)), or SiLU x / (1 + e^-x)
 //   add:            y = a + b
 //   layer_norm:     mean, std = sqrt(var + eps) (biased variance), y = (x - mean) / std * gamma + beta
 //   masked_softmax: per row of H*Tq rows of Tk: softmax over the cells not blocked, zeros for a row with every
@@ -20,7 +20,7 @@ namespace sf::cuda {
 void embed(const int* ids, const int* positions, int n, const float* table, float scale, const float* position_table,
            int d_model, float* tok, float* pos, float* sum, void* stream);
 void add_bias(float* y, const float* bias, int rows, int cols, void* stream);
-// activation: 0 ReLU, 1 GELU (erf)
+// activation: 0 ReLU, 1 GELU (erf), 2 SiLU (activation_kind)
 void activation(const float* x, float* y, int64_t count, int kind, void* stream);
 void add(const float* a, const float* b, float* y, int64_t count, void* stream);
 void layer_norm(const float* x, const float* gamma, const float* beta, float eps, int rows, int cols, float* y,
@@ -57,7 +57,7 @@ void add_column_sums(const float* x, int rows, int cols, float* out, float* part
 //   dx = (g - mean(g) - xhat * mean(g * xhat)) / std,   g = dy * gamma
 void layer_norm_backward(const float* x, const float* mean, const float* stddev, const float* gamma, const float* dy,
                          int rows, int cols, float* dx, float* dgamma, float* dbeta, float* partials, void* stream);
-// d *= act'(pre): ReLU (pre > 0) or the exact GELU's derivative Phi(x) + x phi(x).
+// d *= act'(pre): ReLU (pre > 0), the exact GELU's derivative Phi(x) + x phi(x), or SiLU's s (1 + x (1 - s)).
 void activation_backward(const float* pre, float* d, int64_t count, int kind, void* stream);
 // Per row of a softmax: ds = p * (dp - sum(dp * p)) * scale.
 void softmax_backward(const float* p, const float* dp, float factor, int rows, int cols, float* ds, void* stream);
