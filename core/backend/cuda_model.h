@@ -3,13 +3,14 @@
 //
 //   matrix products   cuBLAS SGEMM in FP32 (CUBLAS_DEFAULT_MATH: no TF32), y = x W^T + b as the CPU's linear;
 //                     TF32 tensor cores only when asked (set_tf32)
-//   the rest          kernels of ours (backend/cuda/kernels.h): embedding + positions, bias, ReLU/GELU, residual
-//                     adds, layer norm, masked softmax, heads switched off
+//   the rest          kernels of ours (backend/cuda/kernels.h): embedding + positions, bias, ReLU/GELU/SiLU,
+//                     residual adds, layer norm, masked softmax, heads switched off
+//   models            ours (both PyTorch families) and Marian's; not the from-scratch family (reshaped heads)
 //   masks             built on the host by the CPU's build_mask (transformer/layers.h), so padding, causal and
 //                     painted masks mean exactly what they mean on the CPU
 //
 // Same inputs, same checks, same Trace as sf::forward (transformer/forward.h): every traced tensor agrees with the
-// CPU's within 1e-4 (tests/unit/test_cuda.cpp, label cuda). Built only with nvcc (STEPFORMER_CUDA=AUTO/ON); a
+// CPU's within 1e-4 (tests/cuda/test_cuda.cpp, label cuda). Built only with nvcc (STEPFORMER_CUDA=AUTO/ON); a
 // build without it links backend/no_cuda/, whose constructor throws ErrorKind::Unsupported.
 //
 // Decoding with KV caches in GPU memory is CudaDecoding's (below): a Decoder (decode/decoder.h) whose steps
