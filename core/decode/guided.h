@@ -18,7 +18,8 @@
 //   Prefixes  no exact cache (causal mask off, a painted mask that lets a query see a later key): a batch of
 //             passes, one over each prefix the steps would decode (decode_prefixes); a draft that ends the
 //             translation has its last pass traced and kept
-// The tokens taken are ordinary steps of the Decoder (step_back undoes them one by one).
+// The tokens taken are ordinary steps of the Decoder (step_back undoes them one by one). A decoder whose steps
+// compute on a GPU (Decoder::compute_on) decodes plainly, one step a token: the checks are the CPU's.
 #pragma once
 #include <memory>
 #include <vector>
