@@ -18,7 +18,8 @@
 #                                 decoded on the GPU and on the CPU
 #   GPU_CHECK_TRAIN_SECONDS=N     stop that run after N seconds (default 600; 0: no training run)
 #   GPU_CHECK_BENCH=training      only the training benchmark (when time on the GPU machine is short)
-#   GPU_CHECK_BENCH=decoding      only the decoding benchmarks (BM_Decoder20, BM_CudaGreedy20) and TF32's forward
+#   GPU_CHECK_BENCH=decoding      only the decoding benchmarks (BM_Decoder20, BM_CudaGreedy20, the app's recompute
+#                                 after an intervention BM_AppRecompute) and TF32's forward
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:-gpu_check_out}
@@ -78,7 +79,7 @@ step bench_models "$BUILD/bench/bench_forward" --benchmark_filter=NONE
 if [ "${GPU_CHECK_BENCH:-all}" = training ]; then
   TAIL=8 step bench_cuda_training "$BUILD/bench/bench_cuda" --benchmark_filter=Training --benchmark_min_time=0.3
 elif [ "${GPU_CHECK_BENCH:-all}" = decoding ]; then
-  TAIL=12 step bench_cuda_decoding "$BUILD/bench/bench_cuda" --benchmark_filter='Decoder20|Greedy20|LogitsBase/|Tf32' \
+  TAIL=40 step bench_cuda_decoding "$BUILD/bench/bench_cuda" --benchmark_filter='Decoder20|Greedy20|LogitsBase/|Tf32|AppRecompute' \
     --benchmark_min_time=0.3
 else
   TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3

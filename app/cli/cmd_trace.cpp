@@ -155,8 +155,19 @@ int run_trace(const Args& args) {
   }
 
   Trace trace;
+  DecodeOptions options;
+  options.max_length = max_length;
   const bool on_gpu = run_on_gpu("trace", device, m, [&](CudaModel& gpu) {
-    if (!have_tgt) {  // the pass that chose the last token: bos and every generated token but the last
+    if (!have_tgt && why_decoding_stays_on_the_cpu(c, iv, options).empty()) {
+      // Greedy decoding with KV caches in GPU memory, then the traced pass that chose the last token there.
+      Decoder decoder(c, m.weights, src, iv, options);
+      decoder.compute_on(gpu);
+      decoder.run();
+      trace = decoder.trace();
+      return;
+    }
+    if (!have_tgt) {  // painted masks, the causal mask off: each step a pass over the whole prefix
+      // The pass that chose the last token: bos and every generated token but the last.
       const std::vector<int> generated = gpu.greedy(src, iv, max_length);
       tgt = {c.bos_id};
       tgt.insert(tgt.end(), generated.begin(), generated.end() - 1);
@@ -166,8 +177,6 @@ int run_trace(const Args& args) {
   if (!on_gpu && have_tgt) {
     trace = forward(c, m.weights, src, tgt, iv);
   } else if (!on_gpu) {
-    DecodeOptions options;
-    options.max_length = max_length;
     Decoder decoder(c, m.weights, src, iv, options);
     decoder.run();
     trace = decoder.trace();

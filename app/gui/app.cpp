@@ -21,6 +21,7 @@
 #include "util/error.h"
 #include "util/parallel.h"
 #include "util/paths.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -46,6 +47,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
   sentence_input_ = state_.sentence;
   training_data_dir_ = options.data_dir.empty() ? multi30k_data_dir() : options.data_dir;
   training_.set_device(parse_device(options.device));  // checked by the option parser
+  state_.device = std::make_shared<ViewDevice>(parse_device(options.device));
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
@@ -192,10 +194,10 @@ void App::frame() {
     else
       ImGui::TextDisabled("  no model loaded");
     if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
-    // Which device computes what the views show, at the end of the sentence's line (the model line is full at
-    // 1280 pixels): the CPU (a GPU, where there is one, trains live runs and serves the CLI's --device).
+    // Which device computed what the views show, at the end of the sentence's line (the model line is full at
+    // 1280 pixels): the GPU, or the CPU (hovering says why, where a GPU is there).
     const BackendInfo& backend = backend_info();
-    const std::string device = "CPU, " + std::to_string(parallel_threads()) + " threads";
+    const std::string& device = state_.shown_device;
     const std::string device_text = "on the " + device;
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
@@ -206,13 +208,20 @@ void App::frame() {
     ImGui::SameLine();
     ImGui::TextDisabled("%s", device_text.c_str());
     record_item("top_bar.device", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, device);
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s", backend.cuda_available
-                                  ? ("these views compute on the CPU; the GPU " + backend.cuda_device_name +
-                                     " trains the Training stage's runs and serves stepformer-cli --device")
-                                        .c_str()
-                                  : ("no usable GPU (" + backend.description + "): everything computes on the CPU")
-                                        .c_str());
+    if (ImGui::IsItemHovered()) {
+      std::string tip;
+      if (!backend.cuda_available)
+        tip = "no usable GPU (" + backend.description + "): everything computes on the CPU";
+      else if (state_.shown_device.rfind("GPU", 0) == 0)
+        tip = "decoding (KV caches in GPU memory) and the traced pass the views show computed on the GPU; the trace "
+              "is copied to the CPU once per change";
+      else if (state_.device->request() == DeviceRequest::Cpu)
+        tip = "--device cpu: the views compute on the CPU; the GPU " + backend.cuda_device_name + " is not used";
+      else
+        tip = "computed on the CPU: " + (state_.device_why.empty() ? std::string("the GPU is not in use yet")
+                                                                   : state_.device_why);
+      ImGui::SetTooltip("%s", printable(tip).c_str());
+    }
     if (const std::string shown = training_.shown_label(state_); !shown.empty() && state_.ready()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "[%s]", shown.c_str());  // whose weights translate
       ImGui::SameLine();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "decode/guided.h"
@@ -253,28 +254,47 @@ bool AppState::rebuild(int steps) {
   }
   // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say). The
   // work shares that decoder but only reads its encoder pass; steps are refused while it runs (busy()).
-  std::shared_ptr<const Decoder> encoder_from = same_source ? decoder : nullptr;
+  std::shared_ptr<const Trace> encoder_pass = same_source ? decoder->encoder_pass() : nullptr;
   Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
-               guess = std::move(guess), encoder_from](const std::atomic<bool>& cancelled) mutable {
+               guess = std::move(guess), encoder_pass = std::move(encoder_pass),
+               device = device](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
     Outcome out;
     out.model = m;
-    auto next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options,
-                                          encoder_from ? encoder_from->encoder_pass() : nullptr);
-    encoder_from.reset();
-    GuidedRedecoder redecoder(*next);
-    if (guided) {
-      redecoder.run(guess);
-    } else if (steps < 0) {
-      while (!cancelled && next->step()) {}
+    // On the GPU where the device and the inputs allow (a painted mask stays on the CPU); a CUDA failure on the
+    // way decodes again on the CPU, and that model's views stay there.
+    std::shared_ptr<CudaModel> gpu = device->gpu_for(m);
+    out.device_why = gpu ? why_decoding_stays_on_the_cpu(m->config, iv, options) : device->note();
+    std::shared_ptr<Decoder> next;
+    GuidedRedecoder* redecoder = nullptr;
+    std::optional<GuidedRedecoder> guided_run;
+    auto decode = [&](bool on_gpu) {
+      next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options, encoder_pass);
+      if (on_gpu) next->compute_on(gpu);
+      redecoder = &guided_run.emplace(*next);
+      if (guided) {
+        redecoder->run(guess);
+      } else if (steps < 0) {
+        while (!cancelled && next->step()) {}
+      }
+      for (int i = 0; i < steps && !cancelled && next->step(); ++i) {}
+      if (!cancelled) out.trace = next->trace();
+    };
+    const bool try_gpu = gpu && out.device_why.empty();
+    try {
+      decode(try_gpu);
+    } catch (const Error& e) {
+      if (!try_gpu || e.kind() != ErrorKind::Unsupported) throw;
+      device->fail(m, e.what());
+      out.device_why = device->note();
+      decode(false);
     }
-    for (int i = 0; i < steps && !cancelled && next->step(); ++i) {}
     if (cancelled) {
       out.cancelled = true;
       return out;
     }
-    out.trace = next->trace();
-    out.guessed = redecoder.guessed();
+    out.device = computed_on(*next, gpu.get());
+    out.guessed = redecoder->guessed();
     out.decoder = std::move(next);
     out.source_tokens = std::move(tokens);
     out.interventions = std::move(iv);
@@ -329,6 +349,8 @@ bool AppState::commit(Outcome out) {
   }
   last_recompute_ms = out.ms;
   last_guessed = out.guessed;
+  shown_device = std::move(out.device);
+  device_why = std::move(out.device_why);
   decoder = std::move(out.decoder);
   shown_model_ = std::move(out.model);
   trace = std::move(out.trace);
@@ -442,20 +464,38 @@ bool AppState::run_to_end() {
 }
 
 bool AppState::advance(int count) {
-  Work work = [d = std::move(decoder), m = shown_model_, count](const std::atomic<bool>& cancelled) {
+  Work work = [d = std::move(decoder), m = shown_model_, count, device = device, why = device_why,
+               gpu_name = shown_device](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
-    if (count > 0) {
-      for (int i = 0; i < count && !cancelled && d->step(); ++i) {}
-    } else {
-      d->step_back(-count);  // one rebuild of a beam's hypotheses, however many steps
-    }
     Outcome out;
     out.model = m;
+    out.device = gpu_name;
+    out.device_why = why;
+    const int target = count == kToEnd ? kToEnd : std::max(0, d->steps() + count);
+    auto move = [&](Decoder& decoder, int by) {
+      if (by > 0) {
+        for (int i = 0; i < by && !cancelled && decoder.step(); ++i) {}
+      } else {
+        decoder.step_back(-by);  // one rebuild of a beam's hypotheses, however many steps
+      }
+      if (!cancelled) out.trace = decoder.trace();
+    };
+    try {
+      move(*d, count);
+    } catch (const Error& e) {
+      // A CUDA failure in a step on the GPU: the same decoding again on the CPU, to the same step.
+      if (!d->on_gpu() || e.kind() != ErrorKind::Unsupported) throw;
+      device->fail(m, e.what());
+      out.device_why = device->note();
+      d = std::make_shared<Decoder>(m->config, m->weights, d->encoded().src.ids, d->interventions(), d->options(),
+                                    d->encoder_pass());
+      move(*d, target);
+      out.device = computed_on(*d, nullptr);
+    }
     if (cancelled) {
       out.cancelled = true;
       return out;
     }
-    out.trace = d->trace();
     out.guessed = 0;
     out.decoder = d;
     out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

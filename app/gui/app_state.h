@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gui/background_task.h"
+#include "gui/view_device.h"
 #include "decode/decoder.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -37,6 +38,11 @@ struct AppState {
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
   double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
   int last_guessed = 0;                // tokens the last recompute took from a guess (GuidedRedecoder)
+  // Where decodings compute (--device; the app's default is auto, a bare AppState's the CPU): the GPU copy of
+  // the model, made on first use. Set before the first decoding; shared with the work on the worker thread.
+  std::shared_ptr<ViewDevice> device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
+  std::string shown_device = "CPU";    // where what is shown was computed: "GPU <name>" or "CPU, N threads"
+  std::string device_why;              // why that was the CPU where a GPU is there (a painted mask, ...); "" else
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
   bool load_model(const std::string& path);
@@ -121,6 +127,8 @@ struct AppState {
     std::optional<std::vector<Token>> source_tokens;  // a rebuild: the source as read
     Interventions interventions;  // a rebuild: what it decoded with (remembered translations are keyed by it)
     int guessed = 0;
+    std::string device;           // where it was computed (shown_device)
+    std::string device_why;       // why on the CPU, where a GPU was there
     bool cancelled = false;       // a newer request came: the result is dropped
     double ms = 0.0;
   };

@@ -45,7 +45,7 @@ class Training {
   static constexpr double kRefreshSeconds = 3.0;
 
   Training() = default;
-  // Where the next run's steps compute (--device); the views compute on the CPU whatever it is.
+  // Where the next run's steps compute (--device; the views follow it too: AppState::device).
   void set_device(DeviceRequest device) { device_ = device; }
   Training(const Training&) = delete;
   Training& operator=(const Training&) = delete;

@@ -15,8 +15,8 @@
 //
 // Decoding with KV caches in GPU memory is CudaDecoding's (below): a Decoder (decode/decoder.h) whose steps
 // compute there (Decoder::compute_on) decodes greedy, sampled and beam search on the GPU. greedy() here recomputes
-// the decoder on the whole prefix each step: it takes painted masks, which the caches do not. Not on the GPU yet:
-// the guided re-decoding after an intervention (decode/guided.h).
+// the decoder on the whole prefix each step: it takes painted masks, which the caches do not. The guided
+// re-decoding after an intervention (decode/guided.h) checks its guesses there too, a chunk of tokens a pass.
 //
 // Errors: ErrorKind::Unsupported when CUDA is not built, no GPU is usable (the runtime's reason), the model does not
 // fit in the GPU's free memory, or a CUDA call fails mid-run (out of memory included): the caller goes on with the
@@ -96,7 +96,8 @@ class CudaModel {
 // Decoding one source sentence with key/value caches in GPU memory (backend/cuda/cuda_decoding.cpp): the CPU's
 // decode_steps (decode/kv_cache.h) on the GPU. The encoder pass, and every decoder layer's cross-attention keys
 // and values, are computed once, at construction; then each step() feeds one token to each of N caches (a beam's
-// hypotheses) as one pass of N rows and copies back only their logits (N, Vt).
+// hypotheses) as one pass of N rows and copies back only their logits (N, Vt); chunk() feeds k tokens to one
+// cache in one pass (k rows, each meeting the cache's rows up to its own).
 //   cache   one hypothesis' self-attention keys and values, layer by layer: (max_positions, C) each, filled up to
 //           its length; a handle (an int) names it
 // Interventions: heads switched off, positions off, padding. A painted mask or the causal mask off (no exact cache
@@ -118,6 +119,10 @@ class CudaDecoding {
   // logits (N, Vt), row i predicting the token after tokens[i]; the same numbers as the CPU's decode_steps within
   // float rounding.
   Mat step(const std::vector<int>& caches, const std::vector<int>& tokens);
+  // k tokens continuing one cache in one pass (the CPU's decode_chunk, every row out): returns the logits (k, Vt),
+  // row i predicting the token after tokens[i]; the cache then holds its rows and theirs. A guided re-decoding's
+  // check of a guessed stretch (decode/guided.h).
+  Mat chunk(int cache, const std::vector<int>& tokens);
 
   struct State;  // backend/cuda/cuda_decoding.cpp
 

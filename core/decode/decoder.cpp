@@ -100,7 +100,29 @@ void Decoder::own_gpu_cache(Hypothesis& h) const {
   if (h.gpu.use_count() > 1) h.gpu = gpu_cache(gpu_->copy_cache(h.gpu->id));
 }
 
+std::shared_ptr<Decoder::GpuCache> Decoder::copy_gpu_cache(const Hypothesis& h) const {
+  return gpu_cache(gpu_->copy_cache(h.gpu->id));
+}
+
+Mat Decoder::gpu_chunk(const GpuCache& cache, const std::vector<int>& tokens) const { return gpu_->chunk(cache.id, tokens); }
+
+void Decoder::truncate_gpu_cache(const GpuCache& cache, int length) const { gpu_->truncate_cache(cache.id, length); }
+
 int Decoder::fed(const Hypothesis& h) const { return gpu_ ? gpu_->cache_length(h.gpu->id) : h.cache.length(); }
+
+std::string why_decoding_stays_on_the_cpu(const Config& config, const Interventions& interventions,
+                                          const DecodeOptions& options) {
+  if (!options.use_kv_cache) return "the KV cache is switched off";
+  if (config.attention == AttentionStyle::ReshapeHeads) return "this model's reshaped heads have no KV cache";
+  if (!interventions.causal_mask) return "the causal mask is off: every step recomputes the whole prefix";
+  if (!interventions.custom_masks.empty()) return "painted masks compute on the CPU";
+  return {};
+}
+
+void Decoder::compute_on(std::shared_ptr<CudaModel> gpu) {
+  compute_on(*gpu);
+  gpu_owner_ = std::move(gpu);
+}
 
 void Decoder::compute_on(CudaModel& gpu) {
   if (!history_.empty() || fed(states_.front()) > 0)
@@ -112,6 +134,7 @@ void Decoder::compute_on(CudaModel& gpu) {
   auto decoding = std::make_shared<CudaDecoding>(gpu, encoded_.src.ids, encoded_.interventions);
   const int first = decoding->new_cache();
   gpu_ = std::move(decoding);
+  gpu_model_ = &gpu;
   states_.front().gpu = gpu_cache(first);
 }
 
@@ -302,6 +325,11 @@ Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, Kv
 
 Trace Decoder::trace() const {
   if (trace_kept()) return with_encoder(*finished_trace_);
+  if (gpu_model_) {  // the whole traced pass there, copied back once
+    Trace t;
+    gpu_model_->forward(encoded_.src.ids, pass_input(), encoded_.interventions, t);
+    return t;
+  }
   return with_encoder(traced_pass(pass_input(), OutputLayer::AllRows));
 }
 

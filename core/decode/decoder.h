@@ -21,11 +21,13 @@
 // Re-decoding a sentence after an intervention, guessing from an earlier translation, is GuidedRedecoder's
 // (decode/guided.h): it takes greedy steps into this decoder, which step_back undoes as any other.
 // compute_on(gpu) moves the steps to a GPU (the KV caches in GPU memory: backend/cuda_model.h CudaDecoding); the
-// strategies, the tree and step_back are the same code on either device.
+// strategies, the tree, step_back and the guided re-decoding are the same code on either device, and trace() is
+// the GPU's traced pass.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "decode/kv_cache.h"
@@ -90,6 +92,12 @@ void apply_generation_rules(const GenerationDefaults& generation, DecodeOptions&
 // The rules, and the choices too: num_beams (beam search when above 1), length_penalty, max_length (Hugging
 // Face's counts the start token). What the CLI's translate does unless told otherwise.
 void apply_generation_defaults(const GenerationDefaults& generation, DecodeOptions& options);
+
+// Why a decoder with these inputs cannot compute on a GPU (Decoder::compute_on refuses it), in words for the
+// user; empty where it can: its steps need an exact KV cache (the causal mask on, the cache not switched off) and
+// no painted mask (the GPU's caches take none).
+std::string why_decoding_stays_on_the_cpu(const Config& config, const Interventions& interventions,
+                                          const DecodeOptions& options);
 
 // Throws ErrorKind::Input for options a Decoder refuses (a beam width outside 1..kMaxBeamWidth, sampling
 // parameters out of range, a negative max_length): what the constructor checks first, for callers that check
@@ -159,15 +167,19 @@ class Decoder {
   std::vector<int> path(int node) const;                                // tokens root..node, no bos
 
   const DecodeOptions& options() const { return options_; }
+  const Interventions& interventions() const { return encoded_.interventions; }  // this decoder's (its passes')
   bool uses_kv_cache() const { return use_cache_; }
 
   // Computes every step from here on on `gpu` (which must outlive this decoder and its copies): its encoder pass
   // there, each step one pass of the live hypotheses over their caches in GPU memory. Before the first step only
   // (ErrorKind::Input after). ErrorKind::Unsupported where the GPU cannot take them (no exact KV cache, a painted
   // mask, a CUDA failure): the decoder stays on the CPU, unchanged. A CUDA failure in a later step throws
-  // Unsupported from step(), and the decoder is then to be dropped (the CLI decodes again on the CPU). trace()
-  // and the encoder pass the views read stay the CPU's.
+  // Unsupported from step() or trace(), and the decoder is then to be dropped (the CLI decodes again on the CPU).
+  // trace() is then the GPU's traced forward over pass_input(), copied back once (the same tensors as the CPU's
+  // within float rounding; tests/cuda); the encoder pass (encoded()) the constructor made stays the CPU's.
   void compute_on(CudaModel& gpu);
+  // The same, the decoder (and its copies) keeping `gpu` alive: for decoders handed between threads (the app's).
+  void compute_on(std::shared_ptr<CudaModel> gpu);
   bool on_gpu() const { return gpu_ != nullptr; }
 
  private:
@@ -192,6 +204,11 @@ class Decoder {
   int fed(const Hypothesis& h) const;  // the tokens its cache has consumed
   std::shared_ptr<GpuCache> gpu_cache(int id) const;
   void own_gpu_cache(Hypothesis& h) const;  // before a change: a cache of its own where copies share it
+  // GuidedRedecoder's checks on the GPU: a copy of h's cache there, continued by `tokens` in one pass (its logits,
+  // (k, Vt)), then cut back to `length` rows.
+  std::shared_ptr<GpuCache> copy_gpu_cache(const Hypothesis& h) const;
+  Mat gpu_chunk(const GpuCache& cache, const std::vector<int>& tokens) const;
+  void truncate_gpu_cache(const GpuCache& cache, int length) const;
   void feed(Hypothesis& h, int token) const;
   void feed(Hypothesis& h, std::span<const int> tokens) const;
   // A beam's step: hypothesis i gets tokens[i]; with the cache, one decoder pass for all (decode_steps).
@@ -252,6 +269,8 @@ class Decoder {
   std::shared_ptr<const CrossKeysValues> cross_;  // of encoded_, shared by every hypothesis' cache
   std::shared_ptr<const Trace> finished_trace_;  // a guided pass that finished decoding: trace() reuses it
   std::shared_ptr<CudaDecoding> gpu_;  // compute_on's: the steps compute there
+  CudaModel* gpu_model_ = nullptr;     // compute_on's: trace() computes there
+  std::shared_ptr<CudaModel> gpu_owner_;  // compute_on's, where it was given as shared
 };
 
 }  // namespace sf

@@ -27,7 +27,8 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     fail(ErrorKind::Input, "GuidedRedecoder::verify", "only a greedy decoder that has not finished is checked");
   const Decoder::Hypothesis& h = d.states_.front();
   const int generated = d.tree_[static_cast<size_t>(d.live_.front())].length;  // tokens decoded so far
-  const bool in_hand = h.cache.length() > 0;  // a prediction after what is consumed (<bos> fed)
+  const bool in_hand = d.fed(h) > 0;  // a prediction after what is consumed (<bos> fed)
+  const bool gpu = d.on_gpu();
   if ((how != Check::FullPass && !in_hand) || (how != Check::Prefixes && !d.use_cache_))
     fail(ErrorKind::Input, "GuidedRedecoder::verify", "this check does not apply to the decoder's state");
   // No token is fed past max_length; a token that finishes decoding (<eos>, or the last one max_length allows)
@@ -44,8 +45,21 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   std::function<RowVec(int)> prediction;
   std::shared_ptr<Trace> full;  // a traced pass that may become trace()'s
   int done_begin = 0, done_end = 0;  // its rows through the output layer so far
-  const std::vector<int> consumed = h.cache.tokens;
-  if (how == Check::Chunk) {
+  const std::vector<int> consumed = h.cache.tokens;  // on the CPU
+  const int consumed_count = d.fed(h);
+  if (gpu) {
+    // One chunk continuing a copy of the hypothesis' cache in GPU memory: the draft's tokens, after <bos> when
+    // nothing is fed yet (then row i of the logits predicts draft[i], else row i - 1 does, draft[0] being
+    // predicted by the prediction in hand).
+    v.gpu = d.copy_gpu_cache(h);
+    std::vector<int> rows = in_hand ? std::vector<int>() : std::vector<int>{config.bos_id};
+    rows.insert(rows.end(), draft.begin(), draft.begin() + fed);
+    const Mat logits = d.gpu_chunk(*v.gpu, rows);
+    prediction = [&, logits](int i) -> RowVec {
+      if (in_hand) return i == 0 ? h.next_logits : RowVec(logits.row(i - 1));
+      return logits.row(i);
+    };
+  } else if (how == Check::Chunk) {
     const Mat logits = fed > 0 ? decode_chunk(config, weights, d.encoded_,
                                               std::vector<int>(draft.begin(), draft.begin() + fed), v.cache, fed)
                                : Mat();
@@ -122,8 +136,11 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
 
   // What the hypothesis has consumed: what it had and the tokens taken, but a finishing one.
   const int taken_fed = static_cast<int>(v.tokens.size()) - (finished ? 1 : 0);
-  const int consumed_after = (how == Check::FullPass ? 1 + generated : static_cast<int>(consumed.size())) + taken_fed;
-  if (how == Check::Prefixes) {  // without an exact cache only the tokens are kept
+  const int consumed_after =
+      (gpu ? (in_hand ? consumed_count : 1) : how == Check::FullPass ? 1 + generated : consumed_count) + taken_fed;
+  if (gpu) {
+    d.truncate_gpu_cache(*v.gpu, consumed_after);
+  } else if (how == Check::Prefixes) {  // without an exact cache only the tokens are kept
     v.cache.tokens.insert(v.cache.tokens.end(), v.tokens.begin(), v.tokens.begin() + taken_fed);
   } else {
     truncate_kv_cache(v.cache, consumed_after);
@@ -141,6 +158,7 @@ void GuidedRedecoder::take(Verification v) {
     d_.take_greedy(v.tokens[i], v.predictions.row(static_cast<Eigen::Index>(i)));
   Decoder::Hypothesis& h = d_.states_.front();
   h.cache = std::move(v.cache);
+  if (v.gpu) h.gpu = std::move(v.gpu);
   if (!d_.finished_) h.next_logits = std::move(v.next);
   if (v.trace) d_.finished_trace_ = std::move(v.trace);
 }
@@ -201,8 +219,7 @@ GuidedRedecoder::Continuation GuidedRedecoder::repetition_guess(const std::vecto
 
 int GuidedRedecoder::run(const std::vector<int>& guess_in) {
   Decoder& d = d_;
-  // On the GPU each step is one row over caches there: plain greedy decoding, no guess checked.
-  if (d.options_.strategy != DecodeStrategy::Greedy || d.on_gpu()) return d.run();
+  if (d.options_.strategy != DecodeStrategy::Greedy) return d.run();
   // A guess from another vocabulary (an earlier model's) guesses nothing.
   const bool usable = std::all_of(guess_in.begin(), guess_in.end(),
                                   [&](int id) { return id >= 0 && id < d.config_->tgt_vocab_size; });

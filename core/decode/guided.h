@@ -19,7 +19,9 @@
 //             passes, one over each prefix the steps would decode (decode_prefixes); a draft that ends the
 //             translation has its last pass traced and kept
 // The tokens taken are ordinary steps of the Decoder (step_back undoes them one by one). A decoder whose steps
-// compute on a GPU (Decoder::compute_on) decodes plainly, one step a token: the checks are the CPU's.
+// compute on a GPU (Decoder::compute_on) checks there: Chunk and FullPass are both one CudaDecoding::chunk on a
+// copy of the hypothesis' cache in GPU memory (<bos> first when nothing is fed yet), and no pass is kept for
+// trace(), which computes its own.
 #pragma once
 #include <memory>
 #include <vector>
@@ -48,6 +50,7 @@ class GuidedRedecoder {
     Mat predictions;        // (taken, Vt) row i: the logits tokens[i] was chosen from
     RowVec next;            // the prediction after the accepted tokens (empty when they finished decoding)
     KvCache cache;          // what the hypothesis has consumed after them (a finishing token is never fed)
+    std::shared_ptr<Decoder::GpuCache> gpu;  // on the GPU: that cache there (cache unused)
     std::shared_ptr<const Trace> trace;  // the traced pass that trace() shows, when the check kept one
   };
   // The primitive: checks `draft` after what the decoder's greedy hypothesis has consumed, changing nothing.

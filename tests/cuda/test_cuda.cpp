@@ -16,6 +16,8 @@
 #include "backend/cuda_model.h"
 #include "backend/device.h"
 #include "decode/decoder.h"
+#include "decode/guided.h"
+#include "decode/kv_cache.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/name_tables.h"
@@ -520,6 +522,24 @@ TEST(CudaDecoding, StepsEqualTheCpusCacheSteps) {
       for (int token : {c.bos_id, 4, 11, c.pad_id})  // a pad among the keys: the self-attention's padding mask
         expect_rows_near(decode_step(c, w, encoded, token, a), g.step({ga}, {token}), 1e-4f, what + ", one cache");
       EXPECT_EQ(g.cache_length(ga), 4) << what;
+      {  // chunks (a guided check's pass): three tokens continuing a copy, each row seeing the keys up to its own;
+         // then a step after them; and a whole prefix on an empty cache, <bos> first
+        KvCache e = a;
+        const int ge = g.copy_cache(ga);
+        expect_rows_near(decode_chunk(c, w, encoded, {7, 3, 10}, e, 3), g.chunk(ge, {7, 3, 10}), 1e-4f, what + ", a chunk");
+        EXPECT_EQ(g.cache_length(ge), 7) << what;
+        expect_rows_near(decode_step(c, w, encoded, 2, e), g.step({ge}, {2}), 1e-4f, what + ", a step after a chunk");
+        KvCache f = start_kv_cache(c, w, encoded);
+        const int gf = g.new_cache();
+        const std::vector<int> prefix = {c.bos_id, 4, 11, c.pad_id, 7, 3};
+        expect_rows_near(decode_chunk(c, w, encoded, prefix, f, 6), g.chunk(gf, prefix), 1e-4f, what + ", a prefix chunk");
+        EXPECT_EQ(g.chunk(gf, {}).rows(), 0) << what;
+        EXPECT_THROW(g.chunk(gf, {c.tgt_vocab_size}), Error) << what;
+        EXPECT_THROW(g.chunk(gf, std::vector<int>(static_cast<size_t>(c.max_positions), 4)), Error) << what;
+        EXPECT_EQ(g.cache_length(gf), 6) << what << ": a refused chunk changes nothing";
+        g.release_cache(ge);
+        g.release_cache(gf);
+      }
       KvCache b = a, d = a;
       const int gb = g.copy_cache(ga), gd = g.copy_cache(ga);
       expect_rows_near(decode_steps(c, w, encoded, {6, 7, 8}, {&a, &b, &d}), g.step({ga, gb, gd}, {6, 7, 8}), 1e-4f,
@@ -609,6 +629,56 @@ TEST(CudaDecoder, GreedySamplingAndBeamSearchAreTheCpus) {
   }
 }
 
+// The guided re-decoding after an intervention (decode/guided.h) with its checks on the GPU (chunks over the GPU's
+// caches) against the same on the CPU, on the shipped model: the earlier translation guessed from, then heads
+// switched off, positions off (a translation that loops: guessed from itself), a forced first word. The same
+// tokens, tree and steps as the CPU's guided run (itself the plain run's, tests/unit), guesses taken in batches,
+// the same last distribution, and trace() (on the GPU: its traced forward) the CPU's tensor for tensor; then back
+// two steps and on again.
+TEST(CudaGuided, ReDecodingAfterAnInterventionIsTheCpus) {
+  SKIP_WITHOUT_GPU();
+  const Model m = shipped_model();
+  CudaModel gpu(m.config, m.weights);
+  Interventions off;
+  off.heads_off = {{AttentionKind::Cross, 0, 1}, {AttentionKind::Cross, 1, 2}, {AttentionKind::Decoder, 0, 0}};
+  Interventions positions;
+  positions.positional_encoding = false;
+  Interventions forced;
+  forced.forced_prefix = {m.tgt_vocab.id("A")};
+  const std::pair<const char*, Interventions> cases[] = {
+      {"unchanged", {}}, {"heads off", off}, {"no positions", positions}, {"forced", forced}};
+  DecodeOptions greedy;
+  greedy.max_length = 60;
+  for (const char* sentence : {"Zwei Hunde spielen im Schnee.", "Eine Frau mit einem roten Hut sitzt auf einer Bank."}) {
+    const std::vector<int> src = token_ids(encode(sentence, m.tokenizer, m.src_vocab, Side::Source));
+    Decoder earlier(m.config, m.weights, src, {}, greedy);
+    earlier.run();
+    const std::vector<int> guess = earlier.generated();
+    for (const auto& [name, iv] : cases) {
+      const std::string what = std::string(sentence) + ", " + name;
+      Decoder cpu(m.config, m.weights, src, iv, greedy);
+      GuidedRedecoder cpu_guided(cpu);
+      const int cpu_steps = cpu_guided.run(guess);
+      Decoder on(m.config, m.weights, src, iv, greedy);
+      on.compute_on(gpu);
+      GuidedRedecoder gpu_guided(on);
+      const int gpu_steps = gpu_guided.run(guess);
+      EXPECT_EQ(on.generated(), cpu.generated()) << what;
+      EXPECT_EQ(gpu_steps, cpu_steps) << what;
+      EXPECT_EQ(on.tree().size(), cpu.tree().size()) << what;
+      EXPECT_EQ(gpu_guided.guessed(), cpu_guided.guessed()) << what;
+      if (std::string(name) == "unchanged")
+        EXPECT_EQ(gpu_guided.guessed(), static_cast<int>(guess.size()) - 1) << what << ": a right guess, whole";
+      expect_rows_near(cpu.last_distribution(), on.last_distribution(), 1e-4f, what + ", last distribution");
+      expect_traces_equal(cpu.trace(), on.trace(), 1e-4f, what + ", trace");
+      ASSERT_EQ(on.step_back(2), 2) << what;
+      GuidedRedecoder again(on);
+      again.run(guess);
+      EXPECT_EQ(on.generated(), cpu.generated()) << what << ", after stepping back";
+    }
+  }
+}
+
 // TF32 (CudaModel::set_tf32) is an option, never the default: switched off again the pass is FP32's (the numbers
 // of before); on, on a GPU with TF32 tensor cores (sm_80 on), the logits move, within the error stated here and in
 // the README (printed, as measured).
@@ -668,6 +738,7 @@ TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
     const std::string out = run_cli(std::string("trace ") + model + " --src \"" + sentence + "\" --head-off cross.1.2 --out " +
                                         dir + "/" + device + ".safetensors --device " + device, &status);
     ASSERT_EQ(status, 0) << out;
+    EXPECT_EQ(out.find("GPU failed"), std::string::npos) << out;  // decoded and traced there, not fallen back
   }
   const SafetensorsFile cpu = SafetensorsFile::open(dir + "/cpu.safetensors");
   const SafetensorsFile gpu = SafetensorsFile::open(dir + "/cuda.safetensors");

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "backend/backend.h"
 #include "gui/app_state.h"
 #include "gui/panels/interventions_panel.h"
+#include "util/parallel.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -212,6 +214,45 @@ TEST_F(ShippedModel, BadInterventionIsRefusedAndNothingChanges) {
 
 namespace sf::gui {
 namespace {
+
+// --device for the views (gui/view_device.h): cpu computes there, saying nothing; cuda where no GPU can take
+// the model still translates, on the CPU, and says why; with a GPU, cuda and auto decode and trace there, and a
+// painted mask keeps a decoding on the CPU, saying so.
+TEST(ViewDevice, TheViewsComputeWhereTheDeviceSaysAndSayWhyNot) {
+  const std::string cpu = "CPU, " + std::to_string(parallel_threads()) + " threads";
+  for (DeviceRequest request : {DeviceRequest::Cpu, DeviceRequest::Auto, DeviceRequest::Cuda}) {
+    const std::string what = to_string(request);
+    AppState state;
+    state.device = std::make_shared<ViewDevice>(request);
+    ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
+    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << what << ": " << state.error;
+    EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.") << what;
+    const bool gpu = backend_info().cuda_available && request != DeviceRequest::Cpu;
+    if (gpu) {
+      EXPECT_EQ(state.shown_device, "GPU " + backend_info().cuda_device_name) << what;
+      EXPECT_TRUE(state.decoder->on_gpu()) << what;
+      EXPECT_EQ(state.device_why, "") << what;
+      Interventions painted;
+      painted.custom_masks.push_back({{AttentionKind::Cross, 0, 1}, Mat::Zero(state.trace.tgt.ids.size(), state.source_tokens.size())});
+      ASSERT_TRUE(state.set_interventions(painted)) << what << ": " << state.error;
+      EXPECT_EQ(state.shown_device, cpu) << what;
+      EXPECT_EQ(state.device_why, "painted masks compute on the CPU") << what;
+      continue;
+    }
+    EXPECT_EQ(state.shown_device, cpu) << what;
+    EXPECT_FALSE(state.decoder->on_gpu()) << what;
+    if (request == DeviceRequest::Cuda) {  // asked for, not there: the reason, and the work goes on
+      EXPECT_NE(state.device_why.find("--device cuda"), std::string::npos) << state.device_why;
+      EXPECT_GT(state.device_why.size(), std::string("--device cuda: ; the views compute on the CPU").size() + 10)
+          << state.device_why << ": no reason given";
+      EXPECT_NE(state.device_why.find("the views compute on the CPU"), std::string::npos) << state.device_why;
+    } else {
+      EXPECT_EQ(state.device_why, "") << what << ": nothing to say";
+    }
+    ASSERT_TRUE(state.step_back(3)) << what;  // stepping stays where it was computed
+    EXPECT_EQ(state.shown_device, cpu) << what;
+  }
+}
 
 TEST(ShippedFrenchModel, TranslatesTheIssuesSentence) {
   AppState state;

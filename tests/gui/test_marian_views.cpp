@@ -2,6 +2,8 @@
 // into SentencePiece pieces with their word-start mark, the words that became several pieces named, the start
 // token <pad>, and the translation the one transformers' greedy decoding gives (the fixture's).
 #include <gtest/gtest.h>
+
+#include "backend/backend.h"
 #include <imgui.h>
 
 #include <memory>
@@ -88,11 +90,13 @@ TEST_F(MarianViews, AFolderDroppedOnTheWindowOpens) {
 }
 
 TEST_F(MarianViews, TheTopBarSaysWhichDeviceComputes) {
-  // The views compute on the CPU (with a GPU too: it trains live runs and serves the CLI), and the top bar says so.
+  // The views compute on the GPU where there is one (--device auto, the default), else on the CPU, and the top
+  // bar says which.
   start("Ein Hund läuft.", "tokens");
   const std::vector<std::string> device = drawn("top_bar.device");
   ASSERT_EQ(device.size(), 1u);
-  EXPECT_EQ(device[0], "CPU, " + std::to_string(parallel_threads()) + " threads");
+  EXPECT_EQ(device[0], backend_info().cuda_available ? "GPU " + backend_info().cuda_device_name
+                                                     : "CPU, " + std::to_string(parallel_threads()) + " threads");
 }
 
 TEST_F(MarianViews, EveryStageDrawsOnIt) {

@@ -427,6 +427,33 @@ TEST(Decoder, InterventionsWithoutCacheFallBack) {
   }
 }
 
+// What keeps a decoding off the GPU (Decoder::compute_on refuses it), said in words: the cache switched off, the
+// causal mask off, a painted mask (even one that keeps the cache exact: the GPU's caches take none); nothing for
+// a plain decoding, heads off or positions off.
+TEST(Decoder, WhyDecodingStaysOnTheCpuNamesTheReason) {
+  Model m;
+  const DecodeOptions plain;
+  Interventions heads;
+  heads.heads_off = {{AttentionKind::Cross, 0, 1}};
+  heads.positional_encoding = false;
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(m.config, {}, plain), "");
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(m.config, heads, plain), "");
+  DecodeOptions no_cache;
+  no_cache.use_kv_cache = false;
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(m.config, {}, no_cache), "the KV cache is switched off");
+  Interventions causal_off;
+  causal_off.causal_mask = false;
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(m.config, causal_off, plain),
+            "the causal mask is off: every step recomputes the whole prefix");
+  Interventions painted;
+  painted.custom_masks = {{{AttentionKind::Cross, 0, 3}, Mat::Zero(5, 6)}};
+  ASSERT_TRUE(kv_cache_exact(m.config, painted));
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(m.config, painted, plain), "painted masks compute on the CPU");
+  Config reshaped = m.config;
+  reshaped.attention = AttentionStyle::ReshapeHeads;
+  EXPECT_EQ(why_decoding_stays_on_the_cpu(reshaped, {}, plain), "this model's reshaped heads have no KV cache");
+}
+
 // Without the cache a beam recomputes every hypothesis' prefix at every step: wider than
 // kMaxBeamWidthWithoutCache is refused with a message that says why; with the cache the full width is taken.
 TEST(Decoder, BeamWithoutCacheIsNarrower) {

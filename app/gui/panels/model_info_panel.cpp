@@ -10,6 +10,7 @@
 #include "gui/widgets.h"
 #include "model/name_tables.h"
 #include "util/parallel.h"
+#include "util/printable.h"
 
 namespace sf::gui {
 
@@ -282,14 +283,23 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
                      with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
                      c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
-  // Which device computes what this app shows: the CPU (the CUDA backend serves the CLI so far).
+  // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
-  if (backend.cuda_available)
-    ImGui::TextWrapped("Computed on the CPU, %d threads. GPU %s: trains the Training stage's runs and serves "
-                       "stepformer-cli trace, translate and train (--device); these views do not use it yet.",
-                       parallel_threads(), backend.cuda_device_name.c_str());
+  if (state.shown_device.rfind("GPU", 0) == 0)
+    ImGui::TextWrapped("Computed on the %s: decoding with KV caches in GPU memory, and the traced pass these views "
+                       "show, copied to the CPU once per change. Painted masks and the causal mask off compute on "
+                       "the CPU.",
+                       state.shown_device.c_str());
+  else if (backend.cuda_available)
+    ImGui::TextWrapped("Computed on the CPU, %d threads%s%s. GPU %s: %s", parallel_threads(),
+                       state.device_why.empty() ? "" : ": ", printable(state.device_why).c_str(),
+                       backend.cuda_device_name.c_str(),
+                       state.device->request() == DeviceRequest::Cpu
+                           ? "not used (--device cpu); the Training stage's runs and stepformer-cli use it when asked."
+                           : "computes these views where it can, and the Training stage's runs.");
   else
-    ImGui::TextWrapped("Computed on the CPU, %d threads.", parallel_threads());
+    ImGui::TextWrapped("Computed on the CPU, %d threads (no usable GPU: %s).", parallel_threads(),
+                       printable(backend.description).c_str());
 
   // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
   // large text size, so that no table is squeezed into a column a few letters wide.

@@ -50,10 +50,10 @@ struct CudaDecoding::State {
     return caches[static_cast<size_t>(cache)];
   }
 
-  // One step of hypotheses whose caches all hold `length` rows: rows `which` of caches/tokens. Their logits go to
-  // the same rows of `logits`.
-  void step_group(const std::vector<int>& caches_of, const std::vector<int>& tokens, const std::vector<size_t>& which,
-                  int length, Mat& logits);
+  // One pass of B caches that all hold t rows, each continued by k tokens: ids (B*k) stacked cache by cache, cache
+  // b's at rows b*k .. b*k + k - 1, at positions t .. t + k - 1 (a beam's step: k = 1; a guided check's chunk:
+  // B = 1). Returns the logits (B*k, Vt), row b*k + i predicting the token after ids[b*k + i].
+  Mat pass(const std::vector<int>& slots, const std::vector<int>& ids, int k, int t);
 };
 
 CudaDecoding::CudaDecoding(CudaModel& model, const std::vector<int>& src_ids, const Interventions& interventions)
@@ -154,56 +154,79 @@ Mat CudaDecoding::step(const std::vector<int>& caches, const std::vector<int>& t
     by_length[length].push_back(i);
   }
   Mat logits(static_cast<Eigen::Index>(caches.size()), c.tgt_vocab_size);
-  for (const auto& [length, which] : by_length) s.step_group(caches, tokens, which, length, logits);
+  for (const auto& [length, which] : by_length) {
+    std::vector<int> slots, ids;
+    for (size_t i : which) {
+      slots.push_back(caches[i]);
+      ids.push_back(tokens[i]);
+    }
+    const Mat group = s.pass(slots, ids, 1, length);
+    for (size_t r = 0; r < which.size(); ++r) logits.row(static_cast<Eigen::Index>(which[r])) = group.row(static_cast<Eigen::Index>(r));
+  }
   return logits;
 }
 
-void CudaDecoding::State::step_group(const std::vector<int>& caches_of, const std::vector<int>& tokens,
-                                     const std::vector<size_t>& which, int t, Mat& logits) {
+Mat CudaDecoding::chunk(int cache, const std::vector<int>& tokens) {
+  State& s = *state_;
+  const int length = static_cast<int>(s.at(cache).tokens.size()), k = static_cast<int>(tokens.size());
+  if (k == 0) return Mat(0, s.m.config.tgt_vocab_size);
+  if (length + k > s.capacity)
+    fail(ErrorKind::Input, "CudaDecoding", std::to_string(k) + " tokens after " + std::to_string(length) +
+                                              " do not fit: the model has " + std::to_string(s.capacity) + " positions");
+  std::vector<int> positions(static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) positions[static_cast<size_t>(i)] = length + i;
+  check_token_ids(s.m.config, false, tokens, positions);
+  return s.pass({cache}, tokens, k, length);
+}
+
+Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<int>& ids, int k, int t) {
   const Config& c = m.config;
-  const int n = static_cast<int>(which.size()), C = c.d_model;
-  std::vector<int> ids, slot;
-  for (size_t i : which) {
-    ids.push_back(tokens[i]);
-    slot.push_back(caches_of[i]);
-    caches[static_cast<size_t>(caches_of[i])].tokens.push_back(tokens[i]);  // row t
+  const int B = static_cast<int>(slot.size()), n = B * k, C = c.d_model;
+  for (int b = 0; b < B; ++b) {
+    std::vector<int>& held = caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens;  // rows t .. t + k - 1
+    held.insert(held.end(), ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k);
   }
   m.start_pass();
-  const DEmbedding e = m.embed(false, ids, n, iv.positional_encoding, t);  // (n, C) at position t
+  const DEmbedding e = m.embed(false, ids, B, iv.positional_encoding, t);  // (n, C) at positions t .. t + k - 1
   const bool post = c.norm_placement == NormPlacement::Post;
-  // Self-attention of the new rows: their keys and values become row t of their caches, their queries meet rows
-  // 0..t there. The masks are those of the query at position t over the cache's ids (padding, causal: nothing
-  // later exists); without painted masks they are the same in every layer.
+  // Self-attention of the new rows: their keys and values become rows t .. t + k - 1 of their caches, their
+  // queries meet rows 0 .. t + k - 1 there, query t + i blocked from the keys after it (causal; the softmax
+  // kernel blocks them from the mask's first query position). The masks are those of the queries at positions
+  // t .. t + k - 1 over the cache's ids (padding, causal); without painted masks they are the same in every layer.
   std::vector<AttentionMask> self_masks;
-  for (int i = 0; i < n; ++i)
-    self_masks.push_back(build_mask(c, iv, AttentionKind::Decoder, 0, t, 1, caches[static_cast<size_t>(slot[i])].tokens, true));
+  for (int b = 0; b < B; ++b)
+    self_masks.push_back(
+        build_mask(c, iv, AttentionKind::Decoder, 0, t, k, caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens, true));
   auto self_attention = [&](const DMat& x, int l) {
     const DAttentionWeights& aw = w_decoder(l).self_attn;
     DAttention a;
     a.queries = m.linear(x, aw.q);
-    const DMat k = m.linear(x, aw.k), v = m.linear(x, aw.v);  // (n, C)
-    std::vector<float*> rows(static_cast<size_t>(2 * n));
-    std::vector<const float*> key_rows(static_cast<size_t>(n)), value_rows(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      const size_t u = static_cast<size_t>(i);
-      key_rows[u] = keys(slot[u], l);
-      value_rows[u] = values(slot[u], l);
-      rows[u] = keys(slot[u], l) + static_cast<int64_t>(t) * C;
-      rows[static_cast<size_t>(n) + u] = values(slot[u], l) + static_cast<int64_t>(t) * C;
+    const DMat new_keys = m.linear(x, aw.k), new_values = m.linear(x, aw.v);  // (n, C)
+    std::vector<float*> rows(static_cast<size_t>(2 * n));  // where row r of new_keys / new_values goes
+    std::vector<const float*> key_rows(static_cast<size_t>(B)), value_rows(static_cast<size_t>(B));
+    for (int b = 0; b < B; ++b) {
+      const int cache = slot[static_cast<size_t>(b)];
+      key_rows[static_cast<size_t>(b)] = keys(cache, l);
+      value_rows[static_cast<size_t>(b)] = values(cache, l);
+      for (int i = 0; i < k; ++i) {
+        const size_t r = static_cast<size_t>(b * k + i);
+        rows[r] = keys(cache, l) + static_cast<int64_t>(t + i) * C;
+        rows[static_cast<size_t>(n) + r] = values(cache, l) + static_cast<int64_t>(t + i) * C;
+      }
     }
     float* const* d_rows = m.upload(rows.data(), rows.size());
-    cuda::scatter_rows(k.data, d_rows, n, C, nullptr);
-    cuda::scatter_rows(v.data, d_rows + n, n, C, nullptr);
-    m.attend(a, key_rows, value_rows, t + 1, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
+    cuda::scatter_rows(new_keys.data, d_rows, n, C, nullptr);
+    cuda::scatter_rows(new_values.data, d_rows + n, n, C, nullptr);
+    m.attend(a, key_rows, value_rows, t + k, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
     return a.attn_out;
   };
   auto cross_attention = [&](const DMat& x, int l) {
     const DAttentionWeights& aw = w_decoder(l).cross_attn;
     DAttention a;
     a.queries = m.linear(x, aw.q);
-    const std::vector<const float*> key_rows(static_cast<size_t>(n), cross_keys(l)),
-        value_rows(static_cast<size_t>(n), cross_values(l));
-    const std::vector<AttentionMask> masks(static_cast<size_t>(n), cross_masks[static_cast<size_t>(l)]);
+    const std::vector<const float*> key_rows(static_cast<size_t>(B), cross_keys(l)),
+        value_rows(static_cast<size_t>(B), cross_values(l));
+    const std::vector<AttentionMask> masks(static_cast<size_t>(B), cross_masks[static_cast<size_t>(l)]);
     m.attend(a, key_rows, value_rows, static_cast<int>(src.size()), aw, masks, heads_on(c, iv, AttentionKind::Cross, l));
     return a.attn_out;
   };
@@ -225,7 +248,7 @@ void CudaDecoding::State::step_group(const std::vector<int>& caches_of, const st
   check_cuda(cudaGetLastError(), "kernel launch");
   Mat host;
   copy_to_host(out, host);  // waits for the pass
-  for (int i = 0; i < n; ++i) logits.row(static_cast<Eigen::Index>(which[static_cast<size_t>(i)])) = host.row(i);
+  return host;
 }
 
 }  // namespace sf

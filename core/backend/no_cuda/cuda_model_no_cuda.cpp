@@ -39,5 +39,6 @@ void CudaDecoding::release_cache(int) {}
 void CudaDecoding::truncate_cache(int, int) {}
 int CudaDecoding::cache_length(int) const { return 0; }
 Mat CudaDecoding::step(const std::vector<int>&, const std::vector<int>&) { return {}; }
+Mat CudaDecoding::chunk(int, const std::vector<int>&) { return {}; }
 
 }  // namespace sf

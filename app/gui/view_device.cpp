@@ -1,0 +1,44 @@
+#include "gui/view_device.h"
+
+#include "util/error.h"
+#include "util/parallel.h"
+
+namespace sf::gui {
+
+std::shared_ptr<CudaModel> ViewDevice::gpu_for(const std::shared_ptr<const Model>& model) {
+  if (request_ == DeviceRequest::Cpu || !model) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (model_ == model) return gpu_;
+  gpu_.reset();  // the last model's copy goes (decoders still using it keep it alive until they go)
+  note_.clear();
+  model_ = model;
+  try {
+    std::string why;
+    std::unique_ptr<CudaModel> copy = open_device(request_, model->config, model->weights, &why);
+    gpu_ = std::move(copy);
+    note_ = why;  // auto: a GPU that could not take the model
+  } catch (const Error& e) {  // cuda: no GPU, no room, a model family it does not compute
+    note_ = std::string(request_ == DeviceRequest::Cuda ? "--device cuda: " : "") + e.what() +
+            "; the views compute on the CPU";
+  }
+  return gpu_;
+}
+
+void ViewDevice::fail(const std::shared_ptr<const Model>& model, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (model_ != model) return;  // a copy already replaced
+  gpu_.reset();
+  note_ = "the GPU failed (" + reason + "): the views compute on the CPU";
+}
+
+std::string ViewDevice::note() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return note_;
+}
+
+std::string computed_on(const Decoder& decoder, const CudaModel* gpu) {
+  if (decoder.on_gpu() && gpu) return "GPU " + gpu->device_name();
+  return "CPU, " + std::to_string(parallel_threads()) + " threads";
+}
+
+}  // namespace sf::gui
