@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "gui/app.h"
 #include "gui/frame_log.h"
 #include "gui/key_latch.h"
@@ -85,6 +86,12 @@ int main(int argc, char** argv) {
   if (!settings.problem().empty()) print_error(settings.problem());
   if (settings.enabled()) sf::gui::apply_last_session(settings.settings(), parsed.options);
   const sf::gui::AppOptions& options = parsed.options;
+  // --device cuda asks for a GPU: without a usable one that is an error naming why, as stepformer-cli's, before
+  // any window (a GPU that is there but cannot take a model is said in the app, which computes on the CPU).
+  if (options.device == "cuda" && !sf::backend_info().cuda_available) {
+    print_error("--device cuda: no usable GPU (" + sf::backend_info().description + "); --device auto or cpu computes on the CPU");
+    return 1;
+  }
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
   std::string lesson_problems;  // every line of a lesson at fault, shown in a dialog before the class sees it

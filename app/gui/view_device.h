@@ -3,7 +3,8 @@
 //
 //   auto  the GPU where this build has CUDA, a GPU is usable and the model fits; else the CPU
 //   cpu   the CPU
-//   cuda  the GPU; where it cannot be used the app still computes, on the CPU, saying why
+//   cuda  the GPU (the app refuses to start without a usable one); where it cannot take the model (too little
+//         memory, the from-scratch family) the views compute on the CPU, saying why
 // A GPU copy serves one model (another model, or other weights of it, gets a copy of its own, the last one
 // dropped). A CUDA failure (out of memory, say) switches that model's views to the CPU for good (fail()),
 // with the reason kept for the user. The decoding steps themselves choose per request: a painted mask or the

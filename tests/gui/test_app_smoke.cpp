@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "app_under_xvfb.h"
 #include "gui/render/colormap.h"
 #include "gui/script/script.h"
@@ -83,6 +84,22 @@ TEST(AppSmoke, BadOptionsAreNamed) {
   r = run(std::string(STEPFORMER_APP_PATH) + " --frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown option '--frobnicate'"), std::string::npos) << r.output;
+}
+
+// --device cuda where no GPU is usable is an error naming why (exit 1), before any window; auto and cpu then
+// compute on the CPU. With a GPU the option is taken (the views' device: test_app_state's ViewDevice test).
+TEST(AppSmoke, DeviceCudaWithoutAGpuIsAnErrorNamingWhy) {
+  if (backend_info().cuda_available) GTEST_SKIP() << "a GPU is usable here: --device cuda is taken";
+  const RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH +
+                          " --no-settings --device cuda --screenshot " + output_path("never-cuda.png"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--device cuda: no usable GPU (" + backend_info().description + ")"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("cannot open a display"), std::string::npos) << "checked before the window:\n" << r.output;
+  EXPECT_FALSE(fs::exists(output_path("never-cuda.png")));
+  const RunResult automatic = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH +
+                                  " --no-settings --device auto --screenshot " + output_path("never-auto.png"));
+  EXPECT_EQ(automatic.exit_code, 3) << "auto goes on to open the window:\n" << automatic.output;
 }
 
 TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
