@@ -35,10 +35,9 @@
 #include "backend/cuda_model.h"
 #include "bench_main.h"
 #include "decode/decoder.h"
-#include "decode/guided.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "train/init.h"
+#include "app_recompute.h"
 #include "training_batch.h"
 #include "util/paths.h"
 
@@ -156,42 +155,16 @@ void BM_Decoder20(benchmark::State& state) {
 BENCHMARK(BM_Decoder20)->ArgNames({"beam", "gpu", "base"})->ArgsProduct({{1, 4}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The sentences of bench_interventions.cpp: the example, and 240 tokens of clauses (the shipped model reads 256).
-std::vector<int> shipped_sentence(const Model& m, bool long_sentence) {
-  std::string text = "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.";
-  if (!long_sentence) return token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source));
-  const std::string clauses[] = {" Zwei Hunde spielen im Schnee,", " eine Frau mit einem roten Hut wartet an der Ecke,",
-                                 " ein kleiner Junge läuft über den Platz,", " und drei Männer sitzen vor einem Café."};
-  for (int i = 0; token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source)).size() < 240; ++i)
-    text += clauses[i % 4];
-  std::vector<int> ids = token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source));
-  ids.resize(239);
-  ids.push_back(m.config.eos_id);
-  return ids;
-}
-
 void BM_AppRecompute(benchmark::State& state) {
   static const Model m = load_model(shipped_model_path("de-en"));
   static const std::shared_ptr<CudaModel> gpu = std::make_shared<CudaModel>(m.config, m.weights);
   const bool on_gpu = state.range(1) != 0;
-  const std::vector<int> src = shipped_sentence(m, state.range(2) != 0);
+  const bench::AppRecompute before(m, bench::shipped_sentence(m, state.range(2) != 0));
   Interventions iv;
   if (state.range(0) == 1) iv.heads_off = {{AttentionKind::Cross, 1, 2}};
   if (state.range(0) == 2) iv.positional_encoding = false;
-  DecodeOptions o;
-  o.max_length = std::min(static_cast<int>(src.size()) + 30, m.config.max_positions - 1);  // as the app
-  Decoder before(m.config, m.weights, src, {}, o);
-  before.run();
-  const std::vector<int> previous = before.generated();
   size_t tokens = 0;
-  for (auto _ : state) {
-    Decoder d(m.config, m.weights, src, iv, o, before.encoder_pass());
-    if (on_gpu) d.compute_on(gpu);
-    GuidedRedecoder(d).run(previous);
-    Trace t = d.trace();
-    benchmark::DoNotOptimize(t.probs.data());
-    tokens = d.generated().size();
-  }
+  for (auto _ : state) tokens = before.run(iv, on_gpu ? gpu : nullptr).size();
   state.counters["tokens"] = static_cast<double>(tokens);
 }
 BENCHMARK(BM_AppRecompute)->ArgNames({"iv", "gpu", "long"})->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1}})

@@ -26,6 +26,7 @@
 #include "decode/guided.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "app_recompute.h"
 #include "util/paths.h"
 
 namespace {
@@ -46,43 +47,22 @@ const Model& shipped_floats() {
   return model;
 }
 
-std::vector<int> source_ids(bool long_sentence = false) {
-  const Model& m = shipped();
-  std::string text = "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.";
-  if (long_sentence) {  // 240 tokens: <bos>, 238 words and punctuation, <eos>
-    const std::string clauses[] = {" Zwei Hunde spielen im Schnee,", " eine Frau mit einem roten Hut wartet an der Ecke,",
-                                   " ein kleiner Junge läuft über den Platz,", " und drei Männer sitzen vor einem Café."};
-    for (int i = 0; token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source)).size() < 240; ++i)
-      text += clauses[i % 4];
-    std::vector<int> ids = token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source));
-    ids.resize(239);
-    ids.push_back(m.config.eos_id);
-    return ids;
-  }
-  return token_ids(encode(text, m.tokenizer, m.src_vocab, Side::Source));
-}
+std::vector<int> source_ids(bool long_sentence = false) { return bench::shipped_sentence(shipped(), long_sentence); }
 
 // As AppState::recompute: the previous translation (the model as trained) is checked in one batched pass
 // (GuidedRedecoder::prefill), then decoding goes on from the first token that differs, guessing the rest from
 // the previous translation and checking each guess in one pass (GuidedRedecoder::run).
 void recompute_on(benchmark::State& state, Interventions iv, bool long_sentence) {
   const Model& m = state.range(0) ? shipped() : shipped_floats();
-  const std::vector<int> src = source_ids(long_sentence);
-  DecodeOptions o;
-  o.max_length = std::min(static_cast<int>(src.size()) + 30, m.config.max_positions - 1);  // as the app
-  Decoder before(m.config, m.weights, src, {}, o);
-  before.run();
-  const std::vector<int> previous = before.generated();
+  const bench::AppRecompute before(m, source_ids(long_sentence));
+  const std::vector<int>& previous = before.previous();
   size_t tokens = 0;
   int kept = 0;
   for (auto _ : state) {
-    Decoder d(m.config, m.weights, src, iv, o, before.encoder_pass());  // the encoder pass shared where it can be
-    GuidedRedecoder(d).run(previous);
-    Trace t = d.trace();
-    benchmark::DoNotOptimize(t.probs.data());
-    tokens = d.generated().size();
+    const std::vector<int> generated = before.run(iv);
+    tokens = generated.size();
     kept = 0;  // tokens the new translation shares with the previous one, position by position
-    for (size_t i = 0; i < std::min(tokens, previous.size()); ++i) kept += d.generated()[i] == previous[i];
+    for (size_t i = 0; i < std::min(tokens, previous.size()); ++i) kept += generated[i] == previous[i];
   }
   state.counters["tokens"] = static_cast<double>(tokens);
   state.counters["same"] = kept;
