@@ -13,6 +13,7 @@
 //   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
 //                                  would read)
 //   BM_CudaTrainingStep/B          one training step on B random sentences (bench_training's BM_TrainingStep)
+//   BM_CudaTrainingStepTf32/B      the same with the matrix products on TF32 tensor cores (train --tf32)
 //   BM_CudaGreedy20                20 greedy tokens by CudaModel::greedy (the decoder reruns on each prefix)
 //   BM_Decoder20/beam/gpu/base     a Decoder's 20 tokens (eos never chosen, so every run decodes 20), greedy
 //                                  (beam 1) or beam search, its steps on the GPU (Decoder::compute_on: KV caches
@@ -103,18 +104,22 @@ BENCHMARK(BM_CudaForwardLogitsBaseBatch64)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->A
 
 // bench_training's step (its model and batches: training_batch.h) on the GPU: forward with dropout 0.1, label-smoothed
 // loss, backward, clipping to norm 1, Adam. tools/bench_pytorch_training.py --device cuda times PyTorch's.
-void BM_CudaTrainingStep(benchmark::State& state) {
+void training_steps(benchmark::State& state, bool tf32) {
   const Config c = bench::tutorial_config();
   const ModelWeights w = initialize_weights(c, 1);
   CudaModel gpu(c, w);
   gpu.start_training(AdamSettings{});
+  gpu.set_tf32(tf32);
   const Batch batch = bench::random_batch(static_cast<int>(state.range(0)), 10, 18, c, 2);
   uint64_t step = 0;
   for (auto _ : state) benchmark::DoNotOptimize(gpu.train_step(batch, DropoutSettings{0.1f, 1, ++step}, 0.1f, 1.0f, 1e-4f));
   state.counters["target_tokens/s"] =
       benchmark::Counter(static_cast<double>(batch.target_tokens) * state.iterations(), benchmark::Counter::kIsRate);
 }
+void BM_CudaTrainingStep(benchmark::State& state) { training_steps(state, false); }
 BENCHMARK(BM_CudaTrainingStep)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_CudaTrainingStepTf32(benchmark::State& state) { training_steps(state, true); }
+BENCHMARK(BM_CudaTrainingStepTf32)->Arg(128)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_CudaForwardLogitsBaseTf32(benchmark::State& state) {
   gpu_model(true).gpu->set_tf32(true);

@@ -17,6 +17,7 @@
 #                                 validation BLEU and time; and score the shipped model on the test set with beam 4,
 #                                 decoded on the GPU and on the CPU
 #   GPU_CHECK_TRAIN_SECONDS=N     stop that run after N seconds (default 600; 0: no training run)
+#   GPU_CHECK_TRAIN_ARGS="..."    more options for that run (e.g. --tf32)
 #   GPU_CHECK_BENCH=training      only the training benchmark (when time on the GPU machine is short)
 #   GPU_CHECK_BENCH=decoding      only the decoding benchmarks (BM_Decoder20, BM_CudaGreedy20, the app's recompute
 #                                 after an intervention BM_AppRecompute) and TF32's forward
@@ -94,7 +95,7 @@ if [ -n "${GPU_CHECK_DATA:-}" ] && [ "${GPU_CHECK_TRAIN_SECONDS:-600}" != 0 ]; t
   TAIL=30 step train_de_en_cuda timeout "${GPU_CHECK_TRAIN_SECONDS:-600}" stdbuf -oL -eL "$BUILD/app/stepformer-cli" train \
     --device cuda --data "$GPU_CHECK_DATA" --src de --tgt en --out /tmp/stepformer-gpu-de-en.safetensors \
     --no-resume --epochs 18 --batch-tokens 3000 --lr 1e-3 --warmup 500 --dropout 0.1 --label-smoothing 0.1 \
-    --clip 1 --tie-output --seed 1 --threads "$JOBS"
+    --clip 1 --tie-output --seed 1 --threads "$JOBS" ${GPU_CHECK_TRAIN_ARGS:-}
 fi
 if [ -n "${GPU_CHECK_DATA:-}" ]; then  # the shipped model's test BLEU, beam 4, decoded on the GPU and on the CPU
   for device in cuda cpu; do

@@ -33,6 +33,7 @@ const char* kHelp =
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
     "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
     "           --device auto|cpu|cuda (auto: the GPU where this build has CUDA and a GPU can take the run)\n"
+    "           --tf32 (on the GPU: matrix products on TF32 tensor cores instead of FP32)\n"
     "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
     "           --resume (continue from the checkpoint, which must exist: an error rather than a fresh start)\n"
     "fine-tune: --from MODEL (a model file or a Hugging Face Marian folder): start from its weights, config,\n"
@@ -99,6 +100,7 @@ int run_train(const Args& args) {
     o.device = parse_device(v);
     return std::string();
   });
+  p.flag("--tf32", &o.tf32);
   p.value("--final-beam", &o.final_beam, 1, 64);
   p.value("--timeline", &o.timeline_path);
   p.value("--timeline-storage", &timeline_storage);

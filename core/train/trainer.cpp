@@ -387,14 +387,16 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   if (s.gpu) {
     try {
       s.gpu->start_training(o.adam, &s.adam->first_moment(), &s.adam->second_moment(), s.adam->step_count());
+      s.gpu->set_tf32(o.tf32);
       s.weights_copied_at = s.adam_copied_at = s.state.step;  // the GPU starts from the host's state
-      s.log("training on the GPU: " + s.gpu->device_name());
+      s.log("training on the GPU: " + s.gpu->device_name() + (o.tf32 ? " (matrix products in TF32)" : ""));
     } catch (const Error& e) {
       if (o.device == DeviceRequest::Cuda || e.kind() != ErrorKind::Unsupported) throw;
       s.log(std::string("computing on the CPU: ") + e.what());
       s.gpu.reset();
     }
   }
+  if (!s.gpu && o.tf32) s.log("--tf32 concerns the GPU only: training in FP32 on the CPU");
   s.start_epoch();
 }
 

@@ -50,6 +50,9 @@ struct TrainOptions {
   // weights, gradients and Adam's moments stay in GPU memory; weights() and each epoch's evaluation and files
   // read them back. A GPU that fails mid-run hands its state back and the CPU goes on.
   DeviceRequest device = DeviceRequest::Cpu;
+  // On the GPU: the matrix products (forward and backward) on TF32 tensor cores instead of FP32
+  // (CudaModel::set_tf32; the README's GPU section gives what it changes). Ignored on the CPU, said in the log.
+  bool tf32 = false;
   int final_beam = 4;                   // beam width for the test score at the end
   bool resume = true;                   // continue from checkpoint_path when it exists
   std::string command_line;             // recorded in the provenance

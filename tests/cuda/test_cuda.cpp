@@ -385,6 +385,24 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
   EXPECT_LT(runs[1].back().train_loss, 0.85 * runs[1].front().train_loss) << "the GPU's run learns";
   EXPECT_LT(runs[1].back().valid_nll, runs[1].front().valid_nll);
   EXPECT_GT(gpu_weights.encoder_layers.size(), 0u);
+  // --tf32: the same run with TF32 matrix products learns as much (its losses printed beside FP32's).
+  o.device = DeviceRequest::Cuda;
+  o.tf32 = true;
+  std::string log;
+  Trainer tf32(o, [&](const std::string& line) { log += line + "\n"; });
+  std::vector<EpochRecord> tf32_run;
+  while (!tf32.done()) {
+    while (!tf32.epoch_complete()) tf32.step();
+    tf32_run.push_back(tf32.finish_epoch());
+  }
+  EXPECT_NE(log.find("(matrix products in TF32)"), std::string::npos) << log;
+  ASSERT_EQ(tf32_run.size(), runs[1].size());
+  for (size_t e = 0; e < tf32_run.size(); ++e) {
+    std::printf("epoch %zu: train loss FP32 %.5f TF32 %.5f, valid nll FP32 %.5f TF32 %.5f\n", e + 1, runs[1][e].train_loss,
+                tf32_run[e].train_loss, runs[1][e].valid_nll, tf32_run[e].valid_nll);
+    EXPECT_NEAR(tf32_run[e].train_loss, runs[1][e].train_loss, 3e-2 * runs[1][e].train_loss) << "epoch " << e + 1;
+  }
+  EXPECT_LT(tf32_run.back().train_loss, 0.85 * tf32_run.front().train_loss) << "the TF32 run learns";
   std::filesystem::remove_all(dir);
 }
 

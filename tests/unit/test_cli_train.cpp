@@ -104,9 +104,11 @@ TEST(CliTrain, TrainsResumesAndIsDeterministic) {
   EXPECT_FALSE(fs::exists(resumed));
   r = cli(train_command(dir, resumed, 10, 2));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = cli(train_command(dir, resumed, 15, 2) + " --resume");
+  // --tf32 concerns the GPU's matrix products: on the CPU it is said and changes no bit (compared below).
+  r = cli(train_command(dir, resumed, 15, 2) + " --resume --tf32");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--tf32 concerns the GPU only: training in FP32 on the CPU"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("epoch 1: train loss"), std::string::npos) << "finished epochs must not rerun";
 
   // Same seed, same data: the same weights and Adam moments, bit for bit, whether or not the run was
