@@ -252,8 +252,8 @@ bool AppState::rebuild(int steps) {
     for (const RememberedTranslation& r : remembered_)
       if (r.is_for(model.get(), src_ids, interventions)) guess = r.translation;
   }
-  // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say). The
-  // work shares that decoder but only reads its encoder pass; steps are refused while it runs (busy()).
+  // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say): the
+  // work shares that pass (immutable), not the decoder.
   std::shared_ptr<const Trace> encoder_pass = same_source ? decoder->encoder_pass() : nullptr;
   Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
                guess = std::move(guess), encoder_pass = std::move(encoder_pass),
