@@ -18,6 +18,7 @@
 #include "decode/decoder.h"
 #include "decode/guided.h"
 #include "decode/kv_cache.h"
+#include "gui/app_state.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/name_tables.h"
@@ -685,8 +686,9 @@ TEST(CudaGuided, ReDecodingAfterAnInterventionIsTheCpus) {
       EXPECT_EQ(gpu_steps, cpu_steps) << what;
       EXPECT_EQ(on.tree().size(), cpu.tree().size()) << what;
       EXPECT_EQ(gpu_guided.guessed(), cpu_guided.guessed()) << what;
-      if (std::string(name) == "unchanged")
+      if (std::string(name) == "unchanged") {
         EXPECT_EQ(gpu_guided.guessed(), static_cast<int>(guess.size())) << what << ": a right guess, whole, in one chunk";
+      }
       expect_rows_near(cpu.last_distribution(), on.last_distribution(), 1e-4f, what + ", last distribution");
       expect_traces_equal(cpu.trace(), on.trace(), 1e-4f, what + ", trace");
       ASSERT_EQ(on.step_back(2), 2) << what;
@@ -695,6 +697,78 @@ TEST(CudaGuided, ReDecodingAfterAnInterventionIsTheCpus) {
       EXPECT_EQ(on.generated(), cpu.generated()) << what << ", after stepping back";
     }
   }
+}
+
+// The app's views on the GPU (app/gui/app_state.h with --device cuda: gui/view_device.h) against the same app state
+// on the CPU, on the shipped model: the sentence, a decoder head off (a new translation, re-decoded from the old by
+// guesses checked on the GPU), positions off, steps back and forth, each time the same translation, the same
+// guesses taken and the trace within 1e-4; a painted mask computes on the CPU, saying so, and the GPU takes the next
+// change again; then, with every byte of GPU memory taken, a change decodes again on the CPU, says the GPU failed,
+// and the views stay on the CPU after the memory is back.
+TEST(CudaApp, TheViewsComputeOnTheGpuAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  using gui::AppState;
+  using gui::ViewDevice;
+  AppState cpu, gpu;
+  cpu.device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
+  gpu.device = std::make_shared<ViewDevice>(DeviceRequest::Cuda);
+  const std::string on_the_gpu = "GPU " + backend_info().cuda_device_name;
+  for (AppState* s : {&cpu, &gpu}) {
+    ASSERT_TRUE(s->load_model(gui::default_model_path())) << s->error;
+    ASSERT_TRUE(s->set_sentence("Eine Frau mit einem roten Hut sitzt auf einer Bank.")) << s->error;
+  }
+  auto same = [&](const std::string& what, bool on_gpu) {
+    EXPECT_EQ(gpu.translation, cpu.translation) << what;
+    EXPECT_EQ(gpu.last_guessed, cpu.last_guessed) << what;
+    EXPECT_EQ(gpu.shown_device, on_gpu ? on_the_gpu : cpu.shown_device) << what;
+    ASSERT_TRUE(gpu.decoder) << what;
+    EXPECT_EQ(gpu.decoder->on_gpu(), on_gpu) << what;
+    expect_traces_equal(cpu.trace, gpu.trace, 1e-4f, what + ", trace");
+  };
+  same("the sentence", true);
+  Interventions off;
+  off.heads_off = {{AttentionKind::Decoder, 1, 2}, {AttentionKind::Cross, 0, 1}};
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error;
+  same("decoder and cross heads off", true);
+  EXPECT_GT(gpu.last_guessed, 0) << "the guided re-decoding took guesses";
+  Interventions positions = off;
+  positions.positional_encoding = false;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(positions)) << s->error;
+  same("positions off", true);
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step_back(4)) << s->error;
+  same("four steps back", true);
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step(2)) << s->error;
+  same("two steps on", true);
+  Interventions painted;
+  const Eigen::Index rows = static_cast<Eigen::Index>(gpu.trace.tgt.ids.size()),
+                     cols = static_cast<Eigen::Index>(gpu.source_tokens.size());
+  painted.custom_masks.push_back({{AttentionKind::Cross, 0, 1}, Mat::Zero(rows, cols)});
+  painted.custom_masks.back().blocked(0, 1) = 1.0f;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(painted)) << s->error;
+  same("a painted mask", false);
+  EXPECT_EQ(gpu.device_why, "painted masks compute on the CPU");
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error;
+  same("as trained again", true);
+#ifdef STEPFORMER_HAVE_CUDA
+  std::vector<void*> taken;  // every size class down to 256 bytes (CudaTraining.OutOfMemoryMidRunGoesOnOnTheCpu)
+  for (size_t chunk = size_t{1} << 30; chunk >= 256;) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, chunk) == cudaSuccess) {
+      taken.push_back(p);
+    } else {
+      cudaGetLastError();
+      chunk /= 2;
+    }
+  }
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error;
+  for (void* p : taken) cudaFree(p);
+  same("out of GPU memory", false);
+  EXPECT_NE(gpu.device_why.find("the GPU failed"), std::string::npos) << gpu.device_why;
+  EXPECT_TRUE(gpu.error.empty()) << gpu.error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error;
+  same("the next change, memory back", false);
+  EXPECT_NE(gpu.device_why.find("the GPU failed"), std::string::npos) << "it stays on the CPU, saying why";
+#endif
 }
 
 // TF32 (CudaModel::set_tf32) is an option, never the default: switched off again the pass is FP32's (the numbers
