@@ -197,7 +197,8 @@ void App::frame() {
     // Which device computed what the views show, at the end of the sentence's line (the model line is full at
     // 1280 pixels): the GPU, or the CPU (hovering says why, where a GPU is there).
     const BackendInfo& backend = backend_info();
-    const std::string& device = state_.shown_device;
+    const std::string device = state_.shown_device.empty() ? "CPU, " + std::to_string(parallel_threads()) + " threads"
+                                                           : state_.shown_device;
     const std::string device_text = "on the " + device;
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);

@@ -41,7 +41,7 @@ struct AppState {
   // Where decodings compute (--device; the app's default is auto, a bare AppState's the CPU): the GPU copy of
   // the model, made on first use. Set before the first decoding; shared with the work on the worker thread.
   std::shared_ptr<ViewDevice> device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
-  std::string shown_device = "CPU";    // where what is shown was computed: "GPU <name>" or "CPU, N threads"
+  std::string shown_device;            // where what is shown was computed: "GPU <name>", "CPU, N threads" ("": nothing yet)
   std::string device_why;              // why that was the CPU where a GPU is there (a painted mask, ...); "" else
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
