@@ -298,7 +298,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
                            ? "not used (--device cpu); the Training stage's runs and stepformer-cli use it when asked."
                            : "computes these views where it can, and the Training stage's runs.");
   else
-    ImGui::TextWrapped("Computed on the CPU, %d threads (no usable GPU: %s).", parallel_threads(),
+    ImGui::TextWrapped("Computed on the CPU, %d threads. Backend: %s.", parallel_threads(),
                        printable(backend.description).c_str());
 
   // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
