@@ -407,6 +407,25 @@ TEST(CudaTraining, TheTrainerOnTheGpuFollowsTheCpu) {
   std::filesystem::remove_all(dir);
 }
 
+#ifdef STEPFORMER_HAVE_CUDA
+// Every free byte of GPU memory, in every size class down to the smallest block a pass asks for (256 bytes): the
+// driver hands out small blocks from pages it already holds, so each class is taken until it too fails. cudaFree
+// each pointer to give it back.
+std::vector<void*> take_all_gpu_memory() {
+  std::vector<void*> taken;
+  for (size_t chunk = size_t{1} << 30; chunk >= 256;) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, chunk) == cudaSuccess) {
+      taken.push_back(p);
+    } else {
+      cudaGetLastError();
+      chunk /= 2;
+    }
+  }
+  return taken;
+}
+#endif
+
 // Out of memory in the middle of a run: the trainer's model and Adam's state are in GPU memory, then this test takes
 // all the GPU has left (as another program would), so the first step's workspace cannot be had. The trainer says
 // why, goes on on the CPU from the GPU's state, and its steps are the CPU trainer's own: nothing was lost.
@@ -420,18 +439,7 @@ TEST(CudaTraining, OutOfMemoryMidRunGoesOnOnTheCpu) {
   std::string log;
   Trainer t(o, [&](const std::string& line) { log += line + "\n"; });
   ASSERT_NE(log.find("training on the GPU"), std::string::npos) << log;
-  // Every size class down to the smallest block a pass asks for (256 bytes): the driver hands out small blocks
-  // from pages it already holds, so each class is taken until it too fails.
-  std::vector<void*> taken;
-  for (size_t chunk = size_t{1} << 30; chunk >= 256;) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, chunk) == cudaSuccess) {
-      taken.push_back(p);
-    } else {
-      cudaGetLastError();
-      chunk /= 2;
-    }
-  }
+  const std::vector<void*> taken = take_all_gpu_memory();
   ASSERT_FALSE(taken.empty());
   t.step();  // fails on the GPU, then steps on the CPU
   t.step();
@@ -750,16 +758,7 @@ TEST(CudaApp, TheViewsComputeOnTheGpuAsOnTheCpu) {
   for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error;
   same("as trained again", true);
 #ifdef STEPFORMER_HAVE_CUDA
-  std::vector<void*> taken;  // every size class down to 256 bytes (CudaTraining.OutOfMemoryMidRunGoesOnOnTheCpu)
-  for (size_t chunk = size_t{1} << 30; chunk >= 256;) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, chunk) == cudaSuccess) {
-      taken.push_back(p);
-    } else {
-      cudaGetLastError();
-      chunk /= 2;
-    }
-  }
+  const std::vector<void*> taken = take_all_gpu_memory();
   for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error;
   for (void* p : taken) cudaFree(p);
   same("out of GPU memory", false);
