@@ -46,8 +46,9 @@ App::App(const AppOptions& options, SettingsStore* settings)
   state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
   sentence_input_ = state_.sentence;
   training_data_dir_ = options.data_dir.empty() ? multi30k_data_dir() : options.data_dir;
-  training_.set_device(parse_device(options.device));  // checked by the option parser
-  state_.device = std::make_shared<ViewDevice>(parse_device(options.device));
+  const DeviceRequest device = parse_device(options.device);  // checked by the option parser
+  training_.set_device(device);
+  state_.device = std::make_shared<ViewDevice>(device);
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
@@ -197,8 +198,7 @@ void App::frame() {
     // Which device computed what the views show, at the end of the sentence's line (the model line is full at
     // 1280 pixels): the GPU, or the CPU (hovering says why, where a GPU is there).
     const BackendInfo& backend = backend_info();
-    const std::string device = state_.shown_device.empty() ? "CPU, " + std::to_string(parallel_threads()) + " threads"
-                                                           : state_.shown_device;
+    const std::string device = state_.shown_device();
     const std::string device_text = "on the " + device;
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
@@ -213,7 +213,7 @@ void App::frame() {
       std::string tip;
       if (!backend.cuda_available)
         tip = "no usable GPU (" + backend.description + "): everything computes on the CPU";
-      else if (state_.shown_device.rfind("GPU", 0) == 0)
+      else if (!state_.shown_gpu.empty())
         tip = "decoding (KV caches in GPU memory) and the traced pass the views show computed on the GPU; the trace "
               "is copied to the CPU once per change";
       else if (state_.device->request() == DeviceRequest::Cpu)

@@ -9,6 +9,7 @@
 #include "decode/guided.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
+#include "util/parallel.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -266,12 +267,11 @@ bool AppState::rebuild(int steps) {
     std::shared_ptr<CudaModel> gpu = device->gpu_for(m);
     out.device_why = gpu ? why_decoding_stays_on_the_cpu(m->config, iv, options) : device->note();
     std::shared_ptr<Decoder> next;
-    GuidedRedecoder* redecoder = nullptr;
-    std::optional<GuidedRedecoder> guided_run;
+    std::optional<GuidedRedecoder> redecoder;
     auto decode = [&](bool on_gpu) {
       next = std::make_shared<Decoder>(m->config, m->weights, src_ids, iv, options, encoder_pass);
       if (on_gpu) next->compute_on(gpu);
-      redecoder = &guided_run.emplace(*next);
+      redecoder.emplace(*next);
       if (guided) {
         redecoder->run(guess);
       } else if (steps < 0) {
@@ -293,7 +293,7 @@ bool AppState::rebuild(int steps) {
       out.cancelled = true;
       return out;
     }
-    out.device = computed_on(*next, gpu.get());
+    if (next->on_gpu()) out.gpu = gpu->device_name();
     out.guessed = redecoder->guessed();
     out.decoder = std::move(next);
     out.source_tokens = std::move(tokens);
@@ -349,7 +349,7 @@ bool AppState::commit(Outcome out) {
   }
   last_recompute_ms = out.ms;
   last_guessed = out.guessed;
-  shown_device = std::move(out.device);
+  shown_gpu = std::move(out.gpu);
   device_why = std::move(out.device_why);
   decoder = std::move(out.decoder);
   shown_model_ = std::move(out.model);
@@ -397,6 +397,10 @@ void AppState::restore_inputs(const Inputs& in) {
   interventions = in.interventions;
   decode_options = in.decode_options;
   source_padding = in.source_padding;
+}
+
+std::string AppState::shown_device() const {
+  return shown_gpu.empty() ? "CPU, " + std::to_string(parallel_threads()) + " threads" : "GPU " + shown_gpu;
 }
 
 bool AppState::busy() const { return task_.running() || queued_.has_value() || as_trained_task_.running(); }
@@ -465,14 +469,14 @@ bool AppState::run_to_end() {
 
 bool AppState::advance(int count) {
   Work work = [d = std::move(decoder), m = shown_model_, count, device = device, why = device_why,
-               gpu_name = shown_device](const std::atomic<bool>& cancelled) mutable {
+               gpu = shown_gpu](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
     Outcome out;
     out.model = m;
-    out.device = gpu_name;
+    out.gpu = gpu;
     out.device_why = why;
     const int target = count == kToEnd ? kToEnd : std::max(0, d->steps() + count);
-    auto move = [&](Decoder& decoder, int by) {
+    auto walk = [&](Decoder& decoder, int by) {
       if (by > 0) {
         for (int i = 0; i < by && !cancelled && decoder.step(); ++i) {}
       } else {
@@ -481,7 +485,7 @@ bool AppState::advance(int count) {
       if (!cancelled) out.trace = decoder.trace();
     };
     try {
-      move(*d, count);
+      walk(*d, count);
     } catch (const Error& e) {
       // A CUDA failure in a step on the GPU: the same decoding again on the CPU, to the same step.
       if (!d->on_gpu() || e.kind() != ErrorKind::Unsupported) throw;
@@ -489,8 +493,8 @@ bool AppState::advance(int count) {
       out.device_why = device->note();
       d = std::make_shared<Decoder>(m->config, m->weights, d->encoded().src.ids, d->interventions(), d->options(),
                                     d->encoder_pass());
-      move(*d, target);
-      out.device = computed_on(*d, nullptr);
+      walk(*d, target);
+      out.gpu.clear();
     }
     if (cancelled) {
       out.cancelled = true;

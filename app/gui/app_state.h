@@ -41,7 +41,7 @@ struct AppState {
   // Where decodings compute (--device; the app's default is auto, a bare AppState's the CPU): the GPU copy of
   // the model, made on first use. Set before the first decoding; shared with the work on the worker thread.
   std::shared_ptr<ViewDevice> device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
-  std::string shown_device;            // where what is shown was computed: "GPU <name>", "CPU, N threads" ("": nothing yet)
+  std::string shown_gpu;               // the GPU what is shown was computed on ("": the CPU)
   std::string device_why;              // why that was the CPU where a GPU is there (a painted mask, ...); "" else
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
@@ -107,6 +107,8 @@ struct AppState {
 
   bool ready() const { return model && trace.has_decoder(); }
   bool decoding_finished() const { return decoder && decoder->finished(); }
+  // Where what is shown was computed, in words: "GPU NVIDIA H100 80GB HBM3" or "CPU, 2 threads".
+  std::string shown_device() const;
   // Token strings for axis labels: source tokens as the model read them (an unknown word is "<unk>"), decoder
   // input tokens (<bos> + translation), and decoder rows as "input -> predicted" ("orange -> shirt": the
   // position reads "orange" and predicts "shirt"; the last row of an unfinished decoding predicts "?").
@@ -127,7 +129,7 @@ struct AppState {
     std::optional<std::vector<Token>> source_tokens;  // a rebuild: the source as read
     Interventions interventions;  // a rebuild: what it decoded with (remembered translations are keyed by it)
     int guessed = 0;
-    std::string device;           // where it was computed (shown_device)
+    std::string gpu;              // the GPU it was computed on ("": the CPU)
     std::string device_why;       // why on the CPU, where a GPU was there
     bool cancelled = false;       // a newer request came: the result is dropped
     double ms = 0.0;

@@ -1,7 +1,6 @@
 #include "gui/view_device.h"
 
 #include "util/error.h"
-#include "util/parallel.h"
 
 namespace sf::gui {
 
@@ -34,11 +33,6 @@ void ViewDevice::fail(const std::shared_ptr<const Model>& model, const std::stri
 std::string ViewDevice::note() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return note_;
-}
-
-std::string computed_on(const Decoder& decoder, const CudaModel* gpu) {
-  if (decoder.on_gpu() && gpu) return "GPU " + gpu->device_name();
-  return "CPU, " + std::to_string(parallel_threads()) + " threads";
 }
 
 }  // namespace sf::gui

@@ -16,7 +16,6 @@
 #include <string>
 
 #include "backend/device.h"
-#include "decode/decoder.h"
 #include "model/model.h"
 
 namespace sf::gui {
@@ -39,8 +38,5 @@ class ViewDevice {
   std::shared_ptr<CudaModel> gpu_;
   std::string note_;
 };
-
-// "GPU NVIDIA H100 80GB HBM3" for a decoder on the GPU, else "CPU, 2 threads": where a result was computed.
-std::string computed_on(const Decoder& decoder, const CudaModel* gpu);
 
 }  // namespace sf::gui

@@ -127,10 +127,9 @@ void Decoder::compute_on(std::shared_ptr<CudaModel> gpu) {
 void Decoder::compute_on(CudaModel& gpu) {
   if (!history_.empty() || fed(states_.front()) > 0)
     fail(ErrorKind::Input, "Decoder", "compute_on: the decoder has already taken steps on the CPU");
-  if (!use_cache_)
-    fail(ErrorKind::Unsupported, "cuda",
-         "without an exact KV cache (the cache switched off, the causal mask off, or a painted mask that lets a token "
-         "see later ones) decoding runs on the CPU");
+  // The one rule of what the GPU's caches take (it implies use_cache_), in the words the app shows.
+  if (const std::string why = why_decoding_stays_on_the_cpu(*config_, encoded_.interventions, options_); !why.empty())
+    fail(ErrorKind::Unsupported, "cuda", why + ": decoding runs on the CPU");
   auto decoding = std::make_shared<CudaDecoding>(gpu, encoded_.src.ids, encoded_.interventions);
   const int first = decoding->new_cache();
   gpu_ = std::move(decoding);

@@ -728,7 +728,7 @@ TEST(CudaApp, TheViewsComputeOnTheGpuAsOnTheCpu) {
   auto same = [&](const std::string& what, bool on_gpu) {
     EXPECT_EQ(gpu.translation, cpu.translation) << what;
     EXPECT_EQ(gpu.last_guessed, cpu.last_guessed) << what;
-    EXPECT_EQ(gpu.shown_device, on_gpu ? on_the_gpu : cpu.shown_device) << what;
+    EXPECT_EQ(gpu.shown_device(), on_gpu ? on_the_gpu : cpu.shown_device()) << what;
     ASSERT_TRUE(gpu.decoder) << what;
     EXPECT_EQ(gpu.decoder->on_gpu(), on_gpu) << what;
     expect_traces_equal(cpu.trace, gpu.trace, 1e-4f, what + ", trace");

@@ -229,17 +229,17 @@ TEST(ViewDevice, TheViewsComputeWhereTheDeviceSaysAndSayWhyNot) {
     EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.") << what;
     const bool gpu = backend_info().cuda_available && request != DeviceRequest::Cpu;
     if (gpu) {
-      EXPECT_EQ(state.shown_device, "GPU " + backend_info().cuda_device_name) << what;
+      EXPECT_EQ(state.shown_device(), "GPU " + backend_info().cuda_device_name) << what;
       EXPECT_TRUE(state.decoder->on_gpu()) << what;
       EXPECT_EQ(state.device_why, "") << what;
       Interventions painted;
       painted.custom_masks.push_back({{AttentionKind::Cross, 0, 1}, Mat::Zero(state.trace.tgt.ids.size(), state.source_tokens.size())});
       ASSERT_TRUE(state.set_interventions(painted)) << what << ": " << state.error;
-      EXPECT_EQ(state.shown_device, cpu) << what;
+      EXPECT_EQ(state.shown_device(), cpu) << what;
       EXPECT_EQ(state.device_why, "painted masks compute on the CPU") << what;
       continue;
     }
-    EXPECT_EQ(state.shown_device, cpu) << what;
+    EXPECT_EQ(state.shown_device(), cpu) << what;
     EXPECT_FALSE(state.decoder->on_gpu()) << what;
     if (request == DeviceRequest::Cuda) {  // asked for, not there: the reason, and the work goes on
       EXPECT_NE(state.device_why.find("--device cuda"), std::string::npos) << state.device_why;
@@ -250,7 +250,7 @@ TEST(ViewDevice, TheViewsComputeWhereTheDeviceSaysAndSayWhyNot) {
       EXPECT_EQ(state.device_why, "") << what << ": nothing to say";
     }
     ASSERT_TRUE(state.step_back(3)) << what;  // stepping stays where it was computed
-    EXPECT_EQ(state.shown_device, cpu) << what;
+    EXPECT_EQ(state.shown_device(), cpu) << what;
   }
 }
 

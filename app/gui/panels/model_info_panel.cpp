@@ -285,11 +285,11 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
                      c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
   // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
-  if (state.shown_device.rfind("GPU", 0) == 0)
+  if (!state.shown_gpu.empty())
     ImGui::TextWrapped("Computed on the %s: decoding with KV caches in GPU memory, and the traced pass these views "
                        "show, copied to the CPU once per change. Painted masks and the causal mask off compute on "
                        "the CPU.",
-                       state.shown_device.c_str());
+                       state.shown_device().c_str());
   else if (backend.cuda_available)
     ImGui::TextWrapped("Computed on the CPU, %d threads%s%s. GPU %s: %s", parallel_threads(),
                        state.device_why.empty() ? "" : ": ", printable(state.device_why).c_str(),
