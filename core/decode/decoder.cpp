@@ -309,6 +309,39 @@ Trace Decoder::with_encoder(const Trace& decoder_half) const {
   return t;
 }
 
+Trace Decoder::with_encoder(Trace&& decoder_half) const {
+  Trace t = *encoder_;
+  t.interventions = std::move(decoder_half.interventions);
+  t.tgt = std::move(decoder_half.tgt);
+  t.decoder = std::move(decoder_half.decoder);
+  t.decoder_norm = std::move(decoder_half.decoder_norm);
+  t.dec_out = std::move(decoder_half.dec_out);
+  t.logits = std::move(decoder_half.logits);
+  t.probs = std::move(decoder_half.probs);
+  return t;
+}
+
+std::vector<RecordedRows> Decoder::recorded_rows_of(const std::vector<int>& input) const {
+  std::vector<RecordedRows> pieces;
+  if (gpu_model_) return pieces;
+  int at = 0;  // rows of `input` covered so far
+  const int rows = static_cast<int>(input.size());
+  for (const RecordedRows& p : recorded_rows_) {
+    if (at == rows) break;
+    if (p.first_position + p.begin != at) return {};
+    RecordedRows piece = p;
+    piece.end = std::min(p.end, p.begin + (rows - at));
+    const std::vector<int>& ids = p.pass->tgt.ids;
+    if (!std::equal(ids.begin() + piece.begin, ids.begin() + piece.end, input.begin() + at)) return {};
+    at += piece.end - piece.begin;
+    pieces.push_back(std::move(piece));
+  }
+  if (at != rows) return {};
+  return pieces;
+}
+
+bool Decoder::trace_assembled() const { return !trace_kept() && !recorded_rows_of(pass_input()).empty(); }
+
 Trace Decoder::traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill) const {
   Trace t;  // the decoder half; decoder_pass fits the painted masks to the input's length
   DecoderPass pass;
@@ -329,6 +362,8 @@ Trace Decoder::trace() const {
     gpu_model_->forward(encoded_.src.ids, pass_input(), encoded_.interventions, t);
     return t;
   }
+  if (std::vector<RecordedRows> rows = recorded_rows_of(pass_input()); !rows.empty())
+    return with_encoder(assemble_traced_pass(*config_, encoded_, *cross_, rows));
   return with_encoder(traced_pass(pass_input(), OutputLayer::AllRows));
 }
 

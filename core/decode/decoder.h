@@ -137,6 +137,10 @@ class Decoder {
   // Whether trace() returns a pass that decoding already ran (GuidedRedecoder's check of a guess that ran to the
   // end, kept), rather than one of its own.
   bool trace_kept() const;
+  // Whether trace() puts its pass together from the rows GuidedRedecoder's checks computed (chunks through the
+  // KV cache, recorded: assemble_traced_pass) rather than running it: they begin with pass_input()'s (after
+  // stepping back too).
+  bool trace_assembled() const;
   bool step_back();  // undoes the last step; false at the start
   // Undoes up to `count` steps (a beam's hypotheses are rebuilt once, at the end); returns how many were undone.
   int step_back(int count);
@@ -149,7 +153,8 @@ class Decoder {
   // The decoder input of the pass that chooses the next token (bos + generated), or, once finished, of the pass
   // that chose the last token (bos + generated without its last token).
   std::vector<int> pass_input() const;
-  // The full trace of pass_input() (the encoder half is reused, the decoder half recomputed).
+  // The full trace of pass_input() (the encoder half is reused, the decoder half recomputed, or put together
+  // from the rows guided re-decoding computed: GuidedRedecoder).
   Trace trace() const;
   // The encoder pass (its trace's encoder half; its interventions may differ from this decoder's on the decoder
   // side, where it was shared), for another decoder of the same source to share.
@@ -224,6 +229,9 @@ class Decoder {
   // trace holds the decoder half only (with_encoder completes it).
   Trace traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill = nullptr) const;
   Trace with_encoder(const Trace& decoder_half) const;
+  Trace with_encoder(Trace&& decoder_half) const;
+  // The recorded rows of `input` (recorded_rows_ cut to its length), or none where they do not begin with it.
+  std::vector<RecordedRows> recorded_rows_of(const std::vector<int>& input) const;
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet
   void push_history();                             // what step_back restores, before a step
   bool append_single(int token, const RowVec& logits);  // greedy / sample: the tree node; true if it finished
@@ -268,6 +276,7 @@ class Decoder {
   bool finished_ = false;
   std::shared_ptr<const CrossKeysValues> cross_;  // of encoded_, shared by every hypothesis' cache
   std::shared_ptr<const Trace> finished_trace_;  // a guided pass that finished decoding: trace() reuses it
+  std::vector<RecordedRows> recorded_rows_;  // GuidedRedecoder's checks' rows, from position 0 (trace_assembled)
   std::shared_ptr<CudaDecoding> gpu_;  // compute_on's: the steps compute there
   CudaModel* gpu_model_ = nullptr;     // compute_on's: trace() computes there
   std::shared_ptr<CudaModel> gpu_owner_;  // compute_on's, where it was given as shared

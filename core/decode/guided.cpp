@@ -43,8 +43,20 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   if (how == Check::Prefixes) v.cache.tokens = h.cache.tokens;  // without an exact cache: only its tokens
   // prediction(i): the logits before draft[i] (i = 0: after what is consumed), from whichever pass runs.
   std::function<RowVec(int)> prediction;
-  std::shared_ptr<Trace> full;  // a traced pass that may become trace()'s
-  int done_begin = 0, done_end = 0;  // its rows through the output layer so far
+  std::shared_ptr<Trace> full;   // a traced pass that may become trace()'s
+  std::shared_ptr<Trace> chunk;  // a chunk's rows, kept (Record::Rows)
+  int done_begin = 0, done_end = 0;  // rows of `full` or `chunk` through the output layer so far
+  // The logits of row `row` of `pass` (of `rows` rows), whose output layer (most of a row's cost for a large
+  // vocabulary) runs on rows as the check reaches them, 4 first, then twice as many as so far: a guess that goes
+  // wrong early leaves the rest out.
+  auto output_row = [&](Trace& pass, int rows, int row) -> RowVec {
+    if (row >= done_end) {
+      const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
+      output_rows(weights, done_end, end, pass);
+      done_end = end;
+    }
+    return pass.logits.row(row);
+  };
   const std::vector<int> consumed = h.cache.tokens;  // on the CPU
   const int consumed_count = d.fed(h);
   if (gpu) {
@@ -60,14 +72,16 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
       return logits.row(i);
     };
   } else if (how == Check::Chunk) {
-    const Mat logits = fed > 0 ? decode_chunk(config, weights, d.encoded_,
-                                              std::vector<int>(draft.begin(), draft.begin() + fed), v.cache, fed)
-                               : Mat();
-    prediction = [&, logits](int i) -> RowVec { return i == 0 ? h.next_logits : RowVec(logits.row(i - 1)); };
+    // The draft's rows continue the cache in one pass that keeps them: the rows taken are a piece of the traced
+    // pass trace() puts together (Decoder::trace_assembled). Row i - 1 predicts draft[i].
+    if (fed > 0) {
+      chunk = std::make_shared<Trace>();
+      record_chunk(config, weights, d.encoded_, std::vector<int>(draft.begin(), draft.begin() + fed), v.cache, *chunk);
+    }
+    prediction = [&](int i) -> RowVec { return i == 0 ? h.next_logits : output_row(*chunk, fed, i - 1); };
   } else if (how == Check::FullPass) {
-    // <bos> + what is decoded + the draft, one traced pass that fills an empty cache. The output layer (most of
-    // a row's cost for a large vocabulary) runs on rows as the check reaches them, 4 first, then twice as many as
-    // so far: a guess that goes wrong early leaves the rest out; rows before the check's only for a kept pass.
+    // <bos> + what is decoded + the draft, one traced pass that fills an empty cache, its output layer run on
+    // rows as the check reaches them (output_row); rows before the check's only for a kept pass.
     std::vector<int> input = {config.bos_id};
     const std::vector<int> so_far = d.generated();
     input.insert(input.end(), so_far.begin(), so_far.end());
@@ -80,13 +94,7 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     const int rows = static_cast<int>(input.size());
     prediction = [&, first, rows](int i) -> RowVec {
       if (i == 0 && in_hand) return h.next_logits;
-      const int row = first - 1 + i;
-      if (row >= done_end) {
-        const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
-        output_rows(weights, done_end, end, *full);
-        done_end = end;
-      }
-      return full->logits.row(row);
+      return output_row(*full, rows, first - 1 + i);
     };
   } else {
     // A pass over each prefix the steps would decode, all in one batch; a draft that ends the translation (a
@@ -149,6 +157,19 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   if (finished && full && static_cast<int>(full->tgt.ids.size()) == consumed_after) {
     complete_output(weights, done_begin, done_end, *full);
     v.trace = std::move(full);
+    return v;
+  }
+  // Else, with an exact cache, the pass's rows of what the hypothesis consumed with the tokens taken (positions
+  // consumed_count .. consumed_after; a chunk's row 0 is position consumed_count, a full pass's position 0),
+  // with their logits: a piece of the traced pass to come. (Without one, a row of a shorter pass is not the
+  // longer pass's row.)
+  const std::shared_ptr<Trace>& kept = chunk ? chunk : full;
+  const int first_position = chunk ? consumed_count : 0;
+  const int begin = consumed_count - first_position, end = consumed_after - first_position;
+  if (kept && how != Check::Prefixes && end > begin) {
+    if (end > done_end) output_rows(weights, std::max(done_end, begin), end, *kept);
+    if (begin < done_begin) output_rows(weights, begin, std::min(done_begin, end), *kept);
+    v.rows = {kept, first_position, begin, end};
   }
   return v;
 }
@@ -161,13 +182,18 @@ void GuidedRedecoder::take(Verification v) {
   if (v.gpu) h.gpu = std::move(v.gpu);
   if (!d_.finished_) h.next_logits = std::move(v.next);
   if (v.trace) d_.finished_trace_ = std::move(v.trace);
+  // The rows recorded stay those of the consumed tokens from position 0 while every check adds its own; a check
+  // without rows (on a GPU, without a cache) or a token fed by a step ends them for this decoding.
+  std::vector<RecordedRows>& rows = d_.recorded_rows_;
+  auto recorded = [&] { return rows.empty() ? 0 : rows.back().first_position + rows.back().end; };
+  if (v.rows.pass && v.rows.first_position + v.rows.begin == recorded()) rows.push_back(std::move(v.rows));
+  if (recorded() != d_.fed(h)) rows.clear();
 }
 
 int GuidedRedecoder::prefill(const std::vector<int>& candidate) {
   Decoder& d = d_;
-  if (d.options_.strategy != DecodeStrategy::Greedy || !d.use_cache_ || d.steps() != 0 || d.finished_ ||
-      candidate.empty())
-    return 0;
+  // (An empty candidate still feeds <bos> in a traced pass: its row begins the rows trace() is put together from.)
+  if (d.options_.strategy != DecodeStrategy::Greedy || !d.use_cache_ || d.steps() != 0 || d.finished_) return 0;
   for (int id : candidate)
     if (id < 0 || id >= d.config_->tgt_vocab_size) return 0;  // a candidate from another vocabulary
   Verification v = verify(candidate, Check::FullPass);

@@ -11,7 +11,10 @@
 // one pass, and take them while each is what greedy decoding chooses (the forced token at its position, else
 // the most likely), up to the first that is not. The draft's first token is always the choice of the
 // prediction in hand, so every check moves decoding on. Three ways to run the pass:
-//   Chunk     an exact KV cache: the draft's rows continue it (decode_chunk)
+//   Chunk     an exact KV cache: the draft's rows continue it, kept (record_chunk): the rows of the tokens taken,
+//             chunk after chunk from the first pass, are what trace() puts the translation's traced pass together
+//             from (assemble_traced_pass) instead of running it again; their output layer runs as the check
+//             reaches them
 //   FullPass  a traced pass over <bos> + everything + the draft, which fills the cache and, when it decodes to
 //             the end, is the pass trace() shows (kept, not computed again); its output layer runs on rows as
 //             the check reaches them (4, then twice as many as so far)
@@ -36,7 +39,8 @@ class GuidedRedecoder {
 
   // Greedy, at the start, with an exact KV cache: takes the longest prefix of `candidate` that greedy decoding
   // chooses, checked in one traced pass over <bos> + candidate. Returns the tokens taken (0 where it does not
-  // apply: another strategy, no exact cache, steps already taken, ids outside the target vocabulary).
+  // apply: another strategy, no exact cache, steps already taken, ids outside the target vocabulary). An empty
+  // candidate still feeds <bos> in that pass (whose row begins the rows trace() may be put together from).
   int prefill(const std::vector<int>& candidate);
   // Greedy: decodes to the end, after prefill(guess), guessing each next stretch from `guess` (where it holds
   // the last tokens decoded, what follows them there) and checking it with verify(). Other strategies:
@@ -52,6 +56,9 @@ class GuidedRedecoder {
     KvCache cache;          // what the hypothesis has consumed after them (a finishing token is never fed)
     std::shared_ptr<Decoder::GpuCache> gpu;  // on the GPU: that cache there (cache unused)
     std::shared_ptr<const Trace> trace;  // the traced pass that trace() shows, when the check kept one
+    // The check's rows of the tokens the hypothesis consumed with it, with their logits (on the CPU with a
+    // cache): a piece of the traced pass that trace() puts together (Decoder::trace_assembled; pass null: none).
+    RecordedRows rows;
   };
   // The primitive: checks `draft` after what the decoder's greedy hypothesis has consumed, changing nothing.
   Verification verify(const std::vector<int>& draft, Check how, bool traced_last = false) const;

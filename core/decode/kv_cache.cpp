@@ -27,6 +27,17 @@ Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace&
   return decoder_pass(config, weights, encoded, cache.cross.get(), pass);
 }
 
+void record_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                  const std::vector<int>& tokens, KvCache& cache, Trace& rows) {
+  if (tokens.empty()) fail(ErrorKind::Input, "record_chunk", "no tokens to feed");
+  DecoderPass pass;
+  pass.rows = DecoderRows::one_sequence(tokens, cache.length());
+  pass.caches = {&cache};
+  pass.record = Record::Rows;  // no output rows: logits computed as they are read
+  pass.trace = &rows;
+  decoder_pass(config, weights, encoded, cache.cross.get(), pass);
+}
+
 Mat decode_prefixes(const Config& config, const ModelWeights& weights, const Trace& encoded,
                     const std::vector<int>& tokens, const std::vector<int>& lengths, const CrossKeysValues& cross) {
   for (size_t j = 0; j < lengths.size(); ++j)

@@ -8,6 +8,7 @@
 //   decode_step      one token continuing the cache: its logits
 //   decode_steps     one token continuing each of N caches (a beam's hypotheses), all in one pass: N rows
 //   decode_chunk     k tokens continuing the cache in one pass: the logits of the last out_rows of them
+//   record_chunk     the same, keeping its rows for a traced pass put together from chunks
 //   decode_prefixes  without a cache, several prefixes of one translation at once: the last row of each
 #pragma once
 #include <vector>
@@ -30,6 +31,12 @@ KvCache start_kv_cache(const Config& config, const ModelWeights& weights, const 
 //   a whole prefix on an empty cache, out_rows 1: one decoding step without the causal mask.
 Mat decode_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
                  const std::vector<int>& tokens, KvCache& cache, int out_rows);
+
+// decode_chunk that keeps the chunk's rows (Record::Rows) in `rows` and computes no logits yet: output_rows
+// (transformer/forward.h) computes the rows a check reads (it stops at the first wrong guess), and the rows it
+// takes are a piece of the translation's traced pass (assemble_traced_pass).
+void record_chunk(const Config& config, const ModelWeights& weights, const Trace& encoded,
+                  const std::vector<int>& tokens, KvCache& cache, Trace& rows);
 
 // Without an exact cache (causal mask off, a painted mask that lets a query see a later key), several decoding
 // steps checked at once: for each length n in `lengths` (rising), a pass over tokens[0 .. n-1] alone, as a

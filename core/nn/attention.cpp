@@ -142,8 +142,11 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
                                            shape_string({p->rows(), p->cols()}) + ", the attention " +
                                            shape_string({tq, tk}));
   check_heads(keep, n_heads, false, "dropout");
-  thread_local Mat scores_scratch, probs_scratch, dropped;
-  for (int h = 0; h < n_heads; ++h) {
+  // One head after another; a large attention (a traced pass over a long sentence) shares its heads out on the
+  // pool (each head writes its own record and columns; inside a parallel loop, as a batch's sequences run, this
+  // runs serially).
+  auto head = [&](int h) {
+    thread_local Mat scores_scratch, probs_scratch, dropped;
     const size_t hs = static_cast<size_t>(h);
     Mat& scores = record.scores.empty() ? scores_scratch : record.scores[hs];
     Mat& probs = record.probs.empty() ? probs_scratch : record.probs[hs];
@@ -160,7 +163,14 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
       out.noalias() = probs * v.middleCols(h * d, d);
     }
     if (!record.head_out.empty()) record.head_out[hs] = out;
-  }
+  };
+  constexpr Eigen::Index kParallelCells = 128 * 128;  // per head: below it the pool's hand-off costs more
+  if (n_heads > 1 && tq * tk >= kParallelCells)
+    parallel_for(n_heads, 1, [&](int begin, int end) {
+      for (int h = begin; h < end; ++h) head(h);
+    });
+  else
+    for (int h = 0; h < n_heads; ++h) head(h);
 }
 
 void attend_backward(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,

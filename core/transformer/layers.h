@@ -29,6 +29,9 @@ namespace sf {
 // What a pass keeps of what it computes.
 enum class Record {
   Output,    // only what the next layer reads (decoding steps, checks of guessed tokens)
+  Rows,      // every row's own numbers (embeddings, projections, norms, feed-forward), no attention maps and no
+             // copy of the encoder's keys and values: a chunk of decoding that a traced pass is later assembled
+             // from (assemble_traced_pass, transformer/passes.h)
   Backward,  // also what the backward reads (training): attention projections and probabilities, norms, keeps
   Trace      // everything the app shows: per-head q, k, v, scores, masks, head outputs (one sequence)
 };

@@ -70,18 +70,18 @@ struct SequenceAttention {
   AttentionMask mask;
 };
 
-// queries = x_q W_q^T + b; per sequence attend(); attn_out = heads_out W_o^T + b. ReshapeHeads: each
-// sequence's queries, keys and values are put into SplitHeads' columns for attend() and its heads' output back.
-void attention_sublayer(const Config& config, const AttentionWeights& w, const ConstMatRef& x_q,
-                        std::vector<SequenceAttention>& seqs, const std::vector<bool>& on, Record record,
-                        Dropout* dropout, AttentionTrace& t) {
+// Per sequence attend() of t.queries over its keys and values under its mask, into t.heads_out (Rq, C), keeping
+// what `record` asks. ReshapeHeads: each sequence's queries, keys and values are put into SplitHeads' columns
+// for attend() and its heads' output back. The middle of attention_sublayer, and what assemble_traced_pass
+// computes again over a whole sequence from rows recorded in chunks.
+void attend_sequences(const Config& config, std::vector<SequenceAttention>& seqs, const std::vector<bool>& on,
+                      Record record, Dropout* dropout, AttentionTrace& t) {
   const int H = config.n_heads;
   const Eigen::Index D = config.head_dim();
   const size_t n = seqs.size(), nh = n * static_cast<size_t>(H);
   const bool reshape = config.attention == AttentionStyle::ReshapeHeads;
-  attention_projection(config, x_q, w.q, t.queries);  // (Rq, C)
-  t.heads_out.resize(x_q.rows(), config.d_model);
-  const bool keep_probs = record != Record::Output, trace = record == Record::Trace;
+  t.heads_out.resize(t.queries.rows(), config.d_model);
+  const bool keep_probs = record == Record::Backward || record == Record::Trace, trace = record == Record::Trace;
   t.probs.resize(keep_probs ? nh : 0);
   t.scores.resize(trace ? nh : 0);
   t.head_out.resize(trace ? nh : 0);
@@ -119,16 +119,17 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
   else parallel_for(static_cast<int>(n), 1, [&](int begin, int end) {
       for (int s = begin; s < end; ++s) run(static_cast<size_t>(s));
     });
-  linear_forward(t.heads_out, w.out, t.attn_out);  // (Rq, C)
   if (!trace) return;
   // The app's record: each head's q, k, v and the mask it ran with.
   t.q.resize(nh);
   t.k.resize(nh);
   t.v.resize(nh);
   t.mask.resize(nh);
-  for (size_t s = 0; s < n; ++s) {
-    const SequenceAttention& a = seqs[s];
-    for (int h = 0; h < H; ++h) {
+  parallel_for(static_cast<int>(nh), 1, [&](int begin, int end) {
+    for (int sh = begin; sh < end; ++sh) {
+      const size_t s = static_cast<size_t>(sh / H);
+      const int h = sh % H;
+      const SequenceAttention& a = seqs[s];
       if (reshape) {
         t.q[s * H + h] = columns[s][0].middleCols(h * D, D);
         t.k[s * H + h] = columns[s][1].middleCols(h * D, D);
@@ -140,7 +141,16 @@ void attention_sublayer(const Config& config, const AttentionWeights& w, const C
       }
       t.mask[s * H + h] = a.mask.matrix(h, a.q_rows, a.k_rows);
     }
-  }
+  });
+}
+
+// queries = x_q W_q^T + b; attend_sequences(); attn_out = heads_out W_o^T + b.
+void attention_sublayer(const Config& config, const AttentionWeights& w, const ConstMatRef& x_q,
+                        std::vector<SequenceAttention>& seqs, const std::vector<bool>& on, Record record,
+                        Dropout* dropout, AttentionTrace& t) {
+  attention_projection(config, x_q, w.q, t.queries);  // (Rq, C)
+  attend_sequences(config, seqs, on, record, dropout, t);
+  linear_forward(t.heads_out, w.out, t.attn_out);  // (Rq, C)
 }
 
 // The adjoint of attention_sublayer for a recorded pass whose keys and values are t.keys, t.values (the rows
@@ -443,7 +453,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       // here (training, whose gradient flows into them).
       const Mat* keys = &a.keys;
       const Mat* values = &a.values;
-      if (cross && !recorded) {
+      if (cross && (!recorded || pass.record == Record::Rows)) {
         keys = &cross->keys[static_cast<size_t>(l)];
         values = &cross->values[static_cast<size_t>(l)];
       } else if (cross) {
@@ -500,6 +510,115 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
     }
   }
   return Mat();
+}
+
+// [SECTION] a traced pass assembled from recorded rows
+
+namespace {
+
+// Rows [begin, end) of `of(piece)` of each piece, stacked: (rows, cols).
+template <typename Of>
+Mat stack_rows(const std::vector<RecordedRows>& pieces, Eigen::Index rows, const Of& of) {
+  const Mat& first = of(*pieces.front().pass);
+  Mat out(rows, first.cols());
+  Eigen::Index at = 0;
+  for (const RecordedRows& p : pieces) {
+    const Mat& m = of(*p.pass);
+    if (m.cols() != out.cols() || m.rows() < p.end)
+      fail(ErrorKind::Shape, "assemble_traced_pass", "a recorded chunk lacks rows of a tensor the trace needs");
+    out.middleRows(at, p.end - p.begin) = m.middleRows(p.begin, p.end - p.begin);
+    at += p.end - p.begin;
+  }
+  return out;
+}
+template <typename Of>
+Vec stack_entries(const std::vector<RecordedRows>& pieces, Eigen::Index rows, const Of& of) {
+  Vec out(rows);
+  Eigen::Index at = 0;
+  for (const RecordedRows& p : pieces) {
+    const Vec& v = of(*p.pass);
+    if (v.size() < p.end) fail(ErrorKind::Shape, "assemble_traced_pass", "a recorded chunk lacks a layer norm's rows");
+    out.segment(at, p.end - p.begin) = v.segment(p.begin, p.end - p.begin);
+    at += p.end - p.begin;
+  }
+  return out;
+}
+
+}  // namespace
+
+Trace assemble_traced_pass(const Config& config, const Trace& encoded, const CrossKeysValues& cross,
+                           const std::vector<RecordedRows>& pieces) {
+  const char* where = "assemble_traced_pass";
+  if (pieces.empty()) fail(ErrorKind::Input, where, "no recorded rows");
+  if (!encoded.has_encoder() || encoded.sequences != 1) fail(ErrorKind::Input, where, "one sentence's encoder pass is needed");
+  const int L = config.n_decoder_layers;
+  Eigen::Index T = 0;
+  std::vector<int> ids;
+  for (const RecordedRows& p : pieces) {
+    const Trace& t = *p.pass;
+    if (p.first_position + p.begin != T || p.begin < 0 || p.end <= p.begin ||
+        p.end > static_cast<int>(t.tgt.ids.size()) || static_cast<int>(t.decoder.size()) != L ||
+        t.logits.rows() < p.end)
+      fail(ErrorKind::Input, where, "the recorded rows do not follow each other from position 0");
+    ids.insert(ids.end(), t.tgt.ids.begin() + p.begin, t.tgt.ids.begin() + p.end);
+    T += p.end - p.begin;
+  }
+  const Eigen::Index S = static_cast<Eigen::Index>(encoded.src.ids.size());
+  const Interventions fitted = fit_decoder_masks(encoded.interventions, static_cast<int>(S), static_cast<int>(T));
+  Trace trace;
+  trace.interventions = fitted;
+  trace.tgt.ids = ids;
+  trace.tgt.tok_embed = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.tok_embed; });
+  trace.tgt.pos = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.pos; });
+  trace.tgt.sum = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.sum; });
+  auto stack_norm = [&](const auto& norm_of, LayerNormTrace& out) {
+    out.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return norm_of(t).out; });
+    out.mean = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return norm_of(t).mean; });
+    out.std = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return norm_of(t).std; });
+  };
+  trace.decoder.resize(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    const size_t li = static_cast<size_t>(l);
+    DecoderLayerTrace& d = trace.decoder[li];
+    auto layer = [li](const Trace& t) -> const DecoderLayerTrace& { return t.decoder[li]; };
+    // Row by row, as the chunks computed them.
+    d.self_attn.queries = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.queries; });
+    d.self_attn.keys = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.keys; });
+    d.self_attn.values = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.values; });
+    d.self_attn.attn_out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.attn_out; });
+    d.residual1 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual1; });
+    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm1; }, d.norm1);
+    d.cross_attn.queries = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).cross_attn.queries; });
+    d.cross_attn.attn_out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).cross_attn.attn_out; });
+    d.residual2 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual2; });
+    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm2; }, d.norm2);
+    d.ffn.hidden_pre = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.hidden_pre; });
+    d.ffn.hidden = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.hidden; });
+    d.ffn.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.out; });
+    d.residual3 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual3; });
+    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm3; }, d.norm3);
+    d.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).out; });
+    // What mixes the rows, over the whole sequence as a traced pass computes it: the self-attention over every
+    // row's keys and values under the full pass's masks, the cross-attention over the encoder's.
+    std::vector<SequenceAttention> self(1);
+    self[0] = {0, T, &d.self_attn.keys, &d.self_attn.values, 0, T,
+               build_mask(config, fitted, AttentionKind::Decoder, l, 0, T, ids, fitted.causal_mask)};
+    attend_sequences(config, self, heads_on(config, fitted, AttentionKind::Decoder, l), Record::Trace, nullptr,
+                     d.self_attn);
+    d.cross_attn.keys = cross.keys[li];
+    d.cross_attn.values = cross.values[li];
+    std::vector<SequenceAttention> across(1);
+    across[0] = {0, T, &d.cross_attn.keys, &d.cross_attn.values, 0, S,
+                 build_mask(config, fitted, AttentionKind::Cross, l, 0, T, encoded.src.ids, false, &ids)};
+    attend_sequences(config, across, heads_on(config, fitted, AttentionKind::Cross, l), Record::Trace, nullptr,
+                     d.cross_attn);
+  }
+  if (config.decoder_final_norm)
+    stack_norm([](const Trace& t) -> const LayerNormTrace& { return t.decoder_norm; }, trace.decoder_norm);
+  trace.dec_out = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.dec_out; });
+  trace.logits = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.logits; });
+  masked_softmax(trace.logits, Mat(), trace.probs);
+  return trace;
 }
 
 // [SECTION] backward of a training pass

@@ -2,7 +2,9 @@
 //
 //   the app's traced pass        one sequence from position 0, Record::Trace, every row's logits
 //   a decoding step              one sequence continuing its KV cache by one row, Record::Output, its logits
-//   a chunk of guessed tokens    one sequence continuing its cache by k rows, the logits of each
+//   a chunk of guessed tokens    one sequence continuing its cache by k rows, the logits of each (Record::Rows:
+//                                its rows kept, so that the translation's traced pass is put together from its
+//                                chunks, assemble_traced_pass, instead of run again)
 //   prefix passes (no cache)     several sequences (the prefixes of a translation), the last row's logits of each
 //   recompute after a change     the traced pass again from the first layer the change reaches
 //   training                     B sentences of a padded batch, Record::Backward, dropout, every row's logits
@@ -78,7 +80,7 @@ struct DecoderPass {
   // Rows whose logits are computed, rising. With Record::Output only these rows go through the last layer.
   std::vector<int> output_rows;
   Record record = Record::Output;
-  // Record::Trace and Record::Backward write the decoder half of this trace (tgt, decoder, decoder_norm,
+  // Record::Trace, Rows and Backward write the decoder half of this trace (tgt, decoder, decoder_norm,
   // dec_out, logits: rows outside output_rows left to compute; probs with Record::Trace when every row is
   // computed). first_layer > 0: the trace already holds this very pass up to that layer (recompute()).
   Trace* trace = nullptr;
@@ -97,6 +99,25 @@ struct DecoderPass {
 // rows out of order, a cache that does not match its rows.
 Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace& encoded,
                  const CrossKeysValues* cross, DecoderPass& pass);
+
+// [SECTION] a traced pass assembled from recorded rows
+// Decoding that checks guessed tokens a chunk at a time through a KV cache computes every row of the final
+// translation once; recording those rows (Record::Rows) and putting them together spares the app's traced pass
+// over the whole translation (GuidedRedecoder). What a traced pass computes row by row (embeddings, projections,
+// norms, feed-forward, output layer) is copied from the chunks; what mixes rows (each attention's per-head q, k,
+// v, scores, masks, probabilities and head outputs) is computed here over the whole sequence, under the masks of
+// a pass over all of it. The same tensors as decoder_pass with Record::Trace over those tokens, to float rounding
+// (the chunks' products ran over fewer rows).
+struct RecordedRows {
+  std::shared_ptr<const Trace> pass;  // the decoder half of a pass recorded with Record::Rows or Trace
+  int first_position = 0;             // the position of its row 0 (a chunk's: the cache's length before it)
+  int begin = 0, end = 0;             // its rows taken; their logits must be computed
+};
+// `pieces` follow each other from position 0 (rows begin..end of each). Returns the decoder half (tgt .. probs)
+// of a traced pass over their tokens on the encoder pass `encoded`, whose cross-attention keys and values are
+// `cross`. ErrorKind::Input when the pieces leave a gap; ErrorKind::Shape when one lacks a tensor.
+Trace assemble_traced_pass(const Config& config, const Trace& encoded, const CrossKeysValues& cross,
+                           const std::vector<RecordedRows>& pieces);
 
 // Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt),
 // accumulates every weight's gradient into grads.

@@ -2,6 +2,7 @@
 // tree, step forward and back, forced prefixes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 
 #include "decode/decoder.h"
@@ -125,6 +126,72 @@ TEST(KvCache, ChunkEqualsTheFullPassRows) {
     EXPECT_LT(mixed_error(row.row(0), forward(m.config, m.weights, kSrc, tgt, open).logits.row(7)), 1e-5f);
     EXPECT_THROW(decode_chunk(m.config, m.weights, encoded, {}, cache, 1), Error);
     EXPECT_THROW(decode_chunk(m.config, m.weights, encoded, {3, 4}, cache, 3), Error);
+  }
+}
+
+// Every tensor of two traces within 1e-4 of the value's size (products over other row counts sum in another order).
+void expect_traces_close(const Trace& got, const Trace& want) {
+  const std::vector<NamedTensor> a = trace_tensors(got), b = trace_tensors(want);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].name, b[i].name);
+    ASSERT_EQ(a[i].tensor.shape, b[i].tensor.shape) << a[i].name;
+    float worst = 0.0f;
+    for (size_t j = 0; j < a[i].tensor.data.size(); ++j) {
+      const float x = a[i].tensor.data[j], y = b[i].tensor.data[j];
+      worst = std::max(worst, std::abs(x - y) / (1.0f + std::abs(y)));
+    }
+    EXPECT_LT(worst, 1e-4f) << a[i].name;
+  }
+}
+
+// Chunks through the KV cache that record their rows (record_chunk), the rows taken of each put together, are
+// the traced pass over all of them: every tensor the app shows, the attention maps computed over the whole
+// sequence under its masks (a painted one and a head off among them), for post- and pre-norm layers.
+TEST(KvCache, RecordedChunksPutTogetherAreTheTracedPass) {
+  for (NormPlacement placement : {NormPlacement::Post, NormPlacement::Pre}) {
+    Model m(placement);
+    Interventions iv;
+    iv.heads_off = {{AttentionKind::Decoder, 1, 3}, {AttentionKind::Cross, 0, 1}};
+    Mat blocked = Mat::Zero(8, 8);  // causal, and query 5 may not see key 2
+    for (int i = 0; i < 8; ++i)
+      for (int j = i + 1; j < 8; ++j) blocked(i, j) = 1.0f;
+    blocked(5, 2) = 1.0f;
+    iv.custom_masks = {{{AttentionKind::Decoder, 0, 2}, blocked}};
+    const std::vector<int> tgt = {2, 6, 11, 4, 8, 1, 9, 13};
+    Trace encoded;
+    encode(m.config, m.weights, kSrc, iv, encoded);
+    Trace want = encoded;
+    decode_pass(m.config, m.weights, tgt, want);
+    const CrossKeysValues cross = cross_keys_values(m.config, m.weights, encoded);
+    // Chunks of 3, 4 (its last row left out, as a check that stops there leaves it) and 2 tokens.
+    KvCache cache = start_kv_cache(m.config, m.weights, encoded);
+    std::vector<RecordedRows> pieces;
+    for (auto [from, count, taken] : {std::array<int, 3>{0, 3, 3}, {3, 4, 3}, {6, 2, 2}}) {
+      auto rows = std::make_shared<Trace>();
+      truncate_kv_cache(cache, from);
+      record_chunk(m.config, m.weights, encoded, std::vector<int>(tgt.begin() + from, tgt.begin() + from + count),
+                   cache, *rows);
+      EXPECT_EQ(rows->probs.size(), 0);  // no attention maps, no output layer yet
+      EXPECT_TRUE(rows->decoder[0].self_attn.scores.empty());
+      output_rows(m.weights, 0, taken, *rows);
+      pieces.push_back({rows, from, 0, taken});
+    }
+    Trace got = encoded;
+    Trace half = assemble_traced_pass(m.config, encoded, cross, pieces);
+    got.interventions = half.interventions;
+    got.tgt = half.tgt;
+    got.decoder = half.decoder;
+    got.decoder_norm = half.decoder_norm;
+    got.dec_out = half.dec_out;
+    got.logits = half.logits;
+    got.probs = half.probs;
+    expect_traces_close(got, want);
+    // Rows that leave a gap, or start past position 0, are refused.
+    std::vector<RecordedRows> gap = {pieces[0], pieces[2]};
+    EXPECT_THROW(assemble_traced_pass(m.config, encoded, cross, gap), Error);
+    EXPECT_THROW(assemble_traced_pass(m.config, encoded, cross, {pieces[1]}), Error);
+    EXPECT_THROW(assemble_traced_pass(m.config, encoded, cross, {}), Error);
   }
 }
 
@@ -495,11 +562,15 @@ void expect_same_decoding(const Decoder& got, const Decoder& want) {
     EXPECT_EQ(got.tree()[i].step, want.tree()[i].step);
     EXPECT_NEAR(got.tree()[i].sum_logprob, want.tree()[i].sum_logprob, 1e-4f);
   }
-  EXPECT_LT((got.trace().logits - want.trace().logits).cwiseAbs().maxCoeff(), 1e-4f);
+  const Trace got_trace = got.trace(), want_trace = want.trace();
+  EXPECT_LT((got_trace.logits - want_trace.logits).cwiseAbs().maxCoeff(), 1e-4f);
   // The trace is complete: a pass whose output layer ran row by row has every row's probabilities too.
-  ASSERT_EQ(got.trace().probs.rows(), want.trace().probs.rows());
-  ASSERT_EQ(got.trace().probs.cols(), want.trace().probs.cols());
-  EXPECT_LT((got.trace().probs - want.trace().probs).cwiseAbs().maxCoeff(), 1e-5f);
+  ASSERT_EQ(got_trace.probs.rows(), want_trace.probs.rows());
+  ASSERT_EQ(got_trace.probs.cols(), want_trace.probs.cols());
+  EXPECT_LT((got_trace.probs - want_trace.probs).cwiseAbs().maxCoeff(), 1e-5f);
+  // And every other tensor of it, however the pass was made (kept from a check, put together from the rows of
+  // the checks, or computed for trace()).
+  expect_traces_close(got_trace, want_trace);
 }
 
 // A decoder of kSrc that has run to the end.
@@ -569,6 +640,8 @@ TEST(Decoder, RunGuidedDecodesWhatRunDoesWhateverTheGuess) {
     Decoder guided(m.config, m.weights, kSrc, {}, o);
     GuidedRedecoder(guided).run(guess);
     expect_same_decoding(guided, plain);
+    // No pass is run again for the trace: it is a check's, or put together from the checks' rows.
+    EXPECT_TRUE(guided.trace_kept() || guided.trace_assembled());
     // Its steps undo one by one, and stepping again gives the same tokens: the cache is the incremental one.
     for (int i = 0; i < 4; ++i) ASSERT_TRUE(guided.step_back());
     guided.run();
@@ -651,6 +724,14 @@ TEST(Decoder, RunGuidedGuessesATranslationThatRepeatsItselfFromItself) {
       redecoder.run(guess);
       expect_same_decoding(guided, plain);
       EXPECT_GE(redecoder.guessed(), 16) << (causal ? "with" : "without") << " the cache";
+      // With the cache the traced pass is put together from the checks' rows (none is run for trace()), also
+      // after stepping back: the rows of the shorter translation.
+      EXPECT_EQ(guided.trace_assembled(), causal);
+      ASSERT_EQ(guided.step_back(5), 5);
+      EXPECT_EQ(guided.trace_assembled(), causal);
+      Decoder stepped(m.config, m.weights, kSrc, iv, o);
+      while (stepped.steps() < guided.steps()) stepped.step();
+      expect_same_decoding(guided, stepped);
     }
   }
 }
