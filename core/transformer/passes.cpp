@@ -125,7 +125,10 @@ void attend_sequences(const Config& config, std::vector<SequenceAttention>& seqs
   t.k.resize(nh);
   t.v.resize(nh);
   t.mask.resize(nh);
-  parallel_for(static_cast<int>(nh), 1, [&](int begin, int end) {
+  // Shared out on the pool where the maps are large (a long sentence); a short one's copies cost less than that.
+  Eigen::Index cells = 0;
+  for (const SequenceAttention& a : seqs) cells += a.q_rows * a.k_rows * H;
+  parallel_for(static_cast<int>(nh), cells >= (1 << 16) ? 1 : static_cast<int>(nh), [&](int begin, int end) {
     for (int sh = begin; sh < end; ++sh) {
       const size_t s = static_cast<size_t>(sh / H);
       const int h = sh % H;
