@@ -10,7 +10,9 @@ checks it against the file, and times, with torch.set_num_threads(1) (override: 
   forward     the whole model on N source and N target tokens (logits and softmax, like the traced forward)
   step        the logits of one more token by recomputing the decoder on the prefix (what torch eager does
               without a cache), for comparison with BM_DecodeStepRecompute / BM_DecodeStepKvCache
-Reports the median and the minimum CPU time of repeated runs in ms (compare with Google Benchmark's CPU column).
+Reports the median and the minimum of repeated runs in ms, CPU time and wall time (on one thread compare the CPU
+time with Google Benchmark's CPU column; on several, the wall time with its real_time: CPU time adds up threads).
+Threads: torch.set_num_threads and OPENBLAS_NUM_THREADS (torch_bench_env.py: Debian's torch calls the system BLAS).
 With --cli PATH (build/app/stepformer-cli) it first checks that both sides compute the same thing: it runs
 `stepformer-cli trace` on the 20-token sentence pair and compares its logits with torch's.
 """
@@ -20,10 +22,14 @@ import math
 import os
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_bench_env  # noqa: E402
+
+BLAS = torch_bench_env.prepare(sys.argv)  # threads and BLAS, before torch is imported
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -100,15 +106,17 @@ def sentence(n, bos):  # the same ids as bench_forward.cpp
 
 
 def median_ms(fn, min_time=0.5, min_runs=5):
-    """Median and minimum of the CPU time of one call (the process's CPU time, so that other processes on a
-    busy machine do not count, as Google Benchmark's CPU column)."""
+    """Median and minimum of one call's time: the process's CPU time (other processes on a busy machine do not
+    count; on one thread compare with Google Benchmark's CPU column) and the wall time (on several threads the CPU
+    time adds up every thread's: compare the wall time with the benchmarks' real_time)."""
     fn()
-    times, start = [], time.perf_counter()
-    while len(times) < min_runs or time.perf_counter() - start < min_time:
-        t0 = time.process_time()
+    cpu, wall, start = [], [], time.perf_counter()
+    while len(cpu) < min_runs or time.perf_counter() - start < min_time:
+        t0, w0 = time.process_time(), time.perf_counter()
         fn()
-        times.append((time.process_time() - t0) * 1e3)
-    return float(np.median(times)), float(np.min(times))
+        cpu.append((time.process_time() - t0) * 1e3)
+        wall.append((time.perf_counter() - w0) * 1e3)
+    return float(np.median(cpu)), float(np.min(cpu)), float(np.median(wall)), float(np.min(wall))
 
 
 def main():
@@ -125,7 +133,8 @@ def main():
     assert not unexpected and missing == ["positional_encoding.pos_embedding"], (missing, unexpected)
     model.eval()
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, BLAS {BLAS}")
     if args.cli:
         src, tgt = sentence(20, False), sentence(20, True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -139,17 +148,16 @@ def main():
         err = (ours - theirs).abs().max().item()
         print(f"stepformer-cli trace logits vs torch: max |diff| {err:.2e} (logits up to {theirs.abs().max():.1f})")
         assert err < 1e-3, "the two sides do not compute the same model"
-    print(f"{'name (CPU time)':32s} {'median ms':>10s} {'min ms':>10s}")
+    print(f"{'name':32s} {'CPU median':>10s} {'CPU min':>10s} {'wall median':>12s} {'wall min':>10s}  (ms)")
+    row = lambda name, t: print(f"{name:32s} {t[0]:10.3f} {t[1]:10.3f} {t[2]:12.3f} {t[3]:10.3f}")  # noqa: E731
     with torch.inference_mode():
         for n in (20, 8, 16, 32, 64, 128, 256):
             src, tgt = sentence(n, False), sentence(n, True)
-            med, best = median_ms(lambda: model(src, tgt))
-            print(f"{'torch_forward/' + str(n):32s} {med:10.3f} {best:10.3f}")
+            row('torch_forward/' + str(n), median_ms(lambda: model(src, tgt)))
         memory = model.encode(sentence(20, False))
         for n in (8, 20, 64, 128):
             tgt = sentence(n, True)
-            med, best = median_ms(lambda: model.generator(model.decode(tgt, memory)[:, -1]))
-            print(f"{'torch_step_recompute/' + str(n):32s} {med:10.3f} {best:10.3f}")
+            row('torch_step_recompute/' + str(n), median_ms(lambda: model.generator(model.decode(tgt, memory)[:, -1])))
 
 
 if __name__ == "__main__":

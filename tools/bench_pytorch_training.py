@@ -19,7 +19,10 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_bench_env  # noqa: E402
+
+torch_bench_env.prepare(sys.argv)  # threads and BLAS, before torch is imported
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
