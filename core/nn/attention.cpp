@@ -123,6 +123,9 @@ void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* pa
 
 }  // namespace
 
+// From 2 to this many query rows attend() computes a head's scores and output row by row (matrix-vector products).
+constexpr Eigen::Index kFewQueries = 8;
+
 void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, int n_heads, float scale,
             const AttentionMask& mask, const std::vector<bool>& heads_on, std::span<const Mat> keep,
             MatRef heads_out, const AttendRecord& record) {
@@ -142,16 +145,23 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
                                            shape_string({p->rows(), p->cols()}) + ", the attention " +
                                            shape_string({tq, tk}));
   check_heads(keep, n_heads, false, "dropout");
-  // One head after another; a large attention (a traced pass over a long sentence) shares its heads out on the
-  // pool (each head writes its own record and columns; inside a parallel loop, as a batch's sequences run, this
-  // runs serially).
+  // One head after another; an attention of some size (a traced pass, or a chunk of guesses, over a long sentence)
+  // shares its heads out on the pool (each head writes its own record and columns; inside a parallel loop, as a
+  // batch's sequences run, this runs serially).
   auto head = [&](int h) {
     thread_local Mat scores_scratch, probs_scratch, dropped;
     const size_t hs = static_cast<size_t>(h);
     Mat& scores = record.scores.empty() ? scores_scratch : record.scores[hs];
     Mat& probs = record.probs.empty() ? probs_scratch : record.probs[hs];
     scores.resize(tq, tk);
-    scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
+    // A few query rows (a chunk of guessed tokens): row by row, a matrix-vector product each, which skips the
+    // packing a general product spends on such small operands (one row: Eigen's product is one already).
+    const bool few = tq > 1 && tq <= kFewQueries;
+    if (few)
+      for (Eigen::Index i = 0; i < tq; ++i)
+        scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose() * scale;
+    else
+      scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
     softmax_allowed(scores, mask, mask.painted_for(h), probs);
     auto out = heads_out.middleCols(h * d, d);  // (Tq, D)
     if (!heads_on.empty() && !heads_on[hs]) {
@@ -159,13 +169,16 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     } else if (!keep.empty()) {
       dropped = probs.cwiseProduct(keep[hs]);
       out.noalias() = dropped * v.middleCols(h * d, d);
+    } else if (few) {
+      for (Eigen::Index i = 0; i < tq; ++i)
+        out.row(i).noalias() = probs.row(i) * v.middleCols(h * d, d);
     } else {
       out.noalias() = probs * v.middleCols(h * d, d);
     }
     if (!record.head_out.empty()) record.head_out[hs] = out;
   };
-  constexpr Eigen::Index kParallelCells = 128 * 128;  // per head: below it the pool's hand-off costs more
-  if (n_heads > 1 && tq * tk >= kParallelCells)
+  constexpr Eigen::Index kParallelMacs = 1 << 15;  // per head: below it the pool's hand-off costs more
+  if (n_heads > 1 && tq * tk * d >= kParallelMacs)
     parallel_for(n_heads, 1, [&](int begin, int end) {
       for (int h = begin; h < end; ++h) head(h);
     });
