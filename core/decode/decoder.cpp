@@ -297,29 +297,9 @@ bool Decoder::trace_kept() const {
   return finished_trace_ && finished_ && finished_trace_->tgt.ids == pass_input();
 }
 
-Trace Decoder::with_encoder(const Trace& decoder_half) const {
-  Trace t = *encoder_;  // the one copy of the encoder half: for the trace a caller keeps
-  t.interventions = decoder_half.interventions;
-  t.tgt = decoder_half.tgt;
-  t.decoder = decoder_half.decoder;
-  t.decoder_norm = decoder_half.decoder_norm;
-  t.dec_out = decoder_half.dec_out;
-  t.logits = decoder_half.logits;
-  t.probs = decoder_half.probs;
-  return t;
-}
-
-Trace Decoder::with_encoder(Trace&& decoder_half) const {
-  Trace t = *encoder_;
-  t.interventions = std::move(decoder_half.interventions);
-  t.tgt = std::move(decoder_half.tgt);
-  t.decoder = std::move(decoder_half.decoder);
-  t.decoder_norm = std::move(decoder_half.decoder_norm);
-  t.dec_out = std::move(decoder_half.dec_out);
-  t.logits = std::move(decoder_half.logits);
-  t.probs = std::move(decoder_half.probs);
-  return t;
-}
+// The one copy of the encoder half: for the trace a caller keeps (a kept decoder half is copied too, a new one
+// moved in).
+Trace Decoder::with_encoder(Trace decoder_half) const { return join_halves(*encoder_, std::move(decoder_half)); }
 
 std::vector<RecordedRows> Decoder::recorded_rows_of(const std::vector<int>& input) const {
   std::vector<RecordedRows> pieces;

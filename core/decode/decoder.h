@@ -228,8 +228,7 @@ class Decoder {
   // its output layer on every row (OutputLayer::AllRows) or none yet. `fill`: an empty cache it fills. The
   // trace holds the decoder half only (with_encoder completes it).
   Trace traced_pass(const std::vector<int>& input, OutputLayer output, KvCache* fill = nullptr) const;
-  Trace with_encoder(const Trace& decoder_half) const;
-  Trace with_encoder(Trace&& decoder_half) const;
+  Trace with_encoder(Trace decoder_half) const;
   // The recorded rows of `input` (recorded_rows_ cut to its length), or none where they do not begin with it.
   std::vector<RecordedRows> recorded_rows_of(const std::vector<int>& input) const;
   void ensure_started();  // feeds <bos> to the hypothesis if nothing was fed yet

@@ -44,6 +44,18 @@ struct Emitter {
 
 }  // namespace
 
+Trace join_halves(Trace encoder_half, Trace decoder_half) {
+  Trace t = std::move(encoder_half);
+  t.interventions = std::move(decoder_half.interventions);
+  t.tgt = std::move(decoder_half.tgt);
+  t.decoder = std::move(decoder_half.decoder);
+  t.decoder_norm = std::move(decoder_half.decoder_norm);
+  t.dec_out = std::move(decoder_half.dec_out);
+  t.logits = std::move(decoder_half.logits);
+  t.probs = std::move(decoder_half.probs);
+  return t;
+}
+
 std::vector<NamedTensor> trace_tensors(const Trace& t) {
   std::vector<NamedTensor> out;
   Emitter e{out};

@@ -177,16 +177,7 @@ TEST(KvCache, RecordedChunksPutTogetherAreTheTracedPass) {
       output_rows(m.weights, 0, taken, *rows);
       pieces.push_back({rows, from, 0, taken});
     }
-    Trace got = encoded;
-    Trace half = assemble_traced_pass(m.config, encoded, cross, pieces);
-    got.interventions = half.interventions;
-    got.tgt = half.tgt;
-    got.decoder = half.decoder;
-    got.decoder_norm = half.decoder_norm;
-    got.dec_out = half.dec_out;
-    got.logits = half.logits;
-    got.probs = half.probs;
-    expect_traces_close(got, want);
+    expect_traces_close(join_halves(encoded, assemble_traced_pass(m.config, encoded, cross, pieces)), want);
     // Rows that leave a gap, or start past position 0, are refused.
     std::vector<RecordedRows> gap = {pieces[0], pieces[2]};
     EXPECT_THROW(assemble_traced_pass(m.config, encoded, cross, gap), Error);
