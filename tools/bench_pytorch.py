@@ -149,7 +149,9 @@ def main():
         print(f"stepformer-cli trace logits vs torch: max |diff| {err:.2e} (logits up to {theirs.abs().max():.1f})")
         assert err < 1e-3, "the two sides do not compute the same model"
     print(f"{'name':32s} {'CPU median':>10s} {'CPU min':>10s} {'wall median':>12s} {'wall min':>10s}  (ms)")
-    row = lambda name, t: print(f"{name:32s} {t[0]:10.3f} {t[1]:10.3f} {t[2]:12.3f} {t[3]:10.3f}")  # noqa: E731
+    def row(name, t):
+        print(f"{name:32s} {t[0]:10.3f} {t[1]:10.3f} {t[2]:12.3f} {t[3]:10.3f}")
+
     with torch.inference_mode():
         for n in (20, 8, 16, 32, 64, 128, 256):
             src, tgt = sentence(n, False), sentence(n, True)
