@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda_model.h"
@@ -43,11 +44,15 @@ class AppRecompute {
     previous_ = before.generated();
     encoder_ = before.encoder_pass();
   }
-  // One recompute with `iv`, its steps on `gpu` when given: the new translation.
-  std::vector<int> run(const Interventions& iv, const std::shared_ptr<CudaModel>& gpu = nullptr) const {
+  // One recompute with `iv`, its steps on `gpu` when given: the new translation. `checks`, when given, gets the
+  // passes its guesses were checked in and the draft tokens they fed (GuidedRedecoder::checks, rows_fed).
+  std::vector<int> run(const Interventions& iv, const std::shared_ptr<CudaModel>& gpu = nullptr,
+                       std::pair<int, int>* checks = nullptr) const {
     Decoder d(m_.config, m_.weights, src_, iv, options_, encoder_);
     if (gpu) d.compute_on(gpu);
-    GuidedRedecoder(d).run(previous_);
+    GuidedRedecoder redecoder(d);
+    redecoder.run(previous_);
+    if (checks) *checks = {redecoder.checks(), redecoder.rows_fed()};
     Trace t = d.trace();
     benchmark::DoNotOptimize(t.probs.data());
     return d.generated();

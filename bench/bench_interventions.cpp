@@ -58,14 +58,17 @@ void recompute_on(benchmark::State& state, Interventions iv, bool long_sentence)
   const std::vector<int>& previous = before.previous();
   size_t tokens = 0;
   int kept = 0;
+  std::pair<int, int> checks;
   for (auto _ : state) {
-    const std::vector<int> generated = before.run(iv);
+    const std::vector<int> generated = before.run(iv, nullptr, &checks);
     tokens = generated.size();
     kept = 0;  // tokens the new translation shares with the previous one, position by position
     for (size_t i = 0; i < std::min(tokens, previous.size()); ++i) kept += generated[i] == previous[i];
   }
   state.counters["tokens"] = static_cast<double>(tokens);
   state.counters["same"] = kept;
+  state.counters["checks"] = checks.first;  // passes that checked guesses, and the draft tokens they fed
+  state.counters["fed"] = checks.second;
   state.SetLabel(state.range(0) ? "weights as halves" : "weights as floats");
 }
 void recompute(benchmark::State& state, Interventions iv) { recompute_on(state, std::move(iv), false); }

@@ -13,8 +13,9 @@ namespace {
 
 // Without an exact cache, the most guessed tokens checked in one batch of passes (each over its whole prefix).
 constexpr int kPrefixBatch = 6;
-// With one, the most tokens a translation's guess from itself (repetition_guess) checks in one chunk.
-constexpr int kRepetitionDraft = 8;
+// With one, the most tokens a translation's guess from itself (repetition_guess) checks in one chunk. Short: a
+// looping translation varies its loop, and a row fed past the first wrong guess costs as much as one taken.
+constexpr int kRepetitionDraft = 4;
 
 }  // namespace
 
@@ -39,7 +40,8 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   const int fed = n > 0 && finishes(n - 1) ? n - 1 : n;  // draft tokens the pass feeds
 
   Verification v;
-  if (how == Check::Chunk) v.cache = h.cache;  // continued by the chunk (FullPass fills a new one)
+  v.serial = ++verifications_;
+  rows_fed_ += fed;
   if (how == Check::Prefixes) v.cache.tokens = h.cache.tokens;  // without an exact cache: only its tokens
   // prediction(i): the logits before draft[i] (i = 0: after what is consumed), from whichever pass runs.
   std::function<RowVec(int)> prediction;
@@ -73,10 +75,19 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     };
   } else if (how == Check::Chunk) {
     // The draft's rows continue the cache in one pass that keeps them: the rows taken are a piece of the traced
-    // pass trace() puts together (Decoder::trace_assembled). Row i - 1 predicts draft[i].
+    // pass trace() puts together (Decoder::trace_assembled). Row i - 1 predicts draft[i]. The keys and values go
+    // into the hypothesis' own cache past its end, and its length is put back right after (extends_cache).
+    v.extends_cache = true;
     if (fed > 0) {
       chunk = std::make_shared<Trace>();
-      record_chunk(config, weights, d.encoded_, std::vector<int>(draft.begin(), draft.begin() + fed), v.cache, *chunk);
+      KvCache& own = d_.states_.front().cache;
+      try {
+        record_chunk(config, weights, d.encoded_, std::vector<int>(draft.begin(), draft.begin() + fed), own, *chunk);
+      } catch (...) {
+        truncate_kv_cache(own, consumed_count);
+        throw;
+      }
+      truncate_kv_cache(own, consumed_count);
     }
     prediction = [&](int i) -> RowVec { return i == 0 ? h.next_logits : output_row(*chunk, fed, i - 1); };
   } else if (how == Check::FullPass) {
@@ -144,13 +155,14 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
 
   // What the hypothesis has consumed: what it had and the tokens taken, but a finishing one.
   const int taken_fed = static_cast<int>(v.tokens.size()) - (finished ? 1 : 0);
+  v.fed = taken_fed;
   const int consumed_after =
       (gpu ? (in_hand ? consumed_count : 1) : how == Check::FullPass ? 1 + generated : consumed_count) + taken_fed;
   if (gpu) {
     d.truncate_gpu_cache(*v.gpu, consumed_after);
   } else if (how == Check::Prefixes) {  // without an exact cache only the tokens are kept
     v.cache.tokens.insert(v.cache.tokens.end(), v.tokens.begin(), v.tokens.begin() + taken_fed);
-  } else {
+  } else if (how == Check::FullPass) {
     truncate_kv_cache(v.cache, consumed_after);
   }
   // A traced pass over exactly the finished translation's last input is the pass trace() shows.
@@ -175,11 +187,17 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
 }
 
 void GuidedRedecoder::take(Verification v) {
+  if (v.extends_cache && v.serial != verifications_)
+    fail(ErrorKind::Input, "GuidedRedecoder::take", "a later check has written over this check's rows of the cache");
   for (size_t i = 0; i < v.tokens.size(); ++i)
     d_.take_greedy(v.tokens[i], v.predictions.row(static_cast<Eigen::Index>(i)));
   Decoder::Hypothesis& h = d_.states_.front();
-  h.cache = std::move(v.cache);
-  if (v.gpu) h.gpu = std::move(v.gpu);
+  if (v.gpu)  // its cache in GPU memory (h.cache is unused there)
+    h.gpu = std::move(v.gpu);
+  else if (v.extends_cache)  // the rows of the tokens it consumed are there, past its end
+    h.cache.tokens.insert(h.cache.tokens.end(), v.tokens.begin(), v.tokens.begin() + v.fed);
+  else
+    h.cache = std::move(v.cache);
   if (!d_.finished_) h.next_logits = std::move(v.next);
   if (v.trace) d_.finished_trace_ = std::move(v.trace);
   // The rows recorded stay those of the consumed tokens from position 0 while every check adds its own; a check
@@ -223,24 +241,43 @@ GuidedRedecoder::Continuation GuidedRedecoder::continuation_guess(const std::vec
   return {};
 }
 
-// The latest earlier occurrence of the last 3 (else 2) tokens generated, ending at `end` < size: what followed
-// it, generated[end, size), has period p = size - end, and the guess goes on with it, token i being
-// generated[end + i mod p] ("a b c a b" + "c a b c a ..."). Not from one token alone: a word that recurs
-// ("a", ",") says little about what follows it.
+// Token after token: the token that most often followed the last 3 (else 2) tokens where they occurred before
+// (ties: the latest), appended, and again from there. Not from one token alone: a word that recurs ("a", ",")
+// says little about what follows it. A loop that varies ("a b c a b c a b d a b c") is guessed by its commonest
+// turn, which a copy of the latest period would not.
 GuidedRedecoder::Continuation GuidedRedecoder::repetition_guess(const std::vector<int>& generated, int length) {
-  const int size = static_cast<int>(generated.size());
-  for (int n = std::min(3, size - 1); n >= 2; --n) {
-    for (int end = size - 1; end >= n; --end) {
-      if (!std::equal(generated.end() - n, generated.end(), generated.begin() + (end - n))) continue;
-      const int period = size - end;
-      Continuation c;
-      c.aligned = true;
-      c.matched = n;
-      for (int i = 0; i < length; ++i) c.tokens.push_back(generated[static_cast<size_t>(end + i % period)]);
-      return c;
+  Continuation c;
+  std::vector<int> seq = generated;
+  std::vector<std::pair<int, int>> seen;  // (token, times) after the context, in order of first sight
+  for (int i = 0; i < length; ++i) {
+    const int size = static_cast<int>(seq.size());
+    int pick = -1, context = 0;
+    for (int n = std::min(3, size - 1); n >= 2 && pick < 0; --n) {
+      seen.clear();
+      int best = 0, latest_best = -1;
+      for (int end = n; end < size; ++end) {
+        if (!std::equal(seq.end() - n, seq.end(), seq.begin() + (end - n))) continue;
+        const int next = seq[static_cast<size_t>(end)];
+        auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == next; });
+        if (it == seen.end()) it = seen.insert(seen.end(), {next, 0});
+        // >=: of tokens seen equally often, the latest (end rises)
+        if (++it->second >= best) {
+          best = it->second;
+          latest_best = next;
+        }
+      }
+      if (latest_best >= 0) {
+        pick = latest_best;
+        context = n;
+      }
     }
+    if (pick < 0) break;
+    if (i == 0) c.matched = context;
+    c.tokens.push_back(pick);
+    seq.push_back(pick);
   }
-  return {};
+  c.aligned = !c.tokens.empty();
+  return c;
 }
 
 int GuidedRedecoder::run(const std::vector<int>& guess_in) {
@@ -274,14 +311,14 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     const bool from_itself =
         repeated.matched > guessed.matched || (repeated.matched > 0 && repeated.matched == guessed.matched && !guessed.aligned);
     if (from_itself) guessed = std::move(repeated);
-    // A likely guess is checked whole (with a cache); a weak one a few tokens at a time; none is fed past
-    // max_length (a token that finishes there is left to a pass of its own).
+    // A likely guess is checked whole (with a cache); a weak one a token at a time, beside the token in hand; none
+    // is fed past max_length (a token that finishes there is left to a pass of its own).
     const int room = std::max(d.max_length_ - (generated + 1) - 1, 0);
-    // After a miss the earlier translation is checked a few tokens at a time too, until a guess holds again: a
+    // After a miss the earlier translation is checked a token at a time too, until a guess holds again: a
     // translation that has left it (positions off: hardly a word in common) would otherwise pay a pass over its
     // whole rest, or a full traced pass, for every token it decodes. (A guess from itself is short anyway.)
     const bool likely = guessed.aligned && (!missed || from_itself);
-    const int most = std::min(likely ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : (d.use_cache_ ? 3 : 2), room);
+    const int most = std::min(likely ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : 1, room);
     if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
     std::vector<int> draft = {token};
     draft.insert(draft.end(), guessed.tokens.begin(), guessed.tokens.end());

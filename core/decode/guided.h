@@ -47,20 +47,31 @@ class GuidedRedecoder {
   // Decoder::run(). Returns the steps taken.
   int run(const std::vector<int>& guess);
   int guessed() const { return guessed_; }  // tokens taken from guesses (checked in batched passes)
+  int checks() const { return verifications_; }  // verify() calls: the passes the checks ran
+  int rows_fed() const { return rows_fed_; }     // the draft tokens they fed (taken or not)
 
   enum class Check { Chunk, FullPass, Prefixes };
   struct Verification {
     std::vector<int> tokens;  // the draft's tokens taken, from the first
     Mat predictions;        // (taken, Vt) row i: the logits tokens[i] was chosen from
     RowVec next;            // the prediction after the accepted tokens (empty when they finished decoding)
-    KvCache cache;          // what the hypothesis has consumed after them (a finishing token is never fed)
+    KvCache cache;          // what the hypothesis has consumed after them (a finishing token is never fed);
+                            // unused for a Chunk check on the CPU (extends_cache)
+    // A Chunk check on the CPU writes its rows into the hypothesis' own cache past its end instead of into a copy
+    // (at 200 tokens a copy is a megabyte, made every few tokens): the cache holds what it held, and take() makes
+    // the rows of the tokens taken its own. Only the latest verification can be taken then (a later check writes
+    // over the same rows); take() refuses an earlier one.
+    bool extends_cache = false;
+    int fed = 0;     // of `tokens`, those the hypothesis consumed (all but a finishing one)
+    int serial = 0;  // which verify() of this redecoder made it
     std::shared_ptr<Decoder::GpuCache> gpu;  // on the GPU: that cache there (cache unused)
     std::shared_ptr<const Trace> trace;  // the traced pass that trace() shows, when the check kept one
     // The check's rows of the tokens the hypothesis consumed with it, with their logits (on the CPU with a
     // cache): a piece of the traced pass that trace() puts together (Decoder::trace_assembled; pass null: none).
     RecordedRows rows;
   };
-  // The primitive: checks `draft` after what the decoder's greedy hypothesis has consumed, changing nothing.
+  // The primitive: checks `draft` after what the decoder's greedy hypothesis has consumed, changing nothing it
+  // holds (a Chunk check writes the cache's rows past its end: see extends_cache).
   Verification verify(const std::vector<int>& draft, Check how, bool traced_last = false) const;
   // Takes a verification's tokens as steps of the decoder, with its cache and prediction.
   void take(Verification v);
@@ -72,14 +83,16 @@ class GuidedRedecoder {
     int matched = 0;       // the last tokens generated it was found after (0: none, the guess from the position)
   };
   static Continuation continuation_guess(const std::vector<int>& generated, const std::vector<int>& guess);
-  // The translation guessed from itself: where the last tokens generated (2 or 3) occurred before, what followed
-  // them there, repeated with the same period for up to `length` tokens. A model that loops ("while a woman ,
+  // The translation guessed from itself, token after token: what most often followed the last tokens generated
+  // (3, else 2) where they occurred before, for up to `length` tokens. A model that loops ("while a woman ,
   // while a woman , ..."), as one often does after an intervention that breaks it, is then checked a stretch at
-  // a time instead of one pass per token.
+  // a time instead of one pass per token, and a loop that varies by its commonest turn.
   static Continuation repetition_guess(const std::vector<int>& generated, int length);
 
   Decoder& d_;
   int guessed_ = 0;
+  mutable int verifications_ = 0;  // verify() calls so far: the serial of the latest
+  mutable int rows_fed_ = 0;
 };
 
 }  // namespace sf

@@ -178,7 +178,7 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     if (!record.head_out.empty()) record.head_out[hs] = out;
   };
   constexpr Eigen::Index kParallelMacs = 1 << 15;  // per head: below it the pool's hand-off costs more
-  if (n_heads > 1 && tq * tk * d >= kParallelMacs)
+  if (n_heads > 1 && n_heads * tq * tk * d >= kParallelMacs)
     parallel_for(n_heads, 1, [&](int begin, int end) {
       for (int h = begin; h < end; ++h) head(h);
     });

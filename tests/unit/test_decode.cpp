@@ -727,6 +727,51 @@ TEST(Decoder, RunGuidedGuessesATranslationThatRepeatsItselfFromItself) {
   }
 }
 
+// A loop that varies its turn ("6 7 8" three times, then "6 7 9", again and again) is guessed by the commonest
+// turn after the last tokens, not by a copy of the latest stretch: after "6 7 9 6 7" a copy would guess "9"
+// where the loop goes on with "8". Found by counting what the checks fed: at most 4 rows a check, and almost
+// every row fed is a token taken (a copy of the latest period feeds 52 rows for these 35 tokens, 17 of them
+// wrong; the commonest turn 38, 3 of them wrong).
+TEST(Decoder, RunGuidedGuessesAVaryingLoopByItsCommonestTurn) {
+  Model m;
+  const DecodeOptions o = greedy_up_to(36);
+  const std::vector<int> turn = {6, 7, 8, 6, 7, 8, 6, 7, 8, 6, 7, 9};
+  Interventions loop;
+  for (int i = 0; i < 36; ++i) loop.forced_prefix.push_back(turn[static_cast<size_t>(i) % turn.size()]);
+  const Decoder plain = decoded(m, o, loop);
+  Decoder guided(m.config, m.weights, kSrc, loop, o);
+  GuidedRedecoder redecoder(guided);
+  redecoder.run({});
+  expect_same_decoding(guided, plain);
+  // 35 tokens after the first fed, one check per pass (the first, over <bos> alone, feeds nothing).
+  EXPECT_LE(redecoder.rows_fed() - 35, 4);
+  EXPECT_LE(redecoder.checks(), 14);
+}
+
+// A Chunk check writes its keys and values past the end of the hypothesis' own cache: only the latest check can
+// be taken, and the decoder is unchanged by a check it does not take.
+TEST(Decoder, GuidedTakesOnlyTheLatestCheck) {
+  Model m;
+  const DecodeOptions o = greedy_up_to(12);
+  Interventions forced;
+  forced.forced_prefix = {6, 7, 8, 9, 10, 11};
+  const Decoder plain = decoded(m, o, forced);
+  Decoder guided(m.config, m.weights, kSrc, forced, o);
+  GuidedRedecoder redecoder(guided);
+  ASSERT_EQ(redecoder.prefill({6}), 1);  // <bos> and 6 fed: a prediction in hand
+  GuidedRedecoder::Verification first = redecoder.verify({7, 8, 9}, GuidedRedecoder::Check::Chunk);
+  GuidedRedecoder::Verification second = redecoder.verify({7, 8, 5, 5}, GuidedRedecoder::Check::Chunk);
+  EXPECT_EQ(first.tokens, (std::vector<int>{7, 8, 9}));
+  EXPECT_EQ(second.tokens, (std::vector<int>{7, 8}));
+  EXPECT_EQ(guided.steps(), 1);
+  EXPECT_THROW(redecoder.take(std::move(first)), Error);
+  EXPECT_EQ(guided.steps(), 1);
+  redecoder.take(std::move(second));
+  EXPECT_EQ(guided.steps(), 3);
+  guided.run();
+  expect_same_decoding(guided, plain);
+}
+
 TEST(KvCache, PrefixesInOneBatchEqualTheirOwnPasses) {
   // Without the causal mask, and with a painted mask that lets query 1 see key 4 and one on cross-attention:
   // each prefix's last row equals the last row of a full pass over that prefix alone.
