@@ -290,7 +290,7 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
   const int start = d.steps();
   if (start == 0) guessed_ += prefill(guess);
   d.ensure_started();
-  bool missed = false;  // the last check took nothing of its guess: the translation has left the guess
+  int misses = 0;  // checks in a row that took nothing of their guess: the translation has left the guess
   while (!d.finished_) {
     // The next token is greedy decoding's choice from the prediction in hand; what follows it is guessed, and
     // the two are checked together.
@@ -311,14 +311,17 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     const bool from_itself =
         repeated.matched > guessed.matched || (repeated.matched > 0 && repeated.matched == guessed.matched && !guessed.aligned);
     if (from_itself) guessed = std::move(repeated);
-    // A likely guess is checked whole (with a cache); a weak one a token at a time, beside the token in hand; none
-    // is fed past max_length (a token that finishes there is left to a pass of its own).
+    // A likely guess is checked whole (with a cache); a weak one a few tokens at a time; none is fed past
+    // max_length (a token that finishes there is left to a pass of its own).
     const int room = std::max(d.max_length_ - (generated + 1) - 1, 0);
-    // After a miss the earlier translation is checked a token at a time too, until a guess holds again: a
+    // After a miss the earlier translation is checked a few tokens at a time too, until a guess holds again: a
     // translation that has left it (positions off: hardly a word in common) would otherwise pay a pass over its
-    // whole rest, or a full traced pass, for every token it decodes. (A guess from itself is short anyway.)
-    const bool likely = guessed.aligned && (!missed || from_itself);
-    const int most = std::min(likely ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : 1, room);
+    // whole rest, or a full traced pass, for every token it decodes. Three tokens after one miss (a word
+    // replaced: the guess holds again a word later), one fewer after each further miss, down to one: a row fed
+    // past a wrong guess costs as much as one taken. (A guess from itself is short anyway.)
+    const bool likely = guessed.aligned && (misses == 0 || from_itself);
+    const int weak = std::max(1, (d.use_cache_ ? 4 : 3) - misses);
+    const int most = std::min(likely ? (d.use_cache_ ? d.max_length_ : kPrefixBatch) : weak, room);
     if (static_cast<int>(guessed.tokens.size()) > most) guessed.tokens.resize(static_cast<size_t>(most));
     std::vector<int> draft = {token};
     draft.insert(draft.end(), guessed.tokens.begin(), guessed.tokens.end());
@@ -328,7 +331,7 @@ int GuidedRedecoder::run(const std::vector<int>& guess_in) {
     const Check how = !d.use_cache_ ? Check::Prefixes : to_the_end ? Check::FullPass : Check::Chunk;
     Verification v = verify(draft, how, to_the_end);
     guessed_ += static_cast<int>(v.tokens.size()) - 1;  // the first was not a guess
-    missed = draft.size() > 1 && v.tokens.size() <= 1;
+    misses = draft.size() > 1 && v.tokens.size() <= 1 ? misses + 1 : 0;
     take(std::move(v));
   }
   return d.steps() - start;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/small_gemm.h"
 #include "util/error.h"
 #include "util/parallel.h"
 
@@ -154,13 +155,22 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     Mat& scores = record.scores.empty() ? scores_scratch : record.scores[hs];
     Mat& probs = record.probs.empty() ? probs_scratch : record.probs[hs];
     scores.resize(tq, tk);
-    // A few query rows (a chunk of guessed tokens): row by row, a matrix-vector product each, which skips the
-    // packing a general product spends on such small operands (one row: Eigen's product is one already).
-    const bool few = tq > 1 && tq <= kFewQueries;
-    if (few)
+    // A few query rows (a decoding step, a chunk of guessed tokens): without the packing a general product spends
+    // on such small operands, straight from the rows of q, k and v (small_gemm, where the build has it). The
+    // scores are dot products of a query's and a key's D columns, 4 x 4 at a time; the output reads each row of
+    // v once for all query rows. (Eigen's matrix-vector product per row reduced each 32-long dot product on its
+    // own and read the keys once per query row: in a chunk check over a long sentence that took about as long as
+    // all of the check's projections.) Without the vector kernel: row by row, a matrix-vector product each.
+    const bool few = tq <= kFewQueries;
+    const bool vector_kernel = few && small_gemm_available();
+    if (vector_kernel) {
+      small_gemm_xwt(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), k.data() + h * d,
+                     static_cast<int>(tk), scores.data(), k.outerStride());
+      scores *= scale;
+    } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
         scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose() * scale;
-    else
+    } else
       scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
     softmax_allowed(scores, mask, mask.painted_for(h), probs);
     auto out = heads_out.middleCols(h * d, d);  // (Tq, D)
@@ -169,6 +179,9 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     } else if (!keep.empty()) {
       dropped = probs.cwiseProduct(keep[hs]);
       out.noalias() = dropped * v.middleCols(h * d, d);
+    } else if (vector_kernel) {
+      small_gemm_xw(probs.data(), static_cast<int>(tq), static_cast<int>(tk), probs.outerStride(), v.data() + h * d,
+                    v.outerStride(), static_cast<int>(d), out.data(), out.outerStride());
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
         out.row(i).noalias() = probs.row(i) * v.middleCols(h * d, d);

@@ -51,7 +51,7 @@ inline __m512 load16_tail(__mmask16 tail, const uint16_t* p) {
 // One block: MR rows of x against NR rows of W (floats or halves), accumulated over K in MR * NR registers of
 // 16 lanes, then reduced across lanes. The tail of K (K % 16) is read with a masked load.
 template <int MR, int NR, typename W>
-void block(const float* x, long x_stride, const W* w, int K, float* y, int N) {
+void block(const float* x, long x_stride, const W* w, long w_stride, int K, float* y, int N) {
   __m512 acc[MR][NR];
   #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
@@ -61,11 +61,11 @@ void block(const float* x, long x_stride, const W* w, int K, float* y, int N) {
   for (; k + 16 <= K; k += 16) {
     __m512 wv[NR];
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = load16(w + static_cast<long>(j) * K + k);
+    for (int j = 0; j < NR; ++j) wv[j] = load16(w + j * w_stride + k);
     // The next block's rows of W, fetched while this one computes (W streams from L2/L3 or memory once).
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j)
-      _mm_prefetch(reinterpret_cast<const char*>(w + static_cast<long>(NR + j) * K + k), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (NR + j) * w_stride + k), _MM_HINT_T0);
     #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_loadu_ps(x + i * x_stride + k);
@@ -77,7 +77,7 @@ void block(const float* x, long x_stride, const W* w, int K, float* y, int N) {
     const __mmask16 tail = static_cast<__mmask16>((1u << (K - k)) - 1u);
     __m512 wv[NR];
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = load16_tail(tail, w + static_cast<long>(j) * K + k);
+    for (int j = 0; j < NR; ++j) wv[j] = load16_tail(tail, w + j * w_stride + k);
     #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_maskz_loadu_ps(tail, x + i * x_stride + k);
@@ -103,32 +103,32 @@ void block(const float* x, long x_stride, const W* w, int K, float* y, int N) {
 }
 
 template <int NR, typename W>
-void rows_block(const float* x, int mr, long x_stride, const W* w, int K, float* y, int N) {
+void rows_block(const float* x, int mr, long x_stride, const W* w, long w_stride, int K, float* y, int N) {
   switch (mr) {
-    case 4: block<4, NR>(x, x_stride, w, K, y, N); break;
-    case 3: block<3, NR>(x, x_stride, w, K, y, N); break;
-    case 2: block<2, NR>(x, x_stride, w, K, y, N); break;
-    default: block<1, NR>(x, x_stride, w, K, y, N); break;
+    case 4: block<4, NR>(x, x_stride, w, w_stride, K, y, N); break;
+    case 3: block<3, NR>(x, x_stride, w, w_stride, K, y, N); break;
+    case 2: block<2, NR>(x, x_stride, w, w_stride, K, y, N); break;
+    default: block<1, NR>(x, x_stride, w, w_stride, K, y, N); break;
   }
 }
 
 template <typename W>
-void gemm_xwt(const float* x, int M, int K, long x_stride, const W* w, int N, float* y) {
+void gemm_xwt(const float* x, int M, int K, long x_stride, const W* w, long w_stride, int N, float* y) {
   // W outermost: a block of 4 rows of W (4 K floats) stays in L1 while every row block of x passes it, so W is
   // read from memory once; x (M K floats, 20 KB for 20 tokens of 256) stays in L1/L2 throughout.
   auto columns = [&](int first_block, int end_block) {
     for (int n = first_block * 4; n < std::min(N, end_block * 4); n += 4) {
       const int nr = N - n < 4 ? N - n : 4;
-      const W* wn = w + static_cast<long>(n) * K;
+      const W* wn = w + n * w_stride;
       for (int m = 0; m < M; m += 4) {
         const int mr = M - m < 4 ? M - m : 4;
         const float* xm = x + m * x_stride;
         float* ym = y + static_cast<long>(m) * N + n;
         switch (nr) {
-          case 4: rows_block<4>(xm, mr, x_stride, wn, K, ym, N); break;
-          case 3: rows_block<3>(xm, mr, x_stride, wn, K, ym, N); break;
-          case 2: rows_block<2>(xm, mr, x_stride, wn, K, ym, N); break;
-          default: rows_block<1>(xm, mr, x_stride, wn, K, ym, N); break;
+          case 4: rows_block<4>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+          case 3: rows_block<3>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+          case 2: rows_block<2>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+          default: rows_block<1>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
         }
       }
     }
@@ -145,25 +145,79 @@ void gemm_xwt(const float* x, int M, int K, long x_stride, const W* w, int N, fl
   parallel_for(blocks, static_cast<int>(grain), columns);
 }
 
+// MR rows of y = x W, 32 columns from column n (masks m0, m1: which of them exist): each row of W is loaded once
+// and multiplied by the MR rows' entries (broadcast), the sums kept in 2 * MR registers over all of K.
+template <int MR>
+void xw_block(const float* x, long x_stride, const float* w, long w_stride, int K, int n, __mmask16 m0, __mmask16 m1,
+              float* y, long y_stride) {
+  __m512 acc[MR][2];
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int k = 0; k < K; ++k) {
+    const float* wk = w + k * w_stride + n;
+    const __m512 w0 = _mm512_maskz_loadu_ps(m0, wk), w1 = _mm512_maskz_loadu_ps(m1, wk + 16);
+    #pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512 b = _mm512_set1_ps(x[i * x_stride + k]);
+      acc[i][0] = _mm512_fmadd_ps(b, w0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(b, w1, acc[i][1]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    _mm512_mask_storeu_ps(y + i * y_stride + n, m0, acc[i][0]);
+    _mm512_mask_storeu_ps(y + i * y_stride + n + 16, m1, acc[i][1]);
+  }
+}
+
 }  // namespace
 
-void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
-  gemm_xwt(x, M, K, x_stride, w, N, y);
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride) {
+  gemm_xwt(x, M, K, x_stride, w, w_stride > 0 ? w_stride : K, N, y);
+}
+
+void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
+                   long y_stride) {
+  auto mask = [](int count) { return static_cast<__mmask16>(count >= 16 ? 0xFFFFu : (1u << std::max(count, 0)) - 1u); };
+  for (int n = 0; n < N; n += 32) {
+    const __mmask16 m0 = mask(N - n), m1 = mask(N - n - 16);
+    for (int m = 0; m < M; m += 4) {
+      const float* xm = x + m * x_stride;
+      float* ym = y + m * y_stride;
+      switch (std::min(M - m, 4)) {
+        case 4: xw_block<4>(xm, x_stride, w, w_stride, K, n, m0, m1, ym, y_stride); break;
+        case 3: xw_block<3>(xm, x_stride, w, w_stride, K, n, m0, m1, ym, y_stride); break;
+        case 2: xw_block<2>(xm, x_stride, w, w_stride, K, n, m0, m1, ym, y_stride); break;
+        default: xw_block<1>(xm, x_stride, w, w_stride, K, n, m0, m1, ym, y_stride); break;
+      }
+    }
+  }
 }
 
 void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y) {
-  gemm_xwt(x, M, K, x_stride, w, N, y);
+  gemm_xwt(x, M, K, x_stride, w, K, N, y);
 }
 
 #else
 
 bool small_gemm_available() { return false; }
 
-void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y) {
+void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
+                   long y_stride) {
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       float s = 0.0f;
-      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * w[static_cast<long>(n) * K + k];
+      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * w[k * w_stride + n];
+      y[m * y_stride + n] = s;
+    }
+}
+
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride) {
+  if (w_stride <= 0) w_stride = K;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float s = 0.0f;
+      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * w[n * w_stride + k];
       y[static_cast<long>(m) * N + n] = s;
     }
 }

@@ -17,9 +17,15 @@ namespace sf {
 // True when this build has the vector kernel (AVX-512F); otherwise callers use Eigen.
 bool small_gemm_available();
 
-// y (M, N) = x (M, K) W (N, K)^T, all row-major and contiguous (x's rows `x_stride` floats apart).
-void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y);
-// The same with W stored as IEEE halves, converted to floats as they are loaded (F16C): half the bytes to read,
+// y (M, N) = x (M, K) W (N, K)^T, all row-major (x's rows `x_stride` floats apart, W's `w_stride`, 0: K; y's
+// contiguous). A strided W is a block of columns of a wider matrix: one head's keys in attention's scores.
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride = 0);
+// y (M, N) = x (M, K) W (K, N), W not transposed (rows `w_stride` floats apart, y's `y_stride`), on this thread:
+// attention's output for a few query rows, probabilities times one head's columns of the values. Each row of W is
+// read once for all rows of x.
+void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
+                   long y_stride);
+// The same as small_gemm_xwt with W stored as IEEE halves, converted to floats as they are loaded (F16C): half the bytes to read,
 // and for halves made from floats exactly (attach_half_weights, model/weights.h) the very same result as small_gemm_xwt.
 void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y);
 

@@ -1,5 +1,5 @@
 // The unpacked small-row GEMM (nn/small_gemm.h) against Eigen's product: every block shape (rows and columns
-// not multiples of 4, K not a multiple of 16), a row stride wider than K, and linear_forward's dispatch.
+// not multiples of 4, K not a multiple of 16), row strides wider than K (x's and W's), and linear_forward's dispatch.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -32,6 +32,29 @@ TEST(SmallGemm, EqualsEigenForEveryBlockShapeAndTail) {
         small_gemm_xwt(x.data(), M, K, x.outerStride(), w.data(), N, y.data());
         const Mat want = x.leftCols(K) * w.transpose();
         EXPECT_LT((y - want).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+        // W's rows wider than K, starting inside them (attention's scores: one head's columns of the keys).
+        const Mat wide = random_mat(N, 3 * K + 7, rng);
+        Mat head(M, N);
+        small_gemm_xwt(x.data(), M, K, x.outerStride(), wide.data() + K, N, head.data(), wide.outerStride());
+        const Mat want_head = x.leftCols(K) * wide.middleCols(K, K).transpose();
+        EXPECT_LT((head - want_head).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+      }
+}
+
+TEST(SmallGemm, TimesAnUntransposedMatrixEqualsEigen) {
+  // small_gemm_xw, attention's probabilities times one head's columns of the values: row blocks of 1 to 4, columns
+  // in pieces of 32 with masked tails, W's and y's rows wider than N and starting inside them.
+  std::mt19937 rng(5);
+  for (int M : {1, 2, 3, 4, 5, 8, 9})
+    for (int N : {1, 15, 16, 17, 32, 33, 40})
+      for (int K : {1, 5, 17, 240}) {
+        const Mat x = random_mat(M, K + 3, rng);
+        const Mat wide = random_mat(K, 2 * N + 5, rng);
+        Mat y = Mat::Constant(M, N + 4, 7.0f);  // the columns past N must stay as they are
+        small_gemm_xw(x.data(), M, K, x.outerStride(), wide.data() + N, wide.outerStride(), N, y.data(), y.outerStride());
+        const Mat want = x.leftCols(K) * wide.middleCols(N, N);
+        EXPECT_LT((y.leftCols(N) - want).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+        EXPECT_TRUE((y.rightCols(4).array() == 7.0f).all()) << M << "x" << N << "x" << K;
       }
 }
 
