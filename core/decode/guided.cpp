@@ -17,6 +17,23 @@ constexpr int kPrefixBatch = 6;
 // looping translation varies its loop, and a row fed past the first wrong guess costs as much as one taken.
 constexpr int kRepetitionDraft = 4;
 
+// The token that most often followed the last n tokens of `seq` where they occurred before it (of tokens seen
+// equally often, the latest), or -1 where they did not occur.
+int commonest_next(const std::vector<int>& seq, int n) {
+  std::vector<std::pair<int, int>> seen;  // (token, times), in order of first sight
+  int most = 0, pick = -1;
+  for (size_t end = static_cast<size_t>(n); end < seq.size(); ++end) {
+    if (!std::equal(seq.end() - n, seq.end(), seq.begin() + static_cast<std::ptrdiff_t>(end) - n)) continue;
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == seq[end]; });
+    if (it == seen.end()) it = seen.insert(seen.end(), {seq[end], 0});
+    if (++it->second >= most) {  // >=: the later of two as common (end rises)
+      most = it->second;
+      pick = seq[end];
+    }
+  }
+  return pick;
+}
+
 }  // namespace
 
 GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& draft_in, Check how,
@@ -155,7 +172,6 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
 
   // What the hypothesis has consumed: what it had and the tokens taken, but a finishing one.
   const int taken_fed = static_cast<int>(v.tokens.size()) - (finished ? 1 : 0);
-  v.fed = taken_fed;
   const int consumed_after =
       (gpu ? (in_hand ? consumed_count : 1) : how == Check::FullPass ? 1 + generated : consumed_count) + taken_fed;
   if (gpu) {
@@ -194,8 +210,8 @@ void GuidedRedecoder::take(Verification v) {
   Decoder::Hypothesis& h = d_.states_.front();
   if (v.gpu)  // its cache in GPU memory (h.cache is unused there)
     h.gpu = std::move(v.gpu);
-  else if (v.extends_cache)  // the rows of the tokens it consumed are there, past its end
-    h.cache.tokens.insert(h.cache.tokens.end(), v.tokens.begin(), v.tokens.begin() + v.fed);
+  else if (v.extends_cache)  // the rows of the tokens it consumed (a finishing one is never fed) are past its end
+    h.cache.tokens.insert(h.cache.tokens.end(), v.tokens.begin(), v.tokens.end() - (d_.finished_ ? 1 : 0));
   else
     h.cache = std::move(v.cache);
   if (!d_.finished_) h.next_logits = std::move(v.next);
@@ -242,35 +258,15 @@ GuidedRedecoder::Continuation GuidedRedecoder::continuation_guess(const std::vec
 }
 
 // Token after token: the token that most often followed the last 3 (else 2) tokens where they occurred before
-// (ties: the latest), appended, and again from there. Not from one token alone: a word that recurs ("a", ",")
+// (commonest_next), appended, and again from there. Not from one token alone: a word that recurs ("a", ",")
 // says little about what follows it. A loop that varies ("a b c a b c a b d a b c") is guessed by its commonest
 // turn, which a copy of the latest period would not.
 GuidedRedecoder::Continuation GuidedRedecoder::repetition_guess(const std::vector<int>& generated, int length) {
   Continuation c;
   std::vector<int> seq = generated;
-  std::vector<std::pair<int, int>> seen;  // (token, times) after the context, in order of first sight
   for (int i = 0; i < length; ++i) {
-    const int size = static_cast<int>(seq.size());
-    int pick = -1, context = 0;
-    for (int n = std::min(3, size - 1); n >= 2 && pick < 0; --n) {
-      seen.clear();
-      int best = 0, latest_best = -1;
-      for (int end = n; end < size; ++end) {
-        if (!std::equal(seq.end() - n, seq.end(), seq.begin() + (end - n))) continue;
-        const int next = seq[static_cast<size_t>(end)];
-        auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == next; });
-        if (it == seen.end()) it = seen.insert(seen.end(), {next, 0});
-        // >=: of tokens seen equally often, the latest (end rises)
-        if (++it->second >= best) {
-          best = it->second;
-          latest_best = next;
-        }
-      }
-      if (latest_best >= 0) {
-        pick = latest_best;
-        context = n;
-      }
-    }
+    int pick = -1, context = std::min(3, static_cast<int>(seq.size()) - 1);
+    while (context >= 2 && (pick = commonest_next(seq, context)) < 0) --context;
     if (pick < 0) break;
     if (i == 0) c.matched = context;
     c.tokens.push_back(pick);

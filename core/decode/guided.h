@@ -62,7 +62,6 @@ class GuidedRedecoder {
     // the rows of the tokens taken its own. Only the latest verification can be taken then (a later check writes
     // over the same rows); take() refuses an earlier one.
     bool extends_cache = false;
-    int fed = 0;     // of `tokens`, those the hypothesis consumed (all but a finishing one)
     int serial = 0;  // which verify() of this redecoder made it
     std::shared_ptr<Decoder::GpuCache> gpu;  // on the GPU: that cache there (cache unused)
     std::shared_ptr<const Trace> trace;  // the traced pass that trace() shows, when the check kept one

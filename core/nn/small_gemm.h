@@ -25,8 +25,8 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
 // read once for all rows of x.
 void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
                    long y_stride);
-// The same as small_gemm_xwt with W stored as IEEE halves, converted to floats as they are loaded (F16C): half the bytes to read,
-// and for halves made from floats exactly (attach_half_weights, model/weights.h) the very same result as small_gemm_xwt.
+// small_gemm_xwt with W stored as IEEE halves, converted to floats as they are loaded (F16C): half the bytes to
+// read, and for halves made from floats exactly (attach_half_weights, model/weights.h) the very same result.
 void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y);
 
 }  // namespace sf
