@@ -358,14 +358,14 @@ bool Decoder::step() {
 
 void Decoder::push_history() {
   const bool single = options_.strategy != DecodeStrategy::Beam;
-  history_.push_back(Snapshot{rng_, last_distribution_, single ? states_.front().next_logits : RowVec(), live_,
+  history_.push_back(Snapshot{rng_, single ? states_.front().next_logits : RowVec(), live_,
                               finished_beams_, tree_.size(), finished_});
 }
 
 bool Decoder::append_single(int token, const RowVec& logits) {
   const int parent = live_.front();
   const BeamNode& p = tree_[static_cast<size_t>(parent)];
-  const float lp = log_softmax(logits)(token);
+  const float lp = log_softmax_at(logits, token);
   BeamNode n{token, parent, p.length + 1, lp, p.sum_logprob + lp, 0.0f, false, steps()};
   n.score = n.sum_logprob / length_penalty(n.length);
   n.finished = token == config_->eos_id || n.length >= max_length_;
@@ -381,10 +381,18 @@ bool Decoder::append_single(int token, const RowVec& logits) {
   return n.finished;
 }
 
+RowVec Decoder::last_distribution() const {
+  if (options_.strategy == DecodeStrategy::Beam || history_.empty()) return RowVec();
+  // Single decoding grows tree_ by one node a step (step_back cuts it back): its last node is the last token,
+  // chosen from the prediction history_.back() kept, with one token fewer generated.
+  const RowVec& prediction = history_.back().next_logits;
+  if (options_.strategy == DecodeStrategy::Sample) return sampling_distribution(allowed(prediction), options_.sampling);
+  return next_logprobs(prediction, tree_.back().length - 1).array().exp().matrix();
+}
+
 void Decoder::take_greedy(int token, const RowVec& prediction) {
   states_.front().next_logits = prediction;  // what step_back restores
   push_history();
-  last_distribution_ = next_logprobs(prediction, tree_[static_cast<size_t>(live_.front())].length).array().exp().matrix();
   append_single(token, prediction);
 }
 
@@ -398,12 +406,9 @@ void Decoder::step_single() {
   Hypothesis& h = states_.front();
   int token = forced_token(tree_[static_cast<size_t>(live_.front())].length);
   if (options_.strategy == DecodeStrategy::Sample) {
-    last_distribution_ = sampling_distribution(allowed(h.next_logits), options_.sampling);
-    if (token < 0) token = draw(last_distribution_, rng_);
-  } else {
-    const int length = tree_[static_cast<size_t>(live_.front())].length;
-    last_distribution_ = next_logprobs(h.next_logits, length).array().exp().matrix();
-    if (token < 0) token = greedy_token(h.next_logits, length);
+    if (token < 0) token = draw(sampling_distribution(allowed(h.next_logits), options_.sampling), rng_);
+  } else if (token < 0) {
+    token = greedy_token(h.next_logits, tree_[static_cast<size_t>(live_.front())].length);
   }
   if (!append_single(token, h.next_logits)) feed(h, token);
 }
@@ -518,7 +523,6 @@ int Decoder::step_back(int count) {
     const Snapshot s = std::move(history_.back());
     history_.pop_back();
     rng_ = s.rng;
-    last_distribution_ = s.last_distribution;
     live_ = s.live;
     finished_beams_ = s.finished_beams;
     tree_.resize(s.tree_size);

@@ -162,8 +162,8 @@ class Decoder {
   const std::shared_ptr<const Trace>& encoder_pass() const { return encoder_; }
 
   // Greedy / sample: the distribution the last token was drawn from (1, Vt) (greedy: the softmax); empty before
-  // the first step and for beam search.
-  const RowVec& last_distribution() const { return last_distribution_; }
+  // the first step and for beam search. Computed when asked, from the prediction the last step kept for step_back.
+  RowVec last_distribution() const;
 
   const std::vector<BeamNode>& tree() const { return tree_; }
   const std::vector<int>& live_beams() const { return live_; }          // node ids, best first
@@ -197,7 +197,6 @@ class Decoder {
   };
   struct Snapshot {    // what step_back restores
     Rng rng;
-    RowVec last_distribution;
     RowVec next_logits;  // greedy / sample: the live hypothesis' prediction before the step
     std::vector<int> live, finished_beams;
     size_t tree_size = 0;
@@ -266,7 +265,6 @@ class Decoder {
   bool use_cache_ = true;
   int max_length_ = 0;
   Rng rng_;
-  RowVec last_distribution_;
   std::vector<BeamNode> tree_;
   std::vector<int> live_;
   std::vector<int> finished_beams_;

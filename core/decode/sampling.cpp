@@ -28,11 +28,16 @@ RowVec softmax(const RowVec& logits) {
   return p / p.sum();
 }
 
-RowVec log_softmax(const RowVec& logits) {
+namespace {
+float log_sum_exp(const RowVec& logits) {
   const float m = logits.maxCoeff();
-  const float lse = m + std::log((logits.array() - m).exp().sum());
-  return (logits.array() - lse).matrix();
+  return m + std::log((logits.array() - m).exp().sum());
 }
+}  // namespace
+
+RowVec log_softmax(const RowVec& logits) { return (logits.array() - log_sum_exp(logits)).matrix(); }
+
+float log_softmax_at(const RowVec& logits, int id) { return logits(id) - log_sum_exp(logits); }
 
 std::vector<int> top_k_ids(const RowVec& scores, int k) {
   std::vector<int> order(static_cast<size_t>(scores.size()));

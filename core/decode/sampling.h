@@ -34,6 +34,8 @@ RowVec sampling_distribution(const RowVec& logits, const SamplingOptions& option
 // softmax and log softmax of a row (1, V).
 RowVec softmax(const RowVec& logits);
 RowVec log_softmax(const RowVec& logits);
+// log_softmax(logits)(id), the same float, without the row: logits(id) - logsumexp(logits).
+float log_softmax_at(const RowVec& logits, int id);
 
 // std::mt19937_64 is specified exactly by the C++ standard, so a seed gives the same draws everywhere; the
 // uniform number is built from its bits by hand for the same reason.

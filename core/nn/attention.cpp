@@ -71,6 +71,13 @@ Mat AttentionMask::matrix(int head, Eigen::Index tq, Eigen::Index tk) const {
   return m;
 }
 
+bool AttentionMask::blocks(int head, Eigen::Index query, Eigen::Index key) const {
+  if (const Mat* p = painted_for(head)) return (*p)(query, key) > 0.5f;
+  return (!key_blocked.empty() && key_blocked[static_cast<size_t>(key)]) ||
+         (!query_blocked.empty() && query_blocked[static_cast<size_t>(query)]) ||
+         (causal && key > query_positions[static_cast<size_t>(query)]);
+}
+
 AttentionMask AttentionMask::rows(const std::vector<int>& kept) const {
   AttentionMask out;
   out.key_blocked = key_blocked;
@@ -85,6 +92,20 @@ AttentionMask AttentionMask::rows(const std::vector<int>& kept) const {
     out.painted.push_back(std::move(rows_of));
   }
   return out;
+}
+
+// Per-head tensors are B*H long and masks B: head index i is sequence i / H's.
+Mat AttentionTrace::mask_matrix(size_t head_index) const {
+  if (masks.empty() || head_index >= probs.size()) return Mat();
+  const size_t heads = probs.size() / masks.size();
+  const Mat& shape = probs[head_index];
+  return masks[head_index / heads].matrix(static_cast<int>(head_index % heads), shape.rows(), shape.cols());
+}
+
+bool AttentionTrace::blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const {
+  if (masks.empty() || head_index >= probs.size()) return false;
+  const size_t heads = probs.size() / masks.size();
+  return masks[head_index / heads].blocks(static_cast<int>(head_index % heads), query, key);
 }
 
 namespace {

@@ -18,33 +18,6 @@
 
 namespace sf {
 
-// One attention block's record, over a batch of B sequences (B = 1 for the traced pass the app shows). Per-head
-// tensors are B*H matrices, sequence b's head h at index b*H + h. Which members are filled depends on what the
-// caller asked to record (transformer/layers.h, Record): the app's trace all of them, training what the
-// backward reads (queries, keys, values, probs, keep).
-struct AttentionTrace {
-  Mat queries;                // (B*Tq, C) x_q W_q^T + b_q
-  Mat keys;                   // (B*Tk, C) x_kv W_k^T + b_k
-  Mat values;                 // (B*Tk, C) x_kv W_v^T + b_v
-  std::vector<Mat> q;         // B*H x (Tq, D) the heads' columns of queries (the app's record only)
-  std::vector<Mat> k;         // B*H x (Tk, D)
-  std::vector<Mat> v;         // B*H x (Tk, D)
-  std::vector<Mat> scores;    // B*H x (Tq, Tk) q k^T * scale, before the mask
-  std::vector<Mat> mask;      // B*H x (Tq, Tk) the mask as applied: 1 = blocked (-inf added), 0 = allowed
-  std::vector<Mat> probs;     // B*H x (Tq, Tk) softmax(scores + mask)
-  std::vector<Mat> keep;      // B*H x (Tq, Tk) dropout scale of each probability (0 or 1/(1-p)); empty when off
-  std::vector<Mat> head_out;  // B*H x (Tq, D) drop(probs) v; zero for a head switched off
-  Mat heads_out;              // (B*Tq, C) concatenation of the heads
-  Mat attn_out;               // (B*Tq, C) heads_out W_o^T + b_o
-};
-
-// Row-wise softmax of scores with blocked cells (blocked > 0.5) removed; blocked may be empty (nothing
-// blocked). Fully blocked rows give zeros. probs is resized.
-void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs);
-
-// x (N, C) -> H matrices (N, D): columns h*D .. h*D+D-1.
-void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads);
-
 // Which cells of one attention (Tq, Tk) are blocked, without a matrix per head: a key that is padding, a key after
 // its query (causal), or, for a head with a painted mask, exactly what it paints (it replaces the rest).
 struct AttentionMask {
@@ -59,11 +32,47 @@ struct AttentionMask {
   const Mat* painted_for(int head) const {
     return painted.empty() || painted[static_cast<size_t>(head)].size() == 0 ? nullptr : &painted[static_cast<size_t>(head)];
   }
-  // The mask of `head` as a matrix (Tq, Tk), 1 = blocked: what the app's trace records.
+  // The mask of `head` as a matrix (Tq, Tk), 1 = blocked: what the app's trace shows.
   Mat matrix(int head, Eigen::Index tq, Eigen::Index tk) const;
+  // One cell of it: whether `head` blocks key `key` for query row `query`.
+  bool blocks(int head, Eigen::Index query, Eigen::Index key) const;
   // The same rows `rows` of the queries only (a pass that queries some rows of a sequence).
   AttentionMask rows(const std::vector<int>& rows) const;
 };
+
+// One attention block's record, over a batch of B sequences (B = 1 for the traced pass the app shows). Per-head
+// tensors are B*H matrices, sequence b's head h at index b*H + h. Which members are filled depends on what the
+// caller asked to record (transformer/layers.h, Record): the app's trace all of them, training what the
+// backward reads (queries, keys, values, probs, keep).
+struct AttentionTrace {
+  Mat queries;                // (B*Tq, C) x_q W_q^T + b_q
+  Mat keys;                   // (B*Tk, C) x_kv W_k^T + b_k
+  Mat values;                 // (B*Tk, C) x_kv W_v^T + b_v
+  std::vector<Mat> q;         // B*H x (Tq, D) the heads' columns of queries (the app's record only)
+  std::vector<Mat> k;         // B*H x (Tk, D)
+  std::vector<Mat> v;         // B*H x (Tk, D)
+  std::vector<Mat> scores;    // B*H x (Tq, Tk) q k^T * scale, before the mask
+  std::vector<AttentionMask> masks;  // B: the cells sequence b's heads blocked, as applied (the app's record only):
+                                     // mask_matrix() and blocked() read them
+  std::vector<Mat> probs;     // B*H x (Tq, Tk) softmax(scores + mask)
+  std::vector<Mat> keep;      // B*H x (Tq, Tk) dropout scale of each probability (0 or 1/(1-p)); empty when off
+  std::vector<Mat> head_out;  // B*H x (Tq, D) drop(probs) v; zero for a head switched off
+  Mat heads_out;              // (B*Tq, C) concatenation of the heads
+  Mat attn_out;               // (B*Tq, C) heads_out W_o^T + b_o
+
+  // The mask head b*H + h ran with, (Tq, Tk): 1 = blocked (-inf added), 0 = allowed; empty where masks were not
+  // recorded. Made when asked: a long sentence's maps are megabytes, and most of them are never drawn.
+  Mat mask_matrix(size_t head_index) const;
+  // One cell of it.
+  bool blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const;
+};
+
+// Row-wise softmax of scores with blocked cells (blocked > 0.5) removed; blocked may be empty (nothing
+// blocked). Fully blocked rows give zeros. probs is resized.
+void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs);
+
+// x (N, C) -> H matrices (N, D): columns h*D .. h*D+D-1.
+void split_heads(const ConstMatRef& x, int n_heads, std::vector<Mat>& heads);
 
 // What attend() keeps besides its output, per head (each span empty: not kept, else H matrices).
 struct AttendRecord {

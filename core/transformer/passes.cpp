@@ -120,11 +120,12 @@ void attend_sequences(const Config& config, std::vector<SequenceAttention>& seqs
       for (int s = begin; s < end; ++s) run(static_cast<size_t>(s));
     });
   if (!trace) return;
-  // The app's record: each head's q, k, v and the mask it ran with.
+  // The app's record: each head's q, k, v, and each sequence's mask as it ran.
   t.q.resize(nh);
   t.k.resize(nh);
   t.v.resize(nh);
-  t.mask.resize(nh);
+  t.masks.resize(n);
+  for (size_t s = 0; s < n; ++s) t.masks[s] = seqs[s].mask;
   // Shared out on the pool where the maps are large (a long sentence); a short one's copies cost less than that.
   Eigen::Index cells = 0;
   for (const SequenceAttention& a : seqs) cells += a.q_rows * a.k_rows * H;
@@ -142,7 +143,6 @@ void attend_sequences(const Config& config, std::vector<SequenceAttention>& seqs
         t.k[s * H + h] = a.keys->block(a.k_begin, h * D, a.k_rows, D);
         t.v[s * H + h] = a.values->block(a.k_begin, h * D, a.k_rows, D);
       }
-      t.mask[s * H + h] = a.mask.matrix(h, a.q_rows, a.k_rows);
     }
   });
 }

@@ -24,7 +24,9 @@ struct Emitter {
     heads(p + ".k", a.k);
     heads(p + ".v", a.v);
     heads(p + ".scores", a.scores);
-    heads(p + ".mask", a.mask);
+    std::vector<Mat> masks(a.masks.empty() ? 0 : a.probs.size());
+    for (size_t i = 0; i < masks.size(); ++i) masks[i] = a.mask_matrix(i);
+    heads(p + ".mask", masks);
     heads(p + ".probs", a.probs);
     heads(p + ".head_out", a.head_out);
     mat(p + ".heads_out", a.heads_out);

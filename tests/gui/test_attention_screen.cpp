@@ -72,7 +72,7 @@ void check_head(const std::string& ref, const std::string& setup = "",
   const AttentionTrace* a = selected_attention(state.trace, {h.kind, h.layer, h.head});
   ASSERT_NE(a, nullptr);
   const Mat& probs = a->probs[h.head];
-  const Mat& blocked = a->mask[h.head];
+  const Mat blocked = a->mask_matrix(static_cast<size_t>(h.head));
 
   const Screen s = screenshot(ref, "attention_" + ref + (setup.empty() ? "" : "_changed"), setup);
   ASSERT_TRUE(s.pixels) << "the app did not write a screenshot";
@@ -130,7 +130,10 @@ TEST(AttentionScreen, PaintedCellsAreDrawnBlocked) {
     ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 4, 5));
     ASSERT_TRUE(state.set_interventions(iv)) << state.error;
     // Row is the query, column the key: (3, 0) and (4, 5) are blocked, their mirror cells are not.
-    const Mat& blocked = state.trace.encoder[1].self_attn.mask[2];
+    const Mat blocked = state.trace.encoder[1].self_attn.mask_matrix(2);
+    for (Eigen::Index i = 0; i < blocked.rows(); ++i)
+      for (Eigen::Index j = 0; j < blocked.cols(); ++j)
+        EXPECT_EQ(state.trace.encoder[1].self_attn.blocked(2, i, j), blocked(i, j) > 0.5f) << i << ", " << j;
     EXPECT_GT(blocked(3, 0), 0.5f);
     EXPECT_GT(blocked(4, 5), 0.5f);
     EXPECT_LT(blocked(0, 3), 0.5f);

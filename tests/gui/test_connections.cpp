@@ -63,7 +63,7 @@ TEST_F(ShippedModelViews, AnOpenedCellsSumIsTheTracesScore) {
             }
             EXPECT_NEAR(products, cell.dot, 1e-4f);
             EXPECT_EQ(cell.prob, a->probs[static_cast<size_t>(head)](row, col));
-            EXPECT_EQ(cell.blocked, a->mask[static_cast<size_t>(head)](row, col) > 0.5f);
+            EXPECT_EQ(cell.blocked, a->mask_matrix(static_cast<size_t>(head))(row, col) > 0.5f);
             // The row's weights times V is the head's output row.
             EXPECT_LT((cell.out - a->head_out[static_cast<size_t>(head)].row(row)).cwiseAbs().maxCoeff(), 1e-5f);
             ++cells;

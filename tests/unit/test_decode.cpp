@@ -293,13 +293,28 @@ TEST(Decoder, StepBackAndForwardAgain) {
     Decoder d(m.config, m.weights, kSrc, iv, o);
     EXPECT_EQ(d.uses_kv_cache(), iv.causal_mask);
     EXPECT_FALSE(d.step_back());
-    d.run();
+    // The distribution the last token was drawn from: once finished, the softmax of the logits of the final
+    // traced pass's last row (greedy), what sampling drew from (sample); none for beam search and before the first
+    // step. Stepping back gives the one of the step before again.
+    EXPECT_EQ(d.last_distribution().size(), 0);
+    std::vector<RowVec> distributions;
+    while (d.step()) distributions.push_back(d.last_distribution());
+    if (s == DecodeStrategy::Beam) {
+      EXPECT_EQ(d.last_distribution().size(), 0);
+    } else {
+      const RowVec logits = d.trace().logits.bottomRows(1);
+      const RowVec want = s == DecodeStrategy::Greedy ? softmax(logits) : sampling_distribution(logits, o.sampling);
+      ASSERT_EQ(d.last_distribution().size(), want.size());
+      EXPECT_LT((d.last_distribution() - want).cwiseAbs().maxCoeff(), 1e-6f);
+      EXPECT_GT(d.last_distribution()(d.generated().back()), 0.0f);
+    }
     const std::vector<int> all = d.generated();
     const size_t tree_size = d.tree().size();
     const int steps = d.steps();
     ASSERT_GE(steps, 2);
     EXPECT_TRUE(d.step_back());
     EXPECT_TRUE(d.step_back());
+    EXPECT_EQ(d.last_distribution(), distributions[static_cast<size_t>(steps - 3)]) << "two steps back";
     EXPECT_FALSE(d.finished());
     EXPECT_EQ(d.steps(), steps - 2);
     d.run();
@@ -555,6 +570,10 @@ void expect_same_decoding(const Decoder& got, const Decoder& want) {
   }
   const Trace got_trace = got.trace(), want_trace = want.trace();
   EXPECT_LT((got_trace.logits - want_trace.logits).cwiseAbs().maxCoeff(), 1e-4f);
+  ASSERT_EQ(got.last_distribution().size(), want.last_distribution().size());
+  if (want.last_distribution().size() > 0) {
+    EXPECT_LT((got.last_distribution() - want.last_distribution()).cwiseAbs().maxCoeff(), 1e-5f);
+  }
   // The trace is complete: a pass whose output layer ran row by row has every row's probabilities too.
   ASSERT_EQ(got_trace.probs.rows(), want_trace.probs.rows());
   ASSERT_EQ(got_trace.probs.cols(), want_trace.probs.cols());

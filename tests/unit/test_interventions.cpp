@@ -88,8 +88,8 @@ TEST(Interventions, CausalMask) {
     for (Eigen::Index i = 0; i < T; ++i)
       for (Eigen::Index j = i + 1; j < T; ++j) EXPECT_EQ(p(i, j), 0.0f);
   EXPECT_GT(off.decoder[0].self_attn.probs[0](0, T - 1), 0.0f);  // position 0 sees the last one
-  EXPECT_EQ(on.decoder[0].self_attn.mask[0](0, 1), 1.0f);
-  EXPECT_EQ(off.decoder[0].self_attn.mask[0](0, 1), 0.0f);
+  EXPECT_EQ(on.decoder[0].self_attn.mask_matrix(0)(0, 1), 1.0f);
+  EXPECT_EQ(off.decoder[0].self_attn.mask_matrix(0)(0, 1), 0.0f);
   // Causal mask on: the first row of the decoder does not depend on later tokens.
   std::vector<int> other = f.tgt;
   other.back() = 13;
@@ -103,7 +103,7 @@ TEST(Interventions, PaddingMask) {
   for (int h = 0; h < f.config.n_heads; ++h) {
     EXPECT_EQ(on.encoder[0].self_attn.probs[h].rightCols(2).cwiseAbs().maxCoeff(), 0.0f);
     EXPECT_EQ(on.decoder[1].cross_attn.probs[h].rightCols(2).cwiseAbs().maxCoeff(), 0.0f);
-    EXPECT_EQ(on.encoder[0].self_attn.mask[h](0, 5), 1.0f);
+    EXPECT_EQ(on.encoder[0].self_attn.mask_matrix(h)(0, 5), 1.0f);
   }
   Interventions iv;
   iv.padding_mask = false;
@@ -134,7 +134,7 @@ TEST(Interventions, CustomMask) {
   EXPECT_EQ(a.probs[1](2, 0), 0.0f);
   EXPECT_GT(a.probs[1](0, 4), 0.0f);
   EXPECT_EQ(a.probs[0](0, 4), 0.0f);  // the other heads keep the causal mask
-  EXPECT_EQ(a.mask[1], m.blocked);
+  EXPECT_EQ(a.mask_matrix(1), m.blocked);
   // A fully blocked row attends to nothing: zeros, not NaN.
   iv.custom_masks[0].blocked.row(3).setOnes();
   const Trace z = forward(f.config, f.weights, f.src, f.tgt, iv);
@@ -265,7 +265,10 @@ TEST(Trace, NamesAndShapes) {
   expect_holds("enc.1.self_attn.v", Tensor::from_heads(a.v));
   expect_holds("enc.1.self_attn.scores", Tensor::from_heads(a.scores));
   expect_holds("enc.1.self_attn.probs", Tensor::from_heads(a.probs));
-  expect_holds("enc.1.self_attn.mask", Tensor::from_heads(a.mask));
+  // The encoder's mask blocks the source's two pads as keys, in every head and row.
+  Mat pads = Mat::Zero(static_cast<Eigen::Index>(f.src.size()), static_cast<Eigen::Index>(f.src.size()));
+  pads.rightCols(2).setOnes();
+  expect_holds("enc.1.self_attn.mask", Tensor::from_heads(std::vector<Mat>(static_cast<size_t>(f.config.n_heads), pads)));
   expect_holds("dec.0.cross_attn.probs", Tensor::from_heads(t.decoder[0].cross_attn.probs));
   expect_holds("dec.1.norm2", Tensor::from_mat(t.decoder[1].norm2.out));
   expect_holds("enc.0.ffn_hidden", Tensor::from_mat(t.encoder[0].ffn.hidden));

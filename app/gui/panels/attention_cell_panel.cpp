@@ -29,8 +29,7 @@ AttentionCell expand_attention_cell(const AttentionTrace& a, int head, int row, 
   for (Eigen::Index d = 0; d < c.products.size(); ++d) dot += c.products(d);
   c.dot = static_cast<float>(dot);
   c.scaled = static_cast<float>(dot / std::sqrt(static_cast<double>(c.scale_by)));
-  const Mat& blocked = a.mask[static_cast<size_t>(head)];
-  c.blocked = blocked.size() > 0 && blocked(row, col) > 0.5f;
+  c.blocked = a.blocked(static_cast<size_t>(head), row, col);
   c.traced_score = a.scores[static_cast<size_t>(head)](row, col);
   c.row_probs = a.probs[static_cast<size_t>(head)].row(row);
   c.prob = c.row_probs(col);

@@ -26,7 +26,7 @@ const AttentionTrace* selected_attention(const Trace& trace, const AttentionSele
 
 Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
   Mat p = a.probs[head];
-  const Mat& blocked = a.mask[head];
+  const Mat blocked = a.mask_matrix(static_cast<size_t>(head));
   if (blocked.size() == p.size())
     for (Eigen::Index i = 0; i < p.size(); ++i)
       if (blocked.data()[i] > 0.5f) p.data()[i] = std::numeric_limits<float>::quiet_NaN();
@@ -422,7 +422,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     expanded_cell_.reset();
   }
   if (hit.hovered && hit.row < static_cast<int>(queries.size()) && hit.col < static_cast<int>(keys.size())) {
-    const bool blocked = a->mask[sel.head].size() > 0 && a->mask[sel.head](hit.row, hit.col) > 0.5f;
+    const bool blocked = a->blocked(static_cast<size_t>(sel.head), hit.row, hit.col);
     ImGui::BeginTooltip();
     ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[hit.row].c_str(), hit.row,
                 keys[hit.col].c_str(), hit.col);

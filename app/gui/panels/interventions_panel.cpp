@@ -23,8 +23,8 @@ bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head
   if (head.kind != AttentionKind::Encoder && head.layer < static_cast<int>(trace.decoder.size()))
     a = head.kind == AttentionKind::Decoder ? &trace.decoder[static_cast<size_t>(head.layer)].self_attn
                                             : &trace.decoder[static_cast<size_t>(head.layer)].cross_attn;
-  if (!a || head.head < 0 || head.head >= static_cast<int>(a->mask.size())) return false;
-  const Mat& applied = a->mask[static_cast<size_t>(head.head)];  // (Tq, Tk) 1 = blocked
+  if (!a || head.head < 0 || head.head >= static_cast<int>(a->probs.size())) return false;
+  const Mat applied = a->mask_matrix(static_cast<size_t>(head.head));  // (Tq, Tk) 1 = blocked
   if (row < 0 || col < 0 || row >= applied.rows() || col >= applied.cols()) return false;
   CustomMask* mask = nullptr;
   for (CustomMask& m : iv.custom_masks)

@@ -41,8 +41,7 @@ void copy_attention(const DAttention& d, int heads, AttentionTrace& t) {
   split_columns(t.values, heads, t.v);
   copy_heads(d.scores, heads, t.scores);
   copy_heads(d.probs, heads, t.probs);
-  t.mask.resize(static_cast<size_t>(heads));
-  for (int h = 0; h < heads; ++h) t.mask[static_cast<size_t>(h)] = d.mask.matrix(h, d.queries.rows, d.keys.rows);
+  t.masks = {d.mask};
   t.keep.clear();
   copy_to_host(d.heads_out, t.heads_out);
   split_columns(t.heads_out, heads, t.head_out);
