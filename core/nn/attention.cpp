@@ -104,6 +104,8 @@ Mat AttentionTrace::mask_matrix(size_t head_index) const {
 
 bool AttentionTrace::blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const {
   if (masks.empty() || head_index >= probs.size()) return false;
+  const Mat& shape = probs[head_index];
+  if (query < 0 || key < 0 || query >= shape.rows() || key >= shape.cols()) return false;  // no such cell
   const size_t heads = probs.size() / masks.size();
   return masks[head_index / heads].blocks(static_cast<int>(head_index % heads), query, key);
 }

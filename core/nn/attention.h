@@ -63,7 +63,7 @@ struct AttentionTrace {
   // The mask head b*H + h ran with, (Tq, Tk): 1 = blocked (-inf added), 0 = allowed; empty where masks were not
   // recorded. Made when asked: a long sentence's maps are megabytes, and most of them are never drawn.
   Mat mask_matrix(size_t head_index) const;
-  // One cell of it.
+  // One cell of it (false for a cell outside the map).
   bool blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const;
 };
 

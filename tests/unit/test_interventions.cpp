@@ -135,6 +135,24 @@ TEST(Interventions, CustomMask) {
   EXPECT_GT(a.probs[1](0, 4), 0.0f);
   EXPECT_EQ(a.probs[0](0, 4), 0.0f);  // the other heads keep the causal mask
   EXPECT_EQ(a.mask_matrix(1), m.blocked);
+  // The trace keeps each attention's mask, not a matrix per head: one cell (blocked) says what the matrix says, for
+  // the painted head, the causal ones, and the padded keys of the encoder and the cross-attention; no cell outside.
+  Mat causal = Mat::Zero(T, T);
+  for (Eigen::Index i = 0; i < T; ++i) causal.row(i).tail(T - 1 - i).setOnes();
+  EXPECT_EQ(a.mask_matrix(0), causal);
+  for (const AttentionTrace* each : {&a, &t.encoder[0].self_attn, &t.decoder[1].cross_attn})
+    for (size_t h = 0; h < each->probs.size(); ++h) {
+      const Mat matrix = each->mask_matrix(h);
+      ASSERT_EQ(matrix.rows(), each->probs[h].rows());
+      ASSERT_EQ(matrix.cols(), each->probs[h].cols());
+      for (Eigen::Index i = 0; i < matrix.rows(); ++i)
+        for (Eigen::Index j = 0; j < matrix.cols(); ++j)
+          EXPECT_EQ(each->blocked(h, i, j), matrix(i, j) > 0.5f) << h << " (" << i << ", " << j << ")";
+      EXPECT_FALSE(each->blocked(h, matrix.rows(), 0));
+      EXPECT_FALSE(each->blocked(h, 0, -1));
+    }
+  EXPECT_TRUE(t.decoder[1].cross_attn.blocked(0, 0, static_cast<Eigen::Index>(f.src.size()) - 1));  // a pad
+  EXPECT_EQ(a.mask_matrix(a.probs.size()).size(), 0) << "no such head";
   // A fully blocked row attends to nothing: zeros, not NaN.
   iv.custom_masks[0].blocked.row(3).setOnes();
   const Trace z = forward(f.config, f.weights, f.src, f.tgt, iv);
