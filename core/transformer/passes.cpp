@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 
 #include "nn/backward.h"
 #include "nn/linear.h"
@@ -571,36 +572,50 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
   Trace trace;
   trace.interventions = fitted;
   trace.tgt.ids = ids;
-  trace.tgt.tok_embed = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.tok_embed; });
-  trace.tgt.pos = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.pos; });
-  trace.tgt.sum = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.tgt.sum; });
-  auto stack_norm = [&](const auto& norm_of, LayerNormTrace& out) {
-    out.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return norm_of(t).out; });
-    out.mean = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return norm_of(t).mean; });
-    out.std = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return norm_of(t).std; });
-  };
   trace.decoder.resize(static_cast<size_t>(L));
-  for (int l = 0; l < L; ++l) {
-    const size_t li = static_cast<size_t>(l);
+  // Every row's own tensors, stacked from the pieces: some fifty copies, shared out on the pool (a long sentence's
+  // are megabytes each); then what mixes the rows, computed again layer by layer.
+  std::vector<std::function<void()>> copies;
+  auto rows_of = [&](Mat& out, auto of) { copies.push_back([&out, of, &pieces, T] { out = stack_rows(pieces, T, of); }); };
+  auto norm_of = [&](LayerNormTrace& out, auto of) {
+    copies.push_back([&out, of, &pieces, T] {
+      out.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return of(t).out; });
+      out.mean = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return of(t).mean; });
+      out.std = stack_entries(pieces, T, [&](const Trace& t) -> const Vec& { return of(t).std; });
+    });
+  };
+  rows_of(trace.tgt.tok_embed, [](const Trace& t) -> const Mat& { return t.tgt.tok_embed; });
+  rows_of(trace.tgt.pos, [](const Trace& t) -> const Mat& { return t.tgt.pos; });
+  rows_of(trace.tgt.sum, [](const Trace& t) -> const Mat& { return t.tgt.sum; });
+  for (size_t li = 0; li < static_cast<size_t>(L); ++li) {
     DecoderLayerTrace& d = trace.decoder[li];
-    auto layer = [li](const Trace& t) -> const DecoderLayerTrace& { return t.decoder[li]; };
     // Row by row, as the chunks computed them.
-    d.self_attn.queries = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.queries; });
-    d.self_attn.keys = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.keys; });
-    d.self_attn.values = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.values; });
-    d.self_attn.attn_out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).self_attn.attn_out; });
-    d.residual1 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual1; });
-    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm1; }, d.norm1);
-    d.cross_attn.queries = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).cross_attn.queries; });
-    d.cross_attn.attn_out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).cross_attn.attn_out; });
-    d.residual2 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual2; });
-    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm2; }, d.norm2);
-    d.ffn.hidden_pre = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.hidden_pre; });
-    d.ffn.hidden = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.hidden; });
-    d.ffn.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).ffn.out; });
-    d.residual3 = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).residual3; });
-    stack_norm([&](const Trace& t) -> const LayerNormTrace& { return layer(t).norm3; }, d.norm3);
-    d.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return layer(t).out; });
+    rows_of(d.self_attn.queries, [li](const Trace& t) -> const Mat& { return t.decoder[li].self_attn.queries; });
+    rows_of(d.self_attn.keys, [li](const Trace& t) -> const Mat& { return t.decoder[li].self_attn.keys; });
+    rows_of(d.self_attn.values, [li](const Trace& t) -> const Mat& { return t.decoder[li].self_attn.values; });
+    rows_of(d.self_attn.attn_out, [li](const Trace& t) -> const Mat& { return t.decoder[li].self_attn.attn_out; });
+    rows_of(d.residual1, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual1; });
+    norm_of(d.norm1, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm1; });
+    rows_of(d.cross_attn.queries, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.queries; });
+    rows_of(d.cross_attn.attn_out, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.attn_out; });
+    rows_of(d.residual2, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual2; });
+    norm_of(d.norm2, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm2; });
+    rows_of(d.ffn.hidden_pre, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.hidden_pre; });
+    rows_of(d.ffn.hidden, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.hidden; });
+    rows_of(d.ffn.out, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.out; });
+    rows_of(d.residual3, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual3; });
+    norm_of(d.norm3, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm3; });
+    rows_of(d.out, [li](const Trace& t) -> const Mat& { return t.decoder[li].out; });
+  }
+  if (config.decoder_final_norm)
+    norm_of(trace.decoder_norm, [](const Trace& t) -> const LayerNormTrace& { return t.decoder_norm; });
+  rows_of(trace.dec_out, [](const Trace& t) -> const Mat& { return t.dec_out; });
+  rows_of(trace.logits, [](const Trace& t) -> const Mat& { return t.logits; });
+  parallel_for(static_cast<int>(copies.size()), 1, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) copies[static_cast<size_t>(i)]();
+  });
+  for (int l = 0; l < L; ++l) {
+    DecoderLayerTrace& d = trace.decoder[static_cast<size_t>(l)];
     // What mixes the rows, over the whole sequence as a traced pass computes it: the self-attention over every
     // row's keys and values under the full pass's masks, the cross-attention over the encoder's.
     std::vector<SequenceAttention> self(1);
@@ -608,18 +623,14 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
                build_mask(config, fitted, AttentionKind::Decoder, l, 0, T, ids, fitted.causal_mask)};
     attend_sequences(config, self, heads_on(config, fitted, AttentionKind::Decoder, l), Record::Trace, nullptr,
                      d.self_attn);
-    d.cross_attn.keys = cross.keys[li];
-    d.cross_attn.values = cross.values[li];
+    d.cross_attn.keys = cross.keys[static_cast<size_t>(l)];
+    d.cross_attn.values = cross.values[static_cast<size_t>(l)];
     std::vector<SequenceAttention> across(1);
     across[0] = {0, T, &d.cross_attn.keys, &d.cross_attn.values, 0, S,
                  build_mask(config, fitted, AttentionKind::Cross, l, 0, T, encoded.src.ids, false, &ids)};
     attend_sequences(config, across, heads_on(config, fitted, AttentionKind::Cross, l), Record::Trace, nullptr,
                      d.cross_attn);
   }
-  if (config.decoder_final_norm)
-    stack_norm([](const Trace& t) -> const LayerNormTrace& { return t.decoder_norm; }, trace.decoder_norm);
-  trace.dec_out = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.dec_out; });
-  trace.logits = stack_rows(pieces, T, [](const Trace& t) -> const Mat& { return t.logits; });
   masked_softmax(trace.logits, Mat(), trace.probs);
   return trace;
 }

@@ -1,5 +1,7 @@
 #include "transformer/trace.h"
 
+#include "util/parallel.h"
+
 namespace sf {
 
 namespace {
@@ -46,8 +48,24 @@ struct Emitter {
 
 }  // namespace
 
-Trace join_halves(Trace encoder_half, Trace decoder_half) {
-  Trace t = std::move(encoder_half);
+Trace join_halves(const Trace& encoder_half, Trace decoder_half) {
+  // The encoder half is copied (its owner keeps it for the traces to come): a long sentence's is tens of megabytes,
+  // so its layers are copied side by side on the pool, the embedding and output as one more piece.
+  Trace t;
+  t.sequences = encoder_half.sequences;
+  const int layers = static_cast<int>(encoder_half.encoder.size());
+  t.encoder.resize(encoder_half.encoder.size());
+  parallel_for(layers + 1, 1, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      if (i < layers) {
+        t.encoder[static_cast<size_t>(i)] = encoder_half.encoder[static_cast<size_t>(i)];
+        continue;
+      }
+      t.src = encoder_half.src;
+      t.encoder_norm = encoder_half.encoder_norm;
+      t.enc_out = encoder_half.enc_out;
+    }
+  });
   t.interventions = std::move(decoder_half.interventions);
   t.tgt = std::move(decoder_half.tgt);
   t.decoder = std::move(decoder_half.decoder);

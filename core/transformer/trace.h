@@ -82,7 +82,7 @@ struct NamedTensor {
 
 // The whole trace of an encoder pass and a decoder pass run apart (a decoder's passes reuse one encoder pass):
 // encoder_half's encoder (src .. enc_out) with decoder_half's decoder (tgt .. probs) and interventions.
-Trace join_halves(Trace encoder_half, Trace decoder_half);
+Trace join_halves(const Trace& encoder_half, Trace decoder_half);
 
 // Every traced tensor under its documented name (docs/trace.md), e.g. "enc.0.self_attn.probs" (H, S, S).
 std::vector<NamedTensor> trace_tensors(const Trace& trace);
