@@ -576,7 +576,9 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
   // Every row's own tensors, stacked from the pieces: some fifty copies, shared out on the pool (a long sentence's
   // are megabytes each); then what mixes the rows, computed again layer by layer.
   std::vector<std::function<void()>> copies;
-  auto rows_of = [&](Mat& out, auto of) { copies.push_back([&out, of, &pieces, T] { out = stack_rows(pieces, T, of); }); };
+  auto rows_of = [&](Mat& out, auto of) {
+    copies.push_back([&out, of, &pieces, T] { out = stack_rows(pieces, T, of); });
+  };
   auto norm_of = [&](LayerNormTrace& out, auto of) {
     copies.push_back([&out, of, &pieces, T] {
       out.out = stack_rows(pieces, T, [&](const Trace& t) -> const Mat& { return of(t).out; });

@@ -286,7 +286,8 @@ TEST(Trace, NamesAndShapes) {
   // The encoder's mask blocks the source's two pads as keys, in every head and row.
   Mat pads = Mat::Zero(static_cast<Eigen::Index>(f.src.size()), static_cast<Eigen::Index>(f.src.size()));
   pads.rightCols(2).setOnes();
-  expect_holds("enc.1.self_attn.mask", Tensor::from_heads(std::vector<Mat>(static_cast<size_t>(f.config.n_heads), pads)));
+  expect_holds("enc.1.self_attn.mask",
+               Tensor::from_heads(std::vector<Mat>(static_cast<size_t>(f.config.n_heads), pads)));
   expect_holds("dec.0.cross_attn.probs", Tensor::from_heads(t.decoder[0].cross_attn.probs));
   expect_holds("dec.1.norm2", Tensor::from_mat(t.decoder[1].norm2.out));
   expect_holds("enc.0.ffn_hidden", Tensor::from_mat(t.encoder[0].ffn.hidden));
