@@ -76,7 +76,6 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     }
     return pass.logits.row(row);
   };
-  const std::vector<int> consumed = h.cache.tokens;  // on the CPU
   const int consumed_count = d.fed(h);
   if (gpu) {
     // One chunk continuing a copy of the hypothesis' cache in GPU memory: the draft's tokens, after <bos> when
@@ -127,7 +126,8 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   } else {
     // A pass over each prefix the steps would decode, all in one batch; a draft that ends the translation (a
     // likely guess) has its last pass traced: it is the one trace() shows.
-    std::vector<int> tokens = consumed;
+    std::vector<int> tokens = h.cache.tokens;  // what is consumed, then the draft's tokens
+    const int consumed = static_cast<int>(tokens.size());
     tokens.insert(tokens.end(), draft.begin(), draft.begin() + fed);
     int longest = static_cast<int>(tokens.size());
     if (traced_last && fed < n && fed > 0) {
@@ -139,7 +139,7 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
       --longest;
     }
     std::vector<int> lengths;
-    for (int len = static_cast<int>(consumed.size()) + 1; len <= longest; ++len) lengths.push_back(len);
+    for (int len = consumed + 1; len <= longest; ++len) lengths.push_back(len);
     const Mat logits = decode_prefixes(config, weights, d.encoded_, tokens, lengths, *d.cross_);
     const int batched = static_cast<int>(lengths.size());
     prediction = [&, logits, batched](int i) -> RowVec {

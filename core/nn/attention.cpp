@@ -94,20 +94,27 @@ AttentionMask AttentionMask::rows(const std::vector<int>& kept) const {
   return out;
 }
 
-// Per-head tensors are B*H long and masks B: head index i is sequence i / H's.
-Mat AttentionTrace::mask_matrix(size_t head_index) const {
-  if (masks.empty() || head_index >= probs.size()) return Mat();
+// Per-head tensors are B*H long and masks B: head index i is head i % H of sequence i / H's mask.
+const AttentionMask* AttentionTrace::mask_of(size_t head_index, int& head) const {
+  if (masks.empty() || head_index >= probs.size()) return nullptr;
   const size_t heads = probs.size() / masks.size();
-  const Mat& shape = probs[head_index];
-  return masks[head_index / heads].matrix(static_cast<int>(head_index % heads), shape.rows(), shape.cols());
+  head = static_cast<int>(head_index % heads);
+  return &masks[head_index / heads];
+}
+
+Mat AttentionTrace::mask_matrix(size_t head_index) const {
+  int head = 0;
+  const AttentionMask* mask = mask_of(head_index, head);
+  return mask ? mask->matrix(head, probs[head_index].rows(), probs[head_index].cols()) : Mat();
 }
 
 bool AttentionTrace::blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const {
-  if (masks.empty() || head_index >= probs.size()) return false;
+  int head = 0;
+  const AttentionMask* mask = mask_of(head_index, head);
+  if (!mask) return false;
   const Mat& shape = probs[head_index];
   if (query < 0 || key < 0 || query >= shape.rows() || key >= shape.cols()) return false;  // no such cell
-  const size_t heads = probs.size() / masks.size();
-  return masks[head_index / heads].blocks(static_cast<int>(head_index % heads), query, key);
+  return mask->blocks(head, query, key);
 }
 
 namespace {

@@ -65,6 +65,9 @@ struct AttentionTrace {
   Mat mask_matrix(size_t head_index) const;
   // One cell of it (false for a cell outside the map).
   bool blocked(size_t head_index, Eigen::Index query, Eigen::Index key) const;
+
+ private:
+  const AttentionMask* mask_of(size_t head_index, int& head) const;  // null where none was recorded
 };
 
 // Row-wise softmax of scores with blocked cells (blocked > 0.5) removed; blocked may be empty (nothing
