@@ -7,8 +7,9 @@
 #include "nn/embedding.h"
 #include "nn/feed_forward.h"
 #include "nn/layer_norm.h"
-#include "transformer/dropout_mask.h"
 #include "nn/linear.h"
+#include "transformer/dropout_mask.h"
+#include "transformer/layer_order.h"
 #include "util/error.h"
 #include "util/parallel.h"
 
@@ -37,17 +38,6 @@ void Dropout::make(Mat& keep, Eigen::Index rows, Eigen::Index cols) {
 
 namespace {
 
-// x + drop(f): the residual connection around a sublayer, its dropout mask made into `keep`.
-void add_dropped(const ConstMatRef& x, const Mat& f, Dropout* dropout, Mat& keep, Mat& sum) {
-  if (dropout) dropout->make(keep, f.rows(), f.cols());
-  else keep.resize(0, 0);
-  if (keep.size() > 0) sum = x + f.cwiseProduct(keep);
-  else sum = x + f;
-}
-
-// dL/df from dL/d(x + drop(f)).
-Mat through_dropout(const Mat& d_sum, const Mat& keep) { return keep.size() > 0 ? Mat(d_sum.cwiseProduct(keep)) : d_sum; }
-
 // FFN(x) = drop(act(x W1^T + b1)) W2^T + b2
 void feed_forward(const Config& config, const ConstMatRef& x, const FeedForwardWeights& w, Dropout* dropout,
                   FeedForwardTrace& t) {
@@ -60,22 +50,55 @@ void feed_forward(const Config& config, const ConstMatRef& x, const FeedForwardW
   linear_forward(t.hidden, w.fc2, t.out);  // (N, C)
 }
 
-void feed_forward_backward(const Config& config, const ConstMatRef& x, const FeedForwardWeights& w,
-                           const FeedForwardTrace& t, const Mat& d_out, FeedForwardWeights& g, Mat& dx) {
-  Mat dh;  // (N, F)
-  linear_backward(t.hidden, w.fc2, d_out, g.fc2, &dh);
-  if (t.keep.size() > 0) dh.array() *= t.keep.array();
-  activation_backward(config.activation, t.hidden_pre, dh);
-  linear_backward(x, w.fc1, dh, g.fc1, &dx);
-}
+// The CPU's operations for the layer order (transformer/layer_order.h has the contract): Eigen matrices in host
+// memory, the kernels of nn/.
+struct CpuLayerOps {
+  const Config& config;
+  Dropout* dropout = nullptr;  // null: none (inference)
 
-// dL/dx of y = LN(x), added to `dx` (or written where dx is empty).
-void add_layer_norm_backward(const ConstMatRef& x, const LayerNormTrace& t, const LayerNormWeights& w,
-                             const Mat& dy, LayerNormWeights& g, Mat& dx) {
-  Mat d;
-  layer_norm_backward(x, t, w, dy, g, d);
-  if (dx.size() == 0) dx = std::move(d);
-  else dx += d;
+  const Mat& layer_norm(const Mat& x, const LayerNormWeights& w, LayerNormTrace& t) const {
+    layer_norm_forward(x, w, config.layer_norm_eps, t);
+    return t.out;
+  }
+  void residual(const Mat& x, const Mat& f, Mat& keep, Mat& sum) const {
+    if (dropout) dropout->make(keep, f.rows(), f.cols());
+    else keep.resize(0, 0);
+    if (keep.size() > 0) sum = x + f.cwiseProduct(keep);
+    else sum = x + f;
+  }
+  template <class LayerWeights>
+  void feed_forward(const Mat& x, const LayerWeights& w, FeedForwardTrace& t) const {
+    sf::feed_forward(config, x, w.ffn, dropout, t);
+  }
+
+  Mat layer_norm_backward(const Mat& x, const LayerNormTrace& t, const LayerNormWeights& w, LayerNormWeights& g,
+                          const Mat& dy) const {
+    Mat dx;
+    sf::layer_norm_backward(x, t, w, dy, g, dx);
+    return dx;
+  }
+  template <class LayerWeights>
+  Mat feed_forward_backward(const Mat& x, const FeedForwardTrace& t, const LayerWeights& w, LayerWeights& g,
+                            const Mat& d_out) const {
+    Mat dh;  // (N, F)
+    linear_backward(t.hidden, w.ffn.fc2, d_out, g.ffn.fc2, &dh);
+    if (t.keep.size() > 0) dh.array() *= t.keep.array();
+    activation_backward(config.activation, t.hidden_pre, dh);
+    Mat dx;
+    linear_backward(x, w.ffn.fc1, dh, g.ffn.fc1, &dx);
+    return dx;
+  }
+  Mat times_keep(const Mat& d, const Mat& keep) const { return keep.size() > 0 ? Mat(d.cwiseProduct(keep)) : d; }
+  Mat add(Mat a, const Mat& b) const {
+    a += b;
+    return a;
+  }
+};
+
+// Keys and values of the self-attention from every row of its input (what a KV cache keeps of a layer).
+void self_attention_keys_values(const Config& config, const AttentionWeights& w, const Mat& in, AttentionTrace& t) {
+  attention_projection(config, in, w.k, t.keys);    // (N, C)
+  attention_projection(config, in, w.v, t.values);  // (N, C)
 }
 
 }  // namespace
@@ -163,19 +186,6 @@ void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace
 
 // [SECTION] layers
 
-const Mat& self_attention_keys_values(const Config& config, const AttentionWeights& attention,
-                                      const LayerNormWeights& norm, const Mat& x, LayerNormTrace& norm1,
-                                      AttentionTrace& t) {
-  const Mat* input = &x;  // post-norm: the sublayer reads x itself
-  if (config.norm_placement == NormPlacement::Pre) {
-    layer_norm_forward(x, norm, config.layer_norm_eps, norm1);  // LN(x)
-    input = &norm1.out;
-  }
-  attention_projection(config, *input, attention.k, t.keys);    // (N, C)
-  attention_projection(config, *input, attention.v, t.values);  // (N, C)
-  return *input;
-}
-
 void attention_projection(const Config& config, const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (config.attention == AttentionStyle::SplitHeads) {
     linear_forward(x, w, out);  // (N, C)
@@ -209,113 +219,67 @@ Mat columns_to_reshape_heads(const ConstMatRef& x, int n_heads) {
 
 void encoder_layer_forward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
                            const AttentionFn& self_attn, Dropout* dropout, EncoderLayerTrace& t) {
-  const float eps = config.layer_norm_eps;
-  const Mat& attn_in = self_attention_keys_values(config, w.self_attn, w.self_attn_norm, x, t.norm1, t.self_attn);
-  self_attn(attn_in, t.self_attn);
-  add_dropped(x, t.self_attn.attn_out, dropout, t.self_attn_keep, t.residual1);  // x + drop(Attn(.))
-  if (config.norm_placement == NormPlacement::Post) {
-    layer_norm_forward(t.residual1, w.self_attn_norm, eps, t.norm1);             // h = LN(x + Attn(x))
-    feed_forward(config, t.norm1.out, w.ffn, dropout, t.ffn);
-    add_dropped(t.norm1.out, t.ffn.out, dropout, t.ffn_keep, t.residual2);       // h + drop(FFN(h))
-    layer_norm_forward(t.residual2, w.ffn_norm, eps, t.norm2);
-    t.out = t.norm2.out;
-  } else {
-    layer_norm_forward(t.residual1, w.ffn_norm, eps, t.norm2);                   // LN(h)
-    feed_forward(config, t.norm2.out, w.ffn, dropout, t.ffn);
-    add_dropped(t.residual1, t.ffn.out, dropout, t.ffn_keep, t.residual2);       // h + drop(FFN(LN(h)))
-    t.out = t.residual2;
-  }
+  CpuLayerOps ops{config, dropout};
+  auto self = [&](const Mat& x_all, const Mat& in, AttentionTrace& a) -> const Mat& {
+    self_attention_keys_values(config, w.self_attn, in, a);
+    self_attn(in, a);
+    return x_all;
+  };
+  layer_order::encoder_layer(ops, config.norm_placement == NormPlacement::Post, w, x, self, t);
 }
 
 void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
                            const std::vector<int>* query_rows, const AttentionFn& self_attn,
                            const AttentionFn& cross_attn, Dropout* dropout, DecoderLayerTrace& t) {
-  const float eps = config.layer_norm_eps;
-  // Every row's keys and values; only the query rows go on (a decoding step's last layer needs one).
-  const Mat& attn_in = self_attention_keys_values(config, w.self_attn, w.self_attn_norm, x, t.norm1, t.self_attn);
-  const bool some = query_rows != nullptr;
-  Mat x_rows, attn_in_rows;
-  if (some) {
-    x_rows.resize(static_cast<Eigen::Index>(query_rows->size()), x.cols());
-    attn_in_rows.resize(x_rows.rows(), x.cols());
-    for (size_t i = 0; i < query_rows->size(); ++i) {
-      x_rows.row(static_cast<Eigen::Index>(i)) = x.row((*query_rows)[i]);
-      attn_in_rows.row(static_cast<Eigen::Index>(i)) = attn_in.row((*query_rows)[i]);
+  CpuLayerOps ops{config, dropout};
+  Mat x_rows, in_rows;  // the query rows of x and of the attention's input, when not all go on
+  auto self = [&](const Mat& x_all, const Mat& in, AttentionTrace& a) -> const Mat& {
+    self_attention_keys_values(config, w.self_attn, in, a);  // every row's keys and values
+    if (!query_rows) {
+      self_attn(in, a);
+      return x_all;
     }
-  }
-  const Mat& xq = some ? x_rows : x;
-  self_attn(some ? attn_in_rows : attn_in, t.self_attn);
-  add_dropped(xq, t.self_attn.attn_out, dropout, t.self_attn_keep, t.residual1);
-  if (config.norm_placement == NormPlacement::Post) {
-    layer_norm_forward(t.residual1, w.self_attn_norm, eps, t.norm1);
-    cross_attn(t.norm1.out, t.cross_attn);
-    add_dropped(t.norm1.out, t.cross_attn.attn_out, dropout, t.cross_attn_keep, t.residual2);
-    layer_norm_forward(t.residual2, w.cross_attn_norm, eps, t.norm2);
-    feed_forward(config, t.norm2.out, w.ffn, dropout, t.ffn);
-    add_dropped(t.norm2.out, t.ffn.out, dropout, t.ffn_keep, t.residual3);
-    layer_norm_forward(t.residual3, w.ffn_norm, eps, t.norm3);
-    t.out = t.norm3.out;
-  } else {
-    layer_norm_forward(t.residual1, w.cross_attn_norm, eps, t.norm2);
-    cross_attn(t.norm2.out, t.cross_attn);
-    add_dropped(t.residual1, t.cross_attn.attn_out, dropout, t.cross_attn_keep, t.residual2);
-    layer_norm_forward(t.residual2, w.ffn_norm, eps, t.norm3);
-    feed_forward(config, t.norm3.out, w.ffn, dropout, t.ffn);
-    add_dropped(t.residual2, t.ffn.out, dropout, t.ffn_keep, t.residual3);
-    t.out = t.residual3;
-  }
+    x_rows.resize(static_cast<Eigen::Index>(query_rows->size()), x_all.cols());
+    in_rows.resize(x_rows.rows(), in.cols());
+    for (size_t i = 0; i < query_rows->size(); ++i) {
+      x_rows.row(static_cast<Eigen::Index>(i)) = x_all.row((*query_rows)[i]);
+      in_rows.row(static_cast<Eigen::Index>(i)) = in.row((*query_rows)[i]);
+    }
+    self_attn(in_rows, a);
+    return x_rows;
+  };
+  auto cross = [&](const Mat& h, AttentionTrace& a) { cross_attn(h, a); };
+  layer_order::decoder_layer(ops, config.norm_placement == NormPlacement::Post, w, x, self, cross, t);
 }
 
-namespace {
-
-// The backward of one block around a sublayer f (its input is the block's input x in post-norm, LN(x) in pre):
-//   post-norm: out = LN(r),  r = x + drop(f(x))      dr = LN'(dout);  dx = dr + f'(dr * keep)
-//   pre-norm:  out = x + drop(f(LN(x)))              dx = dout + LN'(f'(dout * keep))
-// f_backward(f_input, d_f, d_f_input) accumulates f's weight gradients and writes dL/d(f's input).
-template <typename F>
-Mat block_backward(const Config& config, const Mat& x, const Mat& residual, const LayerNormTrace& norm,
-                   const LayerNormWeights& norm_weights, LayerNormWeights& norm_grads, const Mat& keep,
-                   const F& f_backward, const Mat& d_out) {
-  Mat d_f_input, dx;
-  if (config.norm_placement == NormPlacement::Post) {
-    add_layer_norm_backward(residual, norm, norm_weights, d_out, norm_grads, dx);  // dL/dr
-    f_backward(x, through_dropout(dx, keep), d_f_input);
-    dx += d_f_input;
-  } else {
-    f_backward(norm.out, through_dropout(d_out, keep), d_f_input);
-    dx = d_out;
-    add_layer_norm_backward(x, norm, norm_weights, d_f_input, norm_grads, dx);
-  }
-  return dx;
-}
-
-}  // namespace
-
-// A layer's blocks backwards, last first. Post-norm block k reads the previous block's norm output and keeps
-// (residual_k, norm_k); pre-norm block k reads the previous residual and normalises it in norm_k.
 void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
                             const EncoderLayerTrace& t, const AttentionBackwardFn& self_attn, Mat d_out,
                             EncoderLayerWeights& g, Mat& dx) {
-  const bool post = config.norm_placement == NormPlacement::Post;
-  auto ffn = [&](const Mat& in, const Mat& d, Mat& d_in) { feed_forward_backward(config, in, w.ffn, t.ffn, d, g.ffn, d_in); };
-  auto attn = [&](const Mat& in, const Mat& d, Mat& d_in) { self_attn(in, t.self_attn, d, g.self_attn, d_in); };
-  Mat d = block_backward(config, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.ffn_norm,
-                         g.ffn_norm, t.ffn_keep, ffn, d_out);
-  dx = block_backward(config, x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, attn, d);
+  CpuLayerOps ops{config};
+  auto self = [&](const Mat& in, const AttentionTrace& a, const Mat& d) {
+    Mat d_in;
+    self_attn(in, a, d, g.self_attn, d_in);
+    return d_in;
+  };
+  dx = layer_order::encoder_layer_backward(ops, config.norm_placement == NormPlacement::Post, w, g, x, t, self, d_out);
 }
 
 void decoder_layer_backward(const Config& config, const DecoderLayerWeights& w, const Mat& x,
                             const DecoderLayerTrace& t, const AttentionBackwardFn& self_attn,
                             const AttentionBackwardFn& cross_attn, Mat d_out, DecoderLayerWeights& g, Mat& dx) {
-  const bool post = config.norm_placement == NormPlacement::Post;
-  auto ffn = [&](const Mat& in, const Mat& d, Mat& d_in) { feed_forward_backward(config, in, w.ffn, t.ffn, d, g.ffn, d_in); };
-  auto cross = [&](const Mat& in, const Mat& d, Mat& d_in) { cross_attn(in, t.cross_attn, d, g.cross_attn, d_in); };
-  auto self = [&](const Mat& in, const Mat& d, Mat& d_in) { self_attn(in, t.self_attn, d, g.self_attn, d_in); };
-  Mat d = block_backward(config, post ? t.norm2.out : t.residual2, t.residual3, t.norm3, w.ffn_norm, g.ffn_norm,
-                         t.ffn_keep, ffn, d_out);
-  d = block_backward(config, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.cross_attn_norm,
-                     g.cross_attn_norm, t.cross_attn_keep, cross, d);
-  dx = block_backward(config, x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, self, d);
+  CpuLayerOps ops{config};
+  auto self = [&](const Mat& in, const AttentionTrace& a, const Mat& d) {
+    Mat d_in;
+    self_attn(in, a, d, g.self_attn, d_in);
+    return d_in;
+  };
+  auto cross = [&](const Mat& in, const AttentionTrace& a, const Mat& d) {
+    Mat d_in;
+    cross_attn(in, a, d, g.cross_attn, d_in);
+    return d_in;
+  };
+  dx = layer_order::decoder_layer_backward(ops, config.norm_placement == NormPlacement::Post, w, g, x, t, self, cross,
+                                           d_out);
 }
 
 // [SECTION] final norm and output layer

@@ -12,8 +12,10 @@
 // is PyTorch's placement: the embedding sum, the attention probabilities, the feed-forward hidden layer and
 // each sublayer's output; with p = 0 (inference) the layers compute exactly the app's trace.
 //
-// Attention inside a layer is a callback (AttentionFn): the pass decides where keys and values come from (the
-// rows of the same sequence, a KV cache, the encoder) and which masks apply; the layer decides what it reads.
+// The order of the operations inside a layer is transformer/layer_order.h's, shared with the CUDA backend; here
+// it runs on the CPU's kernels. Attention inside a layer is a callback (AttentionFn): the pass decides where keys
+// and values come from (the rows of the same sequence, a KV cache, the encoder) and which masks apply; the layer
+// decides what it reads.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -78,12 +80,6 @@ void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace
 // One attention sublayer: from its query input x_q (the rows asked for), fill t.attn_out (and what `record`
 // asks). For self-attention the layer has already put the keys and values of all its rows in t.keys, t.values.
 using AttentionFn = std::function<void(const ConstMatRef& x_q, AttentionTrace& t)>;
-
-// The self-attention sublayer's input and its keys and values, from all rows of x: post-norm x itself,
-// pre-norm LN1(x) (into t.norm1). What a KV cache keeps of a layer.
-const Mat& self_attention_keys_values(const Config& config, const AttentionWeights& attention,
-                                      const LayerNormWeights& norm, const Mat& x, LayerNormTrace& norm1,
-                                      AttentionTrace& t);
 
 // x (N, C) -> (N, C) through one of an attention block's Q, K, V projections: x W^T + b (SplitHeads), or with
 // ReshapeHeads each row's H pieces of D through the shared (D, D) map (x viewed as (N*H, D)).

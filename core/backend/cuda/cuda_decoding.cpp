@@ -197,11 +197,13 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
   for (int b = 0; b < B; ++b)
     self_masks.push_back(
         build_mask(c, iv, AttentionKind::Decoder, 0, t, k, caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens, true));
-  auto self_attention = [&](const DMat& x, int l) {
+  // A layer's self-attention from `in` (x, or LN(x) in pre-norm): every row is queried, so the rows of x going on
+  // are x's.
+  auto self_attention = [&](int l, const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
     const DAttentionWeights& aw = w_decoder(l).self_attn;
-    DAttention a;
-    a.queries = m.linear(x, aw.q);
-    const DMat new_keys = m.linear(x, aw.k), new_values = m.linear(x, aw.v);  // (n, C)
+    a = {};
+    a.queries = m.linear(in, aw.q);
+    const DMat new_keys = m.linear(in, aw.k), new_values = m.linear(in, aw.v);  // (n, C)
     std::vector<float*> rows(static_cast<size_t>(2 * n));  // where row r of new_keys / new_values goes
     std::vector<const float*> key_rows(static_cast<size_t>(B)), value_rows(static_cast<size_t>(B));
     for (int b = 0; b < B; ++b) {
@@ -218,30 +220,27 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
     cuda::scatter_rows(new_keys.data, d_rows, n, C, nullptr);
     cuda::scatter_rows(new_values.data, d_rows + n, n, C, nullptr);
     m.attend(a, key_rows, value_rows, t + k, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
-    return a.attn_out;
+    return x_all;
   };
-  auto cross_attention = [&](const DMat& x, int l) {
+  auto cross_attention = [&](int l, const DMat& h, DAttention& a) {
     const DAttentionWeights& aw = w_decoder(l).cross_attn;
-    DAttention a;
-    a.queries = m.linear(x, aw.q);
+    a = {};
+    a.queries = m.linear(h, aw.q);
     const std::vector<const float*> key_rows(static_cast<size_t>(B), cross_keys(l)),
         value_rows(static_cast<size_t>(B), cross_values(l));
     const std::vector<AttentionMask> masks(static_cast<size_t>(B), cross_masks[static_cast<size_t>(l)]);
     m.attend(a, key_rows, value_rows, static_cast<int>(src.size()), aw, masks, heads_on(c, iv, AttentionKind::Cross, l));
-    return a.attn_out;
   };
+  CudaModel::Impl::LayerOps ops{m};
+  DDecoderLayer layer;  // one layer's buffers, handles into the pass's workspace
   DMat x = e.sum;
   for (int l = 0; l < c.n_decoder_layers; ++l) {
-    const DLayerWeights& lw = w_decoder(l);
-    if (post) {  // x = LN(x + sublayer(x)), three times
-      const DLayerNorm n1 = m.layer_norm(m.add(x, self_attention(x, l)), lw.self_attn_norm);
-      const DLayerNorm n2 = m.layer_norm(m.add(n1.out, cross_attention(n1.out, l)), lw.cross_attn_norm);
-      x = m.layer_norm(m.add(n2.out, m.feed_forward(n2.out, lw).out), lw.ffn_norm).out;
-    } else {  // x = x + sublayer(LN(x)), three times
-      const DMat r1 = m.add(x, self_attention(m.layer_norm(x, lw.self_attn_norm).out, l));
-      const DMat r2 = m.add(r1, cross_attention(m.layer_norm(r1, lw.cross_attn_norm).out, l));
-      x = m.add(r2, m.feed_forward(m.layer_norm(r2, lw.ffn_norm).out, lw).out);
-    }
+    auto self = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
+      return self_attention(l, x_all, in, a);
+    };
+    auto cross = [&](const DMat& h, DAttention& a) { cross_attention(l, h, a); };
+    layer_order::decoder_layer(ops, post, w_decoder(l), x, self, cross, layer);
+    x = layer.out;
   }
   if (c.decoder_final_norm) x = m.layer_norm(x, m.w.decoder_norm).out;
   const DMat out = m.linear(x, m.w.generator);  // (n, Vt)

@@ -1,6 +1,7 @@
 // CudaModel's training step (backend/cuda_model.h): the CPU trainer's batch_forward, batch_backward, tie_gradients,
-// clip_gradients and Adam::step (train/), on the GPU. The backward follows transformer/passes.cpp's model_backward
-// and transformer/layers.cpp's block_backward line for line; the formulas are in nn/backward.h and nn/attention.h.
+// clip_gradients and Adam::step (train/), on the GPU. The backward follows transformer/passes.cpp's model_backward;
+// inside a layer it runs transformer/layer_order.h, as the CPU does. The formulas are in nn/backward.h and
+// nn/attention.h.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "backend/cuda/device_model.h"
 #include "backend/cuda_model.h"
 #include "train/batched_model.h"
+#include "transformer/layer_order.h"
 
 namespace sf {
 
@@ -74,6 +76,32 @@ class Backward {
     embedding(p_.src, true, d);
   }
 
+  // The layer order's backward operations (transformer/layer_order.h has the contract), on this GPU.
+  DMat layer_norm_backward(const DMat& x, const DLayerNorm& t, const DNorm& w, const DNorm& g, const DMat& dy) {
+    DMat dx = m_.mat(x.rows, x.cols);
+    cuda::layer_norm_backward(x.data, t.mean, t.stddev, w.gamma, dy.data, x.rows, x.cols, dx.data, out(g.gamma),
+                              out(g.beta), partials(x.rows, x.cols, 2), nullptr);
+    return dx;
+  }
+
+  DMat feed_forward_backward(const DMat& x, const DFeedForward& f, const DLayerWeights& w, const DLayerWeights& g,
+                             const DMat& d_out) {
+    DMat dh = linear_backward(f.hidden, w.fc2, g.fc2, d_out, true);  // (N, F)
+    if (f.keep.data) cuda::multiply(dh.data, f.keep.data, dh.data, dh.size(), nullptr);
+    cuda::activation_backward(f.hidden_pre.data, dh.data, dh.size(), activation_kind(m_.config.activation),
+                              nullptr);
+    return linear_backward(x, w.fc1, g.fc1, dh, true);
+  }
+
+  DMat times_keep(const DMat& d, const DMat& keep) {
+    if (!keep.data) return d;
+    DMat y = m_.mat(d.rows, d.cols);
+    cuda::multiply(d.data, keep.data, y.data, d.size(), nullptr);
+    return y;
+  }
+
+  DMat add(const DMat& a, const DMat& b) { return m_.add(a, b); }
+
  private:
   // dW += dy^T x, db += column sums of dy; dx = dy W when asked. Column-major as in Impl::linear: dW^T (in, out) =
   // x^T (in, N) dy (N, out), dx^T (in, N) = W^T (in, out) dy^T (out, N).
@@ -92,32 +120,9 @@ class Backward {
     return dx;
   }
 
-  DMat layer_norm_backward(const DMat& x, const DLayerNorm& t, const DNorm& w, const DNorm& g, const DMat& dy) {
-    DMat dx = m_.mat(x.rows, x.cols);
-    cuda::layer_norm_backward(x.data, t.mean, t.stddev, w.gamma, dy.data, x.rows, x.cols, dx.data, out(g.gamma),
-                              out(g.beta), partials(x.rows, x.cols, 2), nullptr);
-    return dx;
-  }
-
   // Room for `sets` sets of column partial sums (kernels.h).
   float* partials(int rows, int cols, int sets) {
     return m_.floats(static_cast<int>(sets * cuda::column_partials_floats(rows, cols)));
-  }
-
-  DMat times_keep(const DMat& d, const DMat& keep) {
-    if (!keep.data) return d;
-    DMat y = m_.mat(d.rows, d.cols);
-    cuda::multiply(d.data, keep.data, y.data, d.size(), nullptr);
-    return y;
-  }
-
-  DMat feed_forward(const DMat& x, const DFeedForward& f, const DLayerWeights& w, const DLayerWeights& g,
-                    const DMat& d_out) {
-    DMat dh = linear_backward(f.hidden, w.fc2, g.fc2, d_out, true);  // (N, F)
-    if (f.keep.data) cuda::multiply(dh.data, f.keep.data, dh.data, dh.size(), nullptr);
-    cuda::activation_backward(f.hidden_pre.data, dh.data, dh.size(), activation_kind(m_.config.activation),
-                              nullptr);
-    return linear_backward(x, w.fc1, g.fc1, dh, true);
   }
 
   // The attention sublayer's backward (nn/attention.h's attend_backward per sequence and head, as batched products):
@@ -177,21 +182,6 @@ class Backward {
     return d_x_q;
   }
 
-  // A block around sublayer f (transformer/layers.cpp's block_backward):
-  //   post-norm: out = LN(r), r = x + drop(f(x))    dr = LN'(d_out);  dx = dr + f'(dr * keep)
-  //   pre-norm:  out = x + drop(f(LN(x)))           dx = d_out + LN'(f'(d_out * keep))
-  // f_backward(f_input, d_f) returns dL/d(f's input).
-  template <typename F>
-  DMat block(const DMat& x, const DMat& residual, const DLayerNorm& norm, const DNorm& nw, const DNorm& ng,
-             const DMat& keep, const F& f_backward, const DMat& d_out) {
-    if (m_.config.norm_placement == NormPlacement::Post) {
-      const DMat dr = layer_norm_backward(residual, norm, nw, ng, d_out);
-      return m_.add(dr, f_backward(x, times_keep(dr, keep)));
-    }
-    const DMat d_f_input = f_backward(norm.out, times_keep(d_out, keep));
-    return m_.add(d_out, layer_norm_backward(x, norm, nw, ng, d_f_input));
-  }
-
   DMat self_attention(const DMat& in, const DAttention& a, const DAttentionWeights& w, const DAttentionWeights& g,
                       const DMat& d) {
     DMat d_kv;
@@ -201,35 +191,31 @@ class Backward {
 
   DMat encoder_layer(int l, const DMat& d_out) {
     const bool post = m_.config.norm_placement == NormPlacement::Post;
-    const DEncoderLayer& t = p_.encoder[static_cast<size_t>(l)];
     const DLayerWeights& w = m_.w.encoder[static_cast<size_t>(l)];
     const DLayerWeights& g = g_.encoder[static_cast<size_t>(l)];
     const DMat& x = l == 0 ? p_.src.sum : p_.encoder[static_cast<size_t>(l - 1)].out;
-    auto ffn = [&](const DMat& in, const DMat& d) { return feed_forward(in, t.ffn, w, g, d); };
-    auto attn = [&](const DMat& in, const DMat& d) { return self_attention(in, t.self_attn, w.self_attn, g.self_attn, d); };
-    const DMat d = block(post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.ffn_norm, g.ffn_norm, t.ffn_keep, ffn,
-                         d_out);
-    return block(x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, attn, d);
+    auto self = [&](const DMat& in, const DAttention& a, const DMat& d) {
+      return self_attention(in, a, w.self_attn, g.self_attn, d);
+    };
+    return layer_order::encoder_layer_backward(*this, post, w, g, x, p_.encoder[static_cast<size_t>(l)], self, d_out);
   }
 
   DMat decoder_layer(int l, const DMat& d_out) {
     const bool post = m_.config.norm_placement == NormPlacement::Post;
-    const DDecoderLayer& t = p_.decoder[static_cast<size_t>(l)];
     const DLayerWeights& w = m_.w.decoder[static_cast<size_t>(l)];
     const DLayerWeights& g = g_.decoder[static_cast<size_t>(l)];
     const DMat& x = l == 0 ? p_.tgt.sum : p_.decoder[static_cast<size_t>(l - 1)].out;
-    auto ffn = [&](const DMat& in, const DMat& d) { return feed_forward(in, t.ffn, w, g, d); };
-    auto cross = [&](const DMat& in, const DMat& d) {
+    auto cross = [&](const DMat& in, const DAttention& a, const DMat& d) {
       DMat d_kv;
-      DMat d_q = attention(in, p_.enc_out, t.cross_attn, w.cross_attn, g.cross_attn, d, d_kv);
+      DMat d_q = attention(in, p_.enc_out, a, w.cross_attn, g.cross_attn, d, d_kv);
       cuda::add(d_encoder_out_.data, d_kv.data, d_encoder_out_.data, d_kv.size(), nullptr);  // every layer reads enc.out
       return d_q;
     };
-    auto self = [&](const DMat& in, const DMat& d) { return self_attention(in, t.self_attn, w.self_attn, g.self_attn, d); };
-    DMat d = block(post ? t.norm2.out : t.residual2, t.residual3, t.norm3, w.ffn_norm, g.ffn_norm, t.ffn_keep, ffn, d_out);
-    d = block(post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.cross_attn_norm, g.cross_attn_norm,
-              t.cross_attn_keep, cross, d);
-    return block(x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep, self, d);
+    auto self = [&](const DMat& in, const DAttention& a, const DMat& d) {
+      return self_attention(in, a, w.self_attn, g.self_attn, d);
+    };
+    return layer_order::decoder_layer_backward(*this, post, w, g, x, p_.decoder[static_cast<size_t>(l)], self, cross,
+                                               d_out);
   }
 
   // sum = drop(E[id] * scale + P[position]): the table's rows and the learned positions' get d_sum * keep.

@@ -18,6 +18,7 @@
 #include "backend/cuda_model.h"
 #include "transformer/dropout_mask.h"
 #include "transformer/forward.h"
+#include "transformer/layer_order.h"
 #include "transformer/layers.h"
 #include "util/error.h"
 
@@ -469,7 +470,19 @@ struct CudaModel::Impl {
     return out;
   }
 
-  // The encoder pass (transformer/layers.h has the post- and pre-norm tables).
+  // This GPU's operations for the layer order (transformer/layer_order.h has the contract); each result is a new
+  // buffer of the pass's workspace.
+  struct LayerOps {
+    Impl& m;
+    const DMat& layer_norm(const DMat& x, const DNorm& n, DLayerNorm& t) {
+      t = m.layer_norm(x, n);
+      return t.out;
+    }
+    void residual(const DMat& x, const DMat& f, DMat& keep, DMat& sum) { sum = m.add_dropped(x, f, keep); }
+    void feed_forward(const DMat& x, const DLayerWeights& w, DFeedForward& t) { t = m.feed_forward(x, w); }
+  };
+
+  // The encoder pass (transformer/layer_order.h has the order inside a layer).
   void encoder(const std::vector<int>& src, int batch, const Interventions& iv, DevicePass& p) {
     const int S = static_cast<int>(src.size()) / batch;
     p.src = embed(true, src, batch, iv.positional_encoding);
@@ -481,23 +494,12 @@ struct CudaModel::Impl {
       const DMat& x = l == 0 ? p.src.sum : p.encoder[static_cast<size_t>(l - 1)].out;
       const std::vector<AttentionMask> mask = masks(iv, AttentionKind::Encoder, l, batch, S, src, false);
       const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
-      if (post) {
-        t.self_attn = attention(x, x, batch, lw.self_attn, mask, on);
-        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
-        t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
-        t.ffn = feed_forward(t.norm1.out, lw);
-        t.residual2 = add_dropped(t.norm1.out, t.ffn.out, t.ffn_keep);
-        t.norm2 = layer_norm(t.residual2, lw.ffn_norm);
-        t.out = t.norm2.out;
-      } else {
-        t.norm1 = layer_norm(x, lw.self_attn_norm);
-        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, mask, on);
-        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
-        t.norm2 = layer_norm(t.residual1, lw.ffn_norm);
-        t.ffn = feed_forward(t.norm2.out, lw);
-        t.residual2 = add_dropped(t.residual1, t.ffn.out, t.ffn_keep);
-        t.out = t.residual2;
-      }
+      auto self_attn = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
+        a = attention(in, in, batch, lw.self_attn, mask, on);
+        return x_all;
+      };
+      LayerOps ops{*this};
+      layer_order::encoder_layer(ops, post, lw, x, self_attn, t);
     }
     p.encoder_norm = {};
     p.enc_out = p.encoder.back().out;
@@ -525,29 +527,15 @@ struct CudaModel::Impl {
       const std::vector<AttentionMask> cross_mask = masks(fitted, AttentionKind::Cross, l, batch, T, src, false);
       const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
       const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
-      if (post) {
-        t.self_attn = attention(x, x, batch, lw.self_attn, self_mask, self_on);
-        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
-        t.norm1 = layer_norm(t.residual1, lw.self_attn_norm);
-        t.cross_attn = attention(t.norm1.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
-        t.residual2 = add_dropped(t.norm1.out, t.cross_attn.attn_out, t.cross_attn_keep);
-        t.norm2 = layer_norm(t.residual2, lw.cross_attn_norm);
-        t.ffn = feed_forward(t.norm2.out, lw);
-        t.residual3 = add_dropped(t.norm2.out, t.ffn.out, t.ffn_keep);
-        t.norm3 = layer_norm(t.residual3, lw.ffn_norm);
-        t.out = t.norm3.out;
-      } else {
-        t.norm1 = layer_norm(x, lw.self_attn_norm);
-        t.self_attn = attention(t.norm1.out, t.norm1.out, batch, lw.self_attn, self_mask, self_on);
-        t.residual1 = add_dropped(x, t.self_attn.attn_out, t.self_attn_keep);
-        t.norm2 = layer_norm(t.residual1, lw.cross_attn_norm);
-        t.cross_attn = attention(t.norm2.out, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
-        t.residual2 = add_dropped(t.residual1, t.cross_attn.attn_out, t.cross_attn_keep);
-        t.norm3 = layer_norm(t.residual2, lw.ffn_norm);
-        t.ffn = feed_forward(t.norm3.out, lw);
-        t.residual3 = add_dropped(t.residual2, t.ffn.out, t.ffn_keep);
-        t.out = t.residual3;
-      }
+      auto self_attn = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
+        a = attention(in, in, batch, lw.self_attn, self_mask, self_on);
+        return x_all;
+      };
+      auto cross_attn = [&](const DMat& h, DAttention& a) {
+        a = attention(h, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
+      };
+      LayerOps ops{*this};
+      layer_order::decoder_layer(ops, post, lw, x, self_attn, cross_attn, t);
     }
     p.decoder_norm = {};
     p.dec_out = p.decoder.back().out;
