@@ -470,6 +470,12 @@ struct CudaModel::Impl {
     return out;
   }
 
+  // The stack's output: LN(x) where the config has the final norm (t filled), else x (t cleared).
+  DMat final_norm(bool present, const DNorm& n, const DMat& x, DLayerNorm& t) {
+    t = present ? layer_norm(x, n) : DLayerNorm{};
+    return present ? t.out : x;
+  }
+
   // This GPU's operations for the layer order (transformer/layer_order.h has the contract); each result is a new
   // buffer of the pass's workspace.
   struct LayerOps {
@@ -501,12 +507,7 @@ struct CudaModel::Impl {
       LayerOps ops{*this};
       layer_order::encoder_layer(ops, post, lw, x, self_attn, t);
     }
-    p.encoder_norm = {};
-    p.enc_out = p.encoder.back().out;
-    if (config.encoder_final_norm) {
-      p.encoder_norm = layer_norm(p.enc_out, w.encoder_norm);
-      p.enc_out = p.encoder_norm.out;
-    }
+    p.enc_out = final_norm(config.encoder_final_norm, w.encoder_norm, p.encoder.back().out, p.encoder_norm);
   }
 
   // The decoder pass over tgt (bos first) on the encoder output in p; the output layer on rows output_from.. only.
@@ -537,12 +538,7 @@ struct CudaModel::Impl {
       LayerOps ops{*this};
       layer_order::decoder_layer(ops, post, lw, x, self_attn, cross_attn, t);
     }
-    p.decoder_norm = {};
-    p.dec_out = p.decoder.back().out;
-    if (config.decoder_final_norm) {
-      p.decoder_norm = layer_norm(p.dec_out, w.decoder_norm);
-      p.dec_out = p.decoder_norm.out;
-    }
+    p.dec_out = final_norm(config.decoder_final_norm, w.decoder_norm, p.decoder.back().out, p.decoder_norm);
     p.logits = linear(p.dec_out, w.generator, output_from);  // (T - output_from, Vt)
     p.probs = mat(p.logits.rows, p.logits.cols);
     cuda::masked_softmax(p.logits.data, nullptr, nullptr, -1, 1, 1, p.logits.rows, p.logits.cols, p.probs.data,
