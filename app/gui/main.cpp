@@ -21,6 +21,7 @@
 #include "gui/window.h"
 #include "io/user_files.h"
 #include "util/memory.h"
+#include "util/parallel.h"
 #include "util/printable.h"
 
 namespace {
@@ -131,12 +132,22 @@ int main(int argc, char** argv) {
 
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
+    // The app's background work (decodings, model loading, training runs, and the pool's workers they use) runs
+    // below the frame thread, at nice 5 (util/parallel.h): where Mesa draws on the CPU (no GPU) the two compete
+    // for the cores, and at equal priority a frame's drawing took up to 4 times as long while a long sentence
+    // decoded. Set before anything starts in the background.
+    sf::set_worker_niceness(5);
     sf::gui::App app(options, &settings);  // with --no-settings the store keeps the session in memory only
     // Decodings run off the frame thread; a frame waits for one at most 16 ms (an intervention on an ordinary
     // sentence takes a few ms: it shows in the frame that asked), then draws the last result until it is done.
     // The wait is cut to what the frame can spare: 26 ms less 2.5 times the last frame's drawing (maps of a
     // 240-token sentence take 10-25 ms to draw in software, and while the decoding runs beside it on a 2-core
     // machine the same drawing took 2.5 times as long: 7.5 -> 19 ms), so that no frame takes over about 33 ms.
+    // Where the last decoding took over twice that wait (a long sentence with positions off, say), the next most
+    // likely will too, and the frame waits 1 ms only: waiting in vain would just make it late.
+    // Measured with the 237-token interventions script (README, Speed): the longest frames went from 34-39 ms
+    // (equal priority, always waiting) to 25-32 ms; the price is that a long decoding, sharing the cores with
+    // frames that xvfb lets the app draw without pause, took about a third longer.
     app.mutable_state().step_budget_ms = 16;
     double last_draw_ms = 0;
     if (!lesson_problems.empty())
@@ -150,7 +161,8 @@ int main(int argc, char** argv) {
     int frames_with_model = 0;  // --frames counts from when the model is in (it loads in the background)
     while (!window.should_close()) {
       frame_log.begin_frame(app.state());
-      app.mutable_state().step_budget_ms = std::clamp(26.0 - 2.5 * last_draw_ms, 1.0, 16.0);
+      const double budget = std::clamp(26.0 - 2.5 * last_draw_ms, 1.0, 16.0);
+      app.mutable_state().step_budget_ms = app.state().last_recompute_ms > 2.0 * budget ? 1.0 : budget;
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) print_error(line);

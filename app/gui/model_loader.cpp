@@ -1,6 +1,7 @@
 #include "gui/model_loader.h"
 
 #include "model/hf_marian.h"
+#include "util/parallel.h"
 
 namespace sf::gui {
 
@@ -33,7 +34,10 @@ void ModelLoader::start(const std::string& path) {
   }
   path_ = path;
   started_ = Clock::now();
-  future_ = std::async(std::launch::async, read_model_file, path);
+  future_ = std::async(std::launch::async, [path] {
+    lower_this_thread(worker_niceness());  // below the frame thread (util/parallel.h, main.cpp)
+    return read_model_file(path);
+  });
 }
 
 double ModelLoader::elapsed_seconds(Clock::time_point now) const {

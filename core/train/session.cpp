@@ -3,6 +3,7 @@
 #include <new>
 
 #include "util/error.h"
+#include "util/parallel.h"
 
 namespace sf {
 
@@ -21,7 +22,10 @@ const char* training_state_name(TrainingSession::State state) {
 TrainingSession::TrainingSession(const TrainOptions& options, bool start_paused) : options_(options) {
   status_.epochs = options.epochs;
   pause_requested_ = start_paused;
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::thread([this] {
+    lower_this_thread(worker_niceness());  // below the app's frames, as the pool's workers (util/parallel.h)
+    run();
+  });
 }
 
 TrainingSession::~TrainingSession() {

@@ -11,6 +11,12 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SF_PAUSE() _mm_pause()
@@ -23,6 +29,8 @@ namespace sf {
 namespace {
 
 constexpr int kSpinMicroseconds = 100;
+
+std::atomic<int> niceness_{0};  // the workers' (set_worker_niceness)
 
 struct Job {
   const std::function<void(int, int)>* body = nullptr;
@@ -73,7 +81,10 @@ class Pool {
     for (std::thread& t : workers_) t.join();
     workers_.clear();
     stop_ = false;
-    for (size_t i = 0; i < want; ++i) workers_.emplace_back([this] { work(); });
+    // Each worker starts from the generation of now (no loop can be posted meanwhile: submit_ is held), so it
+    // takes part in the very next loop even if it is slow to start.
+    const unsigned long long now = generation_.load();
+    for (size_t i = 0; i < want; ++i) workers_.emplace_back([this, now] { work(now); });
     worker_count_.store(static_cast<int>(want));
   }
 
@@ -110,8 +121,8 @@ class Pool {
   }
 
  private:
-  void work() {
-    unsigned long long seen = generation_.load();
+  void work(unsigned long long seen) {
+    lower_this_thread(niceness_.load());
     for (;;) {
       // Spin a little for the next loop, then sleep until one is posted.
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
@@ -173,5 +184,25 @@ int parallel_threads() { return pool().threads(); }
 void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, 8)); }
 
 void parallel_for(int n, int grain, const std::function<void(int, int)>& body) { pool().run(n, grain, body); }
+
+void lower_this_thread(int niceness) {
+  if (niceness <= 0) return;
+#if defined(__linux__)
+  // On Linux each thread has its own nice value, set through its thread id.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), std::clamp(niceness, 0, 19));
+#else
+  (void)niceness;
+#endif
+}
+
+int worker_niceness() { return niceness_.load(); }
+
+void set_worker_niceness(int niceness) {
+  niceness = std::clamp(niceness, 0, 19);
+  if (niceness == niceness_.exchange(niceness)) return;
+  const int threads = parallel_threads();
+  pool().resize(1);  // the workers start again and take the new value
+  pool().resize(threads);
+}
 
 }  // namespace sf

@@ -22,4 +22,14 @@ void set_parallel_threads(int threads);  // from 1; workers are started or stopp
 
 void parallel_for(int n, int grain, const std::function<void(int begin, int end)>& body);
 
+// Background work below the threads that draw (the app: Mesa's renderer shares the cores where there is no GPU).
+// set_worker_niceness(n) gives the pool's workers Linux's nice value n (0..19; 0: as the process), at once and
+// to any started later; the threads that run work in the background (the app's decodings and model loading, a
+// training session) lower themselves to worker_niceness() as they start, since their own share of each loop's
+// chunks runs on them. Nice values only go up without privileges: the app sets it once, before its background
+// work starts. Elsewhere than Linux both do nothing.
+void set_worker_niceness(int niceness);
+int worker_niceness();
+void lower_this_thread(int niceness);  // the calling thread's nice value to `niceness` (0: unchanged)
+
 }  // namespace sf

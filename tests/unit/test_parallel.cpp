@@ -1,15 +1,23 @@
 // util/parallel.h: every index of a loop is run exactly once whatever the threads do (asleep, spinning, late),
-// nested and concurrent calls run serially instead of deadlocking, and the thread count can change.
+// nested and concurrent calls run serially instead of deadlocking, the thread count can change, and the workers
+// can run below the caller's priority.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "util/parallel.h"
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace sf {
 namespace {
@@ -38,6 +46,53 @@ TEST(Parallel, EveryIndexRunsExactlyOnce) {
   parallel_for(0, 4, [](int, int) { FAIL() << "an empty loop runs nothing"; });
   set_parallel_threads(before);
 }
+
+#if defined(__linux__)
+int this_thread_niceness() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
+
+TEST(Parallel, WorkersRunAtTheNicenessAsked) {
+  const int before = parallel_threads();
+  set_parallel_threads(2);
+  const int caller = this_thread_niceness();
+  // Which nice value the threads that ran chunks had: each chunk waits a little, so the worker takes some.
+  auto niceness_of_workers = [&] {
+    std::mutex m;
+    std::vector<int> seen;
+    const long long me = syscall(SYS_gettid);
+    parallel_for(32, 1, [&](int, int) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (syscall(SYS_gettid) == me) return;
+      std::lock_guard<std::mutex> lock(m);
+      seen.push_back(this_thread_niceness());
+    });
+    return seen;
+  };
+  set_worker_niceness(caller + 4);
+  EXPECT_EQ(worker_niceness(), caller + 4);
+  std::vector<int> seen = niceness_of_workers();
+  ASSERT_FALSE(seen.empty()) << "the worker took no chunk";
+  for (int n : seen) EXPECT_EQ(n, caller + 4);
+  EXPECT_EQ(this_thread_niceness(), caller) << "the caller keeps its own";
+
+  // A background thread lowers itself; the threads started afterwards by the pool (a resize) still take it.
+  std::thread background([&] {
+    lower_this_thread(worker_niceness());
+    EXPECT_EQ(this_thread_niceness(), caller + 4);
+  });
+  background.join();
+  set_parallel_threads(3);
+  seen = niceness_of_workers();
+  ASSERT_FALSE(seen.empty());
+  for (int n : seen) EXPECT_EQ(n, caller + 4);
+
+  // Back to the caller's: the workers start again from this thread.
+  set_worker_niceness(0);
+  seen = niceness_of_workers();
+  ASSERT_FALSE(seen.empty());
+  for (int n : seen) EXPECT_EQ(n, caller);
+  set_parallel_threads(before);
+}
+#endif
 
 TEST(Parallel, NestedAndConcurrentCallsComplete) {
   const int before = parallel_threads();
