@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kSpinMicroseconds = 100;
 
-std::atomic<int> niceness_{0};  // the workers' (set_worker_niceness)
+std::atomic<int> niceness_{-1};  // the workers' nice value (set_worker_niceness); -1: theirs by birth
 
 struct Job {
   const std::function<void(int, int)>* body = nullptr;
@@ -185,23 +185,31 @@ void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, 8)
 
 void parallel_for(int n, int grain, const std::function<void(int, int)>& body) { pool().run(n, grain, body); }
 
-void lower_this_thread(int niceness) {
-  if (niceness <= 0) return;
 #if defined(__linux__)
-  // On Linux each thread has its own nice value, set through its thread id.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), std::clamp(niceness, 0, 19));
-#else
-  (void)niceness;
+// On Linux each thread has its own nice value, read and set through its thread id.
+id_t this_thread_id() { return static_cast<id_t>(syscall(SYS_gettid)); }
+#endif
+
+void lower_this_thread(int niceness) {
+  if (niceness < 0) return;
+#if defined(__linux__)
+  const int now = getpriority(PRIO_PROCESS, this_thread_id());
+  if (niceness > now) setpriority(PRIO_PROCESS, this_thread_id(), std::min(niceness, 19));
 #endif
 }
 
 int worker_niceness() { return niceness_.load(); }
 
-void set_worker_niceness(int niceness) {
-  niceness = std::clamp(niceness, 0, 19);
-  if (niceness == niceness_.exchange(niceness)) return;
+void set_worker_niceness(int steps_below) {
+  int target = -1;
+#if defined(__linux__)
+  if (steps_below > 0) target = std::min(getpriority(PRIO_PROCESS, this_thread_id()) + steps_below, 19);
+#else
+  (void)steps_below;
+#endif
+  if (target == niceness_.exchange(target)) return;
   const int threads = parallel_threads();
-  pool().resize(1);  // the workers start again and take the new value
+  pool().resize(1);  // the workers start again (from this thread, whose nice value they are born with)
   pool().resize(threads);
 }
 

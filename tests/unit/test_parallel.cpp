@@ -67,7 +67,7 @@ TEST(Parallel, WorkersRunAtTheNicenessAsked) {
     });
     return seen;
   };
-  set_worker_niceness(caller + 4);
+  set_worker_niceness(4);  // four steps below this thread
   EXPECT_EQ(worker_niceness(), caller + 4);
   std::vector<int> seen = niceness_of_workers();
   ASSERT_FALSE(seen.empty()) << "the worker took no chunk";
