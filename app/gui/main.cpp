@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   try {
     sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
     // The app's background work (decodings, model loading, training runs, and the pool's workers they use) runs
-    // below the frame thread, at nice 5 (util/parallel.h): where Mesa draws on the CPU (no GPU) the two compete
+    // five nice steps below the frame thread (util/parallel.h): where Mesa draws on the CPU (no GPU) the two compete
     // for the cores, and at equal priority a frame's drawing took up to 4 times as long while a long sentence
     // decoded. Set before anything starts in the background.
     sf::set_worker_niceness(5);
