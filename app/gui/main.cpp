@@ -145,9 +145,9 @@ int main(int argc, char** argv) {
     // machine the same drawing took 2.5 times as long: 7.5 -> 19 ms), so that no frame takes over about 33 ms.
     // Where the last decoding took over twice that wait (a long sentence with positions off, say), the next most
     // likely will too, and the frame waits 1 ms only: waiting in vain would just make it late.
-    // Measured with the 237-token interventions script (README, Speed): the longest frames went from 34-39 ms
-    // (equal priority, always waiting) to 25-32 ms; the price is that a long decoding, sharing the cores with
-    // frames that xvfb lets the app draw without pause, took about a third longer.
+    // Measured with the 237-token interventions script (README, Speed): the longest frame of a run went from
+    // 28.9-33.8 ms (equal priority, always waiting) to 22.6-30.8 ms; the price is that a long decoding, sharing
+    // the cores with frames that xvfb lets the app draw without pause, took about 60% longer there.
     app.mutable_state().step_budget_ms = 16;
     double last_draw_ms = 0;
     if (!lesson_problems.empty())
