@@ -85,30 +85,27 @@ auto attention_backward(const char* name) {
   };
 }
 
-TEST(LayerOrder, EncoderLayerPostNormIsThePapers) {
-  FormulaOps ops;
-  LayerWeights w;
-  EncoderRecord t;
-  sf::layer_order::encoder_layer(ops, true, w, Formula("x"), self_attention(), t);
-  // h = LN(x + drop(SelfAttn(x)));  out = LN(h + drop(FFN(h)))
-  const Formula h = "LN1(x + drop(SA(x)))";
-  EXPECT_EQ(t.norm1.out, h);
-  EXPECT_EQ(t.out, "LN2(" + h + " + drop(FFN(" + h + ")))");
-  EXPECT_EQ(t.residual1, "x + drop(SA(x))");
-  EXPECT_EQ(t.self_attn_keep, "K");
-  EXPECT_EQ(t.ffn_keep, "K");
-}
-
-TEST(LayerOrder, EncoderLayerPreNormNormalisesEachSublayersInput) {
-  FormulaOps ops;
-  LayerWeights w;
-  EncoderRecord t;
-  sf::layer_order::encoder_layer(ops, false, w, Formula("x"), self_attention(), t);
-  // h = x + drop(SelfAttn(LN(x)));  out = h + drop(FFN(LN(h)))
-  const Formula h = "x + drop(SA(LN1(x)))";
-  EXPECT_EQ(t.residual1, h);
-  EXPECT_EQ(t.norm2.out, "LN2(" + h + ")");
-  EXPECT_EQ(t.out, h + " + drop(FFN(LN2(" + h + ")))");
+TEST(LayerOrder, EncoderLayerFollowsThePostAndPreNormTables) {
+  for (bool post : {true, false}) {
+    SCOPED_TRACE(post ? "post-norm" : "pre-norm");
+    FormulaOps ops;
+    LayerWeights w;
+    EncoderRecord t;
+    sf::layer_order::encoder_layer(ops, post, w, Formula("x"), self_attention(), t);
+    if (post) {  // the paper's: h = LN(x + drop(SelfAttn(x)));  out = LN(h + drop(FFN(h)))
+      const Formula h = "LN1(x + drop(SA(x)))";
+      EXPECT_EQ(t.residual1, "x + drop(SA(x))");
+      EXPECT_EQ(t.norm1.out, h);
+      EXPECT_EQ(t.out, "LN2(" + h + " + drop(FFN(" + h + ")))");
+    } else {  // norm_first: h = x + drop(SelfAttn(LN(x)));  out = h + drop(FFN(LN(h)))
+      const Formula h = "x + drop(SA(LN1(x)))";
+      EXPECT_EQ(t.residual1, h);
+      EXPECT_EQ(t.norm2.out, "LN2(" + h + ")");
+      EXPECT_EQ(t.out, h + " + drop(FFN(LN2(" + h + ")))");
+    }
+    EXPECT_EQ(t.self_attn_keep, "K");
+    EXPECT_EQ(t.ffn_keep, "K");
+  }
 }
 
 TEST(LayerOrder, DecoderLayerHasCrossAttentionBetween) {
@@ -149,8 +146,8 @@ TEST(LayerOrder, EncoderBackwardIsTheAdjointOfItsForward) {
     LayerWeights w, g;
     EncoderRecord t;
     sf::layer_order::encoder_layer(ops, post, w, Formula("x"), self_attention(), t);
-    const Formula dx =
-        sf::layer_order::encoder_layer_backward(ops, post, w, g, Formula("x"), t, attention_backward("SA"), Formula("d"));
+    const Formula dx = sf::layer_order::encoder_layer_backward(ops, post, w, g, Formula("x"), t,
+                                                               attention_backward("SA"), Formula("d"));
     if (post) {
       // out = LN2(r2), r2 = h + drop(FFN(h)), h = LN1(r1), r1 = x + drop(SA(x)):
       //   dr2 = LN2'(d);  dh = dr2 + FFN'(dr2 K);  dr1 = LN1'(dh);  dx = dr1 + SA'(dr1 K)
