@@ -44,7 +44,7 @@ class BackgroundTask {
     shared_ = std::make_shared<Shared>();
     started_ = std::chrono::steady_clock::now();
     thread_ = std::thread([shared = shared_, work = std::move(work)]() {
-      lower_this_thread(worker_niceness());  // below the frame thread (util/parallel.h, main.cpp)
+      lower_this_thread();  // below the frame thread (util/parallel.h, main.cpp)
       std::optional<Result> result;
       std::exception_ptr failure;
       try {

@@ -35,7 +35,7 @@ void ModelLoader::start(const std::string& path) {
   path_ = path;
   started_ = Clock::now();
   future_ = std::async(std::launch::async, [path] {
-    lower_this_thread(worker_niceness());  // below the frame thread (util/parallel.h, main.cpp)
+    lower_this_thread();  // below the frame thread (util/parallel.h, main.cpp)
     return read_model_file(path);
   });
 }

@@ -58,16 +58,9 @@ void check_heads(std::span<const Mat> per_head, int n_heads, bool shared_allowed
 
 Mat AttentionMask::matrix(int head, Eigen::Index tq, Eigen::Index tk) const {
   if (const Mat* p = painted_for(head)) return *p;
-  Mat m = Mat::Zero(tq, tk);
-  for (Eigen::Index j = 0; j < tk && !key_blocked.empty(); ++j)
-    if (key_blocked[static_cast<size_t>(j)]) m.col(j).setOnes();
-  for (Eigen::Index i = 0; i < tq && !query_blocked.empty(); ++i)
-    if (query_blocked[static_cast<size_t>(i)]) m.row(i).setOnes();
-  if (causal)
-    for (Eigen::Index i = 0; i < tq; ++i) {
-      const Eigen::Index after = query_positions[static_cast<size_t>(i)] + 1;
-      if (after < tk) m.row(i).tail(tk - after).setOnes();
-    }
+  Mat m(tq, tk);
+  for (Eigen::Index i = 0; i < tq; ++i)
+    for (Eigen::Index j = 0; j < tk; ++j) m(i, j) = blocks(head, i, j) ? 1.0f : 0.0f;
   return m;
 }
 

@@ -23,7 +23,7 @@ TrainingSession::TrainingSession(const TrainOptions& options, bool start_paused)
   status_.epochs = options.epochs;
   pause_requested_ = start_paused;
   worker_ = std::thread([this] {
-    lower_this_thread(worker_niceness());  // below the app's frames, as the pool's workers (util/parallel.h)
+    lower_this_thread();  // below the app's frames, as the pool's workers (util/parallel.h)
     run();
   });
 }

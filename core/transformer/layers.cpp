@@ -248,8 +248,7 @@ void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, c
     self_attn(in_rows, a);
     return x_rows;
   };
-  auto cross = [&](const Mat& h, AttentionTrace& a) { cross_attn(h, a); };
-  layer_order::decoder_layer(ops, config.norm_placement == NormPlacement::Post, w, x, self, cross, t);
+  layer_order::decoder_layer(ops, config.norm_placement == NormPlacement::Post, w, x, self, cross_attn, t);
 }
 
 void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,

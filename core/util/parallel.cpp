@@ -122,7 +122,7 @@ class Pool {
 
  private:
   void work(unsigned long long seen) {
-    lower_this_thread(niceness_.load());
+    lower_this_thread();
     for (;;) {
       // Spin a little for the next loop, then sleep until one is posted.
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
@@ -186,15 +186,17 @@ void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, 8)
 void parallel_for(int n, int grain, const std::function<void(int, int)>& body) { pool().run(n, grain, body); }
 
 #if defined(__linux__)
+namespace {
 // On Linux each thread has its own nice value, read and set through its thread id.
 id_t this_thread_id() { return static_cast<id_t>(syscall(SYS_gettid)); }
+}  // namespace
 #endif
 
-void lower_this_thread(int niceness) {
+void lower_this_thread() {
+  const int niceness = niceness_.load();
   if (niceness < 0) return;
 #if defined(__linux__)
-  const int now = getpriority(PRIO_PROCESS, this_thread_id());
-  if (niceness > now) setpriority(PRIO_PROCESS, this_thread_id(), std::min(niceness, 19));
+  if (niceness > getpriority(PRIO_PROCESS, this_thread_id())) setpriority(PRIO_PROCESS, this_thread_id(), niceness);
 #endif
 }
 

@@ -25,12 +25,12 @@ void parallel_for(int n, int grain, const std::function<void(int begin, int end)
 // Background work below the threads that draw (the app: Mesa's renderer shares the cores where there is no GPU).
 // set_worker_niceness(n): the pool's workers run n steps of Linux's nice below the calling thread (0: as it), at
 // once and any started later. worker_niceness() is the nice value they run at (-1: none set). The threads that
-// run work in the background (the app's decodings and model loading, a training session) take it as they start,
-// with lower_this_thread(worker_niceness()), since their own share of each loop's chunks runs on them. A nice
-// value only goes up without privileges: the app sets it once, before its background work starts. Elsewhere than
-// Linux these do nothing.
+// run work in the background (the app's decodings and model loading, a training session) call
+// lower_this_thread() as they start, since their own share of each loop's chunks runs on them: it gives the
+// calling thread the workers' nice value (nothing where none is set). A nice value only goes up without
+// privileges: the app sets it once, before its background work starts. Elsewhere than Linux these do nothing.
 void set_worker_niceness(int steps_below);
 int worker_niceness();
-void lower_this_thread(int niceness);  // the calling thread's nice value to `niceness` where that is lower priority
+void lower_this_thread();
 
 }  // namespace sf

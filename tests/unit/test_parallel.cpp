@@ -76,7 +76,7 @@ TEST(Parallel, WorkersRunAtTheNicenessAsked) {
 
   // A background thread lowers itself; the threads started afterwards by the pool (a resize) still take it.
   std::thread background([&] {
-    lower_this_thread(worker_niceness());
+    lower_this_thread();
     EXPECT_EQ(this_thread_niceness(), caller + 4);
   });
   background.join();

@@ -197,9 +197,10 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
   for (int b = 0; b < B; ++b)
     self_masks.push_back(
         build_mask(c, iv, AttentionKind::Decoder, 0, t, k, caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens, true));
-  // A layer's self-attention from `in` (x, or LN(x) in pre-norm): every row is queried, so the rows of x going on
+  int l = 0;  // the layer the attention callbacks serve
+  // Layer l's self-attention from `in` (x, or LN(x) in pre-norm): every row is queried, so the rows of x going on
   // are x's.
-  auto self_attention = [&](int l, const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
+  auto self_attention = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
     const DAttentionWeights& aw = w_decoder(l).self_attn;
     a = {};
     a.queries = m.linear(in, aw.q);
@@ -222,7 +223,7 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
     m.attend(a, key_rows, value_rows, t + k, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
     return x_all;
   };
-  auto cross_attention = [&](int l, const DMat& h, DAttention& a) {
+  auto cross_attention = [&](const DMat& h, DAttention& a) {
     const DAttentionWeights& aw = w_decoder(l).cross_attn;
     a = {};
     a.queries = m.linear(h, aw.q);
@@ -234,12 +235,8 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
   CudaModel::Impl::LayerOps ops{m};
   DDecoderLayer layer;  // one layer's buffers, handles into the pass's workspace
   DMat x = e.sum;
-  for (int l = 0; l < c.n_decoder_layers; ++l) {
-    auto self = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
-      return self_attention(l, x_all, in, a);
-    };
-    auto cross = [&](const DMat& h, DAttention& a) { cross_attention(l, h, a); };
-    layer_order::decoder_layer(ops, post, w_decoder(l), x, self, cross, layer);
+  for (l = 0; l < c.n_decoder_layers; ++l) {
+    layer_order::decoder_layer(ops, post, w_decoder(l), x, self_attention, cross_attention, layer);
     x = layer.out;
   }
   if (c.decoder_final_norm) x = m.layer_norm(x, m.w.decoder_norm).out;

@@ -494,6 +494,7 @@ struct CudaModel::Impl {
     p.src = embed(true, src, batch, iv.positional_encoding);
     p.encoder.resize(static_cast<size_t>(config.n_encoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
+    LayerOps ops{*this};
     for (int l = 0; l < config.n_encoder_layers; ++l) {
       const DLayerWeights& lw = w.encoder[static_cast<size_t>(l)];
       DEncoderLayer& t = p.encoder[static_cast<size_t>(l)];
@@ -504,7 +505,6 @@ struct CudaModel::Impl {
         a = attention(in, in, batch, lw.self_attn, mask, on);
         return x_all;
       };
-      LayerOps ops{*this};
       layer_order::encoder_layer(ops, post, lw, x, self_attn, t);
     }
     p.enc_out = final_norm(config.encoder_final_norm, w.encoder_norm, p.encoder.back().out, p.encoder_norm);
@@ -519,6 +519,7 @@ struct CudaModel::Impl {
     p.tgt = embed(false, tgt, batch, iv.positional_encoding);
     p.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
+    LayerOps ops{*this};
     for (int l = 0; l < config.n_decoder_layers; ++l) {
       const DLayerWeights& lw = w.decoder[static_cast<size_t>(l)];
       DDecoderLayer& t = p.decoder[static_cast<size_t>(l)];
@@ -535,7 +536,6 @@ struct CudaModel::Impl {
       auto cross_attn = [&](const DMat& h, DAttention& a) {
         a = attention(h, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
       };
-      LayerOps ops{*this};
       layer_order::decoder_layer(ops, post, lw, x, self_attn, cross_attn, t);
     }
     p.dec_out = final_norm(config.decoder_final_norm, w.decoder_norm, p.decoder.back().out, p.decoder_norm);
