@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "nn/linear.h"
-
 namespace sf {
 
 void apply_activation(Activation act, Mat& m) {
@@ -19,13 +17,6 @@ void apply_activation(Activation act, Mat& m) {
   }
   // GELU(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
   for (Eigen::Index i = 0; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * 0.70710678118654752f));
-}
-
-void feed_forward_forward(const ConstMatRef& x, const FeedForwardWeights& w, Activation act, FeedForwardTrace& t) {
-  linear_forward(x, w.fc1, t.hidden_pre);  // (N, F)
-  t.hidden = t.hidden_pre;
-  apply_activation(act, t.hidden);
-  linear_forward(t.hidden, w.fc2, t.out);  // (N, C)
 }
 
 }  // namespace sf

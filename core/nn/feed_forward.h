@@ -1,4 +1,5 @@
-// Position-wise feed-forward block:  FFN(x) = act(x W1^T + b1) W2^T + b2      x (N, C), hidden (N, F).
+// Position-wise feed-forward block:  FFN(x) = drop(act(x W1^T + b1)) W2^T + b2      x (N, C), hidden (N, F):
+// its record and its activation here; the block itself, forward and backward, runs in transformer/layers.cpp.
 // act is ReLU, the exact (erf) GELU, as torch.nn.functional.gelu, or SiLU x * sigmoid(x) (torch.nn.functional.silu).
 #pragma once
 #include "model/config.h"
@@ -13,8 +14,6 @@ struct FeedForwardTrace {
   Mat keep;        // (N, F) dropout scale (training), or empty
   Mat out;         // (N, C)
 };
-
-void feed_forward_forward(const ConstMatRef& x, const FeedForwardWeights& w, Activation act, FeedForwardTrace& t);
 
 // In place: m = act(m).
 void apply_activation(Activation act, Mat& m);
