@@ -271,106 +271,27 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
 
 // [SECTION] the decoder pass
 
-DecoderRows DecoderRows::one_sequence(const std::vector<int>& tokens, int first_position) {
-  DecoderRows rows;
-  rows.add_sequence(tokens, first_position);
-  return rows;
-}
-
-void DecoderRows::add_sequence(const std::vector<int>& add, int first_position) {
-  const int s = sequences.empty() ? 0 : sequences.back() + 1;
-  for (size_t i = 0; i < add.size(); ++i) {
-    tokens.push_back(add[i]);
-    positions.push_back(first_position + static_cast<int>(i));
-    sequences.push_back(s);
-  }
-}
-
-namespace {
-
-// What the decoder pass knows of one sequence of its rows.
-struct SequenceInfo {
-  int begin = 0, count = 0;      // its rows
-  int first_position = 0;        // of its first row
-  int cached = 0;                // rows its cache held before the pass
-  KvCache* cache = nullptr;
-  int source = 0;                // the encoder's sequence it reads
-  Interventions fitted;          // the interventions, painted decoder masks fitted to its length
-  std::vector<int> self_key_ids; // (cached + count) the tokens its self-attention keys belong to
-  std::vector<int> query_rows;   // in the last layer: its rows still queried (offsets from begin)
-};
-
-}  // namespace
-
 Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace& encoded,
                  const CrossKeysValues* cross, DecoderPass& pass) {
   const char* where = "decoder_pass";
   const DecoderRows& rows = pass.rows;
   const int R = rows.size(), L = config.n_decoder_layers;
-  if (!encoded.has_encoder()) fail(ErrorKind::Input, where, "the trace holds no encoder pass");
-  if (R == 0) fail(ErrorKind::Input, "forward", "the target sequence is empty");
-  if (rows.positions.size() != rows.tokens.size() || rows.sequences.size() != rows.tokens.size())
-    fail(ErrorKind::Shape, where, "tokens, positions and sequences differ in length");
   if ((pass.record != Record::Output) != (pass.trace != nullptr))
     fail(ErrorKind::Input, where, "a trace is given exactly when the pass records one");
-  // The sequences: consecutive ids, positions rising by one from the cache's end.
-  std::vector<SequenceInfo> seqs;
-  for (int r = 0; r < R; ++r) {
-    const int s = rows.sequences[static_cast<size_t>(r)];
-    if (s == static_cast<int>(seqs.size())) {
-      SequenceInfo info;
-      info.begin = r;
-      info.first_position = rows.positions[static_cast<size_t>(r)];
-      seqs.push_back(std::move(info));
-    } else if (s != static_cast<int>(seqs.size()) - 1 ||
-               rows.positions[static_cast<size_t>(r)] != rows.positions[static_cast<size_t>(r) - 1] + 1) {
-      fail(ErrorKind::Input, where, "row " + std::to_string(r) + " is out of order (sequence " + std::to_string(s) +
-                                        ", position " + std::to_string(rows.positions[static_cast<size_t>(r)]) + ")");
-    }
-    ++seqs.back().count;
-  }
-  if (!pass.caches.empty() && pass.caches.size() != seqs.size())
-    fail(ErrorKind::Input, where, std::to_string(pass.caches.size()) + " caches for " + std::to_string(seqs.size()) +
-                                      " sequences");
-  if (!pass.caches.empty() && pass.first_layer >= 0)
-    fail(ErrorKind::Input, where, "a pass from a later layer cannot fill a KV cache (its first layers do not run)");
-  for (size_t s = 0; s < pass.caches.size(); ++s) {
-    const KvCache* c = pass.caches[s];
-    if (!c || std::count(pass.caches.begin(), pass.caches.end(), c) > 1)
-      fail(ErrorKind::Input, where, "each sequence needs a KV cache of its own");
-    for (size_t l = 0; l < c->keys.size() && l < c->values.size(); ++l)
+  DecoderPlanRequest request{&rows, {}, pass.output_rows, pass.record, pass.first_layer, pass.source_of};
+  for (const KvCache* c : pass.caches) request.cached_tokens.push_back(c ? &c->tokens : nullptr);
+  const DecoderPlan plan = plan_decoder_pass(config, encoded, request);
+  // What the plan cannot see: the caches' and cross-attention's matrices, the trace a later layer starts from.
+  for (const KvCache* c : pass.caches) {
+    if (static_cast<int>(c->keys.size()) != L || static_cast<int>(c->values.size()) != L)
+      fail(ErrorKind::Input, where, "the KV cache is not this model's");
+    for (size_t l = 0; l < c->keys.size(); ++l)
       if (c->keys[l].rows() < c->length() || c->values[l].rows() < c->length() ||
           (c->length() > 0 && (c->keys[l].cols() != config.d_model || c->values[l].cols() != config.d_model)))
         fail(ErrorKind::Input, where, "the KV cache's keys do not cover the " + std::to_string(c->length()) +
                                           " tokens it holds (a cache of tokens only is no KV cache)");
   }
-  const int sources = encoded.sequences;
-  if (sources < 1 || encoded.src.ids.size() % static_cast<size_t>(sources) != 0)
-    fail(ErrorKind::Input, where, "the encoder pass holds " + std::to_string(encoded.src.ids.size()) +
-                                      " source rows for " + std::to_string(sources) + " sequences");
-  const Eigen::Index S = static_cast<Eigen::Index>(encoded.src.ids.size()) / sources;
-  if (!pass.source_of.empty() && pass.source_of.size() != seqs.size())
-    fail(ErrorKind::Input, where, "a source for each sequence, or none");
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    SequenceInfo& q = seqs[s];
-    q.cache = pass.caches.empty() ? nullptr : pass.caches[s];
-    q.cached = q.cache ? q.cache->length() : 0;
-    if (q.first_position != q.cached)
-      fail(ErrorKind::Input, where, "sequence " + std::to_string(s) + " starts at position " +
-                                        std::to_string(q.first_position) + ", its cache holds " +
-                                        std::to_string(q.cached) + " tokens");
-    if (q.cache && (static_cast<int>(q.cache->keys.size()) != L || static_cast<int>(q.cache->values.size()) != L))
-      fail(ErrorKind::Input, where, "the KV cache is not this model's");
-    q.source = pass.source_of.empty() ? 0 : pass.source_of[s];
-    if (q.source < 0 || q.source >= sources)
-      fail(ErrorKind::Input, where, "source " + std::to_string(q.source) + " of " + std::to_string(sources));
-    q.fitted = fit_decoder_masks(encoded.interventions, static_cast<int>(S), q.first_position + q.count);
-    if (q.cache) q.self_key_ids = q.cache->tokens;
-    q.self_key_ids.insert(q.self_key_ids.end(), rows.tokens.begin() + q.begin, rows.tokens.begin() + q.begin + q.count);
-  }
-  for (size_t i = 0; i < pass.output_rows.size(); ++i)
-    if (pass.output_rows[i] < 0 || pass.output_rows[i] >= R || (i > 0 && pass.output_rows[i] <= pass.output_rows[i - 1]))
-      fail(ErrorKind::Input, where, "output rows must rise within the " + std::to_string(R) + " rows");
+  const Eigen::Index S = plan.source_length;
   if (cross && (static_cast<int>(cross->keys.size()) != L || cross->keys.front().rows() != S))
     fail(ErrorKind::Input, where, "the cross-attention keys are not this encoder pass's");
   const bool recorded = pass.record != Record::Output;
@@ -378,20 +299,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
                                pass.trace->tgt.ids != rows.tokens))
     fail(ErrorKind::Input, where, "a pass from layer " + std::to_string(pass.first_layer) +
                                       " needs the trace of this very pass up to it");
-  // In the last layer of an unrecorded pass only the output rows go on (each sequence's share of them).
-  // Not with ReshapeHeads, where every row of a head mixes pieces of several tokens.
-  const bool reshape = config.attention == AttentionStyle::ReshapeHeads;
-  const bool fewer_queries = !recorded && static_cast<int>(pass.output_rows.size()) < R && !reshape;
-  if (reshape)
-    for (const SequenceInfo& q : seqs)
-      if (q.cached > 0)
-        fail(ErrorKind::Input, where, "this model's attention (reshape_heads) mixes every row of a sequence: a pass "
-                                      "cannot continue a KV cache, it runs over the whole sequence");
-  if (fewer_queries)
-    for (int r : pass.output_rows) {
-      SequenceInfo& q = seqs[static_cast<size_t>(rows.sequences[static_cast<size_t>(r)])];
-      q.query_rows.push_back(r - q.begin);
-    }
+  const size_t n = plan.sequences.size();
+  KvCache* const* caches = pass.caches.empty() ? nullptr : pass.caches.data();  // sequence s continues caches[s]
 
   // Embeddings (the ids and positions are checked here, before anything is written).
   EmbeddingTrace own_embedding;
@@ -402,53 +311,37 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
   const int first_layer = std::max(pass.first_layer, 0);
   if (recorded) {
     pass.trace->decoder.resize(static_cast<size_t>(L));
-    if (seqs.size() == 1) pass.trace->interventions = seqs.front().fitted;
+    if (n == 1) pass.trace->interventions = plan.sequences.front().fitted;
   }
 
   Mat x;  // (R, C), in the last layer of an unrecorded pass (output rows, C)
   DecoderLayerTrace scratch;
-  std::vector<int> query_rows;  // of the last layer, as rows of x
-  if (fewer_queries) query_rows = pass.output_rows;
   for (int l = first_layer; l < L; ++l) {
     const DecoderLayerWeights& w = weights.decoder_layers[static_cast<size_t>(l)];
     DecoderLayerTrace& t = recorded ? pass.trace->decoder[static_cast<size_t>(l)] : scratch;
     const Mat& input = l == 0 ? emb.sum : recorded ? pass.trace->decoder[static_cast<size_t>(l - 1)].out : x;
-    const bool last = l + 1 == L;
     const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
     const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
-    // The query rows of sequence s in this layer (j.q_begin, j.q_rows: where they are in x_q): all its rows,
-    // or in the last layer of an unrecorded pass its output rows, whose masks are those rows of its masks.
-    auto set_queries = [&](const SequenceInfo& q, SequenceAttention& j) {
-      if (!(last && fewer_queries)) {
-        j.q_begin = q.begin;
-        j.q_rows = q.count;
-        return;
-      }
-      j.q_begin = std::lower_bound(pass.output_rows.begin(), pass.output_rows.end(), q.begin) - pass.output_rows.begin();
-      j.q_rows = static_cast<Eigen::Index>(q.query_rows.size());
-      j.mask = j.mask.rows(q.query_rows);
+    // Sequence s's job in this layer's attention: its queries and masks from the plan, its keys and values given.
+    auto job = [&](size_t s, bool self, const Mat* keys, const Mat* values, Eigen::Index k_begin,
+                   Eigen::Index k_rows) {
+      const DecoderPlan::Queries q = plan.queries(s, l);
+      return SequenceAttention{q.begin, q.count, keys, values, k_begin, k_rows,
+                               self ? plan.self_mask(config, s, l) : plan.cross_mask(config, s, l)};
     };
     AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
-      std::vector<SequenceAttention> jobs(seqs.size());
-      for (size_t s = 0; s < seqs.size(); ++s) {
-        const SequenceInfo& q = seqs[s];
-        SequenceAttention& j = jobs[s];
-        if (q.cache) {  // the sequence's rows join its cache; its keys are the cache's
-          append_rows(q.cache->keys[static_cast<size_t>(l)], q.cached, a.keys.middleRows(q.begin, q.count));
-          append_rows(q.cache->values[static_cast<size_t>(l)], q.cached, a.values.middleRows(q.begin, q.count));
-          j.keys = &q.cache->keys[static_cast<size_t>(l)];
-          j.values = &q.cache->values[static_cast<size_t>(l)];
-          j.k_begin = 0;
-          j.k_rows = q.cached + q.count;
+      std::vector<SequenceAttention> jobs;
+      for (size_t s = 0; s < n; ++s) {
+        const DecoderPlan::Sequence& q = plan.sequences[s];
+        if (caches) {  // the sequence's rows join its cache; its keys are the cache's
+          KvCache& c = *caches[s];
+          append_rows(c.keys[static_cast<size_t>(l)], q.first_position, a.keys.middleRows(q.begin, q.count));
+          append_rows(c.values[static_cast<size_t>(l)], q.first_position, a.values.middleRows(q.begin, q.count));
+          jobs.push_back(job(s, true, &c.keys[static_cast<size_t>(l)], &c.values[static_cast<size_t>(l)], 0,
+                             q.first_position + q.count));
         } else {
-          j.keys = &a.keys;
-          j.values = &a.values;
-          j.k_begin = q.begin;
-          j.k_rows = q.count;
+          jobs.push_back(job(s, true, &a.keys, &a.values, q.begin, q.count));
         }
-        j.mask = build_mask(config, q.fitted, AttentionKind::Decoder, l, q.first_position, q.count, q.self_key_ids,
-                            q.fitted.causal_mask);
-        set_queries(q, j);
       }
       attention_sublayer(config, w.self_attn, x_q, jobs, self_on, pass.record, pass.dropout, a);
     };
@@ -467,34 +360,26 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
         attention_projection(config, encoded.enc_out, w.cross_attn.k, a.keys);    // (B*S, C)
         attention_projection(config, encoded.enc_out, w.cross_attn.v, a.values);  // (B*S, C)
       }
-      std::vector<SequenceAttention> jobs(seqs.size());
-      for (size_t s = 0; s < seqs.size(); ++s) {
-        const SequenceInfo& q = seqs[s];
-        SequenceAttention& j = jobs[s];
-        j.keys = keys;
-        j.values = values;
-        j.k_begin = q.source * S;
-        j.k_rows = S;
-        const std::vector<int> query_ids = ids_of(rows.tokens, q.begin, q.count);
-        j.mask = build_mask(config, q.fitted, AttentionKind::Cross, l, q.first_position, q.count,
-                            ids_of(encoded.src.ids, q.source * S, S), false, &query_ids);
-        set_queries(q, j);
-      }
+      std::vector<SequenceAttention> jobs;
+      for (size_t s = 0; s < n; ++s) jobs.push_back(job(s, false, keys, values, plan.sequences[s].source * S, S));
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
     };
-    decoder_layer_forward(config, w, input, last && fewer_queries ? &query_rows : nullptr, self_attn, cross_attn,
-                          pass.dropout, t);
+    const bool fewer = plan.fewer_queries && l + 1 == L;
+    decoder_layer_forward(config, w, input, fewer ? &plan.output_rows : nullptr, self_attn, cross_attn, pass.dropout,
+                          t);
     if (!recorded) x = std::move(t.out);
   }
-  for (SequenceInfo& q : seqs)
-    if (q.cache) q.cache->tokens.insert(q.cache->tokens.end(), rows.tokens.begin() + q.begin,
-                                        rows.tokens.begin() + q.begin + q.count);
+  for (size_t s = 0; s < n && caches; ++s) {
+    const DecoderPlan::Sequence& q = plan.sequences[s];
+    caches[s]->tokens.insert(caches[s]->tokens.end(), rows.tokens.begin() + q.begin,
+                             rows.tokens.begin() + q.begin + q.count);
+  }
   if (!recorded) {
     LayerNormTrace norm;
     Mat out;
     final_norm_forward(config, config.decoder_final_norm, weights.decoder_norm, x, norm, out);
     Mat logits;
-    output_logits(weights, fewer_queries ? out : select_rows(out, pass.output_rows), logits);  // (outputs, Vt)
+    output_logits(weights, plan.fewer_queries ? out : select_rows(out, pass.output_rows), logits);  // (outputs, Vt)
     return logits;
   }
   Trace& trace = *pass.trace;

@@ -19,6 +19,7 @@
 
 #include "model/config.h"
 #include "model/weights.h"
+#include "transformer/decoder_plan.h"
 #include "transformer/layers.h"
 #include "transformer/trace.h"
 
@@ -61,17 +62,6 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
                   Dropout* dropout, Trace& trace);
 
 // [SECTION] the decoder pass
-struct DecoderRows {
-  std::vector<int> tokens;     // (R) decoder input tokens
-  std::vector<int> positions;  // (R) each row's position in its sequence
-  std::vector<int> sequences;  // (R) each row's sequence, 0 .. N-1, a sequence's rows together
-
-  // One sequence: `tokens` at positions first_position ...
-  static DecoderRows one_sequence(const std::vector<int>& tokens, int first_position = 0);
-  void add_sequence(const std::vector<int>& tokens, int first_position = 0);
-  int size() const { return static_cast<int>(tokens.size()); }
-};
-
 struct DecoderPass {
   DecoderRows rows;
   // One cache per sequence, its rows continuing it (their keys and values are appended), or empty: every
@@ -95,8 +85,9 @@ struct DecoderPass {
 // is not read). `cross` gives the cross-attention keys and values (cross_keys_values); nullptr: computed here
 // from encoded.enc_out (training, whose gradients flow into them). Returns the logits (output_rows.size(), Vt)
 // with Record::Output; otherwise they are in pass.trace and an empty matrix is returned.
-// Errors (ErrorKind::Input) before anything is written: ids outside the vocabulary, positions past the model's,
-// rows out of order, a cache that does not match its rows.
+// Errors (ErrorKind::Input) before anything is written: those of plan_decoder_pass (transformer/decoder_plan.h:
+// rows out of order, a cache that does not match its rows, ...), ids outside the vocabulary, positions past the
+// model's, a cache or cross-attention keys of another model or encoder pass.
 Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace& encoded,
                  const CrossKeysValues* cross, DecoderPass& pass);
 
