@@ -452,8 +452,11 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
     ids.insert(ids.end(), t.tgt.ids.begin() + p.begin, t.tgt.ids.begin() + p.end);
     T += p.end - p.begin;
   }
-  const Eigen::Index S = static_cast<Eigen::Index>(encoded.src.ids.size());
-  const Interventions fitted = fit_decoder_masks(encoded.interventions, static_cast<int>(S), static_cast<int>(T));
+  // What a traced pass over these tokens is: its masks, its interventions fitted to T (transformer/decoder_plan.h).
+  const DecoderRows rows = DecoderRows::one_sequence(ids);
+  const DecoderPlan plan = plan_decoder_pass(config, encoded, {&rows, {}, {}, Record::Trace, -1, {}});
+  const Interventions& fitted = plan.sequences.front().fitted;
+  const Eigen::Index S = plan.source_length;
   Trace trace;
   trace.interventions = fitted;
   trace.tgt.ids = ids;
@@ -506,15 +509,13 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
     // What mixes the rows, over the whole sequence as a traced pass computes it: the self-attention over every
     // row's keys and values under the full pass's masks, the cross-attention over the encoder's.
     std::vector<SequenceAttention> self(1);
-    self[0] = {0, T, &d.self_attn.keys, &d.self_attn.values, 0, T,
-               build_mask(config, fitted, AttentionKind::Decoder, l, 0, T, ids, fitted.causal_mask)};
+    self[0] = {0, T, &d.self_attn.keys, &d.self_attn.values, 0, T, plan.self_mask(config, 0, l)};
     attend_sequences(config, self, heads_on(config, fitted, AttentionKind::Decoder, l), Record::Trace, nullptr,
                      d.self_attn);
     d.cross_attn.keys = cross.keys[static_cast<size_t>(l)];
     d.cross_attn.values = cross.values[static_cast<size_t>(l)];
     std::vector<SequenceAttention> across(1);
-    across[0] = {0, T, &d.cross_attn.keys, &d.cross_attn.values, 0, S,
-                 build_mask(config, fitted, AttentionKind::Cross, l, 0, T, encoded.src.ids, false, &ids)};
+    across[0] = {0, T, &d.cross_attn.keys, &d.cross_attn.values, 0, S, plan.cross_mask(config, 0, l)};
     attend_sequences(config, across, heads_on(config, fitted, AttentionKind::Cross, l), Record::Trace, nullptr,
                      d.cross_attn);
   }
