@@ -22,11 +22,11 @@ void DecoderRows::add_sequence(const std::vector<int>& add, int first_position) 
   }
 }
 
-DecoderPlan plan_decoder_pass(const Config& config, const Trace& encoded, const DecoderPlanRequest& request) {
+DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& request) {
   const char* where = "decoder_pass";
   const DecoderRows& rows = *request.rows;
+  const std::vector<int>& source_ids = *request.source_ids;
   const int R = rows.size();
-  if (!encoded.has_encoder()) fail(ErrorKind::Input, where, "the trace holds no encoder pass");
   if (R == 0) fail(ErrorKind::Input, "forward", "the target sequence is empty");
   if (rows.positions.size() != rows.tokens.size() || rows.sequences.size() != rows.tokens.size())
     fail(ErrorKind::Shape, where, "tokens, positions and sequences differ in length");
@@ -58,11 +58,11 @@ DecoderPlan plan_decoder_pass(const Config& config, const Trace& encoded, const 
   for (const std::vector<int>* c : cached)
     if (!c || std::count(cached.begin(), cached.end(), c) > 1)
       fail(ErrorKind::Input, where, "each sequence needs a KV cache of its own");
-  const int sources = encoded.sequences;
-  if (sources < 1 || encoded.src.ids.size() % static_cast<size_t>(sources) != 0)
-    fail(ErrorKind::Input, where, "the encoder pass holds " + std::to_string(encoded.src.ids.size()) +
+  const int sources = request.sources;
+  if (sources < 1 || source_ids.empty() || source_ids.size() % static_cast<size_t>(sources) != 0)
+    fail(ErrorKind::Input, where, "the encoder pass holds " + std::to_string(source_ids.size()) +
                                       " source rows for " + std::to_string(sources) + " sequences");
-  const int S = static_cast<int>(encoded.src.ids.size()) / sources;
+  const int S = static_cast<int>(source_ids.size()) / sources;
   plan.source_length = S;
   if (!request.source_of.empty() && request.source_of.size() != seqs.size())
     fail(ErrorKind::Input, where, "a source for each sequence, or none");
@@ -80,11 +80,11 @@ DecoderPlan plan_decoder_pass(const Config& config, const Trace& encoded, const 
     q.source = request.source_of.empty() ? 0 : request.source_of[s];
     if (q.source < 0 || q.source >= sources)
       fail(ErrorKind::Input, where, "source " + std::to_string(q.source) + " of " + std::to_string(sources));
-    q.fitted = fit_decoder_masks(encoded.interventions, S, q.first_position + q.count);
+    q.fitted = fit_decoder_masks(*request.interventions, S, q.first_position + q.count);
     if (!cached.empty()) q.self_key_ids = *cached[s];
     q.self_key_ids.insert(q.self_key_ids.end(), rows.tokens.begin() + q.begin, rows.tokens.begin() + q.begin + q.count);
-    q.source_ids.assign(encoded.src.ids.begin() + static_cast<long>(q.source) * S,
-                        encoded.src.ids.begin() + static_cast<long>(q.source + 1) * S);
+    q.source_ids.assign(source_ids.begin() + static_cast<long>(q.source) * S,
+                        source_ids.begin() + static_cast<long>(q.source + 1) * S);
   }
   const std::vector<int>& out = request.output_rows;
   for (size_t i = 0; i < out.size(); ++i)

@@ -17,7 +17,6 @@
 #include "nn/attention.h"
 #include "transformer/interventions.h"
 #include "transformer/layers.h"
-#include "transformer/trace.h"
 
 namespace sf {
 
@@ -34,7 +33,15 @@ struct DecoderRows {
 
 // What a pass asks, as the plan reads it.
 struct DecoderPlanRequest {
-  const DecoderRows* rows = nullptr;
+  // The rows, and the encoder pass they read: its source ids (`sources` sequences of one length, stacked) and
+  // interventions (painted decoder masks are fitted to each sequence here). Each must outlive the request.
+  DecoderPlanRequest(const DecoderRows& rows, const std::vector<int>& source_ids, int sources,
+                     const Interventions& interventions)
+      : rows(&rows), source_ids(&source_ids), sources(sources), interventions(&interventions) {}
+  const DecoderRows* rows;
+  const std::vector<int>* source_ids;
+  int sources;
+  const Interventions* interventions;
   // One entry per sequence: the tokens its KV cache holds (its rows continue them), each a cache of its own; or
   // empty: no caches, every sequence from position 0.
   std::vector<const std::vector<int>*> cached_tokens;
@@ -74,12 +81,11 @@ struct DecoderPlan {
   AttentionMask cross_mask(const Config& config, size_t s, int layer) const;
 };
 
-// Plans a pass of `request` on the encoder pass `encoded` (its source ids, sequences and interventions).
-// ErrorKind::Input when: the trace holds no encoder pass, there are no rows, rows are out of order (a sequence's
+// Plans the pass `request` asks. ErrorKind::Input when: there are no rows, rows are out of order (a sequence's
 // rows together, sequences numbered from 0, positions rising by one), a sequence does not start where its cache
-// ends, there are caches for some sequences only or one cache twice, a source does not exist, output rows do not
-// rise within the rows, a ReshapeHeads model continues a cache, or a pass from a later layer would fill a cache.
-// ErrorKind::Shape when tokens, positions and sequences differ in length.
-DecoderPlan plan_decoder_pass(const Config& config, const Trace& encoded, const DecoderPlanRequest& request);
+// ends, there are caches for some sequences only or one cache twice, a source does not exist, output
+// rows do not rise within the rows, a ReshapeHeads model continues a cache, or a pass from a later layer would
+// fill a cache. ErrorKind::Shape when tokens, positions and sequences differ in length.
+DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& request);
 
 }  // namespace sf

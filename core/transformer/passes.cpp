@@ -276,11 +276,16 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
   const char* where = "decoder_pass";
   const DecoderRows& rows = pass.rows;
   const int R = rows.size(), L = config.n_decoder_layers;
+  if (!encoded.has_encoder()) fail(ErrorKind::Input, where, "the trace holds no encoder pass");
   if ((pass.record != Record::Output) != (pass.trace != nullptr))
     fail(ErrorKind::Input, where, "a trace is given exactly when the pass records one");
-  DecoderPlanRequest request{&rows, {}, pass.output_rows, pass.record, pass.first_layer, pass.source_of};
+  DecoderPlanRequest request(rows, encoded.src.ids, encoded.sequences, encoded.interventions);
+  request.output_rows = pass.output_rows;
+  request.record = pass.record;
+  request.first_layer = pass.first_layer;
+  request.source_of = pass.source_of;
   for (const KvCache* c : pass.caches) request.cached_tokens.push_back(c ? &c->tokens : nullptr);
-  const DecoderPlan plan = plan_decoder_pass(config, encoded, request);
+  const DecoderPlan plan = plan_decoder_pass(config, request);
   // What the plan cannot see: the caches' and cross-attention's matrices, the trace a later layer starts from.
   for (const KvCache* c : pass.caches) {
     if (static_cast<int>(c->keys.size()) != L || static_cast<int>(c->values.size()) != L)
@@ -454,7 +459,9 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
   }
   // What a traced pass over these tokens is: its masks, its interventions fitted to T (transformer/decoder_plan.h).
   const DecoderRows rows = DecoderRows::one_sequence(ids);
-  const DecoderPlan plan = plan_decoder_pass(config, encoded, {&rows, {}, {}, Record::Trace, -1, {}});
+  DecoderPlanRequest request(rows, encoded.src.ids, 1, encoded.interventions);
+  request.record = Record::Trace;
+  const DecoderPlan plan = plan_decoder_pass(config, request);
   const Interventions& fitted = plan.sequences.front().fitted;
   const Eigen::Index S = plan.source_length;
   Trace trace;

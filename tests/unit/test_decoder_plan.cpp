@@ -33,6 +33,14 @@ struct CachedModel {
     for (int token : {2, 6, 11}) decode_step(config, weights, encoded, token, three);
     decode_step(config, weights, encoded, 2, one);
   }
+  DecoderPlanRequest request(const DecoderRows& rows, std::vector<const std::vector<int>*> cached,
+                             std::vector<int> output_rows, Record record) const {
+    DecoderPlanRequest r(rows, encoded.src.ids, encoded.sequences, encoded.interventions);
+    r.cached_tokens = std::move(cached);
+    r.output_rows = std::move(output_rows);
+    r.record = record;
+    return r;
+  }
 };
 
 // Two sequences continuing caches of 3 and 1 tokens (2 rows, then 1), the logits of rows 1 and 2 only.
@@ -44,7 +52,7 @@ TEST(DecoderPlan, ABatchOfSequencesContinuingTheirCaches) {
   EXPECT_EQ(rows.positions, (std::vector<int>{3, 4, 1}));
   EXPECT_EQ(rows.sequences, (std::vector<int>{0, 0, 1}));
   const DecoderPlan plan =
-      plan_decoder_pass(s.config, s.encoded, {&rows, {&s.three.tokens, &s.one.tokens}, {1, 2}, Record::Output, -1, {}});
+      plan_decoder_pass(s.config, s.request(rows, {&s.three.tokens, &s.one.tokens}, {1, 2}, Record::Output));
   ASSERT_EQ(plan.sequences.size(), 2u);
   const DecoderPlan::Sequence& a = plan.sequences[0];
   const DecoderPlan::Sequence& b = plan.sequences[1];
@@ -86,7 +94,7 @@ TEST(DecoderPlan, ABatchOfSequencesContinuingTheirCaches) {
   EXPECT_FALSE(cross.blocks(2, 0, 4));
   // A recorded pass runs every row through every layer.
   const DecoderPlan traced =
-      plan_decoder_pass(s.config, s.encoded, {&rows, {&s.three.tokens, &s.one.tokens}, {1, 2}, Record::Rows, -1, {}});
+      plan_decoder_pass(s.config, s.request(rows, {&s.three.tokens, &s.one.tokens}, {1, 2}, Record::Rows));
   EXPECT_FALSE(traced.fewer_queries);
   EXPECT_EQ(traced.queries(1, L - 1).begin, 2);
   EXPECT_EQ(traced.self_mask(s.config, 0, L - 1).query_positions, (std::vector<int>{3, 4}));
@@ -104,7 +112,7 @@ TEST(DecoderPlan, PaintedMasksFittedToEachSequence) {
   DecoderRows rows = DecoderRows::one_sequence({7, 8}, 1);  // positions 1, 2 after the cache of one token
   rows.add_sequence({9}, 3);                                 // position 3 after the cache of three
   const DecoderPlan plan =
-      plan_decoder_pass(s.config, s.encoded, {&rows, {&s.one.tokens, &s.three.tokens}, {0, 1, 2}, Record::Output, -1, {}});
+      plan_decoder_pass(s.config, s.request(rows, {&s.one.tokens, &s.three.tokens}, {0, 1, 2}, Record::Output));
   ASSERT_EQ(plan.sequences[0].fitted.custom_masks.size(), 1u);
   EXPECT_EQ(plan.sequences[0].fitted.custom_masks[0].blocked.rows(), 3);
   EXPECT_EQ(plan.sequences[1].fitted.custom_masks[0].blocked.rows(), 4);
