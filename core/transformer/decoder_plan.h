@@ -8,8 +8,9 @@
 //         self-attention keys belong to (cache, then its rows), the rows the last layer still queries; and each
 //         attention's mask for a sequence in a layer (build_mask, transformer/layers.h)
 //
-// Every input is checked here (ErrorKind::Input, naming the problem) before the pass writes anything: a pass that
-// starts runs to its end. Nothing here depends on where the numbers live (host or GPU memory).
+// What it reads is checked here (ErrorKind::Input, naming the problem) before the pass writes anything; the backend
+// checks what lives in its own memory (its caches' keys and values) and the ids against the vocabulary. Nothing
+// here depends on where the numbers live (host or GPU memory): the CUDA backend can plan its passes the same way.
 #pragma once
 #include <vector>
 
