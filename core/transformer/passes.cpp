@@ -336,6 +336,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
     };
     AttentionFn self_attn = [&](const ConstMatRef& x_q, AttentionTrace& a) {
       std::vector<SequenceAttention> jobs;
+      jobs.reserve(n);
       for (size_t s = 0; s < n; ++s) {
         const DecoderPlan::Sequence& q = plan.sequences[s];
         if (caches) {  // the sequence's rows join its cache; its keys are the cache's
@@ -366,6 +367,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
         attention_projection(config, encoded.enc_out, w.cross_attn.v, a.values);  // (B*S, C)
       }
       std::vector<SequenceAttention> jobs;
+      jobs.reserve(n);
       for (size_t s = 0; s < n; ++s) jobs.push_back(job(s, false, keys, values, plan.sequences[s].source * S, S));
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
     };
