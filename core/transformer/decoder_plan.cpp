@@ -32,7 +32,7 @@ DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& re
     fail(ErrorKind::Shape, where, "tokens, positions and sequences differ in length");
   DecoderPlan plan;
   plan.layers = config.n_decoder_layers;
-  plan.output_rows = request.output_rows;
+  plan.output_rows.assign(request.output_rows.begin(), request.output_rows.end());
   // The sequences: consecutive ids from 0, each one's positions rising by one.
   std::vector<DecoderPlan::Sequence>& seqs = plan.sequences;
   for (int r = 0; r < R; ++r) {
@@ -86,7 +86,7 @@ DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& re
     q.source_ids.assign(source_ids.begin() + static_cast<long>(q.source) * S,
                         source_ids.begin() + static_cast<long>(q.source + 1) * S);
   }
-  const std::vector<int>& out = request.output_rows;
+  const std::vector<int>& out = plan.output_rows;
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i] < 0 || out[i] >= R || (i > 0 && out[i] <= out[i - 1]))
       fail(ErrorKind::Input, where, "output rows must rise within the " + std::to_string(R) + " rows");
@@ -101,7 +101,7 @@ DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& re
 
 DecoderPlan::Queries DecoderPlan::queries(size_t s, int layer) const {
   const Sequence& q = sequences[s];
-  if (!(fewer_queries && layer + 1 == layers)) return {q.begin, q.count};
+  if (!fewer_queries_in(layer)) return {q.begin, q.count};
   // Its output rows among all the output rows (they rise, a sequence's rows together).
   const int before = static_cast<int>(std::lower_bound(output_rows.begin(), output_rows.end(), q.begin) - output_rows.begin());
   return {before, static_cast<int>(q.query_rows.size())};
@@ -111,7 +111,7 @@ AttentionMask DecoderPlan::self_mask(const Config& config, size_t s, int layer) 
   const Sequence& q = sequences[s];
   AttentionMask mask = build_mask(config, q.fitted, AttentionKind::Decoder, layer, q.first_position, q.count,
                                   q.self_key_ids, q.fitted.causal_mask);
-  return fewer_queries && layer + 1 == layers ? mask.rows(q.query_rows) : mask;
+  return fewer_queries_in(layer) ? mask.rows(q.query_rows) : mask;
 }
 
 AttentionMask DecoderPlan::cross_mask(const Config& config, size_t s, int layer) const {
@@ -119,7 +119,7 @@ AttentionMask DecoderPlan::cross_mask(const Config& config, size_t s, int layer)
   const std::vector<int> query_ids(q.self_key_ids.end() - q.count, q.self_key_ids.end());  // its rows' tokens
   AttentionMask mask = build_mask(config, q.fitted, AttentionKind::Cross, layer, q.first_position, q.count,
                                   q.source_ids, false, &query_ids);
-  return fewer_queries && layer + 1 == layers ? mask.rows(q.query_rows) : mask;
+  return fewer_queries_in(layer) ? mask.rows(q.query_rows) : mask;
 }
 
 }  // namespace sf

@@ -12,6 +12,7 @@
 // checks what lives in its own memory (its caches' keys and values) and the ids against the vocabulary. Nothing
 // here depends on where the numbers live (host or GPU memory): the CUDA backend can plan its passes the same way.
 #pragma once
+#include <span>
 #include <vector>
 
 #include "model/config.h"
@@ -35,7 +36,8 @@ struct DecoderRows {
 // What a pass asks, as the plan reads it.
 struct DecoderPlanRequest {
   // The rows, and the encoder pass they read: its source ids (`sources` sequences of one length, stacked) and
-  // interventions (painted decoder masks are fitted to each sequence here). Each must outlive the request.
+  // interventions (painted decoder masks are fitted to each sequence here). The request reads everything where
+  // it is (these, the caches' tokens, the output rows and sources): each must outlive it.
   DecoderPlanRequest(const DecoderRows& rows, const std::vector<int>& source_ids, int sources,
                      const Interventions& interventions)
       : rows(&rows), source_ids(&source_ids), sources(sources), interventions(&interventions) {}
@@ -46,10 +48,10 @@ struct DecoderPlanRequest {
   // One entry per sequence: the tokens its KV cache holds (its rows continue them), each a cache of its own; or
   // empty: no caches, every sequence from position 0.
   std::vector<const std::vector<int>*> cached_tokens;
-  std::vector<int> output_rows;  // rising, within the rows
+  std::span<const int> output_rows;  // rising, within the rows
   Record record = Record::Output;
-  int first_layer = -1;          // > 0: the pass starts at that layer (the trace holds it up to there)
-  std::vector<int> source_of;    // sequence s reads source sequence source_of[s]; empty: every one reads source 0
+  int first_layer = -1;              // > 0: the pass starts at that layer (the trace holds it up to there)
+  std::span<const int> source_of;    // sequence s reads source sequence source_of[s]; empty: every one source 0
 };
 
 struct DecoderPlan {
@@ -70,8 +72,11 @@ struct DecoderPlan {
   // self-attention keys and values (never with ReshapeHeads, where every row of a head mixes several tokens).
   bool fewer_queries = false;
 
-  // Where sequence s's queries sit among layer l's query rows, and how many: all its rows, or in the last layer
-  // of a fewer_queries pass its output rows (which are then the layer's rows, output_rows' order).
+  // Whether layer l runs only the output rows after its self-attention's keys and values: the last layer of a
+  // fewer_queries pass.
+  bool fewer_queries_in(int layer) const { return fewer_queries && layer + 1 == layers; }
+  // Where sequence s's queries sit among layer l's query rows, and how many: all its rows, or where
+  // fewer_queries_in(l) its output rows (which are then the layer's rows, output_rows' order).
   struct Queries {
     int begin = 0, count = 0;
   };

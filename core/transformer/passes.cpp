@@ -305,7 +305,7 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
     fail(ErrorKind::Input, where, "a pass from layer " + std::to_string(pass.first_layer) +
                                       " needs the trace of this very pass up to it");
   const size_t n = plan.sequences.size();
-  KvCache* const* caches = pass.caches.empty() ? nullptr : pass.caches.data();  // sequence s continues caches[s]
+  const bool cached = !pass.caches.empty();  // sequence s continues pass.caches[s]
 
   // Embeddings (the ids and positions are checked here, before anything is written).
   EmbeddingTrace own_embedding;
@@ -339,8 +339,8 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       jobs.reserve(n);
       for (size_t s = 0; s < n; ++s) {
         const DecoderPlan::Sequence& q = plan.sequences[s];
-        if (caches) {  // the sequence's rows join its cache; its keys are the cache's
-          KvCache& c = *caches[s];
+        if (cached) {  // the sequence's rows join its cache; its keys are the cache's
+          KvCache& c = *pass.caches[s];
           append_rows(c.keys[static_cast<size_t>(l)], q.first_position, a.keys.middleRows(q.begin, q.count));
           append_rows(c.values[static_cast<size_t>(l)], q.first_position, a.values.middleRows(q.begin, q.count));
           jobs.push_back(job(s, true, &c.keys[static_cast<size_t>(l)], &c.values[static_cast<size_t>(l)], 0,
@@ -371,15 +371,14 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
       for (size_t s = 0; s < n; ++s) jobs.push_back(job(s, false, keys, values, plan.sequences[s].source * S, S));
       attention_sublayer(config, w.cross_attn, x_q, jobs, cross_on, pass.record, pass.dropout, a);
     };
-    const bool fewer = plan.fewer_queries && l + 1 == L;
-    decoder_layer_forward(config, w, input, fewer ? &plan.output_rows : nullptr, self_attn, cross_attn, pass.dropout,
-                          t);
+    decoder_layer_forward(config, w, input, plan.fewer_queries_in(l) ? &plan.output_rows : nullptr, self_attn,
+                          cross_attn, pass.dropout, t);
     if (!recorded) x = std::move(t.out);
   }
-  for (size_t s = 0; s < n && caches; ++s) {
+  for (size_t s = 0; s < n && cached; ++s) {
     const DecoderPlan::Sequence& q = plan.sequences[s];
-    caches[s]->tokens.insert(caches[s]->tokens.end(), rows.tokens.begin() + q.begin,
-                             rows.tokens.begin() + q.begin + q.count);
+    std::vector<int>& tokens = pass.caches[s]->tokens;
+    tokens.insert(tokens.end(), rows.tokens.begin() + q.begin, rows.tokens.begin() + q.begin + q.count);
   }
   if (!recorded) {
     LayerNormTrace norm;

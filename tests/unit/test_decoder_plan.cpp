@@ -33,11 +33,13 @@ struct CachedModel {
     for (int token : {2, 6, 11}) decode_step(config, weights, encoded, token, three);
     decode_step(config, weights, encoded, 2, one);
   }
+  // The request reads output_rows where they are: a temporary serves a plan_decoder_pass call in the same
+  // expression.
   DecoderPlanRequest request(const DecoderRows& rows, std::vector<const std::vector<int>*> cached,
-                             std::vector<int> output_rows, Record record) const {
+                             const std::vector<int>& output_rows, Record record) const {
     DecoderPlanRequest r(rows, encoded.src.ids, encoded.sequences, encoded.interventions);
     r.cached_tokens = std::move(cached);
-    r.output_rows = std::move(output_rows);
+    r.output_rows = output_rows;
     r.record = record;
     return r;
   }
