@@ -81,6 +81,7 @@ struct BenchModel {
   Config config;
   ModelWeights weights;
   explicit BenchModel(bool base) : config(bench_config(base)), weights(random_weights(config, base ? 2025 : 2024)) {
+    attach_packed_weights(weights);  // as load_model does
     if (const char* path = std::getenv(base ? "STEPFORMER_BENCH_MODEL_BASE" : "STEPFORMER_BENCH_MODEL")) {
       Model m;
       m.family = "pytorch-tutorial";

@@ -41,9 +41,13 @@ const Model& shipped() {
   return model;
 }
 
-// The same weights read as floats: a copy's linear layers do not use the half copies (LinearWeights::half_of).
+// The same weights read as floats: packed as floats, not halves (LinearWeights::packed).
 const Model& shipped_floats() {
-  static const Model model = shipped();
+  static const Model model = [] {
+    Model m = shipped();
+    attach_packed_weights(m.weights, false);
+    return m;
+  }();
   return model;
 }
 

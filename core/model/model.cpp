@@ -298,7 +298,7 @@ void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std:
       }
     }
     complete_shared_weights(c, m.weights);
-    attach_half_weights(m.weights);  // a model stored as F16: its linear layers read halves (model/weights.h)
+    attach_packed_weights(m.weights);  // laid out for the few-row kernel; a model stored as F16 as halves (model/weights.h)
   }
 
   std::unordered_set<std::string> known(also_known.begin(), also_known.end());

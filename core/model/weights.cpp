@@ -1,42 +1,36 @@
 #include "model/weights.h"
 
-#include <cstring>
-
-#include "io/safetensors.h"
+#include "nn/small_gemm.h"
 
 namespace sf {
 
-bool has_half_weights(const LinearWeights& w) {
-  return w.half && w.half_of == w.weight.data() && w.half->size() == static_cast<size_t>(w.weight.size());
+bool has_packed_weights(const LinearWeights& w) {
+  return w.packed && w.packed_of == w.weight.data() && w.packed->rows == w.weight.rows() &&
+         w.packed->cols == w.weight.cols();
 }
 
-namespace {
+bool has_half_weights(const LinearWeights& w) { return has_packed_weights(w) && w.packed->as_halves(); }
 
-bool attach_half(LinearWeights& w) {
-  w.half.reset();
-  w.half_of = nullptr;
-  if (w.weight.size() == 0) return false;
-  auto half = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(w.weight.size()));
-  for (Eigen::Index i = 0; i < w.weight.size(); ++i) {
-    const float value = w.weight.data()[i];
-    const uint16_t h = float_to_f16(value);
-    const float back = f16_to_float(h);
-    if (std::memcmp(&back, &value, sizeof(float)) != 0) return false;  // not a half (or a NaN): floats it is
-    (*half)[static_cast<size_t>(i)] = h;
-  }
-  w.half = std::move(half);
-  w.half_of = w.weight.data();
-  return true;
+void drop_packed_weights(LinearWeights& w) {
+  w.packed.reset();
+  w.packed_of = nullptr;
 }
 
-}  // namespace
-
-int attach_half_weights(ModelWeights& weights) {
-  int attached = 0;
+int attach_packed_weights(ModelWeights& weights, bool halves_if_exact) {
+  int halves = 0;
   for_each_weight(nullptr, weights, [&](const WeightRef& r) {
-    if (r.linear && r.param == WeightParam::Weight) attached += attach_half(*r.linear);
+    if (!r.linear || r.param != WeightParam::Weight) return;
+    LinearWeights& w = *r.linear;
+    drop_packed_weights(w);
+    if (w.weight.size() == 0) return;
+    auto packed = std::make_shared<PackedWeights>();
+    pack_weights(w.weight.data(), static_cast<int>(w.weight.rows()), static_cast<int>(w.weight.cols()),
+                 w.weight.cols(), halves_if_exact, *packed);
+    halves += packed->as_halves();
+    w.packed = std::move(packed);
+    w.packed_of = w.weight.data();
   });
-  return attached;
+  return halves;
 }
 
 }  // namespace sf

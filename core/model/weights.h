@@ -13,20 +13,26 @@
 
 namespace sf {
 
+struct PackedWeights;  // nn/small_gemm.h
+
 struct LinearWeights {
   Mat weight;   // (out, in)
   RowVec bias;  // (1, out); size 0 when the config has no biases
-  // The same weight in IEEE half precision, where every value is exactly a half (a model stored as F16, as the
-  // shipped ones are): linear_forward reads these, half the bytes from memory for the same products. Made by
-  // attach_half_weights (load_model) and valid only for the matrix it was made from (half_of ==
-  // weight.data()): a copied or resized weight computes from its floats, and training drops it
-  // (parameter_views).
-  std::shared_ptr<const std::vector<uint16_t>> half;
-  const float* half_of = nullptr;
+  // The same weight laid out for the few-row kernel (nn/small_gemm.h: panels of 64 outputs, k-major), as IEEE
+  // halves where every value is exactly a half (a model stored as F16, as the shipped ones are: half the bytes),
+  // else as floats (one more copy of the weight). linear_forward reads it for fewer than 128 rows. Made by
+  // attach_packed_weights (load_model) and valid only for the matrix it was made from (packed_of ==
+  // weight.data()): a copied or resized weight is packed again on every call, with the same result, and
+  // training drops it (parameter_views).
+  std::shared_ptr<const PackedWeights> packed;
+  const float* packed_of = nullptr;
 };
 
-// Whether `w` holds a half copy made from the very matrix it holds now.
+// Whether `w` holds a packed copy made from the very matrix it holds now; and whether that copy is halves.
+bool has_packed_weights(const LinearWeights& w);
 bool has_half_weights(const LinearWeights& w);
+// Drops the packed copy (the floats are about to change under it).
+void drop_packed_weights(LinearWeights& w);
 
 struct LayerNormWeights {
   RowVec gamma;  // (1, C)
@@ -112,10 +118,11 @@ struct WeightRefT {
 using WeightRef = WeightRefT<ModelWeights>;
 using ConstWeightRef = WeightRefT<const ModelWeights>;
 
-// Gives every linear layer whose weight is exactly representable in half precision its half copy
-// (LinearWeights::half); returns how many got one. Results do not change: each half converts back to the very
-// float it came from, and the kernel sums the products in the same order (nn/small_gemm.h).
-int attach_half_weights(ModelWeights& weights);
+// Gives every linear layer its packed copy (LinearWeights::packed), as halves where the weight is exactly
+// representable in half precision (and `halves` allows); returns how many are halves. Results do not change:
+// each half converts back to the very float it came from, and a weight without a copy is packed the same way
+// for each call.
+int attach_packed_weights(ModelWeights& weights, bool halves = true);
 
 // Calls f(ref) for every weight, in this order (our file order):
 //   src_embedding, tgt_embedding, src_positions, tgt_positions,

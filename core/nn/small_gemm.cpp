@@ -8,6 +8,8 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "io/safetensors.h"
 #include "util/parallel.h"
@@ -41,14 +43,8 @@ inline __m512 load16(const uint16_t* p) {
 }
 // The first `tail` (< 16) of them, zeros after.
 inline __m512 load16_tail(__mmask16 tail, const float* p) { return _mm512_maskz_loadu_ps(tail, p); }
-inline __m512 load16_tail(__mmask16 tail, const uint16_t* p) {
-  alignas(32) uint16_t part[16] = {};
-  for (int i = 0; i < 16; ++i)
-    if ((tail >> i) & 1u) part[i] = p[i];
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(part)));
-}
 
-// One block: MR rows of x against NR rows of W (floats or halves), accumulated over K in MR * NR registers of
+// One block: MR rows of x against NR rows of W, accumulated over K in MR * NR registers of
 // 16 lanes, then reduced across lanes. The tail of K (K % 16) is read with a masked load.
 template <int MR, int NR, typename W>
 void block(const float* x, long x_stride, const W* w, long w_stride, int K, float* y, int N) {
@@ -170,6 +166,78 @@ void xw_block(const float* x, long x_stride, const float* w, long w_stride, int 
   }
 }
 
+// MR rows of y, one panel's 64 columns (`columns` of them exist): 4 * MR sums in registers over all of K, each
+// input k adding x[i][k] * W[n][k] to sum (i, n) with one fma, in the order of k.
+template <int MR, typename W>
+void packed_block(const float* x, long x_stride, const W* panel, int K, float* y, long y_stride, int columns) {
+  constexpr int P = PackedWeights::kPanel;
+  __m512 acc[MR][4];
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int k = 0; k < K; ++k) {
+    const W* wk = panel + static_cast<long>(k) * P;
+    __m512 wv[4];
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) wv[j] = load16(wk + 16 * j);
+    #pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_set1_ps(x[i * x_stride + k]);
+      #pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  __mmask16 mask[4];
+  for (int j = 0; j < 4; ++j) {
+    const int left = std::clamp(columns - 16 * j, 0, 16);
+    mask[j] = static_cast<__mmask16>((1u << left) - 1u);
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(y + i * y_stride + 16 * j, mask[j], acc[i][j]);
+}
+
+template <typename W>
+void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, int N, float* y) {
+  constexpr int P = PackedWeights::kPanel;
+  // Work in pieces of one panel times up to kRowChunk rows (a sentence is one piece a panel; a long one several,
+  // so that a layer with few panels still gives every thread work): the panel (64 K weights) stays in L1/L2
+  // while the piece's rows pass it.
+  constexpr int kRowChunk = 96;
+  const int row_chunks = (M + kRowChunk - 1) / kRowChunk;
+  auto pieces = [&](int first, int end) {
+    for (int piece = first; piece < end; ++piece) {
+      const int p = piece / row_chunks, rows_begin = piece % row_chunks * kRowChunk;
+      const int rows_end = std::min(M, rows_begin + kRowChunk);
+      const W* panel = packed + static_cast<long>(p) * K * P;
+      const int columns = std::min(P, N - p * P);
+      for (int m = rows_begin; m < rows_end; m += 6) {
+        const float* xm = x + m * x_stride;
+        float* ym = y + static_cast<long>(m) * N + p * P;
+        switch (std::min(rows_end - m, 6)) {
+          case 6: packed_block<6>(xm, x_stride, panel, K, ym, N, columns); break;
+          case 5: packed_block<5>(xm, x_stride, panel, K, ym, N, columns); break;
+          case 4: packed_block<4>(xm, x_stride, panel, K, ym, N, columns); break;
+          case 3: packed_block<3>(xm, x_stride, panel, K, ym, N, columns); break;
+          case 2: packed_block<2>(xm, x_stride, panel, K, ym, N, columns); break;
+          default: packed_block<1>(xm, x_stride, panel, K, ym, N, columns); break;
+        }
+      }
+    }
+  };
+  // As gemm_xwt: the pieces shared out between threads, each writing its own block of y; below kParallelMacs in
+  // all the sharing would cost more than it saves.
+  const long macs = static_cast<long>(M) * N * K;
+  const int count = (N + P - 1) / P * row_chunks;
+  const int threads = parallel_threads();
+  if (macs < kParallelMacs || threads == 1 || count == 1) return pieces(0, count);
+  const long piece_macs = static_cast<long>(P) * std::min(M, kRowChunk) * K;
+  const long grain = std::max((count + 2L * threads - 1) / (2L * threads), (kChunkMacs + piece_macs - 1) / piece_macs);
+  parallel_for(count, static_cast<int>(grain), pieces);
+}
+
 }  // namespace
 
 void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride) {
@@ -194,8 +262,9 @@ void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, 
   }
 }
 
-void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y) {
-  gemm_xwt(x, M, K, x_stride, w, K, N, y);
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y) {
+  if (w.as_halves()) gemm_packed(x, M, K, x_stride, w.halves.data(), w.rows, y);
+  else gemm_packed(x, M, K, x_stride, w.floats.data(), w.rows, y);
 }
 
 #else
@@ -222,15 +291,64 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
     }
 }
 
-void small_gemm_xwt_f16(const float* x, int M, int K, long x_stride, const uint16_t* w, int N, float* y) {
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y) {
+  constexpr int P = PackedWeights::kPanel;
   for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      float s = 0.0f;
-      for (int k = 0; k < K; ++k) s += x[m * x_stride + k] * f16_to_float(w[static_cast<long>(n) * K + k]);
-      y[static_cast<long>(m) * N + n] = s;
+    for (int n = 0; n < w.rows; ++n) {
+      const long at = static_cast<long>(n / P) * K * P + n % P;
+      float s = 0.0f;  // as the vector kernel: one fma per input, in the order of k
+      for (int k = 0; k < K; ++k)
+        s = std::fma(x[m * x_stride + k], w.as_halves() ? f16_to_float(w.halves[static_cast<size_t>(at + k * P)])
+                                                        : w.floats[static_cast<size_t>(at + k * P)], s);
+      y[static_cast<long>(m) * w.rows + n] = s;
     }
 }
 
 #endif
+
+void pack_weights(const float* w, int N, int K, long w_stride, bool halves_if_exact, PackedWeights& out) {
+  constexpr int P = PackedWeights::kPanel;
+  out.rows = N;
+  out.cols = K;
+  const size_t size = static_cast<size_t>((N + P - 1) / P) * static_cast<size_t>(K) * P;
+  // Row n's weight k goes to panel n / 64, slot k * 64 + n % 64; the padding rows of the last panel are zeros.
+  auto at = [&](int n, int k) { return static_cast<size_t>(n / P) * static_cast<size_t>(K) * P + static_cast<size_t>(k) * P + n % P; };
+  bool halves = halves_if_exact;
+  if (halves) {
+    out.halves.assign(size, 0);
+    for (int n = 0; n < N && halves; ++n)
+      for (int k = 0; k < K; ++k) {
+        const float value = w[n * w_stride + k];
+        const uint16_t h = float_to_f16(value);
+        const float back = f16_to_float(h);
+        if (std::memcmp(&back, &value, sizeof(float)) != 0) {  // not a half (or a NaN): floats it is
+          halves = false;
+          break;
+        }
+        out.halves[at(n, k)] = h;
+      }
+  }
+  if (halves) {
+    out.floats.clear();
+    return;
+  }
+  out.halves.clear();
+  out.floats.assign(size, 0.0f);
+  // In tiles of 16 inputs: each row's 16 values (one cache line) read once, written to 16 rows of the panel
+  // (4 KB, in L1 until the tile is done). Packing a weight for each call (linear_forward without a packed copy)
+  // costs about what a few rows of arithmetic do.
+  constexpr int kTile = 16;
+  for (int n0 = 0; n0 < N; n0 += P) {
+    const int columns = std::min(P, N - n0);
+    float* dst = out.floats.data() + at(n0, 0);
+    for (int k0 = 0; k0 < K; k0 += kTile) {
+      const int k_end = std::min(K, k0 + kTile);
+      for (int c = 0; c < columns; ++c) {
+        const float* src = w + (n0 + c) * w_stride;
+        for (int k = k0; k < k_end; ++k) dst[static_cast<long>(k) * P + c] = src[k];
+      }
+    }
+  }
+}
 
 }  // namespace sf

@@ -7,10 +7,7 @@ namespace sf {
 std::vector<ParameterView> parameter_views(ModelWeights& w) {
   std::vector<ParameterView> out;
   for_each_weight(nullptr, w, [&](const WeightRef& r) {
-    if (r.linear) {  // the floats are about to change: the half copy would go stale
-      r.linear->half.reset();
-      r.linear->half_of = nullptr;
-    }
+    if (r.linear) drop_packed_weights(*r.linear);  // the floats are about to change: the packed copy would go stale
     out.push_back({r.name, r.data(), r.size()});
   });
   return out;

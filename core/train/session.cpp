@@ -128,6 +128,7 @@ void TrainingSession::publish_requested_weights() {
   if (!weights_requested_ || !trainer_) return;
   auto copy = std::make_shared<Model>(trainer_->model());
   copy->weights = trainer_->weights();  // the worker is the only writer: between steps they hold still
+  attach_packed_weights(copy->weights);  // the copy holds still: its decoding reads them packed (model/weights.h)
   published_ = std::move(copy);
   published_step_ = trainer_->steps();
   weights_requested_ = false;

@@ -181,6 +181,7 @@ Model snapshot_model(const TrainingTimeline& timeline, size_t index) {
              " - 1)");
   Model model = timeline.model;
   model.weights = timeline.snapshots[index].weights;
+  attach_packed_weights(model.weights);  // as load_model: decoding reads them packed (model/weights.h)
   return model;
 }
 

@@ -479,6 +479,9 @@ EpochRecord Trainer::finish_epoch() {
   rec.learning_rate = s.lr;
   rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
   s.catch_up(s.writes);  // evaluation and the model file read the host's weights; the checkpoint Adam's state
+  // Validation decodes a few rows a pass, which the few-row kernel reads from packed weights (nn/small_gemm.h):
+  // packed once here, not at every call; the next step's parameter_views drops the copies (the floats change).
+  attach_packed_weights(s.weights);
   rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
   const auto hyps = translations_for_bleu(s.model, s.weights, s.valid_source, {1, 0.6f, 0});
   rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;

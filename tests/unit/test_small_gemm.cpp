@@ -90,13 +90,62 @@ TEST(SmallGemm, HalfWeightsGiveTheFloatKernelsResultBitForBit) {
     for (int N : {1, 3, 4, 9, 601})
       for (int K : {7, 16, 33, 256}) {
         const Mat x = random_mat(M, K, rng), w = halves(random_mat(N, K, rng));
-        std::vector<uint16_t> w16(static_cast<size_t>(w.size()));
-        for (size_t i = 0; i < w16.size(); ++i) w16[i] = float_to_f16(w.data()[i]);
+        PackedWeights as_floats, as_halves;
+        pack_weights(w.data(), N, K, K, false, as_floats);
+        pack_weights(w.data(), N, K, K, true, as_halves);
+        ASSERT_FALSE(as_floats.as_halves());
+        ASSERT_TRUE(as_halves.as_halves());
+        EXPECT_EQ(as_halves.halves.size(), as_floats.floats.size());  // two bytes a weight instead of four
         Mat from_floats(M, N), from_halves(M, N);
-        small_gemm_xwt(x.data(), M, K, x.outerStride(), w.data(), N, from_floats.data());
-        small_gemm_xwt_f16(x.data(), M, K, x.outerStride(), w16.data(), N, from_halves.data());
+        small_gemm_packed(x.data(), M, K, x.outerStride(), as_floats, from_floats.data());
+        small_gemm_packed(x.data(), M, K, x.outerStride(), as_halves, from_halves.data());
         EXPECT_EQ(from_halves, from_floats) << M << "x" << N << "x" << K;
       }
+  // A weight that is not exactly a half keeps the matrix in floats.
+  Mat w = halves(random_mat(5, 8, rng));
+  w(3, 2) = 0.1f;
+  PackedWeights packed;
+  pack_weights(w.data(), 5, 8, 8, true, packed);
+  EXPECT_FALSE(packed.as_halves());
+  EXPECT_TRUE(packed.halves.empty());
+}
+
+TEST(SmallGemm, PackedEqualsEigenForEveryBlockShapeAndTail) {
+  // Register blocks of 1 to 6 rows, panels of 64 columns with the last one partial, K of any size; x's rows wider
+  // than K, W's rows wider than K (a column block of a wider matrix).
+  std::mt19937 rng(4);
+  for (int M : {1, 2, 3, 4, 5, 6, 7, 13})
+    for (int N : {1, 15, 16, 17, 64, 65, 130})
+      for (int K : {1, 15, 16, 33, 64}) {
+        const Mat x = random_mat(M, K + 5, rng);
+        const Mat wide = random_mat(N, K + 3, rng);
+        PackedWeights packed;
+        pack_weights(wide.data() + 2, N, K, wide.outerStride(), false, packed);
+        Mat y = Mat::Constant(M, N, 7.0f);
+        small_gemm_packed(x.data(), M, K, x.outerStride(), packed, y.data());
+        const Mat want = x.leftCols(K) * wide.middleCols(2, K).transpose();
+        EXPECT_LT((y - want).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+      }
+}
+
+TEST(SmallGemm, PackedRowsGiveTheSameFloatsAloneAsInABatch) {
+  // What makes a chunk of guessed tokens compute what steps one at a time would (decode/guided.h): row r of a
+  // product over 13 rows, on two threads, is bit for bit the product of row r alone on one thread.
+  std::mt19937 rng(6);
+  const Mat x = random_mat(13, 256, rng), w = random_mat(601, 256, rng);
+  PackedWeights packed;
+  pack_weights(w.data(), 601, 256, 256, false, packed);
+  const int before = parallel_threads();
+  set_parallel_threads(2);
+  Mat all(13, 601);
+  small_gemm_packed(x.data(), 13, 256, x.outerStride(), packed, all.data());
+  set_parallel_threads(1);
+  for (int r = 0; r < 13; ++r) {
+    Mat one(1, 601);
+    small_gemm_packed(x.row(r).data(), 1, 256, 256, packed, one.data());
+    EXPECT_EQ(one, all.row(r)) << "row " << r;
+  }
+  set_parallel_threads(before);
 }
 
 TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
@@ -110,9 +159,10 @@ TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
     *l = {halves(random_mat(16, 16, rng)), RowVec(), {}, nullptr};
   layer.ffn.fc1 = {random_mat(32, 16, rng), RowVec(), {}, nullptr};  // not halves: 0.1-like floats
   layer.ffn.fc2 = {halves(random_mat(16, 32, rng)), RowVec(), {}, nullptr};
-  EXPECT_EQ(attach_half_weights(weights), 10);
+  EXPECT_EQ(attach_packed_weights(weights), 10);
   EXPECT_TRUE(has_half_weights(weights.generator));
   EXPECT_FALSE(has_half_weights(layer.ffn.fc1));
+  EXPECT_TRUE(has_packed_weights(layer.ffn.fc1));  // packed as floats
   // The same outputs from halves as from floats.
   const Mat x = random_mat(3, 16, rng);
   Mat with_halves, with_floats;
@@ -128,6 +178,7 @@ TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
   // Training takes the parameters to change them: the half copies go.
   parameter_views(weights);
   EXPECT_FALSE(has_half_weights(weights.generator));
+  EXPECT_FALSE(has_packed_weights(layer.ffn.fc1));
 }
 
 TEST(SmallGemm, LinearForwardAgreesAcrossItsPaths) {

@@ -40,10 +40,7 @@ void transfer(const CudaModel::Impl& m, float* base, W& host, const char* what) 
     if constexpr (to_gpu) {
       check_cuda(cudaMemcpy(gpu, r.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy to the GPU");
     } else {
-      if (r.linear) {
-        r.linear->half.reset();
-        r.linear->half_of = nullptr;
-      }
+      if (r.linear) drop_packed_weights(*r.linear);
       check_cuda(cudaMemcpy(r.data(), gpu, n * sizeof(float), cudaMemcpyDeviceToHost), "copy to host");
     }
     ++i;
