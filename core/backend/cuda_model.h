@@ -74,7 +74,7 @@ class CudaModel {
   // loss is not finite, before anything is updated. grad_norm, when given, gets the norm before clipping.
   LossResult train_step(const Batch& batch, const DropoutSettings& dropout, float smoothing, float clip_norm, float lr,
                         double* grad_norm = nullptr);
-  // Copies into host weights shaped as the model's (drops their half copies, which would go stale).
+  // Copies into host weights shaped as the model's (drops their packed copies, which would go stale).
   void download_weights(ModelWeights& weights) const;
   void download_gradients(ModelWeights& grads) const;  // the last step's, after clipping
   void download_adam(ModelWeights& first_moment, ModelWeights& second_moment) const;

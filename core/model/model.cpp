@@ -119,12 +119,13 @@ void check_finite(const std::string& name, std::span<const float> values, const 
   }
 }
 
-// The weights as floats, plus a half copy of the linear layers' (weights.h), must fit in this machine's memory
-// with room to spare; else the model is refused before anything is allocated, with the numbers.
+// The weights as floats, plus the linear layers' packed copies (weights.h: halves, or floats for a model that is
+// not F16), must fit in this machine's memory with room to spare; else the model is refused before anything is
+// allocated, with the numbers.
 void check_weight_memory(const std::string& origin, const std::vector<TensorSpec>& layout) {
   double values = 0;
   for (const TensorSpec& spec : layout) values += static_cast<double>(spec.numel());
-  const double bytes = values * 6.0;
+  const double bytes = values * 8.0;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
   const double memory = pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 8e9;
   if (bytes > 0.75 * memory) {

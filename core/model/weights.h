@@ -83,7 +83,7 @@ struct ModelWeights {
 // [SECTION] the one walk of the weights
 // for_each_weight visits every weight of a ModelWeights in one fixed order, with where it sits and the shape the
 // config gives it. Every walk of the weights is a call of it: the name tables of the checkpoint families
-// (model/name_tables.h), allocation, the trainer's parameter views, the half copies and initialisation.
+// (model/name_tables.h), allocation, the trainer's parameter views, the packed copies and initialisation.
 enum class WeightBlock {
   SrcEmbedding, TgtEmbedding, SrcPositions, TgtPositions, EncoderLayer, DecoderLayer, EncoderNorm, DecoderNorm,
   Generator

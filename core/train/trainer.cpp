@@ -362,7 +362,7 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   check_training_memory(config, o);
 
   s.weights = fine_tuning ? std::move(base.weights) : initialize_weights(config, o.seed);
-  if (fine_tuning) parameter_views(s.weights);  // drops the half copies of an F16 file: the floats will change
+  if (fine_tuning) parameter_views(s.weights);  // drops the packed copies: the floats will change
   s.adam = std::make_unique<Adam>(s.weights, o.adam);
   if (std::error_code ec; s.writes && o.resume && std::filesystem::exists(s.checkpoint, ec)) {
     s.state = read_checkpoint(s.checkpoint, config, src_vocab, tgt_vocab, o.seed, s.weights, *s.adam);

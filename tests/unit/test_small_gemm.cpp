@@ -175,7 +175,7 @@ TEST(SmallGemm, HalfCopiesOnlyForExactHalvesAndOnlyForTheirOwnMatrix) {
   copy.weight(2, 5) += 1.0f;
   linear_forward(x, copy, with_floats);
   EXPECT_NE(with_floats.col(2), with_halves.col(2));
-  // Training takes the parameters to change them: the half copies go.
+  // Training takes the parameters to change them: the packed copies go.
   parameter_views(weights);
   EXPECT_FALSE(has_half_weights(weights.generator));
   EXPECT_FALSE(has_packed_weights(layer.ffn.fc1));

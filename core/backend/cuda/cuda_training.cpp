@@ -26,7 +26,7 @@ DWeights weights_at(const CudaModel::Impl& m, float* base) {
 }
 
 // Host weights <-> GPU memory laid out as weight_memory (gradients, Adam's moments): to the GPU from const host
-// weights, back into mutable ones (their half copies dropped: the floats change under them).
+// weights, back into mutable ones (their packed copies dropped: the floats change under them).
 template <typename W>
 void transfer(const CudaModel::Impl& m, float* base, W& host, const char* what) {
   if (!base) fail(ErrorKind::Input, "cuda", std::string("no ") + what + " on the GPU: start_training first");
