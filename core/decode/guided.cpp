@@ -67,10 +67,13 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   int done_begin = 0, done_end = 0;  // rows of `full` or `chunk` through the output layer so far
   // The logits of row `row` of `pass` (of `rows` rows), whose output layer (most of a row's cost for a large
   // vocabulary) runs on rows as the check reaches them, 4 first, then twice as many as so far: a guess that goes
-  // wrong early leaves the rest out.
+  // wrong early leaves the rest out. A rest of at most half a batch joins it (a chunk of 5 or 6 rows runs its
+  // output layer once: one more call for one row cost more than the row).
   auto output_row = [&](Trace& pass, int rows, int row) -> RowVec {
     if (row >= done_end) {
-      const int end = std::min(rows, std::max(row + 1, done_end + std::max(4, done_end - done_begin)));
+      const int batch = std::max(4, done_end - done_begin);
+      int end = std::min(rows, std::max(row + 1, done_end + batch));
+      if (rows - end <= batch / 2) end = rows;
       output_rows(weights, done_end, end, pass);
       done_end = end;
     }
