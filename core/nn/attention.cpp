@@ -184,17 +184,18 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     // v once for all query rows. (Eigen's matrix-vector product per row reduced each 32-long dot product on its
     // own and read the keys once per query row: in a chunk check over a long sentence that took about as long as
     // all of the check's projections.) Without the vector kernel: row by row, a matrix-vector product each.
-    // Many query rows (a traced pass, the encoder): the head's keys packed as a weight is (nn/small_gemm.h) and
-    // the scores from the packed kernel, the output from the rows of v as for a few rows: 20-30% under Eigen's
-    // products at 64-255 rows of D = 32 (one thread, measured), whose packing costs as much as the arithmetic
-    // at such a small D.
+    // Many query rows (a traced pass, the encoder): from 64 keys (one panel) the head's keys packed as a weight
+    // is (nn/small_gemm.h) and the scores from the packed kernel; the output from the rows of v as for a few rows.
+    // 20-30% under Eigen's products at 64-255 rows of D = 32 (one thread, measured), whose packing costs as much
+    // as the arithmetic at such a small D. Under 64 keys a panel would be mostly padding: Eigen's product there
+    // (12-40 keys, a training batch's sentences: 0.3-1.7 us against 0.7-2.1 packed).
     const bool few = tq <= kFewQueries;
     const bool vector_kernel = small_gemm_available();
     if (vector_kernel && few) {
       small_gemm_xwt(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), k.data() + h * d,
                      static_cast<int>(tk), scores.data(), k.outerStride());
       scores *= scale;
-    } else if (vector_kernel) {
+    } else if (vector_kernel && tk >= PackedWeights::kPanel) {
       thread_local PackedWeights keys;
       pack_weights(k.data() + h * d, static_cast<int>(tk), static_cast<int>(d), k.outerStride(), false, keys);
       small_gemm_packed(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), keys,
