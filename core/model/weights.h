@@ -20,7 +20,7 @@ struct LinearWeights {
   RowVec bias;  // (1, out); size 0 when the config has no biases
   // The same weight laid out for the few-row kernel (nn/small_gemm.h: panels of 64 outputs, k-major), as IEEE
   // halves where every value is exactly a half (a model stored as F16, as the shipped ones are: half the bytes),
-  // else as floats (one more copy of the weight). linear_forward reads it for fewer than 128 rows. Made by
+  // else as floats (one more copy of the weight). linear_forward reads it for any number of rows. Made by
   // attach_packed_weights (load_model) and valid only for the matrix it was made from (packed_of ==
   // weight.data()): a copied or resized weight is packed again on every call, with the same result, and
   // training drops it (parameter_views).

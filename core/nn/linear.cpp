@@ -33,13 +33,14 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
     fail(ErrorKind::Shape, "linear_forward",
          "input has " + std::to_string(x.cols()) + " columns, weight expects " + std::to_string(w.weight.cols()));
   out.resize(x.rows(), w.weight.rows());
-  if (small_gemm_available() && (has_packed_weights(w) || x.rows() < 128)) {
+  const bool packed_at_load = has_packed_weights(w);
+  if (small_gemm_available() && (packed_at_load || x.rows() < 128)) {
     // W as packed when the model was loaded (nn/small_gemm.h), for any number of rows: 1.3-1.5x Eigen's GEMM
     // at 128-256 rows of 256-512 inputs (one thread, measured), and each row's outputs the same floats in a pass
     // of any length. A weight without a packed copy (a copy, a model in training) is packed here for a few
     // rows, into this thread's buffer: the same layout, so the same floats; for many, Eigen's GEMM packs its own.
-    const PackedWeights* packed = has_packed_weights(w) ? w.packed.get() : nullptr;
-    if (!packed) {
+    const PackedWeights* packed = w.packed.get();
+    if (!packed_at_load) {
       thread_local PackedWeights scratch;
       pack_weights(w.weight.data(), static_cast<int>(w.weight.rows()), static_cast<int>(w.weight.cols()),
                    w.weight.cols(), false, scratch);

@@ -15,8 +15,8 @@ void for_each_column_block(Eigen::Index columns, const std::function<void(Eigen:
 
 // out (N, out) = x (N, in) W^T + b. `out` is resized; it must not alias x.
 void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out);
-// Fewer than 128 rows, where the vector kernel is built (small_gemm_available): from the layer's packed copy
-// (has_packed_weights; halves for a model stored as F16: the same result, half the bytes), or from a copy packed
-// for the call. More rows: Eigen's GEMM.
+// Where the vector kernel is built (small_gemm_available): from the layer's packed copy at any number of rows
+// (has_packed_weights; halves for a model stored as F16: the same result, half the bytes); without one, fewer
+// than 128 rows from a copy packed for the call, more with Eigen's GEMM.
 
 }  // namespace sf

@@ -306,49 +306,56 @@ void small_gemm_packed(const float* x, int M, int K, long x_stride, const Packed
 
 #endif
 
-void pack_weights(const float* w, int N, int K, long w_stride, bool halves_if_exact, PackedWeights& out) {
-  constexpr int P = PackedWeights::kPanel;
-  out.rows = N;
-  out.cols = K;
-  const size_t size = static_cast<size_t>((N + P - 1) / P) * static_cast<size_t>(K) * P;
-  // Row n's weight k goes to panel n / 64, slot k * 64 + n % 64; the padding rows of the last panel are zeros.
-  auto at = [&](int n, int k) { return static_cast<size_t>(n / P) * static_cast<size_t>(K) * P + static_cast<size_t>(k) * P + n % P; };
-  bool halves = halves_if_exact;
-  if (halves) {
-    out.halves.assign(size, 0);
-    for (int n = 0; n < N && halves; ++n)
-      for (int k = 0; k < K; ++k) {
-        const float value = w[n * w_stride + k];
-        const uint16_t h = float_to_f16(value);
-        const float back = f16_to_float(h);
-        if (std::memcmp(&back, &value, sizeof(float)) != 0) {  // not a half (or a NaN): floats it is
-          halves = false;
-          break;
-        }
-        out.halves[at(n, k)] = h;
-      }
-  }
-  if (halves) {
-    out.floats.clear();
-    return;
-  }
-  out.halves.clear();
-  out.floats.assign(size, 0.0f);
-  // In tiles of 16 inputs: each row's 16 values (one cache line) read once, written to 16 rows of the panel
-  // (4 KB, in L1 until the tile is done). Packing a weight for each call (linear_forward without a packed copy)
-  // costs about what a few rows of arithmetic do.
-  constexpr int kTile = 16;
+namespace {
+
+// W (N, K), rows `w_stride` apart, into the packed layout: row n's weight k to panel n / 64, slot k * 64 + n % 64,
+// the padding rows of the last panel zeros. In tiles of 16 inputs: each row's 16 values (one cache line) read
+// once, written to 16 rows of the panel (4 KB, in L1 until the tile is done), so that packing a weight for one
+// call (linear_forward without a packed copy) costs about what a few rows of arithmetic do.
+template <typename T>
+void pack_panels(const T* w, int N, int K, long w_stride, std::vector<T>& out) {
+  constexpr int P = PackedWeights::kPanel, kTile = 16;
+  out.assign(static_cast<size_t>((N + P - 1) / P) * static_cast<size_t>(K) * P, T(0));
   for (int n0 = 0; n0 < N; n0 += P) {
     const int columns = std::min(P, N - n0);
-    float* dst = out.floats.data() + at(n0, 0);
+    T* dst = out.data() + static_cast<size_t>(n0 / P) * static_cast<size_t>(K) * P;
     for (int k0 = 0; k0 < K; k0 += kTile) {
       const int k_end = std::min(K, k0 + kTile);
       for (int c = 0; c < columns; ++c) {
-        const float* src = w + (n0 + c) * w_stride;
+        const T* src = w + (n0 + c) * w_stride;
         for (int k = k0; k < k_end; ++k) dst[static_cast<long>(k) * P + c] = src[k];
       }
     }
   }
+}
+
+// W as halves, row-major (N, K), when every value is exactly one (a NaN is not): else false.
+bool exact_halves(const float* w, int N, int K, long w_stride, std::vector<uint16_t>& halves) {
+  halves.resize(static_cast<size_t>(N) * static_cast<size_t>(K));
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k) {
+      const float value = w[n * w_stride + k];
+      const uint16_t h = float_to_f16(value);
+      const float back = f16_to_float(h);
+      if (std::memcmp(&back, &value, sizeof(float)) != 0) return false;
+      halves[static_cast<size_t>(n) * K + k] = h;
+    }
+  return true;
+}
+
+}  // namespace
+
+void pack_weights(const float* w, int N, int K, long w_stride, bool halves_if_exact, PackedWeights& out) {
+  out.rows = N;
+  out.cols = K;
+  std::vector<uint16_t> row_major;
+  if (halves_if_exact && exact_halves(w, N, K, w_stride, row_major)) {
+    pack_panels(row_major.data(), N, K, K, out.halves);
+    out.floats.clear();
+    return;
+  }
+  out.halves.clear();
+  pack_panels(w, N, K, w_stride, out.floats);
 }
 
 }  // namespace sf
