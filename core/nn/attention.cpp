@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "nn/small_gemm.h"
+#include "nn/softmax.h"
 #include "util/error.h"
 #include "util/parallel.h"
 
@@ -25,16 +26,14 @@ void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs) {
   const int grain = static_cast<int>(std::max<Eigen::Index>(1, 16384 / std::max<Eigen::Index>(cols, 1)));
   parallel_for(static_cast<int>(scores.rows()), grain, [&](int begin, int end) {
     for (Eigen::Index r = begin; r < end; ++r) {
-      auto row = probs.row(r).array();
-      if (blocked.size() > 0) row = (blocked.row(r).array() > 0.5f).select(neg_inf, scores.row(r).array());
-      else row = scores.row(r).array();
-      const float max = cols > 0 ? row.maxCoeff() : neg_inf;
-      if (max == neg_inf) {  // every cell blocked: attend to nothing (see attention.h)
-        row.setZero();
-        continue;
+      float* row = probs.row(r).data();
+      const float* in = scores.row(r).data();
+      if (blocked.size() > 0) {
+        probs.row(r) = (blocked.row(r).array() > 0.5f).select(neg_inf, scores.row(r).array()).matrix();
+        in = row;
       }
-      row = (row - max).exp();
-      row /= row.sum();
+      // every cell blocked: attend to nothing (see attention.h)
+      if (!softmax_row(in, row, static_cast<int>(cols))) probs.row(r).setZero();
     }
   });
 }
@@ -112,9 +111,9 @@ bool AttentionTrace::blocked(size_t head_index, Eigen::Index query, Eigen::Index
 
 namespace {
 
-// probs = softmax over the row's allowed cells of scores (Tq, Tk) (blocked ones 0; a row with none allowed all 0):
-// the cells up to `end` (a causal row's prefix), minus padding keys or the cells a painted row blocks.
-void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* painted, Mat& probs) {
+// probs = softmax over the row's allowed cells of scale * scores (Tq, Tk) (blocked ones 0; a row with none allowed
+// all 0): the cells up to `end` (a causal row's prefix), minus padding keys or the cells a painted row blocks.
+void softmax_allowed(const Mat& scores, float scale, const AttentionMask& mask, const Mat* painted, Mat& probs) {
   constexpr float neg_inf = -std::numeric_limits<float>::infinity();
   const Eigen::Index tq = scores.rows(), tk = scores.cols();
   probs.resize(tq, tk);
@@ -122,26 +121,27 @@ void softmax_allowed(const Mat& scores, const AttentionMask& mask, const Mat* pa
     Eigen::Index end = tk;
     if (!painted && mask.causal) end = std::min<Eigen::Index>(tk, mask.query_positions[static_cast<size_t>(i)] + 1);
     auto row = probs.row(i);
-    row.head(end) = scores.row(i).head(end);
-    if (!painted && !mask.query_blocked.empty() && mask.query_blocked[static_cast<size_t>(i)]) {
-      row.head(end).setConstant(neg_inf);  // a padding query: its whole row
-    } else if (painted) {
-      for (Eigen::Index j = 0; j < end; ++j)
-        if ((*painted)(i, j) > 0.5f) row(j) = neg_inf;
-    } else if (!mask.key_blocked.empty()) {
-      for (Eigen::Index j = 0; j < end; ++j)
-        if (mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
+    const float* in = scores.row(i).data();
+    const bool query_blocked = !painted && !mask.query_blocked.empty() && mask.query_blocked[static_cast<size_t>(i)];
+    if (query_blocked || painted || !mask.key_blocked.empty()) {  // the row with its blocked cells at -inf
+      row.head(end) = scores.row(i).head(end);
+      if (query_blocked) {
+        row.head(end).setConstant(neg_inf);  // a padding query: its whole row
+      } else if (painted) {
+        for (Eigen::Index j = 0; j < end; ++j)
+          if ((*painted)(i, j) > 0.5f) row(j) = neg_inf;
+      } else {
+        for (Eigen::Index j = 0; j < end; ++j)
+          if (mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
+      }
+      in = row.data();
     }
     if (end < tk) row.tail(tk - end).setZero();
-    auto allowed = row.head(end);
-    const float max = end > 0 ? allowed.maxCoeff() : neg_inf;
-    if (max == neg_inf) {  // every cell blocked: attend to nothing, or evenly to all (see the top of attention.h)
+    if (!softmax_row(in, row.data(), static_cast<int>(end), scale)) {
+      // every cell blocked: attend to nothing, or evenly to all (see the top of attention.h)
       if (mask.blocked_row_uniform) row.setConstant(1.0f / static_cast<float>(tk));
-      else allowed.setZero();
-      continue;
+      else row.head(end).setZero();
     }
-    allowed.array() = (allowed.array() - max).exp();
-    allowed /= allowed.sum();
   }
 }
 
@@ -191,22 +191,45 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     // (12-40 keys, a training batch's sentences: 0.3-1.7 us against 0.7-2.1 packed).
     const bool few = tq <= kFewQueries;
     const bool vector_kernel = small_gemm_available();
+    // A causal mask (no painted one replacing it for this head) lets query row i see the keys up to its position
+    // only. The softmax reads nothing past them and gives them 0, so groups of rows compute their scores (unless
+    // the trace keeps every score) and their output over the keys up to the group's last position: a traced
+    // pass's decoder self-attention does about half the work. A row the softmax may spread evenly over every key
+    // (blocked_row_uniform) keeps them all.
+    const Mat* painted = mask.painted_for(h);
+    const bool prefix_only = mask.causal && !painted && !mask.blocked_row_uniform;
+    auto keys_seen = [&](Eigen::Index first, Eigen::Index end) {  // keys rows first..end-1 read
+      if (!prefix_only) return static_cast<int>(tk);
+      int last = 0;
+      for (Eigen::Index i = first; i < end; ++i) last = std::max(last, mask.query_positions[static_cast<size_t>(i)] + 1);
+      return static_cast<int>(std::min<Eigen::Index>(tk, last));
+    };
     if (vector_kernel && few) {
       small_gemm_xwt(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), k.data() + h * d,
                      static_cast<int>(tk), scores.data(), k.outerStride());
-      scores *= scale;
     } else if (vector_kernel && tk >= PackedWeights::kPanel) {
       thread_local PackedWeights keys;
       pack_weights(k.data() + h * d, static_cast<int>(tk), static_cast<int>(d), k.outerStride(), false, keys);
-      small_gemm_packed(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), keys,
-                        scores.data());
-      scores *= scale;
+      constexpr Eigen::Index kGroup = 48;  // 8 register blocks of 6 rows; a panel is 64 keys
+      const bool every_score = !prefix_only || !record.scores.empty();
+      for (Eigen::Index first = 0; first < tq; first += every_score ? tq : kGroup) {
+        const Eigen::Index rows = every_score ? tq : std::min(kGroup, tq - first);
+        small_gemm_packed(q.data() + first * q.outerStride() + h * d, static_cast<int>(rows), static_cast<int>(d),
+                          q.outerStride(), keys, scores.data() + first * tk, nullptr, keys_seen(first, first + rows),
+                          tk);
+      }
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
-        scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose() * scale;
+        scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose();
     } else
-      scores.noalias() = (q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose()) * scale;  // (Tq, Tk)
-    softmax_allowed(scores, mask, mask.painted_for(h), probs);
+      scores.noalias() = q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose();  // (Tq, Tk)
+    // q k^T is scaled as the softmax reads it; a trace keeps the scaled scores (the same floats the softmax saw).
+    float softmax_scale = scale;
+    if (!record.scores.empty()) {
+      scores *= scale;
+      softmax_scale = 1.0f;
+    }
+    softmax_allowed(scores, softmax_scale, mask, painted, probs);
     auto out = heads_out.middleCols(h * d, d);  // (Tq, D)
     if (!heads_on.empty() && !heads_on[hs]) {
       out.setZero();
@@ -214,8 +237,13 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
       dropped = probs.cwiseProduct(keep[hs]);
       out.noalias() = dropped * v.middleCols(h * d, d);
     } else if (vector_kernel) {
-      small_gemm_xw(probs.data(), static_cast<int>(tq), static_cast<int>(tk), probs.outerStride(), v.data() + h * d,
-                    v.outerStride(), static_cast<int>(d), out.data(), out.outerStride());
+      constexpr Eigen::Index kGroup = 16;  // 4 register blocks of 4 rows
+      for (Eigen::Index first = 0; first < tq; first += prefix_only ? kGroup : tq) {
+        const Eigen::Index rows = prefix_only ? std::min(kGroup, tq - first) : tq;
+        small_gemm_xw(probs.data() + first * probs.outerStride(), static_cast<int>(rows), keys_seen(first, first + rows),
+                      probs.outerStride(), v.data() + h * d, v.outerStride(), static_cast<int>(d),
+                      out.data() + first * out.outerStride(), out.outerStride());
+      }
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
         out.row(i).noalias() = probs.row(i) * v.middleCols(h * d, d);

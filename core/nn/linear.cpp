@@ -32,6 +32,9 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   if (x.cols() != w.weight.cols())
     fail(ErrorKind::Shape, "linear_forward",
          "input has " + std::to_string(x.cols()) + " columns, weight expects " + std::to_string(w.weight.cols()));
+  if (w.bias.size() > 0 && w.bias.size() != w.weight.rows())
+    fail(ErrorKind::Shape, "linear_forward",
+         "bias has " + std::to_string(w.bias.size()) + " values, weight " + std::to_string(w.weight.rows()) + " outputs");
   out.resize(x.rows(), w.weight.rows());
   const bool packed_at_load = has_packed_weights(w);
   if (small_gemm_available() && (packed_at_load || x.rows() < 128)) {
@@ -47,7 +50,8 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
       packed = &scratch;
     }
     small_gemm_packed(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(), *packed,
-                      out.data());
+                      out.data(), w.bias.size() > 0 ? w.bias.data() : nullptr);
+    return;
   } else if (x.rows() >= 64) {
     // Each block starts as the bias (or zeros) and the product is added to it: Eigen's `=` of a product zeroes
     // its destination first and the bias would be one more pass over the output (together 7% of a 256-token

@@ -169,7 +169,8 @@ void xw_block(const float* x, long x_stride, const float* w, long w_stride, int 
 // MR rows of y, one panel's 64 columns (`columns` of them exist): 4 * MR sums in registers over all of K, each
 // input k adding x[i][k] * W[n][k] to sum (i, n) with one fma, in the order of k.
 template <int MR, typename W>
-void packed_block(const float* x, long x_stride, const W* panel, int K, float* y, long y_stride, int columns) {
+void packed_block(const float* x, long x_stride, const W* panel, int K, const float* bias, float* y, long y_stride,
+                  int columns) {
   constexpr int P = PackedWeights::kPanel;
   __m512 acc[MR][4];
   #pragma GCC unroll 8
@@ -193,6 +194,14 @@ void packed_block(const float* x, long x_stride, const W* panel, int K, float* y
     const int left = std::clamp(columns - 16 * j, 0, 16);
     mask[j] = static_cast<__mmask16>((1u << left) - 1u);
   }
+  if (bias) {  // y = sum + b, the sum complete first: the floats of adding the bias afterwards
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m512 b = _mm512_maskz_loadu_ps(mask[j], bias + 16 * j);
+      #pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_add_ps(acc[i][j], b);
+    }
+  }
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
     #pragma GCC unroll 4
@@ -200,7 +209,8 @@ void packed_block(const float* x, long x_stride, const W* panel, int K, float* y
 }
 
 template <typename W>
-void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, int N, float* y) {
+void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, int N, const float* bias, float* y,
+                 long y_stride) {
   constexpr int P = PackedWeights::kPanel;
   // Work in pieces of one panel times up to kRowChunk rows (a sentence is one piece a panel; a long one several,
   // so that a layer with few panels still gives every thread work): the panel (64 K weights) stays in L1/L2
@@ -213,16 +223,17 @@ void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, i
       const int rows_end = std::min(M, rows_begin + kRowChunk);
       const W* panel = packed + static_cast<long>(p) * K * P;
       const int columns = std::min(P, N - p * P);
+      const float* panel_bias = bias ? bias + p * P : nullptr;
       for (int m = rows_begin; m < rows_end; m += 6) {
         const float* xm = x + m * x_stride;
-        float* ym = y + static_cast<long>(m) * N + p * P;
+        float* ym = y + static_cast<long>(m) * y_stride + p * P;
         switch (std::min(rows_end - m, 6)) {
-          case 6: packed_block<6>(xm, x_stride, panel, K, ym, N, columns); break;
-          case 5: packed_block<5>(xm, x_stride, panel, K, ym, N, columns); break;
-          case 4: packed_block<4>(xm, x_stride, panel, K, ym, N, columns); break;
-          case 3: packed_block<3>(xm, x_stride, panel, K, ym, N, columns); break;
-          case 2: packed_block<2>(xm, x_stride, panel, K, ym, N, columns); break;
-          default: packed_block<1>(xm, x_stride, panel, K, ym, N, columns); break;
+          case 6: packed_block<6>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
+          case 5: packed_block<5>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
+          case 4: packed_block<4>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
+          case 3: packed_block<3>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
+          case 2: packed_block<2>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
+          default: packed_block<1>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
         }
       }
     }
@@ -262,9 +273,12 @@ void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, 
   }
 }
 
-void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y) {
-  if (w.as_halves()) gemm_packed(x, M, K, x_stride, w.halves.data(), w.rows, y);
-  else gemm_packed(x, M, K, x_stride, w.floats.data(), w.rows, y);
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y,
+                       const float* bias, int columns, long y_stride) {
+  const int N = columns >= 0 ? std::min(columns, w.rows) : w.rows;
+  if (y_stride <= 0) y_stride = N;
+  if (w.as_halves()) gemm_packed(x, M, K, x_stride, w.halves.data(), N, bias, y, y_stride);
+  else gemm_packed(x, M, K, x_stride, w.floats.data(), N, bias, y, y_stride);
 }
 
 #else
@@ -291,16 +305,19 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
     }
 }
 
-void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y) {
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y,
+                       const float* bias, int columns, long y_stride) {
   constexpr int P = PackedWeights::kPanel;
+  const int N = columns >= 0 ? std::min(columns, w.rows) : w.rows;
+  if (y_stride <= 0) y_stride = N;
   for (int m = 0; m < M; ++m)
-    for (int n = 0; n < w.rows; ++n) {
+    for (int n = 0; n < N; ++n) {
       const long at = static_cast<long>(n / P) * K * P + n % P;
       float s = 0.0f;  // as the vector kernel: one fma per input, in the order of k
       for (int k = 0; k < K; ++k)
         s = std::fma(x[m * x_stride + k], w.as_halves() ? f16_to_float(w.halves[static_cast<size_t>(at + k * P)])
                                                         : w.floats[static_cast<size_t>(at + k * P)], s);
-      y[static_cast<long>(m) * w.rows + n] = s;
+      y[static_cast<long>(m) * y_stride + n] = bias ? s + bias[n] : s;
     }
 }
 

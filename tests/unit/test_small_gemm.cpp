@@ -125,6 +125,12 @@ TEST(SmallGemm, PackedEqualsEigenForEveryBlockShapeAndTail) {
         small_gemm_packed(x.data(), M, K, x.outerStride(), packed, y.data());
         const Mat want = x.leftCols(K) * wide.middleCols(2, K).transpose();
         EXPECT_LT((y - want).cwiseAbs().maxCoeff(), 1e-5f * (1.0f + K / 16.0f)) << M << "x" << N << "x" << K;
+        // With a bias: the sum first, then the bias, the floats of adding it afterwards (linear_forward's y).
+        const RowVec bias = random_mat(1, N, rng);
+        Mat with_bias = Mat::Constant(M, N, 7.0f);
+        small_gemm_packed(x.data(), M, K, x.outerStride(), packed, with_bias.data(), bias.data());
+        const Mat added = y.rowwise() + bias;
+        EXPECT_TRUE(with_bias == added) << M << "x" << N << "x" << K;
       }
 }
 

@@ -1,0 +1,109 @@
+#include "nn/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/tensor.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace sf {
+
+#if defined(__AVX512F__)
+
+namespace {
+
+// exp(x) on 16 lanes for x <= 0 (a softmax's x - max): x = n ln2 + r with n = round(x / ln2), |r| <= ln2 / 2
+// (ln2 in two parts, so r is exact to a float), exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, times 2^n by
+// scalef. Under -87.3 (exp < 2^-126, a normal float's least) the lane is 0: a blocked cell's -inf among them.
+// NaN stays NaN (max and the comparison pass it through), so a NaN score still spoils its row's sum.
+inline __m512 exp_nonpositive(__m512 x) {
+  const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // x - n ln2_hi (exact: ln2_hi has 9 bits)
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);       // - n ln2_lo
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), underflow, _mm512_setzero_ps());
+}
+
+// The 16 lanes' maximum and sum, lane by lane (GCC 12's _mm512_reduce_* warn of an uninitialised variable).
+inline float max_of_lanes(__m512 v) {
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, v);
+  float m = lane[0];
+  for (int i = 1; i < 16; ++i) m = std::max(m, lane[i]);
+  return m;
+}
+inline float sum_of_lanes(__m512 v) {
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, v);
+  float s = 0.0f;
+  for (int i = 0; i < 16; ++i) s += lane[i];
+  return s;
+}
+
+// s * x rounded to a float before anything else reads it: with the rounding given, the compiler cannot fuse the
+// product into the subtraction that follows (GCC contracts a * b - c into one fma in C++), so a row scaled here
+// gives the same floats as one scaled beforehand (attention's traced scores).
+inline __m512 scaled(__m512 x, __m512 s) { return _mm512_mul_round_ps(x, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+inline __mmask16 first_lanes(int count) { return static_cast<__mmask16>((1u << count) - 1u); }
+
+}  // namespace
+
+bool softmax_row(const float* in, float* out, int count, float scale) {
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  const int whole = count / 16 * 16;
+  const __mmask16 tail = first_lanes(count - whole);
+  // The maximum of the raw cells: scale > 0 keeps their order, and rounding s*x is monotone, so max(s x) = s max(x).
+  __m512 max16 = _mm512_set1_ps(neg_inf);
+  for (int j = 0; j < whole; j += 16) max16 = _mm512_max_ps(max16, _mm512_loadu_ps(in + j));
+  if (tail) max16 = _mm512_mask_max_ps(max16, tail, max16, _mm512_maskz_loadu_ps(tail, in + whole));
+  const float max = max_of_lanes(max16) * scale;
+  if (!(max > neg_inf) && !std::isnan(max)) return false;
+  const __m512 m = _mm512_set1_ps(max), s = _mm512_set1_ps(scale);
+  __m512 sum16 = _mm512_setzero_ps();
+  for (int j = 0; j < whole; j += 16) {
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(scaled(_mm512_loadu_ps(in + j), s), m));
+    sum16 = _mm512_add_ps(sum16, e);
+    _mm512_storeu_ps(out + j, e);
+  }
+  if (tail) {
+    const __m512 e = _mm512_maskz_mov_ps(
+        tail, exp_nonpositive(_mm512_sub_ps(scaled(_mm512_maskz_loadu_ps(tail, in + whole), s), m)));
+    sum16 = _mm512_add_ps(sum16, e);
+    _mm512_mask_storeu_ps(out + whole, tail, e);
+  }
+  const __m512 inverse = _mm512_set1_ps(1.0f / sum_of_lanes(sum16));
+  for (int j = 0; j < whole; j += 16) _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_loadu_ps(out + j), inverse));
+  if (tail) _mm512_mask_storeu_ps(out + whole, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, out + whole), inverse));
+  return true;
+}
+
+#else
+
+bool softmax_row(const float* in, float* out, int count, float scale) {
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  Eigen::Map<const RowVec> x(in, count);
+  Eigen::Map<RowVec> p(out, count);
+  const float max = count > 0 ? x.maxCoeff() * scale : neg_inf;
+  if (!(max > neg_inf) && !std::isnan(max)) return false;
+  p = x * scale;  // rounded before the subtraction, as with AVX-512
+  p = (p.array() - max).exp().matrix();
+  p /= p.sum();
+  return true;
+}
+
+#endif
+
+}  // namespace sf
