@@ -393,6 +393,27 @@ TEST(Sampling, TopKTopPTemperature) {
   EXPECT_THROW(sampling_distribution(logits, bad), Error);
 }
 
+// argmax against a plain scan for the first maximum: rows of 1 to 70 cells (vectors of 16 and the rest), few
+// distinct values so that the maximum repeats, -inf cells; a NaN cell is passed over as the scan passes it.
+TEST(Sampling, ArgmaxIsTheFirstMaximum) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> value(-3, 3);
+  for (int n = 1; n <= 70; ++n)
+    for (int trial = 0; trial < 20; ++trial) {
+      RowVec row(n);
+      for (int j = 0; j < n; ++j) row(j) = value(rng) == -3 ? -std::numeric_limits<float>::infinity() : value(rng) * 0.5f;
+      int want = 0;
+      for (int j = 1; j < n; ++j)
+        if (row(j) > row(want)) want = j;
+      ASSERT_EQ(argmax(row), want) << "n " << n << " trial " << trial;
+    }
+  RowVec with_nan(40);
+  for (int j = 0; j < 40; ++j) with_nan(j) = static_cast<float>(j % 7);
+  with_nan(3) = std::nanf("");
+  EXPECT_EQ(argmax(with_nan), 6);
+  EXPECT_EQ(argmax(RowVec::Constant(33, -std::numeric_limits<float>::infinity())), 0);
+}
+
 TEST(Sampling, TopKIdsBestFirstTiesTowardsTheLowerId) {
   RowVec scores(6);
   scores << 0.1f, 0.7f, 0.3f, 0.7f, -2.0f, 0.3f;
