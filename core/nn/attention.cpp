@@ -19,8 +19,8 @@ void masked_softmax(const ConstMatRef& scores, const Mat& blocked, Mat& probs) {
                                                  shape_string({scores.rows(), scores.cols()}));
   probs.resize(scores.rows(), scores.cols());
   // One row at a time, each read from scores once and then worked on while it is in cache (an output layer's row
-  // of 6,000-32,000 logits is 24-128 KB; the whole (T, V) matrix is megabytes): masked copy and maximum, then
-  // exp(x - max) and its sum, then the division. Rows are independent, so they are shared out between the pool's
+  // of 6,000-32,000 logits is 24-128 KB; the whole (T, V) matrix is megabytes): the masked copy where there is a
+  // mask, then softmax_row (nn/softmax.h). Rows are independent, so they are shared out between the pool's
   // threads; each row's numbers do not depend on which thread computed it.
   const Eigen::Index cols = scores.cols();
   const int grain = static_cast<int>(std::max<Eigen::Index>(1, 16384 / std::max<Eigen::Index>(cols, 1)));
@@ -215,8 +215,8 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
       for (Eigen::Index first = 0; first < tq; first += every_score ? tq : kGroup) {
         const Eigen::Index rows = every_score ? tq : std::min(kGroup, tq - first);
         small_gemm_packed(q.data() + first * q.outerStride() + h * d, static_cast<int>(rows), static_cast<int>(d),
-                          q.outerStride(), keys, scores.data() + first * tk, nullptr, keys_seen(first, first + rows),
-                          tk);
+                          q.outerStride(), keys, scores.data() + first * tk, nullptr,
+                          every_score ? static_cast<int>(tk) : keys_seen(first, first + rows), tk);
       }
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)

@@ -89,6 +89,22 @@ TEST(Attention, ChunkOfRowsEqualsTheWholePassBitForBit) {
   EXPECT_TRUE(chunk == whole.bottomRows(20));
 }
 
+// The trace's scores are every cell's q k^T * scale, the blocked ones too: a chunk of 20 rows at positions 100-119
+// over 150 keys (30 keys past every row's position) records them all.
+TEST(Attention, RecordedScoresCoverEveryCell) {
+  std::mt19937 rng(14);
+  const Mat q = random_mat(20, kWidth, rng), k = random_mat(150, kWidth, rng), v = random_mat(150, kWidth, rng);
+  Mat out(20, kWidth);
+  std::vector<Mat> scores(kHeads), probs(kHeads), head_out(kHeads);
+  sf::attend(q, k, v, kHeads, kScale, causal_mask(100, 20), {}, {}, out, sf::AttendRecord{scores, probs, head_out});
+  for (int h = 0; h < kHeads; ++h) {
+    const Mat want = q.middleCols(h * 32, 32) * k.middleCols(h * 32, 32).transpose() * kScale;
+    ASSERT_EQ(scores[static_cast<size_t>(h)].cols(), 150);
+    EXPECT_LT((scores[static_cast<size_t>(h)] - want).cwiseAbs().maxCoeff(), 1e-5f) << "head " << h;
+    EXPECT_EQ(probs[static_cast<size_t>(h)].rightCols(30).cwiseAbs().maxCoeff(), 0.0f) << "head " << h;
+  }
+}
+
 // Padding keys, a painted head, padding queries spread evenly (blocked_row_uniform), no mask: each against the
 // formula.
 TEST(Attention, EveryKindOfMaskEqualsTheFormula) {
