@@ -1,13 +1,23 @@
 #include "util/memory.h"
 
+#include <cstdlib>  // defines __GLIBC__ where the C library is glibc
+
+#if defined(__GLIBC__)
 #include <malloc.h>
+#endif
 
 namespace sf {
 
-void keep_freed_memory() {
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
   // Blocks up to 256 MB come from the heap; the heap's top is given back to the kernel only past 1 GB free.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // mallopt returns 0 for a value it refuses: a glibc that takes no threshold over 32 MB gets that one.
+  const bool threshold = mallopt(M_MMAP_THRESHOLD, 256 << 20) == 1 || mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  const bool trim = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  return threshold && trim;
+#else
+  return false;
+#endif
 }
 
 }  // namespace sf
