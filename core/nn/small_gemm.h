@@ -4,8 +4,7 @@
 // tokens the weight matrix is the big operand and is packed anew by every linear layer, a copy as costly as the
 // arithmetic. Here the linear layers' weights are packed once, when the model is loaded (PackedWeights), and
 // small_gemm_packed reads them as they lie: 64 outputs in four 16-lane registers, each row of x broadcast one
-// input at a time. Measured on the development machine (one thread, W 256 x 256): 4 rows 4.8 us against 10.5 us
-// for dot products of unpacked rows summed across lanes (the kernel before), one row 2.3 against 3.8 us.
+// input at a time, with no sums across lanes (README, Speed, has the timings).
 // The blocks of W are shared out between threads (util/parallel.h), each writing its own columns of y.
 //
 // small_gemm_xwt (dot products, W unpacked) stays for W that is not a weight: one head's keys in attention's
@@ -49,7 +48,7 @@ void pack_weights(const float* w, int N, int K, long w_stride, bool halves_if_ex
 // blocks of 6 x 64). An output depends on its own row and column only: a row gives the same floats in a batch of
 // any size or alone, on any number of threads, and halves give the floats' result bit for bit. With `bias` (N)
 // each output is sum + bias[n], added once the sum is complete: the floats of adding it afterwards, without the
-// extra pass over y (2% of a 256-token forward). With `columns` >= 0 only the first `columns` outputs (a causal
+// extra pass over y. With `columns` >= 0 only the first `columns` outputs (a causal
 // attention's rows need the keys up to their own position only), y's rows `y_stride` floats apart (0: as many as
 // the outputs computed).
 void small_gemm_packed(const float* x, int M, int K, long x_stride, const PackedWeights& w, float* y,

@@ -2,9 +2,8 @@
 // matrices of hundreds of kilobytes to megabytes (each head's scores and probabilities, the logits); glibc gives
 // every block over its mmap threshold fresh pages from the kernel and returns them when freed (and trims the heap's
 // free top), so a recompute paid a page fault per 4 kB touched: on a 240-token sentence, without these settings,
-// 13,500 faults in putting the trace together, 25 ms instead of 10 (measured). keep_freed_memory() fixes the
-// thresholds so that such blocks stay in the heap and are reused. Called once at the start of the app, the CLI
-// and the benchmarks.
+// 13,500 faults in putting the trace together. keep_freed_memory() fixes the thresholds so that such blocks stay
+// in the heap and are reused. Called once at the start of the app, the CLI and the benchmarks.
 #pragma once
 
 namespace sf {
