@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "nn/softmax.h"
 #include "util/error.h"
 
 namespace sf {
@@ -52,8 +53,10 @@ int argmax(const RowVec& logits) {
 }
 
 RowVec softmax(const RowVec& logits) {
-  RowVec p = (logits.array() - logits.maxCoeff()).exp().matrix();
-  return p / p.sum();
+  RowVec p(logits.size());
+  // nn/softmax.h, as the trace's probabilities; every logit -inf (every token banned): nothing to draw from, all 0.
+  if (!softmax_row(logits.data(), p.data(), static_cast<int>(logits.size()))) p.setZero();
+  return p;
 }
 
 namespace {

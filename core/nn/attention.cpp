@@ -198,11 +198,17 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     // (blocked_row_uniform) keeps them all.
     const Mat* painted = mask.painted_for(h);
     const bool prefix_only = mask.causal && !painted && !mask.blocked_row_uniform;
-    auto keys_seen = [&](Eigen::Index first, Eigen::Index end) {  // keys rows first..end-1 read
-      if (!prefix_only) return static_cast<int>(tk);
-      int last = 0;
-      for (Eigen::Index i = first; i < end; ++i) last = std::max(last, mask.query_positions[static_cast<size_t>(i)] + 1);
-      return static_cast<int>(std::min<Eigen::Index>(tk, last));
+    // f(first, rows, keys) for groups of `group` query rows, each with the keys its rows read; all rows at once
+    // with every key where there is no causal prefix or `every_key` is asked.
+    auto by_groups = [&](Eigen::Index group, bool every_key, auto&& f) {
+      if (!prefix_only || every_key) return f(Eigen::Index{0}, tq, static_cast<int>(tk));
+      for (Eigen::Index first = 0; first < tq; first += group) {
+        const Eigen::Index rows = std::min(group, tq - first);
+        int last = 0;
+        for (Eigen::Index i = first; i < first + rows; ++i)
+          last = std::max(last, mask.query_positions[static_cast<size_t>(i)] + 1);
+        f(first, rows, static_cast<int>(std::min<Eigen::Index>(tk, last)));
+      }
     };
     if (vector_kernel && few) {
       small_gemm_xwt(q.data() + h * d, static_cast<int>(tq), static_cast<int>(d), q.outerStride(), k.data() + h * d,
@@ -210,14 +216,11 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     } else if (vector_kernel && tk >= PackedWeights::kPanel) {
       thread_local PackedWeights keys;
       pack_weights(k.data() + h * d, static_cast<int>(tk), static_cast<int>(d), k.outerStride(), false, keys);
-      constexpr Eigen::Index kGroup = 48;  // 8 register blocks of 6 rows; a panel is 64 keys
-      const bool every_score = !prefix_only || !record.scores.empty();
-      for (Eigen::Index first = 0; first < tq; first += every_score ? tq : kGroup) {
-        const Eigen::Index rows = every_score ? tq : std::min(kGroup, tq - first);
+      // Groups of 48 rows: 8 register blocks of 6 (a panel is 64 keys). A trace keeps every score.
+      by_groups(48, !record.scores.empty(), [&](Eigen::Index first, Eigen::Index rows, int keys_read) {
         small_gemm_packed(q.data() + first * q.outerStride() + h * d, static_cast<int>(rows), static_cast<int>(d),
-                          q.outerStride(), keys, scores.data() + first * tk, nullptr,
-                          every_score ? static_cast<int>(tk) : keys_seen(first, first + rows), tk);
-      }
+                          q.outerStride(), keys, scores.data() + first * tk, nullptr, keys_read, tk);
+      });
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
         scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose();
@@ -237,13 +240,12 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
       dropped = probs.cwiseProduct(keep[hs]);
       out.noalias() = dropped * v.middleCols(h * d, d);
     } else if (vector_kernel) {
-      constexpr Eigen::Index kGroup = 16;  // 4 register blocks of 4 rows
-      for (Eigen::Index first = 0; first < tq; first += prefix_only ? kGroup : tq) {
-        const Eigen::Index rows = prefix_only ? std::min(kGroup, tq - first) : tq;
-        small_gemm_xw(probs.data() + first * probs.outerStride(), static_cast<int>(rows), keys_seen(first, first + rows),
+      // Groups of 16 rows: 4 register blocks of 4.
+      by_groups(16, false, [&](Eigen::Index first, Eigen::Index rows, int keys_read) {
+        small_gemm_xw(probs.data() + first * probs.outerStride(), static_cast<int>(rows), keys_read,
                       probs.outerStride(), v.data() + h * d, v.outerStride(), static_cast<int>(d),
                       out.data() + first * out.outerStride(), out.outerStride());
-      }
+      });
     } else if (few) {
       for (Eigen::Index i = 0; i < tq; ++i)
         out.row(i).noalias() = probs.row(i) * v.middleCols(h * d, d);
