@@ -1,7 +1,5 @@
 #include "model/model.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include "io/json_text.h"
 #include "model/name_tables.h"
 #include "util/error.h"
+#include "util/memory.h"
 #include "util/tensor.h"
 
 namespace sf {
@@ -126,8 +125,7 @@ void check_weight_memory(const std::string& origin, const std::vector<TensorSpec
   double values = 0;
   for (const TensorSpec& spec : layout) values += static_cast<double>(spec.numel());
   const double bytes = values * 8.0;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 8e9;
+  const double memory = physical_memory_bytes();
   if (bytes > 0.75 * memory) {
     char text[300];
     std::snprintf(text, sizeof text,

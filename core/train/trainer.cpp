@@ -1,7 +1,5 @@
 #include "train/trainer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include "io/json_text.h"
 #include "io/safetensors.h"
 #include "io/user_files.h"
+#include "util/memory.h"
 #include "util/parallel.h"
 #include "model/hf_marian.h"
 #include "model/model.h"
@@ -83,8 +82,7 @@ void check_training_memory(const Config& config, const TrainOptions& o) {
   const double per_token = layers * (24.0 * config.d_model + 3.0 * config.d_ff + 4.0 * config.n_heads * o.max_length) +
                            3.0 * config.tgt_vocab_size;
   const double bytes = 4.0 * (4.0 * parameters + per_token * o.batch_tokens);
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 8e9;
+  const double memory = physical_memory_bytes();
   if (bytes > 0.8 * memory) {
     char text[400];
     std::snprintf(text, sizeof text,

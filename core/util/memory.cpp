@@ -1,5 +1,7 @@
 #include "util/memory.h"
 
+#include <unistd.h>
+
 #include <cstdlib>  // defines __GLIBC__ where the C library is glibc
 
 #if defined(__GLIBC__)
@@ -18,6 +20,11 @@ bool keep_freed_memory() {
 #else
   return false;
 #endif
+}
+
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size) : 8e9;
 }
 
 }  // namespace sf

@@ -12,4 +12,8 @@ namespace sf {
 // Returns whether the allocator took both settings (false without glibc).
 bool keep_freed_memory();
 
+// This machine's physical memory in bytes (8 GB where the system does not say): the figure a model too large to
+// load or train is refused against, before anything is allocated.
+double physical_memory_bytes();
+
 }  // namespace sf
