@@ -95,4 +95,18 @@ TEST(Softmax, InPlaceGivesTheSameFloats) {
   for (size_t j = 0; j < x.size(); ++j) EXPECT_EQ(x[j], apart[j]) << j;
 }
 
+// The maximum is taken over every lane of the register (the lanes are reduced by shuffles): one cell 200 above the
+// rest, at every position of rows of 16, 37 and 128, takes the whole probability. A lane the maximum missed would
+// leave x - max = 200 to the exponential, which overflows (e^200 > FLT_MAX) and turns the row into NaN.
+TEST(Softmax, TheMaximumIsTakenOverEveryLane) {
+  for (int n : {16, 37, 128}) {
+    for (int spike = 0; spike < n; ++spike) {
+      std::vector<float> x(static_cast<size_t>(n), 0.0f), p(x.size());
+      x[static_cast<size_t>(spike)] = 200.0f;
+      ASSERT_TRUE(sf::softmax_row(x.data(), p.data(), n));
+      for (int j = 0; j < n; ++j) ASSERT_EQ(p[static_cast<size_t>(j)], j == spike ? 1.0f : 0.0f) << n << " " << spike;
+    }
+  }
+}
+
 }  // namespace
