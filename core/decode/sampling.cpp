@@ -23,7 +23,7 @@ void validate_sampling(const SamplingOptions& o) {
 }
 
 namespace {
-// The first cell of row[0..n) equal to `value`, or n.
+// The first cell of row[0..n) equal to `value`, or n when there is none.
 Eigen::Index find_first(const float* row, Eigen::Index n, float value) {
   Eigen::Index j = 0;
 #if defined(__AVX512F__)
@@ -44,9 +44,7 @@ int argmax(const RowVec& logits) {
   // each guessed token of a re-decoding ask it of 6,000-32,000 logits). A NaN maximum: that scan.
   if (logits.size() == 0) return 0;
   const float max = logits.maxCoeff();
-  if (!std::isnan(max))
-    if (const Eigen::Index at = find_first(logits.data(), logits.size(), max); at < logits.size())
-      return static_cast<int>(at);
+  if (!std::isnan(max)) return static_cast<int>(find_first(logits.data(), logits.size(), max));  // max is a cell
   Eigen::Index best = 0;
   logits.maxCoeff(&best);  // first maximum
   return static_cast<int>(best);

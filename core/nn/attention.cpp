@@ -121,24 +121,21 @@ void softmax_allowed(const Mat& scores, float scale, const AttentionMask& mask, 
     Eigen::Index end = tk;
     if (!painted && mask.causal) end = std::min<Eigen::Index>(tk, mask.query_positions[static_cast<size_t>(i)] + 1);
     auto row = probs.row(i);
-    const float* in = scores.row(i).data();
+    // A padding query's whole row is blocked: no softmax to take.
     const bool query_blocked = !painted && !mask.query_blocked.empty() && mask.query_blocked[static_cast<size_t>(i)];
-    if (query_blocked || painted || !mask.key_blocked.empty()) {  // the row with its blocked cells at -inf
-      row.head(end) = scores.row(i).head(end);
-      if (query_blocked) {
-        row.head(end).setConstant(neg_inf);  // a padding query: its whole row
-      } else if (painted) {
+    bool any_allowed = false;
+    if (!query_blocked) {
+      const float* in = scores.row(i).data();
+      if (painted || !mask.key_blocked.empty()) {  // the row with its blocked cells at -inf
+        row.head(end) = scores.row(i).head(end);
         for (Eigen::Index j = 0; j < end; ++j)
-          if ((*painted)(i, j) > 0.5f) row(j) = neg_inf;
-      } else {
-        for (Eigen::Index j = 0; j < end; ++j)
-          if (mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
+          if (painted ? (*painted)(i, j) > 0.5f : mask.key_blocked[static_cast<size_t>(j)]) row(j) = neg_inf;
+        in = row.data();
       }
-      in = row.data();
+      any_allowed = softmax_row(in, row.data(), static_cast<int>(end), scale);
     }
     if (end < tk) row.tail(tk - end).setZero();
-    if (!softmax_row(in, row.data(), static_cast<int>(end), scale)) {
-      // every cell blocked: attend to nothing, or evenly to all (see the top of attention.h)
+    if (!any_allowed) {  // every cell blocked: attend to nothing, or evenly to all (see the top of attention.h)
       if (mask.blocked_row_uniform) row.setConstant(1.0f / static_cast<float>(tk));
       else row.head(end).setZero();
     }

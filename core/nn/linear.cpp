@@ -52,7 +52,8 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
     small_gemm_packed(x.data(), static_cast<int>(x.rows()), static_cast<int>(x.cols()), x.outerStride(), *packed,
                       out.data(), w.bias.size() > 0 ? w.bias.data() : nullptr);
     return;
-  } else if (x.rows() >= 64) {
+  }
+  if (x.rows() >= 64) {
     // Each block starts as the bias (or zeros) and the product is added to it: Eigen's `=` of a product zeroes
     // its destination first and the bias would be one more pass over the output (together 7% of a 256-token
     // forward, measured with perf); `+=` accumulates straight into it.
@@ -63,16 +64,15 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
       block.noalias() += x * w.weight.middleRows(first, n).transpose();  // (N, in) (in, n)
     });
     return;
-  } else {
-    // A build without the AVX-512 kernel: computed into a column-major buffer, so that Eigen takes W^T (in, out)
-    // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;
-    // written straight into the row-major output, Eigen would pack all of W as a row-major left-hand side
-    // instead (measured with bench/bench_forward.cpp).
-    thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
-    product.resize(x.rows(), w.weight.rows());
-    product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
-    out = product;
   }
+  // A build without the AVX-512 kernel: computed into a column-major buffer, so that Eigen takes W^T (in, out)
+  // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;
+  // written straight into the row-major output, Eigen would pack all of W as a row-major left-hand side
+  // instead (measured with bench/bench_forward.cpp).
+  thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
+  product.resize(x.rows(), w.weight.rows());
+  product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
+  out = product;
   if (w.bias.size() > 0) out.rowwise() += w.bias;
 }
 
