@@ -4,6 +4,15 @@
 
 namespace sf {
 
+void apply_activation(Activation act, const Mat& in, Mat& out) {
+  if (act == Activation::ReLU) {  // one pass, the copy and the activation together
+    out = in.cwiseMax(0.0f);
+    return;
+  }
+  out = in;
+  apply_activation(act, out);
+}
+
 void apply_activation(Activation act, Mat& m) {
   if (act == Activation::ReLU) {
     m = m.cwiseMax(0.0f);

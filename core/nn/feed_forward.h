@@ -17,5 +17,7 @@ struct FeedForwardTrace {
 
 // In place: m = act(m).
 void apply_activation(Activation act, Mat& m);
+// out = act(in); `out` is resized.
+void apply_activation(Activation act, const Mat& in, Mat& out);
 
 }  // namespace sf

@@ -42,8 +42,7 @@ namespace {
 void feed_forward(const Config& config, const ConstMatRef& x, const FeedForwardWeights& w, Dropout* dropout,
                   FeedForwardTrace& t) {
   linear_forward(x, w.fc1, t.hidden_pre);  // (N, F)
-  t.hidden = t.hidden_pre;
-  apply_activation(config.activation, t.hidden);
+  apply_activation(config.activation, t.hidden_pre, t.hidden);
   if (dropout) dropout->make(t.keep, t.hidden.rows(), t.hidden.cols());
   else t.keep.resize(0, 0);
   if (t.keep.size() > 0) t.hidden.array() *= t.keep.array();
