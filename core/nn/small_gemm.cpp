@@ -239,16 +239,20 @@ void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, i
       const W* panel = packed + static_cast<long>(p) * K * P;
       const int columns = std::min(P, N - p * P);
       const float* panel_bias = bias ? bias + p * P : nullptr;
-      for (int m = rows_begin; m < rows_end; m += 6) {
+      // Blocks of 6 rows, the last ones 4 and 4 where 6 and 2 would be left (a block of 2 loads each weight for
+      // two rows only; 128 rows are 96 + 32 = 20 x 6 + 2 x 4). A row's outputs do not depend on its block.
+      auto block_rows = [rows_end](int m) { return rows_end - m == 8 ? 4 : std::min(rows_end - m, 6); };
+      for (int m = rows_begin; m < rows_end; m += block_rows(m)) {
+        const int rows = block_rows(m);
         const float* xm = x + m * x_stride;
         float* ym = y + static_cast<long>(m) * y_stride + p * P;
         // The lines of y a block writes, asked for while the block before computes (the first block's itself):
         // a layer's output buffer was last written a pass ago and is out of L2, and the block's 24 stores, one
         // per 16 floats of 6 rows far apart, waited for each line to be read in (3% of a 128-token forward, one
         // thread, measured).
-        if (m == rows_begin) prefetch_for_write(ym, std::min(rows_end - m, 6), y_stride, columns);
-        if (m + 6 < rows_end) prefetch_for_write(ym + 6 * y_stride, std::min(rows_end - m - 6, 6), y_stride, columns);
-        switch (std::min(rows_end - m, 6)) {
+        if (m == rows_begin) prefetch_for_write(ym, rows, y_stride, columns);
+        if (m + rows < rows_end) prefetch_for_write(ym + rows * y_stride, block_rows(m + rows), y_stride, columns);
+        switch (rows) {
           case 6: packed_block<6>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
           case 5: packed_block<5>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
           case 4: packed_block<4>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns); break;
