@@ -57,7 +57,8 @@ CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weig
 // [SECTION] the encoder pass
 // Encodes `sequences` sentences of trace.src.ids (each of equal length, stacked) with trace.interventions from
 // layer first_layer on (-1: from the embeddings; a later layer: the trace already holds this pass up to it,
-// as recompute() uses it), filling trace.src, encoder, encoder_norm, enc_out.
+// as recompute() uses it), filling trace.src, encoder, encoder_norm, enc_out. With Record::Output the layers run
+// in one scratch record and trace.encoder is emptied (a later first layer reads its input from it first).
 void encoder_pass(const Config& config, const ModelWeights& weights, int sequences, int first_layer, Record record,
                   Dropout* dropout, Trace& trace);
 

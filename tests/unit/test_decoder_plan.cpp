@@ -129,6 +129,26 @@ TEST(DecoderPlan, PaintedMasksFittedToEachSequence) {
   for (int key = 0; key < 4; ++key) EXPECT_FALSE(later.blocks(1, 0, key)) << key;
 }
 
+// The encoder's pass keeping only its output (Record::Output: every layer in one scratch record) gives the very
+// floats of the traced pass, from the embeddings and from a later layer, and leaves no layer records behind.
+TEST(EncoderPass, OutputOnlyIsTheTracedPassesOutput) {
+  CachedModel s;
+  ASSERT_EQ(s.encoded.encoder.size(), static_cast<size_t>(s.config.n_encoder_layers));
+  Trace output;
+  output.src.ids = kSrc;
+  encoder_pass(s.config, s.weights, 1, -1, Record::Output, nullptr, output);
+  EXPECT_TRUE(output.encoder.empty());
+  ASSERT_EQ(output.enc_out.rows(), static_cast<Eigen::Index>(kSrc.size()));
+  EXPECT_TRUE(output.enc_out.cwiseEqual(s.encoded.enc_out).all());
+  EXPECT_TRUE(output.src.sum.cwiseEqual(s.encoded.src.sum).all());
+  // From layer 1 of the traced pass: its layer 0 output read before the records go.
+  Trace later = s.encoded;
+  later.enc_out.setZero();
+  encoder_pass(s.config, s.weights, 1, 1, Record::Output, nullptr, later);
+  EXPECT_TRUE(later.encoder.empty());
+  EXPECT_TRUE(later.enc_out.cwiseEqual(s.encoded.enc_out).all());
+}
+
 // Every input decoder_pass refuses: ErrorKind::Input (Shape for rows of unequal length) naming the problem, and the
 // caches as they were (their tokens, and keys and values that the next step still reads).
 TEST(DecoderPass, RefusesEachBadInputBeforeWritingAnything) {
