@@ -2,13 +2,7 @@
 
 #include <cmath>
 
-#if defined(__AVX512F__)
-// GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized (GCC bug
-// 105593); the warning is about the header, not this code.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#endif
-
+#include "nn/lanes.h"
 #include "util/error.h"
 
 namespace sf {
@@ -16,15 +10,6 @@ namespace sf {
 #if defined(__AVX512F__)
 
 namespace {
-
-// The 16 lanes' sum, halving the register four times.
-inline float sum_of_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
-  return _mm512_cvtss_f32(v);
-}
 
 // sum_c f(x_c) over one row of `c` floats, f applied to 16 at a time (the tail masked to zeros, which f keeps
 // zero): four running sums of 16 lanes, so that the adds do not wait on each other.

@@ -4,14 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/lanes.h"
 #include "util/tensor.h"
-
-#if defined(__AVX512F__)
-// GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized (GCC bug
-// 105593); the warning is about the header, not this code.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#endif
 
 namespace sf {
 
@@ -38,23 +32,6 @@ inline __m512 exp_nonpositive(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), underflow, _mm512_setzero_ps());
-}
-
-// The 16 lanes' maximum and sum, halving the register four times (GCC 12's _mm512_reduce_* warn of an
-// uninitialised variable): a row of 128 has 8 vectors, and a scalar loop over 16 lanes cost as much as 2 of them.
-inline float max_of_lanes(__m512 v) {
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));  // 256-bit halves
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));  // 128-bit lanes
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, 0x4E));         // pairs within a lane
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, 0xB1));         // neighbours
-  return _mm512_cvtss_f32(v);
-}
-inline float sum_of_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
-  return _mm512_cvtss_f32(v);
 }
 
 // s * x rounded to a float before anything else reads it: with the rounding given, the compiler cannot fuse the
