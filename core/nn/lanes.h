@@ -1,7 +1,6 @@
 // The 16 lanes of an AVX-512 register reduced to one float, for the kernels that work a row at a time (softmax,
-// layer norm): four halvings (256-bit halves, 128-bit lanes, pairs within a lane, neighbours). GCC 12's
-// _mm512_reduce_* warn of an uninitialised variable, and a scalar loop over the 16 lanes cost as much as two
-// vectors of a 128-long row.
+// layer norm): four halvings (256-bit halves, 128-bit lanes, pairs within a lane, neighbours), in registers.
+// GCC 12's _mm512_reduce_* do the same but warn of an uninitialised variable.
 #pragma once
 #if defined(__AVX512F__)
 // GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized (GCC bug
