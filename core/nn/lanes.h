@@ -1,6 +1,7 @@
-// The 16 lanes of an AVX-512 register reduced to one float, for the kernels that work a row at a time (softmax,
-// layer norm): four halvings (256-bit halves, 128-bit lanes, pairs within a lane, neighbours), in registers.
-// GCC 12's _mm512_reduce_* do the same but warn of an uninitialised variable.
+// The 16 lanes of an AVX-512 register, for the kernels that work a row at a time (softmax, layer norm): a mask of
+// the first few (a row's tail), and the lanes reduced to one float in registers by four halvings (256-bit halves,
+// 128-bit lanes, pairs within a lane, neighbours). GCC 12's _mm512_reduce_* do the same but warn of an
+// uninitialised variable.
 #pragma once
 #if defined(__AVX512F__)
 // GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized (GCC bug
@@ -9,6 +10,9 @@
 #include <immintrin.h>
 
 namespace sf {
+
+// The first `count` lanes (0 to 16) of a mask: a row's tail that does not fill a register.
+inline __mmask16 first_lanes(int count) { return static_cast<__mmask16>((1u << count) - 1u); }
 
 inline float max_of_lanes(__m512 v) {
   v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));  // 256-bit halves

@@ -20,7 +20,7 @@ inline float row_sum(const float* x, int c, F f) {
   for (; j + 64 <= c; j += 64)
     for (int u = 0; u < 4; ++u) s[u] = _mm512_add_ps(s[u], f(_mm512_loadu_ps(x + j + 16 * u), 0xFFFF));
   for (; j < c; j += 16) {
-    const __mmask16 m = c - j >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (c - j)) - 1u);
+    const __mmask16 m = c - j >= 16 ? __mmask16(0xFFFF) : first_lanes(c - j);
     s[0] = _mm512_add_ps(s[0], f(_mm512_maskz_loadu_ps(m, x + j), m));
   }
   return sum_of_lanes(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), _mm512_add_ps(s[2], s[3])));
@@ -58,7 +58,7 @@ void layer_norm_forward(const ConstMatRef& x, const LayerNormWeights& w, float e
     const float std = std::sqrt(var + eps);
     const __m512 inv_std = _mm512_set1_ps(1.0f / std);
     for (int j = 0; j < cols; j += 16) {
-      const __mmask16 k = cols - j >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (cols - j)) - 1u);
+      const __mmask16 k = cols - j >= 16 ? __mmask16(0xFFFF) : first_lanes(cols - j);
       __m512 y = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, in + j), m), inv_std);
       y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(k, w.gamma.data() + j));
       y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(k, w.beta.data() + j));

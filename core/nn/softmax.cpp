@@ -1,6 +1,5 @@
 #include "nn/softmax.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,8 +37,6 @@ inline __m512 exp_nonpositive(__m512 x) {
 // product into the subtraction that follows (GCC contracts a * b - c into one fma in C++), so a row scaled here
 // gives the same floats as one scaled beforehand (attention's traced scores).
 inline __m512 scaled(__m512 x, __m512 s) { return _mm512_mul_round_ps(x, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-
-inline __mmask16 first_lanes(int count) { return static_cast<__mmask16>((1u << count) - 1u); }
 
 }  // namespace
 
