@@ -18,7 +18,6 @@ struct CudaDecoding::State {
   int capacity = 0;  // rows a cache holds: the model's positions
   // Layer l's cross-attention keys at floats 2 l S C, its values at (2 l + 1) S C: (S, C) each.
   DeviceBuffer cross;
-  std::vector<AttentionMask> cross_masks;  // per layer: the source's padding
   struct Cache {
     std::unique_ptr<DeviceBuffer> memory;  // layer l's keys at floats 2 l P C, values at (2 l + 1) P C: (P, C) each
     std::vector<int> tokens;               // the rows it holds: their ids (the self-attention's padding mask)
@@ -83,7 +82,6 @@ CudaDecoding::CudaDecoding(CudaModel& model, const std::vector<int>& src_ids, co
     check_cuda(cudaMemcpyAsync(cross + static_cast<int64_t>(2 * l + 1) * S * C, v.data, bytes, cudaMemcpyDeviceToDevice,
                                nullptr),
                "copy of the cross-attention values");
-    s.cross_masks.push_back(build_mask(c, interventions, AttentionKind::Cross, l, 0, 1, src_ids, false));
   }
   check_cuda(cudaGetLastError(), "kernel launch");
   check_cuda(cudaDeviceSynchronize(), "encoder pass");
@@ -182,21 +180,30 @@ Mat CudaDecoding::chunk(int cache, const std::vector<int>& tokens) {
 Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<int>& ids, int k, int t) {
   const Config& c = m.config;
   const int B = static_cast<int>(slot.size()), n = B * k, C = c.d_model;
+  // The pass's plan, as the CPU's decoder pass makes it (transformer/decoder_plan.h): sequence b is ids' b-th
+  // stretch of k tokens continuing cache slot[b], which holds t; every row's logits are wanted.
+  DecoderRows rows;
+  std::vector<const std::vector<int>*> held;
   for (int b = 0; b < B; ++b) {
-    std::vector<int>& held = caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens;  // rows t .. t + k - 1
-    held.insert(held.end(), ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k);
+    rows.add_sequence(std::vector<int>(ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k), t);
+    held.push_back(&caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens);
+  }
+  DecoderPlanRequest request(rows, src, 1, iv);
+  request.cached_tokens = held;
+  std::vector<int> every_row(static_cast<size_t>(n));
+  std::iota(every_row.begin(), every_row.end(), 0);
+  request.output_rows = every_row;
+  const DecoderPlan plan = plan_decoder_pass(c, request);
+  for (int b = 0; b < B; ++b) {  // rows t .. t + k - 1 of their caches
+    std::vector<int>& tokens = caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens;
+    tokens.insert(tokens.end(), ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k);
   }
   m.start_pass();
   const DEmbedding e = m.embed(false, ids, B, iv.positional_encoding, t);  // (n, C) at positions t .. t + k - 1
   const bool post = c.norm_placement == NormPlacement::Post;
   // Self-attention of the new rows: their keys and values become rows t .. t + k - 1 of their caches, their
   // queries meet rows 0 .. t + k - 1 there, query t + i blocked from the keys after it (causal; the softmax
-  // kernel blocks them from the mask's first query position). The masks are those of the queries at positions
-  // t .. t + k - 1 over the cache's ids (padding, causal); without painted masks they are the same in every layer.
-  std::vector<AttentionMask> self_masks;
-  for (int b = 0; b < B; ++b)
-    self_masks.push_back(
-        build_mask(c, iv, AttentionKind::Decoder, 0, t, k, caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens, true));
+  // kernel blocks them from the mask's first query position), under the plan's masks of each layer.
   int l = 0;  // the layer the attention callbacks serve
   // Layer l's self-attention from `in` (x, or LN(x) in pre-norm): every row is queried, so the rows of x going on
   // are x's.
@@ -220,7 +227,7 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
     float* const* d_rows = m.upload(rows.data(), rows.size());
     cuda::scatter_rows(new_keys.data, d_rows, n, C, nullptr);
     cuda::scatter_rows(new_values.data, d_rows + n, n, C, nullptr);
-    m.attend(a, key_rows, value_rows, t + k, aw, self_masks, heads_on(c, iv, AttentionKind::Decoder, l));
+    m.attend(a, key_rows, value_rows, t + k, aw, m.decoder_masks(plan, true, l), heads_on(c, iv, AttentionKind::Decoder, l));
     return x_all;
   };
   auto cross_attention = [&](const DMat& h, DAttention& a) {
@@ -229,8 +236,8 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
     a.queries = m.linear(h, aw.q);
     const std::vector<const float*> key_rows(static_cast<size_t>(B), cross_keys(l)),
         value_rows(static_cast<size_t>(B), cross_values(l));
-    const std::vector<AttentionMask> masks(static_cast<size_t>(B), cross_masks[static_cast<size_t>(l)]);
-    m.attend(a, key_rows, value_rows, static_cast<int>(src.size()), aw, masks, heads_on(c, iv, AttentionKind::Cross, l));
+    m.attend(a, key_rows, value_rows, static_cast<int>(src.size()), aw, m.decoder_masks(plan, false, l),
+             heads_on(c, iv, AttentionKind::Cross, l));
   };
   CudaModel::Impl::LayerOps ops{m};
   DDecoderLayer layer;  // one layer's buffers, handles into the pass's workspace

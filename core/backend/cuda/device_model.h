@@ -16,6 +16,7 @@
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda_model.h"
+#include "transformer/decoder_plan.h"
 #include "transformer/dropout_mask.h"
 #include "transformer/forward.h"
 #include "transformer/layer_order.h"
@@ -457,16 +458,23 @@ struct CudaModel::Impl {
     return e;
   }
 
-  // One mask per sequence of a stacked batch (build_mask on each sequence's keys).
-  std::vector<AttentionMask> masks(const Interventions& iv, AttentionKind kind, int layer, int batch, int tq,
-                                   const std::vector<int>& key_ids, bool causal) const {
-    const size_t tk = key_ids.size() / static_cast<size_t>(batch);
+  // The encoder's masks of a stacked batch, one per sentence (build_mask on each one's ids).
+  std::vector<AttentionMask> encoder_masks(const Interventions& iv, int layer, int batch,
+                                           const std::vector<int>& src) const {
+    const size_t S = src.size() / static_cast<size_t>(batch);
     std::vector<AttentionMask> out;
     for (int b = 0; b < batch; ++b)
-      out.push_back(build_mask(config, iv, kind, layer, 0, tq,
-                               std::vector<int>(key_ids.begin() + static_cast<int64_t>(b * tk),
-                                                key_ids.begin() + static_cast<int64_t>((b + 1) * tk)),
-                               causal));
+      out.push_back(build_mask(config, iv, AttentionKind::Encoder, layer, 0, static_cast<Eigen::Index>(S),
+                               std::vector<int>(src.begin() + static_cast<int64_t>(b * S),
+                                                src.begin() + static_cast<int64_t>((b + 1) * S)),
+                               false));
+    return out;
+  }
+  // The decoder's masks of layer `layer`, one per sequence of the plan (transformer/decoder_plan.h).
+  std::vector<AttentionMask> decoder_masks(const DecoderPlan& plan, bool self, int layer) const {
+    std::vector<AttentionMask> out;
+    for (size_t s = 0; s < plan.sequences.size(); ++s)
+      out.push_back(self ? plan.self_mask(config, s, layer) : plan.cross_mask(config, s, layer));
     return out;
   }
 
@@ -490,7 +498,6 @@ struct CudaModel::Impl {
 
   // The encoder pass (transformer/layer_order.h has the order inside a layer).
   void encoder(const std::vector<int>& src, int batch, const Interventions& iv, DevicePass& p) {
-    const int S = static_cast<int>(src.size()) / batch;
     p.src = embed(true, src, batch, iv.positional_encoding);
     p.encoder.resize(static_cast<size_t>(config.n_encoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
@@ -499,7 +506,7 @@ struct CudaModel::Impl {
       const DLayerWeights& lw = w.encoder[static_cast<size_t>(l)];
       DEncoderLayer& t = p.encoder[static_cast<size_t>(l)];
       const DMat& x = l == 0 ? p.src.sum : p.encoder[static_cast<size_t>(l - 1)].out;
-      const std::vector<AttentionMask> mask = masks(iv, AttentionKind::Encoder, l, batch, S, src, false);
+      const std::vector<AttentionMask> mask = encoder_masks(iv, l, batch, src);
       const std::vector<bool> on = heads_on(config, iv, AttentionKind::Encoder, l);
       auto self_attn = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
         a = attention(in, in, batch, lw.self_attn, mask, on);
@@ -513,9 +520,19 @@ struct CudaModel::Impl {
   // The decoder pass over tgt (bos first) on the encoder output in p; the output layer on rows output_from.. only.
   void decoder(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
                int output_from, DevicePass& p) {
-    const int S = static_cast<int>(src.size()) / batch, T = static_cast<int>(tgt.size()) / batch;
-    // A painted decoder mask fitted to this pass's length, as the CPU's decoder pass does (interventions.h).
-    const Interventions fitted = fit_decoder_masks(iv, S, T);
+    const int T = static_cast<int>(tgt.size()) / batch;
+    // The pass's plan, as the CPU's decoder pass makes it: sequence b is tgt's b-th stretch of T tokens and reads
+    // source b; its masks (painted decoder masks fitted to T) come from the plan.
+    DecoderRows rows;
+    for (int b = 0; b < batch; ++b)
+      rows.add_sequence(std::vector<int>(tgt.begin() + static_cast<int64_t>(b) * T,
+                                         tgt.begin() + static_cast<int64_t>(b + 1) * T));
+    DecoderPlanRequest request(rows, src, batch, iv);
+    request.record = Record::Trace;  // every row through every layer
+    std::vector<int> sources(static_cast<size_t>(batch));
+    std::iota(sources.begin(), sources.end(), 0);
+    request.source_of = sources;
+    const DecoderPlan plan = plan_decoder_pass(config, request);
     p.tgt = embed(false, tgt, batch, iv.positional_encoding);
     p.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
     const bool post = config.norm_placement == NormPlacement::Post;
@@ -524,9 +541,8 @@ struct CudaModel::Impl {
       const DLayerWeights& lw = w.decoder[static_cast<size_t>(l)];
       DDecoderLayer& t = p.decoder[static_cast<size_t>(l)];
       const DMat& x = l == 0 ? p.tgt.sum : p.decoder[static_cast<size_t>(l - 1)].out;
-      const std::vector<AttentionMask> self_mask =
-          masks(fitted, AttentionKind::Decoder, l, batch, T, tgt, fitted.causal_mask);
-      const std::vector<AttentionMask> cross_mask = masks(fitted, AttentionKind::Cross, l, batch, T, src, false);
+      const std::vector<AttentionMask> self_mask = decoder_masks(plan, true, l);
+      const std::vector<AttentionMask> cross_mask = decoder_masks(plan, false, l);
       const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
       const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
       auto self_attn = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
