@@ -182,13 +182,14 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
   const int B = static_cast<int>(slot.size()), n = B * k, C = c.d_model;
   // The pass's plan, as the CPU's decoder pass makes it (transformer/decoder_plan.h): sequence b is ids' b-th
   // stretch of k tokens continuing cache slot[b], which holds t; every row's logits are wanted.
-  DecoderRows rows;
+  DecoderRows sequences;
   std::vector<const std::vector<int>*> held;
   for (int b = 0; b < B; ++b) {
-    rows.add_sequence(std::vector<int>(ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k), t);
+    sequences.add_sequence(
+        std::vector<int>(ids.begin() + static_cast<int64_t>(b) * k, ids.begin() + static_cast<int64_t>(b + 1) * k), t);
     held.push_back(&caches[static_cast<size_t>(slot[static_cast<size_t>(b)])].tokens);
   }
-  DecoderPlanRequest request(rows, src, 1, iv);
+  DecoderPlanRequest request(sequences, src, 1, iv);
   request.cached_tokens = held;
   std::vector<int> every_row(static_cast<size_t>(n));
   std::iota(every_row.begin(), every_row.end(), 0);
