@@ -166,25 +166,20 @@ void xw_block(const float* x, long x_stride, const float* w, long w_stride, int 
   }
 }
 
-// The next block's lines of y, asked for in cache for writing (prefetchw) a few at a time while this block
-// computes: `rows` rows of 64 floats, each row four whole 64-byte lines (y and its stride a line's multiple).
-struct WriteAhead {
-  const float* y = nullptr;
-  long y_stride = 0;
-  int lines = 0;  // 4 a row; 0: none
-  int asked = 0;
-  void ask() {
-    _mm_prefetch(reinterpret_cast<const char*>(y + (asked >> 2) * y_stride + 16 * (asked & 3)), _MM_HINT_ET0);
-    ++asked;
-  }
-};
+// Line `i` of the 64-float rows that start at `rows` (`stride` floats apart, each 4 whole 64-byte lines), asked
+// for in cache for writing (prefetchw).
+inline void ask_for_line(const float* rows, long stride, int i) {
+  _mm_prefetch(reinterpret_cast<const char*>(rows + (i >> 2) * stride + 16 * (i & 3)), _MM_HINT_ET0);
+}
 
 // MR rows of y, one panel's 64 columns (`columns` of them exist): 4 * MR sums in registers over all of K, each
-// input k adding x[i][k] * W[n][k] to sum (i, n) with one fma, in the order of k. One line of `ahead` is asked
-// for every 4 inputs, the rest (a short K) after the loop.
+// input k adding x[i][k] * W[n][k] to sum (i, n) with one fma, in the order of k. The next block's `ahead_lines`
+// lines of y from `ahead` (rows y_stride apart, whole lines) are asked for one every 4 inputs, the rest (a short
+// K) after the loop.
 template <int MR, typename W>
 void packed_block(const float* x, long x_stride, const W* panel, int K, const float* bias, float* y, long y_stride,
-                  int columns, WriteAhead ahead) {
+                  int columns, const float* ahead, int ahead_lines) {
+  int asked = 0;
   constexpr int P = PackedWeights::kPanel;
   __m512 acc[MR][4];
   #pragma GCC unroll 8
@@ -193,7 +188,7 @@ void packed_block(const float* x, long x_stride, const W* panel, int K, const fl
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int k = 0; k < K; ++k) {
     const W* wk = panel + static_cast<long>(k) * P;
-    if ((k & 3) == 0 && ahead.asked < ahead.lines) ahead.ask();
+    if ((k & 3) == 0 && asked < ahead_lines) ask_for_line(ahead, y_stride, asked++);
     __m512 wv[4];
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -209,7 +204,7 @@ void packed_block(const float* x, long x_stride, const W* panel, int K, const fl
       for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
-  while (ahead.asked < ahead.lines) ahead.ask();
+  while (asked < ahead_lines) ask_for_line(ahead, y_stride, asked++);
   __mmask16 mask[4];
   for (int j = 0; j < 4; ++j) {
     const int left = std::clamp(columns - 16 * j, 0, 16);
@@ -270,19 +265,24 @@ void gemm_packed(const float* x, int M, int K, long x_stride, const W* packed, i
         // thread, measured). The asks are spread over the block's k loop where the rows are whole lines: 24 at
         // once hold up the block's own loads of W (about 1% of that forward more, measured); else all at once.
         if (m == rows_begin) prefetch_for_write(ym, rows, y_stride, columns);
-        WriteAhead ahead;
+        const float* ahead = nullptr;  // the next block's rows, asked for through this block's loop
+        int ahead_lines = 0;
         if (m + rows < rows_end) {
           float* next = ym + rows * y_stride;
-          if (whole_lines && columns == P) ahead = {next, y_stride, 4 * block_rows(m + rows)};
-          else prefetch_for_write(next, block_rows(m + rows), y_stride, columns);
+          if (whole_lines && columns == P) {
+            ahead = next;
+            ahead_lines = 4 * block_rows(m + rows);
+          } else {
+            prefetch_for_write(next, block_rows(m + rows), y_stride, columns);
+          }
         }
         switch (rows) {
-          case 6: packed_block<6>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
-          case 5: packed_block<5>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
-          case 4: packed_block<4>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
-          case 3: packed_block<3>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
-          case 2: packed_block<2>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
-          default: packed_block<1>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead); break;
+          case 6: packed_block<6>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines); break;
+          case 5: packed_block<5>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines); break;
+          case 4: packed_block<4>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines); break;
+          case 3: packed_block<3>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines); break;
+          case 2: packed_block<2>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines); break;
+          default: packed_block<1>(xm, x_stride, panel, K, panel_bias, ym, y_stride, columns, ahead, ahead_lines);
         }
       }
     }
