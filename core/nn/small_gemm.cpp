@@ -1,17 +1,11 @@
 #include "nn/small_gemm.h"
 
-#if defined(__AVX512F__)
-// GCC 12's own AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized
-// (GCC bug 105593); the warning is about the header, not this code.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "io/safetensors.h"
+#include "nn/lanes.h"  // <immintrin.h> and the lane masks, where the build has AVX-512
 #include "util/parallel.h"
 
 namespace sf {
@@ -70,7 +64,7 @@ void block(const float* x, long x_stride, const W* w, long w_stride, int K, floa
     }
   }
   if (k < K) {
-    const __mmask16 tail = static_cast<__mmask16>((1u << (K - k)) - 1u);
+    const __mmask16 tail = first_lanes(K - k);
     __m512 wv[NR];
     #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) wv[j] = load16_tail(tail, w + j * w_stride + k);
@@ -206,10 +200,7 @@ void packed_block(const float* x, long x_stride, const W* panel, int K, const fl
   }
   while (asked < ahead_lines) ask_for_line(ahead, y_stride, asked++);
   __mmask16 mask[4];
-  for (int j = 0; j < 4; ++j) {
-    const int left = std::clamp(columns - 16 * j, 0, 16);
-    mask[j] = static_cast<__mmask16>((1u << left) - 1u);
-  }
+  for (int j = 0; j < 4; ++j) mask[j] = first_lanes(std::clamp(columns - 16 * j, 0, 16));
   if (bias) {  // y = sum + b, the sum complete first: the floats of adding the bias afterwards
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -306,9 +297,8 @@ void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w,
 
 void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
                    long y_stride) {
-  auto mask = [](int count) { return static_cast<__mmask16>(count >= 16 ? 0xFFFFu : (1u << std::max(count, 0)) - 1u); };
   for (int n = 0; n < N; n += 32) {
-    const __mmask16 m0 = mask(N - n), m1 = mask(N - n - 16);
+    const __mmask16 m0 = first_lanes(std::clamp(N - n, 0, 16)), m1 = first_lanes(std::clamp(N - n - 16, 0, 16));
     for (int m = 0; m < M; m += 4) {
       const float* xm = x + m * x_stride;
       float* ym = y + m * y_stride;
