@@ -129,7 +129,7 @@ def head_ref_ok(text):
     if text[:d1] not in (b"enc", b"dec", b"cross"):
         return False
     layer, head = from_chars_int(text[d1 + 1:d2]), from_chars_int(text[d2 + 1:])
-    return layer is not None and head is not None and layer >= 0 and head >= 0  # counted from 0
+    return layer is not None and head is not None and layer >= 1 and head >= 1  # numbered from 1, as in the paper
 
 
 def split_line(raw):
@@ -162,8 +162,9 @@ def check_args(name, rest):
     name = name.decode("latin-1")
     if name in ("layer", "head", "wait", "hover", "step", "back", "pad"):
         most = MAX_WAIT if name == "wait" else MAX_STEPS if name in ("step", "back") else MAX_COUNT
+        least = 1 if name in ("layer", "head") else 0  # layers and heads are numbered from 1
         for a in args:
-            if not is_int(a) or not 0 <= int(a) <= most:
+            if not is_int(a) or not least <= int(a) <= most:
                 return False, args
     if name == "mask":
         for a in args[1:3]:

@@ -37,8 +37,9 @@ void print_help() {
       "                      padding, masked unless --no-padding-mask)\n"
       "  --out FILE          the safetensors file to write; replaces an existing regular file (keeping its\n"
       "                      permissions), never the model itself, a link, a folder or a device\n"
-      "  --head-off KIND.L.H switch off head H of layer L (from 0) of KIND enc, dec or cross: its output is\n"
-      "                      zeroed before the output projection (repeatable)\n"
+      "  --head-off KIND.L.H switch off head H of layer L of KIND enc, dec or cross, both numbered from 1 as in the\n"
+      "                      paper (enc.1.4: encoder layer 1, head 4): its output is zeroed before W^O (repeatable).\n"
+      "                      The file's tensor names number layers from 0, as PyTorch's state dicts do\n"
       "  --no-causal-mask    decoder self-attention sees later positions\n"
       "  --no-padding-mask   pad tokens are attended to like any other\n"
       "  --no-pos-encoding   no positional encoding in either embedding\n"
@@ -197,7 +198,7 @@ int run_trace(const Args& args) {
   };
   nlohmann::json heads = nlohmann::json::array();
   for (const HeadRef& h : iv.heads_off)
-    heads.push_back(std::string(to_string(h.kind)) + "." + std::to_string(h.layer) + "." + std::to_string(h.head));
+    heads.push_back(head_index_text(h));  // indices, as the tensor names (docs/trace.md)
   const nlohmann::json interventions = {{"heads_off", heads},
                                         {"causal_mask", iv.causal_mask},
                                         {"padding_mask", iv.padding_mask},

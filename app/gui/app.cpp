@@ -119,7 +119,7 @@ void App::handle_keys() {
     if (key_pressed(GLFW_KEY_LEFT, false) || key_pressed(GLFW_KEY_PAGE_UP, false)) lesson_step_ = -1;
   }
   const bool stage_keys = !(lesson_.active && lesson_.waiting);
-  // Left/Right: stage; Up/Down: layer; 1-9: head (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
+  // Left/Right: stage; Up/Down: layer; 1-9: head 1-9 (layers and heads are numbered from 1, as on every label) (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
   // key_pressed also sees taps shorter than a frame (gui/key_latch.h).
   const int stages = static_cast<int>(Stage::Count);
   const int s = static_cast<int>(stage_);
@@ -361,12 +361,12 @@ std::string App::stage_detail() const {
   char text[96] = "";
   switch (stage_) {
     case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::DecoderAttention: case Stage::CrossAttention:
-      std::snprintf(text, sizeof(text), "layer %d, head %d", attention_.layer, attention_.head);
+      std::snprintf(text, sizeof(text), "layer %d, head %d", shown_number(attention_.layer), shown_number(attention_.head));
       break;
-    case Stage::EncoderConcat: std::snprintf(text, sizeof(text), "%s, layer %d", kind, attention_.layer); break;
+    case Stage::EncoderConcat: std::snprintf(text, sizeof(text), "%s, layer %d", kind, shown_number(attention_.layer)); break;
     case Stage::EncoderAddNorm: case Stage::EncoderFeedForward: case Stage::DecoderAddNorm:
     case Stage::DecoderFeedForward:
-      std::snprintf(text, sizeof(text), "layer %d", attention_.layer);
+      std::snprintf(text, sizeof(text), "layer %d", shown_number(attention_.layer));
       break;
     case Stage::AllHeads: std::snprintf(text, sizeof(text), "%s attention", kind); break;
     default: break;

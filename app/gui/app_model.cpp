@@ -132,13 +132,12 @@ void App::check_attention_option() {
   const AttentionSelection asked = attention_;
   attention_.layer = std::min(attention_.layer, layers - 1);
   attention_.head = std::min(attention_.head, c.n_heads - 1);
-  const std::string kind = to_string(asked.kind);
   dialog_.show({"This model has no such head", "",
-                "--attention " + options_.attention + " asks for layer " + std::to_string(asked.layer) + ", head " +
-                    std::to_string(asked.head) + "; this model has " + std::to_string(layers) + " layers of " +
-                    std::to_string(c.n_heads) + " heads (layers 0 to " + std::to_string(layers - 1) + ", heads 0 to " +
-                    std::to_string(c.n_heads - 1) + ").",
-                "Showing " + kind + "." + std::to_string(attention_.layer) + "." + std::to_string(attention_.head) +
+                "--attention " + options_.attention + " asks for layer " + std::to_string(shown_number(asked.layer)) +
+                    ", head " + std::to_string(shown_number(asked.head)) + "; this model has " + std::to_string(layers) +
+                    " layers of " + std::to_string(c.n_heads) + " heads (layers 1 to " + std::to_string(layers) +
+                    ", heads 1 to " + std::to_string(c.n_heads) + ").",
+                "Showing " + head_ref_text({asked.kind, attention_.layer, attention_.head}) +
                     ", the nearest head it has. Choose another with the layer and head buttons."});
 }
 

@@ -11,7 +11,7 @@ const StageInfo kStages[] = {
     {Stage::Positional, "positional", "+ Positional encoding"},
     {Stage::EncoderQkv, "encoder-qkv", "Q, K, V and heads"},
     {Stage::EncoderAttention, "encoder-attention", "Multi-head self-attention"},
-    {Stage::EncoderConcat, "concat-heads", "Concat heads + W_o"},
+    {Stage::EncoderConcat, "concat-heads", "Concat heads + W\u1d3c"},
     {Stage::EncoderAddNorm, "encoder-add-norm", "Add & norm (encoder)"},
     {Stage::EncoderFeedForward, "encoder-feed-forward", "Feed-forward (encoder)"},
     {Stage::DecoderAttention, "decoder-attention", "Masked multi-head self-attention"},

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/view.h"
 
 namespace sf::gui {
@@ -29,7 +30,7 @@ float explanation_height(const char* text, float width) {
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
   if (folded()) return ImGui::GetFrameHeight() + spacing;
   const float toggle = high_contrast() ? ImGui::GetFrameHeight() + spacing : 0.0f;
-  return toggle + ImGui::CalcTextSize(text, nullptr, false, width).y + spacing;
+  return toggle + math_text_size(text, width).y + spacing;
 }
 
 void explanation(const char* text) {
@@ -43,13 +44,13 @@ void explanation(const char* text) {
     ImGui::PopID();
     if (g_folded_when_presenting) return;
   }
-  // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector.
-  ImGui::PushStyleColor(ImGuiCol_Text, high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f));
-  ImGui::PushTextWrapPos(0.0f);  // the window's right edge
-  ImGui::TextUnformatted(text);
-  ImGui::PopTextWrapPos();
-  ImGui::PopStyleColor();
+  // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector. The
+  // paper's notation in $...$ (gui/render/math_text.h), wrapped at the window's right edge.
+  const ImVec4 colour = high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f);
+  math_text(text, 0.0f, ImGui::ColorConvertFloat4ToU32(colour));
 }
+
+void formula(const std::string& text, const char* item) { math_text(text, 0.0f, 0, item ? item : "formula"); }
 
 void same_line_if_fits(float width, float spacing) {
   const float gap = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
@@ -109,6 +110,13 @@ void moving_bar(ImVec2 size) {
   draw->AddRectFilled(ImVec2(std::max(x0, p.x), p.y), ImVec2(std::min(x0 + segment, p.x + size.x), p.y + size.y),
                       ImGui::GetColorU32(ImVec4(1.0f, 0.8f, 0.35f, 1.0f)), rounding);
   ImGui::Dummy(size);
+}
+
+bool numbered_slider(const char* label, int* index, int count) {
+  int shown = shown_number(*index);
+  const bool changed = ImGui::SliderInt(label, &shown, 1, std::max(1, count));
+  if (changed) *index = std::clamp(shown - 1, 0, std::max(0, count - 1));
+  return changed;
 }
 
 void attention_kind_picker(AttentionKind* kind) {

@@ -2,6 +2,8 @@
 #pragma once
 #include <imgui.h>
 
+#include <string>
+
 #include "transformer/interventions.h"
 
 namespace sf::gui {
@@ -9,6 +11,9 @@ namespace sf::gui {
 // A stage's plain-language explanation, always visible under its title, wrapped to the panel's width in a
 // softer colour than the numbers (students read it; it is not hidden behind a hover).
 void explanation(const char* text);
+// A stage's formula in the paper's notation (gui/render/math_text.h: "$head_i = softmax(Q_i K_i^T / \sqrt{d_k}) V_i$"),
+// wrapped at the window's edge, recorded as an item named `item` (default "formula") for the tests.
+void formula(const std::string& text, const char* item = nullptr);
 // Whether explanation() draws (the app hides them in presentation mode while a lesson's caption explains).
 void show_explanations(bool shown);
 bool explanations_shown();
@@ -35,6 +40,10 @@ float button_width(const char* label);
 float labelled_field_width(float field_width, const char* label);
 // Text in the disabled colour, wrapped at the window's edge.
 void text_disabled_wrapped(const char* fmt, ...) IM_FMTARGS(1);
+
+// A slider over the indices 0 .. count - 1 of a layer or a head that shows and takes the numbers people read,
+// 1 .. count (transformer/interventions.h shown_number). True when it changed *index.
+bool numbered_slider(const char* label, int* index, int count);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);

@@ -35,8 +35,8 @@ std::string load_ui_font(float pixel_size) {
       "/usr/local/share/fonts/DejaVuSans.ttf",
   };
   // Latin, Latin-1 supplement and Latin Extended-A (German and French words), Greek (the formulas' letters),
-  // arrows and math symbols.
-  static const ImWchar kRanges[] = {0x0020, 0x017F, 0x0370, 0x03FF, 0x2000, 0x206F, 0x2190, 0x21FF,
+  // modifier letters (the superscript capitals of W\u1d3c and K\u1d40 in plain text), arrows and math symbols.
+  static const ImWchar kRanges[] = {0x0020, 0x017F, 0x0370, 0x03FF, 0x1D2C, 0x1D6A, 0x2000, 0x206F, 0x2190, 0x21FF,
                                     0x2200, 0x22FF, 0x2500, 0x25FF, 0};
   for (const char* path : kCandidates) {
     std::error_code ec;

@@ -162,7 +162,7 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
     fail(ErrorKind::Shape, "attend", "the mask does not match the attention " + shape_string({tq, tk}));
   for (int h = 0; h < n_heads; ++h)
     if (const Mat* p = mask.painted_for(h); p && (p->rows() != tq || p->cols() != tk))
-      fail(ErrorKind::Shape, "attend", "the painted mask of head " + std::to_string(h) + " is " +
+      fail(ErrorKind::Shape, "attend", "the painted mask of head " + std::to_string(h + 1) + " (from 1) is " +
                                            shape_string({p->rows(), p->cols()}) + ", the attention " +
                                            shape_string({tq, tk}));
   check_heads(keep, n_heads, false, "dropout");

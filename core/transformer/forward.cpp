@@ -11,9 +11,7 @@ namespace sf {
 
 namespace {
 
-std::string kind_layer_head(AttentionKind kind, int layer, int head) {
-  return std::string(to_string(kind)) + "." + std::to_string(layer) + "." + std::to_string(head);
-}
+std::string kind_layer_head(AttentionKind kind, int layer, int head) { return head_ref_text({kind, layer, head}); }
 
 std::vector<int> positions_from_zero(size_t n) {
   std::vector<int> p(n);

@@ -32,12 +32,13 @@ static void check_head(const Config& c, const HeadRef& h, const char* what) {
   const int layers = h.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   if (h.layer < 0 || h.layer >= layers)
     fail(ErrorKind::Input, "interventions",
-         std::string(what) + " names " + to_string(h.kind) + " layer " + std::to_string(h.layer) +
-             ", but the model has " + std::to_string(layers) + " (numbered from 0)");
+         std::string(what) + " " + head_ref_text(h) + " names " + to_string(h.kind) + " layer " +
+             std::to_string(shown_number(h.layer)) + ", but the model has " + std::to_string(layers) +
+             " (numbered from 1)");
   if (h.head < 0 || h.head >= c.n_heads)
     fail(ErrorKind::Input, "interventions",
-         std::string(what) + " names head " + std::to_string(h.head) + " of " + to_string(h.kind) + " layer " +
-             std::to_string(h.layer) + ", but the model has " + std::to_string(c.n_heads) + " heads (from 0)");
+         std::string(what) + " " + head_ref_text(h) + " names head " + std::to_string(shown_number(h.head)) +
+             ", but the model has " + std::to_string(c.n_heads) + " heads a layer (numbered from 1)");
 }
 
 void validate_interventions(const Config& config, const Interventions& iv) {
@@ -68,10 +69,15 @@ Interventions fit_decoder_masks(const Interventions& iv, int src_length, int tgt
   return out;
 }
 
-HeadRef parse_head_ref(const std::string& text) {
+namespace {
+
+// "KIND.L.H" with L and H counted from `first` (1: as people number them; 0: indices, inside files).
+HeadRef parse_kind_layer_head(const std::string& text, int first) {
+  const std::string example = first == 1 ? "enc.1.4: the first encoder layer's fourth head" : "enc.0.3: indices from 0";
   auto bad = [&]() -> HeadRef {
     fail(ErrorKind::Input, "parse_head_ref",
-         "'" + text + "' is not KIND.LAYER.HEAD with KIND enc, dec or cross (e.g. enc.0.3)");
+         "'" + text + "' is not KIND.LAYER.HEAD with KIND enc, dec or cross, layers and heads numbered from " +
+             std::to_string(first) + " (e.g. " + example + ")");
   };
   const size_t dot1 = text.find('.');
   if (dot1 == std::string::npos) return bad();
@@ -84,15 +90,32 @@ HeadRef parse_head_ref(const std::string& text) {
   else if (kind == "cross") h.kind = AttentionKind::Cross;
   else return bad();
   auto number = [&](size_t from, size_t to, int& out) {
-    const char* first = text.data() + from;
+    const char* start = text.data() + from;
     const char* last = text.data() + to;
-    auto [ptr, ec] = std::from_chars(first, last, out);
-    return first != last && ec == std::errc() && ptr == last;
+    auto [ptr, ec] = std::from_chars(start, last, out);
+    return start != last && ec == std::errc() && ptr == last;
   };
   if (!number(dot1 + 1, dot2, h.layer) || !number(dot2 + 1, text.size(), h.head)) return bad();
-  if (h.layer < 0 || h.head < 0)
-    fail(ErrorKind::Input, "parse_head_ref", "'" + text + "': the layer and the head are counted from 0 (e.g. enc.0.3)");
+  // Version 0.1 numbered from 0: a 0 where people count from 1 is the old numbering, and the message says so.
+  if (h.layer < first || h.head < first)
+    fail(ErrorKind::Input, "parse_head_ref",
+         first == 1 ? "'" + text + "': layers and heads are numbered from 1, as in the paper (e.g. " + example +
+                          "; Stepformer 0.1 counted them from 0)"
+                    : "'" + text + "': a negative layer or head index");
+  h.layer -= first;
+  h.head -= first;
   return h;
 }
+
+std::string kind_layer_head(const HeadRef& h, int first) {
+  return std::string(to_string(h.kind)) + "." + std::to_string(h.layer + first) + "." + std::to_string(h.head + first);
+}
+
+}  // namespace
+
+HeadRef parse_head_ref(const std::string& text) { return parse_kind_layer_head(text, 1); }
+std::string head_ref_text(const HeadRef& h) { return kind_layer_head(h, 1); }
+HeadRef parse_head_index(const std::string& text) { return parse_kind_layer_head(text, 0); }
+std::string head_index_text(const HeadRef& h) { return kind_layer_head(h, 0); }
 
 }  // namespace sf

@@ -12,10 +12,15 @@ namespace sf {
 enum class AttentionKind { Encoder, Decoder, Cross };  // encoder self, decoder (masked) self, cross
 const char* to_string(AttentionKind kind);             // "enc" | "dec" | "cross"
 
+// Layers and heads are numbered from 1 wherever a person reads or types them, as the paper numbers its heads
+// (head_1 .. head_h): labels, keys, script commands, exports and the CLI. Every index in the code, HeadRef's
+// included, counts from 0; shown_number turns one into the number a person sees.
+inline int shown_number(int index) { return index + 1; }
+
 struct HeadRef {
   AttentionKind kind = AttentionKind::Encoder;
-  int layer = 0;  // from 0
-  int head = 0;   // from 0
+  int layer = 0;  // index, from 0 (shown as layer + 1)
+  int head = 0;   // index, from 0 (shown as head + 1)
   bool operator==(const HeadRef&) const = default;
 };
 
@@ -53,7 +58,16 @@ void validate_interventions(const Config& config, const Interventions& intervent
 // pass applies unchanged to every shorter prefix pass while decoding, and to longer ones where it reaches.
 Interventions fit_decoder_masks(const Interventions& interventions, int src_length, int tgt_length);
 
-// Parses "enc.L.H", "dec.L.H" or "cross.L.H" (the CLI's --head-off); ErrorKind::Input on a malformed string.
+// Parses "enc.L.H", "dec.L.H" or "cross.L.H" with L and H numbered from 1 ("enc.1.4": the first encoder
+// layer's fourth head; the CLI's --head-off, the app's --attention, scripts). ErrorKind::Input on a malformed
+// string, and on a 0, which names the old numbering from 0 in its message.
 HeadRef parse_head_ref(const std::string& text);
+// The same head as text: "enc.1.4" for HeadRef{Encoder, 0, 3}.
+std::string head_ref_text(const HeadRef& head);
+// Inside files (a trace's metadata, the reference fixtures) a head is named by its indices, from 0, as the tensor
+// names of the same file are ("enc.0.self_attn.probs", PyTorch's "encoder.layers.0"): "enc.0.3" is
+// HeadRef{Encoder, 0, 3}. ErrorKind::Input on a malformed string.
+HeadRef parse_head_index(const std::string& text);
+std::string head_index_text(const HeadRef& head);
 
 }  // namespace sf

@@ -335,8 +335,7 @@ AttentionMask build_mask(const Config& config, const Interventions& iv, Attentio
     if (!custom) continue;
     if (custom->blocked.rows() != first_query + tq || custom->blocked.cols() != tk)
       fail(ErrorKind::Input, "forward",
-           std::string("custom mask for ") + to_string(kind) + "." + std::to_string(layer) + "." + std::to_string(h) +
-               " is " + shape_string({custom->blocked.rows(), custom->blocked.cols()}) + ", the pass needs " +
+           "custom mask for " + head_ref_text({kind, layer, h}) + " is " + shape_string({custom->blocked.rows(), custom->blocked.cols()}) + ", the pass needs " +
                shape_string({first_query + tq, tk}));
     if (mask.painted.empty()) mask.painted.resize(static_cast<size_t>(config.n_heads));
     mask.painted[static_cast<size_t>(h)] = custom->blocked.bottomRows(tq);

@@ -826,7 +826,7 @@ TEST(CudaCli, TraceAndTranslateOnTheGpuAreTheCpus) {
   const char* sentence = "Ein kleines Mädchen klettert in ein Spielhaus aus Holz.";
   int status = 0;
   for (const char* device : {"cpu", "cuda"}) {
-    const std::string out = run_cli(std::string("trace ") + model + " --src \"" + sentence + "\" --head-off cross.1.2 --out " +
+    const std::string out = run_cli(std::string("trace ") + model + " --src \"" + sentence + "\" --head-off cross.2.3 --out " +
                                         dir + "/" + device + ".safetensors --device " + device, &status);
     ASSERT_EQ(status, 0) << out;
     EXPECT_EQ(out.find("GPU failed"), std::string::npos) << out;  // decoded and traced there, not fallen back

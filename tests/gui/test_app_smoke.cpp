@@ -114,7 +114,7 @@ TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
 TEST(AppSmoke, FrameLogTimesEveryFrameAndNamesWhatItRecomputed) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
   const std::string script = output_path("frame_log.script"), log = output_path("frames.log");
-  std::ofstream(script) << "wait 3\nhead-off dec.1.2\nwait 2\nreset\nwait 2\nquit\n";
+  std::ofstream(script) << "wait 3\nhead-off dec.2.3\nwait 2\nreset\nwait 2\nquit\n";
   fs::remove(log);
   const RunResult r = run(headless("--stage decoder-attention --frame-log " + log + " --script " + script));
   ASSERT_EQ(r.exit_code, 0) << r.output;

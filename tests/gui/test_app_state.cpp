@@ -203,7 +203,7 @@ TEST_F(ShippedModel, BadInterventionIsRefusedAndNothingChanges) {
   Interventions iv;
   iv.heads_off.push_back({AttentionKind::Encoder, 7, 0});  // the model has 3 layers
   EXPECT_FALSE(state.set_interventions(iv));
-  EXPECT_NE(state.error.find("layer 7"), std::string::npos) << state.error;
+  EXPECT_NE(state.error.find("layer 8"), std::string::npos) << state.error;  // index 7: layer 8, numbered from 1
   EXPECT_TRUE(state.interventions.heads_off.empty());
   EXPECT_EQ(state.version, version);
   EXPECT_EQ(state.translation, baseline);

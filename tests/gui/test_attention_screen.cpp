@@ -110,12 +110,12 @@ void check_head(const std::string& ref, const std::string& setup = "",
   }
 }
 
-TEST(AttentionScreen, EncoderHeadBrightestCellsMatchTheTrace) { check_head("enc.1.2"); }
-TEST(AttentionScreen, DecoderHeadShowsTheCausalMaskHatched) { check_head("dec.1.3"); }
-TEST(AttentionScreen, CrossHeadBrightestCellsMatchTheTrace) { check_head("cross.2.2"); }
+TEST(AttentionScreen, EncoderHeadBrightestCellsMatchTheTrace) { check_head("enc.2.3"); }
+TEST(AttentionScreen, DecoderHeadShowsTheCausalMaskHatched) { check_head("dec.2.4"); }
+TEST(AttentionScreen, CrossHeadBrightestCellsMatchTheTrace) { check_head("cross.3.3"); }
 
 TEST(AttentionScreen, CausalMaskOffShowsNoBlockedCells) {
-  check_head("dec.1.3", "causal-mask off\n", [](AppState& state) {
+  check_head("dec.2.4", "causal-mask off\n", [](AppState& state) {
     Interventions iv = state.interventions;
     iv.causal_mask = false;
     ASSERT_TRUE(state.set_interventions(iv)) << state.error;
@@ -124,7 +124,7 @@ TEST(AttentionScreen, CausalMaskOffShowsNoBlockedCells) {
 
 TEST(AttentionScreen, PaintedCellsAreDrawnBlocked) {
   // Two cells painted by the script's `mask` (as clicks in "paint mask"): exactly those two are hatched.
-  check_head("enc.1.2", "mask enc.1.2 3 0\nmask enc.1.2 4 5\n", [](AppState& state) {
+  check_head("enc.2.3", "mask enc.2.3 3 0\nmask enc.2.3 4 5\n", [](AppState& state) {
     Interventions iv = state.interventions;
     ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 3, 0));
     ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 4, 5));

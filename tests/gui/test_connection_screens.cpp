@@ -75,7 +75,7 @@ bool orange_between_rows(const testing::Image& image, int x, int y0, int y1) {
 TEST(ConnectionScreens, HoverOutlinesTheHoveredRowAndTheHoveredColumn) {
   // Row 3 ("in"), column 10 ("straße") of encoder layer 1, head 2: on encoder attention both axes are the same
   // tokens, and the old outline sat on column 3 ("in" again).
-  const Shot s = run("hover", "attention enc.1.2\nhover 3 10\n");
+  const Shot s = run("hover", "attention enc.2.3\nhover 3 10\n");
   ASSERT_TRUE(s.image.pixels);
   const nlohmann::json* map = s.heatmap("attention");
   ASSERT_NE(map, nullptr);
@@ -99,7 +99,7 @@ TEST(ConnectionScreens, HoverOutlinesTheHoveredRowAndTheHoveredColumn) {
 }
 
 TEST(ConnectionScreens, DecoderRowsAreLabelledWithWhatTheyPredict) {
-  const Shot s = run("decoder_rows", "attention cross.2.2\n");
+  const Shot s = run("decoder_rows", "attention cross.3.3\n");
   ASSERT_TRUE(s.image.pixels);
   const std::vector<nlohmann::json> rows = s.items("attention.row");
   ASSERT_EQ(rows.size(), 13u) << "every row labelled";
@@ -117,7 +117,7 @@ TEST(ConnectionScreens, DecoderRowsAreLabelledWithWhatTheyPredict) {
 }
 
 TEST(ConnectionScreens, AnOpenedCellShowsItsStepsWithTheTracesNumbers) {
-  const Shot s = run("expand", "attention cross.2.2\nexpand 5 6\n");
+  const Shot s = run("expand", "attention cross.3.3\nexpand 5 6\n");
   ASSERT_TRUE(s.image.pixels);
   AppState state;
   ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
@@ -156,7 +156,7 @@ TEST(ConnectionScreens, AnOpenedCellShowsItsStepsWithTheTracesNumbers) {
 
 TEST(ConnectionScreens, TheLineViewDrawsEachQuerysStrongestLineInItsHeadsColour) {
   // Encoder layer 1, head 5: every row has one clear maximum (at least 0.75 above the next).
-  const Shot s = run("lines", "attention enc.1.5\nview lines\n");
+  const Shot s = run("lines", "attention enc.2.6\nview lines\n");
   ASSERT_TRUE(s.image.pixels);
   EXPECT_EQ(s.heatmap("attention"), nullptr);
   const std::vector<nlohmann::json> queries = s.items("lines.query"), keys = s.items("lines.key");
@@ -198,7 +198,7 @@ TEST(ConnectionScreens, TheLineViewDrawsEachQuerysStrongestLineInItsHeadsColour)
 }
 
 TEST(ConnectionScreens, ASwitchedOffHeadIsTheDivergingScalesCentreColourInTheConcatenation) {
-  const Shot s = run("head_off", "head-off enc.0.0\nstage concat-heads\nlayer 0\n");
+  const Shot s = run("head_off", "head-off enc.1.1\nstage concat-heads\nlayer 1\n");
   ASSERT_TRUE(s.image.pixels);
   const nlohmann::json* concat = s.heatmap("heads_concat");
   ASSERT_NE(concat, nullptr);
@@ -224,7 +224,7 @@ TEST(ConnectionScreens, ASwitchedOffHeadIsTheDivergingScalesCentreColourInTheCon
 }
 
 TEST(ConnectionScreens, AZoomedMapShowsItsWindowAMinimapAndFullSizeLabels) {
-  const Shot s = run("zoom", "attention enc.1.2\nzoom 4 6 6\n");
+  const Shot s = run("zoom", "attention enc.2.3\nzoom 4 6 6\n");
   ASSERT_TRUE(s.image.pixels);
   const nlohmann::json* map = s.heatmap("attention");
   ASSERT_NE(map, nullptr);
@@ -268,7 +268,7 @@ void expect_maps_apart(const Shot& s, float width, float height, const std::stri
 }
 
 TEST(ConnectionScreens, TheLongestSentenceDrawsNoMapOverAnotherAndAWideMapKeepsItsRowsLabelled) {
-  const Shot cross = run("long_cross", "sentence " + long_sentence() + "\nattention cross.0.0\n");
+  const Shot cross = run("long_cross", "sentence " + long_sentence() + "\nattention cross.1.1\n");
   ASSERT_TRUE(cross.image.pixels);
   const nlohmann::json* map = cross.heatmap("attention");
   ASSERT_NE(map, nullptr);

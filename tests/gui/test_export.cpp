@@ -187,7 +187,7 @@ class HeadlessExport : public ::testing::Test {
 };
 
 TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
-  start("encoder-attention", "enc.1.2");
+  start("encoder-attention", "enc.2.3");
   const fs::path dir = scratch("attention");
   const App::Message npy_message = export_now(ExportKind::Npy, dir / "a.npy");
   EXPECT_TRUE(npy_message.ok) << npy_message.text;
@@ -216,7 +216,7 @@ TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
   }
 
   const test::Csv csv = parse_csv(read_bytes((dir / "a.csv").string()));
-  EXPECT_EQ(csv.comment.rfind("# attention (Multi-head self-attention, layer 1, head 2), shape (" +
+  EXPECT_EQ(csv.comment.rfind("# attention (Multi-head self-attention, layer 2, head 3), shape (" +
                               std::to_string(npy.rows) + ", " + std::to_string(npy.cols) + "), float32", 0), 0u)
       << csv.comment;
   EXPECT_EQ(csv.row_labels, app_->state().source_labels());
@@ -227,7 +227,7 @@ TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
 
 TEST_F(HeadlessExport, CrossAttentionRowsAreTheDecoderAndColumnsTheSource) {
   // A map that is not square: its rows (queries) are the decoder's input, its columns (keys) the source.
-  start("cross-attention", "cross.1.3");
+  start("cross-attention", "cross.2.4");
   const fs::path dir = scratch("cross");
   ASSERT_TRUE(export_now(ExportKind::Csv, dir / "c.csv").ok);
   const test::Csv csv = parse_csv(read_bytes((dir / "c.csv").string()));
@@ -242,7 +242,7 @@ TEST_F(HeadlessExport, CrossAttentionRowsAreTheDecoderAndColumnsTheSource) {
 }
 
 TEST_F(HeadlessExport, MaskedCellsAreNaNInBothFormats) {
-  start("decoder-attention", "dec.0.1");
+  start("decoder-attention", "dec.1.2");
   const fs::path dir = scratch("masked");
   ASSERT_TRUE(export_now(ExportKind::Npy, dir / "m.npy").ok);
   ASSERT_TRUE(export_now(ExportKind::Csv, dir / "m.csv").ok);

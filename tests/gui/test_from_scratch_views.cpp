@@ -54,7 +54,7 @@ std::vector<std::string> pieces(const std::vector<std::string>& tokens, int head
 }
 
 TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
-  start("encoder-attention", "enc.0.1");
+  start("encoder-attention", "enc.1.2");
   const Config& c = app_->state().model->config;
   ASSERT_EQ(c.attention, AttentionStyle::ReshapeHeads);
   ASSERT_EQ(c.n_heads, 4);
@@ -70,7 +70,7 @@ TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
 }
 
 TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEveryHead) {
-  start("cross-attention", "cross.1.3");
+  start("cross-attention", "cross.2.4");
   const Heatmap* map = testing::drawn_heatmap("attention");
   ASSERT_NE(map, nullptr);
   EXPECT_EQ(map->col_labels(), pieces(app_->state().source_labels(), 3, 4));
@@ -78,7 +78,7 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
   // The Q, K, V stage of the last head: the shared (D, D) map, not rows h*D.. of a (C, C) matrix.
   app_.reset();
   ImGui::DestroyContext();
-  start("encoder-qkv", "enc.1.3");
+  start("encoder-qkv", "enc.2.4");
   const Heatmap* w_q = testing::drawn_heatmap("qkv_weight_q");
   ASSERT_NE(w_q, nullptr);
   const int D = app_->state().model->config.head_dim();
@@ -93,7 +93,7 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
 // row i sees later tokens (the reshape mixes them into every head), so it is not the step's distribution: the
 // timeline reads the decoder's own record, checked here against a pass over each prefix alone.
 TEST_F(FromScratchViews, TheTimelineShowsTheProbabilityEachTokenWasChosenWith) {
-  start("decoding", "enc.0.0");
+  start("decoding", "enc.1.1");
   const AppState& s = app_->state();
   ASSERT_FALSE(s.translation.empty());
   std::map<int, float> shown;

@@ -191,7 +191,7 @@ TEST_F(HostileApp, AbsurdCountsAreRefusedWithTheirLimitAndTheAppGoesOn) {
   EXPECT_FALSE(after["app"]["translation"].get<std::string>().empty()) << "the translation it had stays";
 
   // Counts past a command's ceiling are named when the script is read; the script does not run.
-  EXPECT_EQ(run_script(dir, "wait 99999999\nstep 50000\nforce 999999 a\nmask enc.0.0 0 999999\nquit\n"), 2);
+  EXPECT_EQ(run_script(dir, "wait 99999999\nstep 50000\nforce 999999 a\nmask enc.1.1 0 999999\nquit\n"), 2);
   EXPECT_TRUE(contains(log, "'wait' needs whole numbers from 0 to 36000, got '99999999'")) << log;
   EXPECT_TRUE(contains(log, "'step' needs whole numbers from 0 to 10000, got '50000'")) << log;
   EXPECT_TRUE(contains(log, "'force' takes a position (a whole number from 0 to 100000) and a word, got '999999'")) << log;
@@ -201,13 +201,13 @@ TEST_F(HostileApp, AbsurdCountsAreRefusedWithTheirLimitAndTheAppGoesOn) {
 TEST_F(HostileApp, AHeadTheModelDoesNotHaveIsSaidNotSilentlyChanged) {
   const fs::path dir = testing::fresh_output_dir("hostile_app_attention");
   ASSERT_EQ(run(dir, "--no-settings --size 1280x800 --model " + kModel +
-                         " --stage encoder-attention --attention enc.9.7 --screenshot a.png --layout-json a.json"),
+                         " --stage encoder-attention --attention enc.10.8 --screenshot a.png --layout-json a.json"),
             0)
       << log;
   const nlohmann::json shown = testing::load_json(dir / "a.json");
   ASSERT_FALSE(shown.is_null()) << log;
   EXPECT_EQ(shown["app"]["dialog"]["title"], "This model has no such head") << shown["app"].dump();
-  EXPECT_TRUE(contains(shown["app"]["dialog"]["problem"].get<std::string>(), "asks for layer 9, head 7"));
+  EXPECT_TRUE(contains(shown["app"]["dialog"]["problem"].get<std::string>(), "asks for layer 10, head 8"));
   EXPECT_TRUE(contains(shown["app"]["dialog"]["hint"].get<std::string>(), "Showing enc.")) << shown["app"].dump();
 }
 

@@ -62,10 +62,10 @@ TEST(LessonParse, ALessonKeepsCommandsThisVersionDoesNotKnowAScriptRefusesThem) 
   const auto with_mistakes = parse_script(mistakes, "x.lesson", error, ScriptParse::Lesson);
   ASSERT_TRUE(with_mistakes);
   EXPECT_EQ(with_mistakes->problems,
-            (std::vector<std::string>{"x.lesson:1: 'layer' needs whole numbers from 0 to 100000, got 'two'",
+            (std::vector<std::string>{"x.lesson:1: 'layer' needs whole numbers from 1 to 100000, got 'two'",
                                       "x.lesson:3: 'head' takes 1 argument(s), got 2",
                                       "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'"}));
-  EXPECT_EQ(error, "x.lesson:1: 'layer' needs whole numbers from 0 to 100000, got 'two'\nx.lesson:3: 'head' takes 1 argument(s), got 2\n"
+  EXPECT_EQ(error, "x.lesson:1: 'layer' needs whole numbers from 1 to 100000, got 'two'\nx.lesson:3: 'head' takes 1 argument(s), got 2\n"
                    "x.lesson:5: 'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '99'");
   ASSERT_EQ(with_mistakes->commands.size(), 5u);
   EXPECT_FALSE(with_mistakes->commands[0].known);
@@ -189,33 +189,33 @@ TEST_F(LessonRun, UnknownCommandsAreReportedOnceAndSkipped) {
 }
 
 TEST_F(LessonRun, ALessonForALargerModelPlaysOnAndSaysWhatItSkipped) {
-  // The tiny model has 2 layers and 4 heads; the lesson asks for layer 2 and head 5.
-  start("attention enc.1.2\ncaption one\npause\nattention cross.2.0\nhead-off dec.0.5\nhead 2\ncaption two\npause\n"
+  // The tiny model has 2 layers and 4 heads; the lesson asks for layer 3 and head 6 (numbered from 1).
+  start("attention enc.2.3\ncaption one\npause\nattention cross.3.1\nhead-off dec.1.6\nhead 3\ncaption two\npause\n"
         "stage output\ncaption three\npause\n");
   frames(5);
   EXPECT_EQ(app_->caption(), "one");
   EXPECT_EQ(app_->attention().layer, 1);
   press(GLFW_KEY_SPACE);
   EXPECT_TRUE(runner_->waiting()) << "the lesson went on to its second pause";
-  EXPECT_EQ(app_->caption(), "two\n(skipped: attention cross.2.0: this model has 2 decoder layers (cross.2.0 asks for layer 2);"
-                              " head-off dec.0.5: this model has 4 heads (dec.0.5 asks for head 5))");
+  EXPECT_EQ(app_->caption(), "two\n(skipped: attention cross.3.1: this model has 2 decoder layers (cross.3.1 asks for layer 3);"
+                              " head-off dec.1.6: this model has 4 heads (dec.1.6 asks for head 6))");
   EXPECT_EQ(app_->attention().head, 2) << "what it can show, it shows";
   EXPECT_TRUE(app_->state().interventions.heads_off.empty());
   press(GLFW_KEY_SPACE);
   EXPECT_EQ(app_->caption(), "three");
   EXPECT_EQ(app_->stage(), Stage::Output);
   ASSERT_EQ(log_.size(), 2u);
-  EXPECT_EQ(log_[0].rfind("script line 4: skipped: attention cross.2.0", 0), 0u) << log_[0];
+  EXPECT_EQ(log_[0].rfind("script line 4: skipped: attention cross.3.1", 0), 0u) << log_[0];
 }
 
 // `layer` and `head` past the model are skipped and named, never clamped nor kept as a layer that does not exist:
 // the layer counts of the attention kind on show (a model's encoder and decoder may have different depths).
 TEST_F(LessonRun, ALayerOrHeadPastTheModelIsSkippedAndNamed) {
-  start("attention dec.1.1\nlayer 2\nhead 4\ncaption one\npause\nattention enc.0.0\nlayer 1\nhead 3\ncaption two\n"
+  start("attention dec.2.2\nlayer 3\nhead 5\ncaption one\npause\nattention enc.1.1\nlayer 2\nhead 4\ncaption two\n"
         "pause\n");
   frames(5);
-  EXPECT_EQ(app_->caption(), "one\n(skipped: layer 2: this model has 2 decoder layers (layer 2); head 4: this model has "
-                             "4 heads (head 4))");
+  EXPECT_EQ(app_->caption(), "one\n(skipped: layer 3: this model has 2 decoder layers (layer 3); head 5: this model has "
+                             "4 heads (head 5))");
   EXPECT_EQ(app_->attention().layer, 1) << "the layer it had stays";
   EXPECT_EQ(app_->attention().head, 1) << "the head it had stays";
   press(GLFW_KEY_SPACE);
@@ -359,7 +359,7 @@ TEST(CheckLesson, BothShippedLessonsPlayOnBothShippedModels) {
                               dir + "/tests/fixtures/models/seq2seq_tutorial_tiny.safetensors");
   EXPECT_EQ(small.exit_code, 1) << small.output;
   EXPECT_NE(small.output.find("32 pauses, "), std::string::npos) << small.output;
-  EXPECT_NE(small.output.find("skipped: attention cross.2.0: this model has 2 decoder layers"), std::string::npos)
+  EXPECT_NE(small.output.find("skipped: attention cross.3.1: this model has 2 decoder layers"), std::string::npos)
       << small.output;
   const Checked walk = check(dir + "/assets/lessons/walkthrough.lesson", "");
   EXPECT_NE(walk.output.find("32 pauses, 0 problems"), std::string::npos) << walk.output;
@@ -382,13 +382,13 @@ TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string lesson = (dir / "bad.lesson").string();
-  std::ofstream(lesson) << "stage tokens\nattention enc.9.1\nfly away\nhead 3 4\nscreenshot " << (dir / "never.png").string()
+  std::ofstream(lesson) << "stage tokens\nattention enc.10.2\nfly away\nhead 3 4\nscreenshot " << (dir / "never.png").string()
                         << "\ncaption ok\npause\nlayer 1\ncaption after\npause\n";
   const Checked c = check(lesson, kModel);
   EXPECT_EQ(c.exit_code, 1) << c.output;
   EXPECT_NE(c.output.find(lesson + ":3: unknown command 'fly' (not in this version)"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find(lesson + ":4: 'head' takes 1 argument(s), got 2"), std::string::npos) << c.output;
-  EXPECT_NE(c.output.find("problem: script line 2: skipped: attention enc.9.1: this model has 2 encoder layers"),
+  EXPECT_NE(c.output.find("problem: script line 2: skipped: attention enc.10.2: this model has 2 encoder layers"),
             std::string::npos) << c.output;
   EXPECT_NE(c.output.find("pause 1 (line 7): stage tokens; caption: ok"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("pause 2 (line 10): stage tokens; caption: after"), std::string::npos) << c.output;
@@ -433,7 +433,7 @@ TEST(LessonProblems, AreShownInADialogWhenTheLessonOpens) {
   EXPECT_EQ(j["app"]["dialog"]["title"], "The lesson has lines it will skip");
   const std::string problem = j["app"]["dialog"]["problem"];
   EXPECT_NE(problem.find("bad.lesson:2: unknown command 'fly'"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("bad.lesson:3: 'head' needs whole numbers from 0 to 100000, got 'x'"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("bad.lesson:3: 'head' needs whole numbers from 1 to 100000, got 'x'"), std::string::npos) << problem;
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST_F(Headless, NumberKeysPickAHeadAndUpDownALayer) {
         ASSERT_EQ(map->value(i, j), probs(i, j)) << "layer " << layer << " head " << head << " cell " << i << "," << j;
   };
   expect_drawn_head(0, 0);
-  frame(GLFW_KEY_3);  // head 2
+  frame(GLFW_KEY_3);  // head 3: index 2
   frame();
   EXPECT_EQ(app_->attention().head, 2);
   EXPECT_EQ(app_->attention().layer, 0);
@@ -124,9 +124,11 @@ TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
   for (const auto& p : heatmap_placements()) {
     if (p.name.rfind("head_", 0) != 0) continue;
     ++maps;
-    // head_L_H holds encoder layer L, head H's probabilities, and sits in row L, column H of the grid.
+    // head_L_H holds encoder layer L, head H's probabilities (numbered from 1), and sits in row L, column H of the
+    // grid.
     int layer = -1, head = -1;
     ASSERT_EQ(std::sscanf(p.name.c_str(), "head_%d_%d", &layer, &head), 2) << p.name;
+    --layer, --head;
     const Mat& probs = app_->state().trace.encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
     ASSERT_EQ(p.heatmap->rows(), probs.rows());
     for (int i = 0; i < p.heatmap->rows(); ++i)
@@ -134,6 +136,7 @@ TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
     for (const auto& q : heatmap_placements()) {
       int l2 = -1, h2 = -1;
       if (std::sscanf(q.name.c_str(), "head_%d_%d", &l2, &h2) != 2) continue;
+      --l2, --h2;
       if (l2 == layer && h2 > head) {
         EXPECT_GT(q.min.x, p.min.x) << q.name << " is not right of " << p.name;
       }

@@ -51,7 +51,7 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
   const fs::path dir = fresh_output_dir("scripted_export");
   std::ofstream(dir / "existing.npy") << "a student's file";
   const std::string d = dir.string() + "/";
-  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.1.2\n"
+  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.2.3\n"
                              "layout " + d + "layout.json\n"
                              "export-png " + d + "window.png\nexport-panel " + d + "panel.png\n"
                              "export-csv " + d + "attention.csv\nexport-npy " + d + "attention.npy\n"
@@ -123,7 +123,7 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
   const fs::path dir = fresh_output_dir("scripted_present");
   const std::string d = dir.string() + "/";
   const std::string caption = "Each row shows where one word looks.";
-  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.0.1\n"
+  ASSERT_EQ(run_script(dir, "model " + kModel + "\nsentence Ein Mann mit einer Frau.\nattention enc.1.2\n"
                              "screenshot " + d + "normal.png\nlayout " + d + "normal.json\n"
                              "present on\ncaption " + caption + "\n"
                              "screenshot " + d + "present.png\nlayout " + d + "present.json\n"
@@ -183,7 +183,7 @@ TEST_F(Scripted, PresentationModeShowsTheStageAloneInLargeTypeOnBlackWithACaptio
 TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
   const fs::path dir = fresh_output_dir("scripted_projector");
   std::ofstream(dir / "script.txt")
-      << "present on\nattention cross.2.0\ncaption Cross-attention joins the two halves: English queries, German "
+      << "present on\nattention cross.3.1\ncaption Cross-attention joins the two halves: English queries, German "
          "keys. Each row shows which German words the decoder read while writing one English word.\n"
       << "layout " << (dir / "layout.json").string() << "\nquit\n";
   const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1920x1080x24' " + STEPFORMER_APP_PATH + " --no-settings" +
@@ -210,7 +210,7 @@ TEST_F(Scripted, AttentionStaysReadableAt1080pWithACaption) {
 TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
   const fs::path dir = fresh_output_dir("scripted_projector_small");
   const std::string d = dir.string() + "/";
-  ASSERT_EQ(run_script(dir, "present on\nattention dec.0.0\nlayout " + d + "folded.json\nexplain on\nlayout " + d +
+  ASSERT_EQ(run_script(dir, "present on\nattention dec.1.1\nlayout " + d + "folded.json\nexplain on\nlayout " + d +
                                 "layout.json\nscreenshot " + d + "shot.png\nexplain off\nquit\n"),
             0)
       << "see " << dir / "log.txt";
@@ -250,7 +250,7 @@ TEST_F(Scripted, AttentionMapKeepsTheHeightAt1280x800WithItsExplanationBeside) {
   // above the map shrink with its cells, so the rows keep at least half the text's height: every row is still
   // labelled (before, with the labels' room fixed at five lines, the rows were 12.7 px and every other label
   // was left out).
-  ASSERT_EQ(run_script(dir, "present on\nattention enc.0.3\ncaption Self-attention: compare each query with every "
+  ASSERT_EQ(run_script(dir, "present on\nattention enc.1.4\ncaption Self-attention: compare each query with every "
                             "key, scale by the square root of 32, softmax. Each row shows where one word looks; "
                             "every row adds up to 1.\nlayout " + d + "caption.json\nquit\n"),
             0)
@@ -382,7 +382,7 @@ TEST_F(Scripted, DecodingBarsAndTheBeamTreesNewestColumnStayInTheWindow) {
 TEST_F(Scripted, TheStripNamesTheInterventionAndMarksWhatItChanged) {
   const fs::path dir = fresh_output_dir("scripted_strip");
   const std::string d = dir.string() + "/";
-  ASSERT_EQ(run_script(dir, "present on\nattention dec.1.3\ncausal-mask off\nlayout " + d + "off.json\nscreenshot " +
+  ASSERT_EQ(run_script(dir, "present on\nattention dec.2.4\ncausal-mask off\nlayout " + d + "off.json\nscreenshot " +
                             d + "off.png\nreset\nlayout " + d + "reset.json\nquit\n"),
             0)
       << "see " << dir / "log.txt";

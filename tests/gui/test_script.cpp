@@ -62,7 +62,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kStages = {
     {"cross-attention", {"attention"}},
     {"decoder-add-norm", {"residual_sum", "layer_norm"}},
     {"decoder-feed-forward", {"ffn_hidden_pre", "ffn_hidden"}},
-    {"all-heads", {"head_0_0", "head_2_7"}},
+    {"all-heads", {"head_1_1", "head_3_8"}},  // layer and head numbered from 1
     {"output", {}},
 };
 

@@ -58,10 +58,10 @@ inline ForwardFixture load_forward_fixture(const std::string& trace_path) {
   f.interventions.padding_mask = iv.value("padding_mask", true);
   f.interventions.positional_encoding = iv.value("positional_encoding", true);
   for (const auto& head : iv.value("heads_off", std::vector<std::string>{}))
-    f.interventions.heads_off.push_back(parse_head_ref(head));
+    f.interventions.heads_off.push_back(parse_head_index(head));  // indices in files
   for (const auto& m : iv.value("custom_masks", nlohmann::json::array())) {
     const auto rows = m.at("blocked").get<std::vector<std::vector<float>>>();
-    CustomMask mask{parse_head_ref(m.at("where").get<std::string>()), Mat(static_cast<Eigen::Index>(rows.size()),
+    CustomMask mask{parse_head_index(m.at("where").get<std::string>()), Mat(static_cast<Eigen::Index>(rows.size()),
                                                                           static_cast<Eigen::Index>(rows.at(0).size()))};
     for (size_t i = 0; i < rows.size(); ++i)
       for (size_t j = 0; j < rows[i].size(); ++j) mask.blocked(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = rows[i][j];

@@ -191,7 +191,7 @@ TEST_F(CliHostile, BadNumbersNameTheOptionTheValueAndTheRange) {
   EXPECT_MESSAGE(cli({"translate", m(), "ein", "--beam", "100000"}), 2, "--beam needs a whole number from 1 to 64, got '100000'");
   EXPECT_MESSAGE(cli({"train", "--data", at("."), "--out", at("x"), "--seed", "99999999999999999999999"}), 2,
                  "--seed needs a whole number from 0 to 18446744073709551615");
-  EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--head-off", "enc.7.0", "--out", at("t")}), 1, "head-off");
+  EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--head-off", "enc.8.1", "--out", at("t")}), 1, "head-off");
 }
 
 TEST_F(CliHostile, EvalRefusesALineLongerThanTheModelInsteadOfCuttingIt) {

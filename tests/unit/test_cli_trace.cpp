@@ -69,7 +69,7 @@ void expect_file_matches(const std::string& path, const Trace& want) {
 TEST(CliTrace, IdsWithInterventions) {
   CliModel m;
   const std::string out = (m.dir / "trace.safetensors").string();
-  ASSERT_EQ(m.run("--ids --src '5 6 7 1' --tgt '2 4 5' --head-off enc.1.2 --head-off cross.0.0 "
+  ASSERT_EQ(m.run("--ids --src '5 6 7 1' --tgt '2 4 5' --head-off enc.2.3 --head-off cross.1.1 "
                   "--no-causal-mask --out " + out), 0);
   Interventions iv;
   iv.heads_off = {{AttentionKind::Encoder, 1, 2}, {AttentionKind::Cross, 0, 0}};
@@ -130,7 +130,7 @@ TEST(CliTrace, BadInputIsAnError) {
   CliModel m;
   const std::string out = (m.dir / "trace.safetensors").string();
   EXPECT_EQ(m.run("--ids --src '5 60' --tgt '2' --out " + out), 1);       // id outside the vocabulary
-  EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.7.0 --out " + out), 1);  // no such layer
+  EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.8.1 --out " + out), 1);  // no such layer
   EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.0 --out " + out), 1);    // malformed
   EXPECT_EQ(m.run("--ids --src '' --tgt '2' --out " + out), 1);           // empty
   EXPECT_FALSE(fs::exists(out));

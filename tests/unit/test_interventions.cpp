@@ -165,7 +165,7 @@ TEST(Interventions, CustomMask) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Input);
-    EXPECT_NE(std::string(e.what()).find("dec.0.1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dec.1.2"), std::string::npos) << e.what();  // numbered from 1
   }
 }
 
@@ -320,17 +320,23 @@ TEST(ForwardErrors, Typed) {
   expect_input_error(run(std::vector<int>(41, 5), f.tgt), "at most 40");
   Interventions iv;
   iv.heads_off = {{AttentionKind::Encoder, 2, 0}};
-  expect_input_error(run(f.src, f.tgt, iv), "enc layer 2");
+  expect_input_error(run(f.src, f.tgt, iv), "enc layer 3, but the model has 2 (numbered from 1)");
   iv.heads_off = {{AttentionKind::Cross, 0, 4}};
-  expect_input_error(run(f.src, f.tgt, iv), "head 4");
+  expect_input_error(run(f.src, f.tgt, iv), "head 5, but the model has 4 heads");
   iv.heads_off = {};
   iv.custom_masks = {{{AttentionKind::Decoder, 5, 0}, Mat::Zero(5, 5)}};
-  expect_input_error(run(f.src, f.tgt, iv), "dec layer 5");
+  expect_input_error(run(f.src, f.tgt, iv), "dec layer 6");
   expect_input_error([] { parse_head_ref("enc.1"); }, "KIND.LAYER.HEAD");
   expect_input_error([] { parse_head_ref("att.1.2"); }, "KIND.LAYER.HEAD");
   expect_input_error([] { parse_head_ref("dec.x.2"); }, "KIND.LAYER.HEAD");
-  const HeadRef h = parse_head_ref("cross.1.3");
-  EXPECT_EQ(h, (HeadRef{AttentionKind::Cross, 1, 3}));
+  // Numbered from 1 where people type them, from 0 in files (the tensor names' indices).
+  EXPECT_EQ(parse_head_ref("cross.2.4"), (HeadRef{AttentionKind::Cross, 1, 3}));
+  EXPECT_EQ(head_ref_text({AttentionKind::Cross, 1, 3}), "cross.2.4");
+  EXPECT_EQ(parse_head_index("cross.1.3"), (HeadRef{AttentionKind::Cross, 1, 3}));
+  EXPECT_EQ(head_index_text({AttentionKind::Cross, 1, 3}), "cross.1.3");
+  expect_input_error([] { parse_head_ref("enc.0.3"); }, "numbered from 1, as in the paper");
+  expect_input_error([] { parse_head_ref("enc.1.0"); }, "Stepformer 0.1 counted them from 0");
+  EXPECT_EQ(parse_head_ref("dec.1.1"), (HeadRef{AttentionKind::Decoder, 0, 0}));
 }
 
 TEST(NnOps, MaskedSoftmaxAndLayerNorm) {
@@ -365,14 +371,21 @@ namespace {
 
 // Found by the monkey test: `mask enc.-1.0 0 0` read the trace at layer -1 (a use after free under ASan).
 TEST(HeadRefs, ANegativeLayerOrHeadIsRefusedWhenParsed) {
-  for (const char* text : {"enc.-1.0", "dec.0.-2", "cross.-0.-0"}) {
+  for (const char* text : {"enc.-1.1", "dec.1.-2", "cross.-0.-0", "enc.0.1"}) {
     try {
-      const HeadRef h = parse_head_ref(text);
-      if (h.layer >= 0 && h.head >= 0 && std::string(text) == "cross.-0.-0") continue;  // -0 is 0
+      parse_head_ref(text);
       FAIL() << text << " parsed";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Input);
-      EXPECT_NE(std::string(e.what()).find("counted from 0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("numbered from 1"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* text : {"enc.-1.0", "dec.0.-2"}) {  // indices in files
+    try {
+      parse_head_index(text);
+      FAIL() << text << " parsed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("negative"), std::string::npos) << e.what();
     }
   }
 }

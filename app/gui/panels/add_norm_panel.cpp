@@ -28,7 +28,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  numbered_slider("layer", &sel.layer, layers);
   for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
     same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
     ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);
@@ -37,18 +37,18 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const bool post = c.norm_placement == NormPlacement::Post;
 
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", sel.layer, blk.name);
+    ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", shown_number(sel.layer), blk.name);
   explanation(
       "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
       "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
-      "standard deviation 1, then multiplies by gamma and adds beta (learned per dimension). It keeps the numbers "
-      "in a range where training is stable.");
+      "standard deviation 1, then multiplies by $\\gamma$ and adds $\\beta$ (learned per dimension). It keeps the "
+      "numbers in a range where training is stable. The paper writes the whole block as LayerNorm(x + Sublayer(x)).");
   if (post && high_contrast())
-    ImGui::TextWrapped("y = LayerNorm(x + Sublayer(x))");
+    formula("$y = LayerNorm(x + Sublayer(x))$");
   else if (post)
-    ImGui::TextWrapped("y = LayerNorm(x + Sublayer(x))     LayerNorm(z) = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta");
+    formula("$y = LayerNorm(x + Sublayer(x))$     $LayerNorm(z) = \\gamma \\cdot (z - \\mu) / \\sqrt{\\sigma^2 + \\epsilon} + \\beta$");
   else
-    ImGui::TextWrapped("pre-norm: y = x + Sublayer(LayerNorm(x))   (this model normalises before each sublayer)");
+    formula("pre-norm: $y = x + Sublayer(LayerNorm(x))$   (this model normalises before each sublayer; the paper after)");
 
   // The four steps, left to right, in the order they happen.
   const Mat* steps[4] = {blk.input, post ? blk.sublayer_out : &blk.norm->out, post ? blk.sum : blk.sublayer_out,

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -62,7 +63,7 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
   ImGui::Text("One cell: query \"%s\" (row %d) looks at key \"%s\" (column %d), head %d", query.c_str(), c.row,
-              key.c_str(), c.col, c.head);
+              key.c_str(), c.col, shown_number(c.head));
   if (ImGui::SmallButton("close (expand off)")) closed = true;
 
   const float strip_h = std::max(font, 1.4f * font);
@@ -75,7 +76,7 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   strip.tooltip = true;
   const MapAxis none;
   const std::vector<std::string> q_row = {"q_" + std::to_string(c.row)}, k_row = {"k_" + std::to_string(c.col)},
-                                 p_row = {"q*k"};
+                                 p_row = {"q\u00b7k"};
   MapAxis q_axis, k_axis, p_axis;
   q_axis.labels = &q_row;
   k_axis.labels = &k_row;
@@ -83,21 +84,27 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   const float label_w = MapView::label_width_for({"q*k   "});
   strip.label_width = label_w;
 
-  ImGui::TextUnformatted("1. the query's and the key's D numbers, multiplied pairwise");
+  char step[200];
+  std::snprintf(step, sizeof(step), "1. $q_{%d}$ and $k_{%d}$: the query's and the key's $d_k$ = %d numbers, multiplied "
+                "pair by pair", c.row, c.col, c.head_dim);
+  math_text(step, width, 0, "formula.cell");
   q_.draw("cell_q", ImVec2(width, strip_h), q_axis, none, strip);
   k_.draw("cell_k", ImVec2(width, strip_h), k_axis, none, strip);
   products_.draw("cell_products", ImVec2(width, strip_h), p_axis, none, strip);
-  ImGui::Text("2. sum of the %d products  q.k = %.4f", c.head_dim, c.dot);
-  ImGui::Text("3. divided by sqrt(%s) = sqrt(%d) = %.3f:  score = %.4f", c.scale_by == c.head_dim ? "D" : "C",
-              c.scale_by, std::sqrt(float(c.scale_by)), c.scaled);
+  std::snprintf(step, sizeof(step), "2. the sum of the %d products: $q_{%d} \\cdot k_{%d}$ = %.4f", c.head_dim, c.row,
+                c.col, c.dot);
+  math_text(step, width, 0, "formula.cell");
+  std::snprintf(step, sizeof(step), "3. divided by $\\sqrt{%s}$ = \u221a%d = %.3f: score = %.4f",
+                c.scale_by == c.head_dim ? "d_k" : "d_{model}", c.scale_by, std::sqrt(float(c.scale_by)), c.scaled);
+  math_text(step, width, 0, "formula.cell");
   record_item("cell.score", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.scaled);
   if (c.blocked)
     ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "%s",
                        c.uniform_when_blocked
-                           ? "4. + mask: -1e20 (blocked) -> after the softmax 0 (1/Tk if the whole row is blocked)"
-                           : "4. + mask: -inf (blocked) -> after the softmax exactly 0");
+                           ? "4. + mask: -1e20 (blocked) \u2192 after the softmax 0 (1/n if the whole row is blocked)"
+                           : "4. + mask: \u2212\u221e (blocked) \u2192 after the softmax exactly 0");
   else
-    ImGui::Text("4. + mask: + 0 (allowed) -> %.4f", c.scaled);
+    ImGui::Text("4. + mask: + 0 (allowed) \u2192 %.4f", c.scaled);
 
   // The softmax over the whole row, this cell outlined.
   row_probs_.heatmap().set_values(c.row_probs.data(), 1, static_cast<int>(c.row_probs.size()), 0.0f, 1.0f);
@@ -128,7 +135,9 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
     }
 
   // Weights times values: the head's output for this query.
-  ImGui::Text("6. out = sum_j p_j v_j: the row's weights times V [%d x %d]", static_cast<int>(c.v.rows()), c.head_dim);
+  std::snprintf(step, sizeof(step), "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$: the row's weights times $V_{%d}$ [%d \u00d7 %d]",
+                shown_number(c.head), c.row, shown_number(c.head), static_cast<int>(c.v.rows()), c.head_dim);
+  math_text(step, width, 0, "formula.cell");
   const float r_v = std::max(1e-6f, c.v.cwiseAbs().maxCoeff());
   values_.heatmap().set_values(c.v.data(), static_cast<int>(c.v.rows()), static_cast<int>(c.v.cols()), -r_v, r_v);
   MapViewOptions vals;
@@ -144,7 +153,8 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   MapAxis o_axis;
   o_axis.labels = &o_row;
   out_.draw("cell_out", ImVec2(width, strip_h), o_axis, none, strip);
-  ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next)", c.head_dim);
+  ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next: Concat, then W\u1d3c)",
+                      c.head_dim);
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   return closed;

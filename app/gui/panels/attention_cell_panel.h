@@ -1,6 +1,6 @@
 // Panel: one attention cell opened into its computation, the paper's equation with this cell's numbers.
 //
-//   score_ij = (q_i . k_j) / sqrt(D) = (sum_d q_id k_jd) / sqrt(D)        q_i, k_j: (D)
+//   score_ij = (q_i . k_j) / sqrt(d_k) = (sum_d q_id k_jd) / sqrt(d_k)    q_i, k_j: (D), D = d_k
 //   p_ij     = softmax_j(score_ij + M_ij)                                  M_ij: 0, or -inf where blocked
 //   out_i    = sum_j p_ij v_j                                              v_j: (D), out_i: (D)
 //

@@ -55,12 +55,12 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
       shown_[static_cast<size_t>(h)] = !on;
       if (std::none_of(shown_.begin(), shown_.end(), [](bool s) { return s; })) shown_[static_cast<size_t>(h)] = true;
     }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: %s", h, on ? "shown (click to hide)" : "hidden (click to show)");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: %s", shown_number(h), on ? "shown (click to hide)" : "hidden (click to show)");
     ImDrawList* d = ImGui::GetWindowDrawList();
     d->AddRectFilled(p, ImVec2(p.x + swatch * 1.5f, p.y + swatch), head_colour(h, H, on ? 1.0f : 0.18f), 3.0f);
     if (on) d->AddRect(p, ImVec2(p.x + swatch * 1.5f, p.y + swatch), IM_COL32(255, 255, 255, 255), 3.0f, 0, 2.0f);
     char label[16];
-    std::snprintf(label, sizeof(label), "%d", h);
+    std::snprintf(label, sizeof(label), "%d", shown_number(h));
     d->AddText(ImVec2(p.x + 0.4f * swatch, p.y + style.FramePadding.y), on ? IM_COL32(0, 0, 0, 255) : IM_COL32(200, 200, 200, 255), label);
     record_item("lines.head", p, ImVec2(p.x + swatch * 1.5f, p.y + swatch), h, on ? "on" : "off");
     ImGui::PopID();

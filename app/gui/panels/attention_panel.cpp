@@ -10,9 +10,11 @@
 
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/stage_tensors.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 
 namespace sf::gui {
 
@@ -52,49 +54,55 @@ void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with
   const float slider_width = ImGui::GetFontSize() * 4.5f + ImGui::GetStyle().ItemInnerSpacing.x;
   same_line_if_fits(slider_width + ImGui::CalcTextSize("layer").x, ImGui::GetFontSize());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  numbered_slider("layer", &sel.layer, layers);
   if (!with_head) return;
   same_line_if_fits(slider_width + ImGui::CalcTextSize("head").x);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  ImGui::SliderInt("head", &sel.head, 0, c.n_heads - 1);
+  numbered_slider("head", &sel.head, c.n_heads);
 }
 
 namespace {
 
-// What each kind of attention is, for a student reading the panel.
-const char* kind_explanation(AttentionKind k) {
+// What each kind of attention is, for a student reading the panel, in the model's languages; `example` is a
+// decoder row's label ("a -> man").
+std::string kind_explanation(AttentionKind k, const LanguageWords& words, const std::string& example) {
+  const char* text = "";
   switch (k) {
     case AttentionKind::Encoder:
-      return "Each row is a query token, each column a key token of the same German sentence. A row shows how "
-             "strongly that query attends to every key: the softmax of the scores Q K^T / sqrt(D), so each row sums "
-             "to 1. Hatched cells are blocked by a mask (padding, or cells painted here): they get -inf before the "
-             "softmax, so probability 0. Click a cell to see its whole computation; untick \"head on\" to switch "
-             "this head off; with \"paint mask\" a click blocks or allows a cell.";
+      text = "Each row is a query token, each column a key token of the same {source} sentence. A row shows how "
+             "strongly that query attends to every key: the softmax of the scores $Q_i K_i^T / \\sqrt{d_k}$, so each "
+             "row sums to 1. Hatched cells are blocked by a mask (padding, or cells painted here): they get "
+             "\u2212\u221e before the softmax, so probability 0. Click a cell to see its whole computation; untick "
+             "\"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.";
+      break;
     case AttentionKind::Decoder:
-      return "Each row is a decoder position: it reads one English token and predicts the next (\"orange -> shirt\" "
-             "reads \"orange\" and is trained to output \"shirt\"). Columns are the tokens it may read. The causal "
+      text = "Each row is a decoder position: it reads one {target} token and predicts the next (\"{example}\" reads "
+             "the first word and is trained to output the second). Columns are the tokens it may read. The causal "
              "mask hatches every later position: a word cannot look at the words it is about to predict. Rows sum "
              "to 1. Click a cell to see its computation.";
+      break;
     case AttentionKind::Cross:
-      return "Cross-attention joins the two halves. Queries come from the decoder (each row: the English position "
-             "\"reads -> predicts\"), keys and values from the encoder's final output over the German sentence: the "
-             "same encoder output in every decoder layer. There is no causal mask here: every English position may "
-             "read every German word. A bright cell shows which German word the decoder looked at while writing "
-             "its next English word. Click a cell to see its computation.";
+      text = "Cross-attention joins the two halves. Queries come from the decoder (each row: the {target} position "
+             "\"reads -> predicts\"), keys and values from the encoder's final output over the {source} sentence: the "
+             "same encoder output in every decoder layer. There is no causal mask here: every {target} position may "
+             "read every {source} word. A bright cell shows which {source} word the decoder looked at while writing "
+             "its next {target} word. Click a cell to see its computation.";
+      break;
   }
-  return "";
+  return fill(fill_languages(text, words), {{"example", math_escape(example)}});
 }
 
 // The from-scratch family (config.h, AttentionStyle::ReshapeHeads): what a head's rows really are.
 constexpr const char* kReshapeExplanation =
     "This model is the study note's \"Transformer from scratch\". It makes its heads with reshape(N, heads, len, "
     "head_dim) and no transpose, so a head's rows are NOT tokens: the sentence's numbers are laid out token after "
-    "token and cut into pieces of D, and head h gets pieces h*T .. h*T+T-1. A label \"Zwei [k]\" means: columns "
-    "k*D .. k*D+D-1 of the token \"Zwei\". Head 0 sees the first tokens, the last head the last ones, each only in "
-    "slices: no head compares whole tokens. (The usual split is reshape(N, len, heads, head_dim).transpose(1, 2).) "
-    "Also: one D x D projection serves every head, scores are divided by sqrt(C), not sqrt(D), and masks apply "
-    "by row and column number of this reshaped sequence; a padded query's row is blocked whole (masked_fill "
-    "-1e20), so it comes out uniform.";
+    "token and cut into pieces of $d_k$, and the n pieces of head i follow those of head i - 1. A label "
+    "\"Zwei [k]\" means: the k-th piece of $d_k$ numbers of the token \"Zwei\" (counting from 0). Head 1 sees the "
+    "first tokens, the last head the last ones, each only in slices: no head compares whole tokens. (The usual "
+    "split is reshape(N, len, heads, head_dim).transpose(1, 2).) Also: one $d_k \\times d_k$ projection serves "
+    "every head, scores are divided by $\\sqrt{d_{model}}$, not $\\sqrt{d_k}$, and masks apply by row and column "
+    "number of this reshaped sequence; a padded query's row is blocked whole (masked_fill -1e20), so it comes out "
+    "uniform.";
 
 }  // namespace
 
@@ -146,7 +154,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (expanded_ && (expanded_->row >= tq || expanded_->col >= tk)) expanded_.reset();
 
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), sel.layer, sel.head);
+    ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), shown_number(sel.layer),
+                shown_number(sel.head));
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
   if (!lesson_view) {
@@ -197,21 +206,29 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
   const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
 
+  const std::vector<std::string> row_labels = state.decoder_row_labels();
   const std::string explanation_text =
-      reshaped ? kReshapeExplanation : kind_explanation(sel.kind);
+      reshaped ? kReshapeExplanation
+               : kind_explanation(sel.kind, language_words(state.model.get()),
+                                  row_labels.size() > 1 ? row_labels[1] : std::string("a -> man"));
   const int scale_by = reshaped ? c.d_model : c.head_dim();  // sqrt of it divides the scores (attention_scale)
-  const char* blocked_value = reshaped ? "-1e20" : "-inf";
-  char formula[160];
-  std::snprintf(formula, sizeof(formula), "softmax(Q K^T / sqrt(%d) + M) V", scale_by);
-  char shapes[120];
-  std::snprintf(shapes, sizeof(shapes), "Q [%d x %d]  K [%d x %d]  probabilities [%d x %d]", tq, c.head_dim(), tk,
-                c.head_dim(), tq, tk);
-  const std::string formula_line = std::string(formula) + "     " + shapes;
+  const char* blocked_value = reshaped ? "-1e20" : "\u2212\u221e";
+  // The paper's Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V for head i, with the mask M added (-inf where
+  // blocked); the from-scratch family divides by sqrt(d_model).
+  const std::string head_i = std::to_string(shown_number(sel.head));
+  const std::string scale_symbol = reshaped ? "d_{model}" : "d_k";
+  const std::string formula = fill("$head_{i} = softmax(Q_{i} K_{i}^T / \\sqrt{" + scale_symbol + "} + M) V_{i}$",
+                                   {{"i", "{" + head_i + "}"}});
+  char shapes_text[200];
+  std::snprintf(shapes_text, sizeof(shapes_text), "$%s$ = %d     $Q_{%s}$ [%d \u00d7 %d]   $K_{%s}$ [%d \u00d7 %d]   softmax [%d \u00d7 %d]",
+                scale_symbol.c_str(), scale_by, head_i.c_str(), tq, c.head_dim(), head_i.c_str(), tk, c.head_dim(), tq, tk);
+  const std::string shapes = shapes_text;
+  const std::string formula_line = formula + "     " + shapes;
 
   if (view_ == AttentionView::Lines) {
     explanation("Lines: each query token on the left joins every key token on the right, as opaque as its "
                 "probability; one colour per head. Click a head's colour to add it, hover a token for its lines.");
-    ImGui::TextUnformatted(formula_line.c_str());
+    ::sf::gui::formula(formula_line);
     lines_panel_.draw(*a, queries, keys, qside, kside, sel.head, ImGui::GetContentRegionAvail());
     expanded_cell_.reset();
     return changed;
@@ -239,12 +256,11 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   // Height of the explanation and the formula: above the map the explanation wraps at the window's edge and the
   // formula is one line; beside it both wrap in their column.
   const auto text_height = [&](float width, bool beside) {
-    float h = beside ? ImGui::CalcTextSize(formula, nullptr, false, width).y +
-                           ImGui::CalcTextSize(shapes, nullptr, false, width).y + 2 * style.ItemSpacing.y
-                     : ImGui::CalcTextSize(formula_line.c_str()).y + style.ItemSpacing.y;
+    float h = beside ? math_text_size(formula, width).y + math_text_size(shapes, width).y + 2 * style.ItemSpacing.y
+                     : math_text_size(formula_line, width).y + style.ItemSpacing.y;
     const bool formula_beside_button = !beside && explanations_folded() &&
                                        explanation_height(explanation_text.c_str(), width) > 0 &&
-                                       button_width("Explain \u25B8") + font + ImGui::CalcTextSize(formula_line.c_str()).x <= width;
+                                       button_width("Explain \u25B8") + font + math_text_size(formula_line).x <= width;
     if (!formula_beside_button) h += explanation_height(explanation_text.c_str(), width);
     return h;
   };
@@ -316,8 +332,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
   if (!text_beside) {
     explanation(explanation_text.c_str());
-    if (explanations_folded()) same_line_if_fits(ImGui::CalcTextSize(formula_line.c_str()).x, font);
-    ImGui::TextUnformatted(formula_line.c_str());
+    if (explanations_folded()) same_line_if_fits(math_text_size(formula_line).x, font);
+    ::sf::gui::formula(formula_line);
   }
   const ImVec2 panel_origin = ImGui::GetCursorScreenPos();  // below the text when it is above the map
   const float steps_height = ImGui::GetContentRegionAvail().y;
@@ -352,10 +368,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::SetCursorScreenPos(ImVec2(map_right + style.ItemSpacing.x, origin.y));
     ImGui::BeginGroup();
     explanation(explanation_text.c_str());
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(formula);
-    ImGui::TextUnformatted(shapes);
-    ImGui::PopTextWrapPos();
+    ::sf::gui::formula(formula);
+    ::sf::gui::formula(shapes, "formula.shapes");
     ImGui::EndGroup();
   }
   // The column starts a little right of the map (on a wide screen the map, fitted to the height, leaves room
@@ -381,19 +395,18 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     // (row labels only where the column has room for them: in large type the maps take the width).
     // A narrow column (large type) gets the short titles.
     const bool narrow = column_w < 16 * font;
-    char title4[64];
-    std::snprintf(title4, sizeof(title4), narrow ? "4. x V: the head's output" : "4. x V = head output [%d x %d]",
-                  head_out_.heatmap().rows(), head_out_.heatmap().cols());
-    char title1[64];
-    std::snprintf(title1, sizeof(title1), narrow ? "1. scores / sqrt(%d)" : "1. scores  Q K^T / sqrt(%d)", scale_by);
-    char title2[64];
-    std::snprintf(title2, sizeof(title2), "%s%s%s", narrow ? "2. + mask" : "2. + mask M (blocked: ",
-                  narrow ? "" : blocked_value, narrow ? "" : ")");
-    const char* title3 = narrow ? "3. softmax: the map" : "3. softmax per row  (left)";
+    const std::string sub = "{" + head_i + "}";
+    char out_shape[48];
+    std::snprintf(out_shape, sizeof(out_shape), " [%d \u00d7 %d]", head_out_.heatmap().rows(), head_out_.heatmap().cols());
+    const std::string title1 = (narrow ? "1. $Q_" + sub + " K_" + sub + "^T / \\sqrt{" + scale_symbol + "}$"
+                                       : "1. scores $Q_" + sub + " K_" + sub + "^T / \\sqrt{" + scale_symbol + "}$");
+    const std::string title2 = narrow ? std::string("2. + mask M") : std::string("2. + mask M (blocked: ") + blocked_value + ")";
+    const std::string title3 = narrow ? "3. softmax: the map" : "3. softmax per row (the map on the left)";
+    const std::string title4 = (narrow ? "4. $\\times V_" + sub + " = head_" + sub + "$"
+                                       : "4. $\\times V_" + sub + " = head_" + sub + "$" + std::string(out_shape));
     float titles_h = 0;
-    for (const char* t : {static_cast<const char*>(title1), static_cast<const char*>(title2), title3,
-                          static_cast<const char*>(title4)})
-      titles_h += ImGui::CalcTextSize(t, nullptr, false, column_w).y + style.ItemSpacing.y;
+    for (const std::string* t : {&title1, &title2, &title3, &title4})
+      titles_h += math_text_size(*t, column_w).y + style.ItemSpacing.y;
     const float h = std::max(1.5f * font, (steps_height - titles_h - 3 * style.ItemSpacing.y) / 3);
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginGroup();
@@ -405,14 +418,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     small.label_width = step_labels ? std::min(label_width, column_w * 0.35f) : 0.0f;
     const MapAxis step_rows = step_labels ? row_axis : MapAxis{nullptr, nullptr, true, qside};
     const MapAxis step_cols = step_labels ? col_axis : MapAxis{nullptr, nullptr, true, kside};
-    ImGui::TextWrapped("%s", title1);
+    math_text(title1, column_w, 0, "formula.step");
     scores_.heatmap().set_axis_labels(queries, keys);
     scores_.draw("attention_scores", ImVec2(column_w, h), step_rows, step_cols, small);
-    ImGui::TextWrapped("%s", title2);
+    math_text(title2, column_w, 0, "formula.step");
     masked_scores_.heatmap().set_axis_labels(queries, keys);
     masked_scores_.draw("attention_masked_scores", ImVec2(column_w, h), step_rows, step_cols, small);
-    ImGui::TextWrapped("%s", title3);
-    ImGui::TextWrapped("%s", title4);
+    math_text(title3, column_w, 0, "formula.step");
+    math_text(title4, column_w, 0, "formula.step");
     head_out_.heatmap().set_axis_labels(queries);
     small.value_name = "value";
     head_out_.draw("attention_head_output", ImVec2(column_w, h), step_rows, MapAxis{}, small);
@@ -426,9 +439,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::BeginTooltip();
     ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", queries[hit.row].c_str(), hit.row,
                 keys[hit.col].c_str(), hit.col);
-    ImGui::Text("score q.k / sqrt(%s) = %.3f", reshaped ? "C" : "D", a->scores[sel.head](hit.row, hit.col));
+    char score[96];
+    std::snprintf(score, sizeof(score), "score $q \\cdot k / \\sqrt{%s}$ = %.3f", scale_symbol.c_str(),
+                  a->scores[sel.head](hit.row, hit.col));
+    math_text(score, -1.0f);
     if (blocked && reshaped) ImGui::Text("blocked by the mask: -1e20 before the softmax (a whole row blocked: uniform)");
-    else if (blocked) ImGui::Text("blocked by the mask: -inf before the softmax, probability 0");
+    else if (blocked) ImGui::Text("blocked by the mask: \u2212\u221e before the softmax, probability 0");
     else ImGui::Text("probability = %.3f", a->probs[sel.head](hit.row, hit.col));
     ImGui::TextDisabled(paint_mask_ ? "click: %s this cell" : "click: open this cell's computation",
                         blocked ? "allow" : "block");

@@ -3,7 +3,11 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
+#include "gui/render/math_text.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -16,29 +20,34 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!a) return;
 
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
-  ImGui::Text("%s, then the output projection W_o (layer %d)",
-              reshaped ? "Reshape the heads back to [T x C]" : "Concatenate the heads", sel.layer);
+  if (!high_contrast())  // presentation mode: the header says it
+    math_text(std::string(reshaped ? "Reshape the heads back to [n \u00d7 $d_{model}$]" : "Concatenate the heads") +
+                  ", then the output projection $W^O$ (layer " + std::to_string(shown_number(sel.layer)) + ")",
+              0.0f);
   if (reshaped)
     explanation(
-        "This model (the study note's Transformer from scratch) undoes its reshape: the heads' outputs [H x T x D] "
-        "are read back as [T x C], token after token. Head 0's pieces fill the first tokens' rows, the last head's "
-        "the last tokens' rows, so each row here mixes heads: a token's row holds pieces computed by one or two "
-        "heads, not one block per head. W_o then mixes each row's C numbers. A head switched off contributes zeros "
-        "to the rows its pieces land in.");
+        "This model (the study note's Transformer from scratch) undoes its reshape: the heads' outputs "
+        "[h \u00d7 n \u00d7 $d_v$] are read back as [n \u00d7 $d_{model}$], token after token. Head 1's pieces fill the first "
+        "tokens' rows, the last head's the last tokens' rows, so each row here mixes heads: a token's row holds "
+        "pieces computed by one or two heads, not one block per head. $W^O$ then mixes each row's $d_{model}$ "
+        "numbers. A head switched off contributes zeros to the rows its pieces land in.");
   else
   explanation(
-      "Each head produced its own [T x D] output. Placed side by side they form one [T x C] matrix again, one "
-      "block of D columns per head (head h in columns h*D .. h*D+D-1). W_o then mixes the heads: every output "
-      "number can draw on every head. A head switched off contributes a block of zeros here.");
-  if (reshaped)
-    ImGui::TextWrapped("out = reshape(heads [%d x %d x %d]) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = out W_o^T + b_o [%d x %d]",
-                       c.n_heads, static_cast<int>(a->heads_out.rows()), c.head_dim(),
-                       static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
-                       static_cast<int>(a->attn_out.rows()), c.d_model);
-  else
-  ImGui::TextWrapped("concat(head_0 .. head_%d) [%d x %d]  W_o^T [%d x %d]  ->  attn_out = concat W_o^T + b_o [%d x %d]",
-              c.n_heads - 1, static_cast<int>(a->heads_out.rows()), c.d_model, c.d_model, c.d_model,
-              static_cast<int>(a->attn_out.rows()), c.d_model);
+      "Each head produced its own [n \u00d7 $d_v$] output. Placed side by side they form one [n \u00d7 $h d_v$] matrix "
+      "again ($h d_v = d_{model}$), one block of $d_v$ columns per head, head 1 first. $W^O$ then mixes the heads: "
+      "every output number can draw on every head. A head switched off contributes a block of zeros here.");
+  const int n = static_cast<int>(a->heads_out.rows());
+  const std::string bias = c.bias ? " + b^O" : "";
+  char shapes[200];
+  if (reshaped) {
+    std::snprintf(shapes, sizeof(shapes), "     reshape(heads [%d \u00d7 %d \u00d7 %d]) [%d \u00d7 %d]     $W^O$ [%d \u00d7 %d]",
+                  c.n_heads, n, c.head_dim(), n, c.d_model, c.d_model, c.d_model);
+    formula("$MultiHead = reshape(head_1, \\ldots, head_h) W^O" + bias + "$" + shapes);
+  } else {
+    std::snprintf(shapes, sizeof(shapes), "     h = %d     Concat [%d \u00d7 %d]     $W^O$ [%d \u00d7 %d] ($h d_v \\times d_{model}$)     "
+                  "\u2192 [%d \u00d7 %d]", c.n_heads, n, c.d_model, c.d_model, c.d_model, static_cast<int>(a->attn_out.rows()), c.d_model);
+    formula("$MultiHead(Q, K, V) = Concat(head_1, \\ldots, head_h) W^O" + bias + "$" + shapes);
+  }
   if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
     concat_.set_signed(a->heads_out);
     projected_.set_signed(a->attn_out);
@@ -58,7 +67,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   MapViewOptions o;
   o.style = {Colormap::Diverging, false};
   auto strip = [&](MapView& view, const char* name, const char* title, bool head_lines) {
-    ImGui::TextWrapped("%s", title);
+    math_text(title);
     view.heatmap().set_axis_labels(labels);  // row names for export
     view.draw(name, ImVec2(avail.x, height), rows, none, o);
     if (!head_lines) return;
@@ -75,9 +84,9 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
       draw->PopClipRect();
     }
   };
-  if (reshaped) strip(concat_, "heads_concat", "the heads' output read back as [T x C] (no head blocks)", false);
-  else strip(concat_, "heads_concat", "the heads side by side (white lines separate the heads)", true);
-  strip(projected_, "attention_output", "after W_o: the attention block's output", false);
+  if (reshaped) strip(concat_, "heads_concat", "the heads' output read back as [n \u00d7 $d_{model}$] (no head blocks)", false);
+  else strip(concat_, "heads_concat", "$Concat(head_1, \\ldots, head_h)$: the heads side by side (white lines between them)", true);
+  strip(projected_, "attention_output", "after $W^O$: the attention block's output", false);
 }
 
 }  // namespace sf::gui

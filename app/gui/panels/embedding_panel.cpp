@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
+#include "gui/render/math_text.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 
 namespace sf::gui {
 
@@ -28,24 +32,31 @@ void EmbeddingPanel::draw(const AppState& state) {
     uploaded_version_ = state.version;
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
-  ImGui::TextUnformatted("Embedding: each token id picks one row of the embedding matrix E");
-  explanation(scaled
-                  ? "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: "
-                    "the vector is what the model knows about the word before it sees the sentence. The vectors are "
-                    "multiplied by sqrt(d_model) so that they are not drowned by the positional encoding (values in "
-                    "[-1, 1]) added next. The encoder embeds the German sentence; the decoder embeds the English "
-                    "words so far, shifted right by <bos>."
-                  : "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its row: "
-                    "the vector is what the model knows about the word before it sees the sentence. This model adds "
-                    "the positional encoding to it as it is, without the paper's sqrt(d_model) scale. The encoder "
-                    "embeds the German sentence; the decoder embeds the English words so far, shifted right by <bos>.");
+  const LanguageWords words = language_words(state.model.get());
+  if (!high_contrast()) ImGui::TextUnformatted("Embedding: each token id picks one row of the embedding matrix E");
+  explanation(fill_languages(
+                  scaled
+                      ? "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its "
+                        "row: the vector is what the model knows about the word before it sees the sentence. As in "
+                        "the paper (section 3.4) the vectors are multiplied by $\\sqrt{d_{model}}$ so that they are "
+                        "not drowned by the positional encoding (values in [-1, 1]) added next. The encoder embeds the "
+                        "{source} sentence; the decoder embeds the {target} words so far, shifted right by <bos>."
+                      : "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its "
+                        "row: the vector is what the model knows about the word before it sees the sentence. This "
+                        "model adds the positional encoding to it as it is, without the paper's $\\sqrt{d_{model}}$ "
+                        "scale. The encoder embeds the {source} sentence; the decoder embeds the {target} words so far, "
+                        "shifted right by <bos>.",
+                  words)
+                  .c_str());
+  char numbers[160];
   if (scaled)
-    ImGui::TextWrapped("x_i = E[id_i] * sqrt(d_model) = E[id_i] * %.1f   E_src [%d x %d]   E_tgt [%d x %d]",
-                       std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model,
-                       state.model->tgt_vocab.size(), c.d_model);
+    std::snprintf(numbers, sizeof(numbers), " = E[id_i] \u00b7 %.1f     E_src [%d \u00d7 %d]     E_tgt [%d \u00d7 %d]",
+                  std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model, state.model->tgt_vocab.size(),
+                  c.d_model);
   else
-    ImGui::TextWrapped("x_i = E[id_i]   E_src [%d x %d]   E_tgt [%d x %d]", state.model->src_vocab.size(), c.d_model,
-                       state.model->tgt_vocab.size(), c.d_model);
+    std::snprintf(numbers, sizeof(numbers), "     E_src [%d \u00d7 %d]     E_tgt [%d \u00d7 %d]", state.model->src_vocab.size(),
+                  c.d_model, state.model->tgt_vocab.size(), c.d_model);
+  formula(std::string(scaled ? "$x_i = E[id_i] \\cdot \\sqrt{d_{model}}$" : "$x_i = E[id_i]$") + numbers);
 
   const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
   const std::vector<std::string> target_labels = state.decoder_input_labels();
@@ -69,17 +80,22 @@ void EmbeddingPanel::draw(const AppState& state) {
     axis.side = token_side;
     embedded.heatmap().set_axis_labels(rows);  // row names for export
     embedded.draw(embedded_name, ImVec2(half, map_h), axis, none, o);
-    ImGui::Text("+ positional encoding  ->  the %s's input  x_i + PE(i)   [%d x %d]", stack, n, c.d_model);
+    char input_title[160];
+    std::snprintf(input_title, sizeof(input_title), "+ positional encoding \u2192 the %s's input $x_i + PE_{pos}$ [%d \u00d7 %d]",
+                  stack, n, c.d_model);
+    math_text(input_title, half);
     input.heatmap().set_axis_labels(rows);
     input.draw(input_name, ImVec2(half, map_h), axis, none, o);
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
   };
-  side("Source (German): the encoder's tokens", embedding_, "embedding", sum_, "encoder_input", labels, &tips,
-       TokenSide::Source, static_cast<int>(src.sum.rows()), "encoder");
+  const std::string source_heading = fill_languages("Source ({source}): the encoder's tokens", words);
+  const std::string target_heading = fill_languages("Target ({target}, shifted right): the decoder's tokens", words);
+  side(source_heading.c_str(), embedding_, "embedding", sum_, "encoder_input", labels, &tips, TokenSide::Source,
+       static_cast<int>(src.sum.rows()), "encoder");
   ImGui::SameLine();
-  side("Target (English, shifted right): the decoder's tokens", target_embedding_, "target_embedding", target_sum_,
-       "decoder_input", target_labels, nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), "decoder");
+  side(target_heading.c_str(), target_embedding_, "target_embedding", target_sum_, "decoder_input", target_labels,
+       nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), "decoder");
 }
 
 }  // namespace sf::gui

@@ -3,8 +3,12 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "gui/stage_tensors.h"
+#include "gui/render/math_text.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -24,17 +28,24 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer", &sel.layer, 0, layers - 1);
+  numbered_slider("layer", &sel.layer, layers);
 
   const bool relu = c.activation == Activation::ReLU;
-  ImGui::Text("Feed-forward, %s layer %d", encoder ? "encoder" : "decoder", sel.layer);
+  if (!high_contrast())  // presentation mode: the header says it
+    ImGui::Text("Feed-forward, %s layer %d", encoder ? "encoder" : "decoder", shown_number(sel.layer));
   explanation(
       "Attention mixes information between tokens; the feed-forward network then works on each token alone: it "
-      "widens the vector from d_model to d_ff numbers, applies a non-linearity, and narrows it back. ReLU sets "
-      "every negative number to exactly zero, so only some hidden units fire for a given token.");
-  ImGui::TextWrapped("FFN(x) = %s(x W1^T + b1) W2^T + b2     x [%d x %d]  W1 [%d x %d]  hidden [%d x %d]  W2 [%d x %d]",
-              relu ? "ReLU" : "GELU", static_cast<int>(f.hidden.rows()), c.d_model, c.d_ff, c.d_model,
-              static_cast<int>(f.hidden.rows()), c.d_ff, c.d_model, c.d_ff);
+      "widens the vector from $d_{model}$ to $d_{ff}$ numbers, applies a non-linearity, and narrows it back. ReLU, "
+      "max(0, x), sets every negative number to exactly zero, so only some hidden units fire for a given token.");
+  // The paper: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, W_1 [d_model x d_ff], W_2 [d_ff x d_model] (the file
+  // stores their transposes, as PyTorch's linear layers do).
+  const char* activation = relu ? "max(0, x W_1 + b_1)" : c.activation == Activation::SiLU ? "SiLU(x W_1 + b_1)" : "GELU(x W_1 + b_1)";
+  const int n = static_cast<int>(f.hidden.rows());
+  char shapes[200];
+  std::snprintf(shapes, sizeof(shapes),
+                "     x [%d \u00d7 %d]   $W_1$ [%d \u00d7 %d] ($d_{model} \\times d_{ff}$)   hidden [%d \u00d7 %d]   $W_2$ [%d \u00d7 %d]",
+                n, c.d_model, c.d_model, c.d_ff, n, c.d_ff, c.d_ff, c.d_model);
+  formula(std::string("$FFN(x) = ") + activation + " W_2 + b_2$" + shapes);
 
   const Mat* x = feed_forward_input(c, state.trace, encoder, sel.layer);
   if (!x) return;
@@ -49,7 +60,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
     uploaded_ = sel;
   }
   const Eigen::Index zeros = (f.hidden.array() == 0.0f).count();
-  ImGui::TextWrapped("%s: %lld of %lld hidden values are zero (%.0f%%)%s", relu ? "ReLU" : "GELU",
+  ImGui::TextWrapped("%s: %lld of %lld hidden values are zero (%.0f%%)%s", relu ? "max(0, \u00b7)" : "the activation",
                      static_cast<long long>(zeros), static_cast<long long>(f.hidden.size()),
                      100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size()),
                      relu ? "; darkest = exactly 0" : "");
@@ -71,19 +82,17 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float scale = room / (widths[0] + widths[1] + widths[2] + widths[3]);
   for (float& w : widths) w *= scale;
   widths[0] += label_w;
-  const char* titles[4] = {"x: the input", "x W1^T + b1 (before the activation)",
-                           relu ? "after ReLU: negatives become 0" : "after GELU", "x W2^T + b2: the output"};
+  const char* titles[4] = {"x: the input", "$x W_1 + b_1$ (before the activation)",
+                           relu ? "max(0, \u00b7): negatives become 0" : "after the activation", "$\\cdot W_2 + b_2$: the output"};
   const char* names[4] = {"ffn_input", "ffn_hidden_pre", "ffn_hidden", "ffn_output"};
   MapView* views[4] = {&input_, &pre_, &post_, &out_};
   float title_h = 0;
-  for (int i = 0; i < 4; ++i) title_h = std::max(title_h, ImGui::CalcTextSize(titles[i], nullptr, false, widths[i]).y);
+  for (int i = 0; i < 4; ++i) title_h = std::max(title_h, math_text_size(titles[i], widths[i]).y);
   for (int i = 0; i < 4; ++i) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     const float top = ImGui::GetCursorScreenPos().y;
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + widths[i]);
-    ImGui::TextUnformatted(titles[i]);
-    ImGui::PopTextWrapPos();
+    math_text(titles[i], widths[i]);
     ImGui::SetCursorScreenPos(ImVec2(ImGui::GetCursorScreenPos().x, top + title_h + style.ItemSpacing.y));
     MapViewOptions o;
     o.style = {i == 2 && relu ? Colormap::Viridis : Colormap::Diverging, false};

@@ -54,14 +54,14 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   // makes the maps narrower than the words).
   for (int h = 0; h < H; ++h) {
     char title[16];
-    std::snprintf(title, sizeof(title), "head %d", h);
-    if (ImGui::CalcTextSize(title).x > cell + gap) std::snprintf(title, sizeof(title), "%d", h);
+    std::snprintf(title, sizeof(title), "head %d", shown_number(h));
+    if (ImGui::CalcTextSize(title).x > cell + gap) std::snprintf(title, sizeof(title), "%d", shown_number(h));
     draw->AddText(ImVec2(origin.x + label + h * (cell + gap), origin.y), text, title);
   }
   for (int l = 0; l < layers; ++l) {
     const float y = origin.y + header + l * (cell + gap);
     char title[24];
-    std::snprintf(title, sizeof(title), "layer %d", l);
+    std::snprintf(title, sizeof(title), "layer %d", shown_number(l));
     draw->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetFontSize() / 2), text, title);
     for (int h = 0; h < H; ++h) {
       Heatmap& m = *maps_[static_cast<size_t>(l * H + h)];
@@ -70,9 +70,9 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
       const ImVec2 at(origin.x + label + h * (cell + gap), y);
       ImGui::SetCursorScreenPos(at);
       char name[32];
-      std::snprintf(name, sizeof(name), "head_%d_%d", l, h);
+      std::snprintf(name, sizeof(name), "head_%d_%d", shown_number(l), shown_number(h));  // as people number them
       m.draw(name, ImVec2(cols * scale, rows * scale), HeatmapStyle{Colormap::Viridis, false});
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to open", l, h);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to open", shown_number(l), shown_number(h));
       if (ImGui::IsItemClicked()) {
         sel.layer = l;
         sel.head = h;

@@ -49,7 +49,7 @@ std::string interventions_summary(const Interventions& iv, bool name_heads) {
       heads += ":";
       for (size_t i = 0; i < iv.heads_off.size(); ++i) {
         const HeadRef& h = iv.heads_off[i];
-        heads += std::string(i ? ", " : " ") + to_string(h.kind) + "." + std::to_string(h.layer) + "." + std::to_string(h.head);
+        heads += std::string(i ? ", " : " ") + head_ref_text(h);
       }
     }
     add(heads);
@@ -71,7 +71,7 @@ const char* grid_title(AttentionKind kind) {
                                           : "Cross-attention";
 }
 
-// The width of a grid's layer labels ("layer 0").
+// The width of a grid's layer labels ("layer 1").
 float grid_label_width() { return ImGui::GetFontSize() * 3.5f; }
 
 // A grid of layers (rows) x heads (columns) of one attention kind; a click toggles a head.
@@ -85,12 +85,12 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   char text[32];
   for (int h = 0; h < c.n_heads; ++h) {
-    std::snprintf(text, sizeof(text), "%d", h);
+    std::snprintf(text, sizeof(text), "%d", shown_number(h));
     draw->AddText(ImVec2(origin.x + label + h * cell + cell * 0.35f, origin.y), IM_COL32(190, 190, 190, 255), text);
   }
   const float top = origin.y + ImGui::GetTextLineHeightWithSpacing();
   for (int l = 0; l < layers; ++l) {
-    std::snprintf(text, sizeof(text), "layer %d", l);
+    std::snprintf(text, sizeof(text), "layer %d", shown_number(l));
     draw->AddText(ImVec2(origin.x, top + l * cell + cell * 0.2f), IM_COL32(190, 190, 190, 255), text);
     for (int h = 0; h < c.n_heads; ++h) {
       const HeadRef ref{kind, l, h};
@@ -105,7 +105,7 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
       if (hovered)
-        ImGui::SetTooltip("%s.%d.%d: %s (click to switch %s)", to_string(kind), l, h, off ? "OFF" : "on",
+        ImGui::SetTooltip("%s: %s (click to switch %s)", head_ref_text(ref).c_str(), off ? "OFF" : "on",
                           off ? "on" : "off");
       draw->AddRectFilled(a, b, off ? IM_COL32(150, 40, 40, 255) : IM_COL32(40, 130, 80, 255), 3.0f);
       if (hovered) draw->AddRect(a, b, kHoverColour, 3.0f, 0, 2.0f);
@@ -135,7 +135,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   bool changed = false;
   ImGui::TextUnformatted("Interventions: change the model and watch every view respond");
   explanation(
-      "Switch heads off (their output becomes zeros before the output projection W_o), remove the masks, or "
+      "Switch heads off (their output becomes zeros before the output projection $W^O$), remove the masks, or "
       "take away the positional encoding, and the sentence is translated again at once with the change: the "
       "translation above, every heatmap and the output probabilities follow. The weights are never modified; "
       "\"Reset all\" brings back the model as trained.");

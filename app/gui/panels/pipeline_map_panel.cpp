@@ -8,6 +8,8 @@
 #include <iterator>
 #include <string>
 
+#include "transformer/interventions.h"
+
 namespace sf::gui {
 
 namespace {
@@ -29,7 +31,7 @@ const Box kBoxes[] = {
     {0, 2, "+ Positional enc.", Stage::Positional},
     {0, 3.9f, "Q, K, V, heads", Stage::EncoderQkv},
     {0, 4.9f, "Self-attention", Stage::EncoderAttention},
-    {0, 5.9f, "Concat + W_o", Stage::EncoderConcat},
+    {0, 5.9f, "Concat + W\u1d3c", Stage::EncoderConcat},
     {0, 6.9f, "Add & norm", Stage::EncoderAddNorm},
     {0, 7.9f, "Feed-forward", Stage::EncoderFeedForward},
     {0, 8.9f, "Add & norm", Stage::EncoderAddNorm},
@@ -111,7 +113,7 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     const int n = column == 0 ? n_enc : n_dec;
     const std::string count = n > 0 ? std::to_string(n) : "N";  // no model (yet): the paper's N
     if (here)
-      std::snprintf(label, sizeof(label), "%s x%s: layer %d", column == 0 ? "Encoder" : "Decoder", count.c_str(), view.layer);
+      std::snprintf(label, sizeof(label), "%s x%s: layer %d", column == 0 ? "Encoder" : "Decoder", count.c_str(), shown_number(view.layer));
     else
       std::snprintf(label, sizeof(label), "%s x%s", column == 0 ? "Encoder" : "Decoder", count.c_str());
     centred_text(draw, ImVec2(x, low - 0.85f * pitch), ImVec2(x + col_w, low),

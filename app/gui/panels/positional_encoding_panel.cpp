@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 #include "nn/positional_encoding.h"
@@ -66,28 +67,35 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   const int P = static_cast<int>(encoding_.rows());
 
   if (learned) {
-    ImGui::TextUnformatted("Positional encoding: learned position embeddings");
+    if (!high_contrast()) ImGui::TextUnformatted("Positional encoding: learned position embeddings");
     explanation(
         "This model learned one vector per position (a table of max_positions x d_model), trained like the word "
         "embeddings, and adds row i to the token at position i. The original paper used fixed sine and cosine "
         "waves instead; both tell the model where each token stands.");
-    ImGui::Text("x_i = E[id_i] * scale + P[i]     P: [%d x %d] (first %d rows shown)",
-                static_cast<int>(state.model->weights.src_positions.rows()), d_model, P);
+    char numbers[120];
+    std::snprintf(numbers, sizeof(numbers), "     P [%d \u00d7 %d] (the first %d rows shown)",
+                  static_cast<int>(state.model->weights.src_positions.rows()), d_model, P);
+    formula(std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") + numbers);
   } else {
-    ImGui::TextUnformatted("Positional encoding");
+    if (!high_contrast()) ImGui::TextUnformatted("Positional encoding");
     explanation(
         "The Transformer has no recurrence, so it adds a position signal to each token's embedding. Each pair of "
-        "dimensions is a sine and a cosine at its own wavelength, from 2*pi (dimension 0) to 10000*2*pi (the last). "
+        "dimensions is a sine and a cosine at its own wavelength, from 2\u03c0 (dimension 0) to 10000 \u00b7 2\u03c0 (the "
+        "last). "
         "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "
-        "PE(pos + k) is a rotation of PE(pos), so attention can find relative positions.");
+        "$PE_{pos+k}$ is a rotation of $PE_{pos}$, so attention can find relative positions.");
     if (halves) {
-      ImGui::TextWrapped("PE(pos, i) = sin(pos / 10000^(2i/d))     PE(pos, d/2 + i) = cos(pos / 10000^(2i/d))     d = %d",
-                         d_model);
+      char numbers[48];
+      std::snprintf(numbers, sizeof(numbers), "     $d_{model}$ = %d", d_model);
+      formula(std::string("$PE_{(pos, i)} = sin(pos / 10000^{2i/d_{model}})$     "
+                          "$PE_{(pos, d_{model}/2 + i)} = cos(pos / 10000^{2i/d_{model}})$") + numbers);
       text_disabled_wrapped("This model (Marian) keeps the same waves in another order: all the sines in the first "
                             "half of the dimensions, then all the cosines, instead of sin, cos, sin, cos, ...");
     } else {
-      ImGui::TextWrapped("PE(pos, 2i) = sin(pos / 10000^(2i/d))     PE(pos, 2i+1) = cos(pos / 10000^(2i/d))     d = %d",
-                         d_model);
+      char numbers[48];
+      std::snprintf(numbers, sizeof(numbers), "     $d_{model}$ = %d", d_model);
+      formula(std::string("$PE_{(pos, 2i)} = sin(pos / 10000^{2i/d_{model}})$     "
+                          "$PE_{(pos, 2i+1)} = cos(pos / 10000^{2i/d_{model}})$") + numbers);
     }
   }
 
@@ -150,11 +158,10 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   // The similarity map's title wraps to the map's width (large type); the map gives up that height. Where the
   // whole title would take more than two lines (presentation mode on a short screen: a word a line, and the
   // map pushed out of view), the formula alone; the map's tooltip says what it means.
-  float sim_side = std::min(height, avail.x * 0.35f);
-  const char* similarity_title = "PE(i) . PE(j): near positions are similar";
-  if (ImGui::CalcTextSize(similarity_title, nullptr, false, sim_side).y > 2.5f * ImGui::GetFontSize())
-    similarity_title = "PE(i) . PE(j)";
-  const float title_extra = ImGui::CalcTextSize(similarity_title, nullptr, false, sim_side).y - ImGui::GetFontSize();
+  float sim_side = std::min(height, avail.x * 0.3f);  // the matrix keeps the width its 256 columns need
+  const char* similarity_title = "$PE_i \\cdot PE_j$: near positions are similar";
+  if (math_text_size(similarity_title, sim_side).y > 2.5f * ImGui::GetFontSize()) similarity_title = "$PE_i \\cdot PE_j$";
+  const float title_extra = math_text_size(similarity_title, sim_side).y - ImGui::GetFontSize();
   if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
   const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);
   // Two groups side by side, each its title over its map with the map's colour bar beside it.
@@ -162,7 +169,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   int row = -1, col = -1;
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_width + spacing + bar);
-  ImGui::Text("the matrix: %d positions (rows) x %d dimensions (columns)", P, d_model);
+  ImGui::Text("the matrix: %d positions (rows) \u00d7 %d dimensions (columns)", P, d_model);
   ImGui::PopTextWrapPos();
   // Sines and cosines are signed: the diverging scale, 0 in its centre (dark grey), -1 blue, +1 orange.
   if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
@@ -172,9 +179,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   ImGui::EndGroup();
   ImGui::SameLine();
   ImGui::BeginGroup();
-  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + sim_side);
-  ImGui::TextUnformatted(similarity_title);
-  ImGui::PopTextWrapPos();
+  math_text(similarity_title, sim_side);
   if (similarity_.draw("positional_similarity", ImVec2(sim_side, sim_side), {}, &row, &col))
     ImGui::SetTooltip("positions %d and %d: dot product %.2f (near positions are similar)", row, col,
                       similarity_.value(row, col));

@@ -9,7 +9,9 @@
 #include "gui/render/item_placements.h"
 #include "gui/stage_tensors.h"
 #include "gui/view.h"
+#include "gui/render/math_text.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 #include "transformer/layers.h"
 
 namespace sf::gui {
@@ -21,6 +23,13 @@ RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head
 }
 
 namespace {
+
+// "1st", "2nd", "3rd", "4th", ... (the head whose block of columns a W_i^Q is).
+std::string ordinal(int n) {
+  const int tens = n % 100, ones = n % 10;
+  const char* suffix = tens >= 11 && tens <= 13 ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
+  return std::to_string(n) + suffix;
+}
 
 // The from-scratch family (config.h ReshapeHeads): head `head`'s row `row` of x reshaped to (H, T, D), the D
 // numbers the shared (D, D) map projects.
@@ -45,9 +54,15 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const AttentionWeights& w = attention_weights(state.model->weights, sel.kind, sel.layer);
   const bool cross = sel.kind == AttentionKind::Cross;
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
-  // The head's share of each W: rows h*D.. of a (C, C) matrix, or the whole (D, D) map every head shares.
+  // The head's W_i^Q as the paper writes it, [d_model x d_k]: the transpose of the head's rows h*D.. of the
+  // stored (C, C) weight (PyTorch keeps a linear layer's weight as [out x in] and computes x W^T); for the
+  // from-scratch family the transpose of the one (D, D) map every head shares.
   const auto head_slice = [&](const LinearWeights& l) -> Mat {
-    return reshaped ? l.weight : Mat(l.weight.middleRows(sel.head * D, D));
+    return reshaped ? Mat(l.weight.transpose()) : Mat(l.weight.middleRows(sel.head * D, D).transpose());
+  };
+  const int i_shown = shown_number(sel.head);  // the paper's i of W_i^Q, head_i
+  const auto sub_i = [&](const std::string& pattern) {  // "W_{i}^Q" -> "W_{4}^Q": the head's number for i
+    return fill(pattern, {{"i", "{" + std::to_string(i_shown) + "}"}});
   };
 
   if (!high_contrast())  // presentation mode: the header says it
@@ -55,7 +70,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
               sel.kind == AttentionKind::Encoder   ? "encoder self-attention"
               : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
                                                    : "cross-attention: queries from the decoder, keys and values from the encoder",
-              sel.layer);
+              shown_number(sel.layer));
   if (reshaped) {
     explanation(
         "This model (the study note's Transformer from scratch) first reshapes X [T x C] to [H x T x D] without a "
@@ -63,20 +78,31 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
         "h*T+T-1, so its rows are slices of tokens (\"Zwei [k]\": columns k*D .. k*D+D-1 of \"Zwei\"). Then ONE "
         "D x D matrix per Q, K and V, without bias, projects every piece of every head. Click a row of Q, K or V to "
         "see its projection.");
-    ImGui::TextWrapped("Q_h = reshape(X)_h W_Q^T   K_h = reshape(X)_h W_K^T   V_h = reshape(X)_h W_V^T     "
-                       "reshape(X) [%d x %d x %d]  W [%d x %d] for every head",
-                       H, static_cast<int>(q.rows()), D, D, D);
+    char shapes[160];
+    std::snprintf(shapes, sizeof(shapes), "     reshape(X) [%d \u00d7 %d \u00d7 %d]     $W^Q, W^K, W^V$ [%d \u00d7 %d], one for every head",
+                  H, static_cast<int>(q.rows()), D, D, D);
+    formula("$Q_i = reshape(X)_i W^Q$     $K_i = reshape(X)_i W^K$     $V_i = reshape(X)_i W^V$" + std::string(shapes));
   } else {
   explanation(
       "Every token's vector x (a row of X) is multiplied by three learned matrices. The query q says what the "
       "token is looking for, the key k what it offers to others, the value v what it passes on when attended to. "
-      "The C columns are cut into H heads of D columns each: every head compares queries and keys in its own "
-      "small space, so different heads can look for different things. Click a token in Q, K or V to see its "
-      "projection.");
-  ImGui::TextWrapped("Q = X W_Q^T + b_Q    K = X W_K^T + b_K    V = X W_V^T + b_V     X [%d x %d]  W [%d x %d]  ->  Q, K, V [%d x %d]",
-                     static_cast<int>(q.rows()), c.d_model, c.d_model, c.d_model, static_cast<int>(q.rows()), c.d_model);
-  ImGui::TextWrapped("split into %d heads of D = %d / %d = %d columns; head %d owns columns %d..%d (rows %d..%d of each W)",
-              H, c.d_model, H, D, sel.head, sel.head * D, sel.head * D + D - 1, sel.head * D, sel.head * D + D - 1);
+      "Each of the h heads has its own $W_i^Q$, $W_i^K$, $W_i^V$ of $d_{model} \\times d_k$: every head compares "
+      "queries and keys in its own small space of $d_k = d_{model} / h$ numbers, so different heads can look for "
+      "different things. Click a token in Q, K or V to see its projection.");
+  const std::string bias_q = c.bias ? " + b_{i}^Q" : "", bias_k = c.bias ? " + b_{i}^K" : "", bias_v = c.bias ? " + b_{i}^V" : "";
+  formula(sub_i("$Q_{i} = X W_{i}^Q" + bias_q + "$     $K_{i} = X W_{i}^K" + bias_k + "$     $V_{i} = X W_{i}^V" + bias_v + "$"));
+  char shapes[200];
+  std::snprintf(shapes, sizeof(shapes),
+                "X [%d \u00d7 %d]     $W_{i}^Q, W_{i}^K, W_{i}^V$ [%d \u00d7 %d] ($d_{model} \\times d_k$)     "
+                "$Q_{i}, K_{i}, V_{i}$ [%d \u00d7 %d]",
+                static_cast<int>(q.rows()), c.d_model, c.d_model, D, static_cast<int>(q.rows()), D);
+  formula(sub_i(shapes));
+  char split[200];
+  std::snprintf(split, sizeof(split),
+                "h = %d heads, $d_k = d_v = d_{model} / h$ = %d / %d = %d: head %d's $W_{i}^Q$ is the %s block of %d "
+                "columns of $W^Q$ [%d \u00d7 %d]",
+                H, c.d_model, H, D, i_shown, ordinal(i_shown).c_str(), D, c.d_model, c.d_model);
+  formula(sub_i(split), "formula.split");
   }
 
   // The head strip: which slice of the C columns the selected head owns (a reshaped head owns no columns).
@@ -88,7 +114,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
       const ImVec2 a0(p.x + w_strip * i / H, p.y), a1(p.x + w_strip * (i + 1) / H - 2, p.y + h);
       draw->AddRectFilled(a0, a1, i == sel.head ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 90, 120, 255));
       char label[16];
-      std::snprintf(label, sizeof(label), "head %d", i);
+      std::snprintf(label, sizeof(label), "head %d", shown_number(i));
       draw->AddText(ImVec2(a0.x + 4, a0.y), i == sel.head ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), label);
     }
     ImGui::Dummy(ImVec2(w_strip, h + 4));
@@ -178,16 +204,18 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   MapViewOptions weights = signed_map;
   weights.style.grid = false;
   weights.value_name = "weight";
-  const char* titles[3] = {"W_Q", "W_K", "W_V"};
+  const char* titles[3] = {"Q", "K", "V"};
   MapView* slices[3] = {&w_q_, &w_k_, &w_v_};
   const char* names[3] = {"qkv_weight_q", "qkv_weight_k", "qkv_weight_v"};
   for (int i = 0; i < 3; ++i) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w_w);
-    if (reshaped) ImGui::Text("%s, every head [%d x %d]", titles[i], D, D);
-    else ImGui::Text("%s, head %d [%d x %d]", titles[i], sel.head, D, c.d_model);
     ImGui::PopTextWrapPos();
+    char title[96];
+    if (reshaped) std::snprintf(title, sizeof(title), "$W^%s$, every head [%d \u00d7 %d]", titles[i], D, D);
+    else std::snprintf(title, sizeof(title), "$W_{%d}^%s$ [%d \u00d7 %d]", i_shown, titles[i], c.d_model, D);
+    math_text(title, w_w);
     slices[i]->draw(names[i], ImVec2(w_w, std::min(top_h - line, w_w * 1.2f)), none, none, weights);
     ImGui::EndGroup();
   }
@@ -199,7 +227,10 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     const float col_width = (rest.x - 2 * style.ItemSpacing.x) / 3;
     auto column = [&](MapView& view, const char* name, const char* title, const MapAxis& axis, Side side) {
       ImGui::BeginGroup();
-      ImGui::Text("%s [%d x %d]", title, view.heatmap().rows(), view.heatmap().cols());
+      char heading[64];
+      std::snprintf(heading, sizeof(heading), "$%s_{%d}$ [%d \u00d7 %d]", title, i_shown, view.heatmap().rows(),
+                    view.heatmap().cols());
+      math_text(heading, col_width);
       view.heatmap().set_axis_labels(*axis.labels);  // row names for export
       MapViewOptions o = signed_map;
       o.label_width = std::min(MapView::label_width_for(*axis.labels), col_width * 0.45f);
@@ -220,10 +251,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat& x = query ? *in.queries_from : *in.keys_from;
   const std::string& token = (query ? qlabels : klabels)[static_cast<size_t>(row)];
   if (reshaped)
-    ImGui::TextWrapped("The projection of \"%s\" (row %d of head %d's pieces): its D numbers times the shared W",
-                       token.c_str(), row, sel.head);
+    ImGui::TextWrapped("The projection of \"%s\" (row %d of head %d's pieces): its d_k numbers times the shared W",
+                       token.c_str(), row, i_shown);
   else
-    ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its C numbers times the head's slice of each W", token.c_str(), row);
+    ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its d_model numbers times head %d's W_%d",
+                       token.c_str(), row, i_shown, i_shown);
   same_line_if_fits(button_width("close"));
   if (ImGui::SmallButton("close")) {
     opened_.reset();
@@ -231,7 +263,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   }
   const int n = query ? 1 : 2;
   const LinearWeights* lin[2] = {query ? &w.q : &w.k, &w.v};
-  const char* w_names[2] = {query ? "W_Q" : "W_K", "W_V"};
+  const char* w_letters[2] = {query ? "Q" : "K", "V"};
   const char* out_names[2] = {query ? "q" : "k", "v"};
   const Mat* traced[2] = {query ? &q : &k, &v};
   if (!uploaded_opened_ || uploaded_opened_->side != opened_->side || uploaded_opened_->row != row) {
@@ -257,8 +289,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + block_w);
-    if (reshaped) ImGui::TextWrapped("%s, shared by every head [%d x %d]", w_names[i], D, D);
-    else ImGui::TextWrapped("%s rows %d..%d (head %d) [%d x %d]", w_names[i], sel.head * D, sel.head * D + D - 1, sel.head, D, c.d_model);
+    char title[120];
+    if (reshaped) std::snprintf(title, sizeof(title), "$W^%s$, shared by every head [%d \u00d7 %d]", w_letters[i], D, D);
+    else std::snprintf(title, sizeof(title), "$W_{%d}^%s$ [%d \u00d7 %d]: the %s block of %d columns of $W^%s$", i_shown,
+                       w_letters[i], c.d_model, D, ordinal(i_shown).c_str(), D, w_letters[i]);
+    math_text(title, block_w);
     MapViewOptions o = signed_map;
     o.style.grid = false;
     o.value_name = "weight";
@@ -267,8 +302,13 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     const std::vector<std::string> o_label = {std::string(out_names[i]) + "_" + std::to_string(row)};
     MapAxis o_axis;
     o_axis.labels = &o_label;
-    if (reshaped) ImGui::TextWrapped("%s_%d = piece_%d %s^T = [1 x %d]", out_names[i], row, row, w_names[i], D);
-    else ImGui::TextWrapped("%s_%d = x_%d %s^T + b = [1 x %d]", out_names[i], row, row, w_names[i], D);
+    char equation[120];
+    if (reshaped)
+      std::snprintf(equation, sizeof(equation), "$%s_{%d} = piece_{%d} W^%s$ [1 \u00d7 %d]", out_names[i], row, row, w_letters[i], D);
+    else
+      std::snprintf(equation, sizeof(equation), "$%s_{%d} = x_{%d} W_{%d}^%s%s$ [1 \u00d7 %d]", out_names[i], row, row,
+                    i_shown, w_letters[i], c.bias ? (std::string(" + b_{") + std::to_string(i_shown) + "}^" + w_letters[i]).c_str() : "", D);
+    math_text(equation, block_w, 0, "formula.projection");
     out_row_[i].draw(i == 0 ? "qkv_out_0" : "qkv_out_1", ImVec2(block_w, strip_h), o_axis, none, signed_map);
     const float diff = projection_diff_[i];
     text_disabled_wrapped("the head's %s row %d in the trace differs by %.1e", out_names[i], row, diff);

@@ -267,10 +267,10 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   head.layer = std::clamp(head.layer, 0, c.n_decoder_layers - 1);
   head.head = std::clamp(head.head, 0, c.n_heads - 1);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer##training", &head.layer, 0, c.n_decoder_layers - 1);
+  numbered_slider("layer##training", &head.layer, c.n_decoder_layers);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("head##training", &head.head, 0, c.n_heads - 1);
+  numbered_slider("head##training", &head.head, c.n_heads);
   const int H = c.n_heads, L = c.n_decoder_layers;
   if (uploaded_version_ != state.version || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head) {
     const AttentionTrace* a = selected_attention(state.trace, head);
@@ -348,9 +348,9 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       if (h > 0) ImGui::SameLine();
       const ImVec2 at = ImGui::GetCursorScreenPos();
       char name[40];
-      std::snprintf(name, sizeof(name), "training_cross_%d_%d", l, h);
+      std::snprintf(name, sizeof(name), "training_cross_%d_%d", shown_number(l), shown_number(h));
       m.draw(name, ImVec2(m.cols() * scale, m.rows() * scale), HeatmapStyle{Colormap::Viridis, false});
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to show it large", l, h);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to show it large", shown_number(l), shown_number(h));
       if (ImGui::IsItemClicked()) {
         head.layer = l;
         head.head = h;

@@ -33,10 +33,10 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
     const char* side = h.kind == AttentionKind::Encoder ? "encoder" : "decoder";
     if (h.layer >= layers_of(h.kind))
       return "this model has " + std::to_string(layers_of(h.kind)) + " " + side + " layers (" + c.args[0] + " asks for layer " +
-             std::to_string(h.layer) + ")";
+             std::to_string(shown_number(h.layer)) + ")";
     if (h.head >= m.n_heads)
       return "this model has " + std::to_string(m.n_heads) + " heads (" + c.args[0] + " asks for head " +
-             std::to_string(h.head) + ")";
+             std::to_string(shown_number(h.head)) + ")";
     return "";
   };
   if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") {
@@ -45,11 +45,11 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
   }
   if (c.name == "layer") {  // a layer of the attention kind on show (the encoder and decoder may differ)
     const AttentionKind kind = app.attention().kind;
-    if (std::stoi(c.args[0]) >= layers_of(kind))
+    if (std::stoi(c.args[0]) > layers_of(kind))  // (numbered from 1)
       return "this model has " + std::to_string(layers_of(kind)) + " " +
              (kind == AttentionKind::Encoder ? "encoder" : "decoder") + " layers (layer " + c.args[0] + ")";
   }
-  if (c.name == "head" && std::stoi(c.args[0]) >= m.n_heads)
+  if (c.name == "head" && std::stoi(c.args[0]) > m.n_heads)
     return "this model has " + std::to_string(m.n_heads) + " heads (head " + c.args[0] + ")";
   return "";
 }
@@ -304,10 +304,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       } catch (const Error& e) {
         log.push_back(where + e.what());
       }
-    } else if (c.name == "layer") {
-      app.select_layer(std::stoi(c.args[0]));
+    } else if (c.name == "layer") {  // numbered from 1, as everywhere a person types one
+      app.select_layer(std::stoi(c.args[0]) - 1);
     } else if (c.name == "head") {
-      app.select_head_index(std::stoi(c.args[0]));
+      app.select_head_index(std::stoi(c.args[0]) - 1);
     } else if (c.name == "hover") {
       // The cell's centre on the attention heatmap of the last frame.
       const int row = std::stoi(c.args[0]), col = std::stoi(c.args[1]);

@@ -7,8 +7,9 @@
 //                            commands run while it loads; for screenshots of the loading indicator)
 //   sentence TEXT...         set the source sentence and translate it
 //   stage NAME               go to a stage (the names of --stage)
-//   attention KIND.L.H       select an attention head (KIND: enc, dec, cross) and open its stage
-//   layer L / head H         select a layer / a head
+//   attention KIND.L.H       select an attention head (KIND: enc, dec, cross) and open its stage; layers and
+//                            heads are numbered from 1, as in the paper (enc.1.4: encoder layer 1, head 4)
+//   layer L / head H         select a layer / a head (from 1); rows, columns and positions count from 0
 //   hover ROW COL            put the mouse over a cell of the attention heatmap on screen
 //   unhover                  take the mouse off the window (whatever the real pointer does)
 //   wait N                   render N frames, at most 36000 (a frame is drawn between any two commands anyway)

@@ -66,12 +66,15 @@ bool is_int(const std::string& s) {
   return s.size() < 10;
 }
 
-bool try_parse_head_ref(const std::string& text) {
+// Why `text` is not a head ("" when it is), in parse_head_ref's words without its function prefix.
+std::string head_ref_problem(const std::string& text) {
   try {
     parse_head_ref(text);
-    return true;
-  } catch (const Error&) {
-    return false;
+    return "";
+  } catch (const Error& e) {
+    const std::string m = e.what();  // "[parse_head_ref] 'x': ..."
+    const size_t end = m.rfind("] ", m.find('\'') == std::string::npos ? m.size() : m.find('\''));
+    return m.rfind('[', 0) == 0 && end != std::string::npos ? m.substr(end + 2) : m;
   }
 }
 
@@ -102,12 +105,19 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
       return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
   }
+  // Layers and heads are numbered from 1, as in the paper (transformer/interventions.h); 0 was version 0.1's
+  // first layer, and is named as that.
+  if ((c.name == "layer" || c.name == "head") && c.args.size() == 1 && is_int(c.args[0]) && std::stoi(c.args[0]) == 0)
+    return "'" + c.name + "' counts from 1, as in the paper (" + c.name + " 1 is the first; Stepformer 0.1 counted " +
+           "from 0), got '0'";
   if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
       c.name == "back" || c.name == "pad") {
     const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
+    const int least = c.name == "layer" || c.name == "head" ? 1 : 0;
     for (const auto& a : c.args)
-      if (!is_int(a) || std::stoi(a) < 0 || std::stoi(a) > most)
-        return "'" + c.name + "' needs whole numbers from 0 to " + std::to_string(most) + ", got '" + a + "'";
+      if (!is_int(a) || std::stoi(a) < least || std::stoi(a) > most)
+        return "'" + c.name + "' needs whole numbers from " + std::to_string(least) + " to " + std::to_string(most) +
+               ", got '" + a + "'";
   }
   if (c.name == "mask")
     for (size_t i = 1; i < 3; ++i)
@@ -156,9 +166,9 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
   float scale = 0;
   if (c.name == "ui-scale" && !parse_ui_scale(c.args[0], &scale))
     return "'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'";
-  if ((c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") &&
-      !try_parse_head_ref(c.args[0]))
-    return "'" + c.name + "' takes a head as KIND.L.H (KIND enc, dec or cross), got '" + c.args[0] + "'";
+  if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask")
+    if (std::string why = head_ref_problem(c.args[0]); !why.empty())
+      return "'" + c.name + "' takes a head as KIND.L.H (KIND enc, dec or cross; layers and heads from 1): " + why;
   return "";
 }
 
