@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -492,9 +493,30 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def ask_languages(args, stdin=None):
+    """The model's two languages, which the app names on every view ("German: ...", "the German sentence"): from
+    --src-lang and --tgt-lang, else asked for at a terminal; without a terminal the file says none, and the app
+    calls them "source" and "target"."""
+    stdin = stdin or sys.stdin
+    for attr, side in (("src_lang", "source"), ("tgt_lang", "target")):
+        if getattr(args, attr):
+            continue
+        if stdin.isatty():
+            print(f"The {side} language of the model (a code such as de, en, fr; Enter to leave it unnamed): ",
+                  end="", file=sys.stderr, flush=True)
+            answer = stdin.readline().strip()
+            if answer and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?", answer):
+                raise ConversionError(f"'{answer}' is not a language code (two or three letters: de, en, fra)")
+            setattr(args, attr, answer)
+        if not getattr(args, attr):
+            note(f"warning: no {side} language (--{attr.replace('_', '-')}): the app will call it the "
+                 f"'{side}' language; name it with --{attr.replace('_', '-')} CODE (e.g. de, en)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     try:
+        ask_languages(args)
         src_vocab = read_vocab(args.src_vocab, "source")
         tgt_vocab = read_vocab(args.tgt_vocab, "target")
         if args.family == "from-scratch":

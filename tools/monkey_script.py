@@ -37,6 +37,7 @@ SPECS = {
     "wait": 1, "screenshot": -1, "layout": -1, "quit": 0, "present": 1, "fullscreen": 1, "ui-scale": 1,
     "caption": -2, "pause": 0, "export-png": -1, "export-panel": -1, "export-csv": -1, "export-npy": -1,
     "head-off": 1, "head-on": 1, "causal-mask": 1, "padding-mask": 1, "positional": 1, "mask": 3, "reset": 0,
+    "position": 1,
     "step": -3, "back": -3, "run": 0, "restart": 0, "decode": -1, "reference": -1, "force": 2,
     "open": -1, "show": 1, "view": 1, "expand": -1, "zoom": -1, "explain": 1, "pad": 1,
     "train": -1, "snapshot": 1, "wait-train": 1,
@@ -160,7 +161,7 @@ def check_args(name, rest):
         if (len(args) > 1) if n == -3 else (len(args) != n):
             return False, args
     name = name.decode("latin-1")
-    if name in ("layer", "head", "wait", "hover", "step", "back", "pad"):
+    if name in ("layer", "head", "wait", "hover", "step", "back", "pad", "position"):
         most = MAX_WAIT if name == "wait" else MAX_STEPS if name in ("step", "back") else MAX_COUNT
         least = 1 if name in ("layer", "head") else 0  # layers and heads are numbered from 1
         for a in args:
@@ -399,7 +400,7 @@ class Monkey:
             arg = self.head_ref().encode()
         elif name == "mask":
             arg = f"{self.head_ref()} {self.count(20)} {self.count(20)}".encode()
-        elif name in ("layer", "head", "pad"):
+        elif name in ("layer", "head", "pad", "position"):
             arg = self.count(10 if name != "pad" else 70).encode()
         elif name == "hover":
             arg = f"{self.count(20)} {self.count(20)}".encode()
@@ -504,7 +505,7 @@ WEIGHTS = {"sentence": 8, "stage": 8, "attention": 6, "layer": 4, "head": 4, "ho
            "causal-mask": 2, "padding-mask": 2, "positional": 2, "mask": 4, "reset": 2, "step": 5, "back": 4,
            "run": 2, "restart": 2, "decode": 4, "reference": 3, "force": 4, "model": 0.8, "open": 0.8, "show": 2,
            "view": 2, "expand": 4, "zoom": 4, "explain": 2, "pad": 3, "train": 1.5, "snapshot": 3,
-           "wait-train": 1}
+           "wait-train": 1, "position": 2}
 
 
 def commands_from_help(app):

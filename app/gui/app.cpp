@@ -18,6 +18,7 @@
 #include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 #include "util/error.h"
 #include "util/parallel.h"
 #include "util/paths.h"
@@ -304,7 +305,7 @@ void App::frame() {
         output_followed_version_ = state_.version;
       }
       int token = -1;
-      if (draw_output_panel(state_, output_position_, &token)) state_.force_token(output_position_, token);
+      if (output_panel_.draw(state_, output_position_, &token)) state_.force_token(output_position_, token);
       break;
     }
     case Stage::Decoding: decoding_panel_.draw(state_); break;
@@ -387,6 +388,9 @@ void App::draw_presentation_header() {
   // The sentence strip: the source, the translation, and what is changed with the translation as trained.
   if (!state_.ready()) return;
   SentenceStrip strip;
+  const LanguageWords languages = language_words(state_.model.get());
+  strip.source_language = fill_languages("{Source}", languages);
+  strip.target_language = fill_languages("{Target}", languages);
   strip.source = state_.sentence;
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;

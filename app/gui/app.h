@@ -20,6 +20,7 @@
 #include "gui/panels/message_dialog.h"
 #include "gui/panels/model_info_panel.h"
 #include "gui/panels/open_model_dialog.h"
+#include "gui/panels/output_panel.h"
 #include "gui/panels/qkv_panel.h"
 #include "gui/panels/tokens_panel.h"
 #include "gui/panels/training_panel.h"
@@ -43,6 +44,12 @@ class App {
   Stage stage() const { return stage_; }
   const AttentionSelection& attention() const { return attention_; }  // the kind, layer and head on show
   int output_position() const { return output_position_; }  // the decoder position the output stage shows
+  // Shows decoder position `position` on the output stage (clamped to the pass) until the next step or arrival.
+  void set_output_position(int position) {
+    output_position_ = position;
+    output_followed_version_ = state_.version;
+    output_followed_stage_ = Stage::Output;
+  }
 
   // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
   bool open_model(const std::string& path);  // starts a background load; false only for an empty path
@@ -163,6 +170,7 @@ class App {
   HeadsGridPanel heads_grid_panel_;
   AddNormPanel add_norm_panel_;
   FeedForwardPanel feed_forward_panel_;
+  OutputPanel output_panel_;
   DecodingPanel decoding_panel_;
   Training training_;
   TrainingPanel training_panel_;

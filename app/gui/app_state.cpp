@@ -64,7 +64,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   if (first)
     model_undo_ = ModelUndo{std::move(model), model_path, inputs(),
                             std::move(decoder), std::move(shown_model_), std::move(trace), std::move(source_tokens),
-                            std::move(translation)};
+                            std::move(translation), std::move(chosen_logits)};
   std::shared_ptr<const Model> previous = first ? nullptr : std::move(model);
   const std::string previous_path = model_path;
   model = std::move(loaded);
@@ -81,6 +81,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   decoder.reset();
   shown_model_.reset();
   trace = Trace{};
+  chosen_logits = Mat();
   source_tokens.clear();
   translation.clear();
   error.clear();
@@ -97,6 +98,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
     decoder = std::move(model_undo_->decoder);
     shown_model_ = std::move(model_undo_->shown_model);
     trace = std::move(model_undo_->trace);
+    chosen_logits = std::move(model_undo_->chosen_logits);
     source_tokens = std::move(model_undo_->source_tokens);
     translation = std::move(model_undo_->translation);
     model_undo_.reset();
@@ -278,7 +280,10 @@ bool AppState::rebuild(int steps) {
         while (!cancelled && next->step()) {}
       }
       for (int i = 0; i < steps && !cancelled && next->step(); ++i) {}
-      if (!cancelled) out.trace = next->trace();
+      if (!cancelled) {
+        out.trace = next->trace();
+        if (!kv_cache_exact(m->config, iv)) out.chosen = next->chosen_logits();
+      }
     };
     const bool try_gpu = gpu && out.device_why.empty();
     try {
@@ -354,6 +359,7 @@ bool AppState::commit(Outcome out) {
   decoder = std::move(out.decoder);
   shown_model_ = std::move(out.model);
   trace = std::move(out.trace);
+  chosen_logits = std::move(out.chosen);
   translation = decoder->generated();
   const bool rebuilt = out.source_tokens.has_value();
   if (rebuilt) source_tokens = std::move(*out.source_tokens);
@@ -381,6 +387,7 @@ void AppState::fail_late(const std::exception& e) {
     decoder = std::move(model_undo_->decoder);
     shown_model_ = std::move(model_undo_->shown_model);
     trace = std::move(model_undo_->trace);
+    chosen_logits = std::move(model_undo_->chosen_logits);
     source_tokens = std::move(model_undo_->source_tokens);
     translation = std::move(model_undo_->translation);
     shown_inputs_ = model_undo_->inputs;
@@ -397,6 +404,14 @@ void AppState::restore_inputs(const Inputs& in) {
   interventions = in.interventions;
   decode_options = in.decode_options;
   source_padding = in.source_padding;
+}
+
+RowVec AppState::chosen_distribution_logits(int position) const {
+  if (position < 0) return RowVec();
+  if (position < chosen_logits.rows()) return chosen_logits.row(position);
+  if (position < trace.logits.rows() && (chosen_logits.size() == 0 || position == static_cast<int>(translation.size())))
+    return trace.logits.row(position);
+  return RowVec();
 }
 
 std::string AppState::shown_device() const {
@@ -482,7 +497,10 @@ bool AppState::advance(int count) {
       } else {
         decoder.step_back(-by);  // one rebuild of a beam's hypotheses, however many steps
       }
-      if (!cancelled) out.trace = decoder.trace();
+      if (!cancelled) {
+        out.trace = decoder.trace();
+        if (!kv_cache_exact(m->config, decoder.interventions())) out.chosen = decoder.chosen_logits();
+      }
     };
     try {
       walk(*d, count);

@@ -33,7 +33,12 @@ struct AppState {
   Interventions interventions;         // the user's changes; forced_prefix holds clicked or reference tokens
   DecodeOptions decode_options;        // strategy and its parameters (max_length is set per sentence)
   std::shared_ptr<Decoder> decoder;    // the live decoding (null while steps of it run in the background)
-  Trace trace;                         // the pass over <bos> + translation (what chose every output token)
+  Trace trace;                         // the pass over <bos> + translation (its last row predicts the next token)
+  // The logits each token of the translation was chosen from (translation.size(), Vt), where the trace's rows are
+  // not those: the KV cache inexact (the causal mask off, a painted mask that looks ahead, reshaped heads), when
+  // row i of the last full pass also read the tokens written after it. Empty otherwise: trace row i is then the
+  // very distribution token i was chosen from (Decoder::chosen_logits).
+  Mat chosen_logits;
   std::string error;                   // the last problem to show the user; the previous state stays
   int version = 0;                     // increments on every recompute: panels re-upload when it changes
   double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
@@ -118,6 +123,12 @@ struct AppState {
   // What hovering a label says: the word as typed, and for an unknown word that the model read <unk>.
   std::vector<std::string> source_label_tips() const;
   std::string translation_text() const;
+  // The logits output token `position` was chosen from (Vt), or, at position translation.size() of an unfinished
+  // decoding, those the next step chooses from (the trace's last row); empty past that.
+  RowVec chosen_distribution_logits(int position) const;
+  // Whether row `position` of the last full pass (trace.logits) differs from what chose that token: see
+  // chosen_logits.
+  bool last_pass_differs_from_choice() const { return chosen_logits.size() > 0; }
   std::string target_token(int id) const;  // a target id as text (unescaped)
 
  private:
@@ -126,6 +137,7 @@ struct AppState {
     std::shared_ptr<const Model> model;  // the decoder reads its weights: kept alive with it
     std::shared_ptr<Decoder> decoder;
     Trace trace;
+    Mat chosen;  // Decoder::chosen_logits where the KV cache is inexact, else empty
     std::optional<std::vector<Token>> source_tokens;  // a rebuild: the source as read
     Interventions interventions;  // a rebuild: what it decoded with (remembered translations are keyed by it)
     int guessed = 0;
@@ -165,6 +177,7 @@ struct AppState {
     Trace trace;
     std::vector<Token> source_tokens;
     std::vector<int> translation;
+    Mat chosen_logits;
   };
   std::optional<ModelUndo> model_undo_;
   std::string late_failure_;

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
@@ -112,6 +114,23 @@ void moving_bar(ImVec2 size) {
   ImGui::Dummy(size);
 }
 
+std::string probability_text(double p) {
+  if (!(p == p)) return "nan";
+  if (p <= 0.0) return p == 0.0 ? "0" : "-" + probability_text(-p);
+  if (p >= 1.0) return p == 1.0 ? "1" : "1+";
+  char text[32];
+  if (p >= 0.995) {
+    std::snprintf(text, sizeof(text), "%.3f", p);  // "0.997": two significant digits would round it to 1
+  } else if (p >= 1e-4) {
+    // Two significant digits in fixed notation: 0.93, 0.012, 0.00017.
+    const int decimals = std::max(2, 1 - static_cast<int>(std::floor(std::log10(p))));
+    std::snprintf(text, sizeof(text), "%.*f", decimals, p);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1e", p);
+  }
+  return text;
+}
+
 bool numbered_slider(const char* label, int* index, int count) {
   int shown = shown_number(*index);
   const bool changed = ImGui::SliderInt(label, &shown, 1, std::max(1, count));
@@ -153,11 +172,7 @@ namespace sf::gui {
 
 namespace {
 
-struct HoverSlots {
-  TokenSide side = TokenSide::Source;
-  int index = -1;
-};
-HoverSlots g_shown, g_current;
+TokenHover g_shown, g_current;
 
 }  // namespace
 
@@ -166,9 +181,20 @@ void begin_token_hover_frame() {
   g_current = {};
 }
 
-void report_hovered_token(TokenSide side, int index) { g_current = {side, index}; }
+void report_hovered_token(TokenSide side, int index) { g_current = {side, side, index, index}; }
+void report_hovered_query(TokenSide side, int index) { g_current = {side, side, index, -1}; }
+void report_hovered_key(TokenSide side, int index) { g_current = {side, side, -1, index}; }
+void report_hovered_cell(TokenSide query_side, int query, TokenSide key_side, int key) {
+  g_current = {query_side, key_side, query, key};
+}
+const TokenHover& hovered_tokens() { return g_shown; }
 
-bool is_hovered_token(TokenSide side, int index) { return g_shown.index == index && g_shown.side == side && index >= 0; }
+bool is_hovered_token(TokenSide side, int index, TokenRole role) {
+  if (index < 0) return false;
+  const bool query = g_shown.query == index && g_shown.query_side == side;
+  const bool key = g_shown.key == index && g_shown.key_side == side;
+  return role == TokenRole::Query ? query : role == TokenRole::Key ? key : query || key;
+}
 
 
 }  // namespace sf::gui

@@ -45,6 +45,10 @@ void text_disabled_wrapped(const char* fmt, ...) IM_FMTARGS(1);
 // 1 .. count (transformer/interventions.h shown_number). True when it changed *index.
 bool numbered_slider(const char* label, int* index, int count);
 
+// A probability as a class reads it: two significant digits however small ("0.93", "0.012", "0.00017",
+// "3.1e-07"), so that no candidate reads 0.000; "0" only for an exact zero, "1" only for an exact one.
+std::string probability_text(double p);
+
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);
 
@@ -66,14 +70,30 @@ void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text
 
 namespace sf::gui {
 
-// [SECTION] the hovered token, highlighted in every view
+// [SECTION] the hovered token or cell, marked in every view
 // Source: positions of the encoder's input; Target: positions of the decoder's input (<bos> + translation).
 enum class TokenSide { Source, Target };
+// What an axis of tokens is in an attention: the queries (an attention map's rows, Q, a head's output), the
+// keys (its columns, K, V), or plain tokens (an embedding's rows, a token box), which are either.
+enum class TokenRole { Token, Query, Key };
+
+// What the pointer is on: a query token, a key token, or both (a cell of an attention map: query row `query`,
+// key column `key`). Hovering a plain token names it as both. -1: none.
+struct TokenHover {
+  TokenSide query_side = TokenSide::Source, key_side = TokenSide::Source;
+  int query = -1, key = -1;
+};
 
 // Called once at the start of each frame: what was reported during the last frame becomes what is shown.
 void begin_token_hover_frame();
-void report_hovered_token(TokenSide side, int index);
-bool is_hovered_token(TokenSide side, int index);
+void report_hovered_token(TokenSide side, int index);  // a plain token: query and key
+void report_hovered_query(TokenSide side, int index);
+void report_hovered_key(TokenSide side, int index);
+void report_hovered_cell(TokenSide query_side, int query, TokenSide key_side, int key);
+const TokenHover& hovered_tokens();  // what last frame reported
+// Whether token `index` of `side` is hovered in the role `role`: a query axis marks the hovered query, a key
+// axis the hovered key, a plain axis either. (Every view of one attention then marks the same row and column.)
+bool is_hovered_token(TokenSide side, int index, TokenRole role = TokenRole::Token);
 constexpr ImU32 kHoverColour = IM_COL32(240, 150, 30, 255);
 
 

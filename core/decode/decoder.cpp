@@ -390,6 +390,23 @@ RowVec Decoder::last_distribution() const {
   return next_logprobs(prediction, tree_.back().length - 1).array().exp().matrix();
 }
 
+Mat Decoder::chosen_logits() const {
+  const std::vector<int> tokens = generated();
+  const int n = static_cast<int>(tokens.size());
+  if (options_.strategy != DecodeStrategy::Beam) {
+    // One step a token: step i kept the prediction it chose token i from (push_history, take_greedy).
+    Mat out(n, config_->tgt_vocab_size);  // (T, Vt)
+    for (int i = 0; i < n && i < static_cast<int>(history_.size()); ++i) out.row(i) = history_[static_cast<size_t>(i)].next_logits;
+    return out;
+  }
+  if (n == 0) return Mat(0, config_->tgt_vocab_size);
+  std::vector<int> input = {config_->bos_id};  // <bos> + every token but the last: the prefixes of lengths 1 .. n
+  input.insert(input.end(), tokens.begin(), tokens.end() - 1);
+  std::vector<int> lengths(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) lengths[static_cast<size_t>(i)] = i + 1;
+  return decode_prefixes(*config_, *weights_, encoded_, input, lengths, *cross_);
+}
+
 void Decoder::take_greedy(int token, const RowVec& prediction) {
   states_.front().next_logits = prediction;  // what step_back restores
   push_history();

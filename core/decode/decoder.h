@@ -164,6 +164,12 @@ class Decoder {
   // Greedy / sample: the distribution the last token was drawn from (1, Vt) (greedy: the softmax); empty before
   // the first step and for beam search. Computed when asked, from the prediction the last step kept for step_back.
   RowVec last_distribution() const;
+  // The logits each generated token of the best hypothesis was chosen from (generated().size(), Vt): row i is the
+  // prediction of the pass over <bos> + its first i tokens, as the step that chose token i (or took it forced)
+  // computed it. Greedy and sampling kept those for step_back; a beam keeps only each node's log-probability, so
+  // its rows are computed here, one pass per prefix (decode_prefixes). Row i of trace() is the same distribution
+  // only while the KV cache is exact (kv_cache_exact): with the causal mask off it also read the tokens after i.
+  Mat chosen_logits() const;
 
   const std::vector<BeamNode>& tree() const { return tree_; }
   const std::vector<int>& live_beams() const { return live_; }          // node ids, best first

@@ -56,7 +56,7 @@ float max_abs(std::initializer_list<const RowVec*> rows) {
 }  // namespace
 
 bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, const std::string& key,
-                              const std::vector<std::string>& key_labels, float width) {
+                              const std::vector<std::string>& key_labels, TokenSide key_side, float width) {
   bool closed = false;
   const float font = ImGui::GetFontSize();
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -108,7 +108,8 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
 
   // The softmax over the whole row, this cell outlined.
   row_probs_.heatmap().set_values(c.row_probs.data(), 1, static_cast<int>(c.row_probs.size()), 0.0f, 1.0f);
-  ImGui::Text("5. softmax over the row: p = %.4f (exp of this score over the sum of the row's exps)", c.prob);
+  ImGui::Text("5. softmax over the row: p = %s (exp of this score over the sum of the row's exps)",
+              probability_text(c.prob).c_str());
   record_item("cell.prob", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.prob);
   MapViewOptions probs;
   probs.style = {Colormap::Viridis, true};
@@ -117,6 +118,9 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   MapAxis row_axis, key_axis;
   row_axis.labels = &p_label;
   key_axis.labels = &key_labels;
+  key_axis.tokens = true;
+  key_axis.side = key_side;
+  key_axis.role = TokenRole::Key;
   probs.label_width = label_w;
   const float key_room = std::min(5.0f * font, [&] {
     float w = 0;
@@ -145,6 +149,9 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   vals.value_name = "value";
   MapAxis v_rows;
   v_rows.labels = &key_labels;
+  v_rows.tokens = true;
+  v_rows.side = key_side;
+  v_rows.role = TokenRole::Key;
   const float v_h = std::clamp(c.v.rows() * font * 0.6f, 3 * font, 8 * font);
   values_.draw("cell_values", ImVec2(width, v_h), v_rows, none, vals);
   const float r_o = max_abs({&c.out});

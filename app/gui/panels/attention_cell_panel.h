@@ -42,8 +42,9 @@ class AttentionCellPanel {
  public:
   // Draws the computation of `cell` in a column `width` wide; `query` and `key` name its row and column.
   // Returns true when the user closes it.
+  // `key_side`: whose tokens the keys are (hovering a key here marks it, as a key, in the other views).
   bool draw(const AttentionCell& cell, const std::string& query, const std::string& key,
-            const std::vector<std::string>& key_labels, float width);
+            const std::vector<std::string>& key_labels, TokenSide key_side, float width);
 
  private:
   MapView q_, k_, products_, row_probs_, values_, out_;

@@ -102,13 +102,13 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
   }
   if (focus_query < 0 && focus_key < 0) {
     for (int i = 0; i < static_cast<int>(queries.size()); ++i)
-      if (is_hovered_token(query_side, i)) focus_query = i;
+      if (is_hovered_token(query_side, i, TokenRole::Query)) focus_query = i;
     if (focus_query < 0)
       for (int j = 0; j < static_cast<int>(keys.size()); ++j)
-        if (is_hovered_token(key_side, j)) focus_key = j;
+        if (is_hovered_token(key_side, j, TokenRole::Key)) focus_key = j;
   }
-  if (focus_query >= 0) report_hovered_token(query_side, focus_query);
-  if (focus_key >= 0) report_hovered_token(key_side, focus_key);
+  if (focus_query >= 0) report_hovered_query(query_side, focus_query);
+  if (focus_key >= 0) report_hovered_key(key_side, focus_key);
 
   // The lines, faint first, so that strong ones lie on top.
   std::vector<AttentionLine> lines = attention_lines(a, shown_);

@@ -345,10 +345,12 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   row_axis.tips = sel.kind == AttentionKind::Encoder && !reshaped ? &source_tips : nullptr;
   row_axis.tokens = !reshaped;  // reshaped rows are pieces of tokens: hovering one links no token
   row_axis.side = qside;
+  row_axis.role = TokenRole::Query;
   col_axis.labels = &keys;
   col_axis.tips = sel.kind == AttentionKind::Decoder || reshaped ? nullptr : &source_tips;
   col_axis.tokens = !reshaped;
   col_axis.side = kside;
+  col_axis.role = TokenRole::Key;
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
   options.value_name = "probability";
@@ -356,6 +358,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   options.always_label = font >= 24.0f;  // large type (presentation mode): every row keeps its label
   options.tooltip = false;
   options.label_width = label_width;
+  if (expanded_) options.marked = {expanded_->row, expanded_->col};  // the opened cell stays marked
   map_.heatmap().set_axis_labels(queries, keys);  // row and column names for export
   const ImVec2 map_size(label_width + map.cell * tk + bar_width, map.key_room + row_height * tq);
   const MapViewHit hit = map_.draw("attention", map_size, row_axis, col_axis, options);
@@ -386,7 +389,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     ImGui::SetCursorScreenPos(ImVec2(column_x, panel_origin.y));
     ImGui::BeginChild("##cell", ImVec2(column_w, steps_height), false);
     if (cell_panel_.draw(*expanded_cell_, queries[static_cast<size_t>(expanded_->row)],
-                         keys[static_cast<size_t>(expanded_->col)], keys, ImGui::GetContentRegionAvail().x))
+                         keys[static_cast<size_t>(expanded_->col)], keys, kside, ImGui::GetContentRegionAvail().x))
       expanded_.reset();
     ImGui::EndChild();
   } else if (steps_width > 0) {
@@ -416,8 +419,8 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     small.value_name = "score";
     const bool step_labels = !narrow;
     small.label_width = step_labels ? std::min(label_width, column_w * 0.35f) : 0.0f;
-    const MapAxis step_rows = step_labels ? row_axis : MapAxis{nullptr, nullptr, true, qside};
-    const MapAxis step_cols = step_labels ? col_axis : MapAxis{nullptr, nullptr, true, kside};
+    const MapAxis step_rows = step_labels ? row_axis : MapAxis{nullptr, nullptr, !reshaped, qside, TokenRole::Query};
+    const MapAxis step_cols = step_labels ? col_axis : MapAxis{nullptr, nullptr, !reshaped, kside, TokenRole::Key};
     math_text(title1, column_w, 0, "formula.step");
     scores_.heatmap().set_axis_labels(queries, keys);
     scores_.draw("attention_scores", ImVec2(column_w, h), step_rows, step_cols, small);
@@ -445,7 +448,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
     math_text(score, -1.0f);
     if (blocked && reshaped) ImGui::Text("blocked by the mask: -1e20 before the softmax (a whole row blocked: uniform)");
     else if (blocked) ImGui::Text("blocked by the mask: \u2212\u221e before the softmax, probability 0");
-    else ImGui::Text("probability = %.3f", a->probs[sel.head](hit.row, hit.col));
+    else ImGui::Text("probability = %s", probability_text(a->probs[sel.head](hit.row, hit.col)).c_str());
     ImGui::TextDisabled(paint_mask_ ? "click: %s this cell" : "click: open this cell's computation",
                         blocked ? "allow" : "block");
     ImGui::EndTooltip();

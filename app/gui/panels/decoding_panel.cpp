@@ -10,54 +10,55 @@
 #include "decode/sampling.h"
 #include "transformer/passes.h"
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 
 namespace sf::gui {
 
-namespace {
-
-// The probability the model gave each token of the translation when it chose it, from the decoding's own record
-// (the tree's log p(token | prefix)), or empty where that record is not the translation's. Needed where a row of
-// the final pass sees later tokens (reshaped heads, the causal mask off): there row i of the last pass is not
-// the distribution token i was chosen from.
 std::vector<float> chosen_probabilities(const AppState& state) {
-  if (!state.decoder) return {};
-  const Decoder& d = *state.decoder;
-  std::vector<int> nodes;  // the best hypothesis' nodes, root excluded, first token first
-  for (int n = d.best_node(); n > 0; n = d.tree()[static_cast<size_t>(n)].parent) nodes.push_back(n);
-  std::reverse(nodes.begin(), nodes.end());
-  if (nodes.size() != state.translation.size()) return {};
-  std::vector<float> p(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const BeamNode& node = d.tree()[static_cast<size_t>(nodes[i])];
-    if (node.token != state.translation[i]) return {};
-    p[i] = std::exp(node.logprob);
+  // Once per decoding shown: a row's normaliser is a sum over the whole vocabulary.
+  static const AppState* cached_state = nullptr;
+  static int cached_version = -1;
+  static std::vector<float> cached;
+  if (cached_state == &state && cached_version == state.version) return cached;
+  std::vector<float> p(state.translation.size(), NAN);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const RowVec logits = state.chosen_distribution_logits(static_cast<int>(i));
+    const int id = state.translation[i];
+    if (logits.size() == 0 || id < 0 || id >= logits.size()) continue;
+    const float top = logits.maxCoeff();
+    const double sum = (logits.array() - top).exp().cast<double>().sum();
+    p[i] = static_cast<float>(std::exp(static_cast<double>(logits(id) - top)) / sum);
   }
+  cached_state = &state;
+  cached_version = state.version;
+  cached = p;
   return p;
 }
 
-}  // namespace
-
 int draw_decoding_timeline(const AppState& state, int selected) {
   if (!state.ready()) return -1;
-  const Mat& probs = state.trace.probs;  // (T, V): row i predicts output token i
-  const int rows = static_cast<int>(probs.rows());
-  const std::vector<float> chosen = kv_cache_exact(state.model->config, state.interventions)
-                                        ? std::vector<float>()
-                                        : chosen_probabilities(state);
+  // What each token had when it was chosen (not the last full pass's row, which with the causal mask off also read
+  // the tokens after it).
+  const std::vector<float> chosen = chosen_probabilities(state);
   const auto& forced = state.interventions.forced_prefix;
+  const bool forcing = !forced.empty();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 pad = ImGui::GetStyle().FramePadding;
   int clicked = -1;
   for (int i = 0; i < static_cast<int>(state.translation.size()); ++i) {
     const int id = state.translation[static_cast<size_t>(i)];
     const std::string text = state.target_token(id);
-    const float p = !chosen.empty() ? chosen[static_cast<size_t>(i)] : i < rows ? probs(i, id) : NAN;
-    char prob[24];
-    std::snprintf(prob, sizeof(prob), "%.2f", p);
-    const ImVec2 ts = ImGui::CalcTextSize(text.c_str()), ps = ImGui::CalcTextSize(prob);
-    const ImVec2 size(std::max(ts.x, ps.x) + 2 * pad.x, ts.y + ps.y + 2 * pad.y + 4);
+    const float p = chosen[static_cast<size_t>(i)];
+    const std::string prob = probability_text(p);
+    // Teacher forcing: each position's cross-entropy -log p too (natural log), the quantity training lowers.
+    char loss[24] = "";
+    const bool is_forced = i < static_cast<int>(forced.size());
+    if (forcing && is_forced) std::snprintf(loss, sizeof(loss), "%.2f", -std::log(std::max(p, 1e-30f)));
+    const ImVec2 ts = ImGui::CalcTextSize(text.c_str()), ps = ImGui::CalcTextSize(prob.c_str()), ls = ImGui::CalcTextSize(loss);
+    const ImVec2 size(std::max({ts.x, ps.x, ls.x}) + 2 * pad.x, ts.y + ps.y + (loss[0] ? ls.y : 0.0f) + 2 * pad.y + 4);
     if (ImGui::GetContentRegionAvail().x < size.x) ImGui::NewLine();
     const ImVec2 a = ImGui::GetCursorScreenPos(), b(a.x + size.x, a.y + size.y);
     ImGui::PushID(i);
@@ -65,7 +66,6 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     record_item("timeline.token", a, b, i, text, p);
     const bool hovered = ImGui::IsItemHovered();
     ImGui::PopID();
-    const bool is_forced = i < static_cast<int>(forced.size());
     draw->AddRectFilled(a, b, i == selected ? IM_COL32(225, 140, 25, 255) : IM_COL32(40, 90, 150, 255), 4.0f);
     // The probability as a bar along the bottom edge: full width = 1.
     if (std::isfinite(p))
@@ -75,10 +75,15 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     if (hovered || is_hovered_token(TokenSide::Target, i + 1))
       draw->AddRect(a, b, kHoverColour, 4.0f, 0, 3.0f);
     draw->AddText(ImVec2(a.x + (size.x - ts.x) / 2, a.y + pad.y), IM_COL32(255, 255, 255, 255), text.c_str());
-    draw->AddText(ImVec2(a.x + (size.x - ps.x) / 2, a.y + pad.y + ts.y), IM_COL32(215, 215, 215, 255), prob);
+    draw->AddText(ImVec2(a.x + (size.x - ps.x) / 2, a.y + pad.y + ts.y), IM_COL32(215, 215, 215, 255), prob.c_str());
+    if (loss[0]) {
+      draw->AddText(ImVec2(a.x + (size.x - ls.x) / 2, a.y + pad.y + ts.y + ps.y), IM_COL32(255, 170, 120, 255), loss);
+      record_item("timeline.cross_entropy", a, b, i, text, -std::log(std::max(p, 1e-30f)));
+    }
     if (hovered) {
       report_hovered_token(TokenSide::Target, i + 1);  // decoder input position i + 1 holds output token i
-      ImGui::SetTooltip("output %d: \"%s\" with probability %.4f%s", i, text.c_str(), p,
+      ImGui::SetTooltip("output %d: \"%s\" with probability %.6g (-log p = %.3f)%s", i, text.c_str(), p,
+                        -std::log(std::max(p, 1e-30f)),
                         is_forced ? "\n(forced: teacher forcing or a clicked candidate)" : "");
     }
     ImGui::SameLine();
@@ -143,10 +148,17 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
     ImGui::SetCursorScreenPos(a);
     ImGui::PushID(static_cast<int>(n));
     ImGui::InvisibleButton("node", ImVec2(box_w, box_h));
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("\"%s\" at step %d\nlog p = %.3f, summed %.3f\nscore = sum / ((5 + %d) / 6)^%.2f = %.3f%s",
-                        token.c_str(), node.step, node.logprob, node.sum_logprob, node.length,
-                        d.options().length_penalty, node.score, node.finished ? "\nfinished" : "");
+    if (ImGui::IsItemHovered() && n > 0) {
+      const bool hf = d.options().beam_scoring == BeamScoring::HuggingFace;
+      char penalty[64];
+      if (hf) std::snprintf(penalty, sizeof(penalty), "%d^%.2f", node.length, d.options().length_penalty);
+      else std::snprintf(penalty, sizeof(penalty), "((5 + %d) / 6)^%.2f", node.length, d.options().length_penalty);
+      ImGui::SetTooltip("\"%s\" at step %d: p = %s (log p = %.3f)\nthe path's log-probability, summed: %.3f\n"
+                        "the path's score (the box's number) = %.3f / %s = %.3f%s",
+                        token.c_str(), node.step, probability_text(std::exp(static_cast<double>(node.logprob))).c_str(),
+                        node.logprob, node.sum_logprob, node.sum_logprob, penalty, node.score,
+                        node.finished ? "\nfinished" : "");
+    }
     ImGui::PopID();
   }
   ImGui::SetCursorScreenPos(origin);
@@ -170,6 +182,30 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
       record_item("beam.newest", lo, hi, tree[n].step, n == 0 ? "<bos>" : state.target_token(tree[n].token));
   }
   ImGui::EndChild();
+}
+
+}  // namespace
+
+namespace {
+
+// Teacher forcing: the loss of the reference, each forced position's cross-entropy -log p (in the timeline's
+// boxes) and their mean: what training lowers (its loss is this mean over a batch, label smoothing aside).
+void draw_forcing_loss(const AppState& state) {
+  const auto& forced = state.interventions.forced_prefix;
+  if (forced.empty()) return;
+  const std::vector<float> p = chosen_probabilities(state);
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < p.size() && i < forced.size(); ++i)
+    if (std::isfinite(p[i])) {
+      sum += -std::log(std::max(static_cast<double>(p[i]), 1e-30));
+      ++n;
+    }
+  if (n == 0) return;
+  char text[240];
+  std::snprintf(text, sizeof(text), "under each forced token its cross-entropy $-\\log p$ (natural log); their mean over %d "
+                "positions: %.3f, the loss training lowers", n, sum / n);
+  math_text(text, 0.0f, ImGui::GetColorU32(ImVec4(1.0f, 0.67f, 0.47f, 1.0f)), "forcing.mean_cross_entropy");
 }
 
 }  // namespace
@@ -278,8 +314,9 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::Spacing();
   ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
-  const bool entered = ImGui::InputTextWithHint("##reference", "reference translation (English), e.g. a man in an orange shirt is standing on the street .",
-                                                &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
+  const std::string hint = fill_languages("a reference translation ({target}) to feed in, token by token",
+                                           language_words(state.model.get()));
+  const bool entered = ImGui::InputTextWithHint("##reference", hint.c_str(), &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   if (ImGui::Button("force it") || entered) state.set_reference(reference_input_);
   ImGui::SameLine();
@@ -310,7 +347,7 @@ void DecodingPanel::draw(AppState& state) {
     else
       ImGui::TextWrapped("Next token (Space takes %s; click one to force it):",
                          o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
-    const float label = ImGui::GetFontSize() * 8, number = ImGui::CalcTextSize("0.000").x + 8;
+    const float label = ImGui::GetFontSize() * 8, number = ImGui::CalcTextSize("0.00017").x + 8;
     const float room = ImGui::GetContentRegionAvail().x;
     const float bar = std::max(ImGui::GetFontSize() * 3, std::min(room * 0.4f, room - label - number));
     ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -328,14 +365,19 @@ void DecodingPanel::draw(AppState& state) {
                           r == 0 ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
       record_item("next_bar", ImVec2(at.x + label, at.y + 2), ImVec2(at.x + label + std::max(1.0f, p(id) * bar), at.y + h - 2),
                   r, state.target_token(id), p(id));
-      char text[32];
-      std::snprintf(text, sizeof(text), "%.3f", p(id));
-      draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text);
+      const std::string text = probability_text(p(id));
+      draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text.c_str());
       if (clicked) {
         state.force_token(static_cast<int>(state.translation.size()), id);
         return true;
       }
     }
+    // The rest of the vocabulary, together: what the five bars leave.
+    double rest = 0;
+    for (int id = 0; id < static_cast<int>(p.size()); ++id)
+      if (std::find(order.begin(), order.end(), id) == order.end()) rest += p(id);
+    ImGui::TextDisabled("the other %d words: %s together", static_cast<int>(p.size()) - k, probability_text(rest).c_str());
+    record_item("next.rest", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", static_cast<float>(rest));
     return false;
   };
   // In presentation mode the timeline and the candidates stand side by side (a lesson's caption takes the
@@ -346,6 +388,15 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::TextWrapped(presenting ? "Beam tree, %d hypotheses: orange = the best, outlined = finished, blue = alive"
                                   : "Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
                        static_cast<int>(state.decoder->tree().size()));
+    // The boxes' numbers are scores, not probabilities: they rise and fall along a path as its length grows.
+    char legend[200];
+    if (state.decoder->options().beam_scoring == BeamScoring::HuggingFace)
+      std::snprintf(legend, sizeof(legend), "number in a box: the path's score = $\\sum \\log p / length^{%.2f}$ "
+                    "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
+    else
+      std::snprintf(legend, sizeof(legend), "number in a box: the path's score = $\\sum \\log p / ((5 + length) / 6)^{%.2f}$ "
+                    "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
+    math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
     draw_beam_tree(state, tree_size_);
   };
   // In presentation mode the beam tree comes before the timeline: the sentence strip above already shows the
@@ -356,6 +407,7 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::TableNextColumn();
     ImGui::TextWrapped("Written so far: %d tokens (bar = probability)", static_cast<int>(state.translation.size()));
     draw_decoding_timeline(state, -1);
+    draw_forcing_loss(state);
     ImGui::TableNextColumn();
     const bool forced = draw_next_token();
     ImGui::EndTable();
@@ -366,6 +418,7 @@ void DecodingPanel::draw(AppState& state) {
     draw_decoding_timeline(state, -1);
     if (next_shown && draw_next_token()) return;  // (forced: the decoder was replaced)
   }
+  if (!side_by_side) draw_forcing_loss(state);
   if (o.strategy == DecodeStrategy::Beam && !tree_first) draw_tree();
 }
 

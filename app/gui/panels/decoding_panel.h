@@ -19,8 +19,12 @@ class DecodingPanel {
   size_t tree_size_ = 0;          // the beam tree's size last frame: when it grows, the tree scrolls to its newest column
 };
 
-// The tokens decoded so far as boxes with their probabilities (forced tokens outlined). Shared with the
-// output panel. Returns the index of a clicked token, or -1.
+// The tokens decoded so far as boxes with the probability each had when it was chosen (forced tokens outlined;
+// under teacher forcing also each one's cross-entropy -log p). Shared with the output panel. Returns the index of
+// a clicked token, or -1.
 int draw_decoding_timeline(const AppState& state, int selected);
+// The probability the model gave each token of the translation when it was chosen (or forced): from the
+// distribution it was chosen from (AppState::chosen_distribution_logits), not the last full pass's row.
+std::vector<float> chosen_probabilities(const AppState& state);
 
 }  // namespace sf::gui

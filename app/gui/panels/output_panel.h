@@ -6,7 +6,16 @@
 
 namespace sf::gui {
 
-// Returns true with *forced_token set when the user clicked a candidate for output `position`.
-bool draw_output_panel(const AppState& state, int& position, int* forced_token);
+// The bars are the distribution the token at `position` was chosen from (AppState::chosen_distribution_logits),
+// however the model was changed; where the last full pass's row differs (the causal mask off), a switch shows
+// that row instead, and says what it is.
+class OutputPanel {
+ public:
+  // Returns true with *forced_token set when the user clicked a candidate for output `position`.
+  bool draw(const AppState& state, int& position, int* forced_token);
+
+ private:
+  bool show_last_pass_ = false;
+};
 
 }  // namespace sf::gui

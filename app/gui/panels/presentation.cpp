@@ -138,12 +138,12 @@ void draw_sentence_strip(const SentenceStrip& strip) {
   const ImVec4 dim(0.65f, 0.65f, 0.7f, 1.0f), white(1, 1, 1, 1), yellow(1.0f, 0.85f, 0.1f, 1.0f),
       red(1.0f, 0.4f, 0.35f, 1.0f);
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextColored(dim, "German:");
+  ImGui::TextColored(dim, "%s:", strip.source_language.c_str());
   ImGui::SameLine();
   ImGui::TextUnformatted(strip.source.c_str());
   record_item("strip.source", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, strip.source);
   ImGui::PopTextWrapPos();
-  ImGui::TextColored(dim, "English:");
+  ImGui::TextColored(dim, "%s:", strip.target_language.c_str());
   ImGui::SameLine();
   // A group: a translation that wraps continues under its first word, as the German above does.
   ImGui::BeginGroup();

@@ -20,6 +20,7 @@ struct StripWord {
 void mark_changed_words(std::vector<StripWord>& now, std::vector<StripWord>& before);
 
 struct SentenceStrip {
+  std::string source_language = "Source", target_language = "Target";  // the labels: the model's languages
   std::string source;               // the sentence as typed
   std::vector<StripWord> now;       // the current translation's words (no <eos>)
   std::vector<StripWord> before;    // the model's as trained, when something is changed

@@ -156,10 +156,12 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   q_axis.labels = &qlabels;
   q_axis.tokens = true;
   q_axis.side = qside;
+  q_axis.role = TokenRole::Query;
   q_axis.tips = sel.kind == AttentionKind::Encoder ? &tips : nullptr;
   k_axis.labels = &klabels;
   k_axis.tokens = true;
   k_axis.side = kside;
+  k_axis.role = TokenRole::Key;
   k_axis.tips = kside == TokenSide::Source ? &tips : nullptr;
   x_q_axis = q_axis;
   x_k_axis = k_axis;

@@ -13,6 +13,7 @@
 #include "gui/render/heatmap.h"
 #include "gui/render/map_view.h"
 #include "gui/view.h"
+#include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -144,12 +145,13 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     text_disabled_wrapped("its input is the translation shifted right by one, after %s: reading \"%s\" it wrote \"%s\"",
                           start.c_str(), start.c_str(),
                           state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
-  const Mat& probs = state.trace.probs;  // (T, V): row t predicts the token after decoder input t
+  // Each token's probability when the model chose it (not the last full pass's row: decoding_panel.h).
+  const std::vector<float> chosen = chosen_probabilities(state);
   const std::vector<std::string> inputs = state.decoder_input_labels();
   const float arrow = ImGui::GetFontSize() * 0.9f;
   for (size_t t = 0; t < state.translation.size(); ++t) {
     const int id = state.translation[t];
-    const float p = static_cast<Eigen::Index>(t) < probs.rows() ? probs(static_cast<Eigen::Index>(t), id) : 0.0f;
+    const float p = t < chosen.size() ? chosen[t] : 0.0f;
     // Column t: decoder input t above, the token it chose below (generated token t is input t + 1).
     const std::string input = t < inputs.size() ? inputs[t] : "";
     const int input_id = t < state.trace.tgt.ids.size() ? state.trace.tgt.ids[t] : -1;
@@ -170,7 +172,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     draw->AddTriangleFilled(ImVec2(cx - 5, a.y + arrow - 7), ImVec2(cx + 5, a.y + arrow - 7), ImVec2(cx, a.y + arrow - 1),
                             IM_COL32(200, 200, 200, 255));
     ImGui::Dummy(ImVec2(width, arrow));
-    std::snprintf(tip, sizeof(tip), "written at position %zu: id %d, probability %.3f", t, id, p);
+    std::snprintf(tip, sizeof(tip), "written at position %zu: id %d, probability %s", t, id, probability_text(p).c_str());
     const bool special = id == state.model->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
     token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip, TokenSide::Target,

@@ -179,12 +179,24 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   }
   clamp_window(R, C);
 
+  // What the pointer on this map says to the other views: a cell of two token axes is a query and a key; a row
+  // of a token axis its token in the axis' role.
+  const auto report_row = [&](int i) {
+    if (rows.role == TokenRole::Query) report_hovered_query(rows.side, i);
+    else if (rows.role == TokenRole::Key) report_hovered_key(rows.side, i);
+    else report_hovered_token(rows.side, i);
+  };
+  const auto report_col = [&](int j) {
+    if (cols.role == TokenRole::Query) report_hovered_query(cols.side, j);
+    else if (cols.role == TokenRole::Key) report_hovered_key(cols.side, j);
+    else report_hovered_token(cols.side, j);
+  };
   // Row labels: each visible row's, once a row can hold one; smaller, only the hovered row's, on a box.
   const TokenSide row_side = rows.side, col_side = cols.side;
   int hovered_row_token = -1;
   if (rows.tokens)
     for (int i = row_begin; i < row_end; ++i)
-      if (is_hovered_token(row_side, i)) hovered_row_token = i;
+      if (is_hovered_token(row_side, i, rows.role)) hovered_row_token = i;
   if (rows.labels) {
     draw->PushClipRect(ImVec2(origin.x, map_pos.y), ImVec2(map_pos.x, map_end.y), true);
     // A label is at most a row high, and small enough for the widest to fit the label column.
@@ -193,10 +205,10 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     const bool readable = ch >= min_label - 0.5f && size_px >= 0.8f * min_label;  // (half a pixel of float rounding in a fit)
     for (int i = row_begin; i < row_end && i < static_cast<int>(rows.labels->size()); ++i) {
       const ImVec2 p0(origin.x, row_y(static_cast<float>(i))), p1(map_pos.x - 2, row_y(static_cast<float>(i + 1)));
-      const bool lit = i == hovered_row_token || (hit.hovered && i == hit.row);
+      const bool lit = hit.hovered ? i == hit.row : i == hovered_row_token;
       if (lit) draw->AddRectFilled(p0, p1, kHoverColour, 3.0f);
       if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered() && p0.y >= map_pos.y - 1 && p1.y <= map_end.y + 1) {
-        if (rows.tokens) report_hovered_token(row_side, i);
+        if (rows.tokens) report_row(i);
         ImGui::SetTooltip("%s", tip_of(rows, i).c_str());
       }
       if (readable) {
@@ -229,9 +241,12 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     for (int j = col_begin; j < col_end && j < static_cast<int>(cols.labels->size()); ++j) {
       const char* label = (*cols.labels)[static_cast<size_t>(j)].c_str();
       const ImVec2 c0(col_x(static_cast<float>(j)), origin.y), c1(col_x(static_cast<float>(j + 1)), map_pos.y);
-      if (cols.tokens && is_hovered_token(col_side, j)) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
+      const bool lit = (hit.hovered && j == hit.col) || (!hit.hovered && cols.tokens && is_hovered_token(col_side, j, cols.role));
+      if (lit) draw->AddRectFilled(c0, c1, kHoverColour, 3.0f);
+      if (lit && c0.x >= map_pos.x - 1 && c1.x <= map_end.x + 1)  // for the tests: which column's label is lit
+        record_item(std::string(name) + ".col_lit", c0, c1, j, label);
       if (ImGui::IsMouseHoveringRect(c0, c1) && ImGui::IsWindowHovered()) {
-        if (cols.tokens) report_hovered_token(col_side, j);
+        if (cols.tokens) report_col(j);
         ImGui::SetTooltip("%s", tip_of(cols, j).c_str());
       }
       const float length = std::max(1.0f, ImGui::CalcTextSize(label).x);
@@ -256,12 +271,38 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   if (hit.hovered) {
     outline_row(hit.row);
     outline_col(hit.col);
-    if (rows.tokens) report_hovered_token(row_side, hit.row);
+    if (rows.tokens && cols.tokens) report_hovered_cell(row_side, hit.row, col_side, hit.col);
+    else if (rows.tokens) report_row(hit.row);
+    else if (cols.tokens) report_col(hit.col);
   } else {
     if (hovered_row_token >= 0) outline_row(hovered_row_token);
     if (cols.tokens)
       for (int j = col_begin; j < col_end; ++j)
-        if (is_hovered_token(col_side, j)) outline_col(j);
+        if (is_hovered_token(col_side, j, cols.role)) outline_col(j);
+  }
+  // The marked cell (an opened computation): its row and column thin, the cell itself thick, in white.
+  if (o.marked.row >= 0 && o.marked.row < R && o.marked.col >= 0 && o.marked.col < C) {
+    const ImU32 white = IM_COL32(255, 255, 255, 255);
+    const float i = static_cast<float>(o.marked.row), j = static_cast<float>(o.marked.col);
+    draw->AddRect(ImVec2(map_pos.x, row_y(i)), ImVec2(map_end.x, row_y(i + 1)), white, 0, 0, 1.5f);
+    draw->AddRect(ImVec2(col_x(j), map_pos.y), ImVec2(col_x(j + 1), map_end.y), white, 0, 0, 1.5f);
+    draw->AddRect(ImVec2(col_x(j) - 2, row_y(i) - 2), ImVec2(col_x(j + 1) + 2, row_y(i + 1) + 2), white, 0, 0, 4.0f);
+    record_item(std::string(name) + ".marked_row", ImVec2(map_pos.x, row_y(i)), ImVec2(map_end.x, row_y(i + 1)), o.marked.row);
+    record_item(std::string(name) + ".marked_col", ImVec2(col_x(j), map_pos.y), ImVec2(col_x(j + 1), map_end.y), o.marked.col);
+  }
+  // Where the outlined row and column are, for the tests (the pointer's cell, or the hover of another view).
+  {
+    const int out_row = hit.hovered ? hit.row : hovered_row_token;
+    int out_col = hit.hovered ? hit.col : -1;
+    if (!hit.hovered && cols.tokens)
+      for (int j = col_begin; j < col_end; ++j)
+        if (is_hovered_token(col_side, j, cols.role)) out_col = j;
+    if (out_row >= 0)
+      record_item(std::string(name) + ".outlined_row", ImVec2(map_pos.x, row_y(static_cast<float>(out_row))),
+                  ImVec2(map_end.x, row_y(out_row + 1.0f)), out_row);
+    if (out_col >= 0)
+      record_item(std::string(name) + ".outlined_col", ImVec2(col_x(static_cast<float>(out_col)), map_pos.y),
+                  ImVec2(col_x(out_col + 1.0f), map_end.y), out_col);
   }
   draw->PopClipRect();
   if (hit.hovered && o.tooltip) {

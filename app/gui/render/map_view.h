@@ -9,8 +9,11 @@
 //   its label, and the user pans to the rest: labels are never thinned.
 // - Zoom: the mouse wheel over the map (about the pointer), or = and - while the pointer is over it; 0 fits the
 //   whole map again. A drag pans. A click (without a drag) is reported, for the panels' cell actions.
-// - Hovering a cell outlines its row and its column; a token hovered in another view (rows or columns that are
-//   tokens) outlines its row or column here.
+// - Hovering a cell outlines its row and its column and lights their labels; on a map whose rows and columns are
+//   tokens (an attention) the cell is reported as a query and a key, so every other view of the same attention
+//   marks the same row (queries) and column (keys): gui/widgets.h TokenHover. A token hovered elsewhere outlines
+//   the rows or columns that are that token in the role the axis plays.
+// - A marked cell (options.marked: an opened attention cell) is outlined, with its row and column, while it is.
 // - Nothing is drawn outside the rectangle the caller gives: the map, its labels and the bar share it.
 #pragma once
 #include <imgui.h>
@@ -31,6 +34,12 @@ struct MapAxis {
   const std::vector<std::string>* tips = nullptr;    // what hovering a label shows; null: the label itself
   bool tokens = false;                               // the labels are positions of `side`: hovers link views
   TokenSide side = TokenSide::Source;
+  TokenRole role = TokenRole::Token;                 // queries (an attention's rows), keys (its columns), or tokens
+};
+
+// A cell marked on a map whatever the pointer does (an attention cell whose computation is open).
+struct MapCell {
+  int row = -1, col = -1;
 };
 
 struct MapViewOptions {
@@ -41,6 +50,7 @@ struct MapViewOptions {
   bool always_label = false;         // zoom in until each shown row has a readable label (presentation mode)
   bool tooltip = true;               // a tooltip with the hovered cell's labels and value
   float label_width = -1;            // room for the row labels; < 0: the widest label's
+  MapCell marked;                    // outlined with its row and column (row < 0: none)
 };
 
 struct MapViewHit {

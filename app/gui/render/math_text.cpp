@@ -44,7 +44,8 @@ const char* symbol_named(const std::string& name) {
   static const std::pair<const char*, const char*> kSymbols[] = {
       {"cdot", "\u00b7"},  {"times", "\u00d7"},      {"to", "\u2192"},      {"infty", "\u221e"}, {"sum", "\u03a3"},
       {"ldots", "\u2026"}, {"varepsilon", "\u03b5"}, {"epsilon", "\u03b5"}, {"gamma", "\u03b3"}, {"beta", "\u03b2"},
-      {"mu", "\u03bc"},    {"sigma", "\u03c3"},      {"le", "\u2264"},      {"ge", "\u2265"},    {"in", "\u2208"}};
+      {"mu", "\u03bc"},    {"sigma", "\u03c3"},      {"le", "\u2264"},      {"ge", "\u2265"},    {"in", "\u2208"},
+      {"log", "log"},       {"exp", "exp"},            {"max", "max"}};
   for (const auto& [n, text] : kSymbols)
     if (name == n) return text;
   return nullptr;

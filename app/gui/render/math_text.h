@@ -5,8 +5,8 @@
 //   x_i  x_{model}     subscript: one character (UTF-8), or a group in braces
 //   W^Q  W_i^Q  10000^{2i/d_{model}}    superscript; sub- and superscripts nest, each level smaller
 //   \sqrt{d_k}         a square root: the sign, and a bar over its argument
-//   \cdot \times \to \infty \sum \ldots \epsilon \gamma \beta \mu \sigma \le \ge \in: their symbols (a space
-//                      after the name is part of it)
+//   \cdot \times \to \infty \sum \ldots \epsilon \gamma \beta \mu \sigma \le \ge \in: their symbols;
+//   \log \exp \max: the words
 //   \$                 a dollar sign (in plain text too)
 // Anything else is drawn as it is (Greek letters and symbols as UTF-8: ×, ·, →, ≤). A line breaks only at a
 // space outside braces, so a formula's terms stay whole.

@@ -339,6 +339,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       return;
     } else if (c.name == "pad") {
       if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error);
+    } else if (c.name == "position") {  // the output stage's decoder position
+      app.set_output_position(std::stoi(c.args[0]));
     } else if (c.name == "explain") {
       fold_explanations(c.args[0] == "off");
     } else if (c.name == "view") {

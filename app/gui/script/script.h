@@ -40,6 +40,8 @@
 //                            (WIDTH 1 to 64: decode/decoder.h kMaxBeamWidth)
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
+//   position POS             the output stage shows decoder position POS (from 0; after `stage output`: arriving
+//                            at the stage shows the last one)
 // Training (gui/training.h, the Training stage):
 //   train start RECIPE [MODEL]  start a live run (RECIPE: classroom or de-en) on Multi30k (--data); the views
 //                            show its weights every few seconds. With MODEL (under the folder scripts may write)

@@ -30,7 +30,7 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            {"positional", 1}, {"mask", 3},      {"reset", 0},
                            // decoding
                            {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
-                           {"decode", -1},    {"reference", -1}, {"force", 2},
+                           {"decode", -1},    {"reference", -1}, {"force", 2},      {"position", 1},
                            // model files and views (App, app_model.cpp): load and go on; show a view
                            {"open", -1},      {"show", 1},
                            // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
@@ -111,7 +111,7 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     return "'" + c.name + "' counts from 1, as in the paper (" + c.name + " 1 is the first; Stepformer 0.1 counted " +
            "from 0), got '0'";
   if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
-      c.name == "back" || c.name == "pad") {
+      c.name == "back" || c.name == "pad" || c.name == "position") {
     const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
     const int least = c.name == "layer" || c.name == "head" ? 1 : 0;
     for (const auto& a : c.args)
