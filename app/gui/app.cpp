@@ -325,6 +325,9 @@ void App::frame() {
   // layout runs off the window (large type on a small screen), which the screen tests look for.
   layout_.stage_content_right = ImGui::GetCurrentWindow()->DC.CursorMaxPos.x * fb_scale.x;
   layout_.stage_room_right = (ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) * fb_scale.x;
+  // (as laid out from the top: a panel scrolled down would have moved its content up)
+  layout_.stage_content_bottom = (ImGui::GetCurrentWindow()->DC.CursorMaxPos.y + ImGui::GetScrollY()) * fb_scale.y;
+  layout_.stage_room_bottom = (ImGui::GetWindowPos().y + ImGui::GetWindowContentRegionMax().y) * fb_scale.y;
   ImGui::EndChild();
   frame_tensors_.clear();
   for (const HeatmapPlacement& p : heatmap_placements())

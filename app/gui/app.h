@@ -104,6 +104,7 @@ class App {
     PixelRect pipeline;  // the pipeline map; zero-sized when hidden (presentation mode)
     float font_size = 0; // the body text's pixel size
     float stage_content_right = 0, stage_room_right = 0;  // the stage panel's widgets' right edge, and its room's
+    float stage_content_bottom = 0, stage_room_bottom = 0;  // their bottom edge, and the room's (past it: scrolled)
   };
   const FrameLayout& frame_layout() const { return layout_; }
   // [SECTION] model files (app_model.cpp). A load runs in the background; when it is done, the next frame

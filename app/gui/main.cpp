@@ -52,6 +52,8 @@ std::string write_layout_json(const std::string& path, const sf::gui::App& app, 
                                  {"font_size", layout.font_size}, {"caption", app.caption()},
                                  {"stage_content_right", layout.stage_content_right},
                                  {"stage_room_right", layout.stage_room_right},
+                                 {"stage_content_bottom", layout.stage_content_bottom},
+                                 {"stage_room_bottom", layout.stage_room_bottom},
                                  {"present", app.view().present}};
   const sf::gui::AttentionSelection& a = app.attention();
   nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},

@@ -50,9 +50,12 @@ void high_contrast_colours(ImGuiStyle& style) {
 
 }  // namespace
 
-float body_font_pixels(const ViewSettings& view) {
+float body_font_pixels(const ViewSettings& view, int window_height) {
   const float scale = std::clamp(view.ui_scale, kMinUiScale, kMaxUiScale);
-  return std::round(kBaseFontPixels * scale * (view.present ? kPresentFontFactor : 1.0f));
+  float pixels = kBaseFontPixels * scale * (view.present ? kPresentFontFactor : 1.0f);
+  if (view.present && window_height > 0)  // never below scale 1's presentation size, whatever the window
+    pixels = std::min(pixels, std::max(kBaseFontPixels * kPresentFontFactor, window_height / kPresentScreenLines));
+  return std::round(pixels);
 }
 
 void rebuild_fonts(float body_pixels, bool gl) {
@@ -75,13 +78,13 @@ ImFont* large_font() {
   return atlas->Fonts.Size > 1 ? atlas->Fonts[1] : nullptr;
 }
 
-void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale) {
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale, float body_pixels) {
   ImGuiStyle style = base;
   if (view.present) {
     high_contrast_colours(style);
     style.FrameBorderSize = std::max(style.FrameBorderSize, base_scale);  // widgets keep a visible edge on black
   }
-  style.ScaleAllSizes(body_font_pixels(view) / (kBaseFontPixels * base_scale));
+  style.ScaleAllSizes(body_pixels / (kBaseFontPixels * base_scale));
   ImGui::GetStyle() = style;
   g_high_contrast = view.present;
 }
@@ -89,20 +92,25 @@ void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_sc
 void apply_style(const ViewSettings& view) {
   ImGuiStyle dark;
   ImGui::StyleColorsDark(&dark);
-  apply_style(view, dark, 1.0f);
+  apply_style(view, dark, 1.0f, body_font_pixels(view));
 }
 
 bool high_contrast() { return g_high_contrast; }
 
 void ViewApplier::apply(GLFWwindow* window, const ViewSettings& wanted) {
-  if (applied_once_ && wanted == applied_) return;
+  int window_width = 0, window_height = 0;
+  if (window) glfwGetWindowSize(window, &window_width, &window_height);
+  const float pixels = body_font_pixels(wanted, window_height);
+  if (applied_once_ && wanted == applied_ && pixels == applied_pixels_) return;
   if (!applied_once_) {  // the window's own style (colours, rounding), made at the starting UI scale
     base_style_ = ImGui::GetStyle();
     base_scale_ = std::clamp(wanted.ui_scale, kMinUiScale, kMaxUiScale);
   }
-  if (!applied_once_ || wanted.ui_scale != applied_.ui_scale || wanted.present != applied_.present) {
-    rebuild_fonts(body_font_pixels(wanted), true);
-    apply_style(wanted, base_style_, base_scale_);
+  if (!applied_once_ || wanted.ui_scale != applied_.ui_scale || wanted.present != applied_.present ||
+      pixels != applied_pixels_) {
+    rebuild_fonts(pixels, true);
+    apply_style(wanted, base_style_, base_scale_, pixels);
+    applied_pixels_ = pixels;
   }
   if (window && (!applied_once_ ? wanted.fullscreen : wanted.fullscreen != applied_.fullscreen)) {
     if (wanted.fullscreen) {

@@ -28,8 +28,13 @@ inline constexpr float kBaseFontPixels = 18.0f;     // body text at UI scale 1
 inline constexpr float kPresentFontFactor = 1.75f;  // presentation mode: 18 px -> 31.5 px at scale 1
 inline constexpr float kLargeFontFactor = 1.35f;    // headers and lesson captions, relative to the body text
 
-// The body text's pixel size for these settings.
-float body_font_pixels(const ViewSettings& view);
+// Presentation mode's type grows with the UI scale only as far as a screen of this many lines of body text: the
+// stage keeps its room for the maps (32 px at 800 pixels high, 43 at 1080; a larger scale on a small screen
+// would leave the maps a strip between the header and the caption).
+inline constexpr float kPresentScreenLines = 25.0f;
+
+// The body text's pixel size for these settings, in a window `window_height` high (0: not known, no cap).
+float body_font_pixels(const ViewSettings& view, int window_height = 0);
 
 // Rebuilds ImGui's font atlas: the body font (the default) and the large font, both from DejaVu Sans at
 // their exact pixel sizes. Between frames only. With `gl`, also re-creates the OpenGL font texture.
@@ -40,7 +45,7 @@ ImFont* large_font();
 // Sets ImGui's style from `base` (the style the window set up at UI scale `base_scale`): sizes scaled to the
 // font, colours the base's or (presentation) high contrast: pure black background, white text, bright accents.
 // Always from the base, so repeated changes never compound.
-void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale);
+void apply_style(const ViewSettings& view, const ImGuiStyle& base, float base_scale, float body_pixels);
 // The same from ImGui's dark style at scale 1 (headless tests).
 void apply_style(const ViewSettings& view);
 // Whether the high-contrast colours are in use (widgets pick their own colours from it).
@@ -56,6 +61,7 @@ class ViewApplier {
  private:
   bool applied_once_ = false;
   ViewSettings applied_;
+  float applied_pixels_ = 0;  // the body font's size last applied (it follows the window's height when presenting)
   ImGuiStyle base_style_;  // what the window set up, at base_scale_
   float base_scale_ = 1.0f;
   int windowed_x_ = 0, windowed_y_ = 0, windowed_w_ = 0, windowed_h_ = 0;

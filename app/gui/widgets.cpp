@@ -114,6 +114,13 @@ void moving_bar(ImVec2 size) {
   ImGui::Dummy(size);
 }
 
+bool controls_toggle(bool* open) {
+  if (!high_contrast()) return true;
+  if (ImGui::SmallButton(*open ? "Controls \u25BE" : "Controls \u25B8")) *open = !*open;
+  record_item("controls", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, *open ? "open" : "folded");
+  return *open;
+}
+
 std::string probability_text(double p) {
   if (!(p == p)) return "nan";
   if (p <= 0.0) return p == 0.0 ? "0" : "-" + probability_text(-p);

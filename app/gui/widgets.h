@@ -45,6 +45,11 @@ void text_disabled_wrapped(const char* fmt, ...) IM_FMTARGS(1);
 // 1 .. count (transformer/interventions.h shown_number). True when it changed *index.
 bool numbered_slider(const char* label, int* index, int count);
 
+// Presentation mode: a stage's controls (kind, layer, head, switches) wait behind this one-line toggle, folded at
+// first (the header names what is shown; the maps get the screen). Returns whether they are open; elsewhere
+// (normal mode) always true and draws nothing.
+bool controls_toggle(bool* open);
+
 // A probability as a class reads it: two significant digits however small ("0.93", "0.012", "0.00017",
 // "3.1e-07"), so that no candidate reads 0.000; "0" only for an exact zero, "1" only for an exact one.
 std::string probability_text(double p);

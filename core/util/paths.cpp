@@ -1,5 +1,7 @@
 #include "util/paths.h"
 
+#include <algorithm>
+
 #include <filesystem>
 
 namespace sf {
@@ -26,13 +28,24 @@ std::string tool_script_path(const std::string& name) {
   return "";
 }
 
-std::string multi30k_data_dir() {
+std::vector<std::string> multi30k_search_folders() {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path relative = fs::path("shared") / "data" / "multi30k" / "tok";
-  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT).parent_path(), fs::current_path(ec).parent_path()})
-    if (!root.empty() && fs::is_regular_file(root / relative / "train.lc.norm.tok.de", ec))
-      return (root / relative).lexically_normal().string();
+  std::vector<std::string> folders;
+  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT).parent_path(), fs::current_path(ec).parent_path()}) {
+    if (root.empty()) continue;
+    const std::string folder = (root / relative).lexically_normal().string();
+    if (std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
+  }
+  return folders;
+}
+
+std::string multi30k_data_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& folder : multi30k_search_folders())
+    if (fs::is_regular_file(fs::path(folder) / "train.lc.norm.tok.de", ec)) return folder;
   return "";
 }
 

@@ -2,6 +2,7 @@
 // directory, else beside the installed binary (bin/../share/stepformer/assets).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace sf {
 
@@ -15,5 +16,7 @@ std::string tool_script_path(const std::string& name);
 // Multi30k's tokenized files (train.lc.norm.tok.de, ...) where the project keeps them, ../shared/data/multi30k/tok
 // beside the source tree (or the working directory): what live training reads when not told. "" when absent.
 std::string multi30k_data_dir();
+// The folders multi30k_data_dir looks in, in order (for a message that names them where the data are not).
+std::vector<std::string> multi30k_search_folders();
 
 }  // namespace sf

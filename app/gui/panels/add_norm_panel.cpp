@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/render/item_placements.h"
 #include "gui/stage_tensors.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
@@ -21,30 +22,33 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (blocks.empty()) return;
   block_ = std::clamp(block_, 0, static_cast<int>(blocks.size()) - 1);
 
-  int side = encoder ? 0 : 1;
-  ImGui::RadioButton("encoder", &side, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("decoder", &side, 1);
-  if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  numbered_slider("layer", &sel.layer, layers);
-  for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
-    same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
-    ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);
+  if (controls_toggle(&controls_open_)) {
+    int side = encoder ? 0 : 1;
+    ImGui::RadioButton("encoder", &side, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("decoder", &side, 1);
+    if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
+    numbered_slider("layer", &sel.layer, layers);
+    for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
+      same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
+      ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);
+    }
   }
   const ResidualBlock& blk = blocks[static_cast<size_t>(block_)];
   const bool post = c.norm_placement == NormPlacement::Post;
 
   if (!high_contrast())  // presentation mode: the header says it
     ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", shown_number(sel.layer), blk.name);
+  if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   explanation(
       "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
       "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
       "standard deviation 1, then multiplies by $\\gamma$ and adds $\\beta$ (learned per dimension). It keeps the "
       "numbers in a range where training is stable. The paper writes the whole block as LayerNorm(x + Sublayer(x)).");
-  if (post && high_contrast())
-    formula("$y = LayerNorm(x + Sublayer(x))$");
+  if (post && high_contrast())  // (the folded controls hid which block: the formula names it)
+    formula(std::string(blk.name) + ": $y = LayerNorm(x + Sublayer(x))$");
   else if (post)
     formula("$y = LayerNorm(x + Sublayer(x))$     $LayerNorm(z) = \\gamma \\cdot (z - \\mu) / \\sqrt{\\sigma^2 + \\epsilon} + \\beta$");
   else
@@ -95,6 +99,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   float title_h = 0;  // the tallest title: every map starts below it, so that the rows line up across the four
   for (int i = 0; i < 4; ++i)
     title_h = std::max(title_h, ImGui::CalcTextSize(titles[i], nullptr, false, each + (i == 0 ? label_w : 0.0f)).y);
+  const ImVec2 maps_origin = ImGui::GetCursorScreenPos();
   for (int i = 0; i < 4; ++i) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
@@ -110,6 +115,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
                   i == 0 ? rows : MapAxis{nullptr, nullptr, true, side_of_rows}, none, o);
     ImGui::EndGroup();
   }
+  record_item("main_map", maps_origin, ImVec2(maps_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "add_norm");
 
   // Per-token statistics: the norm's input (mean and standard deviation as the forward recorded them) and its
   // output.

@@ -18,6 +18,7 @@ class AddNormPanel {
   int uploaded_version_ = -1, uploaded_block_ = -1;
   AttentionSelection uploaded_{};
   int block_ = 0;  // which add & norm of the layer: 0 after (self-)attention, 1 after cross (decoder), last after FFN
+  bool controls_open_ = false;  // presentation mode: the controls opened under their toggle
 };
 
 }  // namespace sf::gui

@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -60,20 +61,29 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   bool closed = false;
   const float font = ImGui::GetFontSize();
   const ImGuiStyle& style = ImGui::GetStyle();
+  // Presentation mode: the six steps in the column's height, under a lesson's caption too (a projector's type
+  // is large): one line a step, strips a line high, the values' map left to the normal view (its result, the
+  // output row, stays).
+  const bool compact = high_contrast();
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-  ImGui::Text("One cell: query \"%s\" (row %d) looks at key \"%s\" (column %d), head %d", query.c_str(), c.row,
-              key.c_str(), c.col, shown_number(c.head));
-  if (ImGui::SmallButton("close (expand off)")) closed = true;
+  if (compact)
+    ImGui::TextWrapped("\"%s\" \u2192 \"%s\"", query.c_str(), key.c_str());
+  else
+    ImGui::Text("One cell: query \"%s\" (row %d) looks at key \"%s\" (column %d), head %d", query.c_str(), c.row,
+                key.c_str(), c.col, shown_number(c.head));
+  if (compact) same_line_if_fits(button_width("close"));
+  if (ImGui::SmallButton(compact ? "close" : "close (expand off)")) closed = true;
 
-  const float strip_h = std::max(font, 1.4f * font);
+  const float strip_h = compact ? 0.8f * font : std::max(font, 1.4f * font);
   const float r_qk = max_abs({&c.q, &c.k});
   set_strip(q_, c.q, r_qk);
   set_strip(k_, c.k, r_qk);
   set_strip(products_, c.products, std::max(1e-6f, c.products.cwiseAbs().maxCoeff()));
   MapViewOptions strip;
-  strip.style = {Colormap::Diverging, true};
+  strip.style = {Colormap::Diverging, !compact};
   strip.tooltip = true;
+  strip.colour_bar = !compact;
   const MapAxis none;
   const std::vector<std::string> q_row = {"q_" + std::to_string(c.row)}, k_row = {"k_" + std::to_string(c.col)},
                                  p_row = {"q\u00b7k"};
@@ -81,24 +91,35 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   q_axis.labels = &q_row;
   k_axis.labels = &k_row;
   p_axis.labels = &p_row;
-  const float label_w = MapView::label_width_for({"q*k   "});
+  const float label_w = MapView::label_width_for({"q\u00b7k   "});
   strip.label_width = label_w;
 
   char step[200];
-  std::snprintf(step, sizeof(step), "1. $q_{%d}$ and $k_{%d}$: the query's and the key's $d_k$ = %d numbers, multiplied "
-                "pair by pair", c.row, c.col, c.head_dim);
+  if (compact)
+    std::snprintf(step, sizeof(step), "1. $q_{%d} \\cdot k_{%d}$, pair by pair:", c.row, c.col);
+  else
+    std::snprintf(step, sizeof(step), "1. $q_{%d}$ and $k_{%d}$: the query's and the key's $d_k$ = %d numbers, multiplied "
+                  "pair by pair", c.row, c.col, c.head_dim);
   math_text(step, width, 0, "formula.cell");
   q_.draw("cell_q", ImVec2(width, strip_h), q_axis, none, strip);
   k_.draw("cell_k", ImVec2(width, strip_h), k_axis, none, strip);
   products_.draw("cell_products", ImVec2(width, strip_h), p_axis, none, strip);
-  std::snprintf(step, sizeof(step), "2. the sum of the %d products: $q_{%d} \\cdot k_{%d}$ = %.4f", c.head_dim, c.row,
-                c.col, c.dot);
-  math_text(step, width, 0, "formula.cell");
-  std::snprintf(step, sizeof(step), "3. divided by $\\sqrt{%s}$ = \u221a%d = %.3f: score = %.4f",
-                c.scale_by == c.head_dim ? "d_k" : "d_{model}", c.scale_by, std::sqrt(float(c.scale_by)), c.scaled);
-  math_text(step, width, 0, "formula.cell");
+  const char* root = c.scale_by == c.head_dim ? "d_k" : "d_{model}";
+  if (compact) {  // steps 2 and 3 on one line
+    std::snprintf(step, sizeof(step), "2. sum %.3f, 3. $/ \\sqrt{%s}$: %.3f", c.dot, root, c.scaled);
+    math_text(step, width, 0, "formula.cell");
+  } else {
+    std::snprintf(step, sizeof(step), "2. the sum of the %d products: $q_{%d} \\cdot k_{%d}$ = %.4f", c.head_dim,
+                  c.row, c.col, c.dot);
+    math_text(step, width, 0, "formula.cell");
+    std::snprintf(step, sizeof(step), "3. divided by $\\sqrt{%s}$ = \u221a%d = %.3f: score = %.4f", root, c.scale_by,
+                  std::sqrt(float(c.scale_by)), c.scaled);
+    math_text(step, width, 0, "formula.cell");
+  }
   record_item("cell.score", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.scaled);
-  if (c.blocked)
+  if (compact)  // steps 4 and 5 on one line
+    ImGui::Text("4. + mask %s, 5. softmax: p = %s", c.blocked ? "\u2212\u221e" : "0", probability_text(c.prob).c_str());
+  else if (c.blocked)
     ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "%s",
                        c.uniform_when_blocked
                            ? "4. + mask: -1e20 (blocked) \u2192 after the softmax 0 (1/n if the whole row is blocked)"
@@ -108,26 +129,29 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
 
   // The softmax over the whole row, this cell outlined.
   row_probs_.heatmap().set_values(c.row_probs.data(), 1, static_cast<int>(c.row_probs.size()), 0.0f, 1.0f);
-  ImGui::Text("5. softmax over the row: p = %s (exp of this score over the sum of the row's exps)",
-              probability_text(c.prob).c_str());
+  if (!compact)
+    ImGui::Text("5. softmax over the row: p = %s (exp of this score over the sum of the row's exps)",
+                probability_text(c.prob).c_str());
   record_item("cell.prob", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.prob);
   MapViewOptions probs;
-  probs.style = {Colormap::Viridis, true};
+  probs.style = {Colormap::Viridis, !compact};
   probs.value_name = "probability";
+  probs.colour_bar = !compact;
   const std::vector<std::string> p_label = {"row " + std::to_string(c.row)};
   MapAxis row_axis, key_axis;
   row_axis.labels = &p_label;
-  key_axis.labels = &key_labels;
+  key_axis.labels = compact ? nullptr : &key_labels;  // (presenting: the map beside has the keys along its top)
   key_axis.tokens = true;
   key_axis.side = key_side;
   key_axis.role = TokenRole::Key;
   probs.label_width = label_w;
-  const float key_room = std::min(5.0f * font, [&] {
+  const float key_room = compact ? 0.0f : std::min(5.0f * font, [&] {
     float w = 0;
     for (const auto& s : key_labels) w = std::max(w, ImGui::CalcTextSize(s.c_str()).x);
     return w;
   }());
-  row_probs_.draw("cell_row_probs", ImVec2(width, strip_h + key_room + style.ItemSpacing.y), row_axis, key_axis, probs);
+  row_probs_.draw("cell_row_probs", ImVec2(width, strip_h + key_room + (compact ? 0.0f : style.ItemSpacing.y)), row_axis,
+                  key_axis, probs);
   // Outline this cell's column in the row.
   for (const HeatmapPlacement& p : heatmap_placements())
     if (p.name == "cell_row_probs" && p.cols > 0) {
@@ -139,29 +163,33 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
     }
 
   // Weights times values: the head's output for this query.
-  std::snprintf(step, sizeof(step), "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$: the row's weights times $V_{%d}$ [%d \u00d7 %d]",
+  std::snprintf(step, sizeof(step), compact ? "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$" :
+                "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$: the row's weights times $V_{%d}$ [%d \u00d7 %d]",
                 shown_number(c.head), c.row, shown_number(c.head), static_cast<int>(c.v.rows()), c.head_dim);
   math_text(step, width, 0, "formula.cell");
-  const float r_v = std::max(1e-6f, c.v.cwiseAbs().maxCoeff());
-  values_.heatmap().set_values(c.v.data(), static_cast<int>(c.v.rows()), static_cast<int>(c.v.cols()), -r_v, r_v);
-  MapViewOptions vals;
-  vals.style = {Colormap::Diverging, true};
-  vals.value_name = "value";
-  MapAxis v_rows;
-  v_rows.labels = &key_labels;
-  v_rows.tokens = true;
-  v_rows.side = key_side;
-  v_rows.role = TokenRole::Key;
-  const float v_h = std::clamp(c.v.rows() * font * 0.6f, 3 * font, 8 * font);
-  values_.draw("cell_values", ImVec2(width, v_h), v_rows, none, vals);
+  if (!compact) {
+    const float r_v = std::max(1e-6f, c.v.cwiseAbs().maxCoeff());
+    values_.heatmap().set_values(c.v.data(), static_cast<int>(c.v.rows()), static_cast<int>(c.v.cols()), -r_v, r_v);
+    MapViewOptions vals;
+    vals.style = {Colormap::Diverging, true};
+    vals.value_name = "value";
+    MapAxis v_rows;
+    v_rows.labels = &key_labels;
+    v_rows.tokens = true;
+    v_rows.side = key_side;
+    v_rows.role = TokenRole::Key;
+    const float v_h = std::clamp(c.v.rows() * font * 0.6f, 3 * font, 8 * font);
+    values_.draw("cell_values", ImVec2(width, v_h), v_rows, none, vals);
+  }
   const float r_o = max_abs({&c.out});
   set_strip(out_, c.out, r_o);
   const std::vector<std::string> o_row = {"out_" + std::to_string(c.row)};
   MapAxis o_axis;
   o_axis.labels = &o_row;
   out_.draw("cell_out", ImVec2(width, strip_h), o_axis, none, strip);
-  ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next: Concat, then W\u1d3c)",
-                      c.head_dim);
+  if (!compact)
+    ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next: Concat, then W\u1d3c)",
+                        c.head_dim);
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   return closed;

@@ -39,6 +39,16 @@ class AttentionPanel {
   struct Cell {
     int row, col;
   };
+  struct Shown;  // this frame's head: its trace, labels, sides and formula (attention_panel.cpp)
+  // The two layouts: presentation mode's (the map the stage's height on the left, the rest in a column right of
+  // it) and the desk's (controls and text above the map, the steps right of it).
+  bool draw_presenting(const Shown& s, const AppState& state, AttentionSelection& sel, Interventions& edit);
+  bool draw_normal(const Shown& s, const AppState& state, AttentionSelection& sel, Interventions& edit);
+  bool draw_controls(const Shown& s, const AttentionSelection& sel, Interventions& edit);
+  bool draw_presenting_controls(const Shown& s, const Config& c, const AttentionSelection& sel, Interventions& edit);
+  void draw_steps(const Shown& s, float width, float height, bool labels);
+  void draw_cell(const Shown& s, const AttentionSelection& sel, const AppState& state, ImVec2 at, ImVec2 size);
+  void cell_tooltip(const Shown& s, const MapViewHit& hit, int head) const;
   MapView map_;                               // softmax probabilities, blocked cells hatched
   MapView scores_, masked_scores_, head_out_;  // the steps: QK^T/sqrt(D), + mask, probs V
   AttentionCellPanel cell_panel_;
@@ -47,6 +57,9 @@ class AttentionPanel {
   std::optional<Cell> expanded_;
   std::optional<AttentionCell> expanded_cell_;
   int expanded_version_ = -1;  // the state's version expanded_cell_ was worked out from
+  AttentionSelection expanded_selection_{};  // and the head
+  bool controls_open_ = false;  // presentation mode: the controls opened under their toggle
+  std::optional<AttentionSelection> pending_selection_;  // a head picked this frame, shown from the next
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
   bool paint_mask_ = false;  // clicks on the heatmap flip mask cells

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
@@ -15,7 +16,7 @@ namespace sf::gui {
 void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
-  draw_attention_selector(c, sel, /*with_head=*/false);
+  if (controls_toggle(&controls_open_)) draw_attention_selector(c, sel, /*with_head=*/false);
   const AttentionTrace* a = selected_attention(state.trace, sel);
   if (!a) return;
 
@@ -24,6 +25,7 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
     math_text(std::string(reshaped ? "Reshape the heads back to [n \u00d7 $d_{model}$]" : "Concatenate the heads") +
                   ", then the output projection $W^O$ (layer " + std::to_string(shown_number(sel.layer)) + ")",
               0.0f);
+  if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   if (reshaped)
     explanation(
         "This model (the study note's Transformer from scratch) undoes its reshape: the heads' outputs "
@@ -63,13 +65,38 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   rows.side = side;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeightWithSpacing();
-  const float height = std::max(3 * line, (avail.y - 3 * line) / 2);
+  // Presentation mode: the two maps side by side, the stage's height each, row for row (the labels on the
+  // first); elsewhere one over the other, the stage's width each.
+  const bool beside = high_contrast();
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float labels_w = std::min(MapView::label_width_for(labels), 0.16f * avail.x);
+  const float beside_w = (avail.x - labels_w - 2.5f * gap) / 2;
+  const std::string titles[2] = {reshaped ? "the heads' output read back as [n \u00d7 $d_{model}$]"
+                                 : beside ? "$Concat(head_1, \\ldots, head_h)$"
+                                          : "$Concat(head_1, \\ldots, head_h)$: the heads side by side (white lines between them)",
+                                 beside ? "after $W^O$" : "after $W^O$: the attention block's output"};
+  const float title_h = beside ? std::max(math_text_size(titles[0], labels_w + beside_w).y, math_text_size(titles[1], beside_w).y) +
+                                     ImGui::GetStyle().ItemSpacing.y
+                               : line;
+  const float height = beside ? std::max(3 * line, avail.y - title_h - 0.25f * ImGui::GetFontSize())
+                              : std::max(3 * line, (avail.y - 3 * line) / 2);
   MapViewOptions o;
   o.style = {Colormap::Diverging, false};
-  auto strip = [&](MapView& view, const char* name, const char* title, bool head_lines) {
-    math_text(title);
+  auto strip = [&](MapView& view, const char* name, const std::string& title, bool head_lines) {
+    const bool first = name == std::string("heads_concat");
+    const float width = beside ? beside_w + (first ? labels_w : 0.0f) : avail.x;
+    ImGui::BeginGroup();
+    const ImVec2 top = ImGui::GetCursorScreenPos();
+    math_text(title, width);
+    if (beside) ImGui::SetCursorScreenPos(ImVec2(top.x, top.y + title_h));
     view.heatmap().set_axis_labels(labels);  // row names for export
-    view.draw(name, ImVec2(avail.x, height), rows, none, o);
+    MapViewOptions options = o;
+    if (beside) {
+      options.always_label = first;
+      options.label_width = first ? labels_w : 0.0f;
+    }
+    view.draw(name, ImVec2(width, height), beside && !first ? MapAxis{nullptr, nullptr, true, side} : rows, none, options);
+    ImGui::EndGroup();
     if (!head_lines) return;
     // The boundaries between the heads' column blocks, over the map as drawn (zoomed or not).
     for (const HeatmapPlacement& p : heatmap_placements()) {
@@ -84,9 +111,11 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
       draw->PopClipRect();
     }
   };
-  if (reshaped) strip(concat_, "heads_concat", "the heads' output read back as [n \u00d7 $d_{model}$] (no head blocks)", false);
-  else strip(concat_, "heads_concat", "$Concat(head_1, \\ldots, head_h)$: the heads side by side (white lines between them)", true);
-  strip(projected_, "attention_output", "after $W^O$: the attention block's output", false);
+  const ImVec2 maps_origin = ImGui::GetCursorScreenPos();
+  strip(concat_, "heads_concat", titles[0], !reshaped);
+  if (beside) ImGui::SameLine(0, 1.5f * gap);
+  strip(projected_, "attention_output", titles[1], false);
+  record_item("main_map", maps_origin, ImVec2(maps_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "concat");
 }
 
 }  // namespace sf::gui

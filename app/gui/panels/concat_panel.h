@@ -14,6 +14,7 @@ class ConcatPanel {
  private:
   MapView concat_, projected_;
   int uploaded_version_ = -1;
+  bool controls_open_ = false;  // presentation mode: the controls opened under their toggle
   AttentionSelection uploaded_{};
 };
 

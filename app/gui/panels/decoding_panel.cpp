@@ -48,18 +48,65 @@ int draw_decoding_timeline(const AppState& state, int selected) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 pad = ImGui::GetStyle().FramePadding;
   int clicked = -1;
-  for (int i = 0; i < static_cast<int>(state.translation.size()); ++i) {
-    const int id = state.translation[static_cast<size_t>(i)];
-    const std::string text = state.target_token(id);
-    const float p = chosen[static_cast<size_t>(i)];
-    const std::string prob = probability_text(p);
-    // Teacher forcing: each position's cross-entropy -log p too (natural log), the quantity training lowers.
+  const int n = static_cast<int>(state.translation.size());
+  // Each box's text and size first: presenting, a translation that runs on (an untrained model's 43 words) shows
+  // the two rows around the token in focus, the rest counted at either end ("12 more"), so that what follows it
+  // stays on the screen.
+  struct Box {
+    std::string text, prob;
     char loss[24] = "";
+    ImVec2 size;
+  };
+  std::vector<Box> boxes(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Box& box = boxes[static_cast<size_t>(i)];
+    box.text = state.target_token(state.translation[static_cast<size_t>(i)]);
+    const float p = chosen[static_cast<size_t>(i)];
+    box.prob = probability_text(p);
+    // Teacher forcing: each position's cross-entropy -log p too (natural log), the quantity training lowers.
+    if (forcing && i < static_cast<int>(forced.size())) std::snprintf(box.loss, sizeof(box.loss), "%.2f", -std::log(std::max(p, 1e-30f)));
+    const ImVec2 ts = ImGui::CalcTextSize(box.text.c_str()), ps = ImGui::CalcTextSize(box.prob.c_str()),
+                 ls = ImGui::CalcTextSize(box.loss);
+    box.size = ImVec2(std::max({ts.x, ps.x, ls.x}) + 2 * pad.x, ts.y + ps.y + (box.loss[0] ? ls.y : 0.0f) + 2 * pad.y + 4);
+  }
+  int first = 0, last = n;  // the boxes shown: [first, last)
+  int second_row = -1;       // presenting: where the second row starts (the rows are laid out here)
+  const float marker = ImGui::CalcTextSize("999 more").x + ImGui::GetStyle().ItemSpacing.x;
+  if (high_contrast() && n > 0) {
+    const float width = ImGui::GetContentRegionAvail().x - marker;  // (the rows' counts of the rest)
+    const float spacing = ImGui::GetStyle().ItemSpacing.x;
+    const auto end_from = [&](int a, int* row2) {  // where two rows of boxes from `a` end
+      int rows = 1;
+      float x = a > 0 ? marker : 0.0f;
+      for (int i = a; i < n; ++i) {
+        const float w = boxes[static_cast<size_t>(i)].size.x;
+        if (x > 0 && x + w > width) {
+          if (++rows > 2) return i;
+          if (row2) *row2 = i;
+          x = 0;
+        }
+        x += w + spacing;
+      }
+      return n;
+    };
+    const int focus = selected >= 0 ? std::min(selected, n - 1) : n - 1;
+    while (first < focus && end_from(first, nullptr) <= focus) ++first;
+    last = end_from(first, &second_row);
+  }
+  if (first > 0) {
+    ImGui::TextDisabled("%d more", first);
+    ImGui::SameLine();
+  }
+  for (int i = first; i < last; ++i) {
+    const Box& box = boxes[static_cast<size_t>(i)];
+    const std::string& text = box.text;
+    const std::string& prob = box.prob;
+    const char* loss = box.loss;
+    const float p = chosen[static_cast<size_t>(i)];
     const bool is_forced = i < static_cast<int>(forced.size());
-    if (forcing && is_forced) std::snprintf(loss, sizeof(loss), "%.2f", -std::log(std::max(p, 1e-30f)));
     const ImVec2 ts = ImGui::CalcTextSize(text.c_str()), ps = ImGui::CalcTextSize(prob.c_str()), ls = ImGui::CalcTextSize(loss);
-    const ImVec2 size(std::max({ts.x, ps.x, ls.x}) + 2 * pad.x, ts.y + ps.y + (loss[0] ? ls.y : 0.0f) + 2 * pad.y + 4);
-    if (ImGui::GetContentRegionAvail().x < size.x) ImGui::NewLine();
+    const ImVec2 size = box.size;
+    if (high_contrast() ? i == second_row : ImGui::GetContentRegionAvail().x < size.x) ImGui::NewLine();
     const ImVec2 a = ImGui::GetCursorScreenPos(), b(a.x + size.x, a.y + size.y);
     ImGui::PushID(i);
     if (ImGui::InvisibleButton("token", size)) clicked = i;
@@ -88,6 +135,12 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     }
     ImGui::SameLine();
   }
+  if (last < n) {
+    same_line_if_fits(ImGui::CalcTextSize("999 more").x);
+    ImGui::TextDisabled("%d more", n - last);
+    record_item("timeline.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), n - last);
+    ImGui::SameLine();
+  }
   ImGui::NewLine();
   return clicked;
 }
@@ -97,7 +150,7 @@ namespace {
 // The beam search tree: one column per step, one box per hypothesis (its token and score), lines to the
 // parent; finished hypotheses outlined, the best one's path in orange. When it has grown since the last frame it
 // scrolls to its newest column; a drag pans it (and the scroll bar).
-void draw_beam_tree(const AppState& state, size_t& last_size) {
+void draw_beam_tree(const AppState& state, size_t& last_size, float most_height) {
   const Decoder& d = *state.decoder;
   const auto& tree = d.tree();
   const float f = ImGui::GetFontSize();
@@ -115,12 +168,13 @@ void draw_beam_tree(const AppState& state, size_t& last_size) {
 
   // Boxes of two lines (the token over its score); where the hypotheses of a step do not fit the height left
   // (presentation mode under a lesson's caption), boxes of one line ("standing -1.25"), wider and lower.
-  const bool compact = ImGui::GetContentRegionAvail().y < max_rows * f * 2.6f + f * 2;
+  const float room = std::min(ImGui::GetContentRegionAvail().y, std::max(3 * f, most_height));
+  const bool compact = room < max_rows * f * 2.6f + f * 2;
   const float col_w = compact ? f * 8.6f : f * 6.5f, row_h = compact ? f * 1.45f : f * 2.6f;
   const float box_w = compact ? f * 7.9f : f * 5.6f, box_h = compact ? f * 1.25f : f * 2.2f;
 
-  ImGui::BeginChild("beam_tree", ImVec2(0, std::min(ImGui::GetContentRegionAvail().y, max_rows * row_h + f * 2)),
-                    true, ImGuiWindowFlags_HorizontalScrollbar);
+  ImGui::BeginChild("beam_tree", ImVec2(0, std::min(room, max_rows * row_h + f * 2)), true,
+                    ImGuiWindowFlags_HorizontalScrollbar);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   auto box_at = [&](size_t n) {
@@ -238,6 +292,14 @@ void DecodingPanel::draw(AppState& state) {
 
   DecodeOptions o = state.decode_options;
   bool changed = false;
+  // Presentation mode: the strategy, its parameters and the step buttons wait behind "Controls" (the keys step:
+  // Space, Backspace, End, Home); the step count and teacher forcing's toggle stay on the line.
+  if (presenting) {
+    if (explanations_shown()) same_line_if_fits(button_width("Controls \u25B8"));
+    controls_toggle(&controls_open_);
+  }
+  const bool controls = !presenting || controls_open_;
+  if (controls) {
   int strategy = static_cast<int>(o.strategy);
   changed |= ImGui::RadioButton("greedy", &strategy, static_cast<int>(DecodeStrategy::Greedy));
   ImGui::SameLine();
@@ -284,6 +346,7 @@ void DecodingPanel::draw(AppState& state) {
   if (ImGui::Button("step > (Space)")) state.step();
   same_line_if_fits(button_width("run to <eos> >| (End)"));
   if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
+  }  // (controls)
   if (!state.decoder) {  // a step the buttons asked for is still being computed (it holds the decoder)
     ImGui::TextDisabled("computing...");
     return;
@@ -297,7 +360,7 @@ void DecodingPanel::draw(AppState& state) {
   else
     std::snprintf(step_text, sizeof(step_text), "step %d%s   (recompute %.1f ms)", d.steps(),
                   d.finished() ? ", finished" : "", state.last_recompute_ms);
-  same_line_if_fits(ImGui::CalcTextSize(step_text).x);
+  same_line_if_fits(ImGui::CalcTextSize(step_text).x, ImGui::GetFontSize());
   ImGui::TextUnformatted(step_text);
 
   // In presentation mode teacher forcing waits behind one button, beside the step count where it fits: the
@@ -396,8 +459,14 @@ void DecodingPanel::draw(AppState& state) {
     else
       std::snprintf(legend, sizeof(legend), "number in a box: the path's score = $\\sum \\log p / ((5 + length) / 6)^{%.2f}$ "
                     "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
-    math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
-    draw_beam_tree(state, tree_size_);
+    if (!presenting) math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
+    else ImGui::TextDisabled("number in a box: the path's score (hover a box for its log p)");
+    if (presenting && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", math_plain(legend).c_str());
+    // Presenting, the timeline under the tree keeps its room (two rows of boxes and its line).
+    const float timeline_room = presenting ? 2 * (2 * ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().FramePadding.y + 4) +
+                                                 3 * ImGui::GetTextLineHeightWithSpacing()
+                                           : 0.0f;
+    draw_beam_tree(state, tree_size_, ImGui::GetContentRegionAvail().y - timeline_room);
   };
   // In presentation mode the beam tree comes before the timeline: the sentence strip above already shows the
   // words, and under a lesson's caption the tree had no room left.

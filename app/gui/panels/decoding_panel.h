@@ -16,6 +16,7 @@ class DecodingPanel {
   std::string reference_input_;   // what the user types
   std::string shown_reference_;   // state.reference when reference_input_ was last taken from it
   bool show_forcing_ = false;     // presentation mode: the teacher-forcing row opened (always open otherwise)
+  bool controls_open_ = false;    // presentation mode: the strategy and step buttons opened under their toggle
   size_t tree_size_ = 0;          // the beam tree's size last frame: when it grows, the tree scrolls to its newest column
 };
 

@@ -10,6 +10,7 @@
 #include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
+#include "gui/render/item_placements.h"
 #include "gui/words.h"
 
 namespace sf::gui {
@@ -48,14 +49,14 @@ void EmbeddingPanel::draw(const AppState& state) {
                         "shifted right by <bos>.",
                   words)
                   .c_str());
-  char numbers[160];
+  char numbers[200];
   if (scaled)
-    std::snprintf(numbers, sizeof(numbers), " = E[id_i] \u00b7 %.1f     E_src [%d \u00d7 %d]     E_tgt [%d \u00d7 %d]",
+    std::snprintf(numbers, sizeof(numbers), "$ = E[id_i] \\cdot$ %.1f     $E_{src}$ [%d \u00d7 %d]     $E_{tgt}$ [%d \u00d7 %d]",
                   std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model, state.model->tgt_vocab.size(),
                   c.d_model);
   else
-    std::snprintf(numbers, sizeof(numbers), "     E_src [%d \u00d7 %d]     E_tgt [%d \u00d7 %d]", state.model->src_vocab.size(),
-                  c.d_model, state.model->tgt_vocab.size(), c.d_model);
+    std::snprintf(numbers, sizeof(numbers), "     $E_{src}$ [%d \u00d7 %d]     $E_{tgt}$ [%d \u00d7 %d]",
+                  state.model->src_vocab.size(), c.d_model, state.model->tgt_vocab.size(), c.d_model);
   formula(std::string(scaled ? "$x_i = E[id_i] \\cdot \\sqrt{d_{model}}$" : "$x_i = E[id_i]$") + numbers);
 
   const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
@@ -89,6 +90,56 @@ void EmbeddingPanel::draw(const AppState& state) {
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
   };
+  // Presentation mode: one row across the stage's height, the source's two maps then the target's, row for row
+  // with their labels on the left of each pair: E[id] times the scale, then + PE (one scale for all four, its bar
+  // at the end). Rows keep labels of at least half the body text (the maps zoom where they would not).
+  if (high_contrast()) {
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    const float gap = style.ItemSpacing.x, bar = colour_bar_width(-range_, range_);
+    const float label_w_src = std::min(MapView::label_width_for(labels), 0.14f * room.x);
+    const float label_w_tgt = std::min(MapView::label_width_for(target_labels), 0.14f * room.x);
+    const float each = (room.x - label_w_src - label_w_tgt - bar - 4 * gap - 1.5f * gap) / 4;
+    const std::string source_name = fill_languages("{Source}", words), target_name = fill_languages("{Target}", words);
+    const std::string titles[4] = {source_name + ": " + (scaled ? "$E[id] \\cdot \\sqrt{d_{model}}$" : "$E[id]$"),
+                                   "+ $PE$: the encoder's input", target_name + ", shifted right",
+                                   "+ $PE$: the decoder's input"};
+    // The maps start level under the tallest title (they stand row for row).
+    float title_h = line;
+    for (int i = 0; i < 4; ++i)
+      title_h = std::max(title_h, math_text_size(titles[i], (i == 0 ? label_w_src : i == 2 ? label_w_tgt : 0.0f) + each).y +
+                                      style.ItemSpacing.y);
+    const float h = std::max(2 * line, room.y - title_h - 0.25f * ImGui::GetFontSize());
+    const ImVec2 row_origin = ImGui::GetCursorScreenPos();
+    MapViewOptions labelled = o;
+    labelled.always_label = true;
+    const auto map = [&](MapView& view, const char* name, const std::string& title, const std::vector<std::string>& rows,
+                         const std::vector<std::string>* row_tips, TokenSide token_side, float label_w, bool with_bar) {
+      ImGui::BeginGroup();
+      const ImVec2 top = ImGui::GetCursorScreenPos();
+      math_text(title, label_w + each, 0, "map_title");
+      ImGui::SetCursorScreenPos(ImVec2(top.x, top.y + title_h));
+      MapAxis axis, none;
+      axis.labels = label_w > 0 ? &rows : nullptr;
+      axis.tips = row_tips;
+      axis.tokens = true;
+      axis.side = token_side;
+      MapViewOptions options = labelled;
+      options.label_width = label_w;
+      options.colour_bar = with_bar;
+      view.heatmap().set_axis_labels(rows);  // row names for export
+      view.draw(name, ImVec2(label_w + each + (with_bar ? bar : 0.0f), h), axis, none, options);
+      ImGui::EndGroup();
+    };
+    map(embedding_, "embedding", titles[0], labels, &tips, TokenSide::Source, label_w_src, false);
+    ImGui::SameLine(0, gap);
+    map(sum_, "encoder_input", titles[1], labels, &tips, TokenSide::Source, 0.0f, false);
+    ImGui::SameLine(0, 2.5f * gap);
+    map(target_embedding_, "target_embedding", titles[2], target_labels, nullptr, TokenSide::Target, label_w_tgt, false);
+    ImGui::SameLine(0, gap);
+    map(target_sum_, "decoder_input", titles[3], target_labels, nullptr, TokenSide::Target, 0.0f, true);
+    record_item("main_map", row_origin, ImVec2(row_origin.x + room.x, row_origin.y + title_h + h), -1, "embedding");
+    return;
+  }
   const std::string source_heading = fill_languages("Source ({source}): the encoder's tokens", words);
   const std::string target_heading = fill_languages("Target ({target}, shifted right): the decoder's tokens", words);
   side(source_heading.c_str(), embedding_, "embedding", sum_, "encoder_input", labels, &tips, TokenSide::Source,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gui/stage_tensors.h"
+#include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
@@ -21,18 +22,21 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   const FeedForwardTrace& f = encoder ? state.trace.encoder[static_cast<size_t>(sel.layer)].ffn
                                       : state.trace.decoder[static_cast<size_t>(sel.layer)].ffn;
-  int side = encoder ? 0 : 1;
-  ImGui::RadioButton("encoder", &side, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("decoder", &side, 1);
-  if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  numbered_slider("layer", &sel.layer, layers);
+  if (controls_toggle(&controls_open_)) {
+    int side = encoder ? 0 : 1;
+    ImGui::RadioButton("encoder", &side, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("decoder", &side, 1);
+    if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    numbered_slider("layer", &sel.layer, layers);
+  }
 
   const bool relu = c.activation == Activation::ReLU;
   if (!high_contrast())  // presentation mode: the header says it
     ImGui::Text("Feed-forward, %s layer %d", encoder ? "encoder" : "decoder", shown_number(sel.layer));
+  if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   explanation(
       "Attention mixes information between tokens; the feed-forward network then works on each token alone: it "
       "widens the vector from $d_{model}$ to $d_{ff}$ numbers, applies a non-linearity, and narrows it back. ReLU, "
@@ -88,6 +92,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   MapView* views[4] = {&input_, &pre_, &post_, &out_};
   float title_h = 0;
   for (int i = 0; i < 4; ++i) title_h = std::max(title_h, math_text_size(titles[i], widths[i]).y);
+  const ImVec2 maps_origin = ImGui::GetCursorScreenPos();
   for (int i = 0; i < 4; ++i) {
     if (i > 0) ImGui::SameLine();
     ImGui::BeginGroup();
@@ -102,6 +107,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
     views[i]->draw(names[i], ImVec2(widths[i], avail.y - title_h - style.ItemSpacing.y), i == 0 ? rows : linked, none, o);
     ImGui::EndGroup();
   }
+  record_item("main_map", maps_origin, ImVec2(maps_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "feed_forward");
 }
 
 }  // namespace sf::gui

@@ -15,6 +15,7 @@ class FeedForwardPanel {
  private:
   MapView input_, pre_, post_, out_;
   int uploaded_version_ = -1;
+  bool controls_open_ = false;  // presentation mode: the controls opened under their toggle
   AttentionSelection uploaded_{};
 };
 

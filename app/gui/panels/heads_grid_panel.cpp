@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gui/render/item_placements.h"
+#include "gui/render/map_view.h"
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -12,15 +15,17 @@ namespace sf::gui {
 bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return false;
   const Config& c = state.model->config;
-  attention_kind_picker(&sel.kind);
+  const bool presenting = high_contrast();
+  if (controls_toggle(&controls_open_)) attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   const int H = c.n_heads;
-  ImGui::Text("All heads: %d layers x %d heads", layers, H);
+  if (!presenting) ImGui::Text("All heads: %d layers x %d heads", layers, H);
+  else if (!controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   explanation(
       "Each small map is one head's attention probabilities (rows: queries, columns: keys), as in the attention "
       "stage. Heads of the same layer run side by side on the same input and learn different patterns: some look "
       "at the previous or next word, some at the same word, some at punctuation or the end of the sentence. "
-      "Click a map to open it.");
+      "Hover a map for its words; click it to open it.");
 
   if (uploaded_version_ != state.version || uploaded_kind_ != sel.kind) {
     maps_.resize(static_cast<size_t>(layers * H));
@@ -35,19 +40,53 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
     uploaded_version_ = state.version;
     uploaded_kind_ = sel.kind;
   }
+  // The maps' words: queries down the side, keys along the top (as on the attention stage).
+  const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
+  const std::vector<std::string> queries = sel.kind == AttentionKind::Encoder ? state.source_labels()
+                                           : reshaped                        ? state.decoder_input_labels()
+                                                                             : state.decoder_row_labels();
+  const std::vector<std::string> keys =
+      sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
+  const int rows0 = maps_.empty() ? 0 : maps_.front()->rows(), cols0 = maps_.empty() ? 0 : maps_.front()->cols();
+  const bool token_rows = !reshaped && rows0 == static_cast<int>(queries.size());
+  const bool token_cols = !reshaped && cols0 == static_cast<int>(keys.size());
 
+  const float font = ImGui::GetFontSize(), min_label = MapView::min_label_size();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float label = ImGui::GetFontSize() * 4;
+  const float layer_w = ImGui::CalcTextSize("layer 99").x + ImGui::GetStyle().ItemSpacing.x;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const float bar = colour_bar_width(0.0f, 1.0f) + gap;  // one colour bar for every map: probabilities 0..1
-  // A map never shorter than its row's "layer N" label plus a little (large type, a short window): then the
-  // stage scrolls rather than shrinking the maps to specks.
+  const float header = ImGui::GetTextLineHeightWithSpacing();
+  const float query_width = MapView::widest_label(queries), key_width = MapView::widest_label(keys);
+  // The first map of each row carries its words (the query tokens beside it, the key tokens over the top row's
+  // first map) where a cell can hold a label of at least half the body text; the words then take their room
+  // before the maps are fitted. A map never shorter than its row's "layer N" label plus a little (large type,
+  // a short window): then the stage scrolls rather than shrinking the maps to specks.
   const float smallest = std::max(16.0f, 1.5f * ImGui::GetTextLineHeightWithSpacing());
-  const float cell = std::max(smallest, std::min((avail.x - label - bar) / H - gap,
-                                              (avail.y - 2 * ImGui::GetTextLineHeightWithSpacing()) / layers - gap));
+  const float note = ImGui::GetTextLineHeightWithSpacing();  // the line under the grid, where its words are said
+  const auto fit = [&](float labels_w, float labels_h) {
+    return std::max(smallest, std::min((avail.x - layer_w - labels_w - bar) / H - gap,
+                                       (avail.y - header - labels_h - (labels_h > 0 ? 0.0f : note)) / layers - gap));
+  };
+  float cell = fit(0, 0);
+  const int cells_per_map = std::max(1, std::max(rows0, cols0));
+  float label_size = 0;  // 0: the maps are too small for their words
+  {
+    float size = std::min(font, cell / cells_per_map);
+    for (int i = 0; i < 4 && size >= min_label; ++i) {  // the labels' room makes the maps smaller: settle it
+      const float with = fit(token_rows ? query_width * size / font + gap : 0.0f,
+                             token_cols ? key_width * size / font + gap : 0.0f);
+      size = std::min(font, with / cells_per_map);
+      cell = with;
+    }
+    if (size >= min_label - 0.5f) label_size = size;
+    else cell = fit(0, 0);
+  }
+  const float row_labels_w = label_size > 0 && token_rows ? query_width * label_size / font + gap : 0.0f;
+  const float col_labels_h = label_size > 0 && token_cols ? key_width * label_size / font + gap : 0.0f;
+  const float label = layer_w + row_labels_w;
   bool clicked = false;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float header = ImGui::GetTextLineHeightWithSpacing();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   // Column titles: "head N" where it fits above its map, else the bare number (large type on a projector
@@ -58,8 +97,10 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
     if (ImGui::CalcTextSize(title).x > cell + gap) std::snprintf(title, sizeof(title), "%d", shown_number(h));
     draw->AddText(ImVec2(origin.x + label + h * (cell + gap), origin.y), text, title);
   }
+  const float top = origin.y + header + col_labels_h;
+  int hovered_map = -1, hovered_row = -1, hovered_col = -1;
   for (int l = 0; l < layers; ++l) {
-    const float y = origin.y + header + l * (cell + gap);
+    const float y = top + l * (cell + gap);
     char title[24];
     std::snprintf(title, sizeof(title), "layer %d", shown_number(l));
     draw->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetFontSize() / 2), text, title);
@@ -71,8 +112,13 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
       ImGui::SetCursorScreenPos(at);
       char name[32];
       std::snprintf(name, sizeof(name), "head_%d_%d", shown_number(l), shown_number(h));  // as people number them
-      m.draw(name, ImVec2(cols * scale, rows * scale), HeatmapStyle{Colormap::Viridis, false});
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to open", shown_number(l), shown_number(h));
+      int row = -1, col = -1;
+      m.draw(name, ImVec2(cols * scale, rows * scale), HeatmapStyle{Colormap::Viridis, false}, &row, &col);
+      if (ImGui::IsItemHovered()) {
+        hovered_map = l * H + h;
+        hovered_row = row;
+        hovered_col = col;
+      }
       if (ImGui::IsItemClicked()) {
         sel.layer = l;
         sel.head = h;
@@ -81,12 +127,55 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
       if (l == sel.layer && h == sel.head)
         draw->AddRect(ImVec2(at.x - 2, at.y - 2), ImVec2(at.x + cols * scale + 2, at.y + rows * scale + 2),
                       IM_COL32(240, 190, 40, 255), 0, 0, 2.0f);
+      // The first map of the row: its query words beside it; the top row's first map: its key words over it.
+      if (h == 0 && label_size > 0) {
+        if (token_rows)
+          for (int i = 0; i < m.rows(); ++i) {
+            const std::string& word = queries[static_cast<size_t>(i)];
+            const float w = ImGui::CalcTextSize(word.c_str()).x * label_size / font;
+            const ImVec2 p(at.x - gap - w, at.y + (i + 0.5f) * scale - 0.5f * label_size);
+            draw->AddText(ImGui::GetFont(), label_size, p, text, word.c_str());
+            record_item(std::string(name) + ".row", p, ImVec2(p.x + w, p.y + label_size), i, word, label_size);
+          }
+        if (token_cols && l == 0)
+          for (int j = 0; j < m.cols(); ++j) {
+            const std::string& word = keys[static_cast<size_t>(j)];
+            const float length = ImGui::CalcTextSize(word.c_str()).x * label_size / font;
+            rotated_text(draw, ImVec2(at.x + (j + 0.5f) * scale - 0.5f * label_size, at.y - gap), text, word.c_str(),
+                         1.5707964f, label_size);
+            record_item(std::string(name) + ".col", ImVec2(at.x + j * scale, at.y - gap - length),
+                        ImVec2(at.x + (j + 1) * scale, at.y - gap), j, word, label_size);
+          }
+      }
     }
   }
-  ImGui::SetCursorScreenPos(ImVec2(origin.x + label + H * (cell + gap), origin.y + header));
+  // Hovering a map names the cell's words, whatever the size of the maps.
+  if (hovered_map >= 0 && hovered_row >= 0 && hovered_col >= 0) {
+    const Heatmap& m = *maps_[static_cast<size_t>(hovered_map)];
+    const int l = hovered_map / H, h = hovered_map % H;
+    const std::string query = hovered_row < static_cast<int>(queries.size()) ? queries[static_cast<size_t>(hovered_row)] : "?";
+    const std::string key = hovered_col < static_cast<int>(keys.size()) ? keys[static_cast<size_t>(hovered_col)] : "?";
+    ImGui::SetTooltip("layer %d, head %d: query \"%s\" (row %d) -> key \"%s\" (column %d)\nprobability %s\nclick to open",
+                      shown_number(l), shown_number(h), query.c_str(), hovered_row, key.c_str(), hovered_col,
+                      probability_text(m.value(hovered_row, hovered_col)).c_str());
+    if (token_rows && token_cols) {
+      const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
+      const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
+      report_hovered_cell(qside, hovered_row, kside, hovered_col);
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x + label + H * (cell + gap), top));
   colour_bar("probability", 0.0f, 1.0f, ImVec2(bar - gap, layers * (cell + gap) - gap));
-  ImGui::SetCursorScreenPos(origin);
-  ImGui::Dummy(ImVec2(label + H * (cell + gap) + bar, header + layers * (cell + gap)));
+  const float grid_bottom = top + layers * (cell + gap);
+  record_item("main_map", ImVec2(origin.x, origin.y), ImVec2(origin.x + label + H * (cell + gap) + bar, grid_bottom), -1,
+              "all_heads");
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_bottom));
+  // Maps too small for their words: said, not silently left out.
+  if (label_size <= 0 && (token_rows || token_cols)) {
+    ImGui::TextDisabled("(the maps are too small for their words: hover one for them, or open it)");
+    record_item("all_heads.no_labels", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+  }
+  ImGui::Dummy(ImVec2(label + H * (cell + gap) + bar, 0));
   return clicked;
 }
 

@@ -19,6 +19,7 @@ class HeadsGridPanel {
   std::vector<std::unique_ptr<Heatmap>> maps_;  // layer * H + head
   int uploaded_version_ = -1;
   AttentionKind uploaded_kind_ = AttentionKind::Encoder;
+  bool controls_open_ = false;  // presentation mode: the controls opened under their toggle
 };
 
 }  // namespace sf::gui

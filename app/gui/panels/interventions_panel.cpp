@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gui/view.h"
 #include "gui/widgets.h"
 
 namespace sf::gui {
@@ -133,7 +134,8 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   if (!state.model) return false;
   const Config& c = state.model->config;
   bool changed = false;
-  ImGui::TextUnformatted("Interventions: change the model and watch every view respond");
+  const bool presenting = high_contrast();  // (the header names the stage; short labels, so the grids fit)
+  if (!presenting) ImGui::TextUnformatted("Interventions: change the model and watch every view respond");
   explanation(
       "Switch heads off (their output becomes zeros before the output projection $W^O$), remove the masks, or "
       "take away the positional encoding, and the sentence is translated again at once with the change: the "
@@ -151,17 +153,21 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   ImGui::TextDisabled("last recompute: %.1f ms", state.last_recompute_ms);
   ImGui::Spacing();
 
-  changed |= ImGui::Checkbox("Causal mask (decoder position i sees positions <= i only)", &edit.causal_mask);
-  changed |= ImGui::Checkbox("Padding mask (pad tokens are never attended to)", &edit.padding_mask);
+  changed |= ImGui::Checkbox(presenting ? "Causal mask" : "Causal mask (decoder position i sees positions <= i only)",
+                             &edit.causal_mask);
+  if (presenting) same_line_if_fits(labelled_box_width("Padding mask"), ImGui::GetFontSize());
+  changed |= ImGui::Checkbox(presenting ? "Padding mask" : "Padding mask (pad tokens are never attended to)", &edit.padding_mask);
   // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
   int pads = state.source_padding;
   same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, "<pad> after the sentence"), ImGui::GetFontSize());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   if (ImGui::SliderInt("<pad> after the sentence", &pads, 0, 8) && pad_request) *pad_request = pads;
-  changed |= ImGui::Checkbox("Positional encoding (without it the model sees a bag of words)",
+  if (presenting) same_line_if_fits(labelled_box_width("Positional encoding"), ImGui::GetFontSize());
+  changed |= ImGui::Checkbox(presenting ? "Positional encoding" : "Positional encoding (without it the model sees a bag of words)",
                              &edit.positional_encoding);
   ImGui::Spacing();
-  ImGui::TextUnformatted("Heads: green = on, red with a cross = off. Click to switch.");
+  ImGui::TextUnformatted(presenting ? "Heads: green on, red off; click to switch"
+                                    : "Heads: green = on, red with a cross = off. Click to switch.");
   // Three grids side by side: cells as large as the width allows, from 2.2 font sizes down to 0.8 (large type
   // on a 1280-pixel projector); a grid is as wide as its cells or its title. Where even that does not fit (many
   // heads), a grid goes under the others.
@@ -174,6 +180,10 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
     return grid_width(kinds[0], cell) + grid_width(kinds[1], cell) + grid_width(kinds[2], cell) + 2 * gap;
   };
   float cell = f * 2.2f;
+  // (and no taller than the height left: the grids' titles, head numbers, layers, "all on", and a line below)
+  const int most_layers = std::max(c.n_encoder_layers, c.n_decoder_layers);
+  const float height_left = ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing();
+  cell = std::max(f * 0.8f, std::min(cell, height_left / std::max(1, most_layers)));
   while (cell > f * 0.8f && all_width(cell) > ImGui::GetContentRegionAvail().x) cell -= 1.0f;
   for (int k = 0; k < 3; ++k) {
     if (k > 0) same_line_if_fits(grid_width(kinds[k], cell), gap);
@@ -189,8 +199,8 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
       const CustomMask& m = edit.custom_masks[i];
       int blocked = 0;
       for (Eigen::Index k = 0; k < m.blocked.size(); ++k) blocked += m.blocked.data()[k] > 0.5f;
-      ImGui::BulletText("%s.%d.%d: %d of %d cells blocked", to_string(m.where.kind), m.where.layer, m.where.head,
-                        blocked, static_cast<int>(m.blocked.size()));
+      ImGui::BulletText("%s: %d of %d cells blocked", head_ref_text(m.where).c_str(), blocked,
+                        static_cast<int>(m.blocked.size()));
       ImGui::SameLine();
       ImGui::PushID(static_cast<int>(i));
       if (ImGui::SmallButton("remove")) {

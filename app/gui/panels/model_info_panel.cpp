@@ -7,7 +7,9 @@
 
 #include "backend/backend.h"
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/widgets.h"
+#include "model/languages.h"
 #include "model/name_tables.h"
 #include "util/parallel.h"
 #include "util/printable.h"
@@ -167,6 +169,61 @@ ModelInfo describe_model(const Model& model, const std::string& path) {
 
 namespace {
 
+// This model beside the paper's two (Vaswani et al. 2017, table 3: base and big, English-German), in the paper's
+// symbols, and how the file stores the weights the views show as the paper writes them.
+void draw_paper_comparison(const Model& m, int64_t parameters) {
+  heading("Beside the paper's models");
+  const Config& c = m.config;
+  struct Column {
+    const char* name;
+    std::string d_model, layers, d_ff, h, d_k, vocabulary, parameters;
+  };
+  const std::string vocab = c.share_embeddings || m.src_vocab.size() == m.tgt_vocab.size()
+                                ? with_thousands(m.tgt_vocab.size())
+                                : with_thousands(m.src_vocab.size()) + " / " + with_thousands(m.tgt_vocab.size());
+  const std::string layers = c.n_encoder_layers == c.n_decoder_layers
+                                 ? std::to_string(c.n_encoder_layers)
+                                 : std::to_string(c.n_encoder_layers) + " + " + std::to_string(c.n_decoder_layers);
+  char params[32];
+  std::snprintf(params, sizeof(params), "%.1fM", static_cast<double>(parameters) / 1e6);
+  const Column columns[3] = {
+      {"this model", std::to_string(c.d_model), layers, std::to_string(c.d_ff), std::to_string(c.n_heads),
+       std::to_string(c.head_dim()), vocab, params},
+      {"paper: base", "512", "6", "2048", "8", "64", "about 37,000 (shared)", "65M"},
+      {"paper: big", "1024", "6", "4096", "16", "64", "about 37,000 (shared)", "213M"},
+  };
+  const char* rows[7] = {"$d_{model}$", "N (layers)", "$d_{ff}$", "h (heads)", "$d_k = d_v$", "vocabulary",
+                         "parameters"};
+  if (ImGui::BeginTable("paper", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("");
+    for (const Column& col : columns) ImGui::TableSetupColumn(col.name);
+    ImGui::TableHeadersRow();
+    for (int r = 0; r < 7; ++r) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      math_text(rows[r], -1.0f);
+      for (int k = 0; k < 3; ++k) {
+        const Column& col = columns[k];
+        const std::string* v[7] = {&col.d_model, &col.layers, &col.d_ff, &col.h, &col.d_k, &col.vocabulary, &col.parameters};
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(v[r]->c_str());
+        record_item("model_info.paper", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), r * 3 + k, *v[r]);
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::PushTextWrapPos(0.0f);
+  text_disabled_wrapped("(the paper trained on WMT 2014 English-German, 4.5 million sentence pairs, with byte-pair pieces; "
+                        "this model's numbers are its own file's)");
+  ImGui::PopTextWrapPos();
+  heading("How the file stores the weights");
+  math_text("The views write the paper's $x W$: $Q_i = X W_i^Q$ with $W_i^Q$ [$d_{model} \\times d_k$], "
+            "$FFN(x) = max(0, x W_1 + b_1) W_2 + b_2$. The file keeps each linear layer as PyTorch does, "
+            "[out \u00d7 in], and computes $x W^T$: its query weight of a layer is $(W^Q)^T$ [$h d_k \\times d_{model}$], "
+            "head i's rows $(i - 1) d_k$ to $i d_k - 1$; the views show each transposed, as the paper writes it.",
+            0.0f, 0, "model_info.storage");
+}
+
 void draw_config(const ModelInfo& info) {
   heading("Configuration");
   if (!ImGui::BeginTable("config", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
@@ -193,7 +250,9 @@ void draw_config(const ModelInfo& info) {
 void draw_vocabularies(const Model& m, const ModelInfo& info) {
   heading("Vocabularies");
   const Config& c = m.config;
-  const auto lang = [](const std::string& l) { return l.empty() ? std::string() : " (" + l + ")"; };
+  const auto lang = [](const std::string& l) {
+    return l.empty() ? std::string(" (the file does not name its language)") : " (" + language_name(l) + ", " + l + ")";
+  };
   ImGui::Text("source%s: %s tokens", lang(m.tokenizer.source_language).c_str(), with_thousands(m.src_vocab.size()).c_str());
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled("first words: %s ...", joined(info.src_samples).c_str());
@@ -311,12 +370,14 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
     ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
+    draw_paper_comparison(m, info_.parameters);
     draw_config(info_);
     ImGui::TableNextColumn();
     draw_vocabularies(m, info_);
     draw_provenance_and_tokenizer(info_, warnings);
     ImGui::EndTable();
   } else {
+    draw_paper_comparison(m, info_.parameters);
     draw_vocabularies(m, info_);
     draw_config(info_);
     draw_provenance_and_tokenizer(info_, warnings);

@@ -45,7 +45,10 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   char shapes[160];
   std::snprintf(shapes, sizeof(shapes), "     y [%d \u00d7 %d]   $W_{out}$ [%d \u00d7 %d] ($d_{model}$ \u00d7 vocabulary)%s", T,
                 c.d_model, c.d_model, V, c.tie_output_embedding ? "   $W_{out} = E^T$ (the target embedding, tied)" : "");
-  formula(std::string(c.bias ? "$p = softmax(y W_{out} + b_{out})$" : "$p = softmax(y W_{out})$") + shapes);
+  // (presenting: the formula alone; its shapes in the tooltip, the bars need the height)
+  formula(std::string(c.bias ? "$p = softmax(y W_{out} + b_{out})$" : "$p = softmax(y W_{out})$") +
+          (high_contrast() ? std::string() : std::string(shapes)));
+  if (high_contrast() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", math_plain(shapes).c_str());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   ImGui::SliderInt("decoder position", &position, 0, T - 1);
   ImGui::SameLine();
@@ -55,7 +58,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   std::string predicted = "the next token";
   if (chosen_here) predicted = "\"" + state.target_token(state.translation[static_cast<size_t>(position)]) + "\"";
   ImGui::Text("reads \"%s\", predicts %s", inputs[static_cast<size_t>(position)].c_str(), predicted.c_str());
-  ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
+  if (!high_contrast()) ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
   const int picked = draw_decoding_timeline(state, position);
   if (picked >= 0) position = std::min(picked, T - 1);
 
@@ -101,7 +104,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
                           options.sampling.temperature, options.sampling.top_k > 0 ? ", top-k " : "",
                           options.sampling.top_k > 0 ? std::to_string(options.sampling.top_k).c_str() : "",
                           options.sampling.temperature == 1.0f ? "as they are" : "flatter or sharper");
-  if (chosen_here && !last_pass) {
+  if (chosen_here && !last_pass && forced) {
     // Teacher forcing (and any forced token): the loss at this position, what training lowers.
     const double nll = -std::log(std::max(static_cast<double>(probs(chosen)), 1e-300));
     char loss[200];
@@ -112,7 +115,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   // The ten likeliest words, or as many as the panel has lines for (large type on a projector): at least three.
   const float bar_line = ImGui::GetTextLineHeight() + 4 + ImGui::GetStyle().ItemSpacing.y;
   const int fits = static_cast<int>(ImGui::GetContentRegionAvail().y / bar_line) - 1;  // a line for the rest
-  const std::vector<int> order = top_k_ids(probs, std::clamp(fits, 3, 10));
+  const std::vector<int> order = top_k_ids(probs, std::clamp(fits, high_contrast() ? 1 : 3, 10));
   const int k = static_cast<int>(order.size());
   bool clicked = false;
 

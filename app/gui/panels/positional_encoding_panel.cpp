@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
@@ -132,6 +133,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     }
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    pictures_top_ = p0;
     const ImVec2 p1(p0.x + std::max(avail.x * 0.4f, avail.x - legend_width - ImGui::GetStyle().ItemSpacing.x),
                     p0.y + std::max({80.0f, avail.y * (high_contrast() ? 0.22f : 0.28f), line * static_cast<float>(legend.size())}));
     ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -186,6 +188,8 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   ImGui::SameLine();
   colour_bar("dot product", similarity_.lo(), similarity_.hi(), ImVec2(bar, sim_side));
   ImGui::EndGroup();
+  // The stage's picture: the curves over the matrix and the similarities, as wide as the stage.
+  record_item("main_map", pictures_top_, ImVec2(pictures_top_.x + avail.x, ImGui::GetItemRectMax().y), -1, "positional");
 }
 
 }  // namespace sf::gui

@@ -20,6 +20,7 @@ class PositionalEncodingPanel {
   const void* source_ = nullptr;  // which table encoding_ holds (model weights, or nullptr for sinusoidal)
   int shown_dim_ = -1;
   std::array<int, 4> curve_dims_{0, 1, 16, 64};
+  ImVec2 pictures_top_{0, 0};  // where the curves began this frame (the layout dump's main picture)
 };
 
 }  // namespace sf::gui

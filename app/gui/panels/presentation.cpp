@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "gui/render/item_placements.h"
+#include "gui/render/math_text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -15,8 +16,10 @@ namespace {
 
 // Shown for the whole lesson (Next is enabled only at a pause), so the stage does not jump between pauses.
 bool shows_prompt(const LessonStatus& lesson) { return lesson.active; }
-ImVec2 caption_padding() { return ImVec2(ImGui::GetFontSize(), ImGui::GetFontSize() * 0.6f); }
-ImFont* caption_font() { return large_font() ? large_font() : ImGui::GetFont(); }
+ImVec2 caption_padding() { return ImVec2(ImGui::GetFontSize() * 0.7f, ImGui::GetFontSize() * 0.35f); }
+// Presentation mode's body text is already projector-sized: the caption takes it too, and the maps keep the room
+// a larger font would take (a three-line caption in 1.35x type was a quarter of a 1280 x 800 screen).
+ImFont* caption_font() { return large_font() && !high_contrast() ? large_font() : ImGui::GetFont(); }
 
 void prompt_text(const LessonStatus& lesson, char* out, size_t size) {
   if (lesson.finished) std::snprintf(out, size, "end of the lesson");
@@ -80,14 +83,15 @@ CaptionLayout caption_layout(const std::string& caption, const LessonStatus& les
   if (l.prompt) l.prompt_width = prompt_width(lesson);
   float content = l.prompt ? ImGui::GetFrameHeight() : 0.0f;
   if (l.caption) {
-    l.box_width = std::max(200.0f, width - 2 * ImGui::GetFontSize());
+    l.box_width = std::max(200.0f, width - 0.5f * ImGui::GetFontSize());
     const float beside = l.prompt ? l.prompt_width + style.ItemSpacing.x : 0.0f;  // the prompt, right of the text
     l.text_width = std::max(100.0f, l.box_width - 2 * padding.x - beside);
-    ImFont* font = caption_font();
-    l.text_height = font->CalcTextSizeA(font->FontSize, FLT_MAX, l.text_width, caption.c_str()).y;
+    ImGui::PushFont(caption_font());  // (the paper's notation in $...$: gui/render/math_text.h)
+    l.text_height = math_text_size(caption, l.text_width).y;
+    ImGui::PopFont();
     content = std::max(content, l.text_height);
   }
-  l.height = content + 2 * padding.y + ImGui::GetFontSize() + style.ItemSpacing.y;
+  l.height = content + 2 * padding.y + 0.5f * ImGui::GetFontSize() + style.ItemSpacing.y;
   return l;
 }
 
@@ -229,7 +233,7 @@ float caption_overlay_height(const std::string& caption, const LessonStatus& les
 int draw_caption_overlay(const std::string& caption, const LessonStatus& lesson, ImVec2 min, ImVec2 max) {
   const CaptionLayout l = caption_layout(caption, lesson, max.x - min.x);
   if (!l.caption && !l.prompt) return 0;
-  const float margin = ImGui::GetFontSize();
+  const float margin = 0.25f * ImGui::GetFontSize();
   // A caption spans the stage; a prompt alone sits in the bottom-right corner.
   if (l.caption) {
     ImGui::SetNextWindowPos(ImVec2(0.5f * (min.x + max.x), max.y - margin), ImGuiCond_Always, ImVec2(0.5f, 1.0f));
@@ -250,10 +254,8 @@ int draw_caption_overlay(const std::string& caption, const LessonStatus& lesson,
     if (l.caption) {
       ImGui::PushFont(caption_font());
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 1, 1, 1));
-      ImGui::PushTextWrapPos(start.x + l.text_width);
-      ImGui::TextUnformatted(caption.c_str());
+      math_text(caption, l.text_width);
       record_item("caption", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, caption, ImGui::GetFontSize());
-      ImGui::PopTextWrapPos();
       ImGui::PopStyleColor();
       ImGui::PopFont();
     }

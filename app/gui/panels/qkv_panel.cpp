@@ -43,7 +43,23 @@ RowVec reshaped_piece(const Mat& x, int n_heads, int head, int row) {
 void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
   const Config& c = state.model->config;
-  draw_attention_selector(c, sel, /*with_head=*/true);
+  // Presentation mode: the header names the head; the controls wait behind a toggle (the Explain toggle beside
+  // it), and the maps stand in one row that takes the stage's height.
+  const bool presenting = high_contrast();
+  if (pending_) sel = *pending_;  // a head picked last frame under the toggle
+  pending_.reset();
+  if (!presenting) draw_attention_selector(c, sel, /*with_head=*/true);
+  // Presentation mode: under the explanation's toggle, the controls' (a head picked there shows from the next
+  // frame: this frame's numbers are the head's on show).
+  const auto presenting_controls = [&]() {
+    if (!presenting) return;
+    same_line_if_fits(button_width("Controls \u25B8"));
+    if (ImGui::SmallButton(controls_open_ ? "Controls \u25BE" : "Controls \u25B8")) controls_open_ = !controls_open_;
+    if (!controls_open_) return;
+    AttentionSelection picked = sel;
+    draw_attention_selector(c, picked, /*with_head=*/true);
+    if (picked.kind != sel.kind || picked.layer != sel.layer || picked.head != sel.head) pending_ = picked;
+  };
   const AttentionTrace* a = selected_attention(state.trace, sel);
   const AttentionInputs in = attention_inputs(c, state.trace, sel.kind, sel.layer);
   if (!a || a->q.empty() || !in.queries_from || !in.keys_from) return;
@@ -78,6 +94,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
         "h*T+T-1, so its rows are slices of tokens (\"Zwei [k]\": columns k*D .. k*D+D-1 of \"Zwei\"). Then ONE "
         "D x D matrix per Q, K and V, without bias, projects every piece of every head. Click a row of Q, K or V to "
         "see its projection.");
+    presenting_controls();
     char shapes[160];
     std::snprintf(shapes, sizeof(shapes), "     reshape(X) [%d \u00d7 %d \u00d7 %d]     $W^Q, W^K, W^V$ [%d \u00d7 %d], one for every head",
                   H, static_cast<int>(q.rows()), D, D, D);
@@ -89,6 +106,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
       "Each of the h heads has its own $W_i^Q$, $W_i^K$, $W_i^V$ of $d_{model} \\times d_k$: every head compares "
       "queries and keys in its own small space of $d_k = d_{model} / h$ numbers, so different heads can look for "
       "different things. Click a token in Q, K or V to see its projection.");
+  presenting_controls();
   const std::string bias_q = c.bias ? " + b_{i}^Q" : "", bias_k = c.bias ? " + b_{i}^K" : "", bias_v = c.bias ? " + b_{i}^V" : "";
   formula(sub_i("$Q_{i} = X W_{i}^Q" + bias_q + "$     $K_{i} = X W_{i}^K" + bias_k + "$     $V_{i} = X W_{i}^V" + bias_v + "$"));
   char shapes[200];
@@ -96,13 +114,13 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
                 "X [%d \u00d7 %d]     $W_{i}^Q, W_{i}^K, W_{i}^V$ [%d \u00d7 %d] ($d_{model} \\times d_k$)     "
                 "$Q_{i}, K_{i}, V_{i}$ [%d \u00d7 %d]",
                 static_cast<int>(q.rows()), c.d_model, c.d_model, D, static_cast<int>(q.rows()), D);
-  formula(sub_i(shapes));
+  if (!presenting) formula(sub_i(shapes));  // (presenting: each map's title has its shape)
   char split[200];
   std::snprintf(split, sizeof(split),
                 "h = %d heads, $d_k = d_v = d_{model} / h$ = %d / %d = %d: head %d's $W_{i}^Q$ is the %s block of %d "
                 "columns of $W^Q$ [%d \u00d7 %d]",
                 H, c.d_model, H, D, i_shown, ordinal(i_shown).c_str(), D, c.d_model, c.d_model);
-  formula(sub_i(split), "formula.split");
+  if (!presenting) formula(sub_i(split), "formula.split");
   }
 
   // The head strip: which slice of the C columns the selected head owns (a reshaped head owns no columns).
@@ -179,6 +197,93 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   MapViewOptions signed_map;
   signed_map.style = {Colormap::Diverging, true};
   const float line = ImGui::GetTextLineHeightWithSpacing();
+
+  // Presentation mode: one row across the stage, the equation read left to right, X W_i^Q = Q_i: the input X
+  // (for cross-attention the decoder's rows over the encoder's output), the head's three weights, then Q, K, V;
+  // each map the stage's height less its title, so that rows keep their labels.
+  if (presenting && !opened_) {
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    const float gap = style.ItemSpacing.x;
+    // (a title with sub- and superscripts, W_i^Q, is a little taller than a line)
+    const float title_h = std::max(ImGui::GetTextLineHeightWithSpacing(), math_text_size("$W_{8}^Q$").y + style.ItemSpacing.y);
+    const float h = std::max(2 * line, room.y - title_h - 0.25f * font);
+    const float x_w = 0.32f * room.x, w_w = 0.06f * room.x;
+    const float weight_bar = colour_bar_width(w_v_.heatmap().lo(), w_v_.heatmap().hi());
+    const float o_w = (room.x - x_w - 3 * w_w - weight_bar - colour_bar_width(v_.heatmap().lo(), v_.heatmap().hi()) - 6 * gap) / 3;
+    const ImVec2 row_origin = ImGui::GetCursorScreenPos();
+    // The row labels are X's: Q, K and V stand level with it, row for row (hovering one marks its token in all).
+    MapViewOptions labelled = signed_map;
+    labelled.always_label = true;
+    labelled.label_width = std::min(MapView::label_width_for(x_qlabels), 0.4f * x_w);
+    // A title, and the map under it at title_h below the title's top, whatever the title's own height.
+    const auto titled = [&](const std::string& title, float width) {
+      const ImVec2 top = ImGui::GetCursorScreenPos();
+      math_text(title, width, 0, "map_title");
+      ImGui::SetCursorScreenPos(ImVec2(top.x, top.y + title_h));
+    };
+    // X: labelled rows; for cross-attention its two inputs, each half the height.
+    ImGui::BeginGroup();
+    char title[96];
+    if (cross) {
+      std::snprintf(title, sizeof(title), "X (decoder) [%d \u00d7 %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+      titled(title, x_w);
+      x_q_.heatmap().set_axis_labels(x_qlabels);
+      x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * h - title_h), x_q_axis, none, labelled);
+      std::snprintf(title, sizeof(title), "X (encoder) [%d \u00d7 %d]", static_cast<int>(in.keys_from->rows()), c.d_model);
+      titled(title, x_w);
+      x_kv_.heatmap().set_axis_labels(x_klabels);
+      x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * h), x_k_axis, none, labelled);
+    } else {
+      std::snprintf(title, sizeof(title), "X [%d \u00d7 %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+      titled(title, x_w);
+      x_q_.heatmap().set_axis_labels(x_qlabels);
+      x_q_.draw("qkv_input", ImVec2(x_w, h), x_q_axis, none, labelled);
+    }
+    ImGui::EndGroup();
+    // The head's weights, one scale (its bar on the last).
+    MapViewOptions weight = signed_map;
+    weight.style.grid = false;
+    weight.value_name = "weight";
+    const char* letters[3] = {"Q", "K", "V"};
+    MapView* slices[3] = {&w_q_, &w_k_, &w_v_};
+    const char* names[3] = {"qkv_weight_q", "qkv_weight_k", "qkv_weight_v"};
+    for (int i = 0; i < 3; ++i) {
+      ImGui::SameLine(0, gap);
+      ImGui::BeginGroup();
+      if (reshaped) std::snprintf(title, sizeof(title), "$W^%s$", letters[i]);
+      else std::snprintf(title, sizeof(title), "$W_{%d}^%s$", i_shown, letters[i]);
+      titled(title, w_w);
+      weight.colour_bar = i == 2;
+      slices[i]->draw(names[i], ImVec2(i == 2 ? w_w + weight_bar : w_w, h), none, none, weight);
+      ImGui::EndGroup();
+    }
+    // Q, K, V: one scale, its bar on the last.
+    MapView* outputs[3] = {&q_, &k_, &v_};
+    const char* output_names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      ImGui::SameLine(0, gap);
+      ImGui::BeginGroup();
+      // (one line, as every title of the row: the maps start level, row for row with X's labels)
+      std::snprintf(title, sizeof(title), "$%s_{%d}$ [%d \u00d7 %d]", letters[i], i_shown, outputs[i]->heatmap().rows(),
+                    outputs[i]->heatmap().cols());
+      if (math_text_size(title).x > o_w) std::snprintf(title, sizeof(title), "$%s_{%d}$", letters[i], i_shown);
+      titled(title, o_w);
+      const MapAxis& axis = i == 0 ? q_axis : k_axis;
+      MapViewOptions o = signed_map;
+      o.colour_bar = i == 2;
+      outputs[i]->heatmap().set_axis_labels(*axis.labels);  // row names for export
+      const MapAxis shown{nullptr, nullptr, axis.tokens, axis.side, axis.role};
+      const float width = i == 2 ? o_w + colour_bar_width(v_.heatmap().lo(), v_.heatmap().hi()) : o_w;
+      const MapViewHit hit = outputs[i]->draw(output_names[i], ImVec2(width, h), shown, none, o);
+      if (hit.hovered && hit.row < static_cast<int>(axis.labels->size()))
+        ImGui::SetTooltip("%s: \"%s\", column %d: %.4g", output_names[i], (*axis.labels)[static_cast<size_t>(hit.row)].c_str(),
+                          hit.col, outputs[i]->heatmap().value(hit.row, hit.col));
+      if (hit.clicked) opened_ = Opened{i == 0 ? Side::Query : Side::Key, hit.row};
+      ImGui::EndGroup();
+    }
+    record_item("main_map", row_origin, ImVec2(row_origin.x + room.x, row_origin.y + title_h + h), -1, "qkv");
+    return;
+  }
 
   // 1. The input X (for cross-attention, the decoder's rows for Q and the encoder's output for K and V) and the
   //    head's slices of the three weight matrices.

@@ -33,6 +33,8 @@ class QkvPanel {
   float projection_diff_[2] = {0, 0};      // |equation - trace| of its rows
   int uploaded_version_ = -1;
   AttentionSelection uploaded_{};
+  bool controls_open_ = false;                  // presentation mode: the controls opened under their toggle
+  std::optional<AttentionSelection> pending_;  // a head picked there, shown from the next frame
 };
 
 }  // namespace sf::gui

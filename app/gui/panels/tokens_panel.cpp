@@ -148,8 +148,33 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   // Each token's probability when the model chose it (not the last full pass's row: decoding_panel.h).
   const std::vector<float> chosen = chosen_probabilities(state);
   const std::vector<std::string> inputs = state.decoder_input_labels();
-  const float arrow = ImGui::GetFontSize() * 0.9f;
-  for (size_t t = 0; t < state.translation.size(); ++t) {
+  const float arrow = ImGui::GetFontSize() * (g_compact ? 0.6f : 0.9f);
+  // Presenting, the columns take the rows that fit the stage (a line left for the count of the rest): a long
+  // translation (padding mask off, an untrained model) is counted, not scrolled out of view; the strip above
+  // holds it whole.
+  size_t shown_columns = state.translation.size();
+  if (g_compact && !state.translation.empty()) {
+    const ImVec2 pair = token_box_size("x", "");
+    const float row_h = 2 * pair.y + arrow + 3 * ImGui::GetStyle().ItemSpacing.y;
+    const int rows_fit = std::max(1, static_cast<int>((ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing()) / row_h));
+    const float width = ImGui::GetContentRegionAvail().x, spacing = ImGui::GetStyle().ItemSpacing.x;
+    int rows = 1;
+    float x = 0;
+    for (size_t t = 0; t < state.translation.size(); ++t) {
+      const std::string input = t < inputs.size() ? inputs[t] : "";
+      const float w = std::max(token_box_size(input, "").x,
+                               token_box_size(unescape_token(state.model->tgt_vocab.token(state.translation[t])), "").x);
+      if (x > 0 && x + w > width) {
+        if (++rows > rows_fit) {
+          shown_columns = t;
+          break;
+        }
+        x = 0;
+      }
+      x += w + spacing;
+    }
+  }
+  for (size_t t = 0; t < shown_columns; ++t) {
     const int id = state.translation[t];
     const float p = t < chosen.size() ? chosen[t] : 0.0f;
     // Column t: decoder input t above, the token it chose below (generated token t is input t + 1).
@@ -178,6 +203,12 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip, TokenSide::Target,
               static_cast<int>(t) + 1, "token.target", width, false);
     ImGui::EndGroup();
+  }
+  if (shown_columns < state.translation.size()) {
+    ImGui::TextDisabled("... %zu more (the whole translation is in the strip above)",
+                        state.translation.size() - shown_columns);
+    record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
+                static_cast<int>(state.translation.size() - shown_columns));
   }
 
   // The path of this sentence through the model: one small live picture per stage, in the pipeline's order.
@@ -211,12 +242,18 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     uploaded_version_ = state.version;
   }
   ImGui::Spacing();
-  ImGui::TextWrapped(g_compact ? "Its path through the model (click a picture):"
-                               : "The sentence's path through the model (click a picture to open its stage):");
   const float font = ImGui::GetFontSize();
-  // One row of pictures across the panel, each named in small type under it.
+  // One row of pictures across the panel, each named in small type under it. Presenting, the row takes what
+  // height the tokens and a lesson's caption leave, and is left out where that is less than two lines of type
+  // (the stage must fit the screen: nothing a caption names may be scrolled out of view).
   const float gap = 0.4f * font;
-  const float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kThumbnails - 1) * gap) / kThumbnails - 1));
+  float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kThumbnails - 1) * gap) / kThumbnails - 1));
+  if (g_compact) {  // (the pictures' names: up to two lines of type at 0.6 of the body text's size, under them)
+    const float room = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() - 1.4f * font;
+    w = std::min(w, room / 0.7f);
+    if (w < 3.0f * font) return clicked;
+  }
+
   // Each picture's name under it, as large as the body text where its longest word fits the picture's width
   // (a projector at 1920 pixels), never below 60% of it; names wrap at the width.
   float widest_word = 1.0f;
@@ -229,7 +266,27 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       rest.remove_prefix(std::min(rest.size(), space + 1));
     }
   }
-  const float label_size = std::max(std::max(10.0f, 0.6f * font), std::min(font, font * w / widest_word));
+  float label_size = std::max(std::max(10.0f, 0.6f * font), std::min(font, font * w / widest_word));
+  if (g_compact) {  // presenting: the pictures and their names end at the stage's bottom (names as wrapped at w)
+    const auto names_height = [&](float width, float size) {
+      float tallest = 0;
+      for (int i = 0; i < kThumbnails; ++i) {
+        char caption[48];
+        std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, thumbs[i].name);
+        tallest = std::max(tallest, ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, width, caption).y);
+      }
+      return tallest;
+    };
+    const float room = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() -
+                       2 * ImGui::GetStyle().ItemSpacing.y;
+    for (int i = 0; i < 3 && 0.7f * w + names_height(w, label_size) > room; ++i) {
+      w = (room - names_height(w, label_size)) / 0.7f;
+      label_size = std::max(std::max(10.0f, 0.6f * font), std::min(font, font * w / widest_word));
+    }
+    if (w < 3.0f * font || 0.7f * w + names_height(w, label_size) > room) return clicked;
+  }
+  ImGui::TextWrapped(g_compact ? "Its path through the model (click a picture):"
+                               : "The sentence's path through the model (click a picture to open its stage):");
   const ImU32 label_colour = ImGui::GetColorU32(high_contrast() ? ImGuiCol_Text : ImGuiCol_TextDisabled);
   for (int i = 0; i < kThumbnails; ++i) {
     if (i > 0) same_line_if_fits(w, gap);

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
+#include "gui/render/item_placements.h"
 #include "gui/widgets.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 
@@ -39,7 +42,51 @@ void curve(const char* label, const std::vector<float>& values, ImVec2 size, con
   ImGui::PlotLines(label, shown.data(), static_cast<int>(shown.size()), 0, overlay, lo, hi, size);
 }
 
+// A curve of ys over xs (steps), in a box `size` with `overlay` in its corner: the timeline's snapshots are not
+// evenly spaced (dense early, sparse late), so the x axis is the step, not the index.
+void curve_over_steps(const std::vector<double>& xs, const std::vector<double>& ys, ImVec2 size, const char* overlay,
+                      const char* item) {
+  const ImVec2 p0 = ImGui::GetCursorScreenPos(), p1(p0.x + size.x, p0.y + size.y);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRectFilled(p0, p1, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  if (xs.size() >= 2) {
+    const double x_lo = xs.front(), x_hi = std::max(xs.back(), x_lo + 1);
+    const double y_lo = *std::min_element(ys.begin(), ys.end()), y_hi = std::max(*std::max_element(ys.begin(), ys.end()), y_lo + 1e-3);
+    const auto at = [&](size_t i) {
+      return ImVec2(p0.x + 4 + static_cast<float>((xs[i] - x_lo) / (x_hi - x_lo)) * (size.x - 8),
+                    p1.y - 4 - static_cast<float>((ys[i] - y_lo) / (y_hi - y_lo)) * (size.y - 8));
+    };
+    for (size_t i = 1; i < xs.size(); ++i)
+      draw->AddLine(at(i - 1), at(i), ImGui::GetColorU32(ImGuiCol_PlotLines), 2.5f);
+    for (size_t i = 0; i < xs.size(); ++i) draw->AddCircleFilled(at(i), 3.5f, ImGui::GetColorU32(ImGuiCol_PlotLines));
+  }
+  draw->AddText(ImVec2(p0.x + 4, p0.y + 2), ImGui::GetColorU32(ImGuiCol_Text), overlay);
+  ImGui::Dummy(size);
+  record_item(item, p0, p1, static_cast<int>(xs.size()), overlay);
+}
+
 }  // namespace
+
+std::string training_data_note(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> looked;
+  if (!data_dir.empty()) {
+    if (fs::is_regular_file(fs::path(data_dir) / "train.lc.norm.tok.de", ec) &&
+        fs::is_regular_file(fs::path(data_dir) / "train.lc.norm.tok.en", ec))
+      return "";
+    looked.push_back(data_dir);
+  } else {
+    looked = multi30k_search_folders();
+  }
+  std::string folders;
+  for (size_t i = 0; i < looked.size(); ++i)
+    folders += (i == 0 ? "" : i + 1 == looked.size() ? " and " : ", ") + looked[i];
+  return "Multi30k is not here: looked for train.lc.norm.tok.de and .en in " +
+         (folders.empty() ? std::string("no folder") : folders) +
+         ". It comes from github.com/multi30k/dataset (data/task1, the tokenized lowercase files *.lc.norm.tok.*); "
+         "start the app with --data DIR to use them. The shipped timeline below plays without them.";
+}
 
 void TrainingPanel::draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
                          bool presenting) {
@@ -52,14 +99,19 @@ void TrainingPanel::draw(AppState& state, Training& training, const std::string&
       "or drag the timeline to any saved step: every stage of the app then shows the model as it was.");
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
+  // Presenting, the map takes its column's whole height: what names it (the snapshot, the head's controls, its
+  // row entropy) stands under the timeline in the left column.
   ImGui::BeginChild("training_run", ImVec2(left_width, 0), false);
   draw_run(training, data_dir);
   ImGui::Separator();
   draw_timeline(state, training);
+  if (presenting) draw_model_now(state, training, head, Part::Header);
+  record_scroll_region("training_run");
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("training_model_now", ImVec2(0, 0), false);
-  draw_model_now(state, training, head);
+  draw_model_now(state, training, head, presenting ? Part::Map : Part::All);
+  record_scroll_region("training_model_now");
   ImGui::EndChild();
 }
 
@@ -93,6 +145,15 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
     ImGui::TextColored(kBlue, "Train a model here");
     draw_recipe_picker(running);
   }
+  const std::string data_note = running ? std::string() : training_data_note(data_dir);
+  if (!data_note.empty()) {  // said before anyone presses Train: which folders, where the data come from
+    ImGui::PushTextWrapPos(0);
+    if (presenting_) ImGui::TextColored(kRed, "No training data (Multi30k) here: the shipped timeline still plays.");
+    else ImGui::TextColored(kRed, "%s", data_note.c_str());
+    if (presenting_ && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", data_note.c_str());
+    ImGui::PopTextWrapPos();
+    record_item("training.no_data", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, data_note);
+  }
   if (!running) {
     if (ImGui::Button("Train")) {
       std::string error;
@@ -111,7 +172,37 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
     ImGui::TextColored(message_ok_ ? kGreen : kRed, "%s", message_.c_str());
     ImGui::PopTextWrapPos();
   }
-  if (!training.session()) return;
+  if (!training.session()) {
+    // No run yet: the curves of the run on the timeline (the shipped classroom run), at its snapshots.
+    const TrainingTimeline* timeline = training.timeline();
+    if (!timeline || timeline->snapshots.size() < 2) return;
+    std::vector<double> steps, losses, bleu_steps, bleus;
+    for (const TimelineSnapshot& snap : timeline->snapshots) {
+      if (snap.step > 0 && snap.loss > 0) {
+        steps.push_back(static_cast<double>(snap.step));
+        losses.push_back(snap.loss);
+      }
+      if (snap.valid_bleu >= 0) {
+        bleu_steps.push_back(static_cast<double>(snap.step));
+        bleus.push_back(snap.valid_bleu);
+      }
+    }
+    const float width = ImGui::GetContentRegionAvail().x, height = ImGui::GetFontSize() * (presenting_ ? 2.4f : 4.0f);
+    char overlay[96];
+    if (presenting_)
+      std::snprintf(overlay, sizeof(overlay), "training loss %.2f", losses.empty() ? 0.0 : losses.back());
+    else
+      std::snprintf(overlay, sizeof(overlay), "the timeline's run: training loss, %.2f at step %lld",
+                    losses.empty() ? 0.0 : losses.back(), static_cast<long long>(steps.empty() ? 0 : steps.back()));
+    // (presenting: side by side, one line of the column's height for both)
+    const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
+    curve_over_steps(steps, losses, ImVec2(each, height), overlay, "training.loss_curve");
+    if (presenting_) std::snprintf(overlay, sizeof(overlay), "BLEU %.1f", bleus.empty() ? 0.0 : bleus.back());
+    else std::snprintf(overlay, sizeof(overlay), "validation BLEU at each epoch's end, %.1f at last", bleus.empty() ? 0.0 : bleus.back());
+    if (presenting_) ImGui::SameLine();
+    curve_over_steps(bleu_steps, bleus, ImVec2(each, presenting_ ? height : height * 0.8f), overlay, "training.valid_curve");
+    return;
+  }
 
   // Where the run stands.
   const char* state_name = training_state_name(st.state);
@@ -120,34 +211,48 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
     ImGui::TextColored(kRed, "Training failed: %s", st.message.c_str());
     ImGui::PopTextWrapPos();
   } else if (st.batches > 0) {
-    ImGui::Text("%s: epoch %d of %d, batch %d of %d, step %lld", state_name, st.epoch, st.epochs, st.batch,
-                st.batches, static_cast<long long>(st.step));
+    // (presenting: what a class reads, the epoch and the step; the rest on hover)
+    if (presenting_) ImGui::TextWrapped("epoch %d of %d, step %lld", st.epoch, st.epochs, static_cast<long long>(st.step));
+    else
+      ImGui::Text("%s: epoch %d of %d, batch %d of %d, step %lld", state_name, st.epoch, st.epochs, st.batch,
+                  st.batches, static_cast<long long>(st.step));
+    char details[160];
+    std::snprintf(details, sizeof(details), "learning rate %.2e   %.0f tokens/s   %s left", st.learning_rate,
+                  st.tokens_per_second, minutes_seconds(st.seconds_left).c_str());
+    if (presenting_ && ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s: batch %d of %d\n%s\n%s", state_name, st.batch, st.batches, details,
+                        st.device.empty() ? "computing on the CPU" : ("computing on the GPU: " + st.device).c_str());
     ImGui::ProgressBar(static_cast<float>(st.batch) / static_cast<float>(st.batches), ImVec2(-1, 0));
-    ImGui::Text("learning rate %.2e   %.0f tokens/s   %s left", st.learning_rate, st.tokens_per_second,
-                minutes_seconds(st.seconds_left).c_str());
-    if (st.device.empty()) ImGui::TextDisabled("computing on the CPU");
-    else ImGui::TextDisabled("computing on the GPU: %s", st.device.c_str());
+    if (!presenting_) {
+      ImGui::TextUnformatted(details);
+      if (st.device.empty()) ImGui::TextDisabled("computing on the CPU");
+      else ImGui::TextDisabled("computing on the GPU: %s", st.device.c_str());
+    }
   } else {
     ImGui::Text("%s: reading the data and building the vocabularies...", state_name);
   }
   // The curves: the training loss of every step, and the validation loss of every epoch.
   const auto& losses = training.losses();
   const float width = ImGui::GetContentRegionAvail().x;
-  const float height = ImGui::GetFontSize() * 4.5f;
+  const float height = ImGui::GetFontSize() * (presenting_ ? 2.4f : 4.5f);
   std::vector<float>& train_loss = loss_values_;  // what is new since the last frame is appended
   if (train_loss.size() > losses.size()) train_loss.clear();  // a new run
   for (size_t i = train_loss.size(); i < losses.size(); ++i) train_loss.push_back(static_cast<float>(losses[i].loss));
   char overlay[64];
-  std::snprintf(overlay, sizeof(overlay), "training loss %.2f (step %lld)", train_loss.empty() ? 0.0f : train_loss.back(),
-                static_cast<long long>(losses.empty() ? 0 : losses.back().step));
-  curve("##train_loss", train_loss, ImVec2(width, height), overlay);
+  std::snprintf(overlay, sizeof(overlay), presenting_ ? "training loss %.2f" : "training loss %.2f (step %lld)",
+                train_loss.empty() ? 0.0f : train_loss.back(), static_cast<long long>(losses.empty() ? 0 : losses.back().step));
+  const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
+  curve("##train_loss", train_loss, ImVec2(each, height), overlay);
+  record_item("training.loss_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(train_loss.size()), overlay);
   std::vector<float> valid_loss;
   for (const EpochRecord& e : st.history) valid_loss.push_back(static_cast<float>(e.valid_nll));
-  std::snprintf(overlay, sizeof(overlay), valid_loss.empty() ? "validation loss: after the first epoch"
+  std::snprintf(overlay, sizeof(overlay), valid_loss.empty() ? (presenting_ ? "validation loss" : "validation loss: after the first epoch")
                                                              : "validation loss %.2f (epoch %zu)",
                 valid_loss.empty() ? 0.0f : valid_loss.back(), valid_loss.size());
-  curve("##valid_loss", valid_loss, ImVec2(width, height * 0.7f), overlay);
-  if (!st.history.empty() && ImGui::BeginTable("epochs", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+  if (presenting_) ImGui::SameLine();
+  curve("##valid_loss", valid_loss, ImVec2(each, presenting_ ? height : height * 0.7f), overlay);
+  record_item("training.valid_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(valid_loss.size()), overlay);
+  if (!presenting_ && !st.history.empty() && ImGui::BeginTable("epochs", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("epoch");
     ImGui::TableSetupColumn("training loss");
     ImGui::TableSetupColumn("validation loss");
@@ -169,7 +274,7 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
 }
 
 void TrainingPanel::draw_timeline(AppState& state, Training& training) {
-  ImGui::TextColored(kBlue, "Timeline");
+  if (!presenting_) ImGui::TextColored(kBlue, "Timeline");
   if (training.timeline_loading()) {
     ImGui::TextDisabled("reading the timeline...");
     return;
@@ -188,9 +293,11 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   const int count = static_cast<int>(timeline->snapshots.size());
   const std::string source = training.timeline_source();
   const size_t slash = source.find_last_of('/');
-  text_disabled_wrapped("%s: %d snapshots", slash == std::string::npos ? source.c_str() : source.c_str() + slash + 1,
-                        count);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", source.c_str());
+  if (!presenting_) {  // (presenting: the slider's tooltip names the file)
+    text_disabled_wrapped("%s: %d snapshots", slash == std::string::npos ? source.c_str() : source.c_str() + slash + 1,
+                          count);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", source.c_str());
+  }
   int index = training.shown_snapshot();
   const int shown = index;
   if (index < 0) index = count - 1;
@@ -208,23 +315,27 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   if (ImGui::SliderInt("##snapshot", &dragged, 0, count - 1, shown < 0 ? "(not shown: drag to look)" : label) &&
       dragged != shown)
     training.show_snapshot(state, dragged);
+  // (each button on the line before while it fits: large type wraps them rather than cut the last off)
   if (ImGui::Button("<") && index > 0) training.show_snapshot(state, shown < 0 ? count - 1 : index - 1);
-  ImGui::SameLine();
+  same_line_if_fits(button_width(">"));
   if (ImGui::Button(">") && shown >= 0 && index + 1 < count) training.show_snapshot(state, index + 1);
-  ImGui::SameLine();
+  same_line_if_fits(button_width("First"));
   if (ImGui::Button("First")) training.show_snapshot(state, 0);
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Last"));
   if (ImGui::Button("Last")) training.show_snapshot(state, count - 1);
   if (training.running() || training.session()) {
-    ImGui::SameLine();
+    same_line_if_fits(button_width("Follow the run"));
     ImGui::BeginDisabled(training.following_live());
     if (ImGui::Button("Follow the run")) training.follow_live();
     ImGui::EndDisabled();
   }
-  ImGui::SameLine();
+  const char* back = presenting_ ? "Model file" : "Back to the model file";
+  same_line_if_fits(button_width(back));
   ImGui::BeginDisabled(training.file_model_shown(state));
-  if (ImGui::Button("Back to the model file")) training.show_file_model(state);
+  if (ImGui::Button(back)) training.show_file_model(state);
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("back to the weights of the model file");
   ImGui::EndDisabled();
+  record_item("training.back_to_file", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, back);
   if (presenting_) return;
   text_disabled_wrapped("Stored as %s", snapshot_storage_description(timeline->storage).c_str());
   // Save: never over the open model file; an existing file only when asked.
@@ -239,23 +350,28 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   }
 }
 
-void TrainingPanel::draw_model_now(const AppState& state, const Training& training, AttentionSelection& head) {
+void TrainingPanel::draw_model_now(const AppState& state, const Training& training, AttentionSelection& head,
+                                   Part part) {
+  const bool header = part != Part::Map, map = part != Part::Header;
   if (!presenting_) ImGui::TextColored(kBlue, "What the model does now");
   if (!state.ready()) {
-    ImGui::TextDisabled(state.busy() ? "decoding..." : "no translation yet");
+    if (header) ImGui::TextDisabled(state.busy() ? "decoding..." : "no translation yet");
     return;
   }
   const std::string label = training.shown_label(state);
-  if (!label.empty()) {
-    if (training.following_live() && training.seconds_since_refresh() >= 0)
-      ImGui::Text("%s (shown %.0f s ago; every %.0f s)", label.c_str(), training.seconds_since_refresh(),
-                  Training::kRefreshSeconds);
+  // (presenting, a snapshot of the timeline is named by the slider above: no second line for it)
+  const bool snapshot_shown = presenting_ && training.shown_snapshot() >= 0 && !training.following_live();
+  if (!header || snapshot_shown) {
+  } else if (!label.empty()) {
+    if (training.following_live() && training.seconds_since_refresh() >= 0 && !presenting_)
+      ImGui::TextWrapped("%s (shown %.0f s ago; every %.0f s)", label.c_str(), training.seconds_since_refresh(),
+                         Training::kRefreshSeconds);
     else
-      ImGui::Text("%s", label.c_str());
+      ImGui::TextWrapped("%s", label.c_str());
   } else {
     ImGui::Text("the model file as opened");
   }
-  if (!presenting_) {  // presenting, the header strip shows them
+  if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("%s", state.sentence.c_str());
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "-> %s", state.translation_text().c_str());
@@ -266,19 +382,23 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   head.kind = AttentionKind::Cross;
   head.layer = std::clamp(head.layer, 0, c.n_decoder_layers - 1);
   head.head = std::clamp(head.head, 0, c.n_heads - 1);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  numbered_slider("layer##training", &head.layer, c.n_decoder_layers);
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  numbered_slider("head##training", &head.head, c.n_heads);
+  if (header && controls_toggle(&controls_open_)) {
+    if (presenting_) ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    numbered_slider("layer##training", &head.layer, c.n_decoder_layers);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    numbered_slider("head##training", &head.head, c.n_heads);
+  }
   const int H = c.n_heads, L = c.n_decoder_layers;
+  const std::vector<std::string> rows = state.decoder_row_labels(), cols = state.source_labels();
   if (uploaded_version_ != state.version || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head) {
     const AttentionTrace* a = selected_attention(state.trace, head);
     if (!a) return;
     const Mat p = probabilities_with_blocked_cells(*a, head.head);
     head_entropy_ = mean_row_entropy(p);  // blocked cells are NaN there: they count as zero
-    head_map_.set_values(p.data(), static_cast<int>(p.rows()), static_cast<int>(p.cols()), 0.0f, 1.0f);
-    head_map_.set_axis_labels(state.decoder_row_labels(), state.source_labels());
+    head_view_.set_values(p, 0.0f, 1.0f);
+    head_view_.heatmap().set_axis_labels(rows, cols);
     grid_.resize(static_cast<size_t>(L * H));
     for (int l = 0; l < L; ++l)
       for (int h = 0; h < H; ++h) {
@@ -293,51 +413,53 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     uploaded_head_ = head;
   }
   // The head, large, with its words: rows are the translation's positions, columns the source words.
-  {
+  if (header) {
     const double entropy = head_entropy_;
-    ImGui::Text("cross-attention %d.%d: row entropy %.2f (even: %.2f)", head.layer, head.head, entropy,
-                std::log(static_cast<double>(std::max(1, head_map_.cols()))));
+    if (presenting_)
+      ImGui::TextWrapped("cross-attention %d.%d: entropy %.2f (even %.2f)", shown_number(head.layer),
+                         shown_number(head.head), entropy, std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))));
+    else
+      ImGui::TextWrapped("cross-attention, layer %d, head %d: row entropy %.2f (even: %.2f)", shown_number(head.layer),
+                         shown_number(head.head), entropy, std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))));
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("The mean over the rows of -sum p ln p, in nats: ln(keys) when a row spreads evenly over the\n"
                         "source words, 0 when it looks at one word. It falls as the model learns where to look.");
   }
-  const auto& rows = head_map_.row_labels();
-  const auto& cols = head_map_.col_labels();
-  float row_label_width = 0, col_label_width = 0;
-  for (const auto& r : rows) row_label_width = std::max(row_label_width, ImGui::CalcTextSize(r.c_str()).x);
-  for (const auto& r : cols) col_label_width = std::max(col_label_width, ImGui::CalcTextSize(r.c_str()).x);
-  row_label_width += 6;
-  col_label_width += 6;
-  if (presenting_) {  // the labels are measured before knowing whether the cells will carry them
-    const float fit_rows = (ImGui::GetContentRegionAvail().y - col_label_width) / std::max(1, head_map_.rows());
-    if (fit_rows < ImGui::GetTextLineHeight() * 0.95f) row_label_width = col_label_width = 0;
-  }
+  if (!map) return;
+  // As the attention stages draw a map: labels, colour bar, zoom where rows would be too low for their words (an
+  // untrained model's 43 repeated words) and saying so; presenting, the column's height.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float small = ImGui::GetFontSize() * (L * H > 8 ? 2.2f : 3.0f);  // the grid's maps
-  // Presenting, the one head takes the room (the grid of every head is the all-heads stage's).
   const float grid_height =
       presenting_ ? 0.0f : ImGui::GetTextLineHeightWithSpacing() + L * (small + ImGui::GetStyle().ItemSpacing.y);
-  const float room_x = avail.x - row_label_width, room_y = avail.y - col_label_width - grid_height;
-  // Cells as large as the room allows; the words beside them only where a cell is as tall as a line of text
-  // (a 40-row map of an untrained model's "spout spout ..." shrinks to fit, unlabelled rows and all).
-  const float fit = std::min(room_x / std::max(1, head_map_.cols()), room_y / std::max(1, head_map_.rows()));
-  const bool labelled = fit >= ImGui::GetTextLineHeight() * 0.95f || !presenting_;
-  const float cell = labelled ? std::max(ImGui::GetTextLineHeight(), fit) : std::max(3.0f, fit);
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  MapAxis row_axis, col_axis;
+  row_axis.labels = &rows;
+  row_axis.tokens = true;
+  row_axis.side = TokenSide::Target;
+  row_axis.role = TokenRole::Query;
+  col_axis.labels = &cols;
+  col_axis.tokens = true;
+  col_axis.side = TokenSide::Source;
+  col_axis.role = TokenRole::Key;
+  MapViewOptions options;
+  options.style = {Colormap::Viridis, true};
+  options.value_name = "probability";
+  options.square_cells = true;
+  options.always_label = presenting_;
+  ImVec2 size(avail.x, std::max(4 * ImGui::GetFontSize(), avail.y - grid_height - 4));
+  if (presenting_) {  // as the attention stages fit a map to a projector (map_view.h)
+    const MapView::PresentedFit fit = MapView::fit_presented(
+        head_view_.heatmap().rows(), head_view_.heatmap().cols(), MapView::widest_label(rows), MapView::widest_label(cols),
+        size, colour_bar_width(0.0f, 1.0f) + ImGui::GetStyle().ItemSpacing.x);
+    options.label_width = fit.label_width;
+    options.top_room = fit.top_room;
+    options.label_size = fit.label_size;
+    size = fit.size;
+  }
+  const ImVec2 map_origin = ImGui::GetCursorScreenPos();
+  head_view_.draw("training_cross_head", size, row_axis, col_axis, options);
+  record_item("main_map", map_origin, ImVec2(map_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "training");
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  const ImVec2 map_at(origin.x + row_label_width, origin.y + col_label_width);
-  for (size_t j = 0; labelled && j < cols.size(); ++j)  // source words, read bottom to top above their columns
-    rotated_text(draw, ImVec2(map_at.x + (j + 0.5f) * cell + ImGui::GetFontSize() * 0.35f, map_at.y - 4), text,
-                 cols[j].c_str(), 1.5707963f);
-  for (size_t i = 0; labelled && i < rows.size(); ++i)
-    draw->AddText(ImVec2(origin.x, map_at.y + (i + 0.5f) * cell - ImGui::GetFontSize() / 2), text, rows[i].c_str());
-  ImGui::SetCursorScreenPos(map_at);
-  int hr = -1, hc = -1;
-  if (head_map_.draw("training_cross_head", ImVec2(cell * head_map_.cols(), cell * head_map_.rows()), {}, &hr, &hc) &&
-      hr >= 0 && hc >= 0 && hr < static_cast<int>(rows.size()) && hc < static_cast<int>(cols.size()))
-    ImGui::SetTooltip("%s looks at %s: %.3f", rows[static_cast<size_t>(hr)].c_str(), cols[static_cast<size_t>(hc)].c_str(),
-                      head_map_.value(hr, hc));
   // Every cross-attention head, small: click one to show it large.
   if (presenting_) return;
   ImGui::Text("every cross-attention head (rows: layers)");

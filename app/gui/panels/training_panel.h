@@ -11,9 +11,14 @@
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/map_view.h"
 #include "gui/training.h"
 
 namespace sf::gui {
+
+// What the Training stage says where Multi30k is missing ("" where `data_dir` holds it): the folders it looked in
+// (--data's, or the ones beside the source tree and the current folder) and where the data come from.
+std::string training_data_note(const std::string& data_dir);
 
 class TrainingPanel {
  public:
@@ -28,7 +33,10 @@ class TrainingPanel {
   void draw_run(Training& training, const std::string& data_dir);
   void draw_recipe_picker(bool running);  // recipes, threads, where to save (disabled while a run goes)
   void draw_timeline(AppState& state, Training& training);
-  void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head);
+  // The model now: its weights' label, the head's controls and row entropy (Header), the head's map (Map), or both
+  // with every head small under it (All: the desk's layout).
+  enum class Part { All, Header, Map };
+  void draw_model_now(const AppState& state, const Training& training, AttentionSelection& head, Part part);
   bool presenting_ = false;
   std::string recipe_ = "classroom";
   int threads_ = 0;  // 0: all but one core
@@ -37,8 +45,9 @@ class TrainingPanel {
   std::string save_path_ = "my-run.timeline.safetensors";
   std::string run_path_;  // where the run saves its model and checkpoint ("" : nothing written)
   std::vector<float> loss_values_;  // the training loss of every step, as the curve takes it
-  Heatmap head_map_;
-  double head_entropy_ = 0;        // head_map_'s mean row entropy
+  MapView head_view_;              // the head shown large
+  double head_entropy_ = 0;        // its mean row entropy
+  bool controls_open_ = false;     // presentation mode: the layer and head sliders opened under their toggle
   std::vector<std::unique_ptr<Heatmap>> grid_;  // layer * H + head
   int uploaded_version_ = -1;
   AttentionSelection uploaded_head_;

@@ -17,7 +17,8 @@ void ViewPopup::draw(ViewSettings* view) {
   ImGui::SliderFloat("UI scale", &scale_, 0.75f, 3.0f, "%.2f");
   // Rebuilding the fonts while the slider is dragged would resize the slider under the pointer.
   if (ImGui::IsItemDeactivatedAfterEdit()) view->ui_scale = scale_;
-  ImGui::TextDisabled("fonts are drawn at %.0f px", body_font_pixels(*view));
+  ImGui::TextDisabled("fonts are drawn at %.0f px%s", ImGui::GetFontSize(),
+                      view->present ? " (presentation mode: at most 1/25 of the window's height)" : "");
   ImGui::EndPopup();
 }
 

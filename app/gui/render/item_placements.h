@@ -23,5 +23,9 @@ void record_item(const std::string& name, ImVec2 min, ImVec2 max, int index = -1
                  float value = 0);
 const std::vector<ItemPlacement>& item_placements();
 void begin_item_frame();
+// Inside a child window, before EndChild: records "scroll_region" named `name`, its visible rectangle, and in
+// `value` how many pixels its content runs past its bottom (0 when it all shows): for the screen tests that want
+// every part a lesson's caption names in view.
+void record_scroll_region(const std::string& name);
 
 }  // namespace sf::gui

@@ -44,6 +44,33 @@ float MapView::column_label_room(float longest_label, float cell) {
   return std::min(longest_label * std::min(1.0f, cell / font), 5.0f * font) + ImGui::GetStyle().ItemSpacing.y;
 }
 
+MapView::PresentedFit MapView::fit_presented(int rows, int cols, float row_label_width, float col_label_width,
+                                             ImVec2 room, float bar_width) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float font = ImGui::GetFontSize(), min_label = min_label_size();
+  rows = std::max(1, rows);
+  cols = std::max(1, cols);
+  const auto key_room = [&](float size) { return col_label_width * size / font + style.ItemSpacing.y + 4; };
+  const auto label_w = [&](float size) { return row_label_width * size / font + style.ItemSpacing.x + 4; };
+  PresentedFit f;
+  float cell = std::min({font * 3, 0.75f * room.y / rows, (room.x - label_w(min_label) - bar_width) / cols});
+  cell = std::max(1.0f, cell);
+  if (key_room(min_label) + cell * rows > room.y) cell = std::max(1.0f, (room.y - key_room(min_label)) / rows);
+  float size = std::clamp((room.y - cell * rows - style.ItemSpacing.y - 4) * font / std::max(1.0f, col_label_width),
+                          min_label, std::max(min_label, std::min(font, cell)));
+  if (label_w(size) + cell * cols + bar_width > room.x) size = min_label;  // (the width decides)
+  f.zooms = cell < min_label;
+  if (f.zooms) size = min_label;
+  f.cell = cell;
+  f.label_size = size;
+  f.label_width = label_w(size);
+  f.top_room = key_room(size);
+  // (zoomed, the cells are half the body text: as many columns in view as the width holds at that size)
+  f.size = f.zooms ? ImVec2(std::min(room.x, f.label_width + min_label * cols + bar_width), room.y)
+                   : ImVec2(f.label_width + cell * cols + bar_width, f.top_room + cell * rows);
+  return f;
+}
+
 void MapView::set_zoom(float zoom, float row, float col) {
   zoom_ = std::clamp(zoom, 1.0f, kMaxZoom);
   user_zoomed_ = zoom_ > 1.001f;
@@ -94,11 +121,13 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
   float cw0 = 0, ch0 = 0;
   cells_for(size.y, &cw0, &ch0);
   // (from the cells at zoom 1: zooming in must not take height from the rows; labels then fit the room)
-  float top_room = cols.labels ? column_label_room(widest(*cols.labels), cw0) : 0.0f;
+  // (always_label: the columns keep their labels too, at least half the body text, however small the cells)
+  float top_room = !cols.labels ? 0.0f : o.top_room >= 0 ? o.top_room
+                                       : column_label_room(widest(*cols.labels), o.always_label ? std::max(cw0, min_label) : cw0);
   // A stretched map (cells not square) whose column labels would take more than 40% of its height would be
   // squashed to a strip under them (a small step map in a short column): the map keeps the height and the
   // labels go; hovering still names the column.
-  if (!o.square_cells && top_room > 0.4f * size.y) top_room = 0;
+  if (!o.square_cells && o.top_room < 0 && top_room > 0.4f * size.y) top_room = 0;
   cells_for(size.y - top_room, &cw0, &ch0);
 
   // Presentation mode: never fewer pixels per row than a readable label.
@@ -201,7 +230,8 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     draw->PushClipRect(ImVec2(origin.x, map_pos.y), ImVec2(map_pos.x, map_end.y), true);
     // A label is at most a row high, and small enough for the widest to fit the label column.
     const float widest_label = std::max(1.0f, widest(*rows.labels));
-    const float size_px = std::min({font, ch, font * (label_w - 4) / widest_label});
+    const float size_px = std::min({o.label_size > 0 ? o.label_size : font, o.label_size > 0 ? std::max(ch, o.label_size) : ch,
+                                     font * (label_w - 4) / widest_label});
     const bool readable = ch >= min_label - 0.5f && size_px >= 0.8f * min_label;  // (half a pixel of float rounding in a fit)
     for (int i = row_begin; i < row_end && i < static_cast<int>(rows.labels->size()); ++i) {
       const ImVec2 p0(origin.x, row_y(static_cast<float>(i))), p1(map_pos.x - 2, row_y(static_cast<float>(i + 1)));
@@ -250,11 +280,36 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
         ImGui::SetTooltip("%s", tip_of(cols, j).c_str());
       }
       const float length = std::max(1.0f, ImGui::CalcTextSize(label).x);
-      const float size_px = std::min({font, cw, font * (top_room - style.ItemSpacing.y) / length});
-      if (size_px >= min_label * 0.8f)
+      const float size_px = std::min({o.label_size > 0 ? o.label_size : font, o.label_size > 0 ? std::max(cw, o.label_size) : cw,
+                                       font * (top_room - style.ItemSpacing.y) / length});
+      if (size_px >= min_label * 0.8f) {
         rotated_text(draw, ImVec2(col_x(j + 0.5f) - size_px * 0.5f, map_pos.y - 4), text, label, 1.5707964f, size_px);
+        if (c0.x >= map_pos.x - 1 && c1.x <= map_end.x + 1)  // wholly in view: for the tests and lessons
+          record_item(std::string(name) + ".col", ImVec2(c0.x, map_pos.y - 4 - length * size_px / font), c1, j, label,
+                      size_px);
+      }
     }
     draw->PopClipRect();
+  }
+
+  // Zoomed in so that every row shown keeps its label: the corner above the row labels says what is in view.
+  if (o.always_label && min_zoom_ > 1.001f && rows.labels) {
+    char note[160];
+    const int first_row = static_cast<int>(first_row_) + 1, last_row = std::min(R, static_cast<int>(first_row_ + window_.rows));
+    const int first_col = static_cast<int>(first_col_) + 1, last_col = std::min(C, static_cast<int>(first_col_ + window_.cols));
+    if (last_col - first_col + 1 < C)
+      std::snprintf(note, sizeof(note), "zoomed: rows %d-%d of %d, columns %d-%d of %d (wheel, drag)", first_row,
+                    last_row, R, first_col, last_col, C);
+    else
+      std::snprintf(note, sizeof(note), "zoomed: rows %d-%d of %d (wheel, drag)", first_row, last_row, R);
+    const ImVec2 corner0 = origin, corner1(map_pos.x - 4, map_pos.y - 2);
+    if (corner1.x - corner0.x > 2 * min_label && corner1.y - corner0.y > min_label) {
+      draw->PushClipRect(corner0, corner1, true);
+      draw->AddText(ImGui::GetFont(), min_label, corner0, ImGui::GetColorU32(ImGuiCol_TextDisabled), note, nullptr,
+                    corner1.x - corner0.x);
+      draw->PopClipRect();
+    }
+    record_item(std::string(name) + ".zoom_note", corner0, corner1, -1, note, zoom_);
   }
 
   // The hovered cell's row and column, outlined (not the row's token again as a column); else the rows and

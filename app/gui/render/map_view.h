@@ -6,7 +6,8 @@
 //
 // - Labels are drawn once a cell can hold them (half the text size, at least 10 px); smaller, only the hovered
 //   row's label shows. With `always_label` (presentation mode) the view zooms in until every row it shows has
-//   its label, and the user pans to the rest: labels are never thinned.
+//   its label, says so in the corner above the row labels ("rows 1-23 of 42"), and the user pans to the rest:
+//   labels are never thinned.
 // - Zoom: the mouse wheel over the map (about the pointer), or = and - while the pointer is over it; 0 fits the
 //   whole map again. A drag pans. A click (without a drag) is reported, for the panels' cell actions.
 // - Hovering a cell outlines its row and its column and lights their labels; on a map whose rows and columns are
@@ -47,7 +48,12 @@ struct MapViewOptions {
   bool colour_bar = true;
   const char* value_name = "value";  // the colour bar's and the cell tooltip's name for a value
   bool square_cells = false;         // keep cells square (attention maps); the map may then not fill the width
-  bool always_label = false;         // zoom in until each shown row has a readable label (presentation mode)
+  bool always_label = false;         // zoom in until each shown row has a readable label (presentation mode),
+                                     // and say so in the corner above the row labels
+  float top_room = -1;               // the room for the column labels (a caller that fitted the map); < 0: worked
+                                     // out here (at most five lines of text)
+  float label_size = -1;             // the labels' type size (a caller that fitted the map); < 0: the text's,
+                                     // at most a cell high
   bool tooltip = true;               // a tooltip with the hovered cell's labels and value
   float label_width = -1;            // room for the row labels; < 0: the widest label's
   MapCell marked;                    // outlined with its row and column (row < 0: none)
@@ -90,6 +96,20 @@ class MapView {
     if (!zoom_requested_) zoom_ = 1, user_zoomed_ = false, first_col_ = 0, first_row_ = 0;
   }
   HeatmapWindow window() const { return window_; }
+
+  // Presentation mode's fit of a map of square cells, rows x cols, into `room` (ImGui units), with row labels
+  // as wide as `row_label_width` and column labels as long as `col_label_width` in the body text: the cells take
+  // three quarters of the room's height (at most three lines of type a cell, and what the width leaves beside the
+  // labels and the colour bar), the labels (rows and columns in one size: at most the body text and a cell, never
+  // below half of the body text) what is left above and beside. `zooms`: the cells are lower than half the body
+  // text, so the map (always_label) zooms in and gets the room's whole height.
+  struct PresentedFit {
+    float cell = 1, label_size = 10, label_width = 0, top_room = 0;
+    bool zooms = false;
+    ImVec2 size{0, 0};  // what to draw the map in (labels, cells, colour bar)
+  };
+  static PresentedFit fit_presented(int rows, int cols, float row_label_width, float col_label_width, ImVec2 room,
+                                    float bar_width);
 
   // The room a row label column of `labels` needs, in the current font.
   static float label_width_for(const std::vector<std::string>& labels);

@@ -8,6 +8,7 @@
 
 #include "gui/app.h"
 #include "gui/headless_imgui.h"
+#include "gui/render/math_text.h"
 #include "gui/script/script.h"
 #include "util/printable.h"
 
@@ -90,7 +91,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
     if (runner.pauses_passed() != pauses) {
       pauses = runner.pauses_passed();
       std::fprintf(out, "pause %d (line %d): stage %s; caption: %s\n", pauses, runner.last_pause_line(),
-                   stage_name(app.stage()), app.caption().empty() ? "(none)" : printable(one_line(app.caption())).c_str());
+                   stage_name(app.stage()), app.caption().empty() ? "(none)" : printable(one_line(math_plain(app.caption()))).c_str());
       report();
     }
   }

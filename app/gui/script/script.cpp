@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <sstream>
 
@@ -11,6 +12,8 @@
 #include "gui/render/heatmap.h"
 #include "gui/widgets.h"
 #include "io/user_files.h"
+#include "model/languages.h"
+#include "model/model.h"
 #include "util/error.h"
 
 namespace sf::gui {
@@ -64,6 +67,34 @@ std::string outside_the_map(const App& app, int row, int col) {
   if (row < p.rows() && col < p.cols()) return "";
   return "no cell (" + std::to_string(row) + ", " + std::to_string(col) + ") in the attention map of " +
          std::to_string(p.rows()) + " x " + std::to_string(p.cols());
+}
+
+// The words of `text` the model reads as <unk>, as typed ('Hemd', 'Straße'), joined: "" when it knows every one.
+std::string unknown_words(const Model& model, const std::string& text, Side side) {
+  std::string out;
+  for (const Token& t : encode_text(model, text, side, /*specials=*/false))
+    if (t.unknown) out += (out.empty() ? "'" : ", '") + (t.surface.empty() ? t.text : t.surface) + "'";
+  return out;
+}
+
+// What a `written-for` line says against the model open: "" when they agree, else the difference in words.
+std::string written_for_problem(const App& app, const std::vector<std::string>& args) {
+  const AppState& state = app.state();
+  if (!state.model) return "";
+  const std::string model_file = std::filesystem::path(state.model_path).filename().string();
+  if (args[0] == "model") {
+    if (model_file == args[1]) return "";
+    return "this lesson is written for the model '" + args[1] + "'; the model open is '" + model_file + "'";
+  }
+  const size_t dash = args[0].find('-');
+  const std::string source = args[0].substr(0, dash), target = args[0].substr(dash + 1);
+  const std::string model_source = state.model->tokenizer.source_language, model_target = state.model->tokenizer.target_language;
+  const std::string wanted = language_name(source) + " to " + language_name(target) + " (" + args[0] + ")";
+  if (model_source.empty() || model_target.empty())
+    return "this lesson is written for " + wanted + "; the model '" + model_file + "' does not say which languages it translates";
+  if (language_name(source) == language_name(model_source) && language_name(target) == language_name(model_target)) return "";
+  return "this lesson is written for " + wanted + "; the model '" + model_file + "' translates " +
+         language_name(model_source) + " to " + language_name(model_target) + " (" + model_source + "-" + model_target + ")";
 }
 
 bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string>& log, const std::string& where) {
@@ -127,6 +158,9 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       report(state.set_decode_options(o));
     } else if (c.name == "reference") {
       report(state.set_reference(c.args[0] == "-" ? "" : c.args[0]));
+      if (state.model && c.args[0] != "-")
+        if (const std::string unknown = unknown_words(*state.model, c.args[0], Side::Target); !unknown.empty())
+          log.push_back(where + "the model does not know these words of the reference (it reads each as <unk>): " + unknown);
     } else if (c.name == "force") {
       if (!state.model) return true;
       const std::optional<int> id = state.model->tgt_vocab.find(c.args[1]);
@@ -162,6 +196,7 @@ void ScriptRunner::publish(App& app) const {
 
 void ScriptRunner::restart_for_replay(App& app, int target_pause) {
   skipped_.clear();
+  notes_.clear();
   // The lesson's own state starts over; the app keeps the rest, which the replayed commands set again.
   next_ = 0;
   pause_ = 0;
@@ -179,6 +214,11 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
 void ScriptRunner::skip(const std::string& where, const std::string& what, std::vector<std::string>& log) {
   if (!replay_to_) log.push_back(where + "skipped: " + what);  // (a replay only rebuilds the captions' notes)
   skipped_.push_back(what);
+}
+
+void ScriptRunner::note(const std::string& where, const std::string& what, std::vector<std::string>& log) {
+  if (!replay_to_) log.push_back(where + what);
+  notes_.push_back(what);
 }
 
 void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
@@ -264,7 +304,15 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         note.back() = ')';
         app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
       }
+      // What the lesson found untrue of this model (its languages, words it does not know), for the teacher.
+      if (!notes_.empty() && interactive_) {
+        std::string note = "(note:";
+        for (const std::string& s : notes_) note += " " + s + ";";
+        note.back() = ')';
+        app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
+      }
       skipped_.clear();
+      notes_.clear();
       if (!interactive_) return;  // a script does not wait: one frame, then on
       if (replay_to_ && pause_ < replay_to_) continue;
       replay_to_ = 0;
@@ -296,6 +344,12 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       app.open_model(c.args[0]);  // loads in the background while the script goes on
     } else if (c.name == "sentence") {
       if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
+      // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false.
+      if (app.state().model)
+        if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
+          note(where, "the model does not know these words of the sentence (it reads each as <unk>): " + unknown, log);
+    } else if (c.name == "written-for") {
+      if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
     } else if (c.name == "stage") {
       if (!app.go_to(c.args[0])) log.push_back(where + "unknown stage '" + c.args[0] + "'");
     } else if (c.name == "attention") {

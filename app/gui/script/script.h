@@ -53,6 +53,11 @@
 //   snapshot N | latest | file   show snapshot N (from 0) of the timeline on show (the shipped classroom run when
 //                            there is no other), its last one, or the model file again: every stage follows
 //
+// What a lesson is written for (checked against the model open, in the app and by --check-lesson; nothing loads):
+//   written-for SRC-TGT        its languages, as codes (de-en)
+//   written-for model NAME     its model, by file name (de-en.safetensors)
+// Every `sentence` (and `reference`) is checked too: a word the model reads as <unk> is named.
+//
 // A lesson is parsed leniently: a command this version does not know is reported when it is reached and
 // skipped, so a lesson written for a newer Stepformer still runs. A script's unknown command is an error.
 // Every number has a ceiling (kMaxScriptCount unless named above); a file is at most kMaxScriptBytes.
@@ -99,6 +104,9 @@ class ScriptRunner {
  private:
   void restart_for_replay(App& app, int target_pause);
   void skip(const std::string& where, const std::string& what, std::vector<std::string>& log);
+  // Something the lesson says that is untrue of the model open (its languages, a word it does not know): logged
+  // (a problem for --check-lesson) and shown under the caption at the next pause.
+  void note(const std::string& where, const std::string& what, std::vector<std::string>& log);
   void publish(App& app) const;  // the lesson's status, for the prompt and the keys
   Script script_;
   bool interactive_ = false;
@@ -121,6 +129,7 @@ class ScriptRunner {
   bool dry_run_ = false;
   int last_pause_line_ = 0;
   std::vector<std::string> skipped_;  // what was skipped since the last pause (shown under its caption)
+  std::vector<std::string> notes_;    // what the lesson says that is untrue of this model, since the last pause
 };
 
 }  // namespace sf::gui

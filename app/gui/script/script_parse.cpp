@@ -1,5 +1,7 @@
 #include "gui/script/script_parse.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iterator>
 #include <sstream>
@@ -40,7 +42,9 @@ constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},   
                            // <pad> tokens after the sentence, as a batch would add them
                            {"pad", 1},
                            // training (gui/training.h): a live run, its timeline's snapshots
-                           {"train", -1},     {"snapshot", 1},  {"wait-train", 1}};
+                           {"train", -1},     {"snapshot", 1},  {"wait-train", 1},
+                           // what a lesson is written for: its languages or its model (checked, not loaded)
+                           {"written-for", -1}};
 
 
 
@@ -136,6 +140,18 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     return "'snapshot' takes a snapshot's number (from 0), latest or file, got '" + c.args[0] + "'";
   if (c.name == "wait-train" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
     return "'wait-train' takes a step count from 0 to " + std::to_string(kMaxScriptCount) + ", got '" + c.args[0] + "'";
+  if (c.name == "written-for") {
+    const std::vector<std::string> words = words_of(c.args[0]);
+    const auto code = [](const std::string& w) {
+      return w.size() >= 2 && w.size() <= 3 && std::all_of(w.begin(), w.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
+    };
+    const size_t dash = words.size() == 1 ? words[0].find('-') : std::string::npos;
+    const bool languages = dash != std::string::npos && code(words[0].substr(0, dash)) && code(words[0].substr(dash + 1));
+    const bool model = words.size() == 2 && words[0] == "model";
+    if (!languages && !model)
+      return "'written-for' takes the languages as SOURCE-TARGET codes (de-en) or model FILE-NAME, got '" + c.args[0] + "'";
+    c.args = words;
+  }
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
   if (c.name == "expand") {
