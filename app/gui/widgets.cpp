@@ -49,7 +49,7 @@ void explanation(const char* text) {
   // Softer than the numbers; in presentation mode a bright pale blue that still reads on a projector. The
   // paper's notation in $...$ (gui/render/math_text.h), wrapped at the window's right edge.
   const ImVec4 colour = high_contrast() ? ImVec4(0.80f, 0.92f, 1.0f, 1.0f) : ImVec4(0.74f, 0.82f, 0.92f, 1.0f);
-  math_text(text, 0.0f, ImGui::ColorConvertFloat4ToU32(colour));
+  math_text(text, 0.0f, ImGui::ColorConvertFloat4ToU32(colour), "explanation");
 }
 
 void formula(const std::string& text, const char* item) { math_text(text, 0.0f, 0, item ? item : "formula"); }
@@ -123,7 +123,7 @@ bool controls_toggle(bool* open) {
 
 std::string probability_text(double p) {
   if (!(p == p)) return "nan";
-  if (p <= 0.0) return p == 0.0 ? "0" : "-" + probability_text(-p);
+  if (p <= 0.0) return p == 0.0 ? std::string("0") : std::string("-").append(probability_text(-p));
   if (p >= 1.0) return p == 1.0 ? "1" : "1+";
   char text[32];
   if (p >= 0.995) {
@@ -155,6 +155,17 @@ void attention_kind_picker(AttentionKind* kind) {
   *kind = static_cast<AttentionKind>(k);
 }
 
+void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em) {
+  const bool encoder = *kind == AttentionKind::Encoder;
+  int side = encoder ? 0 : 1;
+  ImGui::RadioButton("encoder", &side, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("decoder", &side, 1);
+  if (side != (encoder ? 0 : 1)) *kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * slider_em);
+  numbered_slider("layer", layer, layers);
+}
 
 void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {
   // Draw unrotated at the pivot, then rotate the new vertices about it (ImGui 1.86 has no rotated text).

@@ -56,6 +56,9 @@ std::string probability_text(double p);
 
 // The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
 void attention_kind_picker(AttentionKind* kind);
+// The stack and layer a per-layer stage shows (add & norm, feed-forward): "encoder" / "decoder" and a layer slider
+// numbered from 1 of `layers` (`*layer` from 0), the slider `slider_em` type sizes wide.
+void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em);
 
 }  // namespace sf::gui
 

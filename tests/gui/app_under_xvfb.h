@@ -8,18 +8,21 @@
 
 #include <atomic>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace sf::gui::testing {
 
-// The app's command line under xvfb-run with a 1600x1000 screen, `args` after it; "" without xvfb-run.
+// The app's command line under xvfb-run with a `screen` of that size (1600x1000 unless given), `args` after it;
+// "" without xvfb-run.
 // Each run gets its own X authority file under the test output directory (-f): without one, xvfb-run makes a
 // folder in /tmp and, when removing it fails at exit (seen once in 300 runs on a loaded machine), replaces the
 // app's exit code with its own 5, which a test would read as the app's.
-inline std::string headless_app_command(const std::string& args) {
+inline std::string headless_app_command(const std::string& args, const std::string& screen = "1600x1000") {
   const std::string xvfb = STEPFORMER_XVFB_RUN;
   if (xvfb.empty()) return "";
   static std::atomic<int> runs{0};
@@ -36,6 +39,23 @@ inline std::filesystem::path fresh_output_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// Runs the app from `dir` on `script` (its lines; `quit` is added) with `args`, at `screen` (the window that size,
+// no settings read or written). Returns the exit status as std::system gives it; the log is dir/log.txt.
+inline int run_app_script(const std::filesystem::path& dir, const std::string& script, const std::string& args = "",
+                          const std::string& screen = "1600x1000") {
+  std::ofstream(dir / "script.txt") << script << "quit\n";
+  const std::string cmd = "cd '" + dir.string() + "' && " +
+                          headless_app_command("--no-settings --size " + screen + " " + args + " --script script.txt", screen) +
+                          " > log.txt 2>&1";
+  return std::system(cmd.c_str());
+}
+
+// A file's bytes ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // An RGB image; no pixels when the file was missing or unreadable.

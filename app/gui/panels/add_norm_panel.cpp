@@ -23,14 +23,7 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   block_ = std::clamp(block_, 0, static_cast<int>(blocks.size()) - 1);
 
   if (controls_toggle(&controls_open_)) {
-    int side = encoder ? 0 : 1;
-    ImGui::RadioButton("encoder", &side, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("decoder", &side, 1);
-    if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-    numbered_slider("layer", &sel.layer, layers);
+    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 4.5f);
     for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
       same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
       ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);

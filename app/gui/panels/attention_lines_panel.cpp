@@ -42,6 +42,7 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
   if (static_cast<int>(shown_.size()) != H || shown_for_head_ != selected_head) show_only(selected_head, H);
   const float font = ImGui::GetFontSize();
   const ImGuiStyle& style = ImGui::GetStyle();
+  const float top = ImGui::GetCursorScreenPos().y;
 
   // The heads' colours: click to show or hide a head.
   ImGui::TextUnformatted("heads (click to add or remove):");
@@ -68,7 +69,7 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
 
   // The two columns of tokens, one row each; a row never lower than a readable label: the region scrolls.
   const float rows = static_cast<float>(std::max(queries.size(), keys.size()));
-  const float avail_h = std::max(4.0f * font, size.y - 1.5f * ImGui::GetFrameHeightWithSpacing());
+  const float avail_h = std::max(4.0f * font, size.y - (ImGui::GetCursorScreenPos().y - top));  // (below the heads)
   const float pitch = std::clamp(avail_h / std::max(rows, 1.0f), std::max(10.0f, 0.6f * font), 2.6f * font);
   const float text_size = std::min(font, pitch);
   ImGui::BeginChild("lines", ImVec2(size.x, avail_h), false, ImGuiWindowFlags_HorizontalScrollbar);
@@ -139,6 +140,8 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
     draw->AddText(ImGui::GetFont(), text_size, p0, text, keys[static_cast<size_t>(j)].c_str());
     record_item("lines.key", ImVec2(x_right, p0.y), ImVec2(p0.x + w, p0.y + text_size), j, keys[static_cast<size_t>(j)]);
   }
+  // (the picture's room and its row pitch: a presented screen's check that the rows fill the height they have)
+  record_item("main_lines", origin, ImVec2(origin.x + width, origin.y + avail_h), -1, "lines", pitch);
   ImGui::Dummy(ImVec2(x_right - origin.x + right_w + font, rows * pitch));
   ImGui::EndChild();
 }

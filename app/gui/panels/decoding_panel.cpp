@@ -461,6 +461,7 @@ void DecodingPanel::draw(AppState& state) {
                     "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
     if (!presenting) math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
     else ImGui::TextDisabled("number in a box: the path's score (hover a box for its log p)");
+    if (presenting) record_item("beam.legend", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, legend);
     if (presenting && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", math_plain(legend).c_str());
     // Presenting, the timeline under the tree keeps its room (two rows of boxes and its line).
     const float timeline_room = presenting ? 2 * (2 * ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().FramePadding.y + 4) +

@@ -23,14 +23,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   const FeedForwardTrace& f = encoder ? state.trace.encoder[static_cast<size_t>(sel.layer)].ffn
                                       : state.trace.decoder[static_cast<size_t>(sel.layer)].ffn;
   if (controls_toggle(&controls_open_)) {
-    int side = encoder ? 0 : 1;
-    ImGui::RadioButton("encoder", &side, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("decoder", &side, 1);
-    if (side != (encoder ? 0 : 1)) sel.kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-    numbered_slider("layer", &sel.layer, layers);
+    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 6);
   }
 
   const bool relu = c.activation == Activation::ReLU;

@@ -110,18 +110,18 @@ std::string with_thousands(int64_t n) {
 
 namespace {
 const std::pair<const char*, const char*> kMeanings[] = {
-    {"d_model", "C: numbers per token vector"},
-    {"n_heads", "H: attention heads per layer"},
-    {"n_encoder_layers", "encoder layers stacked"},
-    {"n_decoder_layers", "decoder layers stacked"},
-    {"d_ff", "F: feed-forward hidden width"},
+    {"d_model", "d_model: numbers per token vector"},
+    {"n_heads", "h: attention heads per layer (d_k = d_model / h)"},
+    {"n_encoder_layers", "N: encoder layers stacked"},
+    {"n_decoder_layers", "N: decoder layers stacked"},
+    {"d_ff", "d_ff: feed-forward hidden width"},
     {"src_vocab_size", "source tokens the model knows"},
     {"tgt_vocab_size", "target tokens it can write"},
     {"max_positions", "longest input it reads"},
     {"positional_encoding", "how positions are added"},
     {"sinusoid_layout", "interleaved: sin, cos, sin ...; halves: all sines, then all cosines (Marian)"},
-    {"embedding_scale", "embeddings times sqrt(C) or 1"},
-    {"norm_placement", "post: norm(x + f(x)); pre: x + f(norm(x))"},
+    {"embedding_scale", "embeddings times \u221ad_model (the paper) or 1"},
+    {"norm_placement", "post: LayerNorm(x + Sublayer(x)), the paper; pre: x + Sublayer(LayerNorm(x))"},
     {"encoder_final_norm", "a LayerNorm after the encoder"},
     {"decoder_final_norm", "a LayerNorm after the decoder"},
     {"activation", "feed-forward non-linearity (silu: x * sigmoid(x), Marian's swish)"},
@@ -213,15 +213,15 @@ void draw_paper_comparison(const Model& m, int64_t parameters) {
     ImGui::EndTable();
   }
   ImGui::PushTextWrapPos(0.0f);
-  text_disabled_wrapped("(the paper trained on WMT 2014 English-German, 4.5 million sentence pairs, with byte-pair pieces; "
-                        "this model's numbers are its own file's)");
+  text_disabled_wrapped("(the paper's, Vaswani et al. 2017 table 3: WMT 2014 English-German, 4.5 million sentence pairs, "
+                        "byte-pair pieces; this model's numbers are its own file's)");
   ImGui::PopTextWrapPos();
   heading("How the file stores the weights");
   math_text("The views write the paper's $x W$: $Q_i = X W_i^Q$ with $W_i^Q$ [$d_{model} \\times d_k$], "
             "$FFN(x) = max(0, x W_1 + b_1) W_2 + b_2$. The file keeps each linear layer as PyTorch does, "
             "[out \u00d7 in], and computes $x W^T$: its query weight of a layer is $(W^Q)^T$ [$h d_k \\times d_{model}$], "
             "head i's rows $(i - 1) d_k$ to $i d_k - 1$; the views show each transposed, as the paper writes it.",
-            0.0f, 0, "model_info.storage");
+            ImGui::GetContentRegionAvail().x, 0, "model_info.storage");
 }
 
 void draw_config(const ModelInfo& info) {

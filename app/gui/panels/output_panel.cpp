@@ -56,7 +56,8 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   const int written = static_cast<int>(state.translation.size());
   const bool chosen_here = position < written;
   std::string predicted = "the next token";
-  if (chosen_here) predicted = "\"" + state.target_token(state.translation[static_cast<size_t>(position)]) + "\"";
+  if (chosen_here)  // (appended: GCC 12 misreads a + of three strings here as an overlapping copy, -Wrestrict)
+    predicted = std::string(1, '"').append(state.target_token(state.translation[static_cast<size_t>(position)])).append(1, '"');
   ImGui::Text("reads \"%s\", predicts %s", inputs[static_cast<size_t>(position)].c_str(), predicted.c_str());
   if (!high_contrast()) ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
   const int picked = draw_decoding_timeline(state, position);
@@ -93,6 +94,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   if (differs) {
     ImGui::SameLine();
     ImGui::Checkbox("the last full pass's row instead", &show_last_pass_);
+    record_item("output.last_pass_switch", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", show_last_pass_);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("The views show one pass over the whole translation. With the causal mask off (or a mask that\n"
                         "looks ahead) its rows also read later words, so they differ from what each step chose from.");
@@ -152,6 +154,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
     std::snprintf(text, sizeof(text), "%s   (logit %.2f)%s", probability_text(p).c_str(), logits(id),
                   id != chosen ? "" : forced ? "   <- forced" : "   <- chosen");
     draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text);
+    record_item("output.bar_text", ImVec2(b1.x + 8, at.y), ImVec2(b1.x + 8 + ImGui::CalcTextSize(text).x, at.y + h), r, text, p);
     ImGui::Dummy(ImVec2(label_width + bar_max, h + 4));
   }
   // What the bars leave out: the rest of the vocabulary, together (summed, not 1 - the bars: a rest of 1e-7

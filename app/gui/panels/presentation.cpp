@@ -143,11 +143,13 @@ void draw_sentence_strip(const SentenceStrip& strip) {
       red(1.0f, 0.4f, 0.35f, 1.0f);
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextColored(dim, "%s:", strip.source_language.c_str());
+  record_item("strip.source_language", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, strip.source_language);
   ImGui::SameLine();
   ImGui::TextUnformatted(strip.source.c_str());
   record_item("strip.source", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, strip.source);
   ImGui::PopTextWrapPos();
   ImGui::TextColored(dim, "%s:", strip.target_language.c_str());
+  record_item("strip.target_language", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, strip.target_language);
   ImGui::SameLine();
   // A group: a translation that wraps continues under its first word, as the German above does.
   ImGui::BeginGroup();
@@ -207,6 +209,7 @@ int draw_presentation_header(const char* title, const std::string& detail, int s
   if (!detail.empty()) {
     if (one_line) ImGui::SameLine(0, ImGui::GetFontSize() * 0.6f);
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.1f, 1.0f), "%s", detail.c_str());
+    record_item("header.detail", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, detail);
     bottom = std::max(bottom, ImGui::GetCursorPosY());
   }
   if (font) ImGui::PopFont();

@@ -374,7 +374,8 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     const float inner = bar_w - style.ItemSpacing.x;
     const bool zoomed = zoom_ > 1.001f;
     const float mini_h = zoomed ? std::clamp(inner * R / C, 2.0f * font, 0.45f * map_size.y) : 0.0f;
-    const float bar_h = std::max(font, map_size.y - (zoomed ? mini_h + style.ItemSpacing.y : 0.0f));
+    // (a strip's bar as high as the strip, its one line of range in type that fits it: never below the map)
+    const float bar_h = std::max(min_label, map_size.y - (zoomed ? mini_h + style.ItemSpacing.y : 0.0f));
     ImGui::SetCursorScreenPos(ImVec2(map_end.x + style.ItemSpacing.x, map_pos.y));
     colour_bar(o.value_name, map_.lo(), map_.hi(), ImVec2(inner, bar_h), o.style.colormap);
     if (zoomed) {

@@ -344,8 +344,9 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       app.open_model(c.args[0]);  // loads in the background while the script goes on
     } else if (c.name == "sentence") {
       if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
-      // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false.
-      if (app.state().model)
+      // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
+      // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
+      if (app.state().model && (interactive_ || dry_run_))
         if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
           note(where, "the model does not know these words of the sentence (it reads each as <unk>): " + unknown, log);
     } else if (c.name == "written-for") {

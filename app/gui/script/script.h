@@ -56,7 +56,7 @@
 // What a lesson is written for (checked against the model open, in the app and by --check-lesson; nothing loads):
 //   written-for SRC-TGT        its languages, as codes (de-en)
 //   written-for model NAME     its model, by file name (de-en.safetensors)
-// Every `sentence` (and `reference`) is checked too: a word the model reads as <unk> is named.
+// A lesson's every `sentence` (and `reference`) is checked too: a word the model reads as <unk> is named.
 //
 // A lesson is parsed leniently: a command this version does not know is reported when it is reached and
 // skipped, so a lesson written for a newer Stepformer still runs. A script's unknown command is an error.

@@ -1,0 +1,265 @@
+// Legible on a projector: presentation mode at 1280x800 and 1920x1080, UI scale 1 and 1.5, on every stage with a
+// map and at every pause of the shipped lessons, checked through the layout dumps (--layout-json, the script's
+// `layout`): the stage's main map meets the room on one side (70% of the stage's height or width), its labels
+// are at least half the body text, nothing runs past the stage (no scrolling away what a caption names), and the
+// caption has its own band under the stage. The app runs as a class would see it, under xvfb-run -a.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app_under_xvfb.h"
+
+namespace sf::gui {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Screen {
+  std::string size;  // "1280x800"
+  std::string scale;  // "1", "1.5"
+};
+const Screen kScreens[] = {{"1280x800", "1"}, {"1280x800", "1.5"}, {"1920x1080", "1"}, {"1920x1080", "1.5"}};
+
+// The stages whose main picture is a map (the others show tokens, bars and switches).
+const char* kMapStages[] = {"embedding",      "positional",       "encoder-qkv",     "encoder-attention",
+                            "concat-heads",   "encoder-add-norm", "encoder-feed-forward", "decoder-attention",
+                            "cross-attention", "all-heads",       "training"};
+
+int run_app(const fs::path& dir, const Screen& screen, const std::string& script, const std::string& args = "") {
+  return testing::run_app_script(dir, script, "--ui-scale " + screen.scale + " " + args, screen.size);
+}
+
+float num(const json& j, const char* key) { return j.at(key).get<float>(); }
+
+std::vector<json> items_named(const json& layout, const std::string& name) {
+  std::vector<json> out;
+  for (const json& item : layout["items"])
+    if (item["name"] == name) out.push_back(item);
+  return out;
+}
+
+// What is wrong with one layout, in words ("" when nothing): the checks every presented screen answers to.
+std::string problems_of(const json& layout, bool want_main_map) {
+  std::ostringstream out;
+  const json& panels = layout.at("panels");
+  const json& stage = panels.at("stage");
+  const float font = num(panels, "font_size");
+  const float sx0 = num(stage, "x0"), sy0 = num(stage, "y0"), sx1 = num(stage, "x1"), sy1 = num(stage, "y1");
+  const float width = sx1 - sx0, height = sy1 - sy0;
+  const std::string where = layout["app"]["stage"].get<std::string>();
+  // Nothing past the stage: its content's bottom and right edge within its room (a scroll bar would hide it).
+  if (num(panels, "stage_content_bottom") > num(panels, "stage_room_bottom") + 0.5f)
+    out << where << ": the stage's content runs " << num(panels, "stage_content_bottom") - num(panels, "stage_room_bottom")
+        << " px past its bottom; ";
+  if (num(panels, "stage_content_right") > num(panels, "stage_room_right") + 0.5f)
+    out << where << ": the stage's content runs past its right edge; ";
+  for (const json& region : items_named(layout, "scroll_region"))
+    if (num(region, "value") > 0.5f)
+      out << where << ": the " << region["text"].get<std::string>() << " column runs " << num(region, "value")
+          << " px past its bottom; ";
+  // Labels at least half the body text (half a pixel of a fitted size's rounding allowed).
+  for (const json& item : layout["items"]) {
+    const std::string name = item["name"];
+    const bool label = name.size() > 4 && (name.ends_with(".row") || name.ends_with(".col"));
+    if (label && num(item, "value") < 0.5f * font - 0.5f)
+      out << where << ": label '" << item["text"].get<std::string>() << "' of " << name << " at " << num(item, "value")
+          << " px, under half the body text (" << font << "); ";
+  }
+  // A caption in its own band under the stage.
+  for (const json& caption : items_named(layout, "caption"))
+    if (num(caption, "y0") < sy1 - 0.5f) out << where << ": the caption overlaps the stage; ";
+  // The main map: its cells (the heatmaps inside its rectangle, minimaps and thumbnails aside) with their row and
+  // column labels meet the room on one side.
+  const std::vector<json> main = items_named(layout, "main_map");
+  const std::vector<json> lines = items_named(layout, "main_lines");
+  if (want_main_map && main.empty() && lines.empty()) out << where << ": no main map; ";
+  // The lines view (a head's attention as lines between two columns of words): the words at least half the body
+  // text, the rows spread over the height below the heads' switches (or as far apart as the view draws them).
+  for (const json& l : lines) {
+    const float pitch = num(l, "value"), room = num(l, "y1") - num(l, "y0");
+    const size_t rows = std::max(items_named(layout, "lines.query").size(), items_named(layout, "lines.key").size());
+    if (rows * pitch < room - pitch && pitch < 2.6f * font - 0.5f)
+      out << where << ": the lines' " << rows << " rows take " << rows * pitch << " of " << room << " px; ";
+    for (const char* words : {"lines.query", "lines.key"})
+      for (const json& w : items_named(layout, words))
+        if (num(w, "y1") - num(w, "y0") < 0.5f * font - 0.5f)
+          out << where << ": the word '" << w["text"].get<std::string>() << "' of the lines under half the body text; ";
+  }
+  for (const json& m : main) {
+    float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+    const auto take = [&](const json& r) {
+      x0 = std::min(x0, num(r, "x0")), y0 = std::min(y0, num(r, "y0"));
+      x1 = std::max(x1, num(r, "x1")), y1 = std::max(y1, num(r, "y1"));
+    };
+    bool cells = false;
+    for (const json& h : layout["heatmaps"]) {
+      const std::string name = h["name"];
+      if (name.starts_with("minimap:") || name.starts_with("thumbnail_")) continue;
+      // (2 px: a map's rectangle and the panel's record of it round apart)
+      if (num(h, "x0") < num(m, "x0") - 2 || num(h, "x1") > num(m, "x1") + 2 || num(h, "y0") < num(m, "y0") - 2 ||
+          num(h, "y1") > num(m, "y1") + 2)
+        continue;
+      cells = true;
+      take(h);
+      for (const json& label : layout["items"])
+        if (label["name"] == name + ".row" || label["name"] == name + ".col") take(label);
+    }
+    if (!cells) {
+      out << where << ": its main map holds no heatmap; ";
+      continue;
+    }
+    if (y1 - y0 < 0.7f * height && x1 - x0 < 0.7f * width)
+      out << where << ": the main map with its labels is " << x1 - x0 << " x " << y1 - y0 << " px in a stage of "
+          << width << " x " << height << " (under 70% both ways); ";
+  }
+  return out.str();
+}
+
+class Projector : public ::testing::TestWithParam<Screen> {
+ protected:
+  void SetUp() override {
+    if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  }
+};
+
+std::string screen_name(const ::testing::TestParamInfo<Screen>& info) {
+  std::string name = info.param.size + "_scale_" + info.param.scale;
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+// Every stage with a map, in presentation mode with a two-line caption (what a lesson leaves the stage), as the
+// class sees it at this screen and scale.
+TEST_P(Projector, EveryMapStageMeetsTheRoomWithReadableLabels) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_stages_" + screen_name({screen, 0}));
+  std::string script = "present on\nunhover\ncaption The small maps on the right are the steps: raw scores, scores "
+                       "with the mask, and the head's output, the values mixed by these weights.\n";
+  for (const char* stage : kMapStages)
+    script += std::string("stage ") + stage + "\nlayout " + stage + ".json\n";
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const char* stage : kMapStages) {
+    const json layout = testing::load_json(dir / (std::string(stage) + ".json"));
+    ASSERT_TRUE(layout.contains("panels")) << stage;
+    EXPECT_TRUE(layout["panels"]["present"].get<bool>());
+    problems += problems_of(layout, true);
+  }
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
+INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
+
+// The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800
+// pixels is the same screen as 1), and a larger scale never makes the attention map's cells smaller than half its
+// body text nor its share of the stage smaller than 70%; at 1280x800 it changes nothing at all.
+TEST(ProjectorScale, ALargerUiScaleNeverShrinksTheMap) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  std::map<std::string, json> layouts;
+  for (const Screen& screen : kScreens) {
+    const fs::path dir = testing::fresh_output_dir("projector_scale_" + screen.size + "_" + screen.scale);
+    ASSERT_EQ(run_app(dir, screen, "present on\nunhover\nattention enc.2.3\nlayout a.json\n"), 0);
+    layouts[screen.size + "@" + screen.scale] = testing::load_json(dir / "a.json");
+  }
+  const auto attention = [&](const std::string& key) {
+    for (const json& h : layouts[key]["heatmaps"])
+      if (h["name"] == "attention") return h;
+    return json();
+  };
+  for (const char* size : {"1280x800", "1920x1080"}) {
+    const json small = attention(std::string(size) + "@1"), large = attention(std::string(size) + "@1.5");
+    ASSERT_FALSE(small.is_null() || large.is_null()) << size;
+    const float small_font = layouts[std::string(size) + "@1"]["panels"]["font_size"];
+    const float large_font = layouts[std::string(size) + "@1.5"]["panels"]["font_size"];
+    const float small_cell = (num(small, "y1") - num(small, "y0")) / small["window"][3].get<float>();
+    const float large_cell = (num(large, "y1") - num(large, "y0")) / large["window"][3].get<float>();
+    EXPECT_GE(large_font, small_font) << size;
+    EXPECT_GE(large_cell, 0.5f * large_font - 0.5f) << size;
+    if (std::string(size) == "1280x800") {
+      EXPECT_EQ(large_font, 32.0f) << "1/25 of 800 pixels";
+      EXPECT_FLOAT_EQ(large_cell, small_cell) << "the same screen as at scale 1";
+    } else {
+      EXPECT_EQ(large_font, 43.0f) << "1/25 of 1080 pixels: 43, not 18 x 1.75 x 1.5 = 47";
+    }
+  }
+}
+
+// Every pause of the three shipped lessons, as the class sees it at this screen and scale: each pause's screen
+// fits (nothing the caption names scrolled away), its labels read, its main map (where the stage has one) meets
+// the room. The live training of "watch it learn" is not run here (--data names a folder without Multi30k: the stage says so,
+// and the shipped timeline plays).
+struct LessonScreen {
+  std::string lesson;
+  Screen screen;
+};
+
+class LessonPauses : public ::testing::TestWithParam<LessonScreen> {
+ protected:
+  void SetUp() override {
+    if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  }
+};
+
+std::vector<LessonScreen> lesson_screens() {
+  std::vector<LessonScreen> out;
+  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn"})
+    for (const Screen& screen : kScreens) out.push_back({lesson, screen});
+  return out;
+}
+
+std::string lesson_screen_name(const ::testing::TestParamInfo<LessonScreen>& info) {
+  std::string name = info.param.lesson + "_" + info.param.screen.size + "_scale_" + info.param.screen.scale;
+  for (char& c : name)
+    if (c == '-' || c == '.') c = '_';
+  return name;
+}
+
+std::string pause_file(int pause) {
+  std::string name = "p";
+  name += std::to_string(pause);
+  return name + ".json";
+}
+
+TEST_P(LessonPauses, EveryPauseFitsTheScreen) {
+  const LessonScreen& p = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_" + lesson_screen_name({p, 0}));
+  // The lesson with a layout dump at each pause instead of the wait (and presentation mode left on at its end).
+  std::ifstream in(std::string(STEPFORMER_SOURCE_DIR) + "/assets/lessons/" + p.lesson + ".lesson");
+  ASSERT_TRUE(in);
+  std::string script = "unhover\n", line;
+  int pauses = 0;
+  while (std::getline(in, line)) {
+    if (line == "pause") script += "layout " + pause_file(++pauses) + "\n";
+    else if (line != "present off") script += line + "\n";
+  }
+  ASSERT_GT(pauses, 10);
+  fs::create_directories(dir / "no-data");  // (a folder without Multi30k's files)
+  ASSERT_EQ(run_app(dir, p.screen, script, "--data '" + (dir / "no-data").string() + "'"), 0)
+      << "see " << dir / "log.txt";
+  std::string problems;
+  const std::set<std::string> map_stages(std::begin(kMapStages), std::end(kMapStages));
+  for (int i = 1; i <= pauses; ++i) {
+    const json layout = testing::load_json(dir / pause_file(i));
+    ASSERT_TRUE(layout.contains("panels")) << "pause " << i;
+    EXPECT_TRUE(layout["panels"]["present"].get<bool>()) << "pause " << i;
+    const std::string found = problems_of(layout, map_stages.count(layout["app"]["stage"].get<std::string>()) > 0);
+    if (!found.empty()) problems += "pause " + std::to_string(i) + ": " + found + "\n";
+  }
+  EXPECT_EQ(problems, "") << p.lesson << " at " << p.screen.size << ", UI scale " << p.screen.scale;
+}
+
+INSTANTIATE_TEST_SUITE_P(Lessons, LessonPauses, ::testing::ValuesIn(lesson_screens()), lesson_screen_name);
+
+}  // namespace
+}  // namespace sf::gui
