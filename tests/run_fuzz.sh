@@ -10,7 +10,7 @@
 # 3. runs each libFuzzer target for FUZZ_SECONDS (default 20) from its committed corpus
 #    tests/fuzz/corpus/<target without fuzz_>/, keeping what it learns in WORK_DIR/corpus/<same>:
 #      fuzz_safetensors_header  model files: safetensors header, tensors, model metadata   (-max_len=16384)
-#      fuzz_tokenizer           tokenizer settings and text, printable()                   (-max_len=4096)
+#      fuzz_tokenizer           tokenizer settings and text, printable(), SentencePiece models (-max_len=16384)
 #      fuzz_script              scripts and lessons (strict and lesson parse)              (-max_len=4096)
 #      fuzz_settings            the settings file, in memory and through read_settings     (-max_len=4096)
 #      fuzz_cli_options         stepformer-cli's option parser and the app's options       (-max_len=4096)
@@ -59,6 +59,7 @@ for target in $targets; do
   max_len=4096
   [ "$target" = fuzz_safetensors_header ] && max_len=16384  # a seed with SentencePiece models is 11 KB
   [ "$target" = fuzz_hf_marian ] && max_len=16384           # its seeds carry a SentencePiece model
+  [ "$target" = fuzz_tokenizer ] && max_len=16384           # so do its spm_* seeds
   mkdir -p "$work/corpus/$corpus"
   t0=$(date +%s)
   if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \

@@ -285,24 +285,23 @@ def expected_tensors(family, cfg):
 def load_state_dict(path):
     import torch
 
+    # weights_only=True: the unpickler builds tensors and plain containers and nothing else, so a checkpoint
+    # whose pickle would import a module or call a function (a crafted file can run any command that way) is
+    # refused instead of run. A whole pickled nn.Module is refused too: save its state_dict.
     try:
-        obj = torch.load(path, map_location="cpu")
+        obj = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise ConversionError(f"checkpoint {path} does not exist")
-    except (ModuleNotFoundError, AttributeError) as e:  # a pickled whole module whose class is not importable
-        raise ConversionError(f"cannot load checkpoint {path} with torch.load: {type(e).__name__}: {e}. It seems to "
-                              "hold a whole pickled model; save its state_dict instead: "
-                              "torch.save(model.state_dict(), PATH)")
-    except Exception as e:  # pickle errors, wrong file type, ...
-        raise ConversionError(f"cannot load checkpoint {path} with torch.load: {type(e).__name__}: {e}")
-    if isinstance(obj, torch.nn.Module):
-        note("the checkpoint holds a whole module; using its state_dict()")
-        obj = obj.state_dict()
+    except Exception as e:  # pickle errors, wrong file type, and whatever weights_only refuses
+        raise ConversionError(f"cannot load checkpoint {path}: torch.load(weights_only=True) refused it "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). A checkpoint may "
+                              "hold tensors and containers only: a whole pickled model, or a pickle that would run "
+                              "code, is not read. Save the weights with torch.save(model.state_dict(), PATH)")
     if isinstance(obj, dict) and not any(isinstance(v, torch.Tensor) for v in obj.values()):
         for key in ("model_state_dict", "state_dict", "model"):
             if key in obj:
                 note(f"using the checkpoint's '{key}' entry")
-                obj = obj[key].state_dict() if isinstance(obj[key], torch.nn.Module) else obj[key]
+                obj = obj[key]
                 break
     if not isinstance(obj, dict):
         raise ConversionError(f"checkpoint {path} holds a {type(obj).__name__}, not a state_dict "

@@ -22,8 +22,8 @@ int run_eval(const Args& args) {
   OptionParser p("eval");
   std::string src, ref, out;
   int beam = 1;
-  std::string device_name = "auto";
-  p.value("--device", &device_name);
+  DeviceRequest device = DeviceRequest::Auto;
+  p.device("--device", &device);
   bool tf32 = false;
   p.flag("--tf32", &tf32);
   p.value("--src", &src);
@@ -48,7 +48,6 @@ int run_eval(const Args& args) {
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }
-  const DeviceRequest device = parse_device(device_name);
   // The shipped model when none is named: resolved here, so that --out can never be it either.
   const std::string model_path = p.positional().empty() ? shipped_model_path() : p.positional()[0];
   const WriteRules out_rules{.replace = true, .inputs = {model_path, src, ref}, .allowed_folder = ""};

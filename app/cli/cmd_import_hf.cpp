@@ -114,7 +114,14 @@ int run_import_hf(const Args& args) {
     TemporaryFolder temporary;
     const std::string converted = temporary.path + "/model.safetensors";
     run_python(script, {bin.string(), converted});
-    model = load_hf_marian(folder, &warnings, true, converted);
+    try {
+      model = load_hf_marian(folder, &warnings, true, converted);
+    } catch (const Error& e) {  // (the fault is the user's file: named as it, not as our temporary copy)
+      std::string message = e.what();
+      for (size_t at; (at = message.find(converted)) != std::string::npos;)
+        message.replace(at, converted.size(), bin.string() + " (converted)");
+      throw Error(e.kind(), message);
+    }
     model.provenance["converted_from"] = "pytorch_model.bin";
   } else {
     model = load_hf_marian(folder, &warnings);

@@ -77,7 +77,7 @@ int run_timeline(const Args& args) {
                  printable(storage_name).c_str());
     return 2;
   }
-  const WriteRules rules{force, {path}, {}};
+  const WriteRules rules{force, {path, provenance_from}, {}};  // (the inputs: never written over, --force or not)
   if (!out.empty()) {  // refused before the read: a wrong OUT says so at once
     const std::string problem = check_output_path(out, rules);
     if (!problem.empty()) fail(ErrorKind::File, "timeline", problem);

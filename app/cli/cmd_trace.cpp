@@ -9,6 +9,7 @@
 
 #include "backend/device.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "decode/decoder.h"
 #include "io/safetensors.h"
 #include "model/model.h"
@@ -78,57 +79,48 @@ int run_trace(const Args& args) {
   DeviceRequest device = DeviceRequest::Auto;
   bool tf32 = false;
   Interventions iv;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) fail(ErrorKind::Input, "trace", a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      print_help();
-      return 0;
-    } else if (a == "--src") {
-      src_text = value();
-      have_src = true;
-    } else if (a == "--tgt") {
-      tgt_text = value();
-      have_tgt = true;
-    } else if (a == "--out") {
-      out_path = value();
-    } else if (a == "--ids") {
-      as_ids = true;
-    } else if (a == "--head-off") {
-      iv.heads_off.push_back(parse_head_ref(value()));
-    } else if (a == "--no-causal-mask") {
-      iv.causal_mask = false;
-    } else if (a == "--no-padding-mask") {
-      iv.padding_mask = false;
-    } else if (a == "--no-pos-encoding") {
-      iv.positional_encoding = false;
-    } else if (a == "--device") {
-      device = parse_device(value());
-    } else if (a == "--tf32") {
-      tf32 = true;
-    } else if (a == "--max-length") {
-      const std::string& v = value();
-      char* end = nullptr;
-      errno = 0;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || errno == ERANGE || n < 1 || n > 1000000)
-        fail(ErrorKind::Input, "trace", "--max-length needs a whole number of tokens (1 to the model's max positions), got '" +
-                                            printable(v) + "'");
-      max_length = static_cast<int>(n);
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "stepformer-cli trace: unknown option '%s' (see stepformer-cli trace --help)\n",
-                   printable(a).c_str());
-      return 2;
-    } else if (model_path.empty()) {
-      model_path = a;
-    } else {
-      std::fprintf(stderr, "stepformer-cli trace: one model file at a time\n");
-      return 2;
+  // (OptionParser: a value given twice, --src a --src b, is refused; --head-off may come once per head)
+  OptionParser p("trace");
+  p.custom("--src", [&](const std::string& v) {
+    src_text = v;
+    have_src = true;
+    return std::string();
+  });
+  p.custom("--tgt", [&](const std::string& v) {
+    tgt_text = v;
+    have_tgt = true;
+    return std::string();
+  });
+  p.value("--out", &out_path);
+  p.flag("--ids", &as_ids);
+  p.repeated("--head-off", [&](const std::string& v) {
+    try {
+      iv.heads_off.push_back(parse_head_ref(v));
+    } catch (const Error& e) {
+      return "needs KIND.L.H (KIND enc, dec or cross; layers and heads from 1): " + std::string(e.what());
     }
+    return std::string();
+  });
+  bool no_causal = false, no_padding = false, no_positions = false;
+  p.flag("--no-causal-mask", &no_causal);
+  p.flag("--no-padding-mask", &no_padding);
+  p.flag("--no-pos-encoding", &no_positions);
+  p.device("--device", &device);
+  p.flag("--tf32", &tf32);
+  p.value("--max-length", &max_length, 1, 1000000);
+  if (!p.parse(args)) return 2;
+  if (p.help_requested()) {
+    print_help();
+    return 0;
   }
+  iv.causal_mask = !no_causal;
+  iv.padding_mask = !no_padding;
+  iv.positional_encoding = !no_positions;
+  if (p.positional().size() > 1) {
+    std::fprintf(stderr, "stepformer-cli trace: one model file at a time\n");
+    return 2;
+  }
+  if (!p.positional().empty()) model_path = p.positional()[0];
   if (model_path.empty() || !have_src || out_path.empty()) {
     print_help();
     return 2;

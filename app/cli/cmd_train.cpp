@@ -95,11 +95,7 @@ int run_train(const Args& args) {
   p.value("--clip", &o.clip_norm, 0.0f, 1e6f);
   p.value("--seed", &o.seed);
   p.value("--threads", &o.threads, 0, 256);
-  p.custom("--device", [&](const std::string& v) {
-    if (v != "auto" && v != "cpu" && v != "cuda") return std::string("auto, cpu or cuda");
-    o.device = parse_device(v);
-    return std::string();
-  });
+  p.device("--device", &o.device);
   p.flag("--tf32", &o.tf32);
   p.value("--final-beam", &o.final_beam, 1, 64);
   p.value("--timeline", &o.timeline_path);

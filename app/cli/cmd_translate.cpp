@@ -20,9 +20,9 @@ int run_translate(const Args& args) {
   OptionParser p("translate");
   int beam = 0;  // 0: the model's own (a Marian model's num_beams), else greedy
   bool show_tokens = false;
-  std::string device_name = "auto";
+  DeviceRequest device = DeviceRequest::Auto;
   p.value("--beam", &beam, 1, kMaxBeamWidth);
-  p.value("--device", &device_name);
+  p.device("--device", &device);
   p.flag("--tokens", &show_tokens);
   bool tf32 = false;
   p.flag("--tf32", &tf32);
@@ -53,7 +53,6 @@ int run_translate(const Args& args) {
                  folder ? "folder" : "file");
     return 2;
   }
-  const DeviceRequest device = parse_device(device_name);
   require_words(sentence, "translate");
   const Model model = load_model_warning("translate", default_model ? "" : p.positional()[0]);
   const std::vector<Token> source = encode_text(model, sentence, Side::Source);

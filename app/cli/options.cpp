@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "util/printable.h"
 
@@ -37,8 +38,13 @@ void OptionParser::value(const std::string& name, float* out, float lo, float hi
   options_.push_back({name, true, [=](const std::string& v) {
                         char* end = nullptr;
                         const float x = std::strtof(v.c_str(), &end);
-                        if (v.empty() || *end || !(x >= lo && x <= hi))
-                          return "needs a number from " + std::to_string(lo) + " to " + std::to_string(hi);
+                        if (v.empty() || *end || !(x >= lo && x <= hi)) {
+                          // (%g: 1e-07 and 10 as they are; std::to_string printed 1e-7 as 0.000000)
+                          char range[96];
+                          std::snprintf(range, sizeof range, "needs a number from %g to %g", static_cast<double>(lo),
+                                        static_cast<double>(hi));
+                          return std::string(range);
+                        }
                         *out = x;
                         return std::string();
                       }});
@@ -56,11 +62,24 @@ void OptionParser::value(const std::string& name, uint64_t* out) {
                       }});
 }
 
+void OptionParser::device(const std::string& name, DeviceRequest* out) {
+  options_.push_back({name, true, [out](const std::string& v) {
+                        if (v != "auto" && v != "cpu" && v != "cuda") return std::string("needs auto, cpu or cuda");
+                        *out = v == "auto" ? DeviceRequest::Auto : v == "cpu" ? DeviceRequest::Cpu : DeviceRequest::Cuda;
+                        return std::string();
+                      }});
+}
+
 void OptionParser::custom(const std::string& name, std::function<std::string(const std::string&)> apply) {
   options_.push_back({name, true, std::move(apply)});
 }
 
+void OptionParser::repeated(const std::string& name, std::function<std::string(const std::string&)> apply) {
+  options_.push_back({name, true, std::move(apply), true});
+}
+
 bool OptionParser::parse(const Args& args) {
+  std::map<std::string, std::string> given;  // each option's first value, to name both when one comes again
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -86,6 +105,11 @@ bool OptionParser::parse(const Args& args) {
         return false;
       }
       v = args[++i];
+      if (const auto [at, fresh] = given.emplace(a, v); !fresh && !found->repeats) {
+        std::fprintf(stderr, "stepformer-cli %s: %s is given twice ('%s', then '%s'): give it once\n", command_.c_str(),
+                     a.c_str(), printable(at->second).c_str(), printable(v).c_str());
+        return false;
+      }
     }
     const std::string error = found->apply(v);
     if (!error.empty()) {

@@ -1,10 +1,13 @@
 // A small option parser shared by the CLI subcommands: `--name VALUE` and `--flag`, with clear messages for
-// a missing or malformed value. Positional arguments are collected in order.
+// a missing or malformed value. Positional arguments are collected in order. An option with a value given twice
+// (--beam 2 --beam 3) is refused, naming both values, unless it is declared `repeated` (--head-off, one head
+// each); every mistake is bad usage: parse() returns false and the command exits with 2.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "cli/commands.h"
 
 namespace sf::cli {
@@ -17,8 +20,12 @@ class OptionParser {
   void value(const std::string& name, int* out, int lo, int hi);
   void value(const std::string& name, float* out, float lo, float hi);
   void value(const std::string& name, uint64_t* out);
+  // auto, cpu or cuda (backend/device.h).
+  void device(const std::string& name, DeviceRequest* out);
   // Calls `apply` with the value; `apply` returns an error message or "".
   void custom(const std::string& name, std::function<std::string(const std::string&)> apply);
+  // The same for an option that may be given more than once: `apply` is called with each value in turn.
+  void repeated(const std::string& name, std::function<std::string(const std::string&)> apply);
 
   // Parses; on an error prints it (naming the command) and returns false. --help sets help_requested().
   bool parse(const Args& args);
@@ -30,6 +37,7 @@ class OptionParser {
     std::string name;
     bool takes_value;
     std::function<std::string(const std::string&)> apply;
+    bool repeats = false;
   };
   std::string command_;
   std::vector<Option> options_;

@@ -1,16 +1,24 @@
 #include "gui/model_loader.h"
 
+#include <optional>
+
 #include "model/hf_marian.h"
+#include "util/cancel.h"
 #include "util/parallel.h"
 
 namespace sf::gui {
 
-LoadedModel read_model_file(const std::string& path) {
+LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* cancel) {
   LoadedModel r;
   r.path = path;
   const auto t0 = std::chrono::steady_clock::now();
   try {
+    std::optional<CancelScope> scope;
+    if (cancel) scope.emplace(*cancel);
     r.model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
+  } catch (const Cancelled&) {
+    r.model.reset();
+    r.error = "cancelled";
   } catch (const Error& e) {
     r.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
     r.error_kind = e.kind();
@@ -24,19 +32,22 @@ LoadedModel read_model_file(const std::string& path) {
 }
 
 ModelLoader::~ModelLoader() {
+  if (cancel_) *cancel_ = true;  // quitting while a large file loads: it stops at its next piece
   if (future_.valid()) future_.wait();
 }
 
 void ModelLoader::start(const std::string& path) {
   if (busy()) {
     queued_ = path;
+    if (cancel_) *cancel_ = true;  // the running load's result would be dropped: stop it now
     return;
   }
   path_ = path;
   started_ = Clock::now();
-  future_ = std::async(std::launch::async, [path] {
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  future_ = std::async(std::launch::async, [path, cancel = cancel_] {
     lower_this_thread();  // below the frame thread (util/parallel.h, main.cpp)
-    return read_model_file(path);
+    return read_model_file(path, cancel.get());
   });
 }
 

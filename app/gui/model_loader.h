@@ -3,6 +3,7 @@
 // result is in, swaps the model in through AppState::use_model (the recompute of the sentence needs the
 // frame thread's state). The model is immutable once loaded, so nothing is shared while the worker runs.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -24,19 +25,20 @@ struct LoadedModel {
   double seconds = 0;                  // how long the parse took
 };
 
-// The parse itself, on the calling thread; never throws.
-LoadedModel read_model_file(const std::string& path);
+// The parse itself, on the calling thread; never throws. Stopped when `cancel` becomes true (util/cancel.h): then
+// the result has no model and error "cancelled".
+LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* cancel = nullptr);
 
 class ModelLoader {
  public:
   using Clock = std::chrono::steady_clock;
   ModelLoader() = default;
-  ~ModelLoader();  // waits for a load in progress (the worker must not outlive what it writes to)
+  ~ModelLoader();  // stops a load in progress and waits for it (the worker must not outlive what it writes to)
   ModelLoader(const ModelLoader&) = delete;
   ModelLoader& operator=(const ModelLoader&) = delete;
 
-  // Starts loading `path` on a worker thread. While one load runs, a new request waits and replaces any
-  // earlier waiting one (the user changed their mind: only the newest matters).
+  // Starts loading `path` on a worker thread. While one load runs, a new request stops it and waits for it to
+  // stop, replacing any earlier waiting one (the user changed their mind: only the newest matters).
   void start(const std::string& path);
   bool busy() const { return future_.valid(); }
   // The file being loaded ("" when idle) and for how long.
@@ -51,6 +53,7 @@ class ModelLoader {
  private:
   std::optional<LoadedModel> finish();
   std::future<LoadedModel> future_;
+  std::shared_ptr<std::atomic<bool>> cancel_;  // the running load's stop request
   std::string path_;
   std::optional<std::string> queued_;
   Clock::time_point started_{};

@@ -5,12 +5,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "backend/backend.h"
 #include "model/hf_marian.h"
 #include "gui/app_state.h"
 #include "gui/settings.h"
+#include "io/user_files.h"
+#include "transformer/interventions.h"
 #include "util/printable.h"
 #include "gui/script/script.h"
 #include "gui/stages.h"
@@ -110,12 +113,19 @@ ParsedOptions parse_app_options(int argc, char** argv) {
     r.exit_code = 2;
     return r;
   };
+  // An option given twice is refused rather than one of its values silently dropped (two --screenshot paths, two
+  // --model files): the value each option had first, to name both.
+  std::map<std::string, std::string> given;
+  std::string twice;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* name) -> const char* {
       if (i + 1 >= argc) return nullptr;
-      (void)name;
-      return argv[++i];
+      const char* v = argv[++i];
+      if (const auto [at, fresh] = given.emplace(name, v); !fresh && twice.empty())
+        twice = std::string(name) + " is given twice ('" + printable(at->second) + "', then '" + printable(v) +
+                "'): give it once";
+      return v;
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage().c_str(), stdout);
@@ -201,7 +211,15 @@ ParsedOptions parse_app_options(int argc, char** argv) {
         if (!stage_from_name(r.options.stage, &stage))
           return error("--stage must be one of " + stage_names() + "; got '" + r.options.stage + "'");
       }
-      if (arg == "--attention") r.options.attention = v;
+      if (arg == "--attention") {
+        try {
+          parse_head_ref(v);  // its syntax now; whether the model has that layer and head, once it is loaded
+        } catch (const Error& e) {
+          return error("--attention takes a head as KIND.L.H (KIND enc, dec or cross; layers and heads from 1, "
+                       "e.g. enc.1.1): " + std::string(e.what()));
+        }
+        r.options.attention = v;
+      }
     } else if (arg == "--ui-scale") {
       const char* v = value("--ui-scale");
       char* end = nullptr;
@@ -213,6 +231,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
     } else {
       return error("unknown option '" + printable(arg) + "'");
     }
+    if (!twice.empty()) return error(twice);
   }
   if (!r.options.script_path.empty() && !r.options.lesson_path.empty())
     return error("--script and --lesson cannot be combined (a lesson is a script that waits at its pauses)");
@@ -226,8 +245,13 @@ void apply_last_session(const Settings& settings, AppOptions& options) {
       options.model_path = settings.last_model;
       options.fallback_model_path = default_model_path();
     } else {
-      std::fprintf(stderr, "stepformer: the last model '%s' is gone; opening the shipped model\n",
-                   printable(settings.last_model).c_str());
+      // Gone, or something that is not a model where it was (a FIFO, a device): said as it is.
+      const std::string kind = non_regular_file_kind(settings.last_model);
+      std::fprintf(stderr, "stepformer: the last model '%s' %s; opening the shipped model\n",
+                   printable(settings.last_model).c_str(),
+                   kind.empty()         ? "is gone"
+                   : kind == "a folder" ? "is a folder with no model in it"
+                                        : ("is " + kind + ", not a model file").c_str());
     }
   }
   if (!options.sentence_given && !settings.last_sentence.empty()) options.sentence = settings.last_sentence;

@@ -98,6 +98,7 @@ class Training {
   void pause();
   void resume();
   void stop();
+  bool stopping() const { return session_ && session_->stopping(); }  // stop asked, the run not yet ended
   const TrainingSession* session() const { return session_.get(); }
   const std::string& recipe_id() const { return recipe_id_; }
   // The last status, the whole loss curve, and the step whose weights are on show (-1: none yet).

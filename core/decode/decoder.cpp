@@ -7,6 +7,7 @@
 #include "backend/cuda_model.h"
 #include "model/model.h"
 #include "transformer/forward.h"
+#include "transformer/pass_memory.h"
 #include "util/error.h"
 
 namespace sf {
@@ -34,12 +35,26 @@ void validate_decode_options(const Config& config, const DecodeOptions& options,
              std::to_string(kMaxBeamWidthWithoutCache));
 }
 
+namespace {
+
+// Decoding's working memory (transformer/pass_memory.h) for this source and the longest translation it may write,
+// before the encoder runs: refused with the numbers where it would not fit.
+void check_decoding_memory(const Config& config, int source, int max_length, const DecodeOptions& options) {
+  const int hypotheses = options.strategy == DecodeStrategy::Beam ? options.beam_width : 1;
+  const int extra = max_length + 1 - source;  // (the longest translation, as a length beside the source's)
+  check_pass_memory(config, source,
+                    [&](int s) { return decoding_bytes(config, s, std::max(1, s + extra), hypotheses); }, "Decoder");
+}
+
+}  // namespace
+
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options,
                  std::shared_ptr<const Trace> previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  check_decoding_memory(config, static_cast<int>(src_ids.size()), max_length_, options);
   // reuse_encoder's rule, without its copy: the pass is shared.
   validate_interventions(config, interventions);
   check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), -1);
@@ -61,6 +76,7 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  check_decoding_memory(config, static_cast<int>(src_ids.size()), max_length_, options);
   auto own = std::make_shared<Trace>();
   if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, *own))
     encode(config, weights, src_ids, interventions, *own);

@@ -85,8 +85,11 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
     // nothing is fed yet (then row i of the logits predicts draft[i], else row i - 1 does, draft[0] being
     // predicted by the prediction in hand).
     v.gpu = d.copy_gpu_cache(h);
-    std::vector<int> rows = in_hand ? std::vector<int>() : std::vector<int>{config.bos_id};
-    rows.insert(rows.end(), draft.begin(), draft.begin() + fed);
+    // (reserved and pushed: GCC 12 sees an insert after an empty vector as a copy out of bounds, -Warray-bounds)
+    std::vector<int> rows;
+    rows.reserve(static_cast<size_t>(fed) + 1);
+    if (!in_hand) rows.push_back(config.bos_id);
+    for (int i = 0; i < fed; ++i) rows.push_back(draft[static_cast<size_t>(i)]);
     const Mat logits = d.gpu_chunk(*v.gpu, rows);
     prediction = [&, logits](int i) -> RowVec {
       if (in_hand) return i == 0 ? h.next_logits : RowVec(logits.row(i - 1));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "util/cancel.h"
 #include "util/error.h"
 
 namespace sf {
@@ -107,6 +108,24 @@ void remove_stale_temporary_files(const fs::path& dir) {
 
 bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
+// The file of `input` that `target` is (by device and inode: through links, hard links and other names), or "":
+// the input itself, or, where the input is a folder (a Hugging Face model folder), any file in it, two levels
+// deep at most and the first 10,000 entries (a model folder holds a dozen).
+std::string input_that_is(const std::string& input, const struct stat& target) {
+  struct stat in_st {};
+  if (input.empty() || ::stat(input.c_str(), &in_st) != 0) return "";
+  if (same_file(in_st, target)) return input;
+  if (!S_ISDIR(in_st.st_mode)) return "";
+  std::error_code ec;
+  int seen = 0;
+  for (fs::recursive_directory_iterator it(input, ec), end; !ec && it != end && seen < 10000; it.increment(ec), ++seen) {
+    if (it.depth() >= 1) it.disable_recursion_pending();
+    struct stat st {};
+    if (::stat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && same_file(st, target)) return it->path().string();
+  }
+  return "";
+}
+
 }  // namespace
 
 // [SECTION] reading
@@ -116,6 +135,18 @@ std::string non_regular_file_kind(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "";
   return kind_of_mode(st.st_mode);
 }
+
+namespace {
+// 1048579 -> "1,048,579".
+std::string with_thousands(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+}  // namespace
 
 std::string byte_size_text(uint64_t bytes) {
   char text[48];
@@ -147,8 +178,11 @@ int open_regular_file(const std::string& path, uint64_t max_bytes, const char* w
   const uint64_t bytes = static_cast<uint64_t>(st.st_size);
   if (bytes > max_bytes) {
     ::close(fd);
-    fail(ErrorKind::File, where, in_quotes(path) + " is " + byte_size_text(bytes) + "; the limit for " + what + " is " +
-                                     byte_size_text(max_bytes));
+    // (just over the limit, the rounded sizes read alike, "1.0 MB; the limit is 1.0 MB": then the bytes)
+    const bool alike = byte_size_text(bytes) == byte_size_text(max_bytes);
+    const auto size_of = [&](uint64_t n) { return alike ? with_thousands(n) + " bytes" : byte_size_text(n); };
+    fail(ErrorKind::File, where, in_quotes(path) + " is " + size_of(bytes) + "; the limit for " + what + " is " +
+                                     size_of(max_bytes));
   }
   *size = bytes;
   return fd;
@@ -157,7 +191,8 @@ int open_regular_file(const std::string& path, uint64_t max_bytes, const char* w
 void read_exactly(int fd, void* out, uint64_t size, const std::string& path, const char* where) {
   auto* p = static_cast<char*>(out);
   for (uint64_t done = 0; done < size;) {
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30));
+    stop_if_cancelled();  // (a large model loading while the app quits: util/cancel.h)
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 64u << 20));
     const ssize_t n = ::read(fd, p + done, chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) fail(ErrorKind::File, where, "cannot read " + in_quotes(path) + ": " + errno_text());
@@ -217,12 +252,11 @@ std::string check_output_path(const std::string& path, const WriteRules& rules) 
       return in_quotes(path) + " is a symbolic link: not written through it (give the path of the file it points to)";
     if (!S_ISREG(link_st.st_mode))
       return in_quotes(path) + " is " + kind_of_mode(link_st.st_mode) + ", not a regular file: not written";
-    for (const std::string& input : rules.inputs) {
-      struct stat in_st {};
-      if (!input.empty() && ::stat(input.c_str(), &in_st) == 0 && same_file(in_st, link_st))
-        return in_quotes(path) + " is the same file as the input " + in_quotes(input) +
+    for (const std::string& input : rules.inputs)
+      if (const std::string same = input_that_is(input, link_st); !same.empty())
+        return in_quotes(path) + " is the same file as the input " + in_quotes(same) +
+               (same == input ? std::string() : " (in the input folder " + in_quotes(input) + ")") +
                ": not written over (choose another output name)";
-    }
     if (!rules.replace) return in_quotes(path) + " exists: not replaced (choose another name or remove it first)";
   }
   struct stat dir_st {};

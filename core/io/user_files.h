@@ -14,7 +14,8 @@
 // checked against WriteRules:
 //   - never anything but a regular file (a folder, FIFO, socket or device node is refused, even as root);
 //   - never a symbolic link (the file would silently replace the link; name the file it points to instead);
-//   - never one of the command's own inputs (the same file, also through links or hard links);
+//   - never one of the command's own inputs (the same file by device and inode: also through links, hard links
+//     or another name; for an input that is a folder, any file in it);
 //   - an existing file only when `replace` is set, and then its permission bits (and owner, as root) are kept;
 //   - with `allowed_folder`, only under that folder once every link in the path is resolved (scripts and
 //     lessons: shared files that must never write anywhere the user did not choose).
@@ -51,7 +52,7 @@ std::string byte_size_text(uint64_t bytes);
 
 struct WriteRules {
   bool replace = false;             // may replace an existing regular file (never anything else)
-  std::vector<std::string> inputs;  // the command's inputs: never written over (same file, also through links)
+  std::vector<std::string> inputs;  // the command's inputs, files or folders: never written over (by identity)
   std::string allowed_folder;       // "" = anywhere; else the file must lie under this folder, links resolved
 };
 

@@ -8,6 +8,7 @@
 
 #include "io/json_text.h"
 #include "model/name_tables.h"
+#include "util/cancel.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/tensor.h"
@@ -271,6 +272,9 @@ void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std:
   for (const TensorSpec& spec : layout)
     if (!absent(spec.name)) checked_tensor(file, spec);
 
+  // Weights the machine could not hold are refused before anything is read or allocated, by `info` too (which
+  // checks every value without keeping them): a model `info` calls usable loads.
+  check_weight_memory(origin, layout);
   if (!read_weights) {
     // Every value is still checked (NaN, Inf), through a small buffer: memory stays that of the header.
     std::vector<float> chunk(1 << 18);
@@ -278,25 +282,27 @@ void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std:
       if (absent(spec.name)) continue;
       const TensorView& t = checked_tensor(file, spec);
       for (int64_t first = 0; first < t.numel(); first += static_cast<int64_t>(chunk.size())) {
+        stop_if_cancelled();
         const std::span<float> piece(chunk.data(), static_cast<size_t>(std::min<int64_t>(chunk.size(), t.numel() - first)));
         t.read_floats(first, piece);
         check_finite(spec.name, piece, kLoad, first);
       }
     }
   } else {
-    check_weight_memory(origin, layout);  // before allocating: a hostile config cannot take all the memory
     m.weights = allocate_weights(c);
     for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
       if (absent(slot.name)) continue;
       const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
       int64_t first = 0;
       for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
+        stop_if_cancelled();  // (the app quits, or opens another model, while this one loads: util/cancel.h)
         t.read_floats(first, part);  // straight into the weight: no second copy of a large tensor
         check_finite(slot.name, part, kLoad, first);
         first += static_cast<int64_t>(part.size());
       }
     }
     complete_shared_weights(c, m.weights);
+    stop_if_cancelled();
     attach_packed_weights(m.weights);  // laid out for the few-row kernel; a model stored as F16 as halves (model/weights.h)
   }
 

@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "model/sentencepiece_proto.h"
 #include "util/error.h"
 
 namespace sf {
@@ -27,6 +28,10 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
   for (int i = 0; i < 2; ++i) {
     if (impl_->proto[i].empty())
       fail(ErrorKind::Format, where, "'" + *names[i] + "' is empty: not a SentencePiece model");
+    // What the library would crash on (a crafted character map, a piece longer than its trie builder's
+    // stack): refused before it sees the bytes (model/sentencepiece_proto.h).
+    if (const std::string unsafe = sentencepiece_model_problem(impl_->proto[i]); !unsafe.empty())
+      fail(ErrorKind::Format, where, "'" + *names[i] + "' is not a SentencePiece model Stepformer can read: " + unsafe);
     // libsentencepiece reports most faults as a status, but some (a piece of zero length, found by
     // tests/fuzz/fuzz_hf_marian) as an exception of its own from deep inside: both become one Format error.
     std::string problem;
@@ -147,9 +152,18 @@ std::string decode_pieces(const std::vector<std::string>& pieces, const Sentence
   }
   // convert_tokens_to_string: a piece the side's model does not know passes through spm as written, so its ▁
   // is turned into a space afterwards, and the ends are stripped.
-  std::string text = models.join(kept, side);
-  static const std::string kWordStart = "\xe2\x96\x81";  // ▁ U+2581
-  for (size_t at; (at = text.find(kWordStart)) != std::string::npos;) text.replace(at, kWordStart.size(), " ");
+  const std::string joined = models.join(kept, side);
+  static constexpr std::string_view kWordStart = "\xe2\x96\x81";  // ▁ U+2581
+  std::string text;  // (built anew, not replaced in place: GCC 12 misreads that as an overlapping copy)
+  text.reserve(joined.size());
+  for (size_t at = 0; at < joined.size();) {
+    if (std::string_view(joined).substr(at, kWordStart.size()) == kWordStart) {
+      text += ' ';
+      at += kWordStart.size();
+    } else {
+      text += joined[at++];
+    }
+  }
   const size_t first = text.find_first_not_of(" \t\n\r\f\v");
   if (first == std::string::npos) return "";
   return text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);

@@ -51,6 +51,12 @@ void TrainingSession::stop() {
   changed_.notify_all();
 }
 
+bool TrainingSession::stopping() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stop_requested_ && status_.state != State::Finished && status_.state != State::Stopped &&
+         status_.state != State::Failed;
+}
+
 bool TrainingSession::ended() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return status_.state == State::Finished || status_.state == State::Stopped || status_.state == State::Failed;

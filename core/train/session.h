@@ -80,6 +80,8 @@ class TrainingSession {
   // Waits until `step` steps are done or the run has ended; false on timeout.
   bool wait_for_step(int64_t step, std::chrono::milliseconds timeout) const;
   bool wait_until_ended(std::chrono::milliseconds timeout) const;
+  // Asked to stop and not yet ended (the step in progress finishes first).
+  bool stopping() const;
 
  private:
   void run();

@@ -65,9 +65,19 @@ std::vector<std::string> data_files(const TrainOptions& o) {
   return files;
 }
 
+// What training reads and must never write over: the data files, and the model it starts from (a file, or a
+// Hugging Face folder with every file in it: io/user_files.h compares by identity).
+std::vector<std::string> train_inputs(const TrainOptions& o) {
+  std::vector<std::string> files = data_files(o);
+  if (!o.from_model.empty()) files.push_back(o.from_model);
+  return files;
+}
+
+// Two outputs that would be one file: the same name, or (both there) the same device and inode.
 bool same_path(const std::string& a, const std::string& b) {
   std::error_code ec;
-  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+  if (std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec)) return true;
+  return std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec) && std::filesystem::equivalent(a, b, ec);
 }
 
 // A rough upper estimate of training's memory, checked before anything is allocated, so an absurd model size is
@@ -157,7 +167,25 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
     const auto it = file.metadata().find(key);
     return it == file.metadata().end() ? std::string() : it->second;
   };
-  if (meta.value("config", json()) != config_to_json(config) || meta.value("seed", uint64_t{0}) != seed ||
+  // Each field of the run state is read as the type it must be: a damaged one is named with the file, never
+  // passed on as JSON's own message.
+  const auto field = [&](const char* key) -> const json& {
+    const auto it = meta.find(key);
+    if (it == meta.end()) fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state lacks '" + key +
+                                                             "'; delete it or pass --no-resume");
+    return *it;
+  };
+  const auto whole_number = [&](const char* key, int64_t most) -> int64_t {
+    const json& v = field(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > most)
+      fail(ErrorKind::Format, "train", "checkpoint '" + path + "': '" + key + "' is " + v.dump() + ", not a whole " +
+                                           "number from 0 to " + std::to_string(most) + "; delete it or pass --no-resume");
+    return v.get<int64_t>();
+  };
+  if (!field("seed").is_number_unsigned())
+    fail(ErrorKind::Format, "train", "checkpoint '" + path + "': 'seed' is " + field("seed").dump() +
+                                         ", not a whole number; delete it or pass --no-resume");
+  if (meta.value("config", json()) != config_to_json(config) || field("seed").get<uint64_t>() != seed ||
       text_of("src_vocab") != src.to_json().dump() || text_of("tgt_vocab") != tgt.to_json().dump())
     fail(ErrorKind::Input, "train",
          "checkpoint '" + path + "' belongs to another run (different model, data or seed); delete it or pass "
@@ -168,15 +196,23 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
       if (!t) fail(ErrorKind::Missing, "train", "checkpoint '" + path + "' lacks '" + prefix + p.name + "'");
       if (t->numel() != p.size) fail(ErrorKind::Shape, "train", "checkpoint tensor '" + prefix + p.name + "' has the wrong size");
       t->read_floats(std::span<float>(p.data, static_cast<size_t>(p.size)));
+      // A damaged value would resume and only show as a loss of nan steps later, naming nothing: said here.
+      for (int64_t i = 0; i < p.size; ++i)
+        if (!std::isfinite(p.data[i]) || (prefix == "adam_v." && p.data[i] < 0.0f))
+          fail(ErrorKind::Value, "train",
+               "checkpoint '" + path + "' is damaged: '" + prefix + p.name + "' holds " +
+                   (std::isfinite(p.data[i]) ? "a negative second moment" : std::isnan(p.data[i]) ? "NaN" : "Inf") +
+                   " at index " + std::to_string(i) + "; delete it or pass --no-resume");
     }
   };
   load_all("weights.", weights);
   load_all("adam_m.", adam.first_moment());
   load_all("adam_v.", adam.second_moment());
   RunState s;
+  // (epochs as --epochs allows; steps: 2^40, far past any run, far below what would overflow the schedule)
+  s.finished_epochs = static_cast<int>(whole_number("finished_epochs", 10000));
+  s.step = whole_number("step", int64_t{1} << 40);
   try {
-    s.finished_epochs = meta.at("finished_epochs");
-    s.step = meta.at("step");
     s.result.best_epoch = meta.at("best_epoch");
     s.result.best_valid_bleu = meta.at("best_valid_bleu");
     s.result.wall_seconds = meta.at("wall_seconds");
@@ -185,8 +221,8 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
     fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state is damaged (" + e.what() +
                                          "); delete it or pass --no-resume");
   }
-  if (s.finished_epochs < 0 || s.step < 0 || s.result.best_epoch < 0 ||
-      s.result.best_epoch > static_cast<int>(s.result.history.size()))
+  if (s.finished_epochs != static_cast<int>(s.result.history.size()) || s.result.best_epoch < 0 ||
+      s.result.best_epoch > static_cast<int>(s.result.history.size()) || (s.finished_epochs > 0) != (s.step > 0))
     fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state is inconsistent (epoch " +
                                          std::to_string(s.finished_epochs) + ", step " + std::to_string(s.step) +
                                          "); delete it or pass --no-resume");
@@ -286,7 +322,7 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   s.log_fn = std::move(log_fn);
   s.writes = !o.out_path.empty();
   // Both outputs are checked before any work: an hour of training must not end in "cannot write".
-  s.outputs = WriteRules{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
+  s.outputs = WriteRules{.replace = true, .inputs = train_inputs(o), .allowed_folder = ""};
   if (s.writes) {
     s.checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
     for (const std::string& path : {o.out_path, s.checkpoint})
@@ -364,6 +400,13 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   s.adam = std::make_unique<Adam>(s.weights, o.adam);
   if (std::error_code ec; s.writes && o.resume && std::filesystem::exists(s.checkpoint, ec)) {
     s.state = read_checkpoint(s.checkpoint, config, src_vocab, tgt_vocab, o.seed, s.weights, *s.adam);
+    // The steps those epochs can have taken on this data (an epoch's plan varies a little with the shuffle).
+    const int64_t batches = static_cast<int64_t>(plan_batches(s.train_examples, o.batch_tokens, o.seed, 1).size());
+    if (s.state.step > 2 * batches * s.state.finished_epochs + batches)
+      fail(ErrorKind::Format, "train",
+           "checkpoint '" + s.checkpoint + "' says step " + std::to_string(s.state.step) + " after " +
+               std::to_string(s.state.finished_epochs) + " epochs of about " + std::to_string(batches) +
+               " batches: it is damaged or from other data; delete it or pass --no-resume");
     s.log("resuming from '" + s.checkpoint + "' after epoch " + std::to_string(s.state.finished_epochs) +
           " (step " + std::to_string(s.state.step) + ")");
   }
@@ -565,7 +608,7 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
   const bool keep_timeline = !o.timeline_path.empty();
   const std::string checkpoint = o.checkpoint_path.empty() ? o.out_path + ".checkpoint" : o.checkpoint_path;
   // Written as the model and the checkpoint are: never onto the data.
-  const WriteRules timeline_rules{.replace = true, .inputs = data_files(o), .allowed_folder = ""};
+  const WriteRules timeline_rules{.replace = true, .inputs = train_inputs(o), .allowed_folder = ""};
   if (keep_timeline) {
     if (const std::string problem = check_output_path(o.timeline_path, timeline_rules);
         !problem.empty())

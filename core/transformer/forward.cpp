@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "transformer/layers.h"
+#include "transformer/pass_memory.h"
 #include "transformer/passes.h"
 #include "util/error.h"
 
@@ -135,6 +136,11 @@ void forward(const Config& config, const ModelWeights& weights, const std::vecto
              const std::vector<int>& tgt_ids, const Interventions& interventions, Trace& trace) {
   check_embedding_input(config, weights, false, tgt_ids, positions_from_zero(tgt_ids.size()));
   check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), static_cast<int>(tgt_ids.size()));
+  // Its working memory before any of it is allocated (pass_memory.h): a long sentence on a model of many heads
+  // is refused with the numbers, not ended by bad_alloc.
+  const int extra = static_cast<int>(tgt_ids.size()) - static_cast<int>(src_ids.size());
+  check_pass_memory(config, static_cast<int>(src_ids.size()),
+                    [&](int s) { return traced_pass_bytes(config, s, std::max(1, s + extra)); }, "forward");
   encode(config, weights, src_ids, interventions, trace);
   decode_pass(config, weights, tgt_ids, trace);
 }

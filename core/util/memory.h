@@ -16,4 +16,10 @@ bool keep_freed_memory();
 // load or train is refused against, before anything is allocated.
 double physical_memory_bytes();
 
+// The memory this process may still take, in bytes: the least of the kernel's MemAvailable, what the address-space
+// and data limits (ulimit -v, -d) leave above what the process uses, and what its cgroup's limit leaves (v2
+// memory.max, v1 memory.limit_in_bytes, less the usage); physical_memory_bytes() where none of them says. The
+// figure a pass's working memory is checked against (transformer/pass_memory.h).
+double available_memory_bytes();
+
 }  // namespace sf

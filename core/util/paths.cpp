@@ -18,14 +18,28 @@ std::string shipped_model_path(const std::string& name) {
 }
 
 std::string tool_script_path(const std::string& name) {
+  // A script runs as the user: only one of ours, where this program was built (the source tree of the build
+  // folder it runs from) or installed (bin/../share/stepformer), never the folder the user stands in, where
+  // anyone's tools/ could be waiting.
   namespace fs = std::filesystem;
   const fs::path relative = fs::path("tools") / name;
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
-                               exe.parent_path().parent_path() / "share" / "stepformer"})
-    if (!root.empty() && fs::is_regular_file(root / relative, ec)) return (root / relative).string();
+  for (const fs::path& root : tool_folders())
+    if (fs::is_regular_file(root / relative, ec)) return (root / relative).string();
   return "";
+}
+
+std::vector<std::filesystem::path> tool_folders() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::weakly_canonical(fs::read_symlink("/proc/self/exe", ec), ec);
+  std::vector<fs::path> roots;
+  // Built: the program lies inside the build folder that was configured from STEPFORMER_SOURCE_ROOT.
+  const fs::path build = fs::weakly_canonical(fs::path(STEPFORMER_BUILD_ROOT), ec);
+  const fs::path inside = exe.lexically_relative(build);
+  if (!exe.empty() && !inside.empty() && *inside.begin() != "..") roots.push_back(fs::path(STEPFORMER_SOURCE_ROOT));
+  if (!exe.empty()) roots.push_back(exe.parent_path().parent_path() / "share" / "stepformer");  // installed
+  return roots;
 }
 
 std::vector<std::string> multi30k_search_folders() {

@@ -1,6 +1,7 @@
 // Where the shipped files are: assets/ of the source tree the binaries were built from, else of the working
 // directory, else beside the installed binary (bin/../share/stepformer/assets).
 #pragma once
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,12 @@ namespace sf {
 // Returns the first candidate that exists, or the source-tree path (which names the file in the error).
 std::string shipped_model_path(const std::string& name = "de-en");
 
-// A script of tools/ ("hf_bin_to_safetensors.py"), found as shipped_model_path finds assets; "" when absent.
+// A script of tools/ ("hf_bin_to_safetensors.py") of this program's own: in tool_folders(), never the working
+// directory (a tools/ there is anyone's); "" when absent.
 std::string tool_script_path(const std::string& name);
+// Where tool_script_path looks: the source tree when the program runs from the build folder made from it, and
+// bin/../share/stepformer beside the program.
+std::vector<std::filesystem::path> tool_folders();
 
 // Multi30k's tokenized files (train.lc.norm.tok.de, ...) where the project keeps them, ../shared/data/multi30k/tok
 // beside the source tree (or the working directory): what live training reads when not told. "" when absent.

@@ -1,5 +1,6 @@
 #include "util/printable.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace sf {
@@ -21,7 +22,20 @@ size_t utf8_length(std::string_view text, size_t i) {
   return n;
 }
 
+// The code point of the valid UTF-8 sequence of `n` bytes at text[i].
+uint32_t code_point(std::string_view text, size_t i, size_t n) {
+  const auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(text[k])); };
+  if (n == 1) return byte(i);
+  uint32_t cp = byte(i) & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) cp = cp << 6 | (byte(i + k) & 0x3f);
+  return cp;
+}
+
 }  // namespace
+
+bool is_bidi_control(uint32_t cp) {
+  return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
 
 std::string printable(std::string_view text) {
   std::string out;
@@ -44,6 +58,11 @@ std::string printable(std::string_view text) {
       escape(b);
       escape(static_cast<unsigned char>(text[i + 1]));
       i += 2;
+    } else if (const uint32_t cp = code_point(text, i, n); is_bidi_control(cp)) {
+      char u[12];
+      std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(cp));
+      out += u;
+      i += n;
     } else {
       out.append(text.substr(i, n));
       i += n;

@@ -90,8 +90,10 @@ void fuzz_cli(const std::vector<std::string>& words) {
   p.value("--final-beam", &final_beam, 1, 64);
   p.flag("--no-resume", &no_resume);
   p.flag("--f32", &f32);
-  // A custom option, as `trace --head-off KIND.L.H` takes one: the message of a refused value, or "".
-  p.custom("--head-off", [&](const std::string& v) -> std::string {
+  sf::DeviceRequest device = sf::DeviceRequest::Auto;
+  p.device("--device", &device);
+  // A repeated option, as `trace --head-off KIND.L.H` takes one: the message of a refused value, or "".
+  p.repeated("--head-off", [&](const std::string& v) -> std::string {
     try {
       (void)sf::parse_head_ref(v);
       heads_off += v + " ";

@@ -14,16 +14,27 @@
 //     when the vocabulary holds all the text's tokens (encode() splits as tokenize() does);
 //   - printable()'s output holds no C0 control (byte < 0x20), no DEL (0x7f), no C1 control (U+0080-U+009F),
 //     and is valid UTF-8 (util/printable.h).
+//
+// An input that starts with the 4 bytes "\0SPM" is a SentencePiece model instead (no JSON starts with NUL): its
+// last byte n says that the n bytes before it are the text, the bytes between the tag and the text are the model
+// (a serialized ModelProto, as source.spm and target.spm hold). It goes through sf::SentencePieceModels (our
+// check of the model, model/sentencepiece_proto.h, then libsentencepiece), and the text through split() and
+// join() on both sides. A bug there too: a crash (libsentencepiece trusting a crafted model), any exception but
+// sf::Error, a piece whose span lies outside the text. The seeds spm_* are the target.spm of
+// tests/fixtures/marian/tiny-de-en and the crafted models of issue 46 (tests/fuzz/make_sentencepiece_seeds.py).
 // Run by tests/run_fuzz.sh (seed corpus: tests/fuzz/corpus/tokenizer/).
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "io/json_text.h"
+#include "model/sentencepiece.h"
 #include "model/tokenizer.h"
 #include "model/vocabulary.h"
 #include "util/error.h"
@@ -64,6 +75,15 @@ void check_printable(std::string_view text) {
     const size_t n = utf8_length(out, i);
     check(n != 0);
     if (n == 2) check(!(b == 0xc2 && static_cast<unsigned char>(out[i + 1]) < 0xa0));
+    if (n == 3) {  // no bidirectional control (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)
+      const uint32_t cp = (b & 0x0fu) << 12 | (static_cast<unsigned char>(out[i + 1]) & 0x3fu) << 6 |
+                          (static_cast<unsigned char>(out[i + 2]) & 0x3fu);
+      check(!sf::is_bidi_control(cp));
+    }
+    if (n == 2) {  // (U+061C ARABIC LETTER MARK)
+      const uint32_t cp = (b & 0x1fu) << 6 | (static_cast<unsigned char>(out[i + 1]) & 0x3fu);
+      check(!sf::is_bidi_control(cp));
+    }
     i += n;
   }
   // Printable text comes back unchanged.
@@ -130,10 +150,37 @@ void run(std::string_view text, const sf::TokenizerSettings& settings) {
   }
 }
 
+// A SentencePiece model and a text (see the top): loaded and used, or refused with sf::Error.
+void run_sentencepiece(std::string_view model, std::string_view text) {
+  std::unique_ptr<sf::SentencePieceModels> models;
+  try {
+    models = std::make_unique<sf::SentencePieceModels>(std::string(model), std::string(model), "source.spm", "target.spm");
+  } catch (const sf::Error&) {
+    return;
+  }
+  for (const sf::Side side : {sf::Side::Source, sf::Side::Target}) {
+    try {
+      std::vector<std::string> pieces;
+      for (const sf::Piece& p : models->split(text, side)) {
+        check(p.begin <= p.end && p.end <= text.size());
+        pieces.push_back(p.piece);
+      }
+      (void)models->join(pieces, side);
+    } catch (const sf::Error&) {
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
+  if (input.size() >= 5 && input.substr(0, 4) == std::string_view("\0SPM", 4)) {
+    const std::string_view rest = input.substr(4, input.size() - 5);
+    const size_t n = std::min<size_t>(static_cast<unsigned char>(input.back()), rest.size());
+    run_sentencepiece(rest.substr(0, rest.size() - n), rest.substr(rest.size() - n));
+    return 0;
+  }
   const size_t newline = input.find('\n');
   const std::string_view settings_text = newline == std::string_view::npos ? std::string_view() : input.substr(0, newline);
   const std::string_view text = newline == std::string_view::npos ? input : input.substr(newline + 1);

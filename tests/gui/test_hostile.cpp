@@ -15,7 +15,11 @@
 
 #include "app_under_xvfb.h"
 #include "export_readers.h"
+#include "../unit/sentencepiece_bytes.h"
+#include "../unit/sparse_model.h"
 #include "gui/settings.h"
+#include "io/safetensors.h"
+#include "model/config.h"
 
 namespace sf::gui {
 namespace {
@@ -209,6 +213,91 @@ TEST_F(HostileApp, AHeadTheModelDoesNotHaveIsSaidNotSilentlyChanged) {
   EXPECT_EQ(shown["app"]["dialog"]["title"], "This model has no such head") << shown["app"].dump();
   EXPECT_TRUE(contains(shown["app"]["dialog"]["problem"].get<std::string>(), "asks for layer 10, head 8"));
   EXPECT_TRUE(contains(shown["app"]["dialog"]["hint"].get<std::string>(), "Showing enc.")) << shown["app"].dump();
+}
+
+// [SECTION] round two (issue 46)
+
+// Mistakes a script can only show when it reaches them were version 0.1's: `stage nosuch` ran everything before
+// it and then ended with 0. Every name is checked when the script is read: nothing runs, exit 2.
+TEST_F(HostileApp, AScriptsUnknownStageOrViewIsNamedBeforeAnythingRuns) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_names");
+  EXPECT_EQ(run_script(dir, "screenshot first.png\nstage nosuch\nshow bogus\nquit\n"), 2) << log;
+  EXPECT_TRUE(contains(log, "script.txt:2: 'stage' takes a stage's name (tokens, ")) << log;
+  EXPECT_TRUE(contains(log, "got 'nosuch'")) << log;
+  EXPECT_TRUE(contains(log, "script.txt:3: 'show' takes model-info, open-model or stage, got 'bogus'")) << log;
+  EXPECT_FALSE(fs::exists(dir / "first.png")) << "the script ran before its mistakes were found";
+}
+
+// Options: a head the model cannot have is bad usage like a stage that does not exist; an option given twice is
+// refused, not silently reduced to its last value.
+TEST_F(HostileApp, BadOptionsExitTwoNamingThem) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_options");
+  EXPECT_EQ(run(dir, "--no-settings --attention bogus --screenshot a.png"), 2) << log;
+  EXPECT_TRUE(contains(log, "--attention takes a head as KIND.L.H")) << log;
+  EXPECT_EQ(run(dir, "--no-settings --size 800x600 --screenshot a.png --screenshot b.png"), 2) << log;
+  EXPECT_TRUE(contains(log, "--screenshot is given twice ('a.png', then 'b.png'): give it once")) << log;
+  EXPECT_FALSE(fs::exists(dir / "a.png"));
+  EXPECT_FALSE(fs::exists(dir / "b.png"));
+}
+
+// A lesson just over the size limit: the sizes in bytes (version 0.1: "1.0 MB; the limit is 1.0 MB").
+TEST_F(HostileApp, ALessonJustOverTheLimitSaysItsBytes) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_lesson_size");
+  {
+    std::ofstream big(dir / "big.lesson");
+    big << std::string(1048579, '#');
+  }
+  EXPECT_EQ(run(dir, "--no-settings --lesson big.lesson"), 2) << log;
+  EXPECT_TRUE(contains(log, "is 1,048,579 bytes; the limit for a lesson is 1,048,576 bytes")) << log;
+}
+
+// The settings' last model is a device: said as that (version 0.1: "is gone"), and the app starts.
+TEST_F(HostileApp, ALastModelThatIsADeviceIsNamedAsOne) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_last_device");
+  fs::create_directories(dir / "config" / "stepformer");
+  std::ofstream(dir / "config" / "stepformer" / "settings.json") << "{\"last_model\": \"/dev/zero\"}";
+  ASSERT_EQ(run(dir, "--size 800x600 --screenshot shot.png", "XDG_CONFIG_HOME=" + (dir / "config").string()), 0) << log;
+  EXPECT_TRUE(contains(log, "the last model '/dev/zero' is a character device, not a model file")) << log;
+  EXPECT_TRUE(fs::exists(dir / "shot.png"));
+}
+
+// A Marian folder whose source.spm crashed libsentencepiece 0.1.97: refused with a dialog, the model on show
+// stays; as the settings' last model, the app starts on the shipped one (it crashed at every start).
+TEST_F(HostileApp, ACraftedSentencePieceModelIsRefusedAndTheAppGoesOn) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_spm");
+  fs::copy(std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/marian/tiny-de-en", dir / "marian", fs::copy_options::recursive);
+  const std::string base = test::read_bytes((dir / "marian" / "source.spm").string());
+  std::ofstream(dir / "marian" / "source.spm", std::ios::binary)
+      << base << sf::testing::normalizer_field(sf::testing::hostile_charsmap());
+  ASSERT_EQ(run_script(dir, "model marian\nlayout after.json\nquit\n"), 0) << log;
+  EXPECT_TRUE(contains(log, "source.spm' is not a SentencePiece model Stepformer can read")) << log;
+  const nlohmann::json after = testing::load_json(dir / "after.json");
+  ASSERT_FALSE(after.is_null()) << log;
+  EXPECT_EQ(after["app"]["model_path"], kModel) << "the model it had stays";
+  fs::create_directories(dir / "config" / "stepformer");
+  std::ofstream(dir / "config" / "stepformer" / "settings.json") << "{\"last_model\": \"" << (dir / "marian").string() << "\"}";
+  ASSERT_EQ(run(dir, "--size 800x600 --screenshot start.png", "XDG_CONFIG_HOME=" + (dir / "config").string()), 0) << log;
+  EXPECT_TRUE(fs::exists(dir / "start.png")) << log;
+}
+
+// Quitting while a large model loads stops the load (version 0.1 read a sparse 2.8 GB file to its end first: 27 s
+// and 8.6 GB after `quit`).
+TEST_F(HostileApp, QuittingWhileALargeModelLoadsStopsTheLoad) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_quit_loading");
+  const SafetensorsFile small = SafetensorsFile::open(kModel);
+  Config big = config_from_json(nlohmann::json::parse(small.metadata().at("config")));
+  big.d_model = 2048;
+  big.d_ff = 8192;
+  big.n_encoder_layers = big.n_decoder_layers = 6;
+  const uint64_t bytes = sf::testing::write_sparse_model((dir / "big.safetensors").string(), big, kModel, "pytorch-tutorial");
+  ASSERT_GT(bytes, uint64_t{2} << 30);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(run_script(dir, "open big.safetensors\nwait 20\nlayout loading.json\nquit\n"), 0) << log;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 15.0) << log;
+  const nlohmann::json loading = testing::load_json(dir / "loading.json");
+  ASSERT_FALSE(loading.is_null()) << log;
+  EXPECT_EQ(loading["app"]["model_path"], kModel) << "the big model had not loaded when the script quit";
 }
 
 }  // namespace

@@ -415,6 +415,24 @@ TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
   EXPECT_EQ(check((dir / "missing.lesson").string(), kModel).exit_code, 2);
 }
 
+// A check holds a lesson's exports to the rules --lesson will apply (version 0.1 said "0 problems" for a
+// `screenshot ../x.png` that --lesson then refused).
+TEST(CheckLesson, AnExportTheLessonMayNotWriteIsAProblem) {
+  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson_writes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string lesson = (dir / "writes.lesson").string();
+  std::ofstream(lesson) << "caption one\nscreenshot ../outside.png\nexport-png /etc/stepformer.png\npause\n";
+  const Checked c = check(lesson, kModel);
+  EXPECT_EQ(c.exit_code, 1) << c.output;
+  EXPECT_NE(c.output.find("problem: script line 2: screenshot ../outside.png: '../outside.png' is outside the folder "
+                          "this may write to"),
+            std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("problem: script line 3: export-png /etc/stepformer.png: '/etc/stepformer.png' is outside"),
+            std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("1 pauses, 2 problems"), std::string::npos) << c.output;
+}
+
 // A lesson is shared between people: its text reaches the terminal escaped, never as control sequences (a
 // caption that retitles the terminal and clears it, a command name with an escape in it).
 TEST(CheckLesson, ControlCharactersFromTheLessonAreEscaped) {

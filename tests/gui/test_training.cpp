@@ -404,5 +404,24 @@ TEST(TrainingScreen, WaitTrainOnAPausedRunGoesOn) {
   EXPECT_NE(log.find("script line 3: wait-train 100000: the run is paused at step"), std::string::npos) << log;
 }
 
+// `train stop` then `train start` at once: the stop lets the step in progress finish, and the start waits for
+// that (version 0.1 refused it: "a training run is going").
+TEST(TrainingScreen, AStartRightAfterAStopWaitsForTheStop) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_stop_start");
+  const fs::path data = tiny_corpus(dir / "data");
+  std::ofstream(dir / "again.script") << "train start classroom\nwait-train 2\ntrain stop\ntrain start classroom\n"
+                                         "wait-train 2\nlayout again.json\nquit\n";
+  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " +
+                          headless_app_command("--no-settings --data '" + data.string() +
+                                               "' --script again.script") + " > log.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
+  const std::string log = test::read_bytes((dir / "log.txt").string());
+  EXPECT_EQ(log.find("a training run is going"), std::string::npos) << log;
+  EXPECT_EQ(log.find("script line"), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(dir / "again.json")) << log;
+}
+
 }  // namespace
 }  // namespace sf::gui

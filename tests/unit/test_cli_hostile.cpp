@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +23,9 @@
 #include "forward_fixture.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "sentencepiece_bytes.h"
+#include "sparse_model.h"
+#include "util/paths.h"
 
 namespace sf {
 namespace {
@@ -62,12 +71,17 @@ class CliHostile : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  // Runs stepformer-cli with these arguments (no shell), in `dir`, killed after 20 s.
-  Result cli(const std::vector<std::string>& args) const {
+  // Runs stepformer-cli with these arguments (no shell), in `dir`, killed after 20 s; with `address_space`, under
+  // that limit of its address space (ulimit -v: what a shared machine's cap on a process looks like).
+  Result cli(const std::vector<std::string>& args, uint64_t address_space = 0) const {
     const fs::path log = dir / ".cli_output";
     const pid_t child = ::fork();
     if (child == 0) {
       ::alarm(20);
+      if (address_space > 0) {
+        const struct rlimit limit = {address_space, address_space};
+        ::setrlimit(RLIMIT_AS, &limit);
+      }
       if (::chdir(dir.c_str()) != 0) ::_exit(126);
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
@@ -90,10 +104,13 @@ class CliHostile : public ::testing::Test {
   std::string at(const std::string& name) const { return (dir / name).string(); }
 };
 
+// (the command runs once: `result` is evaluated into a local)
 #define EXPECT_MESSAGE(result, code, text)                                                             \
   do {                                                                                                 \
-    EXPECT_EQ((result).exit_code, code) << (result).output;                                            \
-    EXPECT_NE((result).output.find(text), std::string::npos) << "expected '" << (text) << "' in:\n" << (result).output; \
+    const Result result_once = (result);                                                               \
+    EXPECT_EQ(result_once.exit_code, code) << result_once.output;                                      \
+    EXPECT_NE(result_once.output.find(text), std::string::npos) << "expected '" << (text) << "' in:\n" \
+                                                                << result_once.output;                 \
   } while (0)
 
 TEST_F(CliHostile, TraceNeverWritesOverItsOwnModel) {
@@ -135,7 +152,16 @@ TEST_F(CliHostile, EvalOnADeviceThatIsNotThereSaysWhy) {
     EXPECT_TRUE(beam.output.find("GPU") != std::string::npos || beam.output.find("CUDA") != std::string::npos)
         << beam.output;
   }
-  EXPECT_MESSAGE(cli({"eval", m(), "--src", at("a.de"), "--ref", at("a.en"), "--device", "tpu"}), 1, "tpu");
+  // A device that does not exist is bad usage, as for every command (issue 46: train said 2, the others 1).
+  for (const char* command : {"eval", "translate", "trace", "train"}) {
+    std::vector<std::string> args = {command};
+    if (std::string(command) == "eval") args.insert(args.end(), {m(), "--src", at("a.de"), "--ref", at("a.en")});
+    if (std::string(command) == "translate") args.insert(args.end(), {m(), "ein mann"});
+    if (std::string(command) == "trace") args.insert(args.end(), {m(), "--src", "ein", "--out", at("t")});
+    if (std::string(command) == "train") args.insert(args.end(), {"--data", at("."), "--out", at("x")});
+    args.insert(args.end(), {"--device", "gpu"});
+    EXPECT_MESSAGE(cli(args), 2, "--device needs auto, cpu or cuda, got 'gpu'");
+  }
 }
 
 TEST_F(CliHostile, OutputsAreNeverDevicesFifosOrLinksAndKeepTheirPermissions) {
@@ -184,8 +210,8 @@ TEST_F(CliHostile, NothingToTranslateIsAnErrorNotATranslation) {
 }
 
 TEST_F(CliHostile, BadNumbersNameTheOptionTheValueAndTheRange) {
-  EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--max-length", "abc", "--out", at("t")}), 1,
-                 "--max-length needs a whole number of tokens (1 to the model's max positions), got 'abc'");
+  EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--max-length", "abc", "--out", at("t")}), 2,
+                 "--max-length needs a whole number from 1 to 1000000, got 'abc'");
   EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--max-length", "100000", "--out", at("t")}), 1,
                  "is more than the model's");
   EXPECT_MESSAGE(cli({"translate", m(), "ein", "--beam", "100000"}), 2, "--beam needs a whole number from 1 to 64, got '100000'");
@@ -314,12 +340,317 @@ TEST_F(CliTrainHostile, AbsurdSizesEmptyDataAndCollidingOutputsAreRefusedBeforeT
                     {{"stepformer_checkpoint", std::string(100000, '[')}});
   EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("resume.safetensors")}), 1, "nests deeper than");
   write_safetensors(at("resume.safetensors.checkpoint"), {}, {{"stepformer_checkpoint", "{\"step\": \"x\"}"}});
-  EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("resume.safetensors")}), 1, "belongs to another run");
+  EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("resume.safetensors")}), 1, "the run state lacks 'seed'");
   write_text(dir / "data" / "train.lc.norm.tok.de", "");
   write_text(dir / "data" / "train.lc.norm.tok.en", "");
   EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("empty.safetensors")}), 1,
                  "has no sentences: nothing to train on");
   EXPECT_FALSE(fs::exists(dir / "empty.safetensors"));
+}
+
+// [SECTION] round two (issue 46): crafted SentencePiece models, what training reads, a pass's memory, bad usage
+
+// A copy of the tiny Marian folder (tests/fixtures/marian/tiny-de-en) under the test's folder.
+fs::path marian_copy(const fs::path& dir) {
+  const fs::path folder = dir / "marian";
+  fs::copy(std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/marian/tiny-de-en", folder, fs::copy_options::recursive);
+  return folder;
+}
+
+// libsentencepiece 0.1.97 crashed on both: the normalizer on the first sentence (translate, trace, eval, train
+// --from, the app, a lesson check), the long piece while loading; `info` and `import-hf` accepted the first.
+TEST_F(CliHostile, ACraftedSentencePieceModelIsRefusedByEveryCommandNotACrash) {
+  const fs::path folder = marian_copy(dir);
+  const std::string base = slurp(folder / "source.spm");
+  write_text(dir / "a.de", "Ein Mann.\n");
+  write_text(dir / "a.en", "A man.\n");
+  fs::create_directories(dir / "raw");
+  for (const char* split : {"train", "val"}) {
+    write_text(dir / "raw" / (std::string(split) + ".de"), "Ein Mann läuft.\n");
+    write_text(dir / "raw" / (std::string(split) + ".en"), "A man runs.\n");
+  }
+  const std::pair<const char*, std::string> crafted[] = {
+      {"normalizer", base + testing::normalizer_field(testing::hostile_charsmap())},
+      {"long piece", base + testing::piece_field(std::string(200000, 'x'))}};
+  for (const auto& [what, bytes] : crafted) {
+    write_text(folder / "source.spm", bytes);
+    const std::vector<std::vector<std::string>> commands = {
+        {"info", folder.string()},
+        {"translate", folder.string(), "Ein Mann."},
+        {"trace", folder.string(), "--src", "Ein Mann.", "--out", at("t.safetensors")},
+        {"eval", folder.string(), "--src", at("a.de"), "--ref", at("a.en")},
+        {"import-hf", folder.string(), "--out", at("one.safetensors")},
+        {"train", "--from", folder.string(), "--data", at("raw"), "--out", at("tuned.safetensors"), "--epochs", "1"}};
+    for (const auto& args : commands) {
+      const Result r = cli(args);
+      EXPECT_EQ(r.exit_code, 1) << what << ", " << args[0] << ": " << r.output;
+      EXPECT_NE(r.output.find("source.spm' is not a SentencePiece model Stepformer can read"), std::string::npos)
+          << what << ", " << args[0] << ": " << r.output;
+    }
+  }
+  for (const char* written : {"t.safetensors", "one.safetensors", "tuned.safetensors"}) EXPECT_FALSE(fs::exists(dir / written));
+}
+
+// Every output of a command against every input, by identity (device and inode): the same name, a hard link,
+// a file inside an input folder. Version 0.1 wrote over the model it started from, over a Marian folder's own
+// files, and over the model a timeline took its provenance from.
+TEST_F(CliTrainHostile, TrainingNeverWritesOverWhatItReads) {
+  const std::string data = at("data");
+  const std::string before = slurp(model_path);
+  const fs::path link = dir / "same.safetensors";
+  fs::create_hard_link(model_path, link);
+  const std::vector<std::vector<std::string>> refused = {
+      {"train", "--from", m(), "--data", data, "--out", m()},
+      {"train", "--from", m(), "--data", data, "--out", link.string()},
+      {"train", "--from", m(), "--data", data, "--out", at("new.safetensors"), "--timeline", m()}};
+  for (const auto& args : refused) EXPECT_MESSAGE(cli(args), 1, "is the same file as the input");
+  EXPECT_EQ(slurp(model_path), before);
+  // A Marian folder: its own files.
+  const fs::path folder = marian_copy(dir);
+  const std::string weights = slurp(folder / "model.safetensors"), spm = slurp(folder / "source.spm");
+  fs::create_directories(dir / "raw");
+  for (const char* split : {"train", "val"}) {
+    write_text(dir / "raw" / (std::string(split) + ".de"), "Ein Mann läuft.\n");
+    write_text(dir / "raw" / (std::string(split) + ".en"), "A man runs.\n");
+  }
+  EXPECT_MESSAGE(cli({"train", "--from", folder.string(), "--data", at("raw"), "--out", (folder / "model.safetensors").string()}),
+                 1, "in the input folder");
+  EXPECT_MESSAGE(cli({"train", "--from", folder.string(), "--data", at("raw"), "--out", at("tuned.safetensors"),
+                      "--timeline", (folder / "source.spm").string()}),
+                 1, "in the input folder");
+  EXPECT_EQ(slurp(folder / "model.safetensors"), weights);
+  EXPECT_EQ(slurp(folder / "source.spm"), spm);
+  // A run's model and timeline, then a cut of the timeline named after the model it takes provenance from.
+  const Result run = cli({"train", "--data", data, "--out", at("run.safetensors"), "--timeline", at("run.timeline.safetensors"),
+                          "--epochs", "1", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--encoder-layers", "1",
+                          "--decoder-layers", "1", "--threads", "1", "--device", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string run_model = slurp(dir / "run.safetensors");
+  EXPECT_MESSAGE(cli({"timeline", at("run.timeline.safetensors"), "--keep", "0", "--out", at("run.safetensors"), "--force",
+                      "--provenance-from", at("run.safetensors")}),
+                 1, "is the same file as the input");
+  EXPECT_EQ(slurp(dir / "run.safetensors"), run_model);
+}
+
+// A checkpoint is read as what it must be: every weight and moment finite (a damaged one resumed and then said
+// only "the loss became nan"), each field of the run state of its type and range, named with the file.
+TEST_F(CliTrainHostile, ADamagedCheckpointIsNamedBeforeTrainingResumes) {
+  const std::vector<std::string> train = {"train", "--data", at("data"), "--out", at("r.safetensors"), "--epochs", "2",
+                                          "--d-model", "16", "--heads", "2", "--d-ff", "32", "--encoder-layers", "1",
+                                          "--decoder-layers", "1", "--threads", "1", "--device", "cpu"};
+  std::vector<std::string> first = train;
+  first[6] = "1";
+  ASSERT_EQ(cli(first).exit_code, 0);
+  const std::string checkpoint = at("r.safetensors.checkpoint");
+  const std::string good = slurp(checkpoint);
+  const SafetensorsFile file = SafetensorsFile::open(checkpoint);
+  std::map<std::string, std::string> meta = file.metadata();
+  const nlohmann::json state = nlohmann::json::parse(meta.at("stepformer_checkpoint"));
+  // Rewrites the checkpoint with `edit` applied to its run state, and with `poison` (a tensor's name) holding NaN.
+  const auto rewrite = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& poison = "") {
+    if (!poison.empty()) {
+      ASSERT_NE(file.find(poison), nullptr) << poison;
+    }
+    nlohmann::json s = state;
+    edit(s);
+    std::map<std::string, std::string> m2 = meta;
+    m2["stepformer_checkpoint"] = s.dump();
+    std::vector<std::vector<float>> values;
+    std::vector<TensorToWrite> tensors;
+    for (const TensorView& t : file.tensors()) values.push_back(std::vector<float>(static_cast<size_t>(t.numel())));
+    size_t i = 0;
+    for (const TensorView& t : file.tensors()) {
+      std::vector<float>& v = values[i++];
+      t.read_floats(std::span<float>(v.data(), v.size()));
+      if (t.name == poison) v[v.size() / 2] = std::nanf("");
+      tensors.push_back({t.name, t.shape, std::span<const float>(v.data(), v.size())});
+    }
+    write_safetensors(checkpoint, tensors, m2, DType::F32, WriteRules{.replace = true, .inputs = {}, .allowed_folder = ""});
+  };
+  rewrite([](nlohmann::json&) {}, "adam_v.encoder.layers.0.ffn.fc1.weight");
+  EXPECT_MESSAGE(cli(train), 1, "checkpoint '" + checkpoint + "' is damaged: 'adam_v.encoder.layers.0.ffn.fc1.weight' holds NaN");
+  rewrite([](nlohmann::json&) {}, "weights.generator.weight");
+  EXPECT_MESSAGE(cli(train), 1, "'weights.generator.weight' holds NaN");
+  rewrite([](nlohmann::json& s) { s["seed"] = "abc"; });
+  EXPECT_MESSAGE(cli(train), 1, "checkpoint '" + checkpoint + "': 'seed' is \"abc\", not a whole number");
+  rewrite([](nlohmann::json& s) { s["step"] = int64_t{1} << 62; });
+  EXPECT_MESSAGE(cli(train), 1, "'step' is 4611686018427387904, not a whole number from 0 to 1099511627776");
+  rewrite([](nlohmann::json& s) { s["finished_epochs"] = 1000000000; });
+  EXPECT_MESSAGE(cli(train), 1, "'finished_epochs' is 1000000000, not a whole number from 0 to 10000");
+  rewrite([](nlohmann::json& s) { s["step"] = 100000; });
+  EXPECT_MESSAGE(cli(train), 1, "says step 100000 after 1 epochs");
+  write_text(checkpoint, good);
+  const Result resumed = cli(train);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from"), std::string::npos) << resumed.output;
+}
+
+// A model within every documented limit whose attention maps grow beyond memory with the length (d_model 1024,
+// 1024 heads, 65536 positions): version 0.1 died with a bare std::bad_alloc. The pass is estimated first.
+TEST_F(CliHostile, APassLargerThanMemoryIsRefusedWithTheNumbers) {
+  Model wide;
+  wide.config = testing::small_config();
+  wide.config.d_model = 1024;
+  wide.config.n_heads = 1024;
+  wide.config.d_ff = 64;
+  wide.config.n_encoder_layers = wide.config.n_decoder_layers = 1;
+  wide.config.max_positions = 65536;
+  wide.config.src_vocab_size = 12;
+  wide.config.tgt_vocab_size = 10;
+  const auto vocab = [](int n) {
+    std::vector<std::string> t = {"<unk>", "<pad>", "<bos>", "<eos>", "ein", "mann"};
+    for (int i = static_cast<int>(t.size()); i < n; ++i) t.push_back(std::string("w").append(std::to_string(i)));
+    return Vocabulary(t, SpecialIds{});
+  };
+  wide.src_vocab = vocab(12);
+  wide.tgt_vocab = vocab(10);
+  wide.weights = testing::random_weights(wide.config, 3);
+  save_model(wide, at("wide.safetensors"));
+  std::string long_sentence;
+  for (int i = 0; i < 4000; ++i) long_sentence += i ? " ein" : "ein";  // 4000 tokens, 16 kB: within the limits
+  // 4000 tokens: hundreds of gigabytes, on any machine.
+  Result r = cli({"translate", at("wide.safetensors"), long_sentence});
+  EXPECT_MESSAGE(r, 1, "[Decoder] a pass over 4002 source tokens needs about");  // (<bos> and <eos> added)
+  EXPECT_NE(r.output.find("1024 heads"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tokens fit"), std::string::npos) << r.output;
+  r = cli({"trace", at("wide.safetensors"), "--src", long_sentence, "--tgt", "a", "--out", at("t.safetensors")});
+  EXPECT_MESSAGE(r, 1, "[forward] a pass over 4002 source tokens needs about");
+  // 600 tokens under a 4 GB cap on the address space (3.3 GB of maps): refused, and the number that fits is
+  // one a pass then takes.
+  std::string medium;
+  for (int i = 0; i < 600; ++i) medium += i ? " ein" : "ein";
+  r = cli({"translate", at("wide.safetensors"), medium}, uint64_t{4} << 30);
+  EXPECT_MESSAGE(r, 1, "tokens fit");
+  const size_t at_most = r.output.find("at most ");
+  ASSERT_NE(at_most, std::string::npos) << r.output;
+  const int fit = std::atoi(r.output.c_str() + at_most + 8);
+  EXPECT_GT(fit, 20) << r.output;
+  EXPECT_LT(fit, 600) << r.output;
+  std::string fitting;
+  for (int i = 0; i < fit / 2; ++i) fitting += i ? " ein" : "ein";
+  r = cli({"translate", at("wide.safetensors"), fitting}, uint64_t{4} << 30);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+}
+
+// A sparse file declaring 90 GB of weights: `info` checked every value of it for over a minute while
+// `translate` refused it at once. Both refuse it at once now, with the same numbers.
+TEST_F(CliHostile, AModelLargerThanMemoryIsRefusedAtOnceByInfoToo) {
+  Config huge = testing::small_config();
+  huge.d_model = 8192;
+  huge.n_heads = 8;
+  huge.d_ff = 65536;
+  huge.n_encoder_layers = huge.n_decoder_layers = 8;
+  const uint64_t bytes = testing::write_sparse_model(at("huge.safetensors"), huge, m());
+  ASSERT_GT(bytes, uint64_t{80} << 30);
+  for (const char* command : {"info", "translate"}) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::string> args = {command, at("huge.safetensors")};
+    if (std::string(command) == "translate") args.push_back("ein mann");
+    EXPECT_MESSAGE(cli(args), 1, "need about");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << command;
+  }
+}
+
+// Bad usage is exit 2 everywhere, with the option named; a value given twice is refused, not silently replaced.
+TEST_F(CliHostile, BadUsageIsNamedAndExitsTwo) {
+  EXPECT_MESSAGE(cli({"translate", m(), "ein", "--beam", "2", "--beam", "3"}), 2, "--beam is given twice ('2', then '3')");
+  EXPECT_MESSAGE(cli({"trace", m(), "--src", "ein", "--src", "mann", "--out", at("t")}), 2,
+                 "--src is given twice ('ein', then 'mann')");
+  EXPECT_MESSAGE(cli({"train", "--data", at("."), "--out", at("x"), "--lr", "0"}), 2,
+                 "--lr needs a number from 1e-07 to 10, got '0'");
+  // --head-off is one head each: given twice, both are off.
+  const Result two = cli({"trace", m(), "--src", "ein mann", "--head-off", "enc.1.1", "--head-off", "enc.1.2", "--out",
+                          at("two.safetensors")});
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+}
+
+// Bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE) in provenance or a vocabulary reorder the terminal's
+// text: printed escaped, as C0 and C1 controls already were.
+TEST_F(CliHostile, BidirectionalControlsFromTheFileAreEscaped) {
+  Model m2 = load_model(m());
+  m2.provenance = {{"dataset", "safe \u202egnp.exe"}};
+  save_model(m2, at("bidi.safetensors"));
+  const Result r = cli({"info", at("bidi.safetensors")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("\u202e"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("safe \\u202egnp.exe"), std::string::npos) << r.output;
+}
+
+// A pytorch_model.bin holding NaN: named as the user's file, not as import-hf's temporary copy of it (version 0.1
+// said "/tmp/stepformer-import-.../model.safetensors"). Needs python3-torch, as the conversion does.
+TEST_F(CliHostile, ABadPytorchModelBinIsNamedAsTheUsersFile) {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3-torch is not installed: import-hf cannot convert pytorch_model.bin here";
+  const fs::path folder = marian_copy(dir);
+  const std::string script =
+      "import torch, json, struct, numpy as np\n"
+      "f = open('" + (folder / "model.safetensors").string() + "', 'rb'); n = struct.unpack('<Q', f.read(8))[0]\n"
+      "h = json.loads(f.read(n)); data = f.read(); h.pop('__metadata__', None)\n"
+      "sd = {k: torch.from_numpy(np.frombuffer(data[v['data_offsets'][0]:v['data_offsets'][1]], dtype=np.float32)"
+      ".reshape(v['shape']).copy()) for k, v in h.items()}\n"
+      "k = sorted(sd)[0]; sd[k].view(-1)[0] = float('nan')\n"
+      "torch.save(sd, '" + (folder / "pytorch_model.bin").string() + "')\n";
+  write_text(dir / "make_bin.py", script);
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + at("make_bin.py")).c_str()), 0);
+  fs::remove(folder / "model.safetensors");
+  const Result r = cli({"import-hf", folder.string(), "--out", at("one.safetensors")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find((folder / "pytorch_model.bin").string() + " (converted)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NaN"), std::string::npos) << r.output;
+  const size_t error = r.output.find("stepformer-cli import-hf:");
+  ASSERT_NE(error, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("stepformer-import-", error), std::string::npos) << "the temporary copy named: " << r.output;
+  EXPECT_FALSE(fs::exists(dir / "one.safetensors"));
+}
+
+// tools/ is looked for where this program was built or installed, never in the folder the user stands in.
+TEST(ToolScripts, AreNeverTakenFromTheWorkingDirectory) {
+  const fs::path here = fs::temp_directory_path() / ("stepformer_tools_" + std::to_string(::getpid()));
+  fs::remove_all(here);
+  fs::create_directories(here / "tools");
+  write_text(here / "tools" / "only_here.py", "import os; os.system('touch PWNED')\n");
+  write_text(here / "tools" / "hf_bin_to_safetensors.py", "import os; os.system('touch PWNED')\n");
+  const fs::path before = fs::current_path();
+  fs::current_path(here);
+  EXPECT_EQ(tool_script_path("only_here.py"), "");
+  EXPECT_EQ(tool_script_path("hf_bin_to_safetensors.py"),
+            (fs::path(STEPFORMER_SOURCE_DIR) / "tools" / "hf_bin_to_safetensors.py").string());
+  for (const fs::path& folder : tool_folders()) EXPECT_NE(fs::weakly_canonical(folder), fs::weakly_canonical(here));
+  fs::current_path(before);
+  fs::remove_all(here);
+}
+
+// A checkpoint whose pickle would run a command: both converters read with torch.load(weights_only=True) and
+// refuse it; the command does not run. (Needs Debian's python3-torch, as the converters do.)
+TEST_F(CliHostile, APickleThatWouldRunCodeIsRefusedNotRun) {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3-torch is not installed: the converters cannot run here";
+  // pickle protocol 2: posix.system("touch PWNED"), as torch.load's unpickler would call it.
+  const std::string command = "touch " + at("PWNED");
+  std::string pickle = "\x80\x02" "cposix\nsystem\n" "X";
+  const uint32_t n = static_cast<uint32_t>(command.size());
+  pickle.append(reinterpret_cast<const char*>(&n), 4).append(command).append("\x85" "R.");
+  write_text(dir / "evil.pt", pickle);
+  nlohmann::json config = config_to_json(testing::small_config());
+  config.erase("src_vocab_size");  // (taken from the vocabulary files)
+  config.erase("tgt_vocab_size");
+  write_text(dir / "config.json", config.dump());
+  write_text(dir / "v.txt", "<unk>\n<pad>\n<bos>\n<eos>\n");
+  const std::string convert = std::string("/usr/bin/python3 ") + STEPFORMER_SOURCE_DIR + "/tools/convert_pytorch.py " +
+                              "--family pytorch-tutorial --checkpoint " + at("evil.pt") + " --config " + at("config.json") +
+                              " --src-vocab " + at("v.txt") + " --tgt-vocab " + at("v.txt") + " --out " + at("x.safetensors") +
+                              " --src-lang de --tgt-lang en > " + at("convert.log") + " 2>&1";
+  EXPECT_NE(std::system(convert.c_str()), 0);
+  EXPECT_FALSE(fs::exists(dir / "PWNED")) << "convert_pytorch.py ran the pickle's command";
+  EXPECT_NE(slurp(dir / "convert.log").find("weights_only=True"), std::string::npos) << slurp(dir / "convert.log");
+  // import-hf's converter (tools/hf_bin_to_safetensors.py), on a Marian folder whose pytorch_model.bin is it.
+  const fs::path folder = marian_copy(dir);
+  fs::remove(folder / "model.safetensors");
+  fs::copy_file(dir / "evil.pt", folder / "pytorch_model.bin");
+  const Result r = cli({"import-hf", folder.string(), "--out", at("one.safetensors")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "PWNED")) << "hf_bin_to_safetensors.py ran the pickle's command";
 }
 
 }  // namespace

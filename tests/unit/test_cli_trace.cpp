@@ -131,7 +131,7 @@ TEST(CliTrace, BadInputIsAnError) {
   const std::string out = (m.dir / "trace.safetensors").string();
   EXPECT_EQ(m.run("--ids --src '5 60' --tgt '2' --out " + out), 1);       // id outside the vocabulary
   EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.8.1 --out " + out), 1);  // no such layer
-  EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.0 --out " + out), 1);    // malformed
+  EXPECT_EQ(m.run("--ids --src '5 6' --tgt '2' --head-off dec.0 --out " + out), 2);    // malformed: bad usage
   EXPECT_EQ(m.run("--ids --src '' --tgt '2' --out " + out), 1);           // empty
   EXPECT_FALSE(fs::exists(out));
 }

@@ -497,6 +497,11 @@ TEST(Printable, ControlCharactersAndBrokenUtf8AreEscapedTheRestKept) {
   EXPECT_EQ(printable("Mädchen ‚ 日本 😀"), "Mädchen ‚ 日本 😀");
   EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
   EXPECT_EQ(printable_lines("line one\x1b[A\nline two\r"), "line one\\x1b[A\nline two\\x0d");
+  // Bidirectional controls reorder what follows them on screen ("safe\u202egnp.exe" shows as "safeexe.png").
+  EXPECT_EQ(printable("safe\u202egnp.exe"), "safe\\u202egnp.exe");
+  EXPECT_EQ(printable("\u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u061c"),
+            "\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u2066\\u2067\\u2068\\u2069\\u061c");
+  EXPECT_EQ(printable("\u2065\u2070\u202f"), "\u2065\u2070\u202f") << "their neighbours are printed as they are";
 }
 
 }  // namespace

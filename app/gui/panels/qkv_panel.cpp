@@ -77,8 +77,10 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     return reshaped ? Mat(l.weight.transpose()) : Mat(l.weight.middleRows(sel.head * D, D).transpose());
   };
   const int i_shown = shown_number(sel.head);  // the paper's i of W_i^Q, head_i
+  std::string braced_i = "{";  // (appended: GCC 12 misreads "{" + ... + "}" as an overlapping copy, -Wrestrict)
+  braced_i.append(std::to_string(i_shown)).append("}");
   const auto sub_i = [&](const std::string& pattern) {  // "W_{i}^Q" -> "W_{4}^Q": the head's number for i
-    return fill(pattern, {{"i", "{" + std::to_string(i_shown) + "}"}});
+    return fill(pattern, {{"i", braced_i}});
   };
 
   if (!high_contrast())  // presentation mode: the header says it

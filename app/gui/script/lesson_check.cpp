@@ -67,6 +67,7 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   std::fprintf(out, "model %s\n", printable(app.state().model_path).c_str());
   ScriptRunner runner(*script, /*interactive=*/false);
   runner.set_dry_run(true);
+  runner.set_write_folder(options.allow_write_folder);  // (as --lesson would: the folder it may write to)
   std::vector<std::string> log, since_pause;
   int pauses = 0;
   // What the commands since the last pause said: skips are problems, exports not written are notes.

@@ -279,7 +279,12 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
     const std::string where = "script line " + std::to_string(c.line) + ": ";
     if (replay_to_ && is_output_or_time(c.name)) continue;
     if (dry_run_ && (c.name == "screenshot" || c.name == "layout" || c.name == "quit" || c.name.rfind("export-", 0) == 0)) {
-      if (c.name != "quit" && !c.args.empty()) log.push_back(where + c.name + " " + c.args[0] + ": not written in a check");
+      // Not written, but held to the rules the lesson will meet (the folder it may write to, no file replaced,
+      // no link followed): what --lesson would refuse, the check reports.
+      if (c.name != "quit" && !c.args.empty()) {
+        const std::string refused = check_output_path(c.args[0], write_rules());
+        log.push_back(where + c.name + " " + c.args[0] + ": " + (refused.empty() ? "not written in a check" : refused));
+      }
       continue;
     }
     if (dry_run_ && (c.name == "train" || c.name == "wait-train")) {  // a check trains nothing
@@ -425,6 +430,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       if (c.args[0] == "start") {
         std::string error;
         if (replay_to_ && training.running()) continue;  // a lesson stepping back keeps the run it started
+        if (training.stopping()) {  // a `train stop` just before: the run ends (its step finishes) first
+          --next_;
+          return publish(app);
+        }
         // With MODEL, the run saves there (under the folder scripts may write) and resumes from its checkpoint.
         if (!training.start(c.args[1], app.training_data_dir(), 0, &error, c.args.size() > 2 ? c.args[2] : "",
                             write_folder_))

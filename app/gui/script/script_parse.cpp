@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gui/options.h"
+#include "gui/stages.h"
 #include "io/user_files.h"
 #include "transformer/interventions.h"
 #include "util/error.h"
@@ -152,6 +153,12 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
       return "'written-for' takes the languages as SOURCE-TARGET codes (de-en) or model FILE-NAME, got '" + c.args[0] + "'";
     c.args = words;
   }
+  // Names of stages and views: a mistake is found when the script is read, not when it is reached.
+  Stage stage{};
+  if (c.name == "stage" && !stage_from_name(c.args[0], &stage))
+    return "'stage' takes a stage's name (" + stage_names() + "), got '" + c.args[0] + "'";
+  if (c.name == "show" && c.args[0] != "model-info" && c.args[0] != "open-model" && c.args[0] != "stage")
+    return "'show' takes model-info, open-model or stage, got '" + c.args[0] + "'";
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
     return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
   if (c.name == "expand") {
