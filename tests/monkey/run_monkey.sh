@@ -8,7 +8,7 @@
 #    and builds the app alone (target stepformer); a second run reuses it;
 # 2. prepares WORK_DIR/run (emptied first; it holds a .monkey-run marker) with hostile files for `model` and
 #    `open` (a FIFO, a folder, an empty file, truncated and garbled copies of a model, a text file, a link loop,
-#    damaged Hugging Face Marian folders,
+#    damaged Hugging Face Marian folders (crafted SentencePiece models among them),
 #    a 256 MB sparse file), files the script must not replace, and links that lead out of it, plus
 #    WORK_DIR/outside (a folder outside the run folder, with a file that must stay as it is);
 # 3. writes COMMANDS random commands with tools/monkey_script.py (seed SEED, default 1) to WORK_DIR/monkey.lesson;
@@ -113,6 +113,27 @@ marian=$src/tests/fixtures/marian/tiny-separate
 cp -r "$marian" "$h/marian-no-vocab" && rm "$h/marian-no-vocab/vocab.json"
 cp -r "$marian" "$h/marian-bad-spm" && printf 'not a protobuf' >"$h/marian-bad-spm/source.spm"
 cp -r "$marian" "$h/marian-bart" && printf '{"model_type": "bart"}' >"$h/marian-bart/config.json"
+# ... and the crafted SentencePiece models of issue 46 (libsentencepiece 0.1.97 crashed on both): a normalizer trie
+# whose first unit is 0xFFFFFE00, a piece of 200 kB (tests/fuzz/make_sentencepiece_seeds.py writes the same fields)
+cp -r "$marian" "$h/marian-hostile-normalizer" && cp -r "$marian" "$h/marian-long-piece"
+python3 - "$h" <<'PY'
+import struct, sys
+def varint(v):
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+def field(n, b):
+    return varint(n << 3 | 2) + varint(len(b)) + b
+h = sys.argv[1]
+trie = b"".join(struct.pack("<I", u) for u in [0xFFFFFE00] + [0] * 255)
+with open(h + "/marian-hostile-normalizer/source.spm", "ab") as f:
+    f.write(field(3, field(2, struct.pack("<I", len(trie)) + trie + b"x\0")))
+with open(h + "/marian-long-piece/target.spm", "ab") as f:
+    f.write(field(1, field(1, b"x" * 200000) + varint(2 << 3 | 5) + struct.pack("<f", -10.0) + varint(3 << 3) + varint(1)))
+PY
 # files the script's writes must not replace, and ways out of the run folder
 for f in existing.png existing.csv existing.npy existing.json; do printf 'sentinel %s\n' "$f" >"$run/$f"; done
 printf 'sentinel outside\n' >"$outside/existing.png"
