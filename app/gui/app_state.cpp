@@ -172,6 +172,9 @@ bool AppState::set_reference(const std::string& text) {
   next.forced_prefix.clear();
   if (!text.empty()) {
     try {
+      if (text.size() > kMaxSentenceBytes)  // named as the reference, not as "the sentence" encode() would say
+        fail(ErrorKind::Input, "reference", "the reference is " + std::to_string(text.size()) + " bytes; the limit is " +
+                                                std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
       // The reference's tokens, then <eos> (the decoder's start token comes from the config).
       for (const Token& t : encode_text(*model, text, Side::Target, /*specials=*/false)) next.forced_prefix.push_back(t.id);
       if (next.forced_prefix.empty()) fail(ErrorKind::Input, "reference", "the reference translation is empty");

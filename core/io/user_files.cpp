@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 
 #include "util/cancel.h"
@@ -323,6 +325,11 @@ std::string UserFileStream::append(std::string_view bytes) {
   return "";
 }
 
+WriteTestHooks& write_test_hooks() {
+  static WriteTestHooks hooks;
+  return hooks;
+}
+
 std::string UserFileStream::commit() {
   if (fd_ < 0) return "cannot write " + in_quotes(path_) + ": not open";
   if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
@@ -333,6 +340,10 @@ std::string UserFileStream::commit() {
     return "cannot write " + in_quotes(path_) + ": " + why;
   }
   fd_ = -1;
+  if (write_test_hooks().synced) write_test_hooks().synced("file");
+  if (const char* pause = std::getenv("STEPFORMER_TEST_WRITE_PAUSE_MS"); pause && *pause)
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::strtol(pause, nullptr, 10)));
+  if (write_test_hooks().before_commit) write_test_hooks().before_commit(path_);
   const std::string& path = path_;
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -365,6 +376,7 @@ std::string UserFileStream::commit() {
     if (dir_fd >= 0) {
       ::fsync(dir_fd);
       ::close(dir_fd);
+      if (write_test_hooks().synced) write_test_hooks().synced("folder");
     }
   }
   return error;

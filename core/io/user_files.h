@@ -21,6 +21,7 @@
 //     lessons: shared files that must never write anywhere the user did not choose).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,5 +94,18 @@ class UserFileStream {
 void remove_temporary_files_on_signal();
 // The temporary files being written right now (for tests: empty whenever no write is in progress).
 int temporary_files_in_flight();
+
+// ---- for the tests: the two moments of a write that its promises rest on, observed or disturbed
+struct WriteTestHooks {
+  // Called by commit() once the temporary file is complete and synced, just before it is put in place (link(2),
+  // or rename(2) when replacing): a test creates the target there, as another program could, to make the race
+  // between the check and the commit happen.
+  std::function<void(const std::string& path)> before_commit;
+  // Called with "file" and then "folder" as commit() syncs each (the data, then the new name's entry).
+  std::function<void(const char* what)> synced;
+};
+WriteTestHooks& write_test_hooks();
+// Across processes (a test signalling the CLI or the app while it writes): with STEPFORMER_TEST_WRITE_PAUSE_MS
+// set in the environment, commit() waits that long with the temporary file complete, before putting it in place.
 
 }  // namespace sf

@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "app_under_xvfb.h"
 #include "export_readers.h"
@@ -213,6 +215,50 @@ TEST_F(HostileApp, AHeadTheModelDoesNotHaveIsSaidNotSilentlyChanged) {
   EXPECT_EQ(shown["app"]["dialog"]["title"], "This model has no such head") << shown["app"].dump();
   EXPECT_TRUE(contains(shown["app"]["dialog"]["problem"].get<std::string>(), "asks for layer 10, head 8"));
   EXPECT_TRUE(contains(shown["app"]["dialog"]["hint"].get<std::string>(), "Showing enc.")) << shown["app"].dump();
+}
+
+// SIGTERM while the app writes a screenshot: its handler removes the temporary file and the app ends as the
+// signal would have; no half file at the screenshot's name. The write is held with its temporary file complete
+// (STEPFORMER_TEST_WRITE_PAUSE_MS) until the test has seen it and sent the signal.
+TEST_F(HostileApp, ASignalWhileTheAppWritesLeavesNoTemporaryFile) {
+  const fs::path dir = testing::fresh_output_dir("hostile_app_signal");
+  std::ofstream(dir / "script.txt") << "screenshot shot.png\nquit\n";
+  const std::string command = testing::headless_app_command("--no-settings --size 800x600 --model " + kModel +
+                                                            " --script script.txt") + " > log.txt 2>&1";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    ::setenv("STEPFORMER_TEST_WRITE_PAUSE_MS", "30000", 1);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto temporary = [&]() {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind(".stepformer-", 0) == 0) return true;
+    return false;
+  };
+  bool seen = false;
+  for (int i = 0; i < 1200 && !seen; ++i) {  // up to 60 s: the display, the model, the first frames
+    seen = temporary();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(seen) << "the screenshot's write never began: " << test::read_bytes((dir / "log.txt").string());
+  // The app itself (xvfb-run's child): the process whose program is the app and whose folder is this one.
+  pid_t app = -1;
+  const fs::path exe = fs::canonical(STEPFORMER_APP_PATH), here = fs::canonical(dir);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    if (fs::read_symlink(e.path() / "exe", ec) == exe && fs::read_symlink(e.path() / "cwd", ec) == here)
+      app = static_cast<pid_t>(std::stoi(name));
+  }
+  ASSERT_GT(app, 0);
+  ::kill(app, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_FALSE(temporary()) << "a temporary file stayed";
+  EXPECT_FALSE(fs::exists(dir / "shot.png"));
 }
 
 // [SECTION] round two (issue 46)

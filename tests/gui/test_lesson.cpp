@@ -225,6 +225,22 @@ TEST_F(LessonRun, ALayerOrHeadPastTheModelIsSkippedAndNamed) {
   EXPECT_EQ(app_->attention().head, 3);
 }
 
+// A sentence or reference the model cannot read (over the 16 KiB a sentence may have) is refused with its message
+// and the lesson plays on: version 0.2.0 ended the app with "fatal error" when it went on to name the unknown
+// words of that sentence (found by the ASan monkey, seed 8).
+TEST_F(LessonRun, ASentenceTooLongToReadIsRefusedAndTheLessonGoesOn) {
+  const std::string too_long(kMaxSentenceBytes + 1, 'a');
+  start("sentence ein mann\nsentence " + too_long + "\nreference " + too_long + "\ncaption after\npause\n");
+  frames(8);
+  EXPECT_EQ(app_->caption(), "after") << "the lesson reached its pause";
+  ASSERT_GE(log_.size(), 2u);
+  EXPECT_EQ(log_[0], "script line 2: input error: [encode] the sentence is 16385 bytes; the limit is 16384 (a model reads at most a few "
+                     "hundred tokens)");
+  EXPECT_EQ(log_[1], "script line 3: input error: [reference] the reference is 16385 bytes; the limit is 16384 (a model reads at most a few "
+                     "hundred tokens)");
+  EXPECT_EQ(app_->state().sentence, "ein mann") << "the sentence it had stays";
+}
+
 TEST_F(LessonRun, AScriptDoesNotWaitAtItsPauses) {
   start("caption a\npause\ncaption b\npause\nstage output\n", kModel, false);
   frames(8);

@@ -11,12 +11,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -346,6 +348,50 @@ TEST_F(CliTrainHostile, AbsurdSizesEmptyDataAndCollidingOutputsAreRefusedBeforeT
   EXPECT_MESSAGE(cli({"train", "--data", data, "--out", at("empty.safetensors")}), 1,
                  "has no sentences: nothing to train on");
   EXPECT_FALSE(fs::exists(dir / "empty.safetensors"));
+}
+
+// [SECTION] signals while a command writes
+
+// The hidden temporary files of io/user_files.h in `folder` (".stepformer-PID-N.tmp").
+std::vector<std::string> temporary_files(const fs::path& folder) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.path().filename().string().rfind(".stepformer-", 0) == 0) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Ctrl-C or SIGTERM while `trace` writes its output: the temporary file goes with the process, and no half file
+// is left at the output's name. The write is held with its temporary file complete (STEPFORMER_TEST_WRITE_PAUSE_MS)
+// until the test has seen the file and sent the signal.
+TEST_F(CliHostile, ASignalWhileWritingLeavesNoTemporaryFile) {
+  for (const int signal : {SIGTERM, SIGINT}) {
+    const fs::path out = dir / "t.safetensors";
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::chdir(dir.c_str()) != 0) ::_exit(126);
+      ::setenv("STEPFORMER_TEST_WRITE_PAUSE_MS", "20000", 1);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      const std::string model = m();
+      std::vector<const char*> argv = {STEPFORMER_CLI_PATH, "trace", model.c_str(), "--src", "ein mann", "--out",
+                                       "t.safetensors", nullptr};
+      ::execv(STEPFORMER_CLI_PATH, const_cast<char**>(argv.data()));
+      ::_exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 400 && !seen; ++i) {  // up to 20 s for the temporary file to be complete
+      seen = !temporary_files(dir).empty();
+      if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(seen) << "the write never began";
+    ::kill(child, signal);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << "ends as the signal would have: " << status;
+    EXPECT_EQ(temporary_files(dir), std::vector<std::string>{}) << "signal " << signal;
+    EXPECT_FALSE(fs::exists(out));
+  }
 }
 
 // [SECTION] round two (issue 46): crafted SentencePiece models, what training reads, a pass's memory, bad usage

@@ -127,6 +127,66 @@ TEST(UserFiles, WithoutReplaceAnExistingFileIsKept) {
   EXPECT_EQ(d.names(), std::vector<std::string>{"notes.txt"});
 }
 
+// The race the check alone cannot close: the target appears after the check and before the file is put in place
+// (another program, or the user saving there). Without replace the commit is link(2), which never replaces:
+// the other file is kept. (A rename(2) there would overwrite it: the test that fails for that mutation.)
+TEST(UserFiles, AFileThatAppearsBetweenTheCheckAndTheCommitIsKept) {
+  Dir d("race");
+  const std::string target = d.file("race.txt");
+  write_test_hooks().before_commit = [&](const std::string& path) {
+    ASSERT_EQ(path, target);
+    write_text(path, "written meanwhile");
+  };
+  const std::string error = write_user_file(target, "ours", WriteRules{});
+  write_test_hooks().before_commit = nullptr;
+  EXPECT_TRUE(contains(error, "'" + target + "' exists: not replaced")) << error;
+  EXPECT_EQ(slurp(target), "written meanwhile");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"race.txt"}) << "no temporary file left";
+}
+
+// When replacing, the path is checked again just before the rename: a folder or a link put there meanwhile is
+// not replaced (rename would replace a link, and the file it pointed to would no longer be the one there).
+TEST(UserFiles, AReplaceChecksThePathAgainBeforeTheRename) {
+  Dir d("recheck");
+  const std::string target = d.file("out.txt");
+  write_text(target, "old");
+  write_text(d.file("elsewhere.txt"), "the user's");
+  write_test_hooks().before_commit = [&](const std::string& path) {
+    fs::remove(path);
+    fs::create_symlink(d.file("elsewhere.txt"), path);
+  };
+  std::string error = write_user_file(target, "new", kReplace);
+  EXPECT_TRUE(contains(error, "'" + target + "' is a symbolic link, not a regular file: not written")) << error;
+  EXPECT_TRUE(fs::is_symlink(target));
+  EXPECT_EQ(slurp(d.file("elsewhere.txt")), "the user's");
+  fs::remove(target);  // a regular file again, which a folder then takes the place of
+  write_text(target, "old");
+  write_test_hooks().before_commit = [&](const std::string& path) {
+    fs::remove(path);
+    fs::create_directory(path);
+  };
+  error = write_user_file(target, "new", kReplace);
+  write_test_hooks().before_commit = nullptr;
+  EXPECT_TRUE(contains(error, "is a folder, not a regular file: not written")) << error;
+  EXPECT_TRUE(fs::is_directory(target));
+  EXPECT_EQ(d.names(), (std::vector<std::string>{"elsewhere.txt", "out.txt"})) << "no temporary file left";
+}
+
+// Durable: the data are synced before the file is put in place, and the folder's entry after.
+TEST(UserFiles, AWriteSyncsTheFileAndThenItsFolder) {
+  Dir d("sync");
+  std::vector<std::string> synced;
+  std::string at_commit;
+  write_test_hooks().synced = [&](const char* what) { synced.push_back(what); };
+  write_test_hooks().before_commit = [&](const std::string&) { at_commit = synced.empty() ? "" : synced.back(); };
+  EXPECT_EQ(write_user_file(d.file("a.txt"), "x", WriteRules{}), "");
+  EXPECT_EQ(write_user_file(d.file("a.txt"), "y", kReplace), "");
+  write_test_hooks() = WriteTestHooks{};
+  EXPECT_EQ(synced, (std::vector<std::string>{"file", "folder", "file", "folder"}));
+  EXPECT_EQ(at_commit, "file") << "the data synced before the file is put in place";
+  EXPECT_EQ(slurp(d.file("a.txt")), "y");
+}
+
 TEST(UserFiles, AnAllowedFolderCannotBeLeftByDotsOrALink) {
   Dir d("allowed");
   Dir outside("outside");

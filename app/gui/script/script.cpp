@@ -70,9 +70,17 @@ std::string outside_the_map(const App& app, int row, int col) {
 }
 
 // The words of `text` the model reads as <unk>, as typed ('Hemd', 'Straße'), joined: "" when it knows every one.
+// Text the model cannot read at all (too long, say) has no unknown words to name: the command that took it
+// (set_sentence, set_reference) has already said why it was refused.
 std::string unknown_words(const Model& model, const std::string& text, Side side) {
+  std::vector<Token> tokens;
+  try {
+    tokens = encode_text(model, text, side, /*specials=*/false);
+  } catch (const Error&) {
+    return "";
+  }
   std::string out;
-  for (const Token& t : encode_text(model, text, side, /*specials=*/false))
+  for (const Token& t : tokens)
     if (t.unknown) out += (out.empty() ? "'" : ", '") + (t.surface.empty() ? t.text : t.surface) + "'";
   return out;
 }
