@@ -40,7 +40,7 @@ SPECS = {
     "position": 1,
     "step": -3, "back": -3, "run": 0, "restart": 0, "decode": -1, "reference": -1, "force": 2,
     "open": -1, "show": 1, "view": 1, "expand": -1, "zoom": -1, "explain": 1, "pad": 1,
-    "train": -1, "snapshot": 1, "wait-train": 1,
+    "train": -1, "snapshot": 1, "wait-train": 1, "written-for": -1,
 }
 MAX_SCRIPT_BYTES = 1 << 20       # kMaxScriptBytes
 MAX_COUNT = 100000               # kMaxScriptCount
@@ -52,6 +52,8 @@ INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
 STAGES = ["tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
           "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention", "decoder-add-norm",
           "decoder-feed-forward", "all-heads", "output", "decoding", "interventions", "training"]
+
+STAGE_NAMES = list(STAGES)  # replaced by the app's own list (--help) in main()
 
 CPP_SPACE = b" \t\n\v\f\r"  # isspace() in the C locale: what `istream >> string` splits on
 
@@ -209,6 +211,18 @@ def check_args(name, rest):
             (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
         return False, args
     if name == "wait-train" and (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
+        return False, args
+    if name == "written-for":  # SOURCE-TARGET codes of 2-3 letters, or model FILE-NAME
+        w = words_of(args[0])
+        code = lambda c: 2 <= len(c) <= 3 and c.isalpha()
+        languages = len(w) == 1 and b"-" in w[0] and code(w[0].split(b"-", 1)[0]) and code(w[0].split(b"-", 1)[1])
+        if not languages and not (len(w) == 2 and w[0] == b"model"):
+            return False, args
+        args = w
+    # Stage and view names are checked when the script is read.
+    if name == "stage" and args[0].decode("latin-1") not in STAGE_NAMES:
+        return False, args
+    if name == "show" and args[0] not in (b"model-info", b"open-model", b"stage"):
         return False, args
     return True, args
 
@@ -419,6 +433,9 @@ class Monkey:
             arg = self.model_path()
         elif name in ext:
             arg = self.write_path(ext[name])
+        elif name == "written-for":
+            arg = r.choice(["de-en", "fr-en", "en-de", "model de-en.safetensors", "model x.safetensors"] * 3 +
+                           ["de", "de-", "deu-eng", "d-e", "model", "de-en fr-en", "1-2"]).encode()
         elif name == "show":
             arg = r.choice(["model-info", "open-model", "stage"] * 4 + ["info", "", "stages", "Stage"]).encode()
         elif name == "view":
@@ -505,7 +522,7 @@ WEIGHTS = {"sentence": 8, "stage": 8, "attention": 6, "layer": 4, "head": 4, "ho
            "causal-mask": 2, "padding-mask": 2, "positional": 2, "mask": 4, "reset": 2, "step": 5, "back": 4,
            "run": 2, "restart": 2, "decode": 4, "reference": 3, "force": 4, "model": 0.8, "open": 0.8, "show": 2,
            "view": 2, "expand": 4, "zoom": 4, "explain": 2, "pad": 3, "train": 1.5, "snapshot": 3,
-           "wait-train": 1, "position": 2}
+           "wait-train": 1, "position": 2, "written-for": 1}
 
 
 def commands_from_help(app):
@@ -570,6 +587,7 @@ def main():
         stages, commands = commands_from_help(opts.app)
         if stages:
             opts.stages = stages
+            STAGE_NAMES[:] = stages
         else:
             print(f"monkey_script.py: could not read the stages from {opts.app} --help; using the built-in list",
                   file=sys.stderr)

@@ -552,7 +552,8 @@ const std::vector<int>& AppState::translation_as_trained() {
   DecodeOptions options = decode_options;
   apply_generation_rules(model->generation, options);
   options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
-  auto work = [m = model, src_ids, options](const std::atomic<bool>& cancelled) {
+  auto work = [m = model, src_ids, options, hook = on_worker_start](const std::atomic<bool>& cancelled) {
+    if (hook) hook();  // as every decoding's (run_work)
     Decoder d(m->config, m->weights, src_ids, Interventions{}, options);
     while (!cancelled && d.step()) {}
     return cancelled ? std::vector<int>{} : d.generated();

@@ -170,6 +170,12 @@ int main(int argc, char** argv) {
         for (const auto& line : log) print_error(line);
         log.clear();
         if (script->quit() && !app.exports_pending()) return 0;  // exports asked for before quit finish first
+        // A lesson's place in the title: the window list says where the class is, and a driver (a clicker's
+        // software, the tests' xdotool) can wait for a pause by name.
+        if (script->interactive())
+          window.set_title(script->waiting() ? "Stepformer: lesson, pause " + std::to_string(script->pauses_passed()) +
+                                                   " of " + std::to_string(script->pauses())
+                                             : "Stepformer: lesson");
       }
       const auto mouse = script ? script->mouse() : std::nullopt;
       const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};

@@ -86,6 +86,7 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
   window_ = glfwCreateWindow(width, height, title, nullptr, nullptr);
+  title_ = title;
   if (!window_) {
     const std::string reason = g_last_glfw_error;
     glfwTerminate();
@@ -189,6 +190,12 @@ std::string Window::save_screenshot(const std::string& png_path, const WriteRule
   const std::string png = png_bytes(flipped, w, h);
   if (png.empty()) return "cannot encode the PNG";
   return write_user_file(png_path, png, rules);
+}
+
+void Window::set_title(const std::string& title) {
+  if (title == title_) return;
+  title_ = title;
+  glfwSetWindowTitle(window_, title.c_str());
 }
 
 }  // namespace sf::gui

@@ -28,6 +28,8 @@ class Window {
   // Reads the back buffer and writes a PNG. Returns an empty string on success, else the reason.
   std::string save_screenshot(const std::string& png_path, const WriteRules& rules) const;
   void framebuffer_size(int* width, int* height) const;
+  // The window's title (the task bar's, the window list's); set only when it changes.
+  void set_title(const std::string& title);
   GLFWwindow* handle() const { return window_; }
 
   // Files dropped onto the window since the last call (GLFW's drop callback only queues them: the app opens
@@ -42,6 +44,7 @@ class Window {
   static void on_drop(GLFWwindow* window, int count, const char** paths);
   GLFWwindow* window_ = nullptr;
   float ui_scale_ = 1.0f;
+  std::string title_;
   std::vector<std::string> dropped_;
 };
 

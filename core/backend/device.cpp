@@ -21,6 +21,13 @@ const char* to_string(DeviceRequest request) {
   return "?";
 }
 
+std::string model_not_for_gpu(const Config& config) {
+  if (config.attention != AttentionStyle::SplitHeads)
+    return "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
+           "family)";
+  return "";
+}
+
 std::unique_ptr<CudaModel> open_device(DeviceRequest request, const Config& config, const ModelWeights& weights,
                                        std::string* note) {
   if (note) note->clear();

@@ -943,10 +943,19 @@ TEST(CudaDevice, AFromScratchModelStaysOnTheCpuSayingWhy) {
     FAIL() << "a reshape_heads model was taken by the GPU backend";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
-#ifdef STEPFORMER_HAVE_CUDA
-    EXPECT_NE(std::string(e.what()).find("reshape_heads"), std::string::npos) << e.what();
-#endif
+    // The model's reason, in a build with CUDA or without (not "this build has no CUDA backend").
+    EXPECT_NE(std::string(e.what()).find("not this model's reshape_heads"), std::string::npos) << e.what();
   }
+  try {
+    open_device(DeviceRequest::Cuda, c, w, nullptr);
+    FAIL() << "--device cuda took a reshape_heads model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not this model's reshape_heads"), std::string::npos) << e.what();
+  }
+  // A split_heads model of the same size is not refused for its shape (only, here, for the device, if at all).
+  Config split = c;
+  split.attention = AttentionStyle::SplitHeads;
+  EXPECT_EQ(model_not_for_gpu(split), "");
   std::string note;
   EXPECT_EQ(open_device(DeviceRequest::Auto, c, w, &note), nullptr);
   if (backend_info().cuda_available) {

@@ -98,6 +98,32 @@ TEST_F(ShippedModel, CausalMaskOffLetsThePastSeeTheFuture) {
 }
 
 TEST_F(ShippedModel, PaintedMaskCellBlocksExactlyThatCell) {
+  // One cell, (3, 1) of encoder layer 1, head 1: that cell becomes 0 and the rest of its row is the row renormalised
+  // without it (softmax with one score at -inf); every other row of the head and every other head of the layer
+  // are as they were (the layer's input is the same; later layers read the changed output and may change).
+  const Trace before = state.trace;
+  {
+    Interventions one = state.interventions;
+    ASSERT_TRUE(toggle_mask_cell(state.trace, one, {AttentionKind::Encoder, 0, 0}, 3, 1));
+    ASSERT_TRUE(state.set_interventions(one)) << state.error;
+    const std::vector<Mat>& was = before.encoder[0].self_attn.probs;
+    const std::vector<Mat>& now = state.trace.encoder[0].self_attn.probs;
+    ASSERT_EQ(now.size(), was.size());
+    const Mat& p0 = was[0];
+    const Mat& p1 = now[0];
+    EXPECT_EQ(p1(3, 1), 0.0f);
+    for (Eigen::Index j = 0; j < p0.cols(); ++j)
+      if (j != 1) {
+        EXPECT_NEAR(p1(3, j), p0(3, j) / (1.0f - p0(3, 1)), 1e-5f) << "column " << j;
+      }
+    for (Eigen::Index i = 0; i < p0.rows(); ++i)
+      if (i != 3) {
+        EXPECT_LE((p1.row(i) - p0.row(i)).cwiseAbs().maxCoeff(), 1e-6f) << "row " << i;
+      }
+    for (size_t h = 1; h < now.size(); ++h)
+      EXPECT_LE((now[h] - was[h]).cwiseAbs().maxCoeff(), 1e-6f) << "head " << h + 1 << " changed";
+    ASSERT_TRUE(state.set_interventions(Interventions{})) << state.error;
+  }
   Interventions iv = state.interventions;
   const HeadRef head{AttentionKind::Encoder, 0, 0};
   // Block every key but <bos> for query 3: its whole row of probability moves onto column 0.
@@ -106,7 +132,7 @@ TEST_F(ShippedModel, PaintedMaskCellBlocksExactlyThatCell) {
   ASSERT_TRUE(state.set_interventions(iv)) << state.error;
   const Mat& p = state.trace.encoder[0].self_attn.probs[0];
   EXPECT_NEAR(p(3, 0), 1.0f, 1e-6f);
-  EXPECT_GT(p(2, 1), 0.0f);  // other rows untouched by the mask
+  EXPECT_LE((p.row(2) - before.encoder[0].self_attn.probs[0].row(2)).cwiseAbs().maxCoeff(), 1e-6f) << "other rows untouched";
   EXPECT_FALSE(toggle_mask_cell(state.trace, iv, head, 99, 0));
 }
 

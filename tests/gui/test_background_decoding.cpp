@@ -3,6 +3,7 @@
 // late puts the inputs back, and every result equals the one computed at once (budget 0).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -37,6 +38,9 @@ class BackgroundDecoding : public ::testing::Test {
     later.step_budget_ms = kTinyBudgetMs;
     later.on_worker_start = [gate = gate_] { gate->pass(); };
   }
+  // A decoding a test left at the gate (one a setter should have refused, say) is let go, so the AppState's
+  // destructor, which waits for its work, cannot wait forever: the test fails on its assertions instead.
+  void TearDown() override { gate_->set_open(true); }
   // Lets the decodings held at the gate run, waits for them, and closes the gate behind them.
   void finish() {
     gate_->set_open(true);
@@ -57,9 +61,11 @@ class BackgroundDecoding : public ::testing::Test {
     std::mutex mutex;
     std::condition_variable changed;
     bool open = false;
+    // Waits for the test to open the gate, at most two minutes: a test that never opens it fails, not hangs.
     void pass() {
       std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] { return open; });
+      if (!changed.wait_for(lock, std::chrono::minutes(2), [&] { return open; }))
+        ADD_FAILURE() << "a decoding waited two minutes at the gate and the test never opened it";
     }
     void set_open(bool now) {
       {
@@ -205,8 +211,10 @@ TEST_F(BackgroundDecoding, TheTranslationAsTrainedIsDecodedInTheBackgroundToo) {
   finish();
   const std::vector<int> expected = at_once.translation_as_trained();
   ASSERT_FALSE(expected.empty());
+  // Held at the gate like every decoding: still running when the call returns, whatever the machine's load.
   EXPECT_TRUE(later.translation_as_trained().empty()) << "still being decoded: nothing to compare with yet";
   EXPECT_TRUE(later.busy());
+  EXPECT_TRUE(later.translation_as_trained().empty()) << "asked again while it runs: still nothing, no second decoding";
   finish();
   EXPECT_EQ(later.translation_as_trained(), expected);
 }

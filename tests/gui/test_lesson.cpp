@@ -318,8 +318,9 @@ TEST(LessonKeys, AQuickTapContinuesTheLesson) {
       << STEPFORMER_APP_PATH << " --no-settings --size 1024x640 --lesson " << (dir / "tap.lesson").string() << " > "
       << (dir / "log.txt").string() << " 2>&1 &\n"
       << "app=$!\n"
-      << "xdotool search --sync --name Stepformer > /dev/null\n"
-      << "sleep 2\n"  // the lesson reaches its pause
+      // The title names the pause once the lesson waits there (at most a minute: a lesson that never gets there
+      // fails below, without a CSV, instead of hanging)
+      << "timeout 60 xdotool search --sync --name 'Stepformer: lesson, pause 1 of 1' > /dev/null || { kill $app; exit 0; }\n"
       // Press and release while the app is stopped: both events wait in its queue and arrive in the same poll,
       // a tap shorter than any frame (sent to a running app, they often straddle two frames and look held)
       << "xdotool mousemove 200 200\n"

@@ -11,7 +11,9 @@
 
 #include "headless_imgui.h"
 #include "gui/app.h"
+#include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
+#include "gui/stages.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "util/parallel.h"
@@ -99,13 +101,66 @@ TEST_F(MarianViews, TheTopBarSaysWhichDeviceComputes) {
                                                      : "CPU, " + std::to_string(parallel_threads()) + " threads");
 }
 
+// Every stage opened on a Marian model (its own vocabulary sizes, <pad> as the decoder's start): the stage asked
+// for is the one on screen, and its main picture is drawn with the model's own sizes (the source's and the
+// translation's tokens), not an empty or stale one.
 TEST_F(MarianViews, EveryStageDrawsOnIt) {
-  for (const char* stage : {"embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
-                            "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention",
-                            "decoder-add-norm", "decoder-feed-forward", "all-heads", "output", "decoding",
-                            "interventions"}) {
-    ASSERT_NO_FATAL_FAILURE(start("Zwei Hunde spielen im Schnee.", stage)) << stage;
-    EXPECT_TRUE(app_->state().error.empty()) << stage << ": " << app_->state().error;
+  struct Expected {
+    const char* stage;
+    const char* main_map;  // the main picture's kind ("" where the stage has none of that kind)
+    char attention;        // 'e' encoder self-attention, 'd' decoder self-attention, 'c' cross-attention, 0 none
+  };
+  const Expected stages[] = {
+      {"embedding", "", 0},                   {"positional", "positional", 0},
+      {"encoder-qkv", "", 0},                 {"encoder-attention", "attention", 'e'},
+      {"concat-heads", "concat", 0},          {"encoder-add-norm", "add_norm", 0},
+      {"encoder-feed-forward", "feed_forward", 0}, {"decoder-attention", "attention", 'd'},
+      {"cross-attention", "attention", 'c'},  {"decoder-add-norm", "add_norm", 0},
+      {"decoder-feed-forward", "feed_forward", 0}, {"all-heads", "all_heads", 0},
+      {"output", "", 0},                      {"decoding", "", 0},
+      {"interventions", "", 0}};
+  for (const Expected& e : stages) {
+    SCOPED_TRACE(e.stage);
+    ASSERT_NO_FATAL_FAILURE(start("Zwei Hunde spielen im Schnee.", e.stage));
+    const AppState& s = app_->state();
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_EQ(std::string(stage_name(app_->stage())), e.stage) << "the stage asked for is the one on screen";
+    const int source = static_cast<int>(s.trace.src.ids.size()), target = static_cast<int>(s.trace.tgt.ids.size());
+    ASSERT_GT(source, 3);
+    ASSERT_GT(target, 2);
+    if (*e.main_map) {
+      EXPECT_EQ(drawn("main_map"), std::vector<std::string>{e.main_map});
+    }
+    // The embedding and Q/K/V stages name their main picture in presentation mode only; their maps have a row
+    // per source token.
+    const auto rows_of = [](const std::string& name) {
+      for (const HeatmapPlacement& p : heatmap_placements())
+        if (p.name == name) return p.rows;
+      return -1;
+    };
+    if (std::string(e.stage) == "embedding") {
+      EXPECT_EQ(rows_of("embedding"), source);
+    }
+    if (std::string(e.stage) == "encoder-qkv") {
+      EXPECT_EQ(rows_of("qkv_input"), source);
+    }
+    if (e.attention) {
+      int rows = -1, cols = -1;
+      for (const HeatmapPlacement& p : heatmap_placements())
+        if (p.name == "attention") rows = p.rows, cols = p.cols;
+      EXPECT_EQ(rows, e.attention == 'e' ? source : target);
+      EXPECT_EQ(cols, e.attention == 'd' ? target : source);
+    }
+    if (std::string(e.stage) == "output") {
+      const std::vector<std::string> chosen = drawn("output_bar.chosen");
+      ASSERT_EQ(chosen.size(), 1u);
+      const size_t position = static_cast<size_t>(app_->output_position());
+      ASSERT_LT(position, s.translation.size());
+      EXPECT_EQ(chosen[0], s.target_token(s.translation[position])) << "the chosen token of the position on show";
+    }
+    if (std::string(e.stage) == "decoding") {
+      EXPECT_EQ(drawn("timeline.token").size(), s.translation.size()) << "one box per generated token";
+    }
     app_.reset();
     ImGui::DestroyContext();
   }

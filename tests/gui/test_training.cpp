@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -131,6 +132,12 @@ TEST(MeanRowEntropy, IsLnNForEvenRowsAndZeroForOneHot) {
   EXPECT_NEAR(mean_row_entropy(one), 0.0, 1e-9);
 }
 
+// The renaming corpus (renaming_corpus.h) under the file names live training reads (de, en).
+fs::path tiny_corpus(const fs::path& dir) {
+  sf::testing::write_renaming_corpus(dir, "de", "en", 120, 12, 8, 5);
+  return dir;
+}
+
 TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
   Training training;
   std::string error;
@@ -141,12 +148,57 @@ TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
   EXPECT_FALSE(training.start("classroom", "", 1, &error));
   EXPECT_NE(error.find("--data"), std::string::npos) << error;
   EXPECT_FALSE(training.running());
+  // A run going (a minute or more of data): a second is refused, and the first goes on, its timeline kept.
+  const fs::path data = fresh_output_dir("live_training_second_run") / "data";
+  sf::testing::write_renaming_corpus(data, "de", "en", 200000, 12, 8, 5);
+  ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
+  ASSERT_TRUE(training.running());
+  const TrainingTimeline* first = training.timeline();
+  error.clear();
+  EXPECT_FALSE(training.start("classroom", data.string(), 1, &error));
+  EXPECT_EQ(error, "a training run is going: stop it first");
+  EXPECT_TRUE(training.running()) << "the first run goes on";
+  EXPECT_EQ(training.timeline(), first) << "and keeps its timeline";
+  training.stop();
 }
 
-// The renaming corpus (renaming_corpus.h) under the file names live training reads (de, en).
-fs::path tiny_corpus(const fs::path& dir) {
-  sf::testing::write_renaming_corpus(dir, "de", "en", 120, 12, 8, 5);
-  return dir;
+// A model file with a timeline beside it (MODEL.timeline.safetensors) opens that timeline; without one there is
+// none (until the shipped one is asked for). Saving the timeline never writes over the open model nor over the
+// timeline file it came from, even when told to replace.
+TEST(TrainingFiles, TheTimelineBesideAModelOpensAndSavingItNeverOverwritesTheModel) {
+  const fs::path dir = fresh_output_dir("training_timeline_beside");
+  const fs::path model = dir / "m.safetensors", beside = dir / "m.timeline.safetensors";
+  fs::copy_file(default_model_path(), model);
+  AppState state;
+  ASSERT_TRUE(state.load_model(model.string())) << state.error;
+  {
+    Training without;
+    without.set_file_model(state.model, state.model_path);
+    without.finish_loading();
+    without.poll(state);
+    EXPECT_EQ(without.timeline(), nullptr) << "no timeline beside it";
+  }
+  fs::copy_file(shipped_model_path("classroom-de-en.timeline"), beside);
+  Training training;
+  training.set_file_model(state.model, state.model_path);
+  training.finish_loading();
+  training.poll(state);
+  ASSERT_NE(training.timeline(), nullptr) << training.timeline_error();
+  EXPECT_EQ(training.timeline_source(), beside.string());
+  EXPECT_GE(training.timeline()->snapshots.size(), 10u);
+
+  const std::string model_bytes = test::read_bytes(model.string()), timeline_bytes = test::read_bytes(beside.string());
+  for (const fs::path& target : {model, beside}) {
+    const std::string refused = training.save_timeline_to(target.string(), /*replace=*/true);
+    EXPECT_NE(refused, "") << target;
+    EXPECT_NE(refused.find("'" + target.string() + "'"), std::string::npos) << refused;
+  }
+  EXPECT_EQ(test::read_bytes(model.string()), model_bytes) << "the open model is untouched";
+  EXPECT_EQ(test::read_bytes(beside.string()), timeline_bytes);
+  const fs::path copy = dir / "copy.timeline.safetensors";
+  EXPECT_EQ(training.save_timeline_to(copy.string(), false), "");
+  EXPECT_EQ(load_timeline(copy.string()).snapshots.size(), training.timeline()->snapshots.size());
+  EXPECT_NE(training.save_timeline_to(copy.string(), false), "") << "an existing file is not replaced unasked";
 }
 
 TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
@@ -208,7 +260,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // frame that took the finished decoding also showed the next weights, so busy() never fell: the monkey test's
 // script waited for ever behind a live run.
 TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
-  const fs::path data = tiny_corpus(fresh_output_dir("live_training_slow_views") / "data");
+  // A run of a minute or more: it is still training when the views settle, so newer weights always come, and
+  // the interval before them is always checked.
+  const fs::path data = fresh_output_dir("live_training_slow_views") / "data";
+  sf::testing::write_renaming_corpus(data, "de", "en", 200000, 12, 8, 5);
   AppState state;
   hold_every_decoding(state);
   Training training;
@@ -219,7 +274,7 @@ TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
   std::optional<Clock::time_point> settled_at;  // the first frame after the first decoding with none in flight
   double settled_for = -1;
   const auto start = Clock::now();
-  while (seconds_since(start) < 30) {  // frames, as the app's loop runs them
+  while (seconds_since(start) < 60) {  // frames, as the app's loop runs them
     state.poll_background();
     training.poll(state);
     const bool busy = state.busy();
@@ -229,6 +284,7 @@ TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
       if (!busy && was_busy) {
         settled_at = Clock::now();
         ASSERT_EQ(training.live_step_shown(), first_step) << "the next weights came in the frame the decoding ended";
+        ASSERT_TRUE(training.running()) << "the run ended before the views settled: this test needs a longer one";
       }
     } else if (busy || training.live_step_shown() != first_step) {
       settled_for = seconds_since(*settled_at);
@@ -238,12 +294,11 @@ TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
   }
   state.on_worker_start = nullptr;
   training.stop();
-  ASSERT_TRUE(settled_at) << "the views never settled in 30 s";
+  ASSERT_TRUE(settled_at) << "the views never settled in 60 s";
   ASSERT_GE(first_step, 0);
-  // Either no newer weights came (the run had ended) or they came a whole interval after the views settled.
-  if (settled_for >= 0) {
-    EXPECT_GE(settled_for, Training::kRefreshSeconds - 0.1);
-  }
+  // The run went on, so newer weights came (or a decoding started): a whole interval after the views settled.
+  ASSERT_GE(settled_for, 0) << "nothing new came in 60 s after the views settled";
+  EXPECT_GE(settled_for, Training::kRefreshSeconds - 0.1);
   state.finish_background();
 }
 
@@ -386,6 +441,30 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   for (const auto& h : layout["heatmaps"])
     if (h["name"] == "training_cross_head") head_map = h["cols"] == 6;  // <bos> w1 w2 w3 w4 <eos>
   EXPECT_TRUE(head_map) << layout.dump();
+  // The curves: the training loss has a point per step taken (3 or more), its last value a loss a model of this
+  // corpus can have (between 0 and a few nats); the validation loss a point per finished epoch (one batch each).
+  std::optional<nlohmann::json> loss, valid;
+  for (const auto& item : layout["items"]) {
+    if (item["name"] == "training.loss_curve") loss = item;
+    if (item["name"] == "training.valid_curve") valid = item;
+  }
+  ASSERT_TRUE(loss && valid) << layout.dump();
+  EXPECT_GE(loss->at("index").get<int>(), 3) << loss->dump();
+  EXPECT_GT(loss->at("x1").get<float>() - loss->at("x0").get<float>(), 100.0f) << "drawn wide enough to read";
+  float value = -1;
+  long long step = -1;
+  ASSERT_EQ(std::sscanf(loss->at("text").get<std::string>().c_str(), "training loss %f (step %lld)", &value, &step), 2)
+      << loss->dump();
+  EXPECT_GT(value, 0.0f);
+  EXPECT_LT(value, 6.0f);
+  EXPECT_GE(step, 3);
+  int epochs = -1;
+  ASSERT_EQ(std::sscanf(valid->at("text").get<std::string>().c_str(), "validation loss %f (epoch %d)", &value, &epochs), 2)
+      << valid->dump();
+  EXPECT_GE(epochs, 1);
+  EXPECT_EQ(valid->at("index").get<int>(), epochs) << "one point per finished epoch";
+  EXPECT_GT(value, 0.0f);
+  EXPECT_LT(value, 6.0f);
 }
 
 // wait-train on a paused run: a paused run takes no steps, so the wait would never end (it did: the app waited

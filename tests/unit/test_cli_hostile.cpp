@@ -394,6 +394,52 @@ TEST_F(CliHostile, ASignalWhileWritingLeavesNoTemporaryFile) {
   }
 }
 
+// What the kernel is asked, seen with strace: the file's data are fsync'ed before the file is put in place (link
+// when not replacing, rename when replacing), and the folder is fsync'ed after; the temporary file is then gone.
+// strace is in Debian's strace package; where it is missing or ptrace is not allowed, the test says so and skips.
+TEST_F(CliHostile, AWriteReachesTheDiskInTheOrderThePromiseNeeds) {
+  if (std::system("strace -o /dev/null true > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "strace is not installed or not allowed here (apt-get install strace)";
+  for (const bool replace : {false, true}) {
+    const std::string log = at(replace ? "strace_replace.log" : "strace_new.log");
+    // `timeline --out` writes a new file, and replaces one only with --force: both commits, from a real command.
+    const std::string cmd = "cd '" + dir.string() + "' && strace -f -o '" + log +
+                            "' -e trace=openat,fsync,fdatasync,link,linkat,rename,renameat,renameat2 " +
+                            STEPFORMER_CLI_PATH + " timeline '" + shipped_model_path("classroom-de-en.timeline") +
+                            "' --keep 0 --out t.timeline.safetensors" + (replace ? " --force" : "") + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    // Each line: PID CALL(ARGS) = RESULT. The temporary file's fd, its fsync, the commit, the folder's fsync.
+    std::ifstream in(log);
+    std::string line, temp_fd, dir_fd;
+    int synced_file = -1, committed = -1, synced_dir = -1, n = 0;
+    for (; std::getline(in, line); ++n) {
+      const size_t call = line.find(' ');
+      if (call == std::string::npos) continue;
+      const std::string rest = line.substr(call + 1);
+      const auto result = [&] { return rest.substr(rest.rfind("= ") + 2); };
+      if (rest.rfind("openat(", 0) == 0 && rest.find(".stepformer-") != std::string::npos &&
+          rest.find("O_CREAT") != std::string::npos)
+        temp_fd = result();
+      if (rest.rfind("openat(", 0) == 0 && rest.find("O_DIRECTORY") != std::string::npos && committed >= 0)
+        dir_fd = result();
+      if (!temp_fd.empty() && synced_file < 0 && rest.rfind("fsync(" + temp_fd + ")", 0) == 0) synced_file = n;
+      if ((rest.rfind("link", 0) == 0 || rest.rfind("rename", 0) == 0) && rest.find("t.timeline.safetensors\"") != std::string::npos &&
+          rest.find("= 0") != std::string::npos)
+        committed = n;
+      if (!dir_fd.empty() && synced_dir < 0 && rest.rfind("fsync(" + dir_fd + ")", 0) == 0) synced_dir = n;
+      if (replace) {
+        EXPECT_EQ(rest.rfind("link(", 0), std::string::npos) << "a replace renames: " << rest;
+      }
+    }
+    SCOPED_TRACE(replace ? "replacing" : "a new file");
+    ASSERT_FALSE(temp_fd.empty()) << "no temporary file opened: " << slurp(log);
+    EXPECT_GE(synced_file, 0) << "the data were never fsync'ed";
+    EXPECT_GT(committed, synced_file) << "put in place before its data were on disk";
+    EXPECT_GT(synced_dir, committed) << "the folder's entry was never fsync'ed after the commit";
+    EXPECT_EQ(temporary_files(dir), std::vector<std::string>{});
+  }
+}
+
 // [SECTION] round two (issue 46): crafted SentencePiece models, what training reads, a pass's memory, bad usage
 
 // A copy of the tiny Marian folder (tests/fixtures/marian/tiny-de-en) under the test's folder.

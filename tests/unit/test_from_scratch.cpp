@@ -5,6 +5,9 @@
 // of decoding gives; the reshape of the heads on a matrix small enough to check by hand.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
 
 #include "decode/decoder.h"
@@ -15,10 +18,14 @@
 #include "transformer/layers.h"
 #include "transformer/passes.h"
 #include "transformer/trace.h"
+#include "train/trainer.h"
+#include "renaming_corpus.h"
 #include "util/error.h"
 
 namespace sf {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr float kTolerance = 1e-5f;
 
@@ -111,6 +118,22 @@ TEST(FromScratch, GreedyDecodingGivesTheNotesTokens) {
   EXPECT_GE(checked, 3);
 }
 
+// The summed log-probability of `tokens` after <bos>, one forward pass of the note's model per prefix (its
+// reshaped heads mix positions, so a row of one pass over the whole sentence also read the tokens after it):
+// the independent account of what a decoder says it chose.
+double sum_logprob(const testing::ForwardFixture& f, const std::vector<int>& tokens) {
+  std::vector<int> input = {f.model.config.bos_id};
+  double sum = 0;
+  for (const int token : tokens) {
+    const Trace t = forward(f.model.config, f.model.weights, f.src, input);
+    sum += std::log(static_cast<double>(t.probs(t.probs.rows() - 1, token)));
+    input.push_back(token);
+  }
+  return sum;
+}
+
+// Beam search and sampling on reshaped heads (no KV cache: every step recomputes the prefix): what they report is
+// what a full pass says of the tokens they chose.
 TEST(FromScratch, AWiderBeamAndSamplingRun) {
   const testing::ForwardFixture f = testing::load_forward_fixture(fixture_paths().front());
   DecodeOptions beam;
@@ -118,8 +141,16 @@ TEST(FromScratch, AWiderBeamAndSamplingRun) {
   beam.beam_width = 4;
   beam.max_length = 8;
   Decoder b(f.model.config, f.model.weights, f.src, Interventions{}, beam);
-  EXPECT_GT(b.run(), 0);
-  EXPECT_FALSE(b.path(b.best_node()).empty());
+  b.run();
+  const BeamNode& best = b.tree()[static_cast<size_t>(b.best_node())];
+  const std::vector<int> best_path = b.path(b.best_node());
+  ASSERT_FALSE(best_path.empty());
+  EXPECT_EQ(static_cast<int>(best_path.size()), best.length);
+  EXPECT_NEAR(best.sum_logprob, sum_logprob(f, best_path), 1e-3) << "the beam's log p against a full pass";
+  EXPECT_NEAR(best.score, best.sum_logprob / std::pow((5.0 + best.length) / 6.0, beam.length_penalty), 1e-4);
+  // Every finished hypothesis scores no better than the best (the best is the best).
+  for (const int node : b.finished_beams()) EXPECT_LE(b.tree()[static_cast<size_t>(node)].score, best.score + 1e-6f);
+  EXPECT_GE(b.finished_beams().size(), 2u) << "a beam of 4 finishes more than one hypothesis";
   // Past the widest beam without a cache: refused with the reason.
   beam.beam_width = kMaxBeamWidthWithoutCache + 1;
   try {
@@ -128,12 +159,27 @@ TEST(FromScratch, AWiderBeamAndSamplingRun) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("reshaped heads"), std::string::npos) << e.what();
   }
+  // Sampling: the same seed draws the same tokens, each with its probability in the full pass above zero; top_k 1
+  // leaves only the likeliest token, so it draws what greedy decoding chooses.
   DecodeOptions sample;
   sample.strategy = DecodeStrategy::Sample;
   sample.seed = 7;
   sample.max_length = 8;
-  Decoder s(f.model.config, f.model.weights, f.src, Interventions{}, sample);
-  EXPECT_GT(s.run(), 0);
+  Decoder s1(f.model.config, f.model.weights, f.src, Interventions{}, sample);
+  Decoder s2(f.model.config, f.model.weights, f.src, Interventions{}, sample);
+  s1.run();
+  s2.run();
+  ASSERT_FALSE(s1.generated().empty());
+  EXPECT_EQ(s1.generated(), s2.generated());
+  EXPECT_TRUE(std::isfinite(sum_logprob(f, s1.generated())));
+  sample.sampling.top_k = 1;
+  Decoder top1(f.model.config, f.model.weights, f.src, Interventions{}, sample);
+  top1.run();
+  DecodeOptions greedy;
+  greedy.max_length = 8;
+  Decoder g(f.model.config, f.model.weights, f.src, Interventions{}, greedy);
+  g.run();
+  EXPECT_EQ(top1.generated(), g.generated());
 }
 
 TEST(FromScratch, ReshapeHeadsByHand) {
@@ -164,6 +210,27 @@ TEST(FromScratch, NoKvCacheAndNoTraining) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("reshape_heads"), std::string::npos) << e.what();
   }
+  // Fine-tuning a from-scratch model is refused, naming why, before a step or a file: the trainer has no
+  // backward pass for reshaped heads.
+  const fs::path dir = fs::temp_directory_path() / ("stepformer-from-scratch-train-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  testing::write_renaming_corpus(dir, "de", "en", 40, 8, 8, 3);
+  TrainOptions o;
+  o.from_model = std::string(STEPFORMER_FIXTURE_DIR) + "/from_scratch/fs_small.model.safetensors";
+  o.data_dir = dir.string();
+  o.out_path = (dir / "tuned.safetensors").string();
+  o.epochs = 1;
+  o.threads = 1;
+  try {
+    train_model(o);
+    FAIL() << "a from-scratch model was trained";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("no backward pass"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(o.out_path));
+  EXPECT_FALSE(fs::exists(o.out_path + ".checkpoint"));
+  fs::remove_all(dir);
 }
 
 TEST(FromScratch, TheModelFileHasTheNotesNamesAndNothingElse) {

@@ -2,7 +2,8 @@
 // more is refused with a message that names it. The numbers are written out here as the documents give them (not
 // taken from the constants), so a limit changed in the code and not in the documents fails.
 //   sentence 16 kB (16,384 bytes); beam width 1 to 64; corpus files 64 MB (67,108,864 bytes) and 1,000,000 lines;
-//   JSON (settings, metadata, checkpoints) nested 64 deep; a SentencePiece piece 2,048 bytes.
+//   JSON (settings, metadata, checkpoints) nested 64 deep; a SentencePiece piece 2,048 bytes; a safetensors
+//   header 16 MiB (docs/model-files.md).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "decode/decoder.h"
 #include "io/json_text.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "model/sentencepiece_proto.h"
 #include "sentencepiece_bytes.h"
@@ -112,6 +114,26 @@ TEST(Limits, ASentencePiecePieceOf2048BytesIsReadAndOneByteMoreIsRefused) {
   EXPECT_EQ(sentencepiece_model_problem(base + testing::piece_field(std::string(2048, 'y'))), "");
   EXPECT_NE(sentencepiece_model_problem(base + testing::piece_field(std::string(2049, 'y'))).find("is 2049 bytes"),
             std::string::npos);
+}
+
+// docs/model-files.md: a safetensors header of at most 16 MiB. A header of exactly 16 MiB (a JSON object padded
+// with spaces, as writers pad theirs) is read; one byte more is refused with the numbers.
+TEST(Limits, ASafetensorsHeaderOf16MebibytesIsReadAndOneByteMoreIsRefused) {
+  Folder d;
+  const uint64_t limit = 16777216;  // 16 x 2^20
+  const auto write = [&](uint64_t header_bytes) {
+    std::string header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    header.append(header_bytes - header.size(), ' ');
+    std::ofstream out(d.file("h.safetensors"), std::ios::binary);
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((header_bytes >> (8 * i)) & 0xFF));
+    out << header;
+    out.write("\0\0\x80\x3f", 4);  // 1.0f
+  };
+  write(limit);
+  EXPECT_EQ(error_of([&] { SafetensorsFile::open(d.file("h.safetensors")); }), "");
+  write(limit + 1);
+  const std::string refused = error_of([&] { SafetensorsFile::open(d.file("h.safetensors")); });
+  EXPECT_NE(refused.find("header length 16777217 exceeds the limit of 16777216 bytes"), std::string::npos) << refused;
 }
 
 }  // namespace

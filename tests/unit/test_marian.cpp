@@ -317,6 +317,8 @@ void expect_tokenized(const Model& m, Side side, const std::string& text, const 
 
 // Every line of Multi30k's test set, both languages, as python3-sentencepiece splits it and MarianTokenizer maps
 // the pieces to ids; the target side joined back as spm's decode_pieces does; and hostile lines of our own.
+// Multi30k is not in the repository (../shared/data on the development machine): without it the hostile lines
+// are still checked, and the test says it skipped the rest, and why.
 TEST(MarianTokenizer, EqualsSentencePieceOnTheMulti30kTestSet) {
   const Model m = open_model(tiny_folder());
   const std::string data = multi30k_raw_dir();
@@ -327,11 +329,13 @@ TEST(MarianTokenizer, EqualsSentencePieceOnTheMulti30kTestSet) {
       const nlohmann::json decoded = line.at("decoded");
       expect_tokenized(m, side, line.at("text"), line.at("pieces"), line.at("ids"), &decoded, "hostile");
     }
-    if (data.empty()) {
-      ADD_FAILURE() << "Multi30k's raw test set was not found (set STEPFORMER_MULTI30K_DIR to the multi30k folder "
-                       "holding raw/test_2016_flickr.*.gz)";
-      continue;
-    }
+  }
+  if (data.empty())
+    GTEST_SKIP() << "the hostile lines agree; Multi30k's raw test set was not found, so its 2,000 lines were not "
+                    "compared (set STEPFORMER_MULTI30K_DIR to the multi30k folder holding raw/test_2016_flickr.*.gz)";
+  for (const char* language : {"de", "en"}) {
+    const nlohmann::json fixture = read_json(fixture_dir() + "/tokenization_test2016." + language + ".json");
+    const Side side = std::string(language) == "de" ? Side::Source : Side::Target;
     const std::vector<std::string> text = gzip_lines(data + "/test_2016_flickr." + language + ".gz");
     const nlohmann::json& lines = fixture.at("lines");
     ASSERT_EQ(text.size(), lines.size()) << language;

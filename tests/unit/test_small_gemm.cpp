@@ -21,6 +21,19 @@ Mat random_mat(int rows, int cols, std::mt19937& rng) {
   return m;
 }
 
+// Which path this binary computes with: the AVX-512 kernels where the build has them (-march=native here), the
+// portable ones in the builds tests/CMakeLists.txt makes for AVX2 and baseline x86-64 (STEPFORMER_KERNEL_ISA):
+// so every path is compiled and run on this machine, whichever CPU it has.
+TEST(SmallGemm, ThisBuildComputesWithThePathItWasCompiledFor) {
+#if defined(STEPFORMER_KERNEL_ISA)
+  EXPECT_FALSE(small_gemm_available()) << "built for " << STEPFORMER_KERNEL_ISA << " without AVX-512";
+#elif defined(__AVX512F__)
+  EXPECT_TRUE(small_gemm_available());
+#else
+  EXPECT_FALSE(small_gemm_available());
+#endif
+}
+
 TEST(SmallGemm, EqualsEigenForEveryBlockShapeAndTail) {
   std::mt19937 rng(3);
   for (int M : {1, 2, 3, 4, 5, 7, 20})

@@ -100,6 +100,8 @@ class ScriptRunner {
   }
   bool waiting() const { return waiting_; }
   int pauses_passed() const { return pause_; }
+  int pauses() const { return pauses_; }  // in the whole script
+  bool interactive() const { return interactive_; }  // a lesson (waits at its pauses), not a script
 
  private:
   void restart_for_replay(App& app, int target_pause);

@@ -4,6 +4,7 @@
 #include "backend/cuda_model.h"
 
 #include "backend/cuda/device_model.h"
+#include "backend/device.h"
 #include "decode/sampling.h"
 #include "nn/embedding.h"
 
@@ -80,10 +81,7 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   config.validate();
-  if (config.attention != AttentionStyle::SplitHeads)
-    fail(ErrorKind::Unsupported, "cuda",
-         "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
-         "family)");
+  if (const std::string why = model_not_for_gpu(config); !why.empty()) fail(ErrorKind::Unsupported, "cuda", why);
   m.config = config;
   if (static_cast<int>(weights.encoder_layers.size()) != config.n_encoder_layers ||
       static_cast<int>(weights.decoder_layers.size()) != config.n_decoder_layers)

@@ -2,13 +2,17 @@
 // be made, and says why.
 #include "backend/cuda_model.h"
 
+#include "backend/device.h"
+
 #include "util/error.h"
 
 namespace sf {
 
 struct CudaModel::Impl {};
 
-CudaModel::CudaModel(const Config&, const ModelWeights&, size_t) {
+CudaModel::CudaModel(const Config& config, const ModelWeights&, size_t) {
+  // The model's reason first, as the CUDA build gives it (backend/device.h).
+  if (const std::string why = model_not_for_gpu(config); !why.empty()) fail(ErrorKind::Unsupported, "cuda", why);
   fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
 }
 CudaModel::~CudaModel() = default;
