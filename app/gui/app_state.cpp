@@ -313,10 +313,12 @@ bool AppState::rebuild(int steps) {
 }
 
 bool AppState::run_work(Work work) {
-  if (on_worker_start)
-    work = [hook = on_worker_start, inner = std::move(work)](const std::atomic<bool>& cancelled) {
-      hook();
-      return inner(cancelled);
+  if (on_worker_start || on_worker_end)
+    work = [start = on_worker_start, end = on_worker_end, inner = std::move(work)](const std::atomic<bool>& cancelled) {
+      if (start) start();
+      Outcome out = inner(cancelled);
+      if (end) end();
+      return out;
     };
   if (step_budget_ms <= 0) {  // at once, on this thread
     Outcome out;

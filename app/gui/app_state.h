@@ -105,6 +105,9 @@ struct AppState {
   // while it runs, or make it fail late (the setters check every input they can before, so in the app only the
   // unforeseen, running out of memory say, fails there).
   std::function<void()> on_worker_start;
+  // Called on the worker as a decoding's work returns, its outcome made (cancelled or not): tests hold a finished
+  // decoding there, so a newer request arrives after the work's last look at its cancel flag.
+  std::function<void()> on_worker_end;
   AppState() = default;
   AppState(const AppState&) = delete;
   AppState& operator=(const AppState&) = delete;

@@ -3,12 +3,14 @@
 // late puts the inputs back, and every result equals the one computed at once (budget 0).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "gui/app.h"
 #include "gui/app_state.h"
@@ -40,7 +42,10 @@ class BackgroundDecoding : public ::testing::Test {
   }
   // A decoding a test left at the gate (one a setter should have refused, say) is let go, so the AppState's
   // destructor, which waits for its work, cannot wait forever: the test fails on its assertions instead.
-  void TearDown() override { gate_->set_open(true); }
+  void TearDown() override {
+    gate_->set_open(true);
+    end_gate_->set_open(true);
+  }
   // Lets the decodings held at the gate run, waits for them, and closes the gate behind them.
   void finish() {
     gate_->set_open(true);
@@ -61,8 +66,10 @@ class BackgroundDecoding : public ::testing::Test {
     std::mutex mutex;
     std::condition_variable changed;
     bool open = false;
+    std::atomic<int> arrived{0};  // decodings that reached the gate
     // Waits for the test to open the gate, at most two minutes: a test that never opens it fails, not hangs.
     void pass() {
+      ++arrived;
       std::unique_lock<std::mutex> lock(mutex);
       if (!changed.wait_for(lock, std::chrono::minutes(2), [&] { return open; }))
         ADD_FAILURE() << "a decoding waited two minutes at the gate and the test never opened it";
@@ -76,6 +83,7 @@ class BackgroundDecoding : public ::testing::Test {
     }
   };
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::shared_ptr<Gate> end_gate_ = std::make_shared<Gate>();
   AppState at_once, later;
 };
 
@@ -119,6 +127,23 @@ TEST_F(BackgroundDecoding, TheNewestRequestWinsAndTheOlderIsNeverShown) {
   finish();
   EXPECT_EQ(later.version, version + 2);
   ASSERT_TRUE(at_once.set_interventions(second));
+  expect_same_result();
+}
+
+// A decoding that finished whole, before any cancel, but is not yet taken when a newer request comes: it is
+// dropped as well (poll_background sees the request waiting), and only the newest is shown.
+TEST_F(BackgroundDecoding, AResultFinishedJustBeforeANewerRequestIsDroppedToo) {
+  later.on_worker_start = nullptr;
+  later.on_worker_end = [gate = end_gate_] { gate->pass(); };
+  const int version = later.version;
+  ASSERT_TRUE(later.set_sentence(kLong));
+  for (int i = 0; i < 12000 && end_gate_->arrived.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(end_gate_->arrived.load(), 1) << "the first decoding never finished (two minutes)";
+  ASSERT_TRUE(later.set_sentence(kShort));  // the first's outcome is made, uncancelled: only the queue tells
+  end_gate_->set_open(true);
+  later.finish_background();
+  EXPECT_EQ(later.version, version + 1) << "the finished but superseded result was shown too";
+  ASSERT_TRUE(at_once.set_sentence(kShort));
   expect_same_result();
 }
 
