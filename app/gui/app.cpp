@@ -133,7 +133,8 @@ void App::handle_keys() {
   const int layers = state_.model ? std::max(state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers) : 1;
   if (key_pressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
   if (key_pressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
-  for (int k = 0; k < 9; ++k)
+  const int heads = state_.model ? state_.model->config.n_heads : 9;
+  for (int k = 0; k < std::min(9, heads); ++k)  // a key past the model's heads does nothing
     if (key_pressed(GLFW_KEY_1 + k)) attention_.head = k;
   // Decoding token by token, from any stage: every view follows the new pass (Space is the lesson's while
   // it waits at a pause).
@@ -268,6 +269,7 @@ void App::frame() {
   const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
   const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
                          stage_min.y + ImGui::GetWindowSize().y + caption_height);
+  if (state_.model) clamp_selection(state_.model->config, attention_);  // whatever model is on show now
   if (!draw_model_views()) switch (stage_) {
     case Stage::Tokens:
       if (const std::optional<Stage> go = tokens_panel_.draw(state_)) select(*go);

@@ -493,6 +493,31 @@ TEST_F(HeadlessView, F5TogglesPresentationAndEscapeLeavesIt) {
   EXPECT_FALSE(app_->view().fullscreen);
 }
 
+// A head the model does not have never reaches a panel: a selection left from a model with more heads (or
+// layers) is brought inside the one on show before anything draws, and a number key past the model's heads does
+// nothing. In presentation mode the Q/K/V panel read q[head] unchecked: the ASan monkey found it reading past
+// the trace's heads (head 7 of a 4-head model).
+TEST_F(HeadlessView, AHeadOrLayerPastTheModelNeverReachesAPanel) {
+  const int heads = app_->state().model->config.n_heads;
+  const int layers = app_->state().model->config.n_encoder_layers;
+  ASSERT_LT(heads, 9) << "this test needs a number key past the model's heads";
+  app_->view().present = true;
+  app_->go_to("encoder-qkv");
+  frame();
+  frame(GLFW_KEY_1 + heads);  // key heads + 1: no such head
+  EXPECT_EQ(app_->attention().head, 0) << "the key past the model's heads changed the head";
+  app_->select_head_index(heads + 3);  // as a larger model's selection left behind
+  app_->select_layer(layers + 2);
+  for (const char* stage : {"encoder-qkv", "concat-heads", "encoder-add-norm", "encoder-attention", "all-heads"}) {
+    app_->go_to(stage);
+    frame();
+    EXPECT_EQ(app_->attention().head, heads - 1) << stage;
+    EXPECT_EQ(app_->attention().layer, layers - 1) << stage;
+    app_->select_head_index(heads + 3);
+    app_->select_layer(layers + 2);
+  }
+}
+
 TEST_F(HeadlessView, FontsAreRasterisedAtThePresentationSize) {
   if (ImGui::GetIO().Fonts->Fonts[0]->FontSize != 18.0f)  // the 13 px bitmap fallback
     GTEST_SKIP() << "DejaVu Sans is not installed (fonts-dejavu-core)";

@@ -35,17 +35,12 @@ Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
   return p;
 }
 
-namespace {
-
-// Keeps a selection inside the model: its kind's layers, the model's heads. Returns the kind's layer count.
 int clamp_selection(const Config& c, AttentionSelection& sel) {
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
   return layers;
 }
-
-}  // namespace
 
 void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with_head) {
   attention_kind_picker(&sel.kind);

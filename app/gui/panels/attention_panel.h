@@ -73,6 +73,10 @@ std::string attention_title(AttentionKind kind, const Interventions& interventio
 // the layer, and with `with_head` the head; keeps the selection inside the model (the layer count follows the
 // kind just picked).
 void draw_attention_selector(const Config& config, AttentionSelection& selection, bool with_head);
+// Keeps a selection inside the model: its kind's layers, the model's heads. Returns the kind's layer count. The app
+// applies it every frame before a panel reads the selection (a head picked on an 8-head model, then a 4-head model
+// opened, or key 7 pressed on it, indexed past the trace's heads: found by the ASan monkey in the Q/K/V panel).
+int clamp_selection(const Config& config, AttentionSelection& selection);
 
 // The attention block a selection names, or nullptr when the trace has no such layer.
 const AttentionTrace* selected_attention(const Trace& trace, const AttentionSelection& s);
