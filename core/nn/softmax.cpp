@@ -79,14 +79,10 @@ bool softmax_row(const float* in, float* out, int count, float scale) {
   if (!(max > neg_inf) && !std::isnan(max)) return false;
   p = x * scale;  // rounded before the subtraction, as with AVX-512
   p.array() -= max;
-  // Eigen's vectorised exp clamps its argument at -88.38 (e^-88.38 = 1.5e-39, the smallest normal float): a
-  // blocked cell (-inf) would get 1.5e-39, not 0, and every cell further below than that the same. Those few
-  // cells take the exact std::exp (0 for -inf, a subnormal or 0 otherwise); the rest keep the vector exp.
-  // (Found by building this path on an AVX-512 machine: tests/CMakeLists.txt's stepformer_kernel_tests_*.)
-  const RowVec shifted = p;
-  p = p.array().exp().matrix();
-  for (int j = 0; j < count; ++j)
-    if (shifted[j] < -88.0f) p[j] = std::exp(shifted[j]);
+  // Below -87.3 the exponential is 0, as in the AVX-512 path (exp_nonpositive): Eigen's vectorised exp clamps its
+  // argument at -88.38, so a blocked cell (-inf) would get 1.5e-39, not 0. (Found by building this path on an
+  // AVX-512 machine: tests/CMakeLists.txt's stepformer_kernel_tests_*.)
+  p = (p.array() < -87.3f).select(0.0f, p.array().exp()).matrix();
   // The sum in double: with SSE's 4 lanes, a float sum of 8,000 logits drifted 1.1e-6 from the exact probability
   // (AVX-512's 16 partial sums stay under 1e-6); then times 1 / sum, as the AVX-512 path does.
   p *= static_cast<float>(1.0 / p.cast<double>().sum());

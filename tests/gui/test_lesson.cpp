@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 
+#include "app_under_xvfb.h"
 #include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/script/script.h"
@@ -308,9 +309,7 @@ TEST_F(LessonRun, TheWalkthroughRunsOnTheShippedModelToItsEnd) {
 TEST(LessonKeys, AQuickTapContinuesTheLesson) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
   if (std::system("command -v xdotool > /dev/null 2>&1") != 0) GTEST_SKIP() << "xdotool is not installed";
-  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "lesson_tap";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::fresh_output_dir("lesson_tap");
   const std::string csv = (dir / "after.csv").string();
   std::ofstream(dir / "tap.lesson") << "model " << kModel << "\ncaption waiting for a tap\npause\nstage positional\n"
                                     << "export-csv " << csv << "\nquit\n";
@@ -410,9 +409,7 @@ TEST(CheckLesson, WatchItLearnPlaysTheShippedTimeline) {
 }
 
 TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
-  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::fresh_output_dir("check_lesson");
   const std::string lesson = (dir / "bad.lesson").string();
   std::ofstream(lesson) << "stage tokens\nattention enc.10.2\nfly away\nhead 3 4\nscreenshot " << (dir / "never.png").string()
                         << "\ncaption ok\npause\nlayer 1\ncaption after\npause\n";
@@ -435,9 +432,7 @@ TEST(CheckLesson, EveryProblemIsListedWithItsLineAndTheExitCodeSaysSo) {
 // A check holds a lesson's exports to the rules --lesson will apply (version 0.1 said "0 problems" for a
 // `screenshot ../x.png` that --lesson then refused).
 TEST(CheckLesson, AnExportTheLessonMayNotWriteIsAProblem) {
-  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson_writes";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::fresh_output_dir("check_lesson_writes");
   const std::string lesson = (dir / "writes.lesson").string();
   std::ofstream(lesson) << "caption one\nscreenshot ../outside.png\nexport-png /etc/stepformer.png\npause\n";
   const Checked c = check(lesson, kModel);
@@ -453,9 +448,7 @@ TEST(CheckLesson, AnExportTheLessonMayNotWriteIsAProblem) {
 // A lesson is shared between people: its text reaches the terminal escaped, never as control sequences (a
 // caption that retitles the terminal and clears it, a command name with an escape in it).
 TEST(CheckLesson, ControlCharactersFromTheLessonAreEscaped) {
-  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "check_lesson_escapes";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::fresh_output_dir("check_lesson_escapes");
   const std::string lesson = (dir / "hostile.lesson").string();
   std::ofstream(lesson) << "caption \x1b]0;pwned\x07\x1b[2J hello\npause\nfl\x1by away\n";
   const Checked c = check(lesson, kModel);
@@ -467,9 +460,7 @@ TEST(CheckLesson, ControlCharactersFromTheLessonAreEscaped) {
 
 TEST(LessonProblems, AreShownInADialogWhenTheLessonOpens) {
   if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
-  const std::filesystem::path dir = std::filesystem::path(STEPFORMER_TEST_OUTPUT_DIR) / "lesson_problems";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::fresh_output_dir("lesson_problems");
   std::ofstream(dir / "bad.lesson") << "caption one\nfly away\nhead x\npause\n";
   const std::string layout = (dir / "layout.json").string();
   const std::string cmd = std::string(STEPFORMER_XVFB_RUN) + " -a " + STEPFORMER_APP_PATH + " --no-settings --lesson " +

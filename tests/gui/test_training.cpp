@@ -415,6 +415,23 @@ TEST(TrainingScreen, TimelineFirstAndLastSnapshot) {
   EXPECT_TRUE(head_map) << layout.dump();
 }
 
+// Runs the app headless from `dir` on the script `name` (its `text` written there first) with --data `data`, at
+// most 120 s: the exit status as std::system gives it, and the app's output.
+struct ScriptRun {
+  int status = -1;
+  std::string log;
+};
+ScriptRun run_training_script(const fs::path& dir, const fs::path& data, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name) << text;
+  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " +
+                          headless_app_command("--no-settings --data '" + data.string() + "' --script " + name) +
+                          " > log.txt 2>&1";
+  ScriptRun r;
+  r.status = std::system(cmd.c_str());
+  r.log = test::read_bytes((dir / "log.txt").string());
+  return r;
+}
+
 // On screen during a run: a script starts the classroom recipe on a tiny corpus, waits for a few steps and
 // takes a screenshot of the Training stage with its curves and the live cross-attention.
 TEST(TrainingScreen, DuringAShortLiveRun) {
@@ -422,14 +439,12 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
   const fs::path dir = fresh_output_dir("training_live_screen");
   const fs::path data = tiny_corpus(dir / "data");
-  std::ofstream(dir / "live.script") << "sentence w1 w2 w3 w4\nstage training\ntrain start classroom saved.safetensors\n"
-                                        "wait-train 3\nscreenshot during.png\nlayout during.json\n"
-                                        "train stop\nwait-train 100\nquit\n";
-  const std::string cmd = "cd '" + dir.string() + "' && " +
-                          headless_app_command("--no-settings --data '" + data.string() +
-                                               "' --script live.script") + " > log.txt 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
-  const std::string log = test::read_bytes((dir / "log.txt").string());
+  const ScriptRun run = run_training_script(dir, data, "live.script",
+                                            "sentence w1 w2 w3 w4\nstage training\ntrain start classroom saved.safetensors\n"
+                                            "wait-train 3\nscreenshot during.png\nlayout during.json\n"
+                                            "train stop\nwait-train 100\nquit\n");
+  ASSERT_EQ(run.status, 0) << run.log;
+  const std::string& log = run.log;
   EXPECT_EQ(log.find("script line"), std::string::npos) << log;
   // Saved where the script may write: the model and its checkpoint after every epoch (one batch each here).
   EXPECT_TRUE(fs::exists(dir / "saved.safetensors"));
@@ -474,12 +489,10 @@ TEST(TrainingScreen, WaitTrainOnAPausedRunGoesOn) {
   if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
   const fs::path dir = fresh_output_dir("training_paused_wait");
   const fs::path data = tiny_corpus(dir / "data");
-  std::ofstream(dir / "paused.script") << "train start classroom\ntrain pause\nwait-train 100000\nquit\n";
-  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " +
-                          headless_app_command("--no-settings --data '" + data.string() +
-                                               "' --script paused.script") + " > log.txt 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
-  const std::string log = test::read_bytes((dir / "log.txt").string());
+  const ScriptRun run =
+      run_training_script(dir, data, "paused.script", "train start classroom\ntrain pause\nwait-train 100000\nquit\n");
+  ASSERT_EQ(run.status, 0) << run.log;
+  const std::string& log = run.log;
   EXPECT_NE(log.find("script line 3: wait-train 100000: the run is paused at step"), std::string::npos) << log;
 }
 
@@ -490,13 +503,11 @@ TEST(TrainingScreen, AStartRightAfterAStopWaitsForTheStop) {
   if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
   const fs::path dir = fresh_output_dir("training_stop_start");
   const fs::path data = tiny_corpus(dir / "data");
-  std::ofstream(dir / "again.script") << "train start classroom\nwait-train 2\ntrain stop\ntrain start classroom\n"
-                                         "wait-train 2\nlayout again.json\nquit\n";
-  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " +
-                          headless_app_command("--no-settings --data '" + data.string() +
-                                               "' --script again.script") + " > log.txt 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_bytes((dir / "log.txt").string());
-  const std::string log = test::read_bytes((dir / "log.txt").string());
+  const ScriptRun run = run_training_script(dir, data, "again.script",
+                                            "train start classroom\nwait-train 2\ntrain stop\ntrain start classroom\n"
+                                            "wait-train 2\nlayout again.json\nquit\n");
+  ASSERT_EQ(run.status, 0) << run.log;
+  const std::string& log = run.log;
   EXPECT_EQ(log.find("a training run is going"), std::string::npos) << log;
   EXPECT_EQ(log.find("script line"), std::string::npos) << log;
   EXPECT_TRUE(fs::exists(dir / "again.json")) << log;

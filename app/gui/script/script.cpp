@@ -307,182 +307,182 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       skip(where, c.name + " " + c.args[0] + ": " + beyond, log);
       continue;
     }
-    if (c.name == "pause") {
-      ++pause_;
-      last_pause_line_ = c.line;
-      // What this part of the lesson skipped goes under its caption, for the teacher to see at the pause.
-      if (!skipped_.empty() && interactive_) {
-        std::string note = "(skipped:";
-        for (const std::string& s : skipped_) note += " " + s + ";";
-        note.back() = ')';
-        app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
-      }
-      // What the lesson found untrue of this model (its languages, words it does not know), for the teacher.
-      if (!notes_.empty() && interactive_) {
-        std::string note = "(note:";
-        for (const std::string& s : notes_) note += " " + s + ";";
-        note.back() = ')';
-        app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
-      }
-      skipped_.clear();
-      notes_.clear();
-      if (!interactive_) return;  // a script does not wait: one frame, then on
-      if (replay_to_ && pause_ < replay_to_) continue;
-      replay_to_ = 0;
-      waiting_ = true;
-      return publish(app);
-    } else if (c.name == "caption") {
-      app.set_caption(c.args.empty() ? "" : c.args[0]);
-    } else if (c.name == "present") {
-      app.view().present = c.args[0] == "on";
-    } else if (c.name == "fullscreen") {
-      app.view().fullscreen = c.args[0] == "on";
-    } else if (c.name == "ui-scale") {
-      parse_ui_scale(c.args[0], &app.view().ui_scale);
-    } else if (c.name.rfind("export-", 0) == 0) {
-      ExportRequest request;
-      request.kind = c.name == "export-png" ? ExportKind::WindowPng
-                     : c.name == "export-panel" ? ExportKind::PanelPng
-                     : c.name == "export-csv" ? ExportKind::Csv : ExportKind::Npy;
-      request.path = c.args[0];  // replace stays false: a script never overwrites
-      request.allowed_folder = write_folder_;  // and writes only where the user allowed
-      pending_export_ = request;
-      wait_frames_ = 2;  // let the layout settle, as for a screenshot
-      return publish(app);
-    } else if (c.name == "model") {
-      app.open_model(c.args[0]);  // loads in the background: the next commands wait for it
-      loading_line_ = c.line;
-      wait_for_load_ = true;
-    } else if (c.name == "open") {
-      app.open_model(c.args[0]);  // loads in the background while the script goes on
-    } else if (c.name == "sentence") {
-      if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
-      // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
-      // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
-      if (app.state().model && (interactive_ || dry_run_))
-        if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
-          note(where, "the model does not know these words of the sentence (it reads each as <unk>): " + unknown, log);
-    } else if (c.name == "written-for") {
-      if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
-    } else if (c.name == "stage") {
-      if (!app.go_to(c.args[0])) log.push_back(where + "unknown stage '" + c.args[0] + "'");
-    } else if (c.name == "attention") {
-      try {
-        app.select_head(parse_head_ref(c.args[0]));
-      } catch (const Error& e) {
-        log.push_back(where + e.what());
-      }
-    } else if (c.name == "layer") {  // numbered from 1, as everywhere a person types one
-      app.select_layer(std::stoi(c.args[0]) - 1);
-    } else if (c.name == "head") {
-      app.select_head_index(std::stoi(c.args[0]) - 1);
-    } else if (c.name == "hover") {
-      // The cell's centre on the attention heatmap of the last frame.
-      const int row = std::stoi(c.args[0]), col = std::stoi(c.args[1]);
-      bool found = false;
-      for (const HeatmapPlacement& p : heatmap_placements()) {
-        const HeatmapWindow& w = p.window;  // a zoomed map shows part of its cells
-        if (p.name == "attention" && row < p.rows && col < p.cols && col + 0.5f >= w.col0 &&
-            col + 0.5f <= w.col0 + w.cols && row + 0.5f >= w.row0 && row + 0.5f <= w.row0 + w.rows) {
-          mouse_ = ImVec2(p.min.x + (col + 0.5f - w.col0) * (p.max.x - p.min.x) / w.cols,
-                          p.min.y + (row + 0.5f - w.row0) * (p.max.y - p.min.y) / w.rows);
-          found = true;
+    try {  // one boundary: a command the core refuses is reported against its line, and the script goes on
+      if (c.name == "pause") {
+        ++pause_;
+        last_pause_line_ = c.line;
+        // What this part of the lesson skipped goes under its caption, for the teacher to see at the pause.
+        if (!skipped_.empty() && interactive_) {
+          std::string note = "(skipped:";
+          for (const std::string& s : skipped_) note += " " + s + ";";
+          note.back() = ')';
+          app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
         }
-      }
-      if (!found) log.push_back(where + "no attention heatmap with cell (" + c.args[0] + ", " + c.args[1] + ") on screen");
-      wait_frames_ = 2;  // the tooltip appears on the next frames
-      return;
-    } else if (c.name == "unhover") {
-      mouse_ = ImVec2(-FLT_MAX, -FLT_MAX);  // ImGui's "no mouse": nothing hovered, whatever the real pointer does
-      return;
-    } else if (c.name == "wait") {
-      wait_frames_ = std::stoi(c.args[0]);
-      return;
-    } else if (c.name == "screenshot") {
-      screenshot_ = c.args[0];
-      wait_frames_ = 2;  // let the layout settle (ImGui sizes some widgets from the previous frame)
-      return;
-    } else if (c.name == "layout") {
-      layout_ = c.args[0];
-      return;
-    } else if (c.name == "pad") {
-      if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error);
-    } else if (c.name == "position") {  // the output stage's decoder position
-      app.set_output_position(std::stoi(c.args[0]));
-    } else if (c.name == "explain") {
-      fold_explanations(c.args[0] == "off");
-    } else if (c.name == "view") {
-      app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
-    } else if (c.name == "expand") {
-      if (c.args[0] == "off") app.collapse_attention_cell();
-      else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())
-        log.push_back(where + "expand: " + problem);
-      else app.expand_attention_cell(std::stoi(c.args[0]), std::stoi(c.args[1]));
-      wait_frames_ = 2;  // the column lays out on the next frames
-      return;
-    } else if (c.name == "zoom") {
-      if (c.args.size() == 3)
-        if (const std::string problem = outside_the_map(app, std::stoi(c.args[1]), std::stoi(c.args[2])); !problem.empty())
-          log.push_back(where + "zoom: " + problem + " (zoomed around the map's corner)");
-      app.zoom_attention(std::strtof(c.args[0].c_str(), nullptr), c.args.size() == 3 ? std::stoi(c.args[1]) : -1,
-                         c.args.size() == 3 ? std::stoi(c.args[2]) : -1);
-      wait_frames_ = 2;
-      return;
-    } else if (c.name == "show") {
-      if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
-    } else if (c.name == "quit") {
-      quit_ = true;
-      return;
-    } else if (c.name == "train") {
-      Training& training = app.training();
-      if (c.args[0] == "start") {
-        std::string error;
-        if (replay_to_ && training.running()) continue;  // a lesson stepping back keeps the run it started
-        if (training.stopping()) {  // a `train stop` just before: the run ends (its step finishes) first
-          --next_;
+        // What the lesson found untrue of this model (its languages, words it does not know), for the teacher.
+        if (!notes_.empty() && interactive_) {
+          std::string note = "(note:";
+          for (const std::string& s : notes_) note += " " + s + ";";
+          note.back() = ')';
+          app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
+        }
+        skipped_.clear();
+        notes_.clear();
+        if (!interactive_) return;  // a script does not wait: one frame, then on
+        if (replay_to_ && pause_ < replay_to_) continue;
+        replay_to_ = 0;
+        waiting_ = true;
+        return publish(app);
+      } else if (c.name == "caption") {
+        app.set_caption(c.args.empty() ? "" : c.args[0]);
+      } else if (c.name == "present") {
+        app.view().present = c.args[0] == "on";
+      } else if (c.name == "fullscreen") {
+        app.view().fullscreen = c.args[0] == "on";
+      } else if (c.name == "ui-scale") {
+        parse_ui_scale(c.args[0], &app.view().ui_scale);
+      } else if (c.name.rfind("export-", 0) == 0) {
+        ExportRequest request;
+        request.kind = c.name == "export-png" ? ExportKind::WindowPng
+                       : c.name == "export-panel" ? ExportKind::PanelPng
+                       : c.name == "export-csv" ? ExportKind::Csv : ExportKind::Npy;
+        request.path = c.args[0];  // replace stays false: a script never overwrites
+        request.allowed_folder = write_folder_;  // and writes only where the user allowed
+        pending_export_ = request;
+        wait_frames_ = 2;  // let the layout settle, as for a screenshot
+        return publish(app);
+      } else if (c.name == "model") {
+        app.open_model(c.args[0]);  // loads in the background: the next commands wait for it
+        loading_line_ = c.line;
+        wait_for_load_ = true;
+      } else if (c.name == "open") {
+        app.open_model(c.args[0]);  // loads in the background while the script goes on
+      } else if (c.name == "sentence") {
+        if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
+        // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
+        // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
+        if (app.state().model && (interactive_ || dry_run_))
+          if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
+            note(where, "the model does not know these words of the sentence (it reads each as <unk>): " + unknown, log);
+      } else if (c.name == "written-for") {
+        if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
+      } else if (c.name == "stage") {
+        if (!app.go_to(c.args[0])) log.push_back(where + "unknown stage '" + c.args[0] + "'");
+      } else if (c.name == "attention") {
+        app.select_head(parse_head_ref(c.args[0]));
+      } else if (c.name == "layer") {  // numbered from 1, as everywhere a person types one
+        app.select_layer(std::stoi(c.args[0]) - 1);
+      } else if (c.name == "head") {
+        app.select_head_index(std::stoi(c.args[0]) - 1);
+      } else if (c.name == "hover") {
+        // The cell's centre on the attention heatmap of the last frame.
+        const int row = std::stoi(c.args[0]), col = std::stoi(c.args[1]);
+        bool found = false;
+        for (const HeatmapPlacement& p : heatmap_placements()) {
+          const HeatmapWindow& w = p.window;  // a zoomed map shows part of its cells
+          if (p.name == "attention" && row < p.rows && col < p.cols && col + 0.5f >= w.col0 &&
+              col + 0.5f <= w.col0 + w.cols && row + 0.5f >= w.row0 && row + 0.5f <= w.row0 + w.rows) {
+            mouse_ = ImVec2(p.min.x + (col + 0.5f - w.col0) * (p.max.x - p.min.x) / w.cols,
+                            p.min.y + (row + 0.5f - w.row0) * (p.max.y - p.min.y) / w.rows);
+            found = true;
+          }
+        }
+        if (!found) log.push_back(where + "no attention heatmap with cell (" + c.args[0] + ", " + c.args[1] + ") on screen");
+        wait_frames_ = 2;  // the tooltip appears on the next frames
+        return;
+      } else if (c.name == "unhover") {
+        mouse_ = ImVec2(-FLT_MAX, -FLT_MAX);  // ImGui's "no mouse": nothing hovered, whatever the real pointer does
+        return;
+      } else if (c.name == "wait") {
+        wait_frames_ = std::stoi(c.args[0]);
+        return;
+      } else if (c.name == "screenshot") {
+        screenshot_ = c.args[0];
+        wait_frames_ = 2;  // let the layout settle (ImGui sizes some widgets from the previous frame)
+        return;
+      } else if (c.name == "layout") {
+        layout_ = c.args[0];
+        return;
+      } else if (c.name == "pad") {
+        if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error);
+      } else if (c.name == "position") {  // the output stage's decoder position
+        app.set_output_position(std::stoi(c.args[0]));
+      } else if (c.name == "explain") {
+        fold_explanations(c.args[0] == "off");
+      } else if (c.name == "view") {
+        app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
+      } else if (c.name == "expand") {
+        if (c.args[0] == "off") app.collapse_attention_cell();
+        else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())
+          log.push_back(where + "expand: " + problem);
+        else app.expand_attention_cell(std::stoi(c.args[0]), std::stoi(c.args[1]));
+        wait_frames_ = 2;  // the column lays out on the next frames
+        return;
+      } else if (c.name == "zoom") {
+        if (c.args.size() == 3)
+          if (const std::string problem = outside_the_map(app, std::stoi(c.args[1]), std::stoi(c.args[2])); !problem.empty())
+            log.push_back(where + "zoom: " + problem + " (zoomed around the map's corner)");
+        app.zoom_attention(std::strtof(c.args[0].c_str(), nullptr), c.args.size() == 3 ? std::stoi(c.args[1]) : -1,
+                           c.args.size() == 3 ? std::stoi(c.args[2]) : -1);
+        wait_frames_ = 2;
+        return;
+      } else if (c.name == "show") {
+        if (!app.show(c.args[0])) log.push_back(where + "unknown view '" + c.args[0] + "' (model-info, open-model, stage)");
+      } else if (c.name == "quit") {
+        quit_ = true;
+        return;
+      } else if (c.name == "train") {
+        Training& training = app.training();
+        if (c.args[0] == "start") {
+          std::string error;
+          if (replay_to_ && training.running()) continue;  // a lesson stepping back keeps the run it started
+          if (training.stopping()) {  // a `train stop` just before: the run ends (its step finishes) first
+            --next_;
+            return publish(app);
+          }
+          // With MODEL, the run saves there (under the folder scripts may write) and resumes from its checkpoint.
+          if (!training.start(c.args[1], app.training_data_dir(), 0, &error, c.args.size() > 2 ? c.args[2] : "",
+                              write_folder_))
+            log.push_back(where + error);
+        } else if (!training.session()) {
+          log.push_back(where + "train " + c.args[0] + ": no training run (train start RECIPE first)");
+        } else if (c.args[0] == "pause") {
+          training.pause();
+        } else if (c.args[0] == "resume") {
+          training.resume();
+        } else {
+          training.stop();
+        }
+      } else if (c.name == "wait-train") {
+        if (!app.training().session()) {
+          log.push_back(where + "wait-train: no training run (train start RECIPE first)");
+        } else {
+          wait_train_to_ = std::stoi(c.args[0]);
+          wait_train_line_ = c.line;
           return publish(app);
         }
-        // With MODEL, the run saves there (under the folder scripts may write) and resumes from its checkpoint.
-        if (!training.start(c.args[1], app.training_data_dir(), 0, &error, c.args.size() > 2 ? c.args[2] : "",
-                            write_folder_))
-          log.push_back(where + error);
-      } else if (!training.session()) {
-        log.push_back(where + "train " + c.args[0] + ": no training run (train start RECIPE first)");
-      } else if (c.args[0] == "pause") {
-        training.pause();
-      } else if (c.args[0] == "resume") {
-        training.resume();
-      } else {
-        training.stop();
-      }
-    } else if (c.name == "wait-train") {
-      if (!app.training().session()) {
-        log.push_back(where + "wait-train: no training run (train start RECIPE first)");
-      } else {
-        wait_train_to_ = std::stoi(c.args[0]);
-        wait_train_line_ = c.line;
-        return publish(app);
-      }
-    } else if (c.name == "snapshot") {
-      Training& training = app.training();
-      AppState& state = app.mutable_state();
-      bool ok = true;
-      state.error.clear();
-      if (c.args[0] == "file") {
-        ok = training.show_file_model(state) || training.file_model_shown(state);
-        if (!ok && state.error.empty()) state.error = "no model file to go back to";
-      } else {
-        if (!training.timeline() || training.timeline_loading()) {  // the shipped classroom run, read now
-          training.want_shipped_timeline();
-          training.finish_loading();
-          training.poll(state);
+      } else if (c.name == "snapshot") {
+        Training& training = app.training();
+        AppState& state = app.mutable_state();
+        bool ok = true;
+        state.error.clear();
+        if (c.args[0] == "file") {
+          ok = training.show_file_model(state) || training.file_model_shown(state);
+          if (!ok && state.error.empty()) state.error = "no model file to go back to";
+        } else {
+          if (!training.timeline() || training.timeline_loading()) {  // the shipped classroom run, read now
+            training.want_shipped_timeline();
+            training.finish_loading();
+            training.poll(state);
+          }
+          ok = c.args[0] == "latest" ? training.show_latest_snapshot(state)
+                                     : training.show_snapshot(state, std::stoi(c.args[0]));
         }
-        ok = c.args[0] == "latest" ? training.show_latest_snapshot(state)
-                                   : training.show_snapshot(state, std::stoi(c.args[0]));
+        if (!ok) log.push_back(where + "snapshot " + c.args[0] + ": " + state.error);
+      } else if (!run_model_command(app, c, log, where)) {
+        log.push_back(where + "unhandled command '" + c.name + "'");
       }
-      if (!ok) log.push_back(where + "snapshot " + c.args[0] + ": " + state.error);
-    } else if (!run_model_command(app, c, log, where)) {
-      log.push_back(where + "unhandled command '" + c.name + "'");
+    } catch (const Error& e) {
+      log.push_back(where + e.what());
     }
     // model, sentence, stage, attention, layer, head, ...: draw a frame before the next command (replaying
     // a lesson: straight on, unless a decoding still runs: the next command waits for it).
