@@ -409,13 +409,33 @@ TEST_F(CliHostile, AWriteReachesTheDiskInTheOrderThePromiseNeeds) {
                             "' --keep 0 --out t.timeline.safetensors" + (replace ? " --force" : "") + " > /dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     // Each line: PID CALL(ARGS) = RESULT. The temporary file's fd, its fsync, the commit, the folder's fsync.
+    // With threads, strace splits a call another thread interrupts: "PID fsync(3 <unfinished ...>", later
+    // "PID <... fsync resumed>) = 0". The two halves are joined first, one line per call, in the order calls end.
     std::ifstream in(log);
-    std::string line, temp_fd, dir_fd;
+    std::vector<std::string> calls;
+    std::map<std::string, std::string> unfinished;  // pid -> the call's first half
+    for (std::string raw; std::getline(in, raw);) {
+      const size_t space = raw.find(' ');
+      if (space == std::string::npos) continue;
+      const std::string pid = raw.substr(0, space);
+      std::string call = raw.substr(raw.find_first_not_of(' ', space));
+      const std::string cut = " <unfinished ...>";
+      if (call.size() > cut.size() && call.compare(call.size() - cut.size(), cut.size(), cut) == 0) {
+        unfinished[pid] = call.substr(0, call.size() - cut.size());
+        continue;
+      }
+      if (call.rfind("<... ", 0) == 0) {
+        const size_t resumed = call.find("resumed>");
+        if (resumed == std::string::npos || !unfinished.count(pid)) continue;
+        call = unfinished[pid] + call.substr(resumed + 8);
+        unfinished.erase(pid);
+      }
+      calls.push_back(call);
+    }
+    std::string temp_fd, dir_fd;
     int synced_file = -1, committed = -1, synced_dir = -1, n = 0;
-    for (; std::getline(in, line); ++n) {
-      const size_t call = line.find(' ');
-      if (call == std::string::npos) continue;
-      const std::string rest = line.substr(call + 1);
+    for (; n < static_cast<int>(calls.size()); ++n) {
+      const std::string& rest = calls[static_cast<size_t>(n)];
       const auto result = [&] { return rest.substr(rest.rfind("= ") + 2); };
       if (rest.rfind("openat(", 0) == 0 && rest.find(".stepformer-") != std::string::npos &&
           rest.find("O_CREAT") != std::string::npos)
