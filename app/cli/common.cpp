@@ -31,6 +31,7 @@ bool run_on_gpu(const char* command, DeviceRequest device, const Model& model,
 Model load_model_warning(const char* command, const std::string& path) {
   std::vector<std::string> warnings;
   Model model = open_model(path.empty() ? shipped_model_path() : path, &warnings);
+  require_encoder_decoder(model.config, std::string("stepformer-cli ") + command);
   for (const std::string& w : warnings) std::fprintf(stderr, "stepformer-cli %s: warning: %s\n", command, printable(w).c_str());
   return model;
 }

@@ -48,12 +48,36 @@ void check_decoding_memory(const Config& config, int source, int max_length, con
 
 }  // namespace
 
+bool Decoder::start_without_encoder(const std::vector<int>& prompt, const Interventions& interventions) {
+  if (!config_->has_decoder()) fail(ErrorKind::Input, "Decoder", "an encoder_only model does not generate text");
+  if (config_->has_encoder()) return false;
+  // A decoder-only model: `prompt` follows <bos> as the decoder's input, every token generated continues it.
+  validate_interventions(*config_, interventions);
+  std::vector<int> first = {config_->bos_id};
+  first.insert(first.end(), prompt.begin(), prompt.end());
+  std::vector<int> positions(first.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i);
+  check_embedding_input(*config_, *weights_, false, first, positions);
+  if (static_cast<int>(first.size()) >= config_->max_positions)
+    fail(ErrorKind::Input, "Decoder", "a prompt of " + std::to_string(prompt.size()) + " tokens leaves no position to "
+                                      "generate in (the model has " + std::to_string(config_->max_positions) + ")");
+  prompt_ = prompt;
+  max_length_ = std::min(max_length_, config_->max_positions - static_cast<int>(first.size()));
+  check_decoding_memory(*config_, 0, static_cast<int>(first.size()) + max_length_, options_);  // no source
+  auto empty = std::make_shared<Trace>();  // no encoder pass: the decoder's passes read none
+  empty->interventions = interventions;
+  encoder_ = std::move(empty);
+  start(interventions);
+  return true;
+}
+
 Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
                  const Interventions& interventions, const DecodeOptions& options,
                  std::shared_ptr<const Trace> previous_encoder)
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  if (start_without_encoder(src_ids, interventions)) return;
   check_decoding_memory(config, static_cast<int>(src_ids.size()), max_length_, options);
   // reuse_encoder's rule, without its copy: the pass is shared.
   validate_interventions(config, interventions);
@@ -76,6 +100,7 @@ Decoder::Decoder(const Config& config, const ModelWeights& weights, const std::v
     : config_(&config), weights_(&weights), options_(options), rng_(options.seed) {
   validate_decode_options(config, options, interventions);
   max_length_ = options.max_length == 0 ? config.max_positions : std::min(options.max_length, config.max_positions);
+  if (start_without_encoder(src_ids, interventions)) return;
   check_decoding_memory(config, static_cast<int>(src_ids.size()), max_length_, options);
   auto own = std::make_shared<Trace>();
   if (!previous_encoder || !reuse_encoder(config, *previous_encoder, src_ids, interventions, *own))
@@ -155,7 +180,7 @@ void Decoder::compute_on(CudaModel& gpu) {
 
 void Decoder::ensure_started() {
   Hypothesis& h = states_.front();
-  if (fed(h) == 0 && !finished_) feed(h, config_->bos_id);
+  if (fed(h) == 0 && !finished_) feed(h, start_tokens());
 }
 
 Decoder::Hypothesis Decoder::start_hypothesis() const {
@@ -166,7 +191,7 @@ Decoder::Hypothesis Decoder::start_hypothesis() const {
     h.cache = empty_kv_cache(*config_);
     h.cache.cross = cross_;
   }
-  feed(h, config_->bos_id);
+  feed(h, start_tokens());
   return h;
 }
 
@@ -301,8 +326,14 @@ int Decoder::best_node() const {
 
 std::vector<int> Decoder::generated() const { return path(best_node()); }
 
+std::vector<int> Decoder::start_tokens() const {
+  std::vector<int> start = {config_->bos_id};
+  start.insert(start.end(), prompt_.begin(), prompt_.end());
+  return start;
+}
+
 std::vector<int> Decoder::pass_input() const {
-  std::vector<int> input = {config_->bos_id};
+  std::vector<int> input = start_tokens();
   const std::vector<int> tokens = generated();
   input.insert(input.end(), tokens.begin(), tokens.end());
   if (finished_ && !tokens.empty()) input.pop_back();
@@ -416,10 +447,12 @@ Mat Decoder::chosen_logits() const {
     return out;
   }
   if (n == 0) return Mat(0, config_->tgt_vocab_size);
-  std::vector<int> input = {config_->bos_id};  // <bos> + every token but the last: the prefixes of lengths 1 .. n
+  // <bos> (+ the prompt) + every token but the last: the prefixes that chose tokens 0 .. n-1
+  std::vector<int> input = start_tokens();
+  const int start = static_cast<int>(input.size());
   input.insert(input.end(), tokens.begin(), tokens.end() - 1);
   std::vector<int> lengths(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) lengths[static_cast<size_t>(i)] = i + 1;
+  for (int i = 0; i < n; ++i) lengths[static_cast<size_t>(i)] = start + i;
   return decode_prefixes(*config_, *weights_, encoded_, input, lengths, *cross_);
 }
 

@@ -125,7 +125,9 @@ class Decoder {
   // Runs the encoder, or takes it from `previous_encoder` (an encoder pass of the same model, e.g. another
   // decoder's encoder_pass()) where its source is the same and the interventions change nothing before the
   // decoder (reuse_encoder): then it is shared, not copied. Throws ErrorKind::Input for bad ids, interventions or
-  // options.
+  // options. A decoder-only model (config.stacks) has no encoder: src_ids is then the prompt, which follows <bos>
+  // in every pass (start_tokens()), and max_length is cut to the positions the prompt leaves; an encoder-only
+  // model does not generate (ErrorKind::Input).
   Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
           const Interventions& interventions = {}, const DecodeOptions& options = {},
           std::shared_ptr<const Trace> previous_encoder = nullptr);
@@ -148,10 +150,13 @@ class Decoder {
   bool finished() const { return finished_; }
   int steps() const { return static_cast<int>(history_.size()); }
 
-  // The best hypothesis: generated tokens, no bos, eos included when produced.
+  // The best hypothesis: generated tokens, no bos (and no prompt), eos included when produced.
   std::vector<int> generated() const;
-  // The decoder input of the pass that chooses the next token (bos + generated), or, once finished, of the pass
-  // that chose the last token (bos + generated without its last token).
+  // What every hypothesis starts from: <bos>, and a decoder-only model's prompt after it.
+  std::vector<int> start_tokens() const;
+  const std::vector<int>& prompt() const { return prompt_; }
+  // The decoder input of the pass that chooses the next token (start_tokens() + generated), or, once finished,
+  // of the pass that chose the last token (start_tokens() + generated without its last token).
   std::vector<int> pass_input() const;
   // The full trace of pass_input() (the encoder half is reused, the decoder half recomputed, or put together
   // from the rows guided re-decoding computed: GuidedRedecoder).
@@ -210,6 +215,8 @@ class Decoder {
   };
 
   void start(const Interventions& interventions);  // the rest of construction, once the encoder pass is there
+  // A decoder-only model's construction (no encoder pass; `prompt` after <bos>); false for a model with an encoder.
+  bool start_without_encoder(const std::vector<int>& prompt, const Interventions& interventions);
   Hypothesis start_hypothesis() const;
   int fed(const Hypothesis& h) const;  // the tokens its cache has consumed
   std::shared_ptr<GpuCache> gpu_cache(int id) const;
@@ -266,7 +273,9 @@ class Decoder {
   const Config* config_;
   const ModelWeights* weights_;
   DecodeOptions options_;
-  std::shared_ptr<const Trace> encoder_;  // the encoder pass, whole (shared with decoders of the same source)
+  std::shared_ptr<const Trace> encoder_;  // the encoder pass, whole (shared with decoders of the same source);
+                                          // an empty trace for a decoder-only model
+  std::vector<int> prompt_;               // a decoder-only model's prompt (after <bos>); empty for translation
   Trace encoded_;  // what the decoder passes read of it: this decoder's interventions, src ids, enc.out
   bool use_cache_ = true;
   int max_length_ = 0;

@@ -115,7 +115,7 @@ GuidedRedecoder::Verification GuidedRedecoder::verify(const std::vector<int>& dr
   } else if (how == Check::FullPass) {
     // <bos> + what is decoded + the draft, one traced pass that fills an empty cache, its output layer run on
     // rows as the check reaches them (output_row); rows before the check's only for a kept pass.
-    std::vector<int> input = {config.bos_id};
+    std::vector<int> input = d.start_tokens();
     const std::vector<int> so_far = d.generated();
     input.insert(input.end(), so_far.begin(), so_far.end());
     const int first = static_cast<int>(input.size());  // row first - 1 + i predicts draft[i]

@@ -19,6 +19,10 @@ const char* to_string(Activation v) {
   return v == Activation::GELU ? "gelu" : v == Activation::SiLU ? "silu" : "relu";
 }
 const char* to_string(AttentionStyle v) { return v == AttentionStyle::ReshapeHeads ? "reshape_heads" : "split_heads"; }
+const char* to_string(ModelStacks v) {
+  return v == ModelStacks::DecoderOnly ? "decoder_only" : v == ModelStacks::EncoderOnly ? "encoder_only" : "encoder_decoder";
+}
+const char* to_string(OutputHead) { return "linear"; }
 
 void Config::validate() const {
   auto bad = [](const std::string& what) { fail(ErrorKind::Config, "config", what); };
@@ -27,11 +31,24 @@ void Config::validate() const {
   };
   positive("d_model", d_model);
   positive("n_heads", n_heads);
-  positive("n_encoder_layers", n_encoder_layers);
-  positive("n_decoder_layers", n_decoder_layers);
+  // Each stack the shape has needs layers and a vocabulary; a stack it lacks has none (its keys 0).
+  auto stack = [&](bool present, const char* stack_name, const char* layers_name, int layers, const char* vocab_name,
+                   int vocab) {
+    if (present) {
+      positive(layers_name, layers);
+      positive(vocab_name, vocab);
+    } else if (layers != 0 || vocab != 0) {
+      bad(std::string("a ") + to_string(stacks) + " model has no " + stack_name + ": " + layers_name + " and " +
+          vocab_name + " must be 0, got " + std::to_string(layers) + " and " + std::to_string(vocab));
+    }
+  };
+  stack(has_encoder(), "encoder", "n_encoder_layers", n_encoder_layers, "src_vocab_size", src_vocab_size);
+  stack(has_decoder(), "decoder", "n_decoder_layers", n_decoder_layers, "tgt_vocab_size", tgt_vocab_size);
   positive("d_ff", d_ff);
-  positive("src_vocab_size", src_vocab_size);
-  positive("tgt_vocab_size", tgt_vocab_size);
+  if (!has_encoder() && (encoder_final_norm || share_embeddings))
+    bad("a decoder_only model has no encoder: encoder_final_norm and share_embeddings must be false");
+  if (!has_decoder() && (decoder_final_norm || share_embeddings))
+    bad("an encoder_only model has no decoder: decoder_final_norm and share_embeddings must be false");
   positive("max_positions", max_positions);
   if (d_model % n_heads != 0)
     bad("n_heads (" + std::to_string(n_heads) + ") does not divide d_model (" + std::to_string(d_model) + ")");
@@ -44,7 +61,9 @@ void Config::validate() const {
   if (share_embeddings && src_vocab_size != tgt_vocab_size)
     bad("share_embeddings needs equal vocabulary sizes (source " + std::to_string(src_vocab_size) + ", target " +
         std::to_string(tgt_vocab_size) + ")");
-  const int smaller_vocab = std::min(src_vocab_size, tgt_vocab_size);
+  const int smaller_vocab = has_encoder() && has_decoder() ? std::min(src_vocab_size, tgt_vocab_size)
+                           : has_encoder()                ? src_vocab_size
+                                                          : tgt_vocab_size;
   auto special = [&](const char* name, int id) {
     if (id < 0 || id >= smaller_vocab)
       bad(std::string(name) + " (" + std::to_string(id) + ") is outside the vocabulary (size " +
@@ -56,6 +75,13 @@ void Config::validate() const {
   special("unk_id", unk_id);
   if (bos_id == eos_id || pad_id == eos_id)  // pad_id == bos_id is Marian's decoder start
     bad("eos_id must differ from pad_id and bos_id");
+}
+
+void require_encoder_decoder(const Config& config, const std::string& what) {
+  if (config.stacks != ModelStacks::EncoderDecoder)
+    fail(ErrorKind::Unsupported, what,
+         std::string("this is a ") + to_string(config.stacks) + " model; " + what +
+             " works with encoder-decoder (translation) models only, for now");
 }
 
 namespace {
@@ -74,7 +100,7 @@ double shortest_decimal(float value) {
 }  // namespace
 
 json config_to_json(const Config& c) {
-  return json{{"d_model", c.d_model},
+  json j{{"d_model", c.d_model},
               {"n_heads", c.n_heads},
               {"n_encoder_layers", c.n_encoder_layers},
               {"n_decoder_layers", c.n_decoder_layers},
@@ -98,6 +124,12 @@ json config_to_json(const Config& c) {
               {"bos_id", c.bos_id},
               {"eos_id", c.eos_id},
               {"unk_id", c.unk_id}};
+  // The keys of the shape, written where they say something the older keys do not: every file of an
+  // encoder-decoder model with the generator's bias as its other layers' stays as it was, byte for byte.
+  if (c.stacks != ModelStacks::EncoderDecoder) j["stacks"] = to_string(c.stacks);
+  if (c.output_head != OutputHead::Linear) j["output_head"] = to_string(c.output_head);
+  if (c.bias && !c.output_bias) j["output_bias"] = false;  // (without `bias` no layer has one, the output's neither)
+  return j;
 }
 
 namespace {
@@ -149,13 +181,19 @@ void read_enum(const json& j, const char* key, E& out, std::initializer_list<std
 Config config_from_json(const json& j) {
   if (!j.is_object()) fail(ErrorKind::Config, "config", "expected a JSON object, got " + std::string(j.type_name()));
   Config c;
+  read_enum(j, "stacks", c.stacks,
+            {{"encoder_decoder", ModelStacks::EncoderDecoder}, {"decoder_only", ModelStacks::DecoderOnly},
+             {"encoder_only", ModelStacks::EncoderOnly}});
   read_key(j, "d_model", c.d_model, true);
   read_key(j, "n_heads", c.n_heads, true);
-  read_key(j, "n_encoder_layers", c.n_encoder_layers, true);
-  read_key(j, "n_decoder_layers", c.n_decoder_layers, true);
+  // A stack's keys are required where the shape has the stack; where it has not, absent means 0.
+  if (!c.has_encoder()) c.n_encoder_layers = c.src_vocab_size = 0;
+  if (!c.has_decoder()) c.n_decoder_layers = c.tgt_vocab_size = 0;
+  read_key(j, "n_encoder_layers", c.n_encoder_layers, c.has_encoder());
+  read_key(j, "n_decoder_layers", c.n_decoder_layers, c.has_decoder());
   read_key(j, "d_ff", c.d_ff, true);
-  read_key(j, "src_vocab_size", c.src_vocab_size, true);
-  read_key(j, "tgt_vocab_size", c.tgt_vocab_size, true);
+  read_key(j, "src_vocab_size", c.src_vocab_size, c.has_encoder());
+  read_key(j, "tgt_vocab_size", c.tgt_vocab_size, c.has_decoder());
   read_key(j, "max_positions", c.max_positions);
   read_enum(j, "positional_encoding", c.positional_encoding,
             {{"sinusoidal", PositionalEncoding::Sinusoidal}, {"learned", PositionalEncoding::Learned}});
@@ -171,6 +209,9 @@ Config config_from_json(const json& j) {
             {{"split_heads", AttentionStyle::SplitHeads}, {"reshape_heads", AttentionStyle::ReshapeHeads}});
   read_key(j, "layer_norm_eps", c.layer_norm_eps);
   read_key(j, "bias", c.bias);
+  read_enum(j, "output_head", c.output_head, {{"linear", OutputHead::Linear}});
+  c.output_bias = c.bias;  // absent: as every other linear layer (the files before the key existed)
+  read_key(j, "output_bias", c.output_bias);
   read_key(j, "tie_output_embedding", c.tie_output_embedding);
   read_key(j, "share_embeddings", c.share_embeddings);
   read_key(j, "pad_id", c.pad_id);

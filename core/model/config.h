@@ -28,15 +28,28 @@ enum class Activation { ReLU, GELU, SiLU };
 //                 queries too (the decoder's self-attention has none); blocked cells are filled with -1e20,
 //                 so a row with nothing allowed comes out uniform
 enum class AttentionStyle { SplitHeads, ReshapeHeads };
+// Which stacks a model has (the three shapes of Transformer every course teaches):
+//   EncoderDecoder  the paper: the encoder reads the source, the decoder (causal self-attention, then
+//                   cross-attention to the encoder's output, then the feed-forward) predicts the target
+//   DecoderOnly     GPT: one decoder stack without cross-attention (self-attention, then the feed-forward),
+//                   predicting the next token of a prompt; no source, no src_* weights
+//   EncoderOnly     BERT: one encoder stack (bidirectional self-attention), an output for every token it reads;
+//                   no target, no tgt_* weights, the output head over the source vocabulary
+enum class ModelStacks { EncoderDecoder, DecoderOnly, EncoderOnly };
+// What sits on top of the last stack, turning its (N, C) output into scores over the vocabulary:
+//   Linear  logits = h W^T (+ b with output_bias): the paper's generator (room for a masked-LM head: a dense
+//           layer, activation and norm before it, as BERT's, comes with that family)
+enum class OutputHead { Linear };
 
 struct Config {
+  ModelStacks stacks = ModelStacks::EncoderDecoder;
   int d_model = 256;             // C
   int n_heads = 8;               // H (must divide C)
-  int n_encoder_layers = 3;
-  int n_decoder_layers = 3;
+  int n_encoder_layers = 3;      // 0 exactly when the model has no encoder (DecoderOnly)
+  int n_decoder_layers = 3;      // 0 exactly when the model has no decoder (EncoderOnly)
   int d_ff = 512;                // F
-  int src_vocab_size = 0;        // Vs
-  int tgt_vocab_size = 0;        // Vt
+  int src_vocab_size = 0;        // Vs (0 for DecoderOnly)
+  int tgt_vocab_size = 0;        // Vt (0 for EncoderOnly)
   int max_positions = 256;       // P: longest sequence (source or decoder input) the model accepts
   PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;
   SinusoidLayout sinusoid_layout = SinusoidLayout::Interleaved;  // only with sinusoidal positions
@@ -48,7 +61,11 @@ struct Config {
   AttentionStyle attention = AttentionStyle::SplitHeads;
   float layer_norm_eps = 1e-5f;
   bool bias = true;                 // linear layers carry biases
-  bool tie_output_embedding = false;  // the output projection reuses the target embedding matrix
+  OutputHead output_head = OutputHead::Linear;
+  bool output_bias = true;            // the output projection carries a bias (only where `bias` is on too; a file
+                                      // that does not say takes `bias`'s value)
+  bool tie_output_embedding = false;  // the output projection reuses the embedding matrix of the last stack's
+                                      // input (the target's; EncoderOnly: the source's)
   bool share_embeddings = false;      // source and target share one embedding (needs one vocabulary)
   int pad_id = 1;
   int bos_id = 2;     // the decoder's first input token; may equal pad_id (Marian starts the decoder with <pad>:
@@ -57,9 +74,20 @@ struct Config {
   int unk_id = 0;
 
   int head_dim() const { return d_model / n_heads; }  // D = C / H
+  bool has_encoder() const { return stacks != ModelStacks::DecoderOnly; }
+  bool has_decoder() const { return stacks != ModelStacks::EncoderOnly; }
+  // The decoder's layers read an encoder's output (cross-attention): only in the encoder-decoder shape.
+  bool has_cross_attention() const { return stacks == ModelStacks::EncoderDecoder; }
+  // The vocabulary the output head scores: the target's, or the source's for an encoder-only model.
+  int output_vocab_size() const { return has_decoder() ? tgt_vocab_size : src_vocab_size; }
   // Throws sf::Error(ErrorKind::Config) naming the first value out of range or inconsistent.
   void validate() const;
 };
+
+// Throws ErrorKind::Unsupported, naming `what` and the model's shape, unless it is an encoder-decoder model: for the
+// parts that show or translate with one (the app's views, the CLI's translate, eval and trace) until they learn the
+// other shapes. The core's passes, decoding and training take every shape.
+void require_encoder_decoder(const Config& config, const std::string& what);
 
 const char* to_string(PositionalEncoding v);  // "sinusoidal" | "learned"
 const char* to_string(EmbeddingScale v);      // "sqrt_d_model" | "one"
@@ -67,6 +95,8 @@ const char* to_string(NormPlacement v);       // "post" | "pre"
 const char* to_string(SinusoidLayout v);      // "interleaved" | "halves"
 const char* to_string(Activation v);          // "relu" | "gelu" | "silu"
 const char* to_string(AttentionStyle v);      // "split_heads" | "reshape_heads"
+const char* to_string(ModelStacks v);         // "encoder_decoder" | "decoder_only" | "encoder_only"
+const char* to_string(OutputHead v);          // "linear"
 
 // JSON <-> Config. from_json reports unknown enum strings, wrong types and missing keys as ErrorKind::Config;
 // keys that are absent take the defaults above except the vocabulary sizes, which are required.

@@ -208,8 +208,10 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
       return v;
     });
   };
-  m.src_vocab = vocabulary("src_vocab", c.src_vocab_size, "src_vocab_size");
-  m.tgt_vocab = vocabulary("tgt_vocab", c.tgt_vocab_size, "tgt_vocab_size");
+  // A vocabulary for each stack the model has (config.stacks): a decoder-only model has no source's, an
+  // encoder-only model no target's.
+  if (c.has_encoder()) m.src_vocab = vocabulary("src_vocab", c.src_vocab_size, "src_vocab_size");
+  if (c.has_decoder()) m.tgt_vocab = vocabulary("tgt_vocab", c.tgt_vocab_size, "tgt_vocab_size");
 
   const auto& meta = file.metadata();
   if (const auto it = meta.find("tokenizer"); it != meta.end()) {

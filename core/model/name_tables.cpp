@@ -39,6 +39,8 @@ void check_family_config(const std::string& family, const Config& c, const std::
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) fail(ErrorKind::Config, where, "family '" + family + "' needs " + what);
   };
+  if (family != kFamilyStepformer)  // the checkpoints of these families are translation models
+    need(c.stacks == ModelStacks::EncoderDecoder, "stacks \"encoder_decoder\" (its checkpoints have both stacks)");
   if (family == kFamilyPytorchTutorial) {
     need(c.positional_encoding == PositionalEncoding::Sinusoidal, "positional_encoding \"sinusoidal\"");
     need(c.encoder_final_norm && c.decoder_final_norm,
@@ -329,7 +331,8 @@ ModelWeights allocate_weights(const Config& c) {
 
 void complete_shared_weights(const Config& config, ModelWeights& weights) {
   if (config.share_embeddings) weights.tgt_embedding = weights.src_embedding;
-  if (config.tie_output_embedding) weights.generator.weight = weights.tgt_embedding;
+  if (config.tie_output_embedding)
+    weights.generator.weight = config.has_decoder() ? weights.tgt_embedding : weights.src_embedding;
 }
 
 }  // namespace sf

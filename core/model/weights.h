@@ -69,6 +69,8 @@ struct DecoderLayerWeights {
 };
 
 struct ModelWeights {
+  // A stack the config's shape lacks (config.stacks) has its members empty: a decoder-only model no src_*,
+  // encoder layers, encoder norm or cross-attention; an encoder-only model no tgt_*, decoder layers or decoder norm.
   Mat src_embedding;  // (Vs, C)
   Mat tgt_embedding;  // (Vt, C); equal to src_embedding when the config shares embeddings
   Mat src_positions;  // (P, C) learned positions; empty for sinusoidal encoding
@@ -77,7 +79,8 @@ struct ModelWeights {
   std::vector<DecoderLayerWeights> decoder_layers;
   LayerNormWeights encoder_norm;  // present when config.encoder_final_norm
   LayerNormWeights decoder_norm;  // present when config.decoder_final_norm
-  LinearWeights generator;        // (Vt, C) output projection to logits; weight equals tgt_embedding when tied
+  LinearWeights generator;        // (V, C) output head to logits, V = config.output_vocab_size(); its weight equals
+                                  // the last stack's input embedding when tied
 };
 
 // [SECTION] the one walk of the weights
@@ -129,8 +132,10 @@ int attach_packed_weights(ModelWeights& weights, bool halves = true);
 //   encoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, ffn.{fc1,fc2}, ffn_norm},
 //   decoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, cross_attn.{q,k,v,out}, cross_attn_norm, ffn.{fc1,fc2},
 //   ffn_norm}, encoder.norm, decoder.norm, generator            (each linear: weight, then bias)
-// With a config: what it has (biases with config.bias, positions when learned, final norms when present), shapes
-// from it, `stored` false for a shared target embedding and a tied generator weight. Without one (nullptr):
+// With a config: what it has (the stacks of its shape, cross-attention only with an encoder and a decoder, biases
+// with config.bias, the generator's with output_bias, positions when learned, final norms when present), shapes
+// from it (the generator's rows: output_vocab_size), `stored` false for a shared target embedding and a tied
+// generator weight. Without one (nullptr):
 // every member that is not empty, with its own shape. The layer lists must hold the layers to visit.
 template <typename W, typename F>
 void for_each_weight(const Config* config, W& weights, F&& f) {
@@ -152,16 +157,16 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     f(static_cast<const Ref&>(r));
   };
   auto linear = [&](Ref r, const std::string& name, auto& l, int64_t out, int64_t in, bool stored_weight = true,
-                    bool has_bias = true) {
+                    bool has_bias = true, bool present = true) {
     r.linear = &l;
     r.name = name + ".weight";
     r.param = WeightParam::Weight;
     r.stored = !c || stored_weight;
-    visit(r, l.weight, out, in, true);
+    visit(r, l.weight, out, in, present);
     r.name = name + ".bias";
     r.param = WeightParam::Bias;
     r.stored = true;
-    visit(r, l.bias, out, 0, !c || (c->bias && has_bias));
+    visit(r, l.bias, out, 0, !c || (present && c->bias && has_bias));
   };
   auto norm = [&](Ref r, const std::string& name, auto& n, bool present) {
     r.name = name + ".weight";
@@ -171,7 +176,7 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     r.param = WeightParam::Bias;
     visit(r, n.beta, C, 0, present);
   };
-  auto attention = [&](Ref r, const std::string& name, auto& a) {
+  auto attention = [&](Ref r, const std::string& name, auto& a, bool present = true) {
     const std::pair<Projection, const char*> projections[] = {
         {Projection::Q, "q"}, {Projection::K, "k"}, {Projection::V, "v"}, {Projection::Out, "out"}};
     // ReshapeHeads: Q, K, V are one (D, D) map without bias that every head shares (config.h)
@@ -181,7 +186,7 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
       r.projection = projection;
       auto& l = projection == Projection::Q ? a.q : projection == Projection::K ? a.k : projection == Projection::V ? a.v : a.out;
       const bool shared = reshape && projection != Projection::Out;
-      linear(r, name + "." + suffix, l, shared ? D : C, shared ? D : C, true, !shared);
+      linear(r, name + "." + suffix, l, shared ? D : C, shared ? D : C, true, !shared, present);
     }
   };
   auto part = [](Ref r, LayerPart p) {
@@ -189,21 +194,25 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     return r;
   };
   const bool learned = c && c->positional_encoding == PositionalEncoding::Learned;
+  // The model's shape (config.stacks): a stack it lacks has no embedding, positions or layers; a decoder without
+  // an encoder has no cross-attention.
+  const bool encoder = c && c->has_encoder(), decoder = c && c->has_decoder();
+  const bool cross = c && c->has_cross_attention();
   Ref r;
   r.block = WeightBlock::SrcEmbedding;
   r.name = "src_embedding.weight";
-  visit(r, weights.src_embedding, c ? c->src_vocab_size : 0, C, true);
+  visit(r, weights.src_embedding, c ? c->src_vocab_size : 0, C, encoder);
   r.block = WeightBlock::TgtEmbedding;
   r.name = "tgt_embedding.weight";
   r.stored = !c || !c->share_embeddings;
-  visit(r, weights.tgt_embedding, c ? c->tgt_vocab_size : 0, C, true);
+  visit(r, weights.tgt_embedding, c ? c->tgt_vocab_size : 0, C, decoder);
   r.stored = true;
   r.block = WeightBlock::SrcPositions;
   r.name = "src_positions.weight";
-  visit(r, weights.src_positions, c ? c->max_positions : 0, C, learned);
+  visit(r, weights.src_positions, c ? c->max_positions : 0, C, learned && encoder);
   r.block = WeightBlock::TgtPositions;
   r.name = "tgt_positions.weight";
-  visit(r, weights.tgt_positions, c ? c->max_positions : 0, C, learned);
+  visit(r, weights.tgt_positions, c ? c->max_positions : 0, C, learned && decoder);
   for (size_t i = 0; i < weights.encoder_layers.size(); ++i) {
     Ref l;
     l.block = WeightBlock::EncoderLayer;
@@ -224,8 +233,8 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
     auto& w = weights.decoder_layers[i];
     attention(part(l, LayerPart::SelfAttn), p + "self_attn", w.self_attn);
     norm(part(l, LayerPart::SelfAttnNorm), p + "self_attn_norm", w.self_attn_norm, true);
-    attention(part(l, LayerPart::CrossAttn), p + "cross_attn", w.cross_attn);
-    norm(part(l, LayerPart::CrossAttnNorm), p + "cross_attn_norm", w.cross_attn_norm, true);
+    attention(part(l, LayerPart::CrossAttn), p + "cross_attn", w.cross_attn, cross);
+    norm(part(l, LayerPart::CrossAttnNorm), p + "cross_attn_norm", w.cross_attn_norm, cross);
     linear(part(l, LayerPart::Fc1), p + "ffn.fc1", w.ffn.fc1, FF, C);
     linear(part(l, LayerPart::Fc2), p + "ffn.fc2", w.ffn.fc2, C, FF);
     norm(part(l, LayerPart::FfnNorm), p + "ffn_norm", w.ffn_norm, true);
@@ -237,7 +246,8 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
   norm(n, "decoder.norm", weights.decoder_norm, c && c->decoder_final_norm);
   Ref g;
   g.block = WeightBlock::Generator;
-  linear(g, "generator", weights.generator, c ? c->tgt_vocab_size : 0, C, !c || !c->tie_output_embedding);
+  linear(g, "generator", weights.generator, c ? c->output_vocab_size() : 0, C, !c || !c->tie_output_embedding,
+         !c || c->output_bias);
 }
 
 }  // namespace sf

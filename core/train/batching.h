@@ -16,6 +16,9 @@ struct Batch {
   std::vector<int> target_in;  // (B, T) <bos> y, then <pad>: the decoder input (teacher forcing)
   std::vector<int> target_out; // (B, T) y <eos>, then <pad>: what each position must predict
   int target_tokens = 0;       // non-pad entries of target_out
+  // The other shapes (config.stacks): a decoder-only model's batch has no source (S 0, `source` empty) and
+  // learns the next token of target_in; an encoder-only model's has no decoder input (`target_in` empty) and
+  // target_out (B, S), T = S, holds what each source position must predict (pad: nothing).
 };
 
 // Groups example indices into batches: sorted by length within pools of 100 batches' worth of shuffled

@@ -29,9 +29,10 @@ ModelWeights initialize_weights(const Config& config, uint64_t seed) {
 }
 
 void tie_gradients(const Config& config, ModelWeights& g) {
-  if (config.tie_output_embedding) {
-    g.tgt_embedding += g.generator.weight;
-    g.generator.weight = g.tgt_embedding;
+  if (config.tie_output_embedding) {  // the generator's weight is the last stack's input embedding
+    Mat& embedding = config.has_decoder() ? g.tgt_embedding : g.src_embedding;
+    embedding += g.generator.weight;
+    g.generator.weight = embedding;
   }
   if (config.share_embeddings) {
     g.src_embedding += g.tgt_embedding;

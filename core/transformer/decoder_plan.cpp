@@ -59,10 +59,14 @@ DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& re
     if (!c || std::count(cached.begin(), cached.end(), c) > 1)
       fail(ErrorKind::Input, where, "each sequence needs a KV cache of its own");
   const int sources = request.sources;
-  if (sources < 1 || source_ids.empty() || source_ids.size() % static_cast<size_t>(sources) != 0)
+  // A decoder without an encoder (config.stacks DecoderOnly) reads no source: S = 0, no cross-attention masks.
+  const bool cross = config.has_cross_attention();
+  if (!cross && (!source_ids.empty() || !request.source_of.empty()))
+    fail(ErrorKind::Input, where, "a decoder_only model reads no source sentence");
+  if (cross && (sources < 1 || source_ids.empty() || source_ids.size() % static_cast<size_t>(sources) != 0))
     fail(ErrorKind::Input, where, "the encoder pass holds " + std::to_string(source_ids.size()) +
                                       " source rows for " + std::to_string(sources) + " sequences");
-  const int S = static_cast<int>(source_ids.size()) / sources;
+  const int S = cross ? static_cast<int>(source_ids.size()) / sources : 0;
   plan.source_length = S;
   if (!request.source_of.empty() && request.source_of.size() != seqs.size())
     fail(ErrorKind::Input, where, "a source for each sequence, or none");
@@ -78,13 +82,14 @@ DecoderPlan plan_decoder_pass(const Config& config, const DecoderPlanRequest& re
       fail(ErrorKind::Input, where, "this model's attention (reshape_heads) mixes every row of a sequence: a pass "
                                     "cannot continue a KV cache, it runs over the whole sequence");
     q.source = request.source_of.empty() ? 0 : request.source_of[s];
-    if (q.source < 0 || q.source >= sources)
+    if (cross && (q.source < 0 || q.source >= sources))
       fail(ErrorKind::Input, where, "source " + std::to_string(q.source) + " of " + std::to_string(sources));
     q.fitted = fit_decoder_masks(*request.interventions, S, q.first_position + q.count);
     if (!cached.empty()) q.self_key_ids = *cached[s];
     q.self_key_ids.insert(q.self_key_ids.end(), rows.tokens.begin() + q.begin, rows.tokens.begin() + q.begin + q.count);
-    q.source_ids.assign(source_ids.begin() + static_cast<long>(q.source) * S,
-                        source_ids.begin() + static_cast<long>(q.source + 1) * S);
+    if (cross)
+      q.source_ids.assign(source_ids.begin() + static_cast<long>(q.source) * S,
+                          source_ids.begin() + static_cast<long>(q.source + 1) * S);
   }
   const std::vector<int>& out = plan.output_rows;
   for (size_t i = 0; i < out.size(); ++i)

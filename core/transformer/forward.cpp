@@ -64,6 +64,7 @@ void check_custom_mask_sizes(const Interventions& iv, int src_length, int tgt_le
 void encode(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
             const Interventions& interventions, Trace& trace) {
   // Every check before the first change, so that a bad input leaves `trace` as it was.
+  if (!config.has_encoder()) fail(ErrorKind::Input, "encode", "a decoder_only model has no encoder");
   check_weights(config, weights);
   validate_interventions(config, interventions);
   check_embedding_input(config, weights, true, src_ids, positions_from_zero(src_ids.size()));
@@ -71,13 +72,16 @@ void encode(const Config& config, const ModelWeights& weights, const std::vector
   trace.sequences = 1;
   trace.interventions = interventions;
   trace.src.ids = src_ids;
-  encoder_pass(config, weights, 1, -1, Record::Trace, nullptr, trace);
+  encoder_pass(config, weights, 1, -1, Record::Trace, nullptr, trace);  // encoder-only: with its output head
+  // The decoder half is marked not computed (has_decoder; its buffers stay, for the next pass to reuse);
+  // decode_pass fills it. An encoder-only model's logits are its encoder's output head's.
   trace.tgt.ids.clear();
-  trace.logits.resize(0, 0);  // marks the decoder half as not computed (has_decoder); decode_pass refills it
+  if (config.has_decoder()) trace.logits.resize(0, 0);
 }
 
 bool reuse_encoder(const Config& config, const Trace& previous, const std::vector<int>& src_ids,
                    const Interventions& interventions, Trace& trace) {
+  if (!config.has_cross_attention()) return false;  // only a decoder reads an encoder pass it did not run
   validate_interventions(config, interventions);
   check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), -1);
   if (!previous.has_encoder() || previous.sequences != 1 || previous.src.ids != src_ids ||
@@ -97,7 +101,9 @@ bool reuse_encoder(const Config& config, const Trace& previous, const std::vecto
 
 void decode_pass(const Config& config, const ModelWeights& weights, const std::vector<int>& tgt_ids, Trace& trace,
                  OutputLayer output) {
-  if (!trace.has_encoder()) fail(ErrorKind::Input, "decode_pass", "the trace holds no encoder pass");
+  if (!config.has_decoder()) fail(ErrorKind::Input, "decode_pass", "an encoder_only model has no decoder");
+  if (config.has_cross_attention() && !trace.has_encoder())
+    fail(ErrorKind::Input, "decode_pass", "the trace holds no encoder pass");
   check_embedding_input(config, weights, false, tgt_ids, positions_from_zero(tgt_ids.size()));
   check_custom_mask_sizes(trace.interventions, static_cast<int>(trace.src.ids.size()),
                           static_cast<int>(tgt_ids.size()));
@@ -134,6 +140,30 @@ Trace forward(const Config& config, const ModelWeights& weights, const std::vect
 
 void forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
              const std::vector<int>& tgt_ids, const Interventions& interventions, Trace& trace) {
+  if (config.stacks == ModelStacks::EncoderOnly) {  // one stack and its output head over the source
+    if (!tgt_ids.empty()) fail(ErrorKind::Input, "forward", "an encoder_only model takes no decoder input");
+    check_pass_memory(config, static_cast<int>(src_ids.size()),
+                      [&](int s) { return traced_pass_bytes(config, s, 0); }, "forward");
+    encode(config, weights, src_ids, interventions, trace);
+    return;
+  }
+  if (config.stacks == ModelStacks::DecoderOnly) {  // one decoder pass, no source, no cross-attention
+    if (!src_ids.empty()) fail(ErrorKind::Input, "forward", "a decoder_only model reads no source sentence");
+    check_weights(config, weights);
+    validate_interventions(config, interventions);
+    check_embedding_input(config, weights, false, tgt_ids, positions_from_zero(tgt_ids.size()));
+    check_custom_mask_sizes(interventions, 0, static_cast<int>(tgt_ids.size()));
+    check_pass_memory(config, static_cast<int>(tgt_ids.size()),
+                      [&](int t) { return traced_pass_bytes(config, 0, std::max(1, t)); }, "forward");
+    trace.sequences = 1;
+    trace.interventions = interventions;
+    trace.src = {};
+    trace.encoder.clear();
+    trace.encoder_norm = {};
+    trace.enc_out.resize(0, 0);
+    traced_decoder_pass(config, weights, tgt_ids, -1, OutputLayer::AllRows, trace);
+    return;
+  }
   check_embedding_input(config, weights, false, tgt_ids, positions_from_zero(tgt_ids.size()));
   check_custom_mask_sizes(interventions, static_cast<int>(src_ids.size()), static_cast<int>(tgt_ids.size()));
   // Its working memory before any of it is allocated (pass_memory.h): a long sentence on a model of many heads
@@ -167,22 +197,24 @@ RecomputePlan plan_recompute(const Config& config, const Interventions& a, const
       if (!same_mask(a.custom_mask(h.kind, h.layer, h.head), b.custom_mask(h.kind, h.layer, h.head)))
         touch(h.kind, h.layer);
     }
-  if (plan.encoder_from < config.n_encoder_layers) plan.decoder_from = std::min(plan.decoder_from, 0);
+  if (config.has_cross_attention() && plan.encoder_from < config.n_encoder_layers)
+    plan.decoder_from = std::min(plan.decoder_from, 0);
   return plan;
 }
 
 RecomputePlan recompute(const Config& config, const ModelWeights& weights, const Interventions& interventions,
                         Trace& trace) {
-  if (!trace.has_encoder() || !trace.has_decoder() || trace.sequences != 1)
+  if (trace.has_encoder() != config.has_encoder() || trace.has_decoder() != config.has_decoder() ||
+      !trace.has_output() || trace.sequences != 1)
     fail(ErrorKind::Input, "recompute", "the trace holds no complete pass to start from");
   validate_interventions(config, interventions);
   check_custom_mask_sizes(interventions, static_cast<int>(trace.src.ids.size()),
                           static_cast<int>(trace.tgt.ids.size()));
   const RecomputePlan plan = plan_recompute(config, trace.interventions, interventions);
   trace.interventions = interventions;
-  if (plan.encoder_from < config.n_encoder_layers)
+  if (config.has_encoder() && plan.encoder_from < config.n_encoder_layers)
     encoder_pass(config, weights, 1, plan.encoder_from, Record::Trace, nullptr, trace);
-  if (plan.decoder_from < config.n_decoder_layers)
+  if (config.has_decoder() && plan.decoder_from < config.n_decoder_layers)
     traced_decoder_pass(config, weights, trace.tgt.ids, plan.decoder_from, OutputLayer::AllRows, trace);
   return plan;
 }

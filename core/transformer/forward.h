@@ -25,7 +25,10 @@
 
 namespace sf {
 
-// The whole pass: encoder on src_ids, decoder on tgt_ids (the decoder input, bos first).
+// The whole pass: encoder on src_ids, decoder on tgt_ids (the decoder input, bos first). The model's shape
+// (config.stacks) decides which half runs: a decoder-only model takes no src_ids (empty) and runs decoder_pass
+// without cross-attention; an encoder-only model takes no tgt_ids (empty) and its output head scores every source
+// token (logits (S, V) from enc.out). ErrorKind::Input for ids given to a stack the model lacks.
 Trace forward(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
               const std::vector<int>& tgt_ids, const Interventions& interventions = {});
 

@@ -29,7 +29,10 @@ const CustomMask* Interventions::custom_mask(AttentionKind kind, int layer, int 
 }
 
 static void check_head(const Config& c, const HeadRef& h, const char* what) {
-  const int layers = h.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
+  // A stack the model lacks has no layers (config.stacks): cross-attention only with both.
+  const int layers = h.kind == AttentionKind::Encoder ? c.n_encoder_layers
+                     : h.kind == AttentionKind::Cross && !c.has_cross_attention() ? 0
+                                                                                   : c.n_decoder_layers;
   if (h.layer < 0 || h.layer >= layers)
     fail(ErrorKind::Input, "interventions",
          std::string(what) + " " + head_ref_text(h) + " names " + to_string(h.kind) + " layer " +

@@ -8,7 +8,9 @@
 //   pre-norm (norm_first):  n1 = LN(x);                    r1 = x + drop(SelfAttn(n1))
 //                           n2 = LN(r1);                   r2 = r1 + drop(FFN(n2));          out = r2
 //   decoder layer: a cross-attention block between the two (its queries from the block before, its keys and values
-//   from the encoder), so three blocks: r1..r3, n1..n3.
+//   from the encoder), so three blocks: r1..r3, n1..n3. A decoder without an encoder (config.stacks DecoderOnly,
+//   `cross` false) has no cross-attention block: its feed-forward block is still block 3 (r3, n3), reading what
+//   block 1 gave, and r2, n2 and the cross-attention record are left as they are (empty in a fresh record).
 // A layer's record has the trace's member names (transformer/trace.h): residual1, norm1, self_attn, ffn, keeps...
 //
 // The seam: what a backend's `Ops` gives the layers.
@@ -53,12 +55,21 @@ void encoder_layer(Ops& ops, bool post, const Weights& w, const Tensor& x, const
 }
 
 template <class Ops, class Tensor, class Weights, class SelfAttn, class CrossAttn, class Record>
-void decoder_layer(Ops& ops, bool post, const Weights& w, const Tensor& x, const SelfAttn& self_attn,
+void decoder_layer(Ops& ops, bool post, bool cross, const Weights& w, const Tensor& x, const SelfAttn& self_attn,
                    const CrossAttn& cross_attn, Record& t) {
   const Tensor& in = post ? x : ops.layer_norm(x, w.self_attn_norm, t.norm1);  // pre: n1 = LN(x), every row
   const Tensor& x_rows = self_attn(x, in, t.self_attn);
   ops.residual(x_rows, t.self_attn.attn_out, t.self_attn_keep, t.residual1);  // r1 = x + drop(SelfAttn(.))
-  if (post) {
+  if (!cross && post) {  // no encoder: the feed-forward block follows the self-attention block
+    const Tensor& h1 = ops.layer_norm(t.residual1, w.self_attn_norm, t.norm1);  // n1 = LN(r1)
+    ops.feed_forward(h1, w, t.ffn);
+    ops.residual(h1, t.ffn.out, t.ffn_keep, t.residual3);                       // r3 = n1 + drop(FFN(n1))
+    t.out = ops.layer_norm(t.residual3, w.ffn_norm, t.norm3);                   // out = LN(r3)
+  } else if (!cross) {
+    ops.feed_forward(ops.layer_norm(t.residual1, w.ffn_norm, t.norm3), w, t.ffn);  // FFN(n3), n3 = LN(r1)
+    ops.residual(t.residual1, t.ffn.out, t.ffn_keep, t.residual3);                 // r3 = r1 + drop(FFN(n3))
+    t.out = t.residual3;
+  } else if (post) {
     const Tensor& h1 = ops.layer_norm(t.residual1, w.self_attn_norm, t.norm1);  // n1 = LN(r1)
     cross_attn(h1, t.cross_attn);
     ops.residual(h1, t.cross_attn.attn_out, t.cross_attn_keep, t.residual2);    // r2 = n1 + drop(CrossAttn(n1))
@@ -111,16 +122,18 @@ Tensor encoder_layer_backward(Ops& ops, bool post, const Weights& w, Grads& g, c
 
 template <class Ops, class Tensor, class Weights, class Grads, class Record, class SelfAttnBackward,
           class CrossAttnBackward>
-Tensor decoder_layer_backward(Ops& ops, bool post, const Weights& w, Grads& g, const Tensor& x, const Record& t,
-                              const SelfAttnBackward& self_attn, const CrossAttnBackward& cross_attn,
+Tensor decoder_layer_backward(Ops& ops, bool post, bool with_cross, const Weights& w, Grads& g, const Tensor& x,
+                              const Record& t, const SelfAttnBackward& self_attn, const CrossAttnBackward& cross_attn,
                               const Tensor& d_out) {
   auto ffn = [&](const Tensor& in, const Tensor& d) { return ops.feed_forward_backward(in, t.ffn, w, g, d); };
   auto cross = [&](const Tensor& in, const Tensor& d) { return cross_attn(in, t.cross_attn, d); };
   auto self = [&](const Tensor& in, const Tensor& d) { return self_attn(in, t.self_attn, d); };
-  Tensor d = block_backward(ops, post, post ? t.norm2.out : t.residual2, t.residual3, t.norm3, w.ffn_norm, g.ffn_norm,
-                            t.ffn_keep, ffn, d_out);
-  d = block_backward(ops, post, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.cross_attn_norm,
-                     g.cross_attn_norm, t.cross_attn_keep, cross, d);
+  // The feed-forward block's input: block 2's output, or without cross-attention block 1's.
+  const Tensor& ffn_x = with_cross ? (post ? t.norm2.out : t.residual2) : (post ? t.norm1.out : t.residual1);
+  Tensor d = block_backward(ops, post, ffn_x, t.residual3, t.norm3, w.ffn_norm, g.ffn_norm, t.ffn_keep, ffn, d_out);
+  if (with_cross)
+    d = block_backward(ops, post, post ? t.norm1.out : t.residual1, t.residual2, t.norm2, w.cross_attn_norm,
+                       g.cross_attn_norm, t.cross_attn_keep, cross, d);
   return block_backward(ops, post, x, t.residual1, t.norm1, w.self_attn_norm, g.self_attn_norm, t.self_attn_keep,
                         self, d);
 }

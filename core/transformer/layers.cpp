@@ -247,7 +247,8 @@ void decoder_layer_forward(const Config& config, const DecoderLayerWeights& w, c
     self_attn(in_rows, a);
     return x_rows;
   };
-  layer_order::decoder_layer(ops, config.norm_placement == NormPlacement::Post, w, x, self, cross_attn, t);
+  layer_order::decoder_layer(ops, config.norm_placement == NormPlacement::Post, config.has_cross_attention(), w, x,
+                             self, cross_attn, t);
 }
 
 void encoder_layer_backward(const Config& config, const EncoderLayerWeights& w, const Mat& x,
@@ -276,8 +277,8 @@ void decoder_layer_backward(const Config& config, const DecoderLayerWeights& w, 
     cross_attn(in, a, d, g.cross_attn, d_in);
     return d_in;
   };
-  dx = layer_order::decoder_layer_backward(ops, config.norm_placement == NormPlacement::Post, w, g, x, t, self, cross,
-                                           d_out);
+  dx = layer_order::decoder_layer_backward(ops, config.norm_placement == NormPlacement::Post,
+                                           config.has_cross_attention(), w, g, x, t, self, cross, d_out);
 }
 
 // [SECTION] final norm and output layer

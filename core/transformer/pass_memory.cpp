@@ -16,12 +16,13 @@ double attention_floats(const Config& c, double tq, double tk) {
 }
 
 double encoder_floats(const Config& c, double s) {
-  return c.n_encoder_layers * (attention_floats(c, s, s) + 6.0 * s * c.d_model + 2.0 * s * c.d_ff) + 4.0 * s * c.d_model;
+  return c.n_encoder_layers * (attention_floats(c, s, s) + 6.0 * s * c.d_model + 2.0 * s * c.d_ff) + 4.0 * s * c.d_model +
+         (c.has_decoder() ? 0.0 : 2.0 * s * c.src_vocab_size);  // an encoder-only model's output head
 }
 
 double decoder_floats(const Config& c, double s, double t) {
-  return c.n_decoder_layers * (attention_floats(c, t, t) + attention_floats(c, t, s) + 9.0 * t * c.d_model +
-                               2.0 * t * c.d_ff) +
+  const double cross = c.has_cross_attention() ? attention_floats(c, t, s) : 0.0;
+  return c.n_decoder_layers * (attention_floats(c, t, t) + cross + 9.0 * t * c.d_model + 2.0 * t * c.d_ff) +
          4.0 * t * c.d_model + 2.0 * t * c.tgt_vocab_size;
 }
 

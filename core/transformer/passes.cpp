@@ -46,6 +46,7 @@ void truncate_kv_cache(KvCache& cache, int length) {
 }
 
 CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weights, const Trace& encoded) {
+  if (!config.has_cross_attention()) return {};  // a decoder-only model's: none (decoder_pass reads none)
   if (!encoded.has_encoder()) fail(ErrorKind::Input, "cross_keys_values", "the trace holds no encoder pass");
   CrossKeysValues kv;
   kv.keys.resize(static_cast<size_t>(config.n_decoder_layers));
@@ -278,6 +279,11 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
   }
   final_norm_forward(config, config.encoder_final_norm, weights.encoder_norm,
                      output_only ? x_out : trace.encoder.back().out, trace.encoder_norm, trace.enc_out);
+  if (config.has_decoder()) return;
+  // An encoder-only model's output head: every token's scores over the vocabulary, logits (B*S, V).
+  output_logits(weights, trace.enc_out, trace.logits);
+  if (record == Record::Trace) masked_softmax(trace.logits, Mat(), trace.probs);
+  else trace.probs.resize(0, 0);
 }
 
 // [SECTION] the decoder pass
@@ -287,7 +293,10 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
   const char* where = "decoder_pass";
   const DecoderRows& rows = pass.rows;
   const int R = rows.size(), L = config.n_decoder_layers;
-  if (!encoded.has_encoder()) fail(ErrorKind::Input, where, "the trace holds no encoder pass");
+  if (!config.has_decoder()) fail(ErrorKind::Input, where, "an encoder_only model has no decoder");
+  // A decoder-only model's `encoded` is an empty trace (no source, its interventions); cross-attention is skipped.
+  if (config.has_cross_attention() && !encoded.has_encoder())
+    fail(ErrorKind::Input, where, "the trace holds no encoder pass");
   if ((pass.record != Record::Output) != (pass.trace != nullptr))
     fail(ErrorKind::Input, where, "a trace is given exactly when the pass records one");
   DecoderPlanRequest request(rows, encoded.src.ids, encoded.sequences, encoded.interventions);
@@ -308,6 +317,10 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
                                           " tokens it holds (a cache of tokens only is no KV cache)");
   }
   const Eigen::Index S = plan.source_length;
+  if (!config.has_cross_attention()) {  // a decoder-only model: no keys, or the empty ones cross_keys_values gives
+    if (cross && !cross->keys.empty()) fail(ErrorKind::Input, where, "a decoder_only model has no cross-attention");
+    cross = nullptr;
+  }
   if (cross && (static_cast<int>(cross->keys.size()) != L || cross->keys.front().rows() != S))
     fail(ErrorKind::Input, where, "the cross-attention keys are not this encoder pass's");
   const bool recorded = pass.record != Record::Output;
@@ -456,7 +469,9 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
                            const std::vector<RecordedRows>& pieces) {
   const char* where = "assemble_traced_pass";
   if (pieces.empty()) fail(ErrorKind::Input, where, "no recorded rows");
-  if (!encoded.has_encoder() || encoded.sequences != 1) fail(ErrorKind::Input, where, "one sentence's encoder pass is needed");
+  const bool with_cross = config.has_cross_attention();
+  if ((with_cross && !encoded.has_encoder()) || encoded.sequences != 1)
+    fail(ErrorKind::Input, where, "one sentence's encoder pass is needed");
   const int L = config.n_decoder_layers;
   Eigen::Index T = 0;
   std::vector<int> ids;
@@ -505,10 +520,12 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
     rows_of(d.self_attn.attn_out, [li](const Trace& t) -> const Mat& { return t.decoder[li].self_attn.attn_out; });
     rows_of(d.residual1, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual1; });
     norm_of(d.norm1, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm1; });
-    rows_of(d.cross_attn.queries, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.queries; });
-    rows_of(d.cross_attn.attn_out, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.attn_out; });
-    rows_of(d.residual2, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual2; });
-    norm_of(d.norm2, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm2; });
+    if (with_cross) {
+      rows_of(d.cross_attn.queries, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.queries; });
+      rows_of(d.cross_attn.attn_out, [li](const Trace& t) -> const Mat& { return t.decoder[li].cross_attn.attn_out; });
+      rows_of(d.residual2, [li](const Trace& t) -> const Mat& { return t.decoder[li].residual2; });
+      norm_of(d.norm2, [li](const Trace& t) -> const LayerNormTrace& { return t.decoder[li].norm2; });
+    }
     rows_of(d.ffn.hidden_pre, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.hidden_pre; });
     rows_of(d.ffn.hidden, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.hidden; });
     rows_of(d.ffn.out, [li](const Trace& t) -> const Mat& { return t.decoder[li].ffn.out; });
@@ -531,6 +548,7 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
     self[0] = {0, T, &d.self_attn.keys, &d.self_attn.values, 0, T, plan.self_mask(config, 0, l)};
     attend_sequences(config, self, heads_on(config, fitted, AttentionKind::Decoder, l), Record::Trace, nullptr,
                      d.self_attn);
+    if (!with_cross) continue;
     d.cross_attn.keys = cross.keys[static_cast<size_t>(l)];
     d.cross_attn.values = cross.values[static_cast<size_t>(l)];
     std::vector<SequenceAttention> across(1);
@@ -555,15 +573,18 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
     return p;
   };
 
+  // The output head, over the last stack's output: the decoder's, or an encoder-only model's encoder's.
+  Mat d;  // dL/d(the last stack's activations) (B*T, C)
+  linear_backward(config.has_decoder() ? trace.dec_out : trace.enc_out, w.generator, d_logits, g.generator, &d);
+  Mat d_encoder_out = Mat::Zero(trace.enc_out.rows(), trace.enc_out.cols());  // (B*S, C)
+  if (!config.has_decoder()) d_encoder_out = std::move(d);
+
   // Decoder, from the logits down.
-  Mat d;  // dL/d(decoder activations) (B*T, C)
-  linear_backward(trace.dec_out, w.generator, d_logits, g.generator, &d);
-  if (config.decoder_final_norm) {
+  if (config.has_decoder() && config.decoder_final_norm) {
     Mat dn;
     layer_norm_backward(trace.decoder.back().out, trace.decoder_norm, w.decoder_norm, d, g.decoder_norm, dn);
     d = std::move(dn);
   }
-  Mat d_encoder_out = Mat::Zero(trace.enc_out.rows(), trace.enc_out.cols());  // (B*S, C)
   for (int l = config.n_decoder_layers - 1; l >= 0; --l) {
     const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(l)];
     const Mat& x = l == 0 ? trace.tgt.sum : trace.decoder[static_cast<size_t>(l - 1)].out;
@@ -583,7 +604,9 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            std::move(d), g.decoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
-  embed_rows_backward(config, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g);
+  if (config.has_decoder())
+    embed_rows_backward(config, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g);
+  if (!config.has_encoder()) return;
 
   // Encoder, from its output down.
   d = std::move(d_encoder_out);

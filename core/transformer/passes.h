@@ -52,6 +52,7 @@ KvCache empty_kv_cache(const Config& config);
 // Forgets every token from position `length` on (stepping back).
 void truncate_kv_cache(KvCache& cache, int length);
 
+// Empty for a model without cross-attention (decoder-only): its passes read none.
 CrossKeysValues cross_keys_values(const Config& config, const ModelWeights& weights, const Trace& encoded);
 
 // [SECTION] the encoder pass
@@ -111,8 +112,8 @@ struct RecordedRows {
 Trace assemble_traced_pass(const Config& config, const Trace& encoded, const CrossKeysValues& cross,
                            const std::vector<RecordedRows>& pieces);
 
-// Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt),
-// accumulates every weight's gradient into grads.
+// Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt;
+// an encoder-only model's (B*S, Vs)), accumulates every weight's gradient into grads.
 void model_backward(const Config& config, const ModelWeights& weights, int sequences, const Trace& trace,
                     const Mat& d_logits, ModelWeights& grads);
 

@@ -117,6 +117,8 @@ std::vector<NamedTensor> trace_tensors(const Trace& t) {
     e.vec("dec.final_norm_mean", t.decoder_norm.mean);
     e.vec("dec.final_norm_std", t.decoder_norm.std);
     e.mat("dec.out", t.dec_out);
+  }
+  if (t.has_output()) {  // the output head, over the last stack's output
     e.mat("logits", t.logits);
     e.mat("probs", t.probs);
   }

@@ -68,11 +68,15 @@ struct Trace {
   std::vector<DecoderLayerTrace> decoder;   // one per decoder layer
   LayerNormTrace decoder_norm;              // empty when the config has none
   Mat dec_out;                              // (T, C)
-  Mat logits;                               // (T, Vt) dec_out W_gen^T + b
-  Mat probs;                                // (T, Vt) softmax(logits): row t predicts token t+1
+  Mat logits;                               // (T, Vt) dec_out W_gen^T + b; encoder-only: (S, Vs) from enc_out
+  Mat probs;                                // (T, Vt) softmax(logits): row t predicts token t+1 (encoder-only:
+                                            // row s scores the token at position s)
 
+  // Which halves hold a pass (an encoder-only model's trace has no decoder half, a decoder-only model's no
+  // encoder half; the output head's logits follow the last stack either way).
   bool has_encoder() const { return enc_out.size() > 0; }
-  bool has_decoder() const { return logits.size() > 0; }
+  bool has_decoder() const { return !tgt.ids.empty() && logits.size() > 0; }
+  bool has_output() const { return logits.size() > 0; }
 };
 
 struct NamedTensor {

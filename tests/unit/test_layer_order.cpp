@@ -112,12 +112,12 @@ TEST(LayerOrder, DecoderLayerHasCrossAttentionBetween) {
   FormulaOps ops;
   LayerWeights w;
   DecoderRecord post, pre;
-  sf::layer_order::decoder_layer(ops, true, w, Formula("y"), self_attention(), cross_attention(), post);
+  sf::layer_order::decoder_layer(ops, true, true, w, Formula("y"), self_attention(), cross_attention(), post);
   const Formula h1 = "LN1(y + drop(SA(y)))", h2 = "LNc(" + h1 + " + drop(CA(" + h1 + ")))";
   EXPECT_EQ(post.norm2.out, h2);
   EXPECT_EQ(post.out, "LN2(" + h2 + " + drop(FFN(" + h2 + ")))");
 
-  sf::layer_order::decoder_layer(ops, false, w, Formula("y"), self_attention(), cross_attention(), pre);
+  sf::layer_order::decoder_layer(ops, false, true, w, Formula("y"), self_attention(), cross_attention(), pre);
   const Formula r1 = "y + drop(SA(LN1(y)))", r2 = r1 + " + drop(CA(LNc(" + r1 + ")))";
   EXPECT_EQ(pre.residual2, r2);
   EXPECT_EQ(pre.out, r2 + " + drop(FFN(LN2(" + r2 + ")))");
@@ -134,7 +134,7 @@ TEST(LayerOrder, DecoderQueryRowsGoOnThroughTheResidual) {
     a.attn_out = "SA(" + in + ")[last]";
     return rows;
   };
-  sf::layer_order::decoder_layer(ops, false, w, Formula("y"), self, cross_attention(), t);
+  sf::layer_order::decoder_layer(ops, false, true, w, Formula("y"), self, cross_attention(), t);
   EXPECT_EQ(t.norm1.out, "LN1(y)");  // every row normalised: they all give keys and values
   EXPECT_EQ(t.residual1, "y[last] + drop(SA(LN1(y))[last])");
 }
@@ -172,8 +172,8 @@ TEST(LayerOrder, DecoderBackwardRunsItsThreeBlocksLastFirst) {
     FormulaOps ops;
     LayerWeights w, g;
     DecoderRecord t;
-    sf::layer_order::decoder_layer(ops, post, w, Formula("y"), self_attention(), cross_attention(), t);
-    const Formula dy = sf::layer_order::decoder_layer_backward(ops, post, w, g, Formula("y"), t,
+    sf::layer_order::decoder_layer(ops, post, true, w, Formula("y"), self_attention(), cross_attention(), t);
+    const Formula dy = sf::layer_order::decoder_layer_backward(ops, post, true, w, g, Formula("y"), t,
                                                                attention_backward("SA"), attention_backward("CA"),
                                                                Formula("d"));
     if (post) {
@@ -187,6 +187,38 @@ TEST(LayerOrder, DecoderBackwardRunsItsThreeBlocksLastFirst) {
     }
     EXPECT_EQ(g.self_attn_norm.backward, 1);
     EXPECT_EQ(g.cross_attn_norm.backward, 1);
+    EXPECT_EQ(g.ffn_norm.backward, 1);
+  }
+}
+
+TEST(LayerOrder, DecoderWithoutAnEncoderIsTheEncoderLayerUnderACausalMask) {
+  // A decoder-only model's layer (config.stacks DecoderOnly): self-attention then the feed-forward, no cross-
+  // attention; the same formulas as an encoder layer, forward and backward, its feed-forward block in r3, n3.
+  for (bool post : {true, false}) {
+    SCOPED_TRACE(post ? "post-norm" : "pre-norm");
+    FormulaOps ops;
+    LayerWeights w, g, ge;
+    DecoderRecord t;
+    EncoderRecord e;
+    int cross_calls = 0;
+    auto cross = [&](const Formula&, AttnRecord&) { ++cross_calls; };
+    sf::layer_order::decoder_layer(ops, post, false, w, Formula("x"), self_attention(), cross, t);
+    sf::layer_order::encoder_layer(ops, post, w, Formula("x"), self_attention(), e);
+    EXPECT_EQ(cross_calls, 0);
+    EXPECT_EQ(t.out, e.out);
+    EXPECT_EQ(t.residual1, e.residual1);
+    EXPECT_EQ(t.residual3, e.residual2);
+    EXPECT_EQ(t.norm3.out, e.norm2.out);
+    EXPECT_EQ(t.residual2, Formula()) << "no cross-attention block";
+    const Formula dy = sf::layer_order::decoder_layer_backward(ops, post, false, w, g, Formula("x"), t,
+                                                               attention_backward("SA"), attention_backward("CA"),
+                                                               Formula("d"));
+    const Formula dx = sf::layer_order::encoder_layer_backward(ops, post, w, ge, Formula("x"), e,
+                                                               attention_backward("SA"), Formula("d"));
+    EXPECT_EQ(dy, dx);
+    EXPECT_EQ(dy.find("CA"), std::string::npos);
+    EXPECT_EQ(g.cross_attn_norm.backward, 0);
+    EXPECT_EQ(g.self_attn_norm.backward, 1);
     EXPECT_EQ(g.ffn_norm.backward, 1);
   }
 }

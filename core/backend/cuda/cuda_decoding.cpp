@@ -244,7 +244,8 @@ Mat CudaDecoding::State::pass(const std::vector<int>& slot, const std::vector<in
   DDecoderLayer layer;  // one layer's buffers, handles into the pass's workspace
   DMat x = e.sum;
   for (l = 0; l < c.n_decoder_layers; ++l) {
-    layer_order::decoder_layer(ops, post, w_decoder(l), x, self_attention, cross_attention, layer);
+    layer_order::decoder_layer(ops, post, c.has_cross_attention(), w_decoder(l), x, self_attention, cross_attention,
+                               layer);
     x = layer.out;
   }
   if (c.decoder_final_norm) x = m.layer_norm(x, m.w.decoder_norm).out;

@@ -211,8 +211,8 @@ class Backward {
     auto self = [&](const DMat& in, const DAttention& a, const DMat& d) {
       return self_attention(in, a, w.self_attn, g.self_attn, d);
     };
-    return layer_order::decoder_layer_backward(*this, post, w, g, x, p_.decoder[static_cast<size_t>(l)], self, cross,
-                                               d_out);
+    return layer_order::decoder_layer_backward(*this, post, m_.config.has_cross_attention(), w, g, x,
+                                               p_.decoder[static_cast<size_t>(l)], self, cross, d_out);
   }
 
   // sum = drop(E[id] * scale + P[position]): the table's rows and the learned positions' get d_sum * keep.

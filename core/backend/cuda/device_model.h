@@ -552,7 +552,7 @@ struct CudaModel::Impl {
       auto cross_attn = [&](const DMat& h, DAttention& a) {
         a = attention(h, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
       };
-      layer_order::decoder_layer(ops, post, lw, x, self_attn, cross_attn, t);
+      layer_order::decoder_layer(ops, post, config.has_cross_attention(), lw, x, self_attn, cross_attn, t);
     }
     p.dec_out = final_norm(config.decoder_final_norm, w.decoder_norm, p.decoder.back().out, p.decoder_norm);
     p.logits = linear(p.dec_out, w.generator, output_from);  // (T - output_from, Vt)
