@@ -538,7 +538,9 @@ def commands_from_help(app):
         m = re.search(rf"^\s*{re.escape(option)}.*?\n(?=\s*{re.escape(following)})", out, re.S | re.M)
         if not m:
             return None
-        text = m.group(0).split(":", 1)[-1] if option == "--stage NAME" else m.group(0).split("README", 1)[-1]
+        # after "--stage NAME ...:", and after "--script FILE ... (see the README):" (whatever page it names)
+        text = (m.group(0).split(":", 1)[-1] if option == "--stage NAME"
+                else re.split(r"\(see [^)]*\)", m.group(0), maxsplit=1)[-1])
         return re.findall(r"[a-z][a-z0-9-]+", text.replace("):", " "))
     stages = listed("--stage NAME", "--attention")
     commands = listed("--script FILE", "--lesson")
