@@ -1,13 +1,13 @@
-// The CUDA backend's forward pass (core/backend/cuda_model.h) on the same weights as tools/bench_pytorch_cuda.py:
+// The CUDA backend's forward pass (core/backend/cuda_model.h) on the same weights as bench/bench_pytorch_cuda.py:
 //
 //   STEPFORMER_BENCH_MODEL=demo.safetensors STEPFORMER_BENCH_MODEL_BASE=base.safetensors  (one line)
 //       build/bench/bench_forward --benchmark_filter=NONE                      # writes both models' weights
 //   STEPFORMER_BENCH_MODEL=... STEPFORMER_BENCH_MODEL_BASE=... build/bench/bench_cuda
-//   python3 tools/bench_pytorch_cuda.py demo.safetensors base.safetensors     # PyTorch CUDA eager, same weights
+//   python3 bench/bench_pytorch_cuda.py demo.safetensors base.safetensors     # PyTorch CUDA eager, same weights
 //
 //   BM_CudaForwardLogits[Base]/N   one sentence, N source and N target tokens: the whole pass (logits and their
 //                                  softmax) left in GPU memory, as PyTorch's forward leaves its output
-//   BM_CudaForwardLogits[Base]Batch64/N   64 sentences of N + N tokens in one pass (tools/bench_pytorch_cuda.py's
+//   BM_CudaForwardLogits[Base]Batch64/N   64 sentences of N + N tokens in one pass (bench/bench_pytorch_cuda.py's
 //                                  batch64)
 //   BM_CudaForwardLogitsBaseTf32/N  BM_CudaForwardLogitsBase with the products on TF32 tensor cores (--tf32)
 //   BM_CudaForwardFullTrace/N      the same with every traced tensor copied back to host memory (what the app
@@ -61,7 +61,7 @@ GpuModel& gpu_model(bool base) {
   return m;
 }
 
-// The ids of bench_forward.cpp and tools/bench_pytorch.py: 4 + (7 * i) % 7000, bos first on the target side.
+// The ids of bench_forward.cpp and bench/bench_pytorch.py: 4 + (7 * i) % 7000, bos first on the target side.
 std::vector<int> sentence(int n, bool with_bos) {
   std::vector<int> ids;
   for (int i = 0; i < n; ++i) ids.push_back(4 + (7 * i) % 7000);
@@ -85,7 +85,7 @@ void BM_CudaForwardLogitsBase(benchmark::State& state) { forward_logits(state, t
 BENCHMARK(BM_CudaForwardLogitsBase)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(512)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// 64 copies of the sentence in one pass (tools/bench_pytorch_cuda.py's batch64).
+// 64 copies of the sentence in one pass (bench/bench_pytorch_cuda.py's batch64).
 void forward_batch64(benchmark::State& state, bool base) {
   GpuModel& m = gpu_model(base);
   const int n = static_cast<int>(state.range(0));
@@ -103,7 +103,7 @@ BENCHMARK(BM_CudaForwardLogitsBaseBatch64)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->A
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // bench_training's step (its model and batches: training_batch.h) on the GPU: forward with dropout 0.1, label-smoothed
-// loss, backward, clipping to norm 1, Adam. tools/bench_pytorch_training.py --device cuda times PyTorch's.
+// loss, backward, clipping to norm 1, Adam. bench/bench_pytorch_training.py --device cuda times PyTorch's.
 void training_steps(benchmark::State& state, bool tf32) {
   const Config c = bench::tutorial_config();
   const ModelWeights w = initialize_weights(c, 1);

@@ -7,7 +7,7 @@
 //   BM_ForwardFullTrace/N       the demo model's whole traced pass (every intermediate kept) on N + N tokens
 //   BM_ForwardFullTraceBase/N   the same on the base model
 //   BM_ForwardLogits[Base]/N    what PyTorch's forward computes (the logits and their softmax), keeping only what
-//                               the next layer reads (Record::Output): the comparison with tools/bench_pytorch.py
+//                               the next layer reads (Record::Output): the comparison with bench/bench_pytorch.py
 //   BM_DecodeStepKvCache/N      one incremental decoding step at position N-1 with a KV cache (logits only)
 //   BM_DecodeStepRecompute/N    the same token by recomputing the decoder on the whole prefix of N tokens
 //   BM_GreedyDecode20/kv|recompute  20 greedy tokens with and without the cache
@@ -15,7 +15,7 @@
 // core's FMA peak (bench/peak_flops.h) times the threads.
 //
 // With STEPFORMER_BENCH_MODEL=PATH (and STEPFORMER_BENCH_MODEL_BASE=PATH) set, the weights are also written there
-// as model files (pytorch-tutorial names) for tools/bench_pytorch.py, so both sides time the same weights.
+// as model files (pytorch-tutorial names) for bench/bench_pytorch.py, so both sides time the same weights.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // What the GUI does on every intervention, on the shipped model: decode the example sentence greedily with the
 // change (after checking the previous translation in one batched pass), then trace the final pass
 // (AppState::recompute in app/gui). The figure to compare with a frame (16.7 ms at 60 Hz); the frame's drawing
-// comes on top (tools/bench_frames.sh measures both in the app). Threads: OMP_NUM_THREADS (util/parallel.h),
+// comes on top (bench/bench_frames.sh measures both in the app). Threads: OMP_NUM_THREADS (util/parallel.h),
 // else the machine's cores, as in the app.
 //
 //   recompute/<intervention>/1   none, enc_head_off, dec_head_off, cross_head_off, causal_off, padding_off,

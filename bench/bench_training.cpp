@@ -1,6 +1,6 @@
 // Training throughput: one optimiser step (forward with dropout, loss, backward, clipping, Adam) of the
 // tutorials' model size (d_model 256, 8 heads, 3+3 layers, d_ff 512) with Multi30k-sized vocabularies, on a
-// padded batch of random sentences. Reported as target tokens per second; tools/bench_pytorch_training.py
+// padded batch of random sentences. Reported as target tokens per second; bench/bench_pytorch_training.py
 // runs the same model, batch and thread count in PyTorch for the ratio.
 //   bench_training [--benchmark_filter=...]      threads: OMP_NUM_THREADS (default: all cores)
 #include <benchmark/benchmark.h>

@@ -1,5 +1,5 @@
 // The training benchmarks' model and batch, shared by bench_training.cpp (CPU) and bench_cuda.cpp (GPU), and
-// mirrored by tools/bench_pytorch_training.py: the tutorials' model size (d_model 256, 8 heads, 3+3 layers, d_ff
+// mirrored by bench/bench_pytorch_training.py: the tutorials' model size (d_model 256, 8 heads, 3+3 layers, d_ff
 // 512) with Multi30k-sized vocabularies, and padded batches of random sentences.
 #pragma once
 #include <algorithm>

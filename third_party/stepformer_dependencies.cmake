@@ -1,5 +1,5 @@
 # CMake glue for the Debian packages Stepformer builds on. No third-party source lives in this repository:
-# everything here is found on the system (see tools/setup.sh for the package list).
+# everything here is found on the system (see tools/stepformer for the package list).
 #
 # Defines:
 #   Eigen3::Eigen, nlohmann_json::nlohmann_json, Threads::Threads,

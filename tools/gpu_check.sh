@@ -84,10 +84,10 @@ elif [ "${GPU_CHECK_BENCH:-all}" = decoding ]; then
     --benchmark_min_time=0.3
 else
   TAIL=30 step bench_cuda "$BUILD/bench/bench_cuda" --benchmark_min_time=0.3
-  TAIL=40 step bench_pytorch_cuda python3 tools/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
+  TAIL=40 step bench_pytorch_cuda python3 bench/bench_pytorch_cuda.py "$STEPFORMER_BENCH_MODEL" \
     "$STEPFORMER_BENCH_MODEL_BASE"
   for n in 64 128 256 1024; do
-    TAIL=2 step "bench_pytorch_training_cuda_$n" python3 tools/bench_pytorch_training.py --device cuda \
+    TAIL=2 step "bench_pytorch_training_cuda_$n" python3 bench/bench_pytorch_training.py --device cuda \
       --sentences "$n" --steps 20
   done
 fi

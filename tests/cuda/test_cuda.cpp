@@ -772,7 +772,7 @@ TEST(CudaApp, TheViewsComputeOnTheGpuAsOnTheCpu) {
 
 // TF32 (CudaModel::set_tf32) is an option, never the default: switched off again the pass is FP32's (the numbers
 // of before); on, on a GPU with TF32 tensor cores (sm_80 on), the logits move, within the error stated here and in
-// the README (printed, as measured).
+// docs/gpu.md (printed, as measured).
 TEST(CudaForward, Tf32IsAnOptionWithItsErrorAgainstFp32) {
   SKIP_WITHOUT_GPU();
 #ifdef STEPFORMER_HAVE_CUDA

@@ -105,7 +105,7 @@ TEST(AppSmoke, DeviceCudaWithoutAGpuIsAnErrorNamingWhy) {
 TEST(AppSmoke, WithoutDisplayItSaysSoAndNamesXvfb) {
   RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH + " --no-settings --screenshot " +
                     output_path("never.png"));
-  EXPECT_EQ(r.exit_code, 3) << "the README documents exit code 3 without a display";
+  EXPECT_EQ(r.exit_code, 3) << "docs/user-guide.md documents exit code 3 without a display";
   EXPECT_NE(r.output.find("cannot open a display"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("xvfb-run -a"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(output_path("never.png")));

@@ -1,6 +1,6 @@
-// Every limit of the app that the README states, at its boundary: the number it gives is accepted, one more is
-// refused with a message naming it. The numbers are written out as the README gives them (not taken from the
-// constants), so a limit changed in the code and not in the README fails here.
+// Every limit of the app that docs/user-guide.md states, at its boundary: the number it gives is accepted, one more
+// is refused with a message naming it. The numbers are written out as the guide gives them (not taken from the
+// constants), so a limit changed in the code and not in the guide fails here.
 //   --size 320x240 to 7680x4320; --ui-scale 0.5 to 4; --frames 1 to 100000; a script or lesson of at most 1 MB
 //   (1,048,576 bytes); `wait` at most 36000 frames, `step`/`back` 10000, other counts 100000; the settings file
 //   at most 1 MB, nested at most 64 deep, a text in it at most 16 kB (16,384 bytes).

@@ -11,7 +11,7 @@
 #    damaged Hugging Face Marian folders (crafted SentencePiece models among them),
 #    a 256 MB sparse file), files the script must not replace, and links that lead out of it, plus
 #    WORK_DIR/outside (a folder outside the run folder, with a file that must stay as it is);
-# 3. writes COMMANDS random commands with tools/monkey_script.py (seed SEED, default 1) to WORK_DIR/monkey.lesson;
+# 3. writes COMMANDS random commands with tests/monkey/monkey_script.py (seed SEED, default 1) to WORK_DIR/monkey.lesson;
 # 4. plays them as a lesson (a lesson skips the lines it cannot parse; a --script would refuse to start) from
 #    inside WORK_DIR/run (scripts write only under the current folder):
 #      xvfb-run -a stepformer --no-settings --size 1280x800 --frame-log WORK_DIR/frames.log --lesson ...
@@ -158,7 +158,7 @@ for f in "$src/assets/models/de-en.safetensors" "$src/assets/models/fr-en.safete
   "$src"/tests/fixtures/models/*.safetensors "$src/tests/fixtures/marian/tiny-de-en" \
   "$src/tests/fixtures/marian/tiny-separate"; do set -- "$@" --model "$f"; done
 [ -z "${MONKEY_EXCLUDE:-}" ] || set -- "$@" --exclude "$MONKEY_EXCLUDE"
-python3 "$src/tools/monkey_script.py" --seed "$seed" --commands "$commands" --out "$work/monkey.lesson" \
+python3 "$src/tests/monkey/monkey_script.py" --seed "$seed" --commands "$commands" --out "$work/monkey.lesson" \
   --manifest "$work/monkey.lesson.json" --app "$app" "$@" || fail "writing the script"
 
 # ---- 4. the run
@@ -244,7 +244,7 @@ print(f"wall time: {wall} s for the run, {build} s for the build")
 if rejected != expected:
     print(f"note: the app rejected {len(rejected - expected)} line(s) the generator thought valid "
           f"{sorted(rejected - expected)[:10]} and accepted {len(expected - rejected)} it thought invalid "
-          f"{sorted(expected - rejected)[:10]} (tools/monkey_script.py classify() is behind the parser)")
+          f"{sorted(expected - rejected)[:10]} (tests/monkey/monkey_script.py classify() is behind the parser)")
 for s in slow[:10]:
     print("slow frame: " + s)
 if last is not final:

@@ -21,7 +21,7 @@ Config small_config() {
   return c;
 }
 
-// Every key with a value other than its default, as a user writes it (the README's key names), so that a key
+// Every key with a value other than its default, as a user writes it (docs/model-files.md's key names), so that a key
 // that is not read, or read into the wrong field, shows.
 const char* kEveryKey = R"({
   "d_model": 48, "n_heads": 6, "n_encoder_layers": 2, "n_decoder_layers": 5, "d_ff": 96,

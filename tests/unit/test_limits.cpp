@@ -1,6 +1,7 @@
-// Every limit of the core that the README or docs/ state, at its boundary: the number they give is accepted, one
-// more is refused with a message that names it. The numbers are written out here as the documents give them (not
-// taken from the constants), so a limit changed in the code and not in the documents fails.
+// Every limit of the core that docs/ state (cli.md, user-guide.md, model-files.md), at its boundary: the number
+// they give is accepted, one more is refused with a message that names it. The numbers are written out here as
+// the documents give them (not taken from the constants), so a limit changed in the code and not in the
+// documents fails.
 //   sentence 16 kB (16,384 bytes); beam width 1 to 64; corpus files 64 MB (67,108,864 bytes) and 1,000,000 lines;
 //   JSON (settings, metadata, checkpoints) nested 64 deep; a SentencePiece piece 2,048 bytes; a safetensors
 //   header 16 MiB (docs/model-files.md).
@@ -87,7 +88,7 @@ TEST(Limits, ACorpusFileOf1000000LinesIsReadAndOneLineMoreIsRefused) {
 
 TEST(Limits, ACorpusFileOf64MegabytesIsReadAndOneByteMoreIsRefused) {
   Folder d;
-  const uint64_t limit = 67108864;  // 64 MB as the README says it: 64 x 2^20 bytes
+  const uint64_t limit = 67108864;  // 64 MB as docs/cli.md says it: 64 x 2^20 bytes
   {
     // 1,024 lines of 65,535 letters and a newline: 64 x 2^20 bytes, few lines.
     std::ofstream out(d.file("big.de"), std::ios::binary);

@@ -3,7 +3,7 @@
 # frame that applies a change recomputes the translation and redraws every view, and should fit in one frame
 # (16.7 ms at 60 Hz). Runs the app under a virtual display (xvfb-run, Mesa's software OpenGL), once per stage
 # named, and prints for each stage the frames that recomputed, then the median of the others (redraw only).
-#   tools/bench_frames.sh [STAGE...]      (default: decoder-attention interventions all-heads)
+#   bench/bench_frames.sh [STAGE...]      (default: decoder-attention interventions all-heads)
 # Environment: BUILD_DIR (default build), REPEAT (runs per stage, default 3), SCRIPT (default
 # bench/frames/interventions.script; bench/frames/interventions_long.script: the same on a 237-token sentence).
 set -euo pipefail

@@ -2,7 +2,7 @@
 """The PyTorch side of bench/bench_forward.cpp: the same model, weights, sentences and thread count in torch eager.
 
     STEPFORMER_BENCH_MODEL=/tmp/bench_model.safetensors build/bench/bench_forward   # writes the weights
-    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/bench_pytorch.py /tmp/bench_model.safetensors
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_pytorch.py /tmp/bench_model.safetensors
 
 The model file holds the pytorch-tutorial family's names (d_model 256, 3+3 layers, 8 heads, d_ff 512, 8000-token
 vocabularies); this script builds the tutorial's Seq2SeqTransformer (nn.Transformer, batch_first) around them,

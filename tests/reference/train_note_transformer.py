@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Train the study note's "Transformer from scratch" on Multi30k with PyTorch, as a learner of the note would.
 
-    /usr/bin/python3 tools/train_note_transformer.py --data ../shared/data/multi30k/tok --out DIR \\
+    /usr/bin/python3 tests/reference/train_note_transformer.py --data ../shared/data/multi30k/tok --out DIR \\
         [--embed-size 256 --heads 8 --layers 3 --forward-expansion 2 --max-length 140 --epochs 10 --minutes 30]
 
 The model is tests/reference/families.py's NoteTransformer: the note's own modules (../shared/seeds/
@@ -28,7 +28,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # families.py lies beside this script
 import families  # noqa: E402
 
 SPECIALS = ["<unk>", "<pad>", "<sos>", "<eos>"]

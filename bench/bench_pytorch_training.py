@@ -2,7 +2,7 @@
 """The PyTorch side of bench/bench_training.cpp: one training step of the same model in torch eager.
 
     OMP_NUM_THREADS=2 build/bench/bench_training --benchmark_filter=/128
-    /usr/bin/python3 tools/bench_pytorch_training.py --threads 2 --sentences 128
+    /usr/bin/python3 bench/bench_pytorch_training.py --threads 2 --sentences 128
 
 The model is the PyTorch translation tutorial's Seq2SeqTransformer (tests/reference/families.py: nn.Transformer,
 batch_first, post-norm, final norms) with d_model 256, 8 heads, 3+3 layers, d_ff 512 and vocabularies of 7859

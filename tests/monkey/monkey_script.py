@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes a random script for the app's monkey test (tests/monkey/run_monkey.sh), to be played as a lesson:
 
-    python3 tools/monkey_script.py --seed 1 --commands 10000 --out monkey.lesson
+    python3 tests/monkey/monkey_script.py --seed 1 --commands 10000 --out monkey.lesson
     xvfb-run -a build/app/stepformer --no-settings --lesson monkey.lesson
 
 The script is meant for `stepformer --lesson FILE`, not --script: a script with one line the parser rejects does
@@ -538,7 +538,9 @@ def commands_from_help(app):
         m = re.search(rf"^\s*{re.escape(option)}.*?\n(?=\s*{re.escape(following)})", out, re.S | re.M)
         if not m:
             return None
-        text = m.group(0).split(":", 1)[-1] if option == "--stage NAME" else m.group(0).split("README", 1)[-1]
+        # after "--stage NAME ...:", and after "--script FILE ... (see the README):" (whatever page it names)
+        text = (m.group(0).split(":", 1)[-1] if option == "--stage NAME"
+                else re.split(r"\(see [^)]*\)", m.group(0), maxsplit=1)[-1])
         return re.findall(r"[a-z][a-z0-9-]+", text.replace("):", " "))
     stages = listed("--stage NAME", "--attention")
     commands = listed("--script FILE", "--lesson")
@@ -552,7 +554,8 @@ def main():
     ap.add_argument("--commands", type=int, default=1000, help="lines the parser accepts (they run in the app)")
     ap.add_argument("--out", required=True, help="the script (a lesson) to write")
     ap.add_argument("--manifest", help="JSON summary of the script (default: OUT.json)")
-    ap.add_argument("--source", default=os.path.dirname(here), help="the repository (for the default models)")
+    ap.add_argument("--source", default=os.path.dirname(os.path.dirname(here)),
+                    help="the repository (for the default models)")
     ap.add_argument("--model", dest="models", action="append", default=[],
                     help="a model file for `model`/`open` (repeat; default the shipped and the test models)")
     ap.add_argument("--bad-model", dest="bad_models", action="append", default=[],
@@ -604,7 +607,8 @@ def main():
     m = Monkey(opts)
     excludes = [re.compile(x.encode()) for x in opts.exclude]
     names, w = list(weights), list(weights.values())
-    lines = [f"# monkey test script: seed {opts.seed}, {opts.commands} commands (tools/monkey_script.py)".encode()]
+    lines = [f"# monkey test script: seed {opts.seed}, {opts.commands} commands "
+             f"(tests/monkey/monkey_script.py)".encode()]
     valid = invalid = 0
     invalid_lines, checkpoints, counts = [], [], {}
     target_invalid = round(opts.commands * opts.invalid_ratio)

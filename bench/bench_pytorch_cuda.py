@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """The PyTorch CUDA side of bench/bench_cuda.cpp: the same models, weights and sentences in torch eager on the GPU.
 
-    python3 tools/bench_pytorch_cuda.py demo.safetensors base.safetensors [--batch 1 64]
+    python3 bench/bench_pytorch_cuda.py demo.safetensors base.safetensors [--batch 1 64]
 
 The model files are the ones bench_forward writes (STEPFORMER_BENCH_MODEL, STEPFORMER_BENCH_MODEL_BASE): the
-pytorch-tutorial family, built here as in tools/bench_pytorch.py. FP32 with TF32 off (torch's default for matrix
+pytorch-tutorial family, built here as in bench/bench_pytorch.py. FP32 with TF32 off (torch's default for matrix
 products), inference mode. Times one forward (logits and softmax, output left on the GPU) on N source and N target
 tokens for N = 8 .. 512, each batch size, as the median wall time of repeated runs, each ended by
 torch.cuda.synchronize(). Prints one line per case, as Google Benchmark names them in bench_cuda.
