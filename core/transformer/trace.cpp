@@ -4,18 +4,55 @@
 
 namespace sf {
 
+const char* to_string(TraceStage stage) {
+  switch (stage) {
+    case TraceStage::SourceEmbedding: return "source embedding";
+    case TraceStage::EncoderLayer: return "encoder layer";
+    case TraceStage::EncoderOutput: return "encoder output";
+    case TraceStage::TargetEmbedding: return "target embedding";
+    case TraceStage::DecoderLayer: return "decoder layer";
+    case TraceStage::DecoderOutput: return "decoder output";
+    case TraceStage::Output: return "output";
+  }
+  return "?";
+}
+
+std::vector<int64_t> TraceTensorRef::shape() const {
+  if (mat) return {mat->rows(), mat->cols()};
+  if (vec) return {vec->size()};
+  const std::vector<Mat>& h = heads ? *heads : masks_of->probs;  // a mask per head, the shape of its probabilities
+  return {static_cast<int64_t>(h.size()), h.front().rows(), h.front().cols()};
+}
+
+Tensor TraceTensorRef::tensor() const {
+  if (mat) return Tensor::from_mat(*mat);
+  if (vec) return Tensor::from_vec(*vec);
+  if (heads) return Tensor::from_heads(*heads);
+  std::vector<Mat> masks(masks_of->probs.size());
+  for (size_t i = 0; i < masks.size(); ++i) masks[i] = masks_of->mask_matrix(i);
+  return Tensor::from_heads(masks);
+}
+
 namespace {
 
-struct Emitter {
-  std::vector<NamedTensor>& out;
+// The walk's steps: each visits one member under its name, when it holds something.
+struct Walker {
+  const std::function<void(const TraceTensorRef&)>& f;
+  TraceStage stage = TraceStage::SourceEmbedding;
+  int layer = -1;
+  void visit(const std::string& name, const Mat* m, const Vec* v, const std::vector<Mat>* h,
+             const AttentionTrace* masks) {
+    TraceTensorRef r{name, stage, layer, m, v, h, masks};
+    f(r);
+  }
   void mat(const std::string& name, const Mat& m) {
-    if (m.size() > 0) out.push_back({name, Tensor::from_mat(m)});
+    if (m.size() > 0) visit(name, &m, nullptr, nullptr, nullptr);
   }
   void vec(const std::string& name, const Vec& v) {
-    if (v.size() > 0) out.push_back({name, Tensor::from_vec(v)});
+    if (v.size() > 0) visit(name, nullptr, &v, nullptr, nullptr);
   }
   void heads(const std::string& name, const std::vector<Mat>& h) {
-    if (!h.empty()) out.push_back({name, Tensor::from_heads(h)});
+    if (!h.empty()) visit(name, nullptr, nullptr, &h, nullptr);
   }
   void embedding(const std::string& p, const EmbeddingTrace& e) {
     mat(p + ".tok_embed", e.tok_embed);
@@ -26,9 +63,7 @@ struct Emitter {
     heads(p + ".k", a.k);
     heads(p + ".v", a.v);
     heads(p + ".scores", a.scores);
-    std::vector<Mat> masks(a.masks.empty() ? 0 : a.probs.size());
-    for (size_t i = 0; i < masks.size(); ++i) masks[i] = a.mask_matrix(i);
-    heads(p + ".mask", masks);
+    if (!a.masks.empty() && !a.probs.empty()) visit(p + ".mask", nullptr, nullptr, nullptr, &a);
     heads(p + ".probs", a.probs);
     heads(p + ".head_out", a.head_out);
     mat(p + ".heads_out", a.heads_out);
@@ -39,10 +74,10 @@ struct Emitter {
     vec(p + "_mean", n.mean);
     vec(p + "_std", n.std);
   }
-  void ffn(const std::string& p, const FeedForwardTrace& f) {
-    mat(p + ".ffn_hidden_pre", f.hidden_pre);
-    mat(p + ".ffn_hidden", f.hidden);
-    mat(p + ".ffn_out", f.out);
+  void ffn(const std::string& p, const FeedForwardTrace& ff) {
+    mat(p + ".ffn_hidden_pre", ff.hidden_pre);
+    mat(p + ".ffn_hidden", ff.hidden);
+    mat(p + ".ffn_out", ff.out);
   }
 };
 
@@ -76,13 +111,15 @@ Trace join_halves(const Trace& encoder_half, Trace decoder_half) {
   return t;
 }
 
-std::vector<NamedTensor> trace_tensors(const Trace& t) {
-  std::vector<NamedTensor> out;
-  Emitter e{out};
+void for_each_trace_tensor(const Trace& t, const std::function<void(const TraceTensorRef&)>& f) {
+  Walker e{f};
   if (t.has_encoder()) {
+    e.stage = TraceStage::SourceEmbedding;
     e.embedding("src", t.src);
     e.mat("enc.in", t.src.sum);
+    e.stage = TraceStage::EncoderLayer;
     for (size_t l = 0; l < t.encoder.size(); ++l) {
+      e.layer = static_cast<int>(l);
       const std::string p = "enc." + std::to_string(l);
       const EncoderLayerTrace& layer = t.encoder[l];
       e.attention(p + ".self_attn", layer.self_attn);
@@ -93,20 +130,25 @@ std::vector<NamedTensor> trace_tensors(const Trace& t) {
       e.norm(p + ".norm2", layer.norm2);
       e.mat(p + ".out", layer.out);
     }
+    e.layer = -1;
+    e.stage = TraceStage::EncoderOutput;
     e.vec("enc.final_norm_mean", t.encoder_norm.mean);
     e.vec("enc.final_norm_std", t.encoder_norm.std);
     e.mat("enc.out", t.enc_out);
   }
   if (t.has_decoder()) {
+    e.stage = TraceStage::TargetEmbedding;
     e.embedding("tgt", t.tgt);
     e.mat("dec.in", t.tgt.sum);
+    e.stage = TraceStage::DecoderLayer;
     for (size_t l = 0; l < t.decoder.size(); ++l) {
+      e.layer = static_cast<int>(l);
       const std::string p = "dec." + std::to_string(l);
       const DecoderLayerTrace& layer = t.decoder[l];
       e.attention(p + ".self_attn", layer.self_attn);
       e.mat(p + ".residual1", layer.residual1);
       e.norm(p + ".norm1", layer.norm1);
-      e.attention(p + ".cross_attn", layer.cross_attn);
+      e.attention(p + ".cross_attn", layer.cross_attn);  // (none without an encoder)
       e.mat(p + ".residual2", layer.residual2);
       e.norm(p + ".norm2", layer.norm2);
       e.ffn(p, layer.ffn);
@@ -114,14 +156,22 @@ std::vector<NamedTensor> trace_tensors(const Trace& t) {
       e.norm(p + ".norm3", layer.norm3);
       e.mat(p + ".out", layer.out);
     }
+    e.layer = -1;
+    e.stage = TraceStage::DecoderOutput;
     e.vec("dec.final_norm_mean", t.decoder_norm.mean);
     e.vec("dec.final_norm_std", t.decoder_norm.std);
     e.mat("dec.out", t.dec_out);
   }
   if (t.has_output()) {  // the output head, over the last stack's output
+    e.stage = TraceStage::Output;
     e.mat("logits", t.logits);
     e.mat("probs", t.probs);
   }
+}
+
+std::vector<NamedTensor> trace_tensors(const Trace& t) {
+  std::vector<NamedTensor> out;
+  for_each_trace_tensor(t, [&](const TraceTensorRef& r) { out.push_back({r.name, r.tensor()}); });
   return out;
 }
 

@@ -12,6 +12,7 @@
 //                      residual2 = residual1 + FFN(norm2);  out = residual2
 // The decoder has three blocks (self-attention, cross-attention, feed-forward) and so residual1..3, norm1..3.
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,37 @@ struct NamedTensor {
   std::string name;
   Tensor tensor;
 };
+
+// [SECTION] the one walk of a trace
+// for_each_trace_tensor visits every tensor a trace holds, in the order of the pass, under its documented name
+// (docs/trace.md, whose list of names a test compares with this walk), with the stage of the pass it belongs to.
+// trace_tensors(), the CLI's trace file and the tests' comparisons with PyTorch read the trace through it.
+enum class TraceStage {
+  SourceEmbedding,  // src.*, enc.in
+  EncoderLayer,     // enc.l.*
+  EncoderOutput,    // enc.final_norm_*, enc.out
+  TargetEmbedding,  // tgt.*, dec.in
+  DecoderLayer,     // dec.l.*
+  DecoderOutput,    // dec.final_norm_*, dec.out
+  Output,           // logits, probs: the output head over the last stack
+};
+const char* to_string(TraceStage stage);  // "source embedding", "encoder layer", ...
+
+struct TraceTensorRef {
+  std::string name;    // "enc.0.self_attn.probs"
+  TraceStage stage = TraceStage::Output;
+  int layer = -1;      // EncoderLayer, DecoderLayer
+  // Exactly one of these: a matrix (rows, cols), a vector (n), per-head matrices (H, rows, cols), or the per-head
+  // masks of an attention record (made when read: AttentionTrace::mask_matrix).
+  const Mat* mat = nullptr;
+  const Vec* vec = nullptr;
+  const std::vector<Mat>* heads = nullptr;
+  const AttentionTrace* masks_of = nullptr;
+  std::vector<int64_t> shape() const;
+  Tensor tensor() const;  // a copy
+};
+// Calls f for every tensor the trace holds (an empty one is skipped: a stack the model lacks, a norm it has not).
+void for_each_trace_tensor(const Trace& trace, const std::function<void(const TraceTensorRef&)>& f);
 
 // The whole trace of an encoder pass and a decoder pass run apart (a decoder's passes reuse one encoder pass):
 // encoder_half's encoder (src .. enc_out) with decoder_half's decoder (tgt .. probs) and interventions.
