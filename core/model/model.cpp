@@ -377,8 +377,8 @@ void check_description(const Model& m, const char* where) {
     if (s.pad != e.pad || s.bos != e.bos || s.eos != e.eos || s.unk != e.unk)
       fail(ErrorKind::Config, where, std::string(name) + "'s special ids differ from the config's");
   };
-  check_vocab(m.src_vocab, c.src_vocab_size, "src_vocab");
-  check_vocab(m.tgt_vocab, c.tgt_vocab_size, "tgt_vocab");
+  if (c.has_encoder()) check_vocab(m.src_vocab, c.src_vocab_size, "src_vocab");  // a vocabulary for each stack
+  if (c.has_decoder()) check_vocab(m.tgt_vocab, c.tgt_vocab_size, "tgt_vocab");
   if (!m.provenance.is_object()) fail(ErrorKind::Format, where, "provenance is not a JSON object");
 }
 
@@ -387,10 +387,10 @@ std::map<std::string, std::string> description_metadata(const Model& m, const st
           {"format_version", kModelFormatVersion},
           {"family", m.family},
           {"config", config_to_json(m.config).dump()},
-          {"src_vocab", m.src_vocab.to_json().dump()},
-          {"tgt_vocab", m.tgt_vocab.to_json().dump()},
           {"tokenizer", tokenizer_settings_to_json(m.tokenizer).dump()},
           {"provenance", m.provenance.dump()}};
+  if (m.config.has_encoder()) meta["src_vocab"] = m.src_vocab.to_json().dump();
+  if (m.config.has_decoder()) meta["tgt_vocab"] = m.tgt_vocab.to_json().dump();
   if (m.generation.present) meta["generation"] = generation_defaults_to_json(m.generation).dump();
   return meta;
 }

@@ -339,6 +339,8 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   if (!o.from_model.empty()) {
     std::vector<std::string> warnings;
     base = open_model(o.from_model, &warnings);
+    // Its corpus is a translation corpus: the other shapes train through batch_forward (train/batched_model.h).
+    require_encoder_decoder(base.config, "train --from-model (a translation corpus)");
     for (const std::string& w : warnings) s.log("warning: " + w);
     s.o.raw_text = base.tokenizer.kind == "sentencepiece";
   }

@@ -165,6 +165,25 @@ TEST(DecoderOnly, RefusesWhatItHasNot) {
   EXPECT_EQ(model_not_for_gpu(Config{}), "");
 }
 
+TEST(ModelShapes, ADecoderOnlyAndAnEncoderOnlyModelSaveAndLoadAsTheyWere) {
+  for (const char* name : {"gpt_pre", "bert_post"}) {
+    SCOPED_TRACE(name);
+    const Model m = load_model(shapes_file(std::string(name) + ".model.safetensors"));
+    const std::string path = ::testing::TempDir() + "/stepformer_shapes_" + name + ".safetensors";
+    save_model(m, path);
+    const Model back = load_model(path);
+    std::remove(path.c_str());
+    EXPECT_EQ(config_to_json(back.config), config_to_json(m.config));
+    EXPECT_EQ(back.src_vocab.tokens(), m.src_vocab.tokens());
+    EXPECT_EQ(back.tgt_vocab.tokens(), m.tgt_vocab.tokens());
+    const bool decoder = m.config.has_decoder();
+    const std::vector<int> ids = {2, 4, 6, 3};
+    const Trace a = forward(m.config, m.weights, decoder ? std::vector<int>{} : ids, decoder ? ids : std::vector<int>{});
+    const Trace b = forward(back.config, back.weights, decoder ? std::vector<int>{} : ids, decoder ? ids : std::vector<int>{});
+    EXPECT_EQ((a.logits - b.logits).cwiseAbs().maxCoeff(), 0.0f);
+  }
+}
+
 TEST(EncoderOnly, RecomputeAfterAnInterventionEqualsAFullPass) {
   for (const char* name : {"bert_post", "gpt_post"}) {
     SCOPED_TRACE(name);
