@@ -23,7 +23,6 @@ own output (where the module can run the case: every head on, positions on, the 
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
@@ -31,29 +30,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_forward_fixtures import write_safetensors  # noqa: E402  (the one safetensors writer of the fixtures)
+
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "shapes")
 UNK, PAD, BOS, EOS = 0, 1, 2, 3
 WORDS = ["<unk>", "<pad>", "<bos>", "<eos>", "the", "a", "dog", "cat", "runs", "sees", "big", "small", "red", "ball"]
 SMOOTHING = 0.1
-
-
-def write_safetensors(path, tensors, metadata):
-    header = {"__metadata__": metadata}
-    blobs, offset = [], 0
-    for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr)
-        dtype = {np.dtype("float32"): "F32", np.dtype("int64"): "I64"}[arr.dtype]
-        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * ((8 - len(head) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for b in blobs:
-            f.write(b)
 
 
 def sinusoid_table(P, C):

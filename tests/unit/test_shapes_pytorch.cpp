@@ -15,6 +15,7 @@
 #include "decode/decoder.h"
 #include "decode/kv_cache.h"
 #include "forward_fixture.h"
+#include "training_fixture.h"
 #include "model/name_tables.h"
 #include "train/batched_model.h"
 #include "train/init.h"
@@ -218,17 +219,6 @@ TEST(ModelShapes, TheCliTranslateNamesTheShapeItCannotTranslateWith) {
 
 // [SECTION] training: one step's loss and gradients
 
-std::vector<int> read_ids(const SafetensorsFile& f, const std::string& name, int* rows, int* cols) {
-  const TensorView* t = f.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  *rows = static_cast<int>(t->shape.at(0));
-  *cols = static_cast<int>(t->shape.at(1));
-  std::vector<int64_t> raw(static_cast<size_t>(t->numel()));
-  const std::vector<std::byte> bytes = t->read_bytes();
-  if (!raw.empty()) std::memcpy(raw.data(), bytes.data(), raw.size() * sizeof(int64_t));
-  return std::vector<int>(raw.begin(), raw.end());
-}
-
 class ShapesTraining : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ShapesTraining, LossAndGradientsMatchAutograd) {
@@ -238,9 +228,9 @@ TEST_P(ShapesTraining, LossAndGradientsMatchAutograd) {
   const Config& c = model.config;
   Batch batch;
   int rows = 0, cols = 0;
-  batch.source = read_ids(ref, "ids.src", &batch.size, &batch.source_length);
-  batch.target_in = read_ids(ref, "ids.tgt_in", &rows, &cols);
-  batch.target_out = read_ids(ref, "ids.tgt_out", &rows, &batch.target_length);
+  batch.source = testing::read_ids(ref, "ids.src", &batch.size, &batch.source_length);
+  batch.target_in = testing::read_ids(ref, "ids.tgt_in", &rows, &cols);
+  batch.target_out = testing::read_ids(ref, "ids.tgt_out", &rows, &batch.target_length);
   if (c.has_decoder()) batch.source_length = 0;
   else batch.target_in.clear();
   for (int id : batch.target_out) batch.target_tokens += id != c.pad_id;
@@ -253,23 +243,8 @@ TEST_P(ShapesTraining, LossAndGradientsMatchAutograd) {
   ModelWeights grads = zeros_like(model.weights);
   batch_backward(c, model.weights, batch, trace, dlogits, grads);
   tie_gradients(c, grads);  // the tied output head's gradient joins its embedding's, as the trainer does
-  int compared = 0;
-  for (const ConstWeightSlot& slot : weight_slots(model.family, c, static_cast<const ModelWeights&>(grads))) {
-    const TensorView* expected = ref.find("grad." + slot.name);
-    ASSERT_NE(expected, nullptr) << "no PyTorch gradient for " << slot.name;
-    const std::vector<float> want = expected->to_floats();
-    std::vector<float> got;
-    for (const auto& part : slot.parts) got.insert(got.end(), part.begin(), part.end());
-    ASSERT_EQ(got.size(), want.size()) << slot.name;
-    float max_error = 0, max_value = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      max_error = std::max(max_error, std::abs(got[i] - want[i]));
-      max_value = std::max(max_value, std::abs(want[i]));
-    }
-    EXPECT_LT(max_error, 1e-5f + 1e-4f * max_value) << name << ": gradient of " << slot.name;
-    EXPECT_GT(max_value, 0.0f) << slot.name << ": a gradient of zeros compares nothing";
-    ++compared;
-  }
+  const int compared =
+      testing::expect_gradients_match(model.family, c, static_cast<const ModelWeights&>(grads), ref, name);
   EXPECT_GE(compared, 25);
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "training_fixture.h"
 #include "model/model.h"
 #include "model/name_tables.h"
 #include "train/batched_model.h"
@@ -19,24 +20,12 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(STEPFORMER_FIXTURE_DIR) + "/training/" + name; }
 
-std::vector<int> read_ids(const SafetensorsFile& f, const std::string& name, int* rows, int* cols) {
-  const TensorView* t = f.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  EXPECT_EQ(t->dtype, DType::I64);
-  *rows = static_cast<int>(t->shape.at(0));
-  *cols = static_cast<int>(t->shape.at(1));
-  std::vector<int64_t> raw(static_cast<size_t>(t->numel()));
-  const std::vector<std::byte> bytes = t->read_bytes();
-  std::memcpy(raw.data(), bytes.data(), raw.size() * sizeof(int64_t));
-  return std::vector<int>(raw.begin(), raw.end());
-}
-
 Batch read_batch(const SafetensorsFile& f, int pad_id) {
   Batch b;
   int rows = 0;
-  b.source = read_ids(f, "ids.src", &b.size, &b.source_length);
-  b.target_in = read_ids(f, "ids.tgt_in", &rows, &b.target_length);
-  b.target_out = read_ids(f, "ids.tgt_out", &rows, &b.target_length);
+  b.source = testing::read_ids(f, "ids.src", &b.size, &b.source_length);
+  b.target_in = testing::read_ids(f, "ids.tgt_in", &rows, &b.target_length);
+  b.target_out = testing::read_ids(f, "ids.tgt_out", &rows, &b.target_length);
   for (int id : b.target_out) b.target_tokens += id != pad_id;
   return b;
 }
@@ -58,24 +47,7 @@ TEST_P(TrainingAgainstPytorch, LossAndGradientsMatchAutograd) {
   ModelWeights grads = zeros_like(model.weights);
   batch_backward(c, model.weights, batch, trace, dlogits, grads);
 
-  // The gradients under the family's names: the name table maps them (and stacks W_q; W_k; W_v for
-  // nn.MultiheadAttention's in_proj_weight) exactly as it maps the weights.
-  int compared = 0;
-  for (const ConstWeightSlot& slot : weight_slots(model.family, c, static_cast<const ModelWeights&>(grads))) {
-    const TensorView* expected = ref.find("grad." + slot.name);
-    ASSERT_NE(expected, nullptr) << "no PyTorch gradient for " << slot.name;
-    const std::vector<float> want = expected->to_floats();
-    std::vector<float> got;
-    for (const auto& part : slot.parts) got.insert(got.end(), part.begin(), part.end());
-    ASSERT_EQ(got.size(), want.size()) << slot.name;
-    float max_error = 0, max_value = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      max_error = std::max(max_error, std::abs(got[i] - want[i]));
-      max_value = std::max(max_value, std::abs(want[i]));
-    }
-    EXPECT_LT(max_error, 1e-5f + 1e-4f * max_value) << name << ": gradient of " << slot.name;
-    ++compared;
-  }
+  const int compared = testing::expect_gradients_match(model.family, c, grads, ref, name);
   EXPECT_GT(compared, 20);
 }
 
