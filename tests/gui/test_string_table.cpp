@@ -46,23 +46,10 @@ const fs::path kGuiDir = fs::path(STEPFORMER_SOURCE_DIR) / "app" / "gui";
 const std::set<std::string> kNotYetConverted = {
     "app.cpp",
     "app_model.cpp",
-    "panels/add_norm_panel.cpp",
-    "panels/attention_cell_panel.cpp",
-    "panels/attention_panel.cpp",
-    "panels/concat_panel.cpp",
-    "panels/decoding_panel.cpp",
     "panels/embedding_panel.cpp",
-    "panels/feed_forward_panel.cpp",
-    "panels/heads_grid_panel.cpp",
-    "panels/interventions_panel.cpp",
-    "panels/model_info_panel.cpp",
-    "panels/output_panel.cpp",
     "panels/pipeline_map_panel.cpp",
-    "panels/positional_encoding_panel.cpp",
-    "panels/qkv_panel.cpp",
     "panels/tokens_panel.cpp",
     "panels/training_panel.cpp",
-    "render/map_view.cpp",
 };
 
 // [SECTION] the scanner
