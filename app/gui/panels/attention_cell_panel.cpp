@@ -135,7 +135,7 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   else if (c.blocked)
     ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "%s",
                        c.uniform_when_blocked ? tr(T::attention_cell_mask_e20_blocked_after)
-                                              : tr(T::attention_cell_mask_blocked_after_softmax));
+                                              : tr(T::attention_cell_step_mask_blocked));
   else
     ImGui::TextUnformatted(tr(T::attention_cell_step_mask_allowed, {{"score", number_text("%.4f", c.scaled)}}).c_str());
 

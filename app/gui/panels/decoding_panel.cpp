@@ -374,7 +374,7 @@ void DecodingPanel::draw(AppState& state) {
   }
   if (!presenting || show_forcing_) {
   ImGui::Spacing();
-  ImGui::TextUnformatted(tr(T::decoding_teacher_forcing_reference_translation));
+  ImGui::TextUnformatted(tr(T::decoding_teacher_forcing_heading));
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
   const std::string hint = tr(T::decoding_reference_hint, {{"target", language_words(state.model.get()).target}});
   const bool entered = ImGui::InputTextWithHint("##reference", hint.c_str(), &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);

@@ -162,7 +162,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   ImGui::Spacing();
 
   changed |=
-      ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_decoder_position),
+      ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_long),
                       &edit.causal_mask);
   if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
   changed |=
@@ -176,7 +176,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   if (ImGui::SliderInt(tr(T::interventions_pad_after_sentence), &pads, 0, 8) && pad_request) *pad_request = pads;
   if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_positional_encoding)), ImGui::GetFontSize());
   changed |= ImGui::Checkbox(
-      presenting ? tr(T::interventions_positional_encoding) : tr(T::interventions_positional_encoding_without_model),
+      presenting ? tr(T::interventions_positional_encoding) : tr(T::interventions_positional_encoding_long),
       &edit.positional_encoding);
   ImGui::Spacing();
   ImGui::TextUnformatted(presenting ? tr(T::interventions_heads_green_red_off)
@@ -207,7 +207,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   if (edit.custom_masks.empty()) {
     ImGui::TextDisabled("%s", tr(T::interventions_painted_masks_none_paint));
   } else {
-    ImGui::TextUnformatted(tr(T::interventions_painted_masks_they_replace));
+    ImGui::TextUnformatted(tr(T::interventions_painted_masks_heading));
     for (size_t i = 0; i < edit.custom_masks.size(); ++i) {
       const CustomMask& m = edit.custom_masks[i];
       int blocked = 0;

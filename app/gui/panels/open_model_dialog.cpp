@@ -69,7 +69,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   open_ = ImGui::BeginPopupModal(title.c_str(), nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
   if (!open_) return choice;
 
-  ImGui::TextUnformatted(tr(T::open_model_dialog_model_file_safetensors_hugging));
+  ImGui::TextUnformatted(tr(T::open_model_dialog_hint));
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-em * 9);
   const bool entered = ImGui::InputText("##model_path", &path_, ImGuiInputTextFlags_EnterReturnsTrue);
@@ -81,7 +81,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   ImGui::SameLine();
   if (ImGui::Button(tr(T::open_model_dialog_cancel), ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false))
     close_requested_ = true;
-  ImGui::TextDisabled("%s", tr(T::open_model_dialog_drop_safetensors_file_marian));
+  ImGui::TextDisabled("%s", tr(T::open_model_dialog_drop_hint));
 
   ImGui::Spacing();
   ImGui::TextUnformatted(tr(T::open_model_dialog_recent_files));
@@ -93,7 +93,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
     const bool exists = fs::is_regular_file(recent[i], ec) || is_hf_model_folder(recent[i]);
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::SmallButton(tr(T::open_model_dialog_remove))) choice.remove = recent[i];
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::open_model_dialog_remove_from_list_file));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::open_model_dialog_remove_tip));
     ImGui::PopID();
     ImGui::SameLine();
     if (file_row(recent[i], exists, static_cast<int>(i))) choice.open = recent[i];

@@ -7,7 +7,7 @@
 namespace sf::gui {
 
 void ViewPopup::draw(ViewSettings* view) {
-  if (ImGui::Button(tr(T::view_popup_view))) {
+  if (ImGui::Button(tr(T::view_popup_button))) {
     scale_ = view->ui_scale;
     ImGui::OpenPopup("view");
   }

@@ -1,6 +1,6 @@
 // Every word the app shows, from one table keyed by id (gui/text/en.inc), with named placeholders:
-//   tr(T::attention_title)                                   -> "Attention"
-//   tr(T::heads_grid_cell, {{"layer", 2}, {"head", 5}})      -> "layer 2, head 5"
+//   tr(T::app_translate)                                          -> "Translate"
+//   tr(T::app_detail_layer_head, {{"layer", 2}, {"head", 5}})      -> "layer 2, head 5"
 // A sentence is never built by concatenation, so that a language with another word order fits: each language
 // is a table with the same ids (en.inc now; the next ones beside it), chosen by set_language().
 //
@@ -16,8 +16,8 @@
 // read); text_arguments_match() says beforehand whether a set of names fits an entry.
 #pragma once
 #include <concepts>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <span>
 #include <string>
