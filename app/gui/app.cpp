@@ -17,6 +17,7 @@
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
+#include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "gui/words.h"
 #include "util/error.h"
@@ -161,7 +162,7 @@ void App::frame() {
   begin_item_frame();
   begin_token_hover_frame();
   begin_key_latch_frame();
-  for (const ExportRequest& r : frame_exports_) report_export(r, "the frame was not rendered");  // no after_render()
+  for (const ExportRequest& r : frame_exports_) report_export(r, tr(T::app_export_not_rendered));  // no after_render()
   frame_exports_.clear();
   for (auto it = queued_exports_.begin(); it != queued_exports_.end();)
     if (it->frames_to_wait-- > 0) {
@@ -182,47 +183,50 @@ void App::frame() {
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
                                  ImGuiWindowFlags_NoBackground;
-  ImGui::Begin("Stepformer", nullptr, flags);
+  ImGui::Begin("##stepformer", nullptr, flags);  // no title bar: the name is an id
   if (view_.present) {
     draw_presentation_header();
   } else {
-    ImGui::Text("Stepformer %s", STEPFORMER_VERSION);
+    ImGui::TextUnformatted(tr(T::app_name_version, {{"version", STEPFORMER_VERSION}}).c_str());
     draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
     draw_view_and_export_buttons();
     ImGui::SameLine();
     if (state_.model)
-      ImGui::TextDisabled("  model: %s (%s, d_model %d, %d heads, %d+%d layers)", model_file_name().c_str(),
-                          state_.model->family.c_str(), state_.model->config.d_model, state_.model->config.n_heads,
-                          state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers);
+      ImGui::TextDisabled("%s", tr(T::app_model_line, {{"file", model_file_name()},
+                                                       {"family", state_.model->family},
+                                                       {"d_model", state_.model->config.d_model},
+                                                       {"heads", state_.model->config.n_heads},
+                                                       {"encoder_layers", state_.model->config.n_encoder_layers},
+                                                       {"decoder_layers", state_.model->config.n_decoder_layers}})
+                                    .c_str());
     else
-      ImGui::TextDisabled("  no model loaded");
+      ImGui::TextDisabled("%s", tr(T::app_no_model_loaded));
     if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
     // Which device computed what the views show, at the end of the sentence's line (the model line is full at
     // 1280 pixels): the GPU, or the CPU (hovering says why, where a GPU is there).
     const BackendInfo& backend = backend_info();
     const std::string device = state_.shown_device();
-    const std::string device_text = "on the " + device;
+    const std::string device_text = tr(T::app_device, {{"device", device}});
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
     if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
-    if (ImGui::Button("Translate")) state_.set_sentence(sentence_input_);
+    if (ImGui::Button(tr(T::app_translate))) state_.set_sentence(sentence_input_);
     ImGui::SameLine();
     ImGui::TextDisabled("%s", device_text.c_str());
     record_item("top_bar.device", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, device);
     if (ImGui::IsItemHovered()) {
       std::string tip;
       if (!backend.cuda_available)
-        tip = "no usable GPU (" + backend.description + "): everything computes on the CPU";
+        tip = tr(T::app_device_tip_no_gpu, {{"reason", backend.description}});
       else if (!state_.shown_gpu.empty())
-        tip = "decoding (KV caches in GPU memory) and the traced pass the views show computed on the GPU; the trace "
-              "is copied to the CPU once per change";
+        tip = tr(T::app_device_tip_gpu);
       else if (state_.device->request() == DeviceRequest::Cpu)
-        tip = "--device cpu: the views compute on the CPU; the GPU " + backend.cuda_device_name + " is not used";
+        tip = tr(T::app_device_tip_cpu_asked, {{"gpu", backend.cuda_device_name}});
       else
-        tip = "computed on the CPU: " + (state_.device_why.empty() ? std::string("the GPU is not in use yet")
-                                                                   : state_.device_why);
+        tip = tr(T::app_device_tip_cpu,
+                 {{"why", state_.device_why.empty() ? std::string(tr(T::app_device_gpu_not_yet)) : state_.device_why}});
       ImGui::SetTooltip("%s", printable(tip).c_str());
     }
     if (const std::string shown = training_.shown_label(state_); !shown.empty() && state_.ready()) {
@@ -231,16 +235,17 @@ void App::frame() {
     }
     if (state_.ready()) {
       ImGui::TextWrapped("-> %s%s", state_.translation_text().c_str(),
-                  state_.decoding_finished() ? "" : "   ... (decoding: Space for the next token, End to finish)");
+                         state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token));
     }
     if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
-      ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "Computing the new translation... %.1f s",
-                         state_.busy_seconds());
+      ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "%s",
+                         tr(T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
     const std::string changed = interventions_summary(state_.interventions);
     if (!changed.empty()) {
-      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "Changed model: %s", changed.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s",
+                         tr(T::app_changed_model, {{"changes", changed}}).c_str());
       ImGui::SameLine();
-      if (ImGui::SmallButton("reset all")) state_.set_interventions(Interventions{});
+      if (ImGui::SmallButton(tr(T::app_reset_all))) state_.set_interventions(Interventions{});
     }
     if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
     ImGui::Separator();
@@ -348,8 +353,8 @@ void App::frame() {
 
 void App::draw_view_and_export_buttons() {
   ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-  if (ImGui::Button("Present")) view_.present = true;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Presentation mode (F5): large type, high contrast, the stage alone");
+  if (ImGui::Button(tr(T::app_present))) view_.present = true;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::app_presentation_mode_f5_large));
   ImGui::SameLine();
   view_popup_.draw(&view_);
   ImGui::SameLine();
@@ -362,22 +367,19 @@ void App::draw_view_and_export_buttons() {
 }
 
 std::string App::stage_detail() const {
-  const char* kind = attention_.kind == AttentionKind::Encoder ? "encoder"
-                     : attention_.kind == AttentionKind::Decoder ? "decoder self" : "cross";
-  char text[96] = "";
+  const T kind = attention_.kind == AttentionKind::Encoder   ? T::app_detail_kind_encoder
+                 : attention_.kind == AttentionKind::Decoder ? T::app_detail_kind_decoder
+                                                             : T::app_detail_kind_cross;
+  const int layer = shown_number(attention_.layer), head = shown_number(attention_.head);
   switch (stage_) {
-    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::DecoderAttention: case Stage::CrossAttention:
-      std::snprintf(text, sizeof(text), "layer %d, head %d", shown_number(attention_.layer), shown_number(attention_.head));
-      break;
-    case Stage::EncoderConcat: std::snprintf(text, sizeof(text), "%s, layer %d", kind, shown_number(attention_.layer)); break;
+    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::DecoderAttention:
+    case Stage::CrossAttention: return tr(T::app_detail_layer_head, {{"layer", layer}, {"head", head}});
+    case Stage::EncoderConcat: return tr(T::app_detail_kind_layer, {{"kind", tr(kind)}, {"layer", layer}});
     case Stage::EncoderAddNorm: case Stage::EncoderFeedForward: case Stage::DecoderAddNorm:
-    case Stage::DecoderFeedForward:
-      std::snprintf(text, sizeof(text), "layer %d", shown_number(attention_.layer));
-      break;
-    case Stage::AllHeads: std::snprintf(text, sizeof(text), "%s attention", kind); break;
-    default: break;
+    case Stage::DecoderFeedForward: return tr(T::app_detail_layer, {{"layer", layer}});
+    case Stage::AllHeads: return tr(T::app_detail_kind_attention, {{"kind", tr(kind)}});
+    default: return "";
   }
-  return text;
 }
 
 void App::draw_presentation_header() {
@@ -387,15 +389,16 @@ void App::draw_presentation_header() {
   // The attention stages' titles follow the state: "Decoder masked self-attention (causal mask OFF)".
   const bool attention = stage_ == Stage::EncoderAttention || stage_ == Stage::DecoderAttention ||
                          stage_ == Stage::CrossAttention;
-  const std::string title = attention ? attention_title(attention_.kind, state_.interventions) : stage_info(stage_).title;
+  const std::string title =
+      attention ? attention_title(attention_.kind, state_.interventions) : std::string(tr(stage_info(stage_).title));
   lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), static_cast<int>(stage_) + 1,
                                                     static_cast<int>(Stage::Count), problem, lesson_);
   // The sentence strip: the source, the translation, and what is changed with the translation as trained.
   if (!state_.ready()) return;
   SentenceStrip strip;
   const LanguageWords languages = language_words(state_.model.get());
-  strip.source_language = fill_languages("{Source}", languages);
-  strip.target_language = fill_languages("{Target}", languages);
+  strip.source_language = languages.source_capital;
+  strip.target_language = languages.target_capital;
   strip.source = state_.sentence;
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;
@@ -419,7 +422,7 @@ void App::draw_presentation_header() {
     if (words->size() > kStripWords + 2) {
       const size_t more = words->size() - kStripWords;
       words->resize(kStripWords);
-      words->push_back({"... (" + std::to_string(more) + " more words)"});
+      words->push_back({tr(T::app_strip_more_words, {{"count", more}})});
     }
   draw_sentence_strip(strip);
   ImGui::Separator();
@@ -438,7 +441,8 @@ bool App::capturing() const {
 }
 
 void App::report_export(const ExportRequest& request, const std::string& error) {
-  export_status_ = error.empty() ? Message{true, "saved " + request.path} : Message{false, "not exported: " + error};
+  export_status_ = error.empty() ? Message{true, tr(T::app_export_saved, {{"path", request.path}})}
+                                 : Message{false, tr(T::app_export_failed, {{"reason", error}})};
   messages_.push_back(export_status_);
 }
 
@@ -457,15 +461,17 @@ void App::export_tensors() {
         break;
       }
     if (!found) {
-      report_export(r, r.tensor.empty() ? std::string("the ") + stage_name(stage_) + " stage shows no tensor"
-                                        : "no tensor '" + r.tensor + "' on this stage");
+      report_export(r, r.tensor.empty() ? tr(T::app_export_no_tensor, {{"stage", stage_name(stage_)}})
+                                        : tr(T::app_export_no_such_tensor, {{"tensor", r.tensor}}));
       continue;
     }
     const Heatmap& h = *found->heatmap;
     TensorView tensor;
     tensor.name = found->name;
     const std::string detail = stage_detail();
-    tensor.description = std::string(stage_info(stage_).title) + (detail.empty() ? "" : ", " + detail);
+    tensor.description =
+        detail.empty() ? std::string(tr(stage_info(stage_).title))
+                       : tr(T::app_export_description, {{"stage", tr(stage_info(stage_).title)}, {"detail", detail}});
     tensor.rows = h.rows();
     tensor.cols = h.cols();
     tensor.values = h.values().data();
@@ -490,7 +496,7 @@ void App::after_render() {
     std::string error = read_back_buffer(rect, &rgb, &width, &height);
     if (error.empty()) {
       const std::string png = png_bytes(rgb, width, height);
-      error = png.empty() ? "cannot encode the PNG" : write_user_file(r.path, png, export_rules(r));
+      error = png.empty() ? tr(T::app_export_png_failed) : write_user_file(r.path, png, export_rules(r));
     }
     report_export(r, error);
   }

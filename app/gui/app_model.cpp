@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "gui/app.h"
+#include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "util/printable.h"
 
@@ -26,15 +27,14 @@ namespace {
 const char* error_hint(const std::optional<ErrorKind>& kind) {
   if (!kind) return "";
   switch (*kind) {
-    case ErrorKind::File: return "The file could not be read: check the path and that it is readable.";
-    case ErrorKind::Format:
-      return "This is not a Stepformer model file, or it is damaged (truncated, not safetensors, bad metadata).";
-    case ErrorKind::Shape: return "A weight has a shape that does not fit the configuration stored in the file.";
-    case ErrorKind::Missing: return "The file lacks a weight or an entry every model needs.";
-    case ErrorKind::Value: return "A weight is NaN or infinite: the training that wrote it went wrong.";
-    case ErrorKind::Config: return "The configuration stored in the file is out of range or inconsistent.";
-    case ErrorKind::Unsupported: return "The file uses something this version of Stepformer cannot read.";
-    case ErrorKind::Input: return "The current sentence does not work with this model.";
+    case ErrorKind::File: return tr(T::open_error_hint_file);
+    case ErrorKind::Format: return tr(T::open_error_hint_format);
+    case ErrorKind::Shape: return tr(T::open_error_hint_shape);
+    case ErrorKind::Missing: return tr(T::open_error_hint_missing);
+    case ErrorKind::Value: return tr(T::open_error_hint_value);
+    case ErrorKind::Config: return tr(T::open_error_hint_config);
+    case ErrorKind::Unsupported: return tr(T::open_error_hint_unsupported);
+    case ErrorKind::Input: return tr(T::open_error_hint_input);
   }
   return "";
 }
@@ -75,18 +75,18 @@ void App::poll_model_loader() {
 void App::adopt(LoadedModel loaded) {
   const std::string kept = state_.model ? fs::path(state_.model_path).filename().string() : "";
   std::optional<ErrorKind> kind = loaded.error_kind;
-  std::string problem = loaded.error;  // "" when the model is in as asked
+  // "" when the model is in as asked; a core error in its kind's sentence (the app's one error boundary)
+  std::string problem = loaded.error.empty() || !kind ? loaded.error : error_text(*kind, loaded.error);
   if (loaded.model && !state_.use_model(loaded.model, loaded.path)) {
     // The file is fine; the sentence (or the interventions) do not fit the model.
     kind = ErrorKind::Input;
-    problem = (state_.model ? "kept the previous model: " : "") + state_.error;
+    problem = state_.model ? tr(T::open_kept_previous, {{"reason", state_.error}}) : state_.error;
     if (!state_.model && state_.sentence != kDefaultSentence) {
       // Nothing to keep, and without a model the sentence cannot be changed: the model with the example.
       const std::string reason = state_.error;
       state_.sentence = sentence_input_ = kDefaultSentence;
       if (state_.use_model(loaded.model, loaded.path)) {
-        dialog_.show({"The sentence does not fit this model", loaded.path, reason,
-                      "The model is loaded with the example sentence instead."});
+        dialog_.show({tr(T::open_sentence_does_not_fit), loaded.path, reason, tr(T::open_sentence_does_not_fit_hint)});
         problem.clear();
       }
     }
@@ -104,16 +104,17 @@ void App::adopt(LoadedModel loaded) {
     }
     return;
   }
-  last_load_error_ = problem.empty() ? "cannot open the model" : problem;
+  last_load_error_ = problem.empty() ? std::string(tr(T::open_cannot_open)) : problem;
   std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", printable(loaded.path).c_str(),
                printable(last_load_error_).c_str());
   if (!state_.model) state_.error = last_load_error_;  // the line under the sentence says why nothing shows
-  std::string hint = error_hint(kind);
-  hint += hint.empty() ? "" : " ";
-  if (state_.model) hint += "The current model, " + kept + ", stays loaded.";
-  else if (!fallback_model_path_.empty()) hint += "Opening the shipped model instead.";
-  else hint += "No model is loaded: open one with \"Open model...\".";
-  dialog_.show({"Cannot open the model", loaded.path, last_load_error_, hint});
+  const std::string what_now = state_.model                    ? tr(T::open_current_stays, {{"model", kept}})
+                               : !fallback_model_path_.empty() ? std::string(tr(T::open_shipped_instead))
+                                                               : std::string(tr(T::open_none_loaded));
+  const std::string meaning = error_hint(kind);
+  const std::string hint =
+      meaning.empty() ? what_now : tr(T::open_hint, {{"meaning", meaning}, {"what_now", what_now}});
+  dialog_.show({tr(T::open_cannot_open_title), loaded.path, last_load_error_, hint});
   if (!state_.model && !fallback_model_path_.empty()) {
     open_model(fallback_model_path_);  // the last session's model went bad: the shipped one, once
     fallback_model_path_.clear();
@@ -132,13 +133,14 @@ void App::check_attention_option() {
   const AttentionSelection asked = attention_;
   attention_.layer = std::min(attention_.layer, layers - 1);
   attention_.head = std::min(attention_.head, c.n_heads - 1);
-  dialog_.show({"This model has no such head", "",
-                "--attention " + options_.attention + " asks for layer " + std::to_string(shown_number(asked.layer)) +
-                    ", head " + std::to_string(shown_number(asked.head)) + "; this model has " + std::to_string(layers) +
-                    " layers of " + std::to_string(c.n_heads) + " heads (layers 1 to " + std::to_string(layers) +
-                    ", heads 1 to " + std::to_string(c.n_heads) + ").",
-                "Showing " + head_ref_text({asked.kind, attention_.layer, attention_.head}) +
-                    ", the nearest head it has. Choose another with the layer and head buttons."});
+  dialog_.show(
+      {tr(T::open_no_such_head), "",
+       tr(T::open_no_such_head_problem, {{"option", options_.attention},
+                                         {"layer", shown_number(asked.layer)},
+                                         {"head", shown_number(asked.head)},
+                                         {"layers", layers},
+                                         {"heads", c.n_heads}}),
+       tr(T::open_no_such_head_hint, {{"head", head_ref_text({asked.kind, attention_.layer, attention_.head})}})});
 }
 
 // [SECTION] the top bar and the views
@@ -149,20 +151,22 @@ std::string App::model_file_name() const { return fs::path(state_.model_path).fi
 void App::draw_model_bar() {
   const float em = ImGui::GetFontSize();
   ImGui::SameLine();
-  if (ImGui::Button("Open model...")) open_dialog_.show(state_.model_path);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("open a .safetensors model file or a Hugging Face Marian folder (Ctrl+O), or drop one onto the window");
+  if (ImGui::Button(tr(T::app_open_model))) open_dialog_.show(state_.model_path);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::app_open_model_tip));
   ImGui::SameLine();
   const bool info = show_model_info_;
   if (info) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
-  if (ImGui::Button("Model info")) show_model_info_ = !show_model_info_;
+  if (ImGui::Button(tr(T::app_model_info))) show_model_info_ = !show_model_info_;
   if (info) ImGui::PopStyleColor();
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the loaded file's configuration, vocabularies and provenance");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::app_model_info_tip));
   ImGui::SameLine();
   if (ImGui::Button("A-")) set_text_scale(view_.ui_scale - kUiScaleStep);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("smaller text (Ctrl+-); now %.0f%%", view_.ui_scale * 100);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s", tr(T::app_smaller_text, {{"percent", number_text("%.0f", view_.ui_scale * 100)}}).c_str());
   ImGui::SameLine(0, em * 0.2f);
   if (ImGui::Button("A+")) set_text_scale(view_.ui_scale + kUiScaleStep);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("larger text, for the back of the room (Ctrl+=); now %.0f%%", view_.ui_scale * 100);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s", tr(T::app_larger_text, {{"percent", number_text("%.0f", view_.ui_scale * 100)}}).c_str());
 }
 
 // While a file loads over a model that stays usable: a box at the bottom of the window, above the panels,
@@ -184,8 +188,10 @@ void App::draw_loading_toast() {
     spinner(em * 0.9f);
     ImGui::SameLine();
     ImGui::BeginGroup();
-    ImGui::Text("Loading %s... %.1f s", fs::path(loader_.path()).filename().string().c_str(), loader_.elapsed_seconds());
-    ImGui::TextDisabled("the current model stays usable until the new one is in");
+    ImGui::TextUnformatted(tr(T::app_loading, {{"file", fs::path(loader_.path()).filename().string()},
+                                               {"seconds", number_text("%.1f", loader_.elapsed_seconds())}})
+                               .c_str());
+    ImGui::TextDisabled("%s", tr(T::app_loading_note));
     ImGui::EndGroup();
     moving_bar(ImVec2(em * 22, em * 0.35f));
   }
@@ -208,11 +214,13 @@ bool App::draw_model_views() {
   if (loader_.busy()) {
     spinner(em * 1.2f);
     ImGui::SameLine();
-    ImGui::Text("Loading %s... %.1f s", fs::path(loader_.path()).filename().string().c_str(), loader_.elapsed_seconds());
+    ImGui::TextUnformatted(tr(T::app_loading, {{"file", fs::path(loader_.path()).filename().string()},
+                                               {"seconds", number_text("%.1f", loader_.elapsed_seconds())}})
+                               .c_str());
     moving_bar(ImVec2(em * 20, em * 0.35f));
   } else {
-    ImGui::TextUnformatted("No model loaded.");
-    if (ImGui::Button("Open model...")) open_dialog_.show("");
+    ImGui::TextUnformatted(tr(T::app_no_model));
+    if (ImGui::Button(tr(T::app_open_model))) open_dialog_.show("");
   }
   ImGui::EndGroup();
   return true;
@@ -239,7 +247,8 @@ void App::draw_model_dialogs() {
   draw_loading_toast();
   if (settings_) {
     const std::string problem = settings_->take_problem();
-    if (!problem.empty()) dialog_.show({"Settings file", "", problem, ""});  // the message says what happens now
+    if (!problem.empty())
+      dialog_.show({tr(T::settings_dialog_title), "", problem, ""});  // the message says what happens now
   }
   if (dialog_.draw()) return;  // one modal at a time: the open dialog waits under a message
   const std::vector<std::string> no_recent;

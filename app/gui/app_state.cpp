@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "decode/guided.h"
+#include "gui/text/text.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -16,9 +17,23 @@ namespace sf::gui {
 
 std::string default_model_path() { return shipped_model_path("de-en"); }
 
+std::string error_text(ErrorKind kind, const std::string& detail) {
+  switch (kind) {
+    case ErrorKind::File: return tr(T::error_file, {{"detail", detail}});
+    case ErrorKind::Format: return tr(T::error_format, {{"detail", detail}});
+    case ErrorKind::Shape: return tr(T::error_shape, {{"detail", detail}});
+    case ErrorKind::Missing: return tr(T::error_missing, {{"detail", detail}});
+    case ErrorKind::Value: return tr(T::error_value, {{"detail", detail}});
+    case ErrorKind::Config: return tr(T::error_config, {{"detail", detail}});
+    case ErrorKind::Input: return tr(T::error_input, {{"detail", detail}});
+    case ErrorKind::Unsupported: return tr(T::error_unsupported, {{"detail", detail}});
+  }
+  return detail;
+}
+
 bool AppState::fail_with(const std::exception& e) {
   if (const auto* typed = dynamic_cast<const Error*>(&e))
-    error = std::string(error_kind_name(typed->kind())) + ": " + typed->what();
+    error = error_text(typed->kind(), typed->what());
   else
     error = e.what();
   return false;
@@ -118,8 +133,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
 bool AppState::set_sentence(const std::string& text) {
   // A sentence with no word would "translate" <bos> <eos> into whatever the model says about nothing.
   if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
-    error = text.empty() ? "the sentence is empty: type a sentence to translate"
-                         : "the sentence is blank (only spaces): type a sentence to translate";
+    error = tr(text.empty() ? T::state_sentence_empty : T::state_sentence_blank);
     return false;
   }
   // Painted masks and forced tokens belong to the old sentence's positions; a reference to its meaning.
@@ -158,7 +172,7 @@ bool AppState::set_decode_options(const DecodeOptions& next) {
 
 bool AppState::set_source_padding(int pads) {
   if (pads < 0 || pads > kMaxSourcePadding) {
-    error = "padding: " + std::to_string(pads) + " <pad> tokens asked for; 0 to " + std::to_string(kMaxSourcePadding);
+    error = tr(T::state_padding_out_of_range, {{"pads", pads}, {"max", kMaxSourcePadding}});
     return false;
   }
   const int previous = source_padding;
@@ -170,7 +184,7 @@ bool AppState::set_source_padding(int pads) {
 
 bool AppState::set_reference(const std::string& text) {
   if (!model) {
-    error = "no model loaded";
+    error = tr(T::state_no_model);
     return false;
   }
   Interventions next = interventions;
@@ -178,11 +192,11 @@ bool AppState::set_reference(const std::string& text) {
   if (!text.empty()) {
     try {
       if (text.size() > kMaxSentenceBytes)  // named as the reference, not as "the sentence" encode() would say
-        fail(ErrorKind::Input, "reference", "the reference is " + std::to_string(text.size()) + " bytes; the limit is " +
-                                                std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
+        fail(ErrorKind::Input, "reference",
+             tr(T::state_reference_too_long, {{"bytes", text.size()}, {"limit", kMaxSentenceBytes}}));
       // The reference's tokens, then <eos> (the decoder's start token comes from the config).
       for (const Token& t : encode_text(*model, text, Side::Target, /*specials=*/false)) next.forced_prefix.push_back(t.id);
-      if (next.forced_prefix.empty()) fail(ErrorKind::Input, "reference", "the reference translation is empty");
+      if (next.forced_prefix.empty()) fail(ErrorKind::Input, "reference", tr(T::state_reference_empty));
       next.forced_prefix.push_back(model->config.eos_id);
     } catch (const std::exception& e) {
       return fail_with(e);
@@ -198,8 +212,7 @@ bool AppState::set_reference(const std::string& text) {
 bool AppState::force_token(int position, int token) {
   if (!model) return false;
   if (position < 0 || position > static_cast<int>(translation.size())) {
-    error = "cannot force a word at position " + std::to_string(position) + ": the translation has " +
-            std::to_string(translation.size()) + " tokens so far (positions 0 to " + std::to_string(translation.size()) + ")";
+    error = tr(T::state_cannot_force, {{"position", position}, {"tokens", translation.size()}});
     return false;
   }
   Interventions next = interventions;
@@ -221,7 +234,7 @@ bool AppState::recompute() {
 
 bool AppState::rebuild(int steps) {
   if (!model) {
-    error = "no model loaded";
+    error = tr(T::state_no_model);
     return false;
   }
   // Checked here, at once (a bad input is refused in the frame that gave it); decoded by run_work.
@@ -231,7 +244,7 @@ bool AppState::rebuild(int steps) {
   try {
     tokens = encode_text(*model, sentence, Side::Source);
     if (std::none_of(tokens.begin(), tokens.end(), [](const Token& t) { return !t.special; }))
-      fail(ErrorKind::Input, "sentence", "the sentence is empty: type a few words");
+      fail(ErrorKind::Input, "sentence", tr(T::state_sentence_no_words));
     for (int i = 0; i < source_padding; ++i) {  // as in a batch: <pad> after <eos>
       Token pad;
       pad.text = model->src_vocab.token(model->config.pad_id);
@@ -241,8 +254,7 @@ bool AppState::rebuild(int steps) {
     }
     if (static_cast<int>(tokens.size()) > model->config.max_positions)
       fail(ErrorKind::Input, "sentence",
-           "the sentence has " + std::to_string(tokens.size()) + " tokens; this model reads at most " +
-               std::to_string(model->config.max_positions));
+           tr(T::state_sentence_too_long, {{"tokens", tokens.size()}, {"max", model->config.max_positions}}));
     validate_interventions(model->config, interventions);
     validate_decode_options(model->config, options, interventions);
     options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
@@ -359,7 +371,7 @@ bool AppState::run_work(Work work) {
 bool AppState::commit(Outcome out) {
   if (out.cancelled) return true;
   if (!out.decoder) {
-    error = "the decoding was interrupted";
+    error = tr(T::state_decoding_interrupted);
     return false;
   }
   last_recompute_ms = out.ms;
@@ -425,7 +437,8 @@ RowVec AppState::chosen_distribution_logits(int position) const {
 }
 
 std::string AppState::shown_device() const {
-  return shown_gpu.empty() ? "CPU, " + std::to_string(parallel_threads()) + " threads" : "GPU " + shown_gpu;
+  return shown_gpu.empty() ? tr(T::state_device_cpu, {{"threads", parallel_threads()}})
+                           : tr(T::state_device_gpu, {{"gpu", shown_gpu}});
 }
 
 bool AppState::busy() const { return task_.running() || queued_.has_value() || as_trained_task_.running(); }
@@ -591,15 +604,13 @@ std::vector<std::string> AppState::source_labels() const {
 std::vector<std::string> AppState::source_label_tips() const {
   std::vector<std::string> out;
   for (const Token& t : source_tokens) {
-    const std::string id = " (id " + std::to_string(t.id) + ")";
     if (t.unknown) {
-      out.push_back("\"" + t.surface + "\" is not in the vocabulary: the model reads <unk>" + id);
+      out.push_back(tr(T::state_token_unknown, {{"word", t.surface}, {"id", t.id}}));
     } else if (t.special) {
       const bool bos = model && t.id == model->config.bos_id, eos = model && t.id == model->config.eos_id;
-      out.push_back(t.text + (bos ? ": the beginning of the sentence" : eos ? ": the end of the sentence"
-                                                                           : ": padding, as a batch adds it"));
+      out.push_back(tr(bos ? T::state_token_bos : eos ? T::state_token_eos : T::state_token_pad, {{"token", t.text}}));
     } else {
-      out.push_back("\"" + t.surface + "\" -> token \"" + unescape_token(t.text) + "\"" + id);
+      out.push_back(tr(T::state_token, {{"word", t.surface}, {"token", unescape_token(t.text)}, {"id", t.id}}));
     }
   }
   return out;

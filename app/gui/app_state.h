@@ -20,6 +20,7 @@
 #include "model/tokenizer.h"
 #include "transformer/interventions.h"
 #include "transformer/trace.h"
+#include "util/error.h"
 
 namespace sf::gui {
 
@@ -210,6 +211,10 @@ struct AppState {
 
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.
 std::string default_model_path();
+
+// The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the
+// core's own text ("[load_model] tensor '...' holds NaN") as the detail: "value error: [load_model] ...".
+std::string error_text(ErrorKind kind, const std::string& detail);
 inline constexpr const char* kDefaultSentence = "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.";
 
 }  // namespace sf::gui

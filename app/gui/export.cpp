@@ -13,16 +13,18 @@
 #include <cstring>
 #include <filesystem>
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
 
 namespace fs = std::filesystem;
 
 const char* export_kind_label(ExportKind kind) {
   switch (kind) {
-    case ExportKind::WindowPng: return "window as PNG";
-    case ExportKind::PanelPng: return "panel as PNG";
-    case ExportKind::Csv: return "tensor as CSV";
-    case ExportKind::Npy: return "tensor as NPY (NumPy)";
+    case ExportKind::WindowPng: return tr(T::export_kind_window_png);
+    case ExportKind::PanelPng: return tr(T::export_kind_panel_png);
+    case ExportKind::Csv: return tr(T::export_kind_csv);
+    case ExportKind::Npy: return tr(T::export_kind_npy);
   }
   return "";
 }

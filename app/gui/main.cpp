@@ -17,6 +17,7 @@
 #include "gui/script/lesson_check.h"
 #include "gui/script/script.h"
 #include "gui/settings.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/window.h"
 #include "io/user_files.h"
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    sf::gui::Window window(options.width, options.height, "Stepformer", !screenshot_mode, options.ui_scale);
+    sf::gui::Window window(options.width, options.height, sf::gui::tr(sf::gui::T::app_name), !screenshot_mode,
+                           options.ui_scale);
     // The app's background work (decodings, model loading, training runs, and the pool's workers they use) runs
     // five nice steps below the frame thread (util/parallel.h): where Mesa draws on the CPU (no GPU) the two compete
     // for the cores, and at equal priority a frame's drawing took up to 4 times as long while a long sentence
@@ -153,10 +155,8 @@ int main(int argc, char** argv) {
     app.mutable_state().step_budget_ms = 16;
     double last_draw_ms = 0;
     if (!lesson_problems.empty())
-      app.show_message({"The lesson has lines it will skip", options.lesson_path, lesson_problems,
-                        "Each of these lines is skipped when the lesson reaches it, and named in the caption box "
-                        "at the next pause; the rest of the lesson plays. stepformer --check-lesson FILE lists them "
-                        "with what each pause shows."});
+      app.show_message({sf::gui::tr(sf::gui::T::lesson_problems_title), options.lesson_path, lesson_problems,
+                        sf::gui::tr(sf::gui::T::lesson_problems_hint)});
     sf::gui::install_key_latch(window.handle());  // key taps shorter than a frame (a presenter's clicker)
     sf::gui::ViewApplier view;  // fonts, style and full screen follow app.view(), between frames
     std::vector<std::string> log;
@@ -173,9 +173,10 @@ int main(int argc, char** argv) {
         // A lesson's place in the title: the window list says where the class is, and a driver (a clicker's
         // software, the tests' xdotool) can wait for a pause by name.
         if (script->interactive())
-          window.set_title(script->waiting() ? "Stepformer: lesson, pause " + std::to_string(script->pauses_passed()) +
-                                                   " of " + std::to_string(script->pauses())
-                                             : "Stepformer: lesson");
+          window.set_title(script->waiting()
+                               ? sf::gui::tr(sf::gui::T::app_window_title_lesson_pause,
+                                             {{"pause", script->pauses_passed()}, {"pauses", script->pauses()}})
+                               : std::string(sf::gui::tr(sf::gui::T::app_window_title_lesson)));
       }
       const auto mouse = script ? script->mouse() : std::nullopt;
       const float mouse_xy[2] = {mouse ? mouse->x : 0.0f, mouse ? mouse->y : 0.0f};

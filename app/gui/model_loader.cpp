@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "gui/text/text.h"
 #include "model/hf_marian.h"
 #include "util/cancel.h"
 #include "util/parallel.h"
@@ -20,10 +21,10 @@ LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* ca
     r.model.reset();
     r.error = "cancelled";
   } catch (const Error& e) {
-    r.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    r.error = e.what();  // the dialog puts it into its kind's sentence (gui/app_state.h error_text)
     r.error_kind = e.kind();
   } catch (const std::bad_alloc&) {
-    r.error = "out of memory reading '" + path + "'";
+    r.error = tr(T::open_out_of_memory, {{"path", path}});
   } catch (const std::exception& e) {
     r.error = e.what();
   }

@@ -19,7 +19,8 @@ namespace sf::gui {
 struct LoadedModel {
   std::string path;
   std::shared_ptr<const Model> model;  // null on failure
-  std::string error;                   // "" or "Kind: [load_model] ... the problem", as AppState shows errors
+  std::string error;                   // "" or the problem: a core error's own text ("[load_model] ..."), which
+                                       // the app puts into its kind's sentence (gui/app_state.h error_text)
   std::optional<ErrorKind> error_kind;  // set for the core's typed errors (sf::Error)
   std::vector<std::string> warnings;   // tensors the family does not know, skipped
   double seconds = 0;                  // how long the parse took

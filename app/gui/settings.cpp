@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "gui/text/text.h"
 #include "io/json_text.h"
 #include "io/user_files.h"
 #include "util/printable.h"
@@ -44,21 +45,24 @@ nlohmann::json settings_to_json(const Settings& s) {
 }
 
 Settings settings_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::runtime_error("the file holds " + std::string(j.type_name()) + ", not a JSON object");
+  if (!j.is_object()) throw std::runtime_error(tr(T::settings_not_an_object, {{"type", j.type_name()}}));
   auto bad = [](const std::string& key, const std::string& expected, const nlohmann::json& v) {
     // A list or an object is named, not printed: a damaged file may hold megabytes of it.
-    const std::string found = v.is_structured() ? std::string(v.is_array() ? "a list" : "an object")
-                                                : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return std::runtime_error("'" + key + "' must be " + expected + ", found " + found.substr(0, 80));
+    const std::string found = v.is_structured()
+                                  ? std::string(tr(v.is_array() ? T::settings_a_list : T::settings_an_object))
+                                  : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return std::runtime_error(
+        tr(T::settings_bad_value, {{"key", key}, {"expected", expected}, {"found", found.substr(0, 80)}}));
   };
   Settings s;
-  if (j.contains("version") && !j["version"].is_number_integer()) throw bad("version", "a whole number", j["version"]);
+  if (j.contains("version") && !j["version"].is_number_integer())
+    throw bad("version", tr(T::settings_expected_whole_number), j["version"]);
   if (j.contains("recent_models")) {
     const auto& r = j["recent_models"];
-    if (!r.is_array()) throw bad("recent_models", "a list of paths", r);
+    if (!r.is_array()) throw bad("recent_models", tr(T::settings_expected_paths), r);
     for (const auto& p : r)
       if (!p.is_string() || p.get<std::string>().size() > kMaxSettingsText)
-        throw bad("recent_models", "a list of paths", p);
+        throw bad("recent_models", tr(T::settings_expected_paths), p);
     // Most recent first: adding from the back keeps the order and drops duplicates and the extras.
     for (auto it = r.rbegin(); it != r.rend(); ++it)
       if (!it->get<std::string>().empty()) add_recent_model(s, it->get<std::string>());
@@ -67,16 +71,16 @@ Settings settings_from_json(const nlohmann::json& j) {
                                     {"last_sentence", &s.last_sentence},
                                     {"last_stage", &s.last_stage}}) {
     if (!j.contains(key)) continue;
-    if (!j[key].is_string()) throw bad(key, "a string", j[key]);
+    if (!j[key].is_string()) throw bad(key, tr(T::settings_expected_string), j[key]);
     *member = j[key].get<std::string>();
     if (member->size() > kMaxSettingsText)
-      throw std::runtime_error("'" + std::string(key) + "' is " + std::to_string(member->size()) +
-                               " bytes; the limit is " + std::to_string(kMaxSettingsText));
+      throw std::runtime_error(
+          tr(T::settings_too_long, {{"key", key}, {"bytes", member->size()}, {"limit", kMaxSettingsText}}));
   }
   if (j.contains("ui_scale")) {
     const auto& v = j["ui_scale"];
     if (!v.is_number() || !(v.get<double>() >= 0.5 && v.get<double>() <= 4.0))
-      throw bad("ui_scale", "a number from 0.5 to 4", v);
+      throw bad("ui_scale", tr(T::settings_expected_scale), v);
     s.ui_scale = v.get<float>();
   }
   return s;
@@ -96,7 +100,8 @@ namespace {
 // kept: each may be the only copy of someone's recent files). Returns the new name, or "" and `error`.
 std::string move_aside(const std::string& path, std::string& error) {
   for (int n = 1; n <= 100; ++n) {
-    const std::string aside = path + ".bad" + (n == 1 ? "" : "." + std::to_string(n));
+    std::string aside = path + ".bad";  // (appended: GCC 12 misreads "." + ... here as an overlapping copy, -Wrestrict)
+    if (n > 1) aside.append(".").append(std::to_string(n));
     // RENAME_NOREPLACE: never over an earlier copy, even one that appears while we look.
     if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0) return aside;
     if (errno == EEXIST) continue;
@@ -108,7 +113,7 @@ std::string move_aside(const std::string& path, std::string& error) {
     error = std::strerror(errno);
     return "";
   }
-  error = "100 earlier .bad copies are in the way";
+  error = tr(T::settings_bad_copies_in_the_way);
   return "";
 }
 
@@ -122,13 +127,13 @@ SettingsRead read_settings(const std::string& path) {
   try {
     // A regular file of at most kMaxSettingsBytes, read without blocking (a FIFO here never hangs the start),
     // parsed with a nesting limit (a file of a million '[' never exhausts the stack).
-    const std::string text = read_user_file(path, kMaxSettingsBytes, "the settings file", "settings");
+    const std::string text = read_user_file(path, kMaxSettingsBytes, tr(T::settings_the_file), "settings");
     if (json_nesting_depth(text) > kMaxJsonNesting)
-      throw std::runtime_error("lists or objects nest deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+      throw std::runtime_error(tr(T::settings_too_deep, {{"levels", kMaxJsonNesting}}));
     r.settings = settings_from_json(nlohmann::json::parse(text));
     return r;
   } catch (const nlohmann::json::parse_error& e) {
-    what = "not valid JSON (byte " + std::to_string(e.byte) + ")";
+    what = tr(T::settings_not_json, {{"byte", e.byte}});
   } catch (const std::exception& e) {
     what = e.what();
     if (what.rfind("[settings] ", 0) == 0) what = what.substr(11);
@@ -136,10 +141,8 @@ SettingsRead read_settings(const std::string& path) {
   r.settings = Settings{};
   std::string move_error;
   const std::string aside = move_aside(path, move_error);
-  r.problem = "The settings file '" + path + "' is damaged: " + what + ". " +
-              (aside.empty() ? "It could not be moved aside (" + move_error + ") and will not be overwritten this run"
-                             : "It was moved to '" + aside + "'") +
-              "; using the defaults.";
+  r.problem = aside.empty() ? tr(T::settings_damaged_kept, {{"path", path}, {"problem", what}, {"reason", move_error}})
+                            : tr(T::settings_damaged_moved, {{"path", path}, {"problem", what}, {"aside", aside}});
   r.leave_alone = aside.empty();
   return r;
 }
@@ -148,7 +151,7 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) return "cannot create the folder '" + target.parent_path().string() + "': " + ec.message();
+  if (ec) return tr(T::settings_cannot_create_folder, {{"folder", target.parent_path().string()}, {"reason", ec.message()}});
   const std::string text = settings_to_json(settings).dump(2) + "\n";
   return write_user_file(path, text, WriteRules{true, {}, {}});  // temp file, fsync, rename (io/user_files.h)
 }
@@ -179,7 +182,7 @@ bool SettingsStore::write_now(Clock::time_point now) {
   last_write_ = now;
   if (!error.empty()) {
     write_failed_ = true;  // once: the next change would fail the same way
-    problem_ = "Cannot save the settings (recent files, last session): " + error;
+    problem_ = tr(T::settings_cannot_save, {{"reason", error}});
     problem_taken_ = false;
     std::fprintf(stderr, "stepformer: %s\n", printable(problem_).c_str());
     return false;

@@ -1,5 +1,7 @@
 #include "gui/stage_tensors.h"
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
 
 namespace {
@@ -46,8 +48,8 @@ std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& tr
   // A layer's sublayers in order, each with its output, the residual sum and its norm. Post-norm: each block
   // reads the norm before it ("after ..."); pre-norm: the residual stream, the sum before it ("around ...").
   struct Sublayer {
-    const char* after;
-    const char* around;
+    T after;  // the block's name from the string table
+    T around;
     const Mat* out;
     const Mat* sum;
     const LayerNormTrace* norm;
@@ -59,19 +61,22 @@ std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& tr
     if (layer >= static_cast<int>(trace.encoder.size())) return {};
     const EncoderLayerTrace& t = trace.encoder[static_cast<size_t>(layer)];
     x = &encoder_layer_input(trace, layer);
-    sublayers = {{"after self-attention", "around self-attention", &t.self_attn.attn_out, &t.residual1, &t.norm1},
-                 {"after the feed-forward", "around the feed-forward", &t.ffn.out, &t.residual2, &t.norm2}};
+    sublayers = {
+        {T::add_norm_block_after_self, T::add_norm_block_around_self, &t.self_attn.attn_out, &t.residual1, &t.norm1},
+        {T::add_norm_block_after_ffn, T::add_norm_block_around_ffn, &t.ffn.out, &t.residual2, &t.norm2}};
   } else {
     if (layer >= static_cast<int>(trace.decoder.size())) return {};
     const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(layer)];
     x = &decoder_layer_input(trace, layer);
-    sublayers = {{"after masked self-attention", "around masked self-attention", &t.self_attn.attn_out, &t.residual1, &t.norm1},
-                 {"after cross-attention", "around cross-attention", &t.cross_attn.attn_out, &t.residual2, &t.norm2},
-                 {"after the feed-forward", "around the feed-forward", &t.ffn.out, &t.residual3, &t.norm3}};
+    sublayers = {
+        {T::add_norm_block_after_masked, T::add_norm_block_around_masked, &t.self_attn.attn_out, &t.residual1,
+         &t.norm1},
+        {T::add_norm_block_after_cross, T::add_norm_block_around_cross, &t.cross_attn.attn_out, &t.residual2, &t.norm2},
+        {T::add_norm_block_after_ffn, T::add_norm_block_around_ffn, &t.ffn.out, &t.residual3, &t.norm3}};
   }
   std::vector<ResidualBlock> blocks;
   for (const Sublayer& s : sublayers) {
-    blocks.push_back({post(config) ? s.after : s.around, x, s.out, s.sum, s.norm});
+    blocks.push_back({tr(post(config) ? s.after : s.around), x, s.out, s.sum, s.norm});
     x = post(config) ? &s.norm->out : s.sum;  // the next block's input
   }
   return blocks;

@@ -4,6 +4,8 @@
 #pragma once
 #include <string>
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
 
 enum class Stage {
@@ -16,7 +18,7 @@ enum class Stage {
 struct StageInfo {
   Stage stage;
   const char* id;     // what --stage and the script's `stage` take: tokens, embedding, positional, ...
-  const char* title;  // a heading for the stage
+  T title;            // a heading for the stage: tr(title)
 };
 
 const StageInfo& stage_info(Stage stage);

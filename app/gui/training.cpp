@@ -47,10 +47,8 @@ std::vector<TrainingRecipe> make_recipes() {
   shipped.schedule.warmup_steps = 500;
   shipped.command_line = "the app's de-en recipe";
   return {
-      {"classroom", "Classroom",
-       "d_model 128, 2+2 layers, 4 heads; 6 epochs, each about 50 s with 2 threads, 80 s with 1; readable after 3", classroom},
-      {"de-en", "The shipped de-en recipe",
-       "d_model 256, 3+3 layers, 8 heads; 18 epochs of about 4 minutes on 2 cores (about a minute in all on an H200 GPU)", shipped},
+      {"classroom", T::training_recipe_classroom, T::training_recipe_classroom_about, classroom},
+      {"de-en", T::training_recipe_shipped, T::training_recipe_shipped_about, shipped},
   };
 }
 
@@ -116,12 +114,12 @@ void Training::open_timeline(const std::string& path) {
       out.timeline = std::make_shared<TrainingTimeline>(load_timeline(path));
       if (out.timeline->snapshots.empty()) {
         out.timeline.reset();
-        out.error = "the timeline '" + path + "' holds no snapshot";
+        out.error = tr(T::training_timeline_empty, {{"path", path}});
       }
     } catch (const Error& e) {
-      out.error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+      out.error = error_text(e.kind(), e.what());
     } catch (const std::exception& e) {
-      out.error = "cannot read the timeline '" + path + "': " + e.what();
+      out.error = tr(T::training_timeline_unreadable, {{"path", path}, {"reason", e.what()}});
     }
     return out;
   });
@@ -133,20 +131,19 @@ void Training::finish_loading() {
 
 bool Training::show_snapshot(AppState& state, int index) {
   if (!timeline_) {
-    state.error = "no training timeline: open the Training stage (the shipped classroom run) or train one";
+    state.error = tr(T::training_no_timeline);
     return false;
   }
   const int count = static_cast<int>(timeline_->snapshots.size());
   if (index < 0 || index >= count) {
-    state.error = "snapshot " + std::to_string(index) + ": the timeline has " + std::to_string(count) +
-                  " snapshots, 0 to " + std::to_string(count - 1);
+    state.error = tr(T::training_no_such_snapshot, {{"index", index}, {"count", count}, {"last", count - 1}});
     return false;
   }
   std::shared_ptr<const Model> model;
   try {
     model = std::make_shared<const Model>(snapshot_model(*timeline_, static_cast<size_t>(index)));
   } catch (const std::bad_alloc&) {
-    state.error = "not enough memory for snapshot " + std::to_string(index);
+    state.error = tr(T::training_snapshot_no_memory, {{"index", index}});
     return false;
   }
   if (!state.use_weights(std::move(model), timeline_source_)) return false;
@@ -172,12 +169,16 @@ std::string Training::shown_label(const AppState& state) const {
   if (!state.model) return "";
   if (shown_snapshot_ >= 0 && timeline_ && shown_snapshot_ < static_cast<int>(timeline_->snapshots.size())) {
     const TimelineSnapshot& s = timeline_->snapshots[static_cast<size_t>(shown_snapshot_)];
-    return "snapshot " + std::to_string(shown_snapshot_ + 1) + " of " + std::to_string(timeline_->snapshots.size()) +
-           ": step " + std::to_string(s.step) + " of " + std::to_string(timeline_->snapshots.back().step) +
-           (s.epoch > 0 ? ", epoch " + std::to_string(s.epoch) : ", before training");
+    const TextArg args[] = {{"snapshot", shown_snapshot_ + 1},
+                            {"snapshots", timeline_->snapshots.size()},
+                            {"step", static_cast<long long>(s.step)},
+                            {"last_step", static_cast<long long>(timeline_->snapshots.back().step)},
+                            {"epoch", s.epoch}};
+    return s.epoch > 0 ? tr(T::training_shown_snapshot_epoch, args)
+                       : tr(T::training_shown_snapshot_before, std::span<const TextArg>(args, 4));
   }
   if (live_model_ && state.model == live_model_)
-    return "live training: weights of step " + std::to_string(live_step_shown_);
+    return tr(T::training_shown_live, {{"step", static_cast<long long>(live_step_shown_)}});
   return "";
 }
 
@@ -185,14 +186,15 @@ std::string Training::weights_note(const AppState& state) const {
   const std::string label = shown_label(state);
   if (label.empty()) return "";
   if (shown_snapshot_ >= 0 && timeline_)
-    return "These weights: " + label + " of the training timeline " + timeline_source_ + ". Stored as " +
-           snapshot_storage_description(timeline_->storage) + ".";
-  return "These weights: " + label + ", as they are (32-bit floats), while the run goes on.";
+    return tr(T::training_weights_note_timeline, {{"label", label},
+                                                  {"timeline", timeline_source_},
+                                                  {"storage", snapshot_storage_description(timeline_->storage)}});
+  return tr(T::training_weights_note_live, {{"label", label}});
 }
 
 std::string Training::save_timeline_to(const std::string& path, bool replace, const std::string& allowed_folder) const {
-  if (!timeline_) return "there is no timeline to save";
-  if (path.empty()) return "give a file name for the timeline";
+  if (!timeline_) return tr(T::training_save_no_timeline);
+  if (path.empty()) return tr(T::training_save_no_name);
   std::vector<std::string> inputs = {file_model_path_};
   if (!timeline_live_) inputs.push_back(timeline_source_);
   try {
@@ -201,7 +203,7 @@ std::string Training::save_timeline_to(const std::string& path, bool replace, co
   } catch (const Error& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
-    return "not enough memory to write the timeline";
+    return tr(T::training_save_no_memory);
   }
   return "";
 }
@@ -212,23 +214,22 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
                      const std::string& save_to, const std::string& allowed_folder) {
   const TrainingRecipe* recipe = find_training_recipe(recipe_id);
   if (!recipe) {
-    *error = "no training recipe '" + recipe_id + "': the recipes are " + training_recipe_ids();
+    *error = tr(T::training_no_recipe, {{"recipe", recipe_id}, {"recipes", training_recipe_ids()}});
     return false;
   }
   if (running()) {
-    *error = "a training run is going: stop it first";
+    *error = tr(T::training_run_going);
     return false;
   }
   std::error_code ec;
   if (data_dir.empty() || !fs::is_regular_file(fs::path(data_dir) / "train.lc.norm.tok.de", ec)) {
-    *error = data_dir.empty() ? "no training data: start the app with --data DIR, the folder of Multi30k's "
-                                "train.lc.norm.tok.de and .en (../shared/data/multi30k/tok)"
-                              : "no training data in '" + data_dir + "': it needs train.lc.norm.tok.de and .en";
+    *error = data_dir.empty() ? std::string(tr(T::training_no_data_option))
+                              : tr(T::training_no_data_in, {{"folder", data_dir}});
     return false;
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (threads < 0 || threads > static_cast<int>(cores)) {
-    *error = "threads must be 0 (all but one core) to " + std::to_string(cores) + ", not " + std::to_string(threads);
+    *error = tr(T::training_bad_threads, {{"cores", cores}, {"threads", threads}});
     return false;
   }
   TrainOptions options = recipe->options;
@@ -239,7 +240,7 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
     const std::string checkpoint = save_to + ".checkpoint";
     resuming = fs::is_regular_file(checkpoint, ec);
     if (!resuming && fs::exists(save_to, ec)) {
-      *error = "'" + save_to + "' exists and has no checkpoint beside it: it is not a run to resume; choose another name";
+      *error = tr(T::training_not_a_run, {{"path", save_to}});
       return false;
     }
     WriteRules rules{true, {}, allowed_folder};
@@ -265,7 +266,7 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
   live_step_shown_ = -1;
   timeline_ = std::make_shared<TrainingTimeline>();
   timeline_->storage = SnapshotStorage::F32;
-  timeline_source_ = "live run (" + recipe_id + ")";
+  timeline_source_ = tr(T::training_live_run, {{"recipe", recipe_id}});
   timeline_live_ = true;
   timeline_error_.clear();
   shown_snapshot_ = -1;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gui/app_state.h"
+#include "gui/text/text.h"
 #include "train/session.h"
 #include "train/timeline.h"
 
@@ -24,8 +25,8 @@ namespace sf::gui {
 // A training run the app offers: a size and its hyperparameters (the data folder is filled in at the start).
 struct TrainingRecipe {
   std::string id;     // what `train start` takes: "classroom", "de-en"
-  std::string title;  // for the recipe picker
-  std::string about;  // one line: the model's size and how long it takes
+  T title;            // for the recipe picker (the string table's entry)
+  T about;            // one line: the model's size and how long it takes
   TrainOptions options;
 };
 const std::vector<TrainingRecipe>& training_recipes();

@@ -1,5 +1,6 @@
 #include "gui/view_device.h"
 
+#include "gui/text/text.h"
 #include "util/error.h"
 
 namespace sf::gui {
@@ -17,8 +18,8 @@ std::shared_ptr<CudaModel> ViewDevice::gpu_for(const std::shared_ptr<const Model
     gpu_ = std::move(copy);
     note_ = why;  // auto: a GPU that could not take the model
   } catch (const Error& e) {  // cuda: no GPU, no room, a model family it does not compute
-    note_ = std::string(request_ == DeviceRequest::Cuda ? "--device cuda: " : "") + e.what() +
-            "; the views compute on the CPU";
+    note_ = tr(request_ == DeviceRequest::Cuda ? T::device_cuda_failed_asked : T::device_cuda_failed,
+               {{"reason", e.what()}});
   }
   return gpu_;
 }
@@ -27,7 +28,7 @@ void ViewDevice::fail(const std::shared_ptr<const Model>& model, const std::stri
   std::lock_guard<std::mutex> lock(mutex_);
   if (model_ != model) return;  // a copy already replaced
   gpu_.reset();
-  note_ = "the GPU failed (" + reason + "): the views compute on the CPU";
+  note_ = tr(T::device_gpu_failed, {{"reason", reason}});
 }
 
 std::string ViewDevice::note() const {

@@ -12,6 +12,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 
 namespace sf::gui {
@@ -40,7 +41,7 @@ void explanation(const char* text) {
   if (high_contrast()) {
     // Presentation mode: a one-line toggle; the paragraph only when asked for (one switch for every stage).
     ImGui::PushID(text);
-    if (ImGui::SmallButton(g_folded_when_presenting ? "Explain \u25B8" : "Hide the explanation \u25BE"))
+    if (ImGui::SmallButton(g_folded_when_presenting ? tr(T::widgets_explain) : tr(T::widgets_hide_explanation)))
       g_folded_when_presenting = !g_folded_when_presenting;
     record_item("explain", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, g_folded_when_presenting ? "folded" : "open");
     ImGui::PopID();
@@ -116,7 +117,7 @@ void moving_bar(ImVec2 size) {
 
 bool controls_toggle(bool* open) {
   if (!high_contrast()) return true;
-  if (ImGui::SmallButton(*open ? "Controls \u25BE" : "Controls \u25B8")) *open = !*open;
+  if (ImGui::SmallButton(*open ? tr(T::widgets_controls_open) : tr(T::widgets_controls_folded))) *open = !*open;
   record_item("controls", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, *open ? "open" : "folded");
   return *open;
 }
@@ -147,24 +148,24 @@ bool numbered_slider(const char* label, int* index, int count) {
 
 void attention_kind_picker(AttentionKind* kind) {
   int k = static_cast<int>(*kind);
-  ImGui::RadioButton("encoder self", &k, static_cast<int>(AttentionKind::Encoder));
+  ImGui::RadioButton(tr(T::widgets_encoder_self), &k, static_cast<int>(AttentionKind::Encoder));
   ImGui::SameLine();
-  ImGui::RadioButton("decoder self (masked)", &k, static_cast<int>(AttentionKind::Decoder));
+  ImGui::RadioButton(tr(T::widgets_decoder_self_masked), &k, static_cast<int>(AttentionKind::Decoder));
   ImGui::SameLine();
-  ImGui::RadioButton("cross", &k, static_cast<int>(AttentionKind::Cross));
+  ImGui::RadioButton(tr(T::widgets_cross), &k, static_cast<int>(AttentionKind::Cross));
   *kind = static_cast<AttentionKind>(k);
 }
 
 void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em) {
   const bool encoder = *kind == AttentionKind::Encoder;
   int side = encoder ? 0 : 1;
-  ImGui::RadioButton("encoder", &side, 0);
+  ImGui::RadioButton(tr(T::widgets_encoder), &side, 0);
   ImGui::SameLine();
-  ImGui::RadioButton("decoder", &side, 1);
+  ImGui::RadioButton(tr(T::widgets_decoder), &side, 1);
   if (side != (encoder ? 0 : 1)) *kind = side == 0 ? AttentionKind::Encoder : AttentionKind::Decoder;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * slider_em);
-  numbered_slider("layer", layer, layers);
+  numbered_slider(tr(T::widgets_layer), layer, layers);
 }
 
 void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {

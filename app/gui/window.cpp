@@ -1,6 +1,7 @@
 #include "gui/window.h"
 
 #include "gui/export.h"
+#include "gui/text/text.h"
 
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
@@ -178,7 +179,7 @@ void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebuffe
 std::string Window::save_screenshot(const std::string& png_path, const WriteRules& rules) const {
   int w = 0, h = 0;
   glfwGetFramebufferSize(window_, &w, &h);
-  if (w <= 0 || h <= 0) return "the window has no pixels";
+  if (w <= 0 || h <= 0) return tr(T::app_export_no_pixels);
   std::vector<unsigned char> pixels(static_cast<size_t>(w) * h * 3);
   glReadBuffer(GL_BACK);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
@@ -188,7 +189,7 @@ std::string Window::save_screenshot(const std::string& png_path, const WriteRule
   const size_t row = static_cast<size_t>(w) * 3;
   for (int y = 0; y < h; ++y) std::copy_n(&pixels[(h - 1 - y) * row], row, &flipped[y * row]);
   const std::string png = png_bytes(flipped, w, h);
-  if (png.empty()) return "cannot encode the PNG";
+  if (png.empty()) return tr(T::app_export_png_failed);
   return write_user_file(png_path, png, rules);
 }
 

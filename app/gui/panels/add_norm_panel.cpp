@@ -7,6 +7,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/stage_tensors.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -33,29 +34,32 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
   const bool post = c.norm_placement == NormPlacement::Post;
 
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::TextWrapped("Add & norm, %s layer %d, %s", encoder ? "encoder" : "decoder", shown_number(sel.layer), blk.name);
+    ImGui::TextWrapped("%s",
+                       tr(T::add_norm_heading, {{"stack", encoder ? tr(T::add_norm_encoder) : tr(T::add_norm_decoder)},
+                                                {"layer", shown_number(sel.layer)},
+                                                {"block", blk.name}})
+                           .c_str());
   if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
-  explanation(
-      "Add: the sublayer's output is added to its input (the residual connection), so information and gradients "
-      "can flow straight through the stack. Norm: layer normalisation rescales each token's vector to mean 0 and "
-      "standard deviation 1, then multiplies by $\\gamma$ and adds $\\beta$ (learned per dimension). It keeps the "
-      "numbers in a range where training is stable. The paper writes the whole block as LayerNorm(x + Sublayer(x)).");
+  explanation(tr(T::add_norm_explanation));
   if (post && high_contrast())  // (the folded controls hid which block: the formula names it)
-    formula(std::string(blk.name) + ": $y = LayerNorm(x + Sublayer(x))$");
+    formula(tr(T::add_norm_block_formula, {{"block", blk.name}}));
   else if (post)
     formula("$y = LayerNorm(x + Sublayer(x))$     $LayerNorm(z) = \\gamma \\cdot (z - \\mu) / \\sqrt{\\sigma^2 + \\epsilon} + \\beta$");
   else
-    formula("pre-norm: $y = x + Sublayer(LayerNorm(x))$   (this model normalises before each sublayer; the paper after)");
+    formula(tr(T::add_norm_formula_pre));
 
   // The four steps, left to right, in the order they happen.
   const Mat* steps[4] = {blk.input, post ? blk.sublayer_out : &blk.norm->out, post ? blk.sum : blk.sublayer_out,
                          post ? &blk.norm->out : blk.sum};
   const bool short_titles = high_contrast();
-  const char* titles[4] = {short_titles ? "x" : "x: the block's input",
-                           post ? "Sublayer(x)" : short_titles ? "LN(x)" : "LayerNorm(x): what the sublayer reads",
-                           post ? "x + Sublayer(x)" : "Sublayer(LayerNorm(x))",
-                           post ? (short_titles ? "LayerNorm(sum)" : "LayerNorm(x + Sublayer(x)): the output")
-                                : (short_titles ? "x + Sublayer(LN(x))" : "x + Sublayer(LN(x)): the output")};
+  const char* titles[4] = {
+      short_titles ? "x" : tr(T::add_norm_step_input),
+      post           ? "Sublayer(x)"
+      : short_titles ? "LN(x)"
+                     : tr(T::add_norm_step_norm_pre),  // notation alone: the same anywhere
+      post ? "x + Sublayer(x)" : "Sublayer(LayerNorm(x))",
+      post ? (short_titles ? tr(T::add_norm_step_output_post_short) : tr(T::add_norm_step_output_post))
+           : (short_titles ? "x + Sublayer(LN(x))" : tr(T::add_norm_step_output_pre))};
   const char* names[4] = {"add_norm_input", post ? "sublayer_output" : "layer_norm",
                           post ? "residual_sum" : "sublayer_output", post ? "layer_norm" : "residual_sum"};
   if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
@@ -132,22 +136,32 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
       lo_sa = std::min(lo_sa, std_after(i)), hi_sa = std::max(hi_sa, std_after(i));
       if (is_hovered_token(side_of_rows, static_cast<int>(i))) hovered = static_cast<int>(i);
     }
-    ImGui::TextWrapped("per token, before the norm: mean %.2f .. %.2f, std %.2f .. %.2f;  after: mean %.2f .. %.2f, "
-                       "std %.2f .. %.2f", lo_m, hi_m, lo_s, hi_s, lo_ma, hi_ma, lo_sa, hi_sa);
+    ImGui::TextWrapped("%s", tr(T::add_norm_range, {{"mean_low", number_text("%.2f", lo_m)},
+                                                    {"mean_high", number_text("%.2f", hi_m)},
+                                                    {"std_low", number_text("%.2f", lo_s)},
+                                                    {"std_high", number_text("%.2f", hi_s)},
+                                                    {"mean_low_after", number_text("%.2f", lo_ma)},
+                                                    {"mean_high_after", number_text("%.2f", hi_ma)},
+                                                    {"std_low_after", number_text("%.2f", lo_sa)},
+                                                    {"std_high_after", number_text("%.2f", hi_sa)}})
+                                 .c_str());
     if (hovered >= 0)
-      ImGui::TextWrapped("\"%s\": mean %.3f, std %.3f before; mean %.3f, std %.3f after",
-                         labels[static_cast<size_t>(hovered)].c_str(), norm.mean(hovered), norm.std(hovered),
-                         mean_after(hovered), std_after(hovered));
+      ImGui::TextWrapped("%s", tr(T::add_norm_token_stats, {{"token", labels[static_cast<size_t>(hovered)]},
+                                                            {"mean", number_text("%.3f", norm.mean(hovered))},
+                                                            {"std", number_text("%.3f", norm.std(hovered))},
+                                                            {"mean_after", number_text("%.3f", mean_after(hovered))},
+                                                            {"std_after", number_text("%.3f", std_after(hovered))}})
+                                   .c_str());
     return;
   }
   ImGui::BeginChild("##stats", ImVec2(0, 0), false);
   ImGui::SetWindowFontScale(table_scale);
   if (ImGui::BeginTable("stats", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("token");
-    ImGui::TableSetupColumn(post ? "mean of x + sublayer" : "mean of x");
-    ImGui::TableSetupColumn("std before");
-    ImGui::TableSetupColumn("mean after");
-    ImGui::TableSetupColumn("std after");
+    ImGui::TableSetupColumn(tr(T::add_norm_token));
+    ImGui::TableSetupColumn(post ? tr(T::add_norm_mean_x_sublayer) : tr(T::add_norm_mean_x));
+    ImGui::TableSetupColumn(tr(T::add_norm_std_before));
+    ImGui::TableSetupColumn(tr(T::add_norm_mean_after));
+    ImGui::TableSetupColumn(tr(T::add_norm_std_after));
     ImGui::TableHeadersRow();
     for (Eigen::Index i = 0; i < out.rows() && i < static_cast<Eigen::Index>(labels.size()); ++i) {
       ImGui::TableNextRow();

@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -70,10 +71,12 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   if (compact)
     ImGui::TextWrapped("\"%s\" \u2192 \"%s\"", query.c_str(), key.c_str());
   else
-    ImGui::Text("One cell: query \"%s\" (row %d) looks at key \"%s\" (column %d), head %d", query.c_str(), c.row,
-                key.c_str(), c.col, shown_number(c.head));
-  if (compact) same_line_if_fits(button_width("close"));
-  if (ImGui::SmallButton(compact ? "close" : "close (expand off)")) closed = true;
+    ImGui::TextUnformatted(
+        tr(T::attention_cell_heading,
+           {{"query", query}, {"row", c.row}, {"key", key}, {"column", c.col}, {"head", shown_number(c.head)}})
+            .c_str());
+  if (compact) same_line_if_fits(button_width(tr(T::attention_cell_close)));
+  if (ImGui::SmallButton(compact ? tr(T::attention_cell_close) : tr(T::attention_cell_close_expand_off))) closed = true;
 
   const float strip_h = compact ? 0.8f * font : std::max(font, 1.4f * font);
   const float r_qk = max_abs({&c.q, &c.k});
@@ -94,50 +97,57 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   const float label_w = MapView::label_width_for({"q\u00b7k   "});
   strip.label_width = label_w;
 
-  char step[200];
+  // The steps' notation with this cell's numbers ("$q_{3} \\cdot k_{5}$"), put into the table's sentences.
+  const auto notation = [](const char* format, auto... values) {
+    char text[96];
+    std::snprintf(text, sizeof(text), format, values...);
+    return std::string(text);
+  };
+  const std::string q = notation("$q_{%d}$", c.row), k = notation("$k_{%d}$", c.col);
+  const std::string dot = notation("$q_{%d} \\cdot k_{%d}$", c.row, c.col);
   if (compact)
-    std::snprintf(step, sizeof(step), "1. $q_{%d} \\cdot k_{%d}$, pair by pair:", c.row, c.col);
+    math_text(tr(T::attention_cell_step_dot_short, {{"dot", dot}}), width, 0, "formula.cell");
   else
-    std::snprintf(step, sizeof(step), "1. $q_{%d}$ and $k_{%d}$: the query's and the key's $d_k$ = %d numbers, multiplied "
-                  "pair by pair", c.row, c.col, c.head_dim);
-  math_text(step, width, 0, "formula.cell");
+    math_text(tr(T::attention_cell_step_dot, {{"q", q}, {"k", k}, {"d", c.head_dim}}), width, 0, "formula.cell");
   q_.draw("cell_q", ImVec2(width, strip_h), q_axis, none, strip);
   k_.draw("cell_k", ImVec2(width, strip_h), k_axis, none, strip);
   products_.draw("cell_products", ImVec2(width, strip_h), p_axis, none, strip);
   const char* root = c.scale_by == c.head_dim ? "d_k" : "d_{model}";
   if (compact) {  // steps 2 and 3 on one line
-    std::snprintf(step, sizeof(step), "2. sum %.3f, 3. $/ \\sqrt{%s}$: %.3f", c.dot, root, c.scaled);
-    math_text(step, width, 0, "formula.cell");
+    math_text(tr(T::attention_cell_step_sum_scale_short, {{"sum", number_text("%.3f", c.dot)},
+                                                          {"scale", notation("$/ \\sqrt{%s}$", root)},
+                                                          {"score", number_text("%.3f", c.scaled)}}),
+              width, 0, "formula.cell");
   } else {
-    std::snprintf(step, sizeof(step), "2. the sum of the %d products: $q_{%d} \\cdot k_{%d}$ = %.4f", c.head_dim,
-                  c.row, c.col, c.dot);
-    math_text(step, width, 0, "formula.cell");
-    std::snprintf(step, sizeof(step), "3. divided by $\\sqrt{%s}$ = \u221a%d = %.3f: score = %.4f", root, c.scale_by,
-                  std::sqrt(float(c.scale_by)), c.scaled);
-    math_text(step, width, 0, "formula.cell");
+    math_text(tr(T::attention_cell_step_sum, {{"d", c.head_dim}, {"dot", dot}, {"sum", number_text("%.4f", c.dot)}}),
+              width, 0, "formula.cell");
+    math_text(tr(T::attention_cell_step_scale, {{"root", notation("$\\sqrt{%s}$", root)},
+                                                {"scale_by", c.scale_by},
+                                                {"divisor", number_text("%.3f", std::sqrt(float(c.scale_by)))},
+                                                {"score", number_text("%.4f", c.scaled)}}),
+              width, 0, "formula.cell");
   }
   record_item("cell.score", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.scaled);
   if (compact)  // steps 4 and 5 on one line
-    ImGui::Text("4. + mask %s, 5. softmax: p = %s", c.blocked ? "\u2212\u221e" : "0", probability_text(c.prob).c_str());
+    ImGui::TextUnformatted(tr(T::attention_cell_step_mask_softmax_short,
+                              {{"mask", c.blocked ? "\u2212\u221e" : "0"}, {"p", probability_text(c.prob)}})
+                               .c_str());
   else if (c.blocked)
     ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.5f, 1.0f), "%s",
-                       c.uniform_when_blocked
-                           ? "4. + mask: -1e20 (blocked) \u2192 after the softmax 0 (1/n if the whole row is blocked)"
-                           : "4. + mask: \u2212\u221e (blocked) \u2192 after the softmax exactly 0");
+                       c.uniform_when_blocked ? tr(T::attention_cell_mask_e20_blocked_after)
+                                              : tr(T::attention_cell_step_mask_blocked));
   else
-    ImGui::Text("4. + mask: + 0 (allowed) \u2192 %.4f", c.scaled);
+    ImGui::TextUnformatted(tr(T::attention_cell_step_mask_allowed, {{"score", number_text("%.4f", c.scaled)}}).c_str());
 
   // The softmax over the whole row, this cell outlined.
   row_probs_.heatmap().set_values(c.row_probs.data(), 1, static_cast<int>(c.row_probs.size()), 0.0f, 1.0f);
-  if (!compact)
-    ImGui::Text("5. softmax over the row: p = %s (exp of this score over the sum of the row's exps)",
-                probability_text(c.prob).c_str());
+  if (!compact) ImGui::TextUnformatted(tr(T::attention_cell_step_softmax, {{"p", probability_text(c.prob)}}).c_str());
   record_item("cell.prob", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", c.prob);
   MapViewOptions probs;
   probs.style = {Colormap::Viridis, !compact};
-  probs.value_name = "probability";
+  probs.value_name = tr(T::map_value_probability);
   probs.colour_bar = !compact;
-  const std::vector<std::string> p_label = {"row " + std::to_string(c.row)};
+  const std::vector<std::string> p_label = {tr(T::attention_cell_row_label, {{"row", c.row}})};
   MapAxis row_axis, key_axis;
   row_axis.labels = &p_label;
   key_axis.labels = compact ? nullptr : &key_labels;  // (presenting: the map beside has the keys along its top)
@@ -163,16 +173,20 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
     }
 
   // Weights times values: the head's output for this query.
-  std::snprintf(step, sizeof(step), compact ? "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$" :
-                "6. $head_{%d}$ row %d $= \\sum_j p_j v_j$: the row's weights times $V_{%d}$ [%d \u00d7 %d]",
-                shown_number(c.head), c.row, shown_number(c.head), static_cast<int>(c.v.rows()), c.head_dim);
-  math_text(step, width, 0, "formula.cell");
+  const std::string head = notation("$head_{%d}$", shown_number(c.head)),
+                    v = notation("$V_{%d}$", shown_number(c.head));
+  if (compact)
+    math_text(tr(T::attention_cell_step_values_short, {{"head", head}, {"row", c.row}}), width, 0, "formula.cell");
+  else
+    math_text(tr(T::attention_cell_step_values,
+                 {{"head", head}, {"row", c.row}, {"v", v}, {"rows", static_cast<int>(c.v.rows())}, {"d", c.head_dim}}),
+              width, 0, "formula.cell");
   if (!compact) {
     const float r_v = std::max(1e-6f, c.v.cwiseAbs().maxCoeff());
     values_.heatmap().set_values(c.v.data(), static_cast<int>(c.v.rows()), static_cast<int>(c.v.cols()), -r_v, r_v);
     MapViewOptions vals;
     vals.style = {Colormap::Diverging, true};
-    vals.value_name = "value";
+    vals.value_name = tr(T::map_value_value);
     MapAxis v_rows;
     v_rows.labels = &key_labels;
     v_rows.tokens = true;
@@ -187,9 +201,7 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   MapAxis o_axis;
   o_axis.labels = &o_row;
   out_.draw("cell_out", ImVec2(width, strip_h), o_axis, none, strip);
-  if (!compact)
-    ImGui::TextDisabled("(the head's output row: %d numbers, concatenated with the other heads' next: Concat, then W\u1d3c)",
-                        c.head_dim);
+  if (!compact) ImGui::TextDisabled("%s", tr(T::attention_cell_output_note, {{"head_dim", c.head_dim}}).c_str());
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   return closed;

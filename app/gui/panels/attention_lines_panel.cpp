@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/text.h"
 
 namespace sf::gui {
 
@@ -45,7 +46,7 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
   const float top = ImGui::GetCursorScreenPos().y;
 
   // The heads' colours: click to show or hide a head.
-  ImGui::TextUnformatted("heads (click to add or remove):");
+  ImGui::TextUnformatted(tr(T::attention_lines_heads_hint));
   const float swatch = ImGui::GetFrameHeight();
   for (int h = 0; h < H; ++h) {
     same_line_if_fits(swatch * 1.6f);
@@ -56,7 +57,10 @@ void AttentionLinesPanel::draw(const AttentionTrace& a, const std::vector<std::s
       shown_[static_cast<size_t>(h)] = !on;
       if (std::none_of(shown_.begin(), shown_.end(), [](bool s) { return s; })) shown_[static_cast<size_t>(h)] = true;
     }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: %s", shown_number(h), on ? "shown (click to hide)" : "hidden (click to show)");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "%s",
+          tr(on ? T::attention_lines_head_shown : T::attention_lines_head_hidden, {{"head", shown_number(h)}}).c_str());
     ImDrawList* d = ImGui::GetWindowDrawList();
     d->AddRectFilled(p, ImVec2(p.x + swatch * 1.5f, p.y + swatch), head_colour(h, H, on ? 1.0f : 0.18f), 3.0f);
     if (on) d->AddRect(p, ImVec2(p.x + swatch * 1.5f, p.y + swatch), IM_COL32(255, 255, 255, 255), 3.0f, 0, 2.0f);

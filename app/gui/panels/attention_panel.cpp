@@ -12,6 +12,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
 #include "gui/stage_tensors.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 #include "gui/words.h"
@@ -47,13 +48,13 @@ void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with
   const int layers = clamp_selection(c, sel);
   // Sliders of 4.5 lines: the kind, layer and head fit one line of a 1280-pixel window in presentation mode.
   const float slider_width = ImGui::GetFontSize() * 4.5f + ImGui::GetStyle().ItemInnerSpacing.x;
-  same_line_if_fits(slider_width + ImGui::CalcTextSize("layer").x, ImGui::GetFontSize());
+  same_line_if_fits(slider_width + ImGui::CalcTextSize(tr(T::attention_layer)).x, ImGui::GetFontSize());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  numbered_slider("layer", &sel.layer, layers);
+  numbered_slider(tr(T::attention_layer), &sel.layer, layers);
   if (!with_head) return;
-  same_line_if_fits(slider_width + ImGui::CalcTextSize("head").x);
+  same_line_if_fits(slider_width + ImGui::CalcTextSize(tr(T::attention_head)).x);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.5f);
-  numbered_slider("head", &sel.head, c.n_heads);
+  numbered_slider(tr(T::attention_head), &sel.head, c.n_heads);
 }
 
 namespace {
@@ -61,53 +62,28 @@ namespace {
 // What each kind of attention is, for a student reading the panel, in the model's languages; `example` is a
 // decoder row's label ("a -> man").
 std::string kind_explanation(AttentionKind k, const LanguageWords& words, const std::string& example) {
-  const char* text = "";
   switch (k) {
-    case AttentionKind::Encoder:
-      text = "Each row is a query token, each column a key token of the same {source} sentence. A row shows how "
-             "strongly that query attends to every key: the softmax of the scores $Q_i K_i^T / \\sqrt{d_k}$, so each "
-             "row sums to 1. Hatched cells are blocked by a mask (padding, or cells painted here): they get "
-             "\u2212\u221e before the softmax, so probability 0. Click a cell to see its whole computation; untick "
-             "\"head on\" to switch this head off; with \"paint mask\" a click blocks or allows a cell.";
-      break;
+    case AttentionKind::Encoder: return tr(T::attention_explanation_encoder, {{"source", words.source}});
     case AttentionKind::Decoder:
-      text = "Each row is a decoder position: it reads one {target} token and predicts the next (\"{example}\" reads "
-             "the first word and is trained to output the second). Columns are the tokens it may read. The causal "
-             "mask hatches every later position: a word cannot look at the words it is about to predict. Rows sum "
-             "to 1. Click a cell to see its computation.";
-      break;
+      return tr(T::attention_explanation_decoder, {{"target", words.target}, {"example", math_escape(example)}});
     case AttentionKind::Cross:
-      text = "Cross-attention joins the two halves. Queries come from the decoder (each row: the {target} position "
-             "\"reads -> predicts\"), keys and values from the encoder's final output over the {source} sentence: the "
-             "same encoder output in every decoder layer. There is no causal mask here: every {target} position may "
-             "read every {source} word. A bright cell shows which {source} word the decoder looked at while writing "
-             "its next {target} word. Click a cell to see its computation.";
-      break;
+      return tr(T::attention_explanation_cross, {{"source", words.source}, {"target", words.target}});
   }
-  return fill(fill_languages(text, words), {{"example", math_escape(example)}});
+  return "";
 }
-
-// The from-scratch family (config.h, AttentionStyle::ReshapeHeads): what a head's rows really are.
-constexpr const char* kReshapeExplanation =
-    "This model is the study note's \"Transformer from scratch\". It makes its heads with reshape(N, heads, len, "
-    "head_dim) and no transpose, so a head's rows are NOT tokens: the sentence's numbers are laid out token after "
-    "token and cut into pieces of $d_k$, and the n pieces of head i follow those of head i - 1. A label "
-    "\"Zwei [k]\" means: the k-th piece of $d_k$ numbers of the token \"Zwei\" (counting from 0). Head 1 sees the "
-    "first tokens, the last head the last ones, each only in slices: no head compares whole tokens. (The usual "
-    "split is reshape(N, len, heads, head_dim).transpose(1, 2).) Also: one $d_k \\times d_k$ projection serves "
-    "every head, scores are divided by $\\sqrt{d_{model}}$, not $\\sqrt{d_k}$, and masks apply by row and column "
-    "number of this reshaped sequence; a padded query's row is blocked whole (masked_fill -1e20), so it comes out "
-    "uniform.";
 
 }  // namespace
 
 std::string attention_title(AttentionKind kind, const Interventions& iv) {
-  std::string title = kind == AttentionKind::Encoder   ? "Encoder self-attention"
-                      : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
-                                                       : "Cross-attention";
-  if (kind == AttentionKind::Decoder && !iv.causal_mask) title += " (causal mask OFF)";
-  if (!iv.padding_mask) title += " (padding mask OFF)";
-  return title;
+  const T title = kind == AttentionKind::Encoder   ? T::attention_title_encoder
+                  : kind == AttentionKind::Decoder ? T::attention_title_decoder
+                                                   : T::attention_title_cross;
+  const bool causal_off = kind == AttentionKind::Decoder && !iv.causal_mask;
+  const T masks = causal_off && !iv.padding_mask ? T::attention_title_causal_padding_off
+                  : causal_off                   ? T::attention_title_causal_off
+                  : !iv.padding_mask             ? T::attention_title_padding_off
+                                                 : T::attention_title_masks_on;
+  return tr(masks, {{"title", tr(title)}});
 }
 
 // [SECTION] what one frame shows: the head, its labels, its formula
@@ -146,18 +122,19 @@ bool AttentionPanel::draw_controls(const Shown& s, const AttentionSelection& sel
   bool changed = false;
   const HeadRef here{sel.kind, sel.layer, sel.head};
   const ImGuiStyle& style = ImGui::GetStyle();
-  same_line_if_fits(labelled_box_width("head on") + style.ItemSpacing.x + labelled_box_width("paint mask"),
+  same_line_if_fits(labelled_box_width(tr(T::attention_head_on)) + style.ItemSpacing.x +
+                        labelled_box_width(tr(T::attention_paint_mask)),
                     ImGui::GetFontSize() * 2);
   bool on = !edit.head_off(sel.kind, sel.layer, sel.head);
-  if (ImGui::Checkbox("head on", &on)) {
+  if (ImGui::Checkbox(tr(T::attention_head_on), &on)) {
     toggle_head(edit, here);
     changed = true;
   }
   ImGui::SameLine();
-  ImGui::Checkbox("paint mask", &paint_mask_);
+  ImGui::Checkbox(tr(T::attention_paint_mask), &paint_mask_);
   if (edit.custom_mask(sel.kind, sel.layer, sel.head)) {
-    same_line_if_fits(button_width("clear painted mask"));
-    if (ImGui::SmallButton("clear painted mask")) {
+    same_line_if_fits(button_width(tr(T::attention_clear_painted_mask)));
+    if (ImGui::SmallButton(tr(T::attention_clear_painted_mask))) {
       edit.custom_masks.erase(std::remove_if(edit.custom_masks.begin(), edit.custom_masks.end(),
                                              [&](const CustomMask& m) { return m.where == here; }),
                               edit.custom_masks.end());
@@ -167,11 +144,12 @@ bool AttentionPanel::draw_controls(const Shown& s, const AttentionSelection& sel
   // The view switch: the heatmap, or the same head as lines between the two columns of tokens.
   if (!s.reshaped) {
     int view = static_cast<int>(view_);
-    same_line_if_fits(labelled_box_width("heatmap") + labelled_box_width("lines") + style.ItemSpacing.x,
-                      ImGui::GetFontSize() * 2);
-    ImGui::RadioButton("heatmap", &view, static_cast<int>(AttentionView::Heatmap));
+    same_line_if_fits(
+        labelled_box_width(tr(T::attention_heatmap)) + labelled_box_width(tr(T::attention_lines)) + style.ItemSpacing.x,
+        ImGui::GetFontSize() * 2);
+    ImGui::RadioButton(tr(T::attention_heatmap), &view, static_cast<int>(AttentionView::Heatmap));
     ImGui::SameLine();
-    ImGui::RadioButton("lines", &view, static_cast<int>(AttentionView::Lines));
+    ImGui::RadioButton(tr(T::attention_lines), &view, static_cast<int>(AttentionView::Lines));
     view_ = static_cast<AttentionView>(view);
   }
   return changed;
@@ -183,15 +161,18 @@ void AttentionPanel::draw_steps(const Shown& s, float width, float height, bool 
   const float font = ImGui::GetFontSize();
   const ImGuiStyle& style = ImGui::GetStyle();
   const bool narrow = width < 16 * font;
-  const std::string sub = "{" + s.head_i + "}";
+  const std::string sub = "{" + s.head_i + "}";  // the head's number as the formulas' subscript i
   char out_shape[48];
-  std::snprintf(out_shape, sizeof(out_shape), " [%d \u00d7 %d]", head_out_.heatmap().rows(), head_out_.heatmap().cols());
-  const std::string title1 = (narrow ? "1. $Q_" + sub + " K_" + sub + "^T / \\sqrt{" + s.scale_symbol + "}$"
-                                     : "1. scores $Q_" + sub + " K_" + sub + "^T / \\sqrt{" + s.scale_symbol + "}$");
-  const std::string title2 = narrow ? std::string("2. + mask M") : std::string("2. + mask M (blocked: ") + s.blocked_value + ")";
-  const std::string title3 = narrow ? "3. softmax: the map" : "3. softmax per row (the map on the left)";
-  const std::string title4 = (narrow ? "4. $\\times V_" + sub + " = head_" + sub + "$"
-                                     : "4. $\\times V_" + sub + " = head_" + sub + "$" + std::string(out_shape));
+  std::snprintf(out_shape, sizeof(out_shape), "[%d \u00d7 %d]", head_out_.heatmap().rows(), head_out_.heatmap().cols());
+  const std::string scores = "$Q_" + sub + " K_" + sub + "^T / \\sqrt{" + s.scale_symbol + "}$";  // notation
+  const std::string times_v = "$\\times V_" + sub + " = head_" + sub + "$";
+  const std::string title1 =
+      tr(narrow ? T::attention_step_scores_short : T::attention_step_scores, {{"formula", scores}});
+  const std::string title2 = narrow ? std::string(tr(T::attention_step_mask_short))
+                                    : tr(T::attention_step_mask, {{"blocked", s.blocked_value}});
+  const std::string title3 = tr(narrow ? T::attention_step_softmax_short : T::attention_step_softmax);
+  const std::string title4 = narrow ? tr(T::attention_step_values_short, {{"formula", times_v}})
+                                    : tr(T::attention_step_values, {{"formula", times_v}, {"shape", out_shape}});
   float titles_h = 0;
   for (const std::string* t : {&title1, &title2, &title3, &title4})
     titles_h += math_text_size(*t, width).y + style.ItemSpacing.y;
@@ -206,7 +187,7 @@ void AttentionPanel::draw_steps(const Shown& s, float width, float height, bool 
   ImGui::BeginGroup();
   MapViewOptions small;
   small.style = {Colormap::Diverging, true};
-  small.value_name = "score";
+  small.value_name = tr(T::map_value_score);
   const bool step_labels = labels && !narrow;
   small.label_width = step_labels ? std::min(MapView::label_width_for(s.queries), width * 0.35f) : 0.0f;
   const MapAxis step_rows = step_labels ? s.row_axis() : MapAxis{nullptr, nullptr, !s.reshaped, s.qside, TokenRole::Query};
@@ -222,7 +203,7 @@ void AttentionPanel::draw_steps(const Shown& s, float width, float height, bool 
   math_text(title3, width, 0, "formula.step");
   math_text(title4, width, 0, "formula.step");
   head_out_.heatmap().set_axis_labels(s.queries);
-  small.value_name = "value";
+  small.value_name = tr(T::map_value_value);
   head_out_.draw("attention_head_output", ImVec2(width, h), step_rows, MapAxis{}, small);
   ImGui::EndGroup();
 }
@@ -250,23 +231,30 @@ void AttentionPanel::cell_tooltip(const Shown& s, const MapViewHit& hit, int hea
   if (!hit.hovered || hit.row >= static_cast<int>(s.queries.size()) || hit.col >= static_cast<int>(s.keys.size())) return;
   const bool blocked = s.a->blocked(static_cast<size_t>(head), hit.row, hit.col);
   ImGui::BeginTooltip();
-  ImGui::Text("query \"%s\" (row %d)  ->  key \"%s\" (column %d)", s.queries[hit.row].c_str(), hit.row,
-              s.keys[hit.col].c_str(), hit.col);
-  char score[96];
-  std::snprintf(score, sizeof(score), "score $q \\cdot k / \\sqrt{%s}$ = %.3f", s.scale_symbol.c_str(),
-                s.a->scores[head](hit.row, hit.col));
-  math_text(score, -1.0f);
-  if (blocked && s.reshaped) ImGui::Text("blocked by the mask: -1e20 before the softmax (a whole row blocked: uniform)");
-  else if (blocked) ImGui::Text("blocked by the mask: \u2212\u221e before the softmax, probability 0");
-  else ImGui::Text("probability = %s", probability_text(s.a->probs[head](hit.row, hit.col)).c_str());
-  ImGui::TextDisabled(paint_mask_ ? "click: %s this cell" : "click: open this cell's computation",
-                      blocked ? "allow" : "block");
+  ImGui::TextUnformatted(
+      tr(T::attention_cell_tip,
+         {{"query", s.queries[hit.row]}, {"row", hit.row}, {"key", s.keys[hit.col]}, {"column", hit.col}})
+          .c_str());
+  math_text(tr(T::attention_score_tip, {{"formula", "$q \\cdot k / \\sqrt{" + s.scale_symbol + "}$"},
+                                        {"score", number_text("%.3f", s.a->scores[head](hit.row, hit.col))}}),
+            -1.0f);
+  if (blocked && s.reshaped)
+    ImGui::TextUnformatted(tr(T::attention_blocked_mask_e20_before));
+  else if (blocked)
+    ImGui::TextUnformatted(tr(T::attention_blocked_mask_before_softmax));
+  else
+    ImGui::TextUnformatted(
+        tr(T::attention_probability, {{"p", probability_text(s.a->probs[head](hit.row, hit.col))}}).c_str());
+  if (paint_mask_)
+    ImGui::TextDisabled("%s", tr(blocked ? T::attention_click_allow_cell : T::attention_click_block_cell));
+  else
+    ImGui::TextDisabled("%s", tr(T::attention_click_open_cell));
   ImGui::EndTooltip();
 }
 
 bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interventions& edit) {
   if (!state.ready()) {
-    ImGui::TextDisabled("No translation to show yet.");
+    ImGui::TextDisabled("%s", tr(T::attention_no_translation_show_yet));
     return false;
   }
   bool changed = false;
@@ -306,8 +294,10 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (expanded_ && (expanded_->row >= s.tq || expanded_->col >= s.tk)) expanded_.reset();
 
   if (!presenting) {  // presentation mode: the header says it
-    ImGui::Text("%s, layer %d, head %d", attention_title(sel.kind, state.interventions).c_str(), shown_number(sel.layer),
-                shown_number(sel.head));
+    ImGui::TextUnformatted(tr(T::attention_heading, {{"title", attention_title(sel.kind, state.interventions)},
+                                                     {"layer", shown_number(sel.layer)},
+                                                     {"head", shown_number(sel.head)}})
+                               .c_str());
     changed |= draw_controls(s, sel, edit);
   }
 
@@ -327,19 +317,21 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   }
 
   const std::vector<std::string> row_labels = state.decoder_row_labels();
-  s.explanation = s.reshaped ? kReshapeExplanation
-                             : kind_explanation(sel.kind, language_words(state.model.get()),
-                                                row_labels.size() > 1 ? row_labels[1] : std::string("a -> man"));
+  s.explanation =
+      s.reshaped ? tr(T::attention_explanation_reshaped)
+                 : kind_explanation(sel.kind, language_words(state.model.get()),
+                                    row_labels.size() > 1 ? row_labels[1] : std::string(tr(T::attention_example_row)));
   s.scale_by = s.reshaped ? c.d_model : c.head_dim();  // sqrt of it divides the scores (attention_scale)
   s.blocked_value = s.reshaped ? "-1e20" : "\u2212\u221e";
   // The paper's Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V for head i, with the mask M added (-inf where
   // blocked); the from-scratch family divides by sqrt(d_model).
   s.head_i = std::to_string(shown_number(sel.head));
   s.scale_symbol = s.reshaped ? "d_{model}" : "d_k";
-  s.formula = fill("$head_{i} = softmax(Q_{i} K_{i}^T / \\sqrt{" + s.scale_symbol + "} + M) V_{i}$",
-                   {{"i", "{" + s.head_i + "}"}});
+  const std::string i = "{" + s.head_i + "}";  // notation, the same in every language
+  s.formula = "$head_" + i + " = softmax(Q_" + i + " K_" + i + "^T / \\sqrt{" + s.scale_symbol + "} + M) V_" + i + "$";
   char shapes_text[200];
-  std::snprintf(shapes_text, sizeof(shapes_text), "$%s$ = %d     $Q_{%s}$ [%d \u00d7 %d]   $K_{%s}$ [%d \u00d7 %d]   softmax [%d \u00d7 %d]",
+  std::snprintf(shapes_text, sizeof(shapes_text),
+                "$%s$ = %d     $Q_{%s}$ [%d \u00d7 %d]   $K_{%s}$ [%d \u00d7 %d]   $softmax$ [%d \u00d7 %d]",
                 s.scale_symbol.c_str(), s.scale_by, s.head_i.c_str(), s.tq, c.head_dim(), s.head_i.c_str(), s.tk,
                 c.head_dim(), s.tq, s.tk);
   s.shapes = shapes_text;
@@ -351,8 +343,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
       changed |= draw_presenting_controls(s, c, sel, edit);
       if (pending_selection_) sel = *pending_selection_;
     }
-    explanation("Lines: each query token on the left joins every key token on the right, as opaque as its "
-                "probability; one colour per head. Click a head's colour to add it, hover a token for its lines.");
+    explanation(tr(T::attention_lines_explanation));
     ::sf::gui::formula(s.formula_line);
     lines_panel_.draw(*s.a, s.queries, s.keys, s.qside, s.kside, sel.head, ImGui::GetContentRegionAvail());
     expanded_cell_.reset();
@@ -366,7 +357,8 @@ bool AttentionPanel::draw_presenting_controls(const Shown& s, const Config& c, c
   // One line of toggles; the controls (kind, layer, head, head on, paint mask, the view) open under it. A head
   // picked there is shown from the next frame (this frame's numbers are the head's on show).
   bool changed = false;
-  if (ImGui::SmallButton(controls_open_ ? "Controls \u25BE" : "Controls \u25B8")) controls_open_ = !controls_open_;
+  if (ImGui::SmallButton(controls_open_ ? tr(T::attention_controls_open) : tr(T::attention_controls_folded)))
+    controls_open_ = !controls_open_;
   record_item("controls", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, controls_open_ ? "open" : "folded");
   if (explanations_shown()) {  // (a lesson's caption explains instead)
     ImGui::SameLine();
@@ -407,7 +399,7 @@ bool AttentionPanel::draw_presenting(const Shown& s, const AppState& state, Atte
   const float label_size = fit.label_size;
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
-  options.value_name = "probability";
+  options.value_name = tr(T::map_value_probability);
   options.square_cells = square;
   options.always_label = true;
   options.tooltip = false;
@@ -565,7 +557,7 @@ bool AttentionPanel::draw_normal(const Shown& s, const AppState& state, Attentio
   const MapAxis row_axis = s.row_axis(), col_axis = s.col_axis();
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
-  options.value_name = "probability";
+  options.value_name = tr(T::map_value_probability);
   options.square_cells = row_height == map.cell;
   options.tooltip = false;
   options.label_width = label_width;

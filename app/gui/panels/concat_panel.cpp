@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -22,30 +23,21 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
   if (!high_contrast())  // presentation mode: the header says it
-    math_text(std::string(reshaped ? "Reshape the heads back to [n \u00d7 $d_{model}$]" : "Concatenate the heads") +
-                  ", then the output projection $W^O$ (layer " + std::to_string(shown_number(sel.layer)) + ")",
+    math_text(tr(reshaped ? T::concat_heading_reshaped : T::concat_heading, {{"layer", shown_number(sel.layer)}}),
               0.0f);
   if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   if (reshaped)
-    explanation(
-        "This model (the study note's Transformer from scratch) undoes its reshape: the heads' outputs "
-        "[h \u00d7 n \u00d7 $d_v$] are read back as [n \u00d7 $d_{model}$], token after token. Head 1's pieces fill the first "
-        "tokens' rows, the last head's the last tokens' rows, so each row here mixes heads: a token's row holds "
-        "pieces computed by one or two heads, not one block per head. $W^O$ then mixes each row's $d_{model}$ "
-        "numbers. A head switched off contributes zeros to the rows its pieces land in.");
+    explanation(tr(T::concat_explanation_reshaped));
   else
-  explanation(
-      "Each head produced its own [n \u00d7 $d_v$] output. Placed side by side they form one [n \u00d7 $h d_v$] matrix "
-      "again ($h d_v = d_{model}$), one block of $d_v$ columns per head, head 1 first. $W^O$ then mixes the heads: "
-      "every output number can draw on every head. A head switched off contributes a block of zeros here.");
+    explanation(tr(T::concat_explanation));
   const int n = static_cast<int>(a->heads_out.rows());
   const std::string bias = c.bias ? " + b^O" : "";
-  char shapes[200];
   if (reshaped) {
-    std::snprintf(shapes, sizeof(shapes), "     reshape(heads [%d \u00d7 %d \u00d7 %d]) [%d \u00d7 %d]     $W^O$ [%d \u00d7 %d]",
-                  c.n_heads, n, c.head_dim(), n, c.d_model, c.d_model, c.d_model);
-    formula("$MultiHead = reshape(head_1, \\ldots, head_h) W^O" + bias + "$" + shapes);
+    formula(
+        "$MultiHead = reshape(head_1, \\ldots, head_h) W^O" + bias + "$" +
+        tr(T::concat_shapes_reshaped, {{"heads", c.n_heads}, {"n", n}, {"d", c.head_dim()}, {"d_model", c.d_model}}));
   } else {
+    char shapes[200];  // notation and numbers only
     std::snprintf(shapes, sizeof(shapes), "     h = %d     Concat [%d \u00d7 %d]     $W^O$ [%d \u00d7 %d] ($h d_v \\times d_{model}$)     "
                   "\u2192 [%d \u00d7 %d]", c.n_heads, n, c.d_model, c.d_model, c.d_model, static_cast<int>(a->attn_out.rows()), c.d_model);
     formula("$MultiHead(Q, K, V) = Concat(head_1, \\ldots, head_h) W^O" + bias + "$" + shapes);
@@ -71,10 +63,10 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const float labels_w = std::min(MapView::label_width_for(labels), 0.16f * avail.x);
   const float beside_w = (avail.x - labels_w - 2.5f * gap) / 2;
-  const std::string titles[2] = {reshaped ? "the heads' output read back as [n \u00d7 $d_{model}$]"
+  const std::string titles[2] = {reshaped ? tr(T::concat_map_reshaped)
                                  : beside ? "$Concat(head_1, \\ldots, head_h)$"
-                                          : "$Concat(head_1, \\ldots, head_h)$: the heads side by side (white lines between them)",
-                                 beside ? "after $W^O$" : "after $W^O$: the attention block's output"};
+                                          : tr(T::concat_map_concat),
+                                 tr(beside ? T::concat_map_projected_short : T::concat_map_projected)};
   const float title_h = beside ? std::max(math_text_size(titles[0], labels_w + beside_w).y, math_text_size(titles[1], beside_w).y) +
                                      ImGui::GetStyle().ItemSpacing.y
                                : line;

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "decode/sampling.h"
+#include "gui/text/text.h"
 #include "transformer/passes.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
@@ -71,7 +72,8 @@ int draw_decoding_timeline(const AppState& state, int selected) {
   }
   int first = 0, last = n;  // the boxes shown: [first, last)
   int second_row = -1;       // presenting: where the second row starts (the rows are laid out here)
-  const float marker = ImGui::CalcTextSize("999 more").x + ImGui::GetStyle().ItemSpacing.x;
+  const float marker =
+      ImGui::CalcTextSize(tr(T::decoding_more, {{"count", 999}}).c_str()).x + ImGui::GetStyle().ItemSpacing.x;
   if (high_contrast() && n > 0) {
     const float width = ImGui::GetContentRegionAvail().x - marker;  // (the rows' counts of the rest)
     const float spacing = ImGui::GetStyle().ItemSpacing.x;
@@ -94,7 +96,7 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     last = end_from(first, &second_row);
   }
   if (first > 0) {
-    ImGui::TextDisabled("%d more", first);
+    ImGui::TextDisabled("%s", tr(T::decoding_more, {{"count", first}}).c_str());
     ImGui::SameLine();
   }
   for (int i = first; i < last; ++i) {
@@ -129,15 +131,18 @@ int draw_decoding_timeline(const AppState& state, int selected) {
     }
     if (hovered) {
       report_hovered_token(TokenSide::Target, i + 1);  // decoder input position i + 1 holds output token i
-      ImGui::SetTooltip("output %d: \"%s\" with probability %.6g (-log p = %.3f)%s", i, text.c_str(), p,
-                        -std::log(std::max(p, 1e-30f)),
-                        is_forced ? "\n(forced: teacher forcing or a clicked candidate)" : "");
+      ImGui::SetTooltip("%s", tr(is_forced ? T::decoding_output_tip_forced : T::decoding_output_tip,
+                                 {{"position", i},
+                                  {"token", text},
+                                  {"p", number_text("%.6g", p)},
+                                  {"minus_log_p", number_text("%.3f", -std::log(std::max(p, 1e-30f)))}})
+                                  .c_str());
     }
     ImGui::SameLine();
   }
   if (last < n) {
-    same_line_if_fits(ImGui::CalcTextSize("999 more").x);
-    ImGui::TextDisabled("%d more", n - last);
+    same_line_if_fits(ImGui::CalcTextSize(tr(T::decoding_more, {{"count", 999}}).c_str()).x);
+    ImGui::TextDisabled("%s", tr(T::decoding_more, {{"count", n - last}}).c_str());
     record_item("timeline.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), n - last);
     ImGui::SameLine();
   }
@@ -195,7 +200,7 @@ void draw_beam_tree(const AppState& state, size_t& last_size, float most_height)
     if (node.finished) draw->AddRect(a, b, IM_COL32(255, 255, 255, 255), 4.0f, 0, 2.0f);
     const std::string token = n == 0 ? "<bos>" : state.target_token(node.token);
     char score[32];
-    std::snprintf(score, sizeof(score), n == 0 ? "start" : "%.2f", node.score);
+    std::snprintf(score, sizeof(score), "%s", n == 0 ? tr(T::decoding_beam_start) : number_text("%.2f", node.score).c_str());
     draw->AddText(ImVec2(a.x + 4, a.y + 1), IM_COL32(255, 255, 255, 255), token.c_str());
     const ImVec2 score_at = compact ? ImVec2(b.x - 4 - ImGui::CalcTextSize(score).x, a.y + 1) : ImVec2(a.x + 4, a.y + 1 + f);
     draw->AddText(score_at, IM_COL32(210, 210, 210, 255), score);
@@ -207,11 +212,15 @@ void draw_beam_tree(const AppState& state, size_t& last_size, float most_height)
       char penalty[64];
       if (hf) std::snprintf(penalty, sizeof(penalty), "%d^%.2f", node.length, d.options().length_penalty);
       else std::snprintf(penalty, sizeof(penalty), "((5 + %d) / 6)^%.2f", node.length, d.options().length_penalty);
-      ImGui::SetTooltip("\"%s\" at step %d: p = %s (log p = %.3f)\nthe path's log-probability, summed: %.3f\n"
-                        "the path's score (the box's number) = %.3f / %s = %.3f%s",
-                        token.c_str(), node.step, probability_text(std::exp(static_cast<double>(node.logprob))).c_str(),
-                        node.logprob, node.sum_logprob, node.sum_logprob, penalty, node.score,
-                        node.finished ? "\nfinished" : "");
+      ImGui::SetTooltip("%s", tr(node.finished ? T::decoding_beam_box_tip_finished : T::decoding_beam_box_tip,
+                                 {{"token", token},
+                                  {"step", node.step},
+                                  {"p", probability_text(std::exp(static_cast<double>(node.logprob)))},
+                                  {"log_p", number_text("%.3f", node.logprob)},
+                                  {"sum", number_text("%.3f", node.sum_logprob)},
+                                  {"penalty", penalty},
+                                  {"score", number_text("%.3f", node.score)}})
+                                  .c_str());
     }
     ImGui::PopID();
   }
@@ -256,9 +265,7 @@ void draw_forcing_loss(const AppState& state) {
       ++n;
     }
   if (n == 0) return;
-  char text[240];
-  std::snprintf(text, sizeof(text), "under each forced token its cross-entropy $-\\log p$ (natural log); their mean over %d "
-                "positions: %.3f, the loss training lowers", n, sum / n);
+  const std::string text = tr(T::decoding_forcing_loss, {{"positions", n}, {"loss", number_text("%.3f", sum / n)}});
   math_text(text, 0.0f, ImGui::GetColorU32(ImVec4(1.0f, 0.67f, 0.47f, 1.0f)), "forcing.mean_cross_entropy");
 }
 
@@ -266,7 +273,7 @@ void draw_forcing_loss(const AppState& state) {
 
 void DecodingPanel::draw(AppState& state) {
   if (!state.ready() || !state.decoder) {
-    ImGui::TextDisabled("No translation to decode yet.");
+    ImGui::TextDisabled("%s", tr(T::decoding_no_translation_decode_yet));
     return;
   }
   if (state.reference != shown_reference_) {  // the state changed it (a new sentence, "free running")
@@ -274,123 +281,112 @@ void DecodingPanel::draw(AppState& state) {
     shown_reference_ = state.reference;
   }
   const bool presenting = high_contrast();
-  if (!presenting) ImGui::TextUnformatted("Decoding, one token at a time");  // (the header says it)
+  if (!presenting) ImGui::TextUnformatted(tr(T::decoding_heading));  // (the header says it)
   // The start token by name: <bos>, or a Marian model's <pad>.
   const std::string start = state.model ? state.model->tgt_vocab.token(state.model->config.bos_id) : "<bos>";
-  explanation(("The decoder writes the translation one token at a time: each step runs the decoder on " + start +
-               " plus the tokens so far and picks the next one from the output probabilities. Greedy takes the most "
-               "likely token; sampling draws one at random (temperature flattens or sharpens the distribution, "
-               "top-k and top-p keep only the likeliest); beam search keeps the best few partial translations and "
-               "finishes the one with the best length-normalised score. Teacher forcing feeds a reference "
-               "translation instead of the model's own tokens." +
-               (state.model && state.model->generation.present
-                    ? " This model never writes the tokens its authors banned (" + start +
-                          ", its start), and ends with </s> when it reaches its maximum length, as transformers' "
-                          "generate() does."
-                    : std::string()))
-                  .c_str());
+  explanation(
+      tr(state.model && state.model->generation.present ? T::decoding_explanation_generate : T::decoding_explanation,
+         {{"start", start}})
+          .c_str());
 
   DecodeOptions o = state.decode_options;
   bool changed = false;
   // Presentation mode: the strategy, its parameters and the step buttons wait behind "Controls" (the keys step:
   // Space, Backspace, End, Home); the step count and teacher forcing's toggle stay on the line.
   if (presenting) {
-    if (explanations_shown()) same_line_if_fits(button_width("Controls \u25B8"));
+    if (explanations_shown()) same_line_if_fits(button_width(tr(T::decoding_controls_folded)));
     controls_toggle(&controls_open_);
   }
   const bool controls = !presenting || controls_open_;
   if (controls) {
   int strategy = static_cast<int>(o.strategy);
-  changed |= ImGui::RadioButton("greedy", &strategy, static_cast<int>(DecodeStrategy::Greedy));
+  changed |= ImGui::RadioButton(tr(T::decoding_greedy), &strategy, static_cast<int>(DecodeStrategy::Greedy));
   ImGui::SameLine();
-  changed |= ImGui::RadioButton("sampling", &strategy, static_cast<int>(DecodeStrategy::Sample));
+  changed |= ImGui::RadioButton(tr(T::decoding_sampling), &strategy, static_cast<int>(DecodeStrategy::Sample));
   ImGui::SameLine();
-  changed |= ImGui::RadioButton("beam search", &strategy, static_cast<int>(DecodeStrategy::Beam));
+  changed |= ImGui::RadioButton(tr(T::decoding_beam_search), &strategy, static_cast<int>(DecodeStrategy::Beam));
   o.strategy = static_cast<DecodeStrategy>(strategy);
   // Rows of controls: each goes on the line before it while it fits (large type: on a line of its own).
   const float w = ImGui::GetFontSize() * 7;
   if (o.strategy == DecodeStrategy::Sample) {
     ImGui::SetNextItemWidth(w);
-    ImGui::SliderFloat("temperature", &o.sampling.temperature, 0.05f, 3.0f, "%.2f");
+    ImGui::SliderFloat(tr(T::decoding_temperature), &o.sampling.temperature, 0.05f, 3.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    same_line_if_fits(labelled_field_width(w, "top-k (0: all)"));
+    same_line_if_fits(labelled_field_width(w, tr(T::decoding_top_k_all)));
     ImGui::SetNextItemWidth(w);
-    ImGui::SliderInt("top-k (0: all)", &o.sampling.top_k, 0, 100);
+    ImGui::SliderInt(tr(T::decoding_top_k_all), &o.sampling.top_k, 0, 100);
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    same_line_if_fits(labelled_field_width(w, "top-p"));
+    same_line_if_fits(labelled_field_width(w, tr(T::decoding_top_p)));
     ImGui::SetNextItemWidth(w);
-    ImGui::SliderFloat("top-p", &o.sampling.top_p, 0.05f, 1.0f, "%.2f");
+    ImGui::SliderFloat(tr(T::decoding_top_p), &o.sampling.top_p, 0.05f, 1.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    same_line_if_fits(labelled_field_width(w, "seed"));
+    same_line_if_fits(labelled_field_width(w, tr(T::decoding_seed)));
     int seed = static_cast<int>(o.seed);
     ImGui::SetNextItemWidth(w);
-    if (ImGui::InputInt("seed", &seed)) {
+    if (ImGui::InputInt(tr(T::decoding_seed), &seed)) {
       o.seed = static_cast<uint64_t>(std::max(0, seed));
       changed = true;
     }
   } else if (o.strategy == DecodeStrategy::Beam) {
     ImGui::SetNextItemWidth(w);
-    ImGui::SliderInt("beam width", &o.beam_width, 1, 8);
+    ImGui::SliderInt(tr(T::decoding_beam_width), &o.beam_width, 1, 8);
     changed |= ImGui::IsItemDeactivatedAfterEdit();
-    same_line_if_fits(labelled_field_width(w, "length penalty alpha"));
+    same_line_if_fits(labelled_field_width(w, tr(T::decoding_length_penalty_alpha)));
     ImGui::SetNextItemWidth(w);
-    ImGui::SliderFloat("length penalty alpha", &o.length_penalty, 0.0f, 2.0f, "%.2f");
+    ImGui::SliderFloat(tr(T::decoding_length_penalty_alpha), &o.length_penalty, 0.0f, 2.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
   }
   if (changed) state.set_decode_options(o);
 
-  if (ImGui::Button("|< restart (Home)")) state.restart();
-  same_line_if_fits(button_width("< back (Backspace)"));
-  if (ImGui::Button("< back (Backspace)")) state.step_back();
-  same_line_if_fits(button_width("step > (Space)"));
-  if (ImGui::Button("step > (Space)")) state.step();
-  same_line_if_fits(button_width("run to <eos> >| (End)"));
-  if (ImGui::Button("run to <eos> >| (End)")) state.run_to_end();
+  if (ImGui::Button(tr(T::decoding_restart_home))) state.restart();
+  same_line_if_fits(button_width(tr(T::decoding_back_backspace)));
+  if (ImGui::Button(tr(T::decoding_back_backspace))) state.step_back();
+  same_line_if_fits(button_width(tr(T::decoding_step_space)));
+  if (ImGui::Button(tr(T::decoding_step_space))) state.step();
+  same_line_if_fits(button_width(tr(T::decoding_run_eos_end)));
+  if (ImGui::Button(tr(T::decoding_run_eos_end))) state.run_to_end();
   }  // (controls)
   if (!state.decoder) {  // a step the buttons asked for is still being computed (it holds the decoder)
-    ImGui::TextDisabled("computing...");
+    ImGui::TextDisabled("%s", tr(T::decoding_computing));
     return;
   }
   const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
-  char step_text[96];
   // (the recompute time is for the developer at a desk, not for a class: presentation mode leaves it out, and
   // the step count then fits beside the buttons)
-  if (presenting)
-    std::snprintf(step_text, sizeof(step_text), "step %d%s", d.steps(), d.finished() ? ", finished" : "");
-  else
-    std::snprintf(step_text, sizeof(step_text), "step %d%s   (recompute %.1f ms)", d.steps(),
-                  d.finished() ? ", finished" : "", state.last_recompute_ms);
-  same_line_if_fits(ImGui::CalcTextSize(step_text).x, ImGui::GetFontSize());
-  ImGui::TextUnformatted(step_text);
+  const std::string ms = number_text("%.1f", state.last_recompute_ms);
+  const std::string step_text =
+      presenting ? tr(d.finished() ? T::decoding_step_finished_short : T::decoding_step_short, {{"step", d.steps()}})
+                 : tr(d.finished() ? T::decoding_step_finished : T::decoding_step, {{"step", d.steps()}, {"ms", ms}});
+  same_line_if_fits(ImGui::CalcTextSize(step_text.c_str()).x, ImGui::GetFontSize());
+  ImGui::TextUnformatted(step_text.c_str());
 
   // In presentation mode teacher forcing waits behind one button, beside the step count where it fits: the
   // timeline, the next token's candidates and the beam tree get the screen.
   if (presenting) {
-    same_line_if_fits(button_width("Teacher forcing \u25B8"), ImGui::GetFontSize());
-    if (ImGui::SmallButton(show_forcing_ ? "Teacher forcing \u25BE" : "Teacher forcing \u25B8")) show_forcing_ = !show_forcing_;
+    same_line_if_fits(button_width(tr(T::decoding_teacher_forcing_folded)), ImGui::GetFontSize());
+    if (ImGui::SmallButton(show_forcing_ ? tr(T::decoding_teacher_forcing_open)
+                                         : tr(T::decoding_teacher_forcing_folded)))
+      show_forcing_ = !show_forcing_;
     if (!state.interventions.forced_prefix.empty()) {
-      same_line_if_fits(ImGui::CalcTextSize("(forcing on)").x);
-      ImGui::TextDisabled("(forcing on)");
+      same_line_if_fits(ImGui::CalcTextSize(tr(T::decoding_forcing)).x);
+      ImGui::TextDisabled("%s", tr(T::decoding_forcing));
     }
   }
   if (!presenting || show_forcing_) {
   ImGui::Spacing();
-  ImGui::TextUnformatted("Teacher forcing: a reference translation is fed in token by token.");
+  ImGui::TextUnformatted(tr(T::decoding_teacher_forcing_heading));
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
-  const std::string hint = fill_languages("a reference translation ({target}) to feed in, token by token",
-                                           language_words(state.model.get()));
+  const std::string hint = tr(T::decoding_reference_hint, {{"target", language_words(state.model.get()).target}});
   const bool entered = ImGui::InputTextWithHint("##reference", hint.c_str(), &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
-  if (ImGui::Button("force it") || entered) state.set_reference(reference_input_);
+  if (ImGui::Button(tr(T::decoding_force)) || entered) state.set_reference(reference_input_);
   ImGui::SameLine();
-  if (ImGui::Button("free running")) {
+  if (ImGui::Button(tr(T::decoding_free_running))) {
     reference_input_.clear();
     state.set_reference("");
   }
-  text_disabled_wrapped("%s", state.interventions.forced_prefix.empty()
-                                 ? "Free running: the model reads its own previous tokens."
-                                 : "Forced: outlined tokens were given, not chosen; the output stage shows what the "
-                                   "model itself predicted at each of them.");
+  text_disabled_wrapped("%s", state.interventions.forced_prefix.empty() ? tr(T::decoding_free_running_model_reads)
+                                                                        : tr(T::decoding_forced_outlined_tokens_were));
   }
 
   ImGui::Spacing();
@@ -405,11 +401,15 @@ void DecodingPanel::draw(AppState& state) {
     const int k = static_cast<int>(order.size());
     const size_t next = state.translation.size();
     if (next < state.interventions.forced_prefix.size())
-      ImGui::TextWrapped("Next token: Space feeds the forced \"%s\"; the model itself predicts:",
-                         state.target_token(state.interventions.forced_prefix[next]).c_str());
+      ImGui::TextWrapped("%s", tr(T::decoding_next_token_space_feeds,
+                                  {{"token", state.target_token(state.interventions.forced_prefix[next])}})
+                                   .c_str());
     else
-      ImGui::TextWrapped("Next token (Space takes %s; click one to force it):",
-                         o.strategy == DecodeStrategy::Greedy ? "the most likely" : "a sample");
+      ImGui::TextWrapped(
+          "%s",
+          tr(T::decoding_next_token_space_takes,
+             {{"choice", o.strategy == DecodeStrategy::Greedy ? tr(T::decoding_most_likely) : tr(T::decoding_sample)}})
+              .c_str());
     const float label = ImGui::GetFontSize() * 8, number = ImGui::CalcTextSize("0.00017").x + 8;
     const float room = ImGui::GetContentRegionAvail().x;
     const float bar = std::max(ImGui::GetFontSize() * 3, std::min(room * 0.4f, room - label - number));
@@ -439,7 +439,9 @@ void DecodingPanel::draw(AppState& state) {
     double rest = 0;
     for (int id = 0; id < static_cast<int>(p.size()); ++id)
       if (std::find(order.begin(), order.end(), id) == order.end()) rest += p(id);
-    ImGui::TextDisabled("the other %d words: %s together", static_cast<int>(p.size()) - k, probability_text(rest).c_str());
+    ImGui::TextDisabled("%s", tr(T::decoding_other_words_together,
+                                 {{"count", static_cast<int>(p.size()) - k}, {"p", probability_text(rest)}})
+                                  .c_str());
     record_item("next.rest", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", static_cast<float>(rest));
     return false;
   };
@@ -448,20 +450,21 @@ void DecodingPanel::draw(AppState& state) {
   const bool side_by_side = presenting && next_shown && ImGui::GetContentRegionAvail().x > ImGui::GetFontSize() * 30;
   const auto draw_tree = [&]() {
     ImGui::Spacing();
-    ImGui::TextWrapped(presenting ? "Beam tree, %d hypotheses: orange = the best, outlined = finished, blue = alive"
-                                  : "Beam search tree: %d hypotheses so far; orange = the best, outlined = finished, blue = alive",
-                       static_cast<int>(state.decoder->tree().size()));
+    ImGui::TextWrapped("%s", tr(presenting ? T::decoding_beam_tree_short : T::decoding_beam_tree,
+                                {{"hypotheses", static_cast<int>(state.decoder->tree().size())}})
+                                 .c_str());
     // The boxes' numbers are scores, not probabilities: they rise and fall along a path as its length grows.
-    char legend[200];
+    char score[96];  // notation
     if (state.decoder->options().beam_scoring == BeamScoring::HuggingFace)
-      std::snprintf(legend, sizeof(legend), "number in a box: the path's score = $\\sum \\log p / length^{%.2f}$ "
-                    "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
+      std::snprintf(score, sizeof(score), "$\\sum \\log p / length^{%.2f}$", state.decoder->options().length_penalty);
     else
-      std::snprintf(legend, sizeof(legend), "number in a box: the path's score = $\\sum \\log p / ((5 + length) / 6)^{%.2f}$ "
-                    "(higher is better; hover a box for its own log p)", state.decoder->options().length_penalty);
+      std::snprintf(score, sizeof(score), "$\\sum \\log p / ((5 + length) / 6)^{%.2f}$",
+                    state.decoder->options().length_penalty);
+    const std::string legend = tr(T::decoding_beam_legend, {{"score", score}});
     if (!presenting) math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
-    else ImGui::TextDisabled("number in a box: the path's score (hover a box for its log p)");
-    if (presenting) record_item("beam.legend", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, legend);
+    else
+      ImGui::TextDisabled("%s", tr(T::decoding_beam_legend_short));
+    if (presenting) record_item("beam.legend", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, legend.c_str());
     if (presenting && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", math_plain(legend).c_str());
     // Presenting, the timeline under the tree keeps its room (two rows of boxes and its line).
     const float timeline_room = presenting ? 2 * (2 * ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().FramePadding.y + 4) +
@@ -475,7 +478,8 @@ void DecodingPanel::draw(AppState& state) {
   if (tree_first) draw_tree();
   if (side_by_side && ImGui::BeginTable("##decoding_columns", 2, ImGuiTableFlags_SizingStretchSame)) {
     ImGui::TableNextColumn();
-    ImGui::TextWrapped("Written so far: %d tokens (bar = probability)", static_cast<int>(state.translation.size()));
+    ImGui::TextWrapped("%s",
+                       tr(T::decoding_written_so_far, {{"count", static_cast<int>(state.translation.size())}}).c_str());
     draw_decoding_timeline(state, -1);
     draw_forcing_loss(state);
     ImGui::TableNextColumn();
@@ -483,8 +487,7 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::EndTable();
     if (forced) return;
   } else {
-    ImGui::TextWrapped("Timeline: %d tokens, each with the probability the model gave it (bar = probability)",
-                       static_cast<int>(state.translation.size()));
+    ImGui::TextWrapped("%s", tr(T::decoding_timeline, {{"count", static_cast<int>(state.translation.size())}}).c_str());
     draw_decoding_timeline(state, -1);
     if (next_shown && draw_next_token()) return;  // (forced: the decoder was replaced)
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 #include "gui/render/item_placements.h"
@@ -34,20 +35,9 @@ void EmbeddingPanel::draw(const AppState& state) {
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
   const LanguageWords words = language_words(state.model.get());
-  if (!high_contrast()) ImGui::TextUnformatted("Embedding: each token id picks one row of the embedding matrix E");
-  explanation(fill_languages(
-                  scaled
-                      ? "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its "
-                        "row: the vector is what the model knows about the word before it sees the sentence. As in "
-                        "the paper (section 3.4) the vectors are multiplied by $\\sqrt{d_{model}}$ so that they are "
-                        "not drowned by the positional encoding (values in [-1, 1]) added next. The encoder embeds the "
-                        "{source} sentence; the decoder embeds the {target} words so far, shifted right by <bos>."
-                      : "The embedding matrix holds one learned vector per vocabulary word. A token's id selects its "
-                        "row: the vector is what the model knows about the word before it sees the sentence. This "
-                        "model adds the positional encoding to it as it is, without the paper's $\\sqrt{d_{model}}$ "
-                        "scale. The encoder embeds the {source} sentence; the decoder embeds the {target} words so far, "
-                        "shifted right by <bos>.",
-                  words)
+  if (!high_contrast()) ImGui::TextUnformatted(tr(T::embedding_heading));
+  explanation(tr(scaled ? T::embedding_explanation_scaled : T::embedding_explanation,
+                 {{"source", words.source}, {"target", words.target}})
                   .c_str());
   char numbers[200];
   if (scaled)
@@ -69,8 +59,8 @@ void EmbeddingPanel::draw(const AppState& state) {
   MapViewOptions o;
   o.style = {Colormap::Diverging, false};
   const auto side = [&](const char* heading, MapView& embedded, const char* embedded_name, MapView& input,
-                        const char* input_name, const std::vector<std::string>& rows, const std::vector<std::string>* row_tips,
-                        TokenSide token_side, int n, const char* stack) {
+                        const char* input_name, const std::vector<std::string>& rows,
+                        const std::vector<std::string>* row_tips, TokenSide token_side, int n, T input_title_form) {
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + half);
     ImGui::TextUnformatted(heading);
@@ -81,10 +71,7 @@ void EmbeddingPanel::draw(const AppState& state) {
     axis.side = token_side;
     embedded.heatmap().set_axis_labels(rows);  // row names for export
     embedded.draw(embedded_name, ImVec2(half, map_h), axis, none, o);
-    char input_title[160];
-    std::snprintf(input_title, sizeof(input_title), "+ positional encoding \u2192 the %s's input $x_i + PE_{pos}$ [%d \u00d7 %d]",
-                  stack, n, c.d_model);
-    math_text(input_title, half);
+    math_text(tr(input_title_form, {{"rows", n}, {"d_model", c.d_model}}), half);
     input.heatmap().set_axis_labels(rows);
     input.draw(input_name, ImVec2(half, map_h), axis, none, o);
     ImGui::PopTextWrapPos();
@@ -99,10 +86,11 @@ void EmbeddingPanel::draw(const AppState& state) {
     const float label_w_src = std::min(MapView::label_width_for(labels), 0.14f * room.x);
     const float label_w_tgt = std::min(MapView::label_width_for(target_labels), 0.14f * room.x);
     const float each = (room.x - label_w_src - label_w_tgt - bar - 4 * gap - 1.5f * gap) / 4;
-    const std::string source_name = fill_languages("{Source}", words), target_name = fill_languages("{Target}", words);
-    const std::string titles[4] = {source_name + ": " + (scaled ? "$E[id] \\cdot \\sqrt{d_{model}}$" : "$E[id]$"),
-                                   "+ $PE$: the encoder's input", target_name + ", shifted right",
-                                   "+ $PE$: the decoder's input"};
+    const std::string titles[4] = {tr(scaled ? T::embedding_map_source_scaled : T::embedding_map_source,
+                                      {{"source_capital", words.source_capital}}),
+                                   tr(T::embedding_map_encoder_input),
+                                   tr(T::embedding_map_target, {{"target_capital", words.target_capital}}),
+                                   tr(T::embedding_map_decoder_input)};
     // The maps start level under the tallest title (they stand row for row).
     float title_h = line;
     for (int i = 0; i < 4; ++i)
@@ -140,13 +128,13 @@ void EmbeddingPanel::draw(const AppState& state) {
     record_item("main_map", row_origin, ImVec2(row_origin.x + room.x, row_origin.y + title_h + h), -1, "embedding");
     return;
   }
-  const std::string source_heading = fill_languages("Source ({source}): the encoder's tokens", words);
-  const std::string target_heading = fill_languages("Target ({target}, shifted right): the decoder's tokens", words);
+  const std::string source_heading = tr(T::embedding_source_heading, {{"source", words.source}});
+  const std::string target_heading = tr(T::embedding_target_heading, {{"target", words.target}});
   side(source_heading.c_str(), embedding_, "embedding", sum_, "encoder_input", labels, &tips, TokenSide::Source,
-       static_cast<int>(src.sum.rows()), "encoder");
+       static_cast<int>(src.sum.rows()), T::embedding_input_title_encoder);
   ImGui::SameLine();
   side(target_heading.c_str(), target_embedding_, "target_embedding", target_sum_, "decoder_input", target_labels,
-       nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), "decoder");
+       nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), T::embedding_input_title_decoder);
 }
 
 }  // namespace sf::gui

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
+
+// The replace dialog's ImGui id ("###"): its title comes from the string table.
+constexpr const char* kReplaceId = "###replace_file";
 
 namespace {
 
@@ -25,17 +30,16 @@ void ExportPopup::suggest_path(const Context& context) {
 
 std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
   std::optional<ExportRequest> result;
-  if (ImGui::Button("Export...")) {
+  if (ImGui::Button(tr(T::export_popup_button))) {
     tensor_ = std::clamp(tensor_, 0, std::max(0, static_cast<int>(context.tensors.size()) - 1));
     if (is_tensor_kind(kind_) && context.tensors.empty()) kind_ = ExportKind::WindowPng;
     if (!path_edited_) suggest_path(context);
     ImGui::OpenPopup("export");
   }
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Save the window or this panel as PNG, or the tensor it shows as CSV or NPY");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::export_popup_save_window_panel_png));
 
   if (ImGui::BeginPopup("export")) {
-    ImGui::TextUnformatted("Export");
+    ImGui::TextUnformatted(tr(T::export_popup_title));
     ImGui::Separator();
     for (ExportKind kind : {ExportKind::WindowPng, ExportKind::PanelPng, ExportKind::Csv, ExportKind::Npy}) {
       const bool disabled = is_tensor_kind(kind) && context.tensors.empty();
@@ -46,11 +50,11 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
       }
       ImGui::EndDisabled();
     }
-    if (context.tensors.empty()) ImGui::TextDisabled("(this stage draws no tensor)");
+    if (context.tensors.empty()) ImGui::TextDisabled("%s", tr(T::export_popup_stage_draws_no_tensor));
     if (is_tensor_kind(kind_) && context.tensors.size() > 1) {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14);
       const std::string& current = context.tensors[static_cast<size_t>(tensor_)];
-      if (ImGui::BeginCombo("tensor", current.c_str())) {
+      if (ImGui::BeginCombo(tr(T::export_popup_tensor), current.c_str())) {
         for (size_t i = 0; i < context.tensors.size(); ++i)
           if (ImGui::Selectable(context.tensors[i].c_str(), static_cast<int>(i) == tensor_)) {
             tensor_ = static_cast<int>(i);
@@ -60,11 +64,14 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
       }
     }
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 24);
-    if (ImGui::InputText("file", &path_)) path_edited_ = true;
+    if (ImGui::InputText(tr(T::export_popup_file), &path_)) path_edited_ = true;
     std::error_code ec;
     const bool exists = !path_.empty() && std::filesystem::exists(path_, ec);
-    if (exists) ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "exists: you will be asked before it is replaced");
-    else ImGui::TextDisabled("in %s", std::filesystem::current_path(ec).string().c_str());
+    if (exists)
+      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", tr(T::export_popup_exists_you_will_asked));
+    else
+      ImGui::TextDisabled(
+          "%s", tr(T::export_popup_in_folder, {{"folder", std::filesystem::current_path(ec).string()}}).c_str());
 
     ExportRequest request;
     request.kind = kind_;
@@ -72,7 +79,8 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
     if (is_tensor_kind(kind_) && !context.tensors.empty())
       request.tensor = context.tensors[static_cast<size_t>(tensor_)];
     ImGui::BeginDisabled(path_.empty());
-    const bool save = ImGui::Button("Save") || (ImGui::IsKeyPressed(GLFW_KEY_ENTER) && !path_.empty());
+    const bool save =
+        ImGui::Button(tr(T::export_popup_save)) || (ImGui::IsKeyPressed(GLFW_KEY_ENTER) && !path_.empty());
     ImGui::EndDisabled();
     if (save) {
       if (exists) {
@@ -86,24 +94,25 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    if (ImGui::Button(tr(T::export_popup_cancel))) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 
   if (ask_replace_) {
-    ImGui::OpenPopup("Replace file?");
+    ImGui::OpenPopup(kReplaceId);
     ask_replace_ = false;
   }
-  if (ImGui::BeginPopupModal("Replace file?", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    ImGui::Text("Replace %s?", replace_request_.path.c_str());
-    ImGui::TextDisabled("A file of that name exists. Replace writes the new one in its place.");
-    if (ImGui::Button("Replace")) {
+  if (ImGui::BeginPopupModal((tr(T::export_popup_replace_file) + std::string(kReplaceId)).c_str(), nullptr,
+                             ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::TextUnformatted(tr(T::export_popup_replace_question, {{"path", replace_request_.path}}).c_str());
+    ImGui::TextDisabled("%s", tr(T::export_popup_file_name_exists_replace));
+    if (ImGui::Button(tr(T::export_popup_replace_button))) {
       result = replace_request_;
       path_edited_ = false;
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();
+    if (ImGui::Button(tr(T::export_popup_cancel)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
   return result;

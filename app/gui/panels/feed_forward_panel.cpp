@@ -9,6 +9,7 @@
 #include "gui/stage_tensors.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -28,21 +29,18 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const bool relu = c.activation == Activation::ReLU;
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::Text("Feed-forward, %s layer %d", encoder ? "encoder" : "decoder", shown_number(sel.layer));
+    ImGui::TextUnformatted(
+        tr(T::feed_forward_heading, {{"stack", encoder ? tr(T::feed_forward_encoder) : tr(T::feed_forward_decoder)},
+                                     {"layer", shown_number(sel.layer)}})
+            .c_str());
   if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
-  explanation(
-      "Attention mixes information between tokens; the feed-forward network then works on each token alone: it "
-      "widens the vector from $d_{model}$ to $d_{ff}$ numbers, applies a non-linearity, and narrows it back. ReLU, "
-      "max(0, x), sets every negative number to exactly zero, so only some hidden units fire for a given token.");
+  explanation(tr(T::feed_forward_explanation));
   // The paper: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, W_1 [d_model x d_ff], W_2 [d_ff x d_model] (the file
   // stores their transposes, as PyTorch's linear layers do).
   const char* activation = relu ? "max(0, x W_1 + b_1)" : c.activation == Activation::SiLU ? "SiLU(x W_1 + b_1)" : "GELU(x W_1 + b_1)";
   const int n = static_cast<int>(f.hidden.rows());
-  char shapes[200];
-  std::snprintf(shapes, sizeof(shapes),
-                "     x [%d \u00d7 %d]   $W_1$ [%d \u00d7 %d] ($d_{model} \\times d_{ff}$)   hidden [%d \u00d7 %d]   $W_2$ [%d \u00d7 %d]",
-                n, c.d_model, c.d_model, c.d_ff, n, c.d_ff, c.d_ff, c.d_model);
-  formula(std::string("$FFN(x) = ") + activation + " W_2 + b_2$" + shapes);
+  formula(std::string("$FFN(x) = ") + activation + " W_2 + b_2$" +
+          tr(T::feed_forward_shapes, {{"n", n}, {"d_model", c.d_model}, {"d_ff", c.d_ff}}));
 
   const Mat* x = feed_forward_input(c, state.trace, encoder, sel.layer);
   if (!x) return;
@@ -57,10 +55,12 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
     uploaded_ = sel;
   }
   const Eigen::Index zeros = (f.hidden.array() == 0.0f).count();
-  ImGui::TextWrapped("%s: %lld of %lld hidden values are zero (%.0f%%)%s", relu ? "max(0, \u00b7)" : "the activation",
-                     static_cast<long long>(zeros), static_cast<long long>(f.hidden.size()),
-                     100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size()),
-                     relu ? "; darkest = exactly 0" : "");
+  const double zero_percent = 100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size());
+  ImGui::TextWrapped("%s", tr(relu ? T::feed_forward_zeros_relu : T::feed_forward_zeros,
+                              {{"zeros", static_cast<long long>(zeros)},
+                               {"hidden", static_cast<long long>(f.hidden.size())},
+                               {"percent", number_text("%.0f", zero_percent)}})
+                               .c_str());
 
   const std::vector<std::string> labels = encoder ? state.source_labels() : state.decoder_row_labels();
   const TokenSide side_of_rows = encoder ? TokenSide::Source : TokenSide::Target;
@@ -79,8 +79,9 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float scale = room / (widths[0] + widths[1] + widths[2] + widths[3]);
   for (float& w : widths) w *= scale;
   widths[0] += label_w;
-  const char* titles[4] = {"x: the input", "$x W_1 + b_1$ (before the activation)",
-                           relu ? "max(0, \u00b7): negatives become 0" : "after the activation", "$\\cdot W_2 + b_2$: the output"};
+  const char* titles[4] = {tr(T::feed_forward_step_input), tr(T::feed_forward_step_pre),
+                           relu ? tr(T::feed_forward_step_relu) : tr(T::feed_forward_step_activation),
+                           tr(T::feed_forward_step_output)};
   const char* names[4] = {"ffn_input", "ffn_hidden_pre", "ffn_hidden", "ffn_output"};
   MapView* views[4] = {&input_, &pre_, &post_, &out_};
   float title_h = 0;
@@ -95,7 +96,7 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
     MapViewOptions o;
     o.style = {i == 2 && relu ? Colormap::Viridis : Colormap::Diverging, false};
     o.label_width = i == 0 ? label_w : 0.0f;
-    o.value_name = i == 1 || i == 2 ? "hidden unit" : "value";
+    o.value_name = i == 1 || i == 2 ? tr(T::feed_forward_hidden_unit) : tr(T::map_value_value);
     views[i]->heatmap().set_axis_labels(labels);  // row names for export
     views[i]->draw(names[i], ImVec2(widths[i], avail.y - title_h - style.ItemSpacing.y), i == 0 ? rows : linked, none, o);
     ImGui::EndGroup();

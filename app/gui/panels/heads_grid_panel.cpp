@@ -7,6 +7,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/map_view.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -19,13 +20,10 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   if (controls_toggle(&controls_open_)) attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   const int H = c.n_heads;
-  if (!presenting) ImGui::Text("All heads: %d layers x %d heads", layers, H);
+  if (!presenting)
+    ImGui::TextUnformatted(tr(T::heads_grid_heading, {{"layers", layers}, {"heads", H}}).c_str());
   else if (!controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
-  explanation(
-      "Each small map is one head's attention probabilities (rows: queries, columns: keys), as in the attention "
-      "stage. Heads of the same layer run side by side on the same input and learn different patterns: some look "
-      "at the previous or next word, some at the same word, some at punctuation or the end of the sentence. "
-      "Hover a map for its words; click it to open it.");
+  explanation(tr(T::heads_grid_each_small_map_one));
 
   if (uploaded_version_ != state.version || uploaded_kind_ != sel.kind) {
     maps_.resize(static_cast<size_t>(layers * H));
@@ -53,7 +51,8 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
 
   const float font = ImGui::GetFontSize(), min_label = MapView::min_label_size();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float layer_w = ImGui::CalcTextSize("layer 99").x + ImGui::GetStyle().ItemSpacing.x;
+  const float layer_w =
+      ImGui::CalcTextSize(tr(T::heads_grid_layer_label, {{"layer", 99}}).c_str()).x + ImGui::GetStyle().ItemSpacing.x;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const float bar = colour_bar_width(0.0f, 1.0f) + gap;  // one colour bar for every map: probabilities 0..1
   const float header = ImGui::GetTextLineHeightWithSpacing();
@@ -92,18 +91,16 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   // Column titles: "head N" where it fits above its map, else the bare number (large type on a projector
   // makes the maps narrower than the words).
   for (int h = 0; h < H; ++h) {
-    char title[16];
-    std::snprintf(title, sizeof(title), "head %d", shown_number(h));
-    if (ImGui::CalcTextSize(title).x > cell + gap) std::snprintf(title, sizeof(title), "%d", shown_number(h));
-    draw->AddText(ImVec2(origin.x + label + h * (cell + gap), origin.y), text, title);
+    std::string title = tr(T::heads_grid_head_label, {{"head", shown_number(h)}});
+    if (ImGui::CalcTextSize(title.c_str()).x > cell + gap) title = std::to_string(shown_number(h));
+    draw->AddText(ImVec2(origin.x + label + h * (cell + gap), origin.y), text, title.c_str());
   }
   const float top = origin.y + header + col_labels_h;
   int hovered_map = -1, hovered_row = -1, hovered_col = -1;
   for (int l = 0; l < layers; ++l) {
     const float y = top + l * (cell + gap);
-    char title[24];
-    std::snprintf(title, sizeof(title), "layer %d", shown_number(l));
-    draw->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetFontSize() / 2), text, title);
+    const std::string title = tr(T::heads_grid_layer_label, {{"layer", shown_number(l)}});
+    draw->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetFontSize() / 2), text, title.c_str());
     for (int h = 0; h < H; ++h) {
       Heatmap& m = *maps_[static_cast<size_t>(l * H + h)];
       const float rows = static_cast<float>(m.rows()), cols = static_cast<float>(m.cols());
@@ -155,9 +152,14 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
     const int l = hovered_map / H, h = hovered_map % H;
     const std::string query = hovered_row < static_cast<int>(queries.size()) ? queries[static_cast<size_t>(hovered_row)] : "?";
     const std::string key = hovered_col < static_cast<int>(keys.size()) ? keys[static_cast<size_t>(hovered_col)] : "?";
-    ImGui::SetTooltip("layer %d, head %d: query \"%s\" (row %d) -> key \"%s\" (column %d)\nprobability %s\nclick to open",
-                      shown_number(l), shown_number(h), query.c_str(), hovered_row, key.c_str(), hovered_col,
-                      probability_text(m.value(hovered_row, hovered_col)).c_str());
+    ImGui::SetTooltip("%s", tr(T::heads_grid_cell_tip, {{"layer", shown_number(l)},
+                                                        {"head", shown_number(h)},
+                                                        {"query", query},
+                                                        {"row", hovered_row},
+                                                        {"key", key},
+                                                        {"column", hovered_col},
+                                                        {"p", probability_text(m.value(hovered_row, hovered_col))}})
+                                .c_str());
     if (token_rows && token_cols) {
       const TokenSide qside = sel.kind == AttentionKind::Encoder ? TokenSide::Source : TokenSide::Target;
       const TokenSide kside = sel.kind == AttentionKind::Decoder ? TokenSide::Target : TokenSide::Source;
@@ -165,14 +167,14 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x + label + H * (cell + gap), top));
-  colour_bar("probability", 0.0f, 1.0f, ImVec2(bar - gap, layers * (cell + gap) - gap));
+  colour_bar(tr(T::map_value_probability), 0.0f, 1.0f, ImVec2(bar - gap, layers * (cell + gap) - gap));
   const float grid_bottom = top + layers * (cell + gap);
   record_item("main_map", ImVec2(origin.x, origin.y), ImVec2(origin.x + label + H * (cell + gap) + bar, grid_bottom), -1,
               "all_heads");
   ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_bottom));
   // Maps too small for their words: said, not silently left out.
   if (label_size <= 0 && (token_rows || token_cols)) {
-    ImGui::TextDisabled("(the maps are too small for their words: hover one for them, or open it)");
+    ImGui::TextDisabled("%s", tr(T::heads_grid_maps_are_too_small));
     record_item("all_heads.no_labels", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
   }
   ImGui::Dummy(ImVec2(label + H * (cell + gap) + bar, 0));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -42,34 +43,38 @@ bool toggle_mask_cell(const Trace& trace, Interventions& iv, const HeadRef& head
 std::string interventions_summary(const Interventions& iv, bool name_heads) {
   std::string out;
   // (named heads are listed with commas: the items are then set apart by semicolons)
-  const char* separator = name_heads ? "; " : ", ";
+  // A list of items, each one entry of the table; the separators are the table's too (a list's punctuation
+  // differs between languages).
+  const char* separator = tr(name_heads ? T::interventions_list_separator_named : T::interventions_list_separator);
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : separator) + s; };
   if (!iv.heads_off.empty()) {
-    std::string heads = std::to_string(iv.heads_off.size()) + (iv.heads_off.size() == 1 ? " head off" : " heads off");
-    if (name_heads && iv.heads_off.size() <= 4) {
-      heads += ":";
-      for (size_t i = 0; i < iv.heads_off.size(); ++i) {
-        const HeadRef& h = iv.heads_off[i];
-        heads += std::string(i ? ", " : " ") + head_ref_text(h);
-      }
+    const size_t n = iv.heads_off.size();
+    if (name_heads && n <= 4) {
+      std::string names;  // "enc 1.2, dec 3.4"
+      for (size_t i = 0; i < n; ++i)
+        names += (i ? tr(T::interventions_list_separator) : "") + head_ref_text(iv.heads_off[i]);
+      add(tr(n == 1 ? T::interventions_summary_head_off_named : T::interventions_summary_heads_off_named,
+             {{"count", n}, {"heads", names}}));
+    } else {
+      add(tr(n == 1 ? T::interventions_summary_head_off : T::interventions_summary_heads_off, {{"count", n}}));
     }
-    add(heads);
   }
-  if (!iv.causal_mask) add("causal mask off");
-  if (!iv.padding_mask) add("padding mask off");
-  if (!iv.positional_encoding) add("positional encoding off");
+  if (!iv.causal_mask) add(tr(T::interventions_summary_causal_off));
+  if (!iv.padding_mask) add(tr(T::interventions_summary_padding_off));
+  if (!iv.positional_encoding) add(tr(T::interventions_summary_positions_off));
   if (!iv.custom_masks.empty())
-    add(std::to_string(iv.custom_masks.size()) + (iv.custom_masks.size() == 1 ? " painted mask" : " painted masks"));
-  if (!iv.forced_prefix.empty()) add(std::to_string(iv.forced_prefix.size()) + " forced tokens");
+    add(tr(iv.custom_masks.size() == 1 ? T::interventions_summary_painted_mask : T::interventions_summary_painted_masks,
+           {{"count", iv.custom_masks.size()}}));
+  if (!iv.forced_prefix.empty()) add(tr(T::interventions_summary_forced, {{"count", iv.forced_prefix.size()}}));
   return out;
 }
 
 namespace {
 
 const char* grid_title(AttentionKind kind) {
-  return kind == AttentionKind::Encoder   ? "Encoder self-attention"
-         : kind == AttentionKind::Decoder ? "Decoder masked self-attention"
-                                          : "Cross-attention";
+  return tr(kind == AttentionKind::Encoder   ? T::attention_title_encoder
+            : kind == AttentionKind::Decoder ? T::attention_title_decoder
+                                             : T::attention_title_cross);
 }
 
 // The width of a grid's layer labels ("layer 1").
@@ -91,8 +96,8 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
   }
   const float top = origin.y + ImGui::GetTextLineHeightWithSpacing();
   for (int l = 0; l < layers; ++l) {
-    std::snprintf(text, sizeof(text), "layer %d", shown_number(l));
-    draw->AddText(ImVec2(origin.x, top + l * cell + cell * 0.2f), IM_COL32(190, 190, 190, 255), text);
+    const std::string layer = tr(T::interventions_grid_layer, {{"layer", shown_number(l)}});
+    draw->AddText(ImVec2(origin.x, top + l * cell + cell * 0.2f), IM_COL32(190, 190, 190, 255), layer.c_str());
     for (int h = 0; h < c.n_heads; ++h) {
       const HeadRef ref{kind, l, h};
       const bool off = edit.head_off(kind, l, h);
@@ -106,8 +111,9 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
       if (hovered)
-        ImGui::SetTooltip("%s: %s (click to switch %s)", head_ref_text(ref).c_str(), off ? "OFF" : "on",
-                          off ? "on" : "off");
+        ImGui::SetTooltip(
+            "%s", tr(off ? T::interventions_head_tip_off : T::interventions_head_tip_on, {{"head", head_ref_text(ref)}})
+                      .c_str());
       draw->AddRectFilled(a, b, off ? IM_COL32(150, 40, 40, 255) : IM_COL32(40, 130, 80, 255), 3.0f);
       if (hovered) draw->AddRect(a, b, kHoverColour, 3.0f, 0, 2.0f);
       if (off) {  // a cross, readable without colour
@@ -118,7 +124,9 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, top + layers * cell));
   ImGui::Dummy(ImVec2(label + c.n_heads * cell, 2));
-  if (ImGui::SmallButton(kind == AttentionKind::Encoder ? "all on##enc" : kind == AttentionKind::Decoder ? "all on##dec" : "all on##cross")) {
+  if (ImGui::SmallButton(kind == AttentionKind::Encoder   ? tr_label(T::interventions_all, "enc").c_str()
+                         : kind == AttentionKind::Decoder ? tr_label(T::interventions_all, "dec").c_str()
+                                                          : tr_label(T::interventions_all, "cross").c_str())) {
     edit.heads_off.erase(std::remove_if(edit.heads_off.begin(), edit.heads_off.end(),
                                         [&](const HeadRef& r) { return r.kind == kind; }),
                          edit.heads_off.end());
@@ -135,39 +143,44 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   const Config& c = state.model->config;
   bool changed = false;
   const bool presenting = high_contrast();  // (the header names the stage; short labels, so the grids fit)
-  if (!presenting) ImGui::TextUnformatted("Interventions: change the model and watch every view respond");
-  explanation(
-      "Switch heads off (their output becomes zeros before the output projection $W^O$), remove the masks, or "
-      "take away the positional encoding, and the sentence is translated again at once with the change: the "
-      "translation above, every heatmap and the output probabilities follow. The weights are never modified; "
-      "\"Reset all\" brings back the model as trained.");
-  ImGui::Text("Changed: %s", interventions_summary(edit).empty() ? "nothing (the model as trained)"
-                                                                 : interventions_summary(edit).c_str());
-  same_line_if_fits(ImGui::CalcTextSize("Reset all").x + 2 * ImGui::GetStyle().FramePadding.x,
+  if (!presenting) ImGui::TextUnformatted(tr(T::interventions_heading));
+  explanation(tr(T::interventions_explanation));
+  ImGui::TextUnformatted(tr(T::interventions_changed, {{"changes", interventions_summary(edit).empty()
+                                                                       ? tr(T::interventions_nothing_model_trained)
+                                                                       : interventions_summary(edit)}})
+                             .c_str());
+  same_line_if_fits(ImGui::CalcTextSize(tr(T::interventions_reset_all)).x + 2 * ImGui::GetStyle().FramePadding.x,
                     ImGui::GetFontSize() * 2);
-  if (ImGui::Button("Reset all")) {
+  if (ImGui::Button(tr(T::interventions_reset_all))) {
     edit = Interventions{};
     changed = true;
   }
-  same_line_if_fits(ImGui::CalcTextSize("last recompute: 000.0 ms").x, ImGui::GetFontSize() * 2);
-  ImGui::TextDisabled("last recompute: %.1f ms", state.last_recompute_ms);
+  same_line_if_fits(ImGui::CalcTextSize(tr(T::interventions_last_recompute, {{"ms", "000.0"}}).c_str()).x,
+                    ImGui::GetFontSize() * 2);
+  ImGui::TextDisabled(
+      "%s", tr(T::interventions_last_recompute, {{"ms", number_text("%.1f", state.last_recompute_ms)}}).c_str());
   ImGui::Spacing();
 
-  changed |= ImGui::Checkbox(presenting ? "Causal mask" : "Causal mask (decoder position i sees positions <= i only)",
-                             &edit.causal_mask);
-  if (presenting) same_line_if_fits(labelled_box_width("Padding mask"), ImGui::GetFontSize());
-  changed |= ImGui::Checkbox(presenting ? "Padding mask" : "Padding mask (pad tokens are never attended to)", &edit.padding_mask);
+  changed |=
+      ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_long),
+                      &edit.causal_mask);
+  if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
+  changed |=
+      ImGui::Checkbox(presenting ? tr(T::interventions_padding_mask) : tr(T::interventions_padding_mask_pad_tokens),
+                      &edit.padding_mask);
   // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
   int pads = state.source_padding;
-  same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, "<pad> after the sentence"), ImGui::GetFontSize());
+  same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, tr(T::interventions_pad_after_sentence)),
+                    ImGui::GetFontSize());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::SliderInt("<pad> after the sentence", &pads, 0, 8) && pad_request) *pad_request = pads;
-  if (presenting) same_line_if_fits(labelled_box_width("Positional encoding"), ImGui::GetFontSize());
-  changed |= ImGui::Checkbox(presenting ? "Positional encoding" : "Positional encoding (without it the model sees a bag of words)",
-                             &edit.positional_encoding);
+  if (ImGui::SliderInt(tr(T::interventions_pad_after_sentence), &pads, 0, 8) && pad_request) *pad_request = pads;
+  if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_positional_encoding)), ImGui::GetFontSize());
+  changed |= ImGui::Checkbox(
+      presenting ? tr(T::interventions_positional_encoding) : tr(T::interventions_positional_encoding_long),
+      &edit.positional_encoding);
   ImGui::Spacing();
-  ImGui::TextUnformatted(presenting ? "Heads: green on, red off; click to switch"
-                                    : "Heads: green = on, red with a cross = off. Click to switch.");
+  ImGui::TextUnformatted(presenting ? tr(T::interventions_heads_green_red_off)
+                                    : tr(T::interventions_heads_green_red_cross));
   // Three grids side by side: cells as large as the width allows, from 2.2 font sizes down to 0.8 (large type
   // on a 1280-pixel projector); a grid is as wide as its cells or its title. Where even that does not fit (many
   // heads), a grid goes under the others.
@@ -192,18 +205,20 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
 
   ImGui::Spacing();
   if (edit.custom_masks.empty()) {
-    ImGui::TextDisabled("Painted masks: none (paint one on an attention heatmap with \"paint mask\")");
+    ImGui::TextDisabled("%s", tr(T::interventions_painted_masks_none_paint));
   } else {
-    ImGui::TextUnformatted("Painted masks (they replace the computed mask of their head):");
+    ImGui::TextUnformatted(tr(T::interventions_painted_masks_heading));
     for (size_t i = 0; i < edit.custom_masks.size(); ++i) {
       const CustomMask& m = edit.custom_masks[i];
       int blocked = 0;
       for (Eigen::Index k = 0; k < m.blocked.size(); ++k) blocked += m.blocked.data()[k] > 0.5f;
-      ImGui::BulletText("%s: %d of %d cells blocked", head_ref_text(m.where).c_str(), blocked,
-                        static_cast<int>(m.blocked.size()));
+      ImGui::BulletText("%s", tr(T::interventions_cells_blocked, {{"head", head_ref_text(m.where)},
+                                                                  {"blocked", blocked},
+                                                                  {"cells", static_cast<int>(m.blocked.size())}})
+                                  .c_str());
       ImGui::SameLine();
       ImGui::PushID(static_cast<int>(i));
-      if (ImGui::SmallButton("remove")) {
+      if (ImGui::SmallButton(tr(T::interventions_remove))) {
         edit.custom_masks.erase(edit.custom_masks.begin() + static_cast<long>(i));
         changed = true;
         ImGui::PopID();
@@ -213,9 +228,10 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
     }
   }
   if (!edit.forced_prefix.empty()) {
-    ImGui::Text("Forced tokens (teacher forcing): %d", static_cast<int>(edit.forced_prefix.size()));
+    ImGui::TextUnformatted(
+        tr(T::interventions_forced_tokens, {{"count", static_cast<int>(edit.forced_prefix.size())}}).c_str());
     ImGui::SameLine();
-    if (ImGui::SmallButton("free running")) {
+    if (ImGui::SmallButton(tr(T::interventions_free_running))) {
       edit.forced_prefix.clear();
       changed = true;
     }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/text.h"
 
 namespace sf::gui {
 
@@ -34,10 +35,11 @@ bool MessageDialog::draw() {
     ImGui::PushTextWrapPos(0.0f);
     if (!m.file.empty()) {
       const std::filesystem::path p(m.file);
-      ImGui::TextUnformatted("File:");
+      ImGui::TextUnformatted(tr(T::message_dialog_file));
       ImGui::SameLine();
       ImGui::TextUnformatted(p.filename().string().c_str());
-      if (p.has_parent_path()) ImGui::TextDisabled("in %s", p.parent_path().string().c_str());
+      if (p.has_parent_path())
+        ImGui::TextDisabled("%s", tr(T::message_dialog_in_folder, {{"folder", p.parent_path().string()}}).c_str());
       ImGui::Spacing();
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.55f, 0.5f, 1.0f));
@@ -51,7 +53,7 @@ bool MessageDialog::draw() {
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
     ImGui::Separator();
-    if (ImGui::Button("OK", ImVec2(em * 6, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) ||
+    if (ImGui::Button(tr(T::message_dialog_ok), ImVec2(em * 6, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) ||
         ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER, false) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false))
       closed = true;
     if (ImGui::IsWindowAppearing()) ImGui::SetItemDefaultFocus();

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "model/languages.h"
 #include "model/name_tables.h"
@@ -69,8 +70,8 @@ std::vector<std::string> samples(const Vocabulary& v) {
 // A two-column table of key / value rows, values wrapped to the column.
 void key_value_table(const char* id, const std::vector<std::pair<std::string, std::string>>& rows) {
   if (!ImGui::BeginTable(id, 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
-  ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);  // fits the longest key
-  ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("##key", ImGuiTableColumnFlags_WidthFixed);  // fits the longest key
+  ImGui::TableSetupColumn("##value", ImGuiTableColumnFlags_WidthStretch);
   for (const auto& [key, value] : rows) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
@@ -109,31 +110,32 @@ std::string with_thousands(int64_t n) {
 }
 
 namespace {
-const std::pair<const char*, const char*> kMeanings[] = {
-    {"d_model", "d_model: numbers per token vector"},
-    {"n_heads", "h: attention heads per layer (d_k = d_model / h)"},
-    {"n_encoder_layers", "N: encoder layers stacked"},
-    {"n_decoder_layers", "N: decoder layers stacked"},
-    {"d_ff", "d_ff: feed-forward hidden width"},
-    {"src_vocab_size", "source tokens the model knows"},
-    {"tgt_vocab_size", "target tokens it can write"},
-    {"max_positions", "longest input it reads"},
-    {"positional_encoding", "how positions are added"},
-    {"sinusoid_layout", "interleaved: sin, cos, sin ...; halves: all sines, then all cosines (Marian)"},
-    {"embedding_scale", "embeddings times \u221ad_model (the paper) or 1"},
-    {"norm_placement", "post: LayerNorm(x + Sublayer(x)), the paper; pre: x + Sublayer(LayerNorm(x))"},
-    {"encoder_final_norm", "a LayerNorm after the encoder"},
-    {"decoder_final_norm", "a LayerNorm after the decoder"},
-    {"activation", "feed-forward non-linearity (silu: x * sigmoid(x), Marian's swish)"},
-    {"attention", "split_heads: the paper; reshape_heads: the note's"},
-    {"layer_norm_eps", "added to the variance in LayerNorm"},
-    {"bias", "linear layers add a bias"},
-    {"tie_output_embedding", "output layer reuses target embedding"},
-    {"share_embeddings", "one embedding for both languages"},
-    {"pad_id", "id of <pad> (padding)"},
-    {"bos_id", "id of <bos>: the decoder's first input (Marian: <pad>)"},
-    {"eos_id", "id of <eos> (end of sentence)"},
-    {"unk_id", "id of <unk> (unknown word)"},
+const std::pair<const char*, T> kMeanings[] = {
+    // a config key, and what it means
+    {"d_model", T::model_info_meaning_d_model},
+    {"n_heads", T::model_info_meaning_n_heads},
+    {"n_encoder_layers", T::model_info_meaning_n_encoder_layers},
+    {"n_decoder_layers", T::model_info_meaning_n_decoder_layers},
+    {"d_ff", T::model_info_meaning_d_ff},
+    {"src_vocab_size", T::model_info_meaning_src_vocab_size},
+    {"tgt_vocab_size", T::model_info_meaning_tgt_vocab_size},
+    {"max_positions", T::model_info_meaning_max_positions},
+    {"positional_encoding", T::model_info_meaning_positional_encoding},
+    {"sinusoid_layout", T::model_info_meaning_sinusoid_layout},
+    {"embedding_scale", T::model_info_meaning_embedding_scale},
+    {"norm_placement", T::model_info_meaning_norm_placement},
+    {"encoder_final_norm", T::model_info_meaning_encoder_final_norm},
+    {"decoder_final_norm", T::model_info_meaning_decoder_final_norm},
+    {"activation", T::model_info_meaning_activation},
+    {"attention", T::model_info_meaning_attention},
+    {"layer_norm_eps", T::model_info_meaning_layer_norm_eps},
+    {"bias", T::model_info_meaning_bias},
+    {"tie_output_embedding", T::model_info_meaning_tie_output_embedding},
+    {"share_embeddings", T::model_info_meaning_share_embeddings},
+    {"pad_id", T::model_info_meaning_pad_id},
+    {"bos_id", T::model_info_meaning_bos_id},
+    {"eos_id", T::model_info_meaning_eos_id},
+    {"unk_id", T::model_info_meaning_unk_id},
 };
 
 size_t config_key_rank(const std::string& key) {
@@ -145,7 +147,7 @@ size_t config_key_rank(const std::string& key) {
 
 const char* config_key_meaning(const std::string& key) {
   const size_t i = config_key_rank(key);
-  return i < std::size(kMeanings) ? kMeanings[i].second : "";
+  return i < std::size(kMeanings) ? tr(kMeanings[i].second) : "";
 }
 
 ModelInfo describe_model(const Model& model, const std::string& path) {
@@ -172,7 +174,7 @@ namespace {
 // This model beside the paper's two (Vaswani et al. 2017, table 3: base and big, English-German), in the paper's
 // symbols, and how the file stores the weights the views show as the paper writes them.
 void draw_paper_comparison(const Model& m, int64_t parameters) {
-  heading("Beside the paper's models");
+  heading(tr(T::model_info_heading_paper));
   const Config& c = m.config;
   struct Column {
     const char* name;
@@ -187,13 +189,18 @@ void draw_paper_comparison(const Model& m, int64_t parameters) {
   char params[32];
   std::snprintf(params, sizeof(params), "%.1fM", static_cast<double>(parameters) / 1e6);
   const Column columns[3] = {
-      {"this model", std::to_string(c.d_model), layers, std::to_string(c.d_ff), std::to_string(c.n_heads),
-       std::to_string(c.head_dim()), vocab, params},
-      {"paper: base", "512", "6", "2048", "8", "64", "about 37,000 (shared)", "65M"},
-      {"paper: big", "1024", "6", "4096", "16", "64", "about 37,000 (shared)", "213M"},
+      {tr(T::model_info_paper_this_model), std::to_string(c.d_model), layers, std::to_string(c.d_ff),
+       std::to_string(c.n_heads), std::to_string(c.head_dim()), vocab, params},
+      {tr(T::model_info_paper_base), "512", "6", "2048", "8", "64", tr(T::model_info_paper_vocabulary), "65M"},
+      {tr(T::model_info_paper_big), "1024", "6", "4096", "16", "64", tr(T::model_info_paper_vocabulary), "213M"},
   };
-  const char* rows[7] = {"$d_{model}$", "N (layers)", "$d_{ff}$", "h (heads)", "$d_k = d_v$", "vocabulary",
-                         "parameters"};
+  const char* rows[7] = {"$d_{model}$",
+                         tr(T::model_info_paper_layers),
+                         "$d_{ff}$",
+                         tr(T::model_info_paper_heads),
+                         "$d_k = d_v$",
+                         tr(T::model_info_paper_vocabulary_row),
+                         tr(T::model_info_paper_parameters)};
   if (ImGui::BeginTable("paper", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("");
     for (const Column& col : columns) ImGui::TableSetupColumn(col.name);
@@ -213,23 +220,18 @@ void draw_paper_comparison(const Model& m, int64_t parameters) {
     ImGui::EndTable();
   }
   ImGui::PushTextWrapPos(0.0f);
-  text_disabled_wrapped("(the paper's, Vaswani et al. 2017 table 3: WMT 2014 English-German, 4.5 million sentence pairs, "
-                        "byte-pair pieces; this model's numbers are its own file's)");
+  text_disabled_wrapped("%s", tr(T::model_info_paper_note));
   ImGui::PopTextWrapPos();
-  heading("How the file stores the weights");
-  math_text("The views write the paper's $x W$: $Q_i = X W_i^Q$ with $W_i^Q$ [$d_{model} \\times d_k$], "
-            "$FFN(x) = max(0, x W_1 + b_1) W_2 + b_2$. The file keeps each linear layer as PyTorch does, "
-            "[out \u00d7 in], and computes $x W^T$: its query weight of a layer is $(W^Q)^T$ [$h d_k \\times d_{model}$], "
-            "head i's rows $(i - 1) d_k$ to $i d_k - 1$; the views show each transposed, as the paper writes it.",
-            ImGui::GetContentRegionAvail().x, 0, "model_info.storage");
+  heading(tr(T::model_info_heading_storage));
+  math_text(tr(T::model_info_storage_note), ImGui::GetContentRegionAvail().x, 0, "model_info.storage");
 }
 
 void draw_config(const ModelInfo& info) {
-  heading("Configuration");
+  heading(tr(T::model_info_heading_configuration));
   if (!ImGui::BeginTable("config", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
-  ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed);  // fit the longest key / value
-  ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed);
-  ImGui::TableSetupColumn("meaning", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("##key", ImGuiTableColumnFlags_WidthFixed);  // fit the longest key / value
+  ImGui::TableSetupColumn("##value", ImGuiTableColumnFlags_WidthFixed);
+  ImGui::TableSetupColumn("##meaning", ImGuiTableColumnFlags_WidthStretch);
   int row = 0;
   for (const auto& [key, value] : info.config) {
     ImGui::TableNextRow();
@@ -248,28 +250,40 @@ void draw_config(const ModelInfo& info) {
 }
 
 void draw_vocabularies(const Model& m, const ModelInfo& info) {
-  heading("Vocabularies");
+  heading(tr(T::model_info_heading_vocabularies));
   const Config& c = m.config;
   const auto lang = [](const std::string& l) {
-    return l.empty() ? std::string(" (the file does not name its language)") : " (" + language_name(l) + ", " + l + ")";
+    return l.empty() ? std::string(tr(T::model_info_language_unnamed))
+                     : tr(T::model_info_language, {{"language", language_name(l)}, {"code", l}});
   };
-  ImGui::Text("source%s: %s tokens", lang(m.tokenizer.source_language).c_str(), with_thousands(m.src_vocab.size()).c_str());
+  ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
+                                                          {"size", with_thousands(m.src_vocab.size())}})
+                             .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("first words: %s ...", joined(info.src_samples).c_str());
+  ImGui::TextDisabled("%s", tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}).c_str());
   ImGui::PopTextWrapPos();
-  ImGui::Text("target%s: %s tokens", lang(m.tokenizer.target_language).c_str(), with_thousands(m.tgt_vocab.size()).c_str());
+  ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
+                                                          {"size", with_thousands(m.tgt_vocab.size())}})
+                             .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("first words: %s ...", joined(info.tgt_samples).c_str());
+  ImGui::TextDisabled("%s", tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}).c_str());
   ImGui::PopTextWrapPos();
   const Vocabulary& v = m.tgt_vocab;
   auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
-  ImGui::TextWrapped("special: %d %s   %d %s   %d %s   %d %s", c.unk_id, special(c.unk_id).c_str(), c.pad_id,
-                     special(c.pad_id).c_str(), c.bos_id, special(c.bos_id).c_str(), c.eos_id, special(c.eos_id).c_str());
+  ImGui::TextWrapped("%s", tr(T::model_info_special, {{"unk_id", c.unk_id},
+                                                      {"unk", special(c.unk_id)},
+                                                      {"pad_id", c.pad_id},
+                                                      {"pad", special(c.pad_id)},
+                                                      {"bos_id", c.bos_id},
+                                                      {"bos", special(c.bos_id)},
+                                                      {"eos_id", c.eos_id},
+                                                      {"eos", special(c.eos_id)}})
+                               .c_str());
 }
 
 void draw_records(const ProvenanceTable& t) {
   ImGui::Spacing();
-  ImGui::Text("%s (%zu rows)", t.name.c_str(), t.rows.size());
+  ImGui::TextUnformatted(tr(T::model_info_rows, {{"name", t.name}, {"rows", t.rows.size()}}).c_str());
   const int columns = static_cast<int>(std::min<size_t>(t.columns.size(), 63));  // ImGui's column limit is 64
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollX |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
@@ -289,14 +303,15 @@ void draw_records(const ProvenanceTable& t) {
 }
 
 void draw_provenance_and_tokenizer(const ModelInfo& info, const std::vector<std::string>& warnings) {
-  heading("Provenance (as stored in the file)");
-  if (info.provenance.empty() && info.provenance_tables.empty()) ImGui::TextDisabled("none recorded");
+  heading(tr(T::model_info_heading_provenance));
+  if (info.provenance.empty() && info.provenance_tables.empty())
+    ImGui::TextDisabled("%s", tr(T::model_info_none_recorded));
   if (!info.provenance.empty()) key_value_table("provenance", info.provenance);
   for (const ProvenanceTable& t : info.provenance_tables) draw_records(t);
-  heading("Tokenizer");
+  heading(tr(T::model_info_heading_tokenizer));
   key_value_table("tokenizer", info.tokenizer);
   if (!warnings.empty()) {
-    heading("Warnings from loading");
+    heading(tr(T::model_info_heading_warnings));
     for (const std::string& w : warnings) ImGui::BulletText("%s", w.c_str());
   }
 }
@@ -306,7 +321,7 @@ void draw_provenance_and_tokenizer(const ModelInfo& info, const std::vector<std:
 void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>& warnings,
                           const std::string& weights_note) {
   if (!state.model) {
-    ImGui::TextDisabled("no model loaded: open one with \"Open model...\" above");
+    ImGui::TextDisabled("%s", tr(T::model_info_no_model));
     return;
   }
   const Model& m = *state.model;
@@ -315,14 +330,11 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
     described_ = &m;
   }
   const std::filesystem::path p(state.model_path);
-  ImGui::Text("Model info: %s", p.filename().string().c_str());
+  ImGui::TextUnformatted(tr(T::model_info_title, {{"file", p.filename().string()}}).c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("in %s", p.parent_path().string().c_str());
+  ImGui::TextDisabled("%s", tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}).c_str());
   ImGui::PopTextWrapPos();
-  explanation(
-      "What the model file holds besides its weights: the configuration the weights were trained with, the two "
-      "vocabularies (each token's id is the row of its embedding), how sentences are cut into tokens, and where "
-      "the model came from.");
+  explanation(tr(T::model_info_explanation));
   if (!weights_note.empty()) {
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s", weights_note.c_str());
@@ -330,35 +342,43 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   }
   const Config& c = m.config;
   if (m.family == kFamilyMarian) {  // a pretrained model people use: its hub name first
-    ImGui::TextWrapped("Hugging Face model %s (MarianMTModel, the opus-mt family), read from its own folder's "
-                       "files. Its tokens are SentencePiece pieces, its feed-forward uses SiLU, its positions put all "
-                       "sines before all cosines, and its decoder starts from <pad>.",
-                       m.provenance.value("hub_name", std::string("?")).c_str());
+    ImGui::TextWrapped(
+        "%s", tr(T::model_info_marian, {{"provenance", m.provenance.value("hub_name", std::string("?"))}}).c_str());
     if (m.generation.present)
-      ImGui::TextDisabled("decoding as its generation config says: beam %d, length penalty %.2f, never generates id %s",
-                          m.generation.beam_width, m.generation.length_penalty,
-                          m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0]).c_str());
+      ImGui::TextDisabled(
+          "%s",
+          tr(T::model_info_marian_generation,
+             {{"beam", m.generation.beam_width},
+              {"length_penalty", number_text("%.2f", m.generation.length_penalty)},
+              {"never", m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0])}})
+              .c_str());
   }
-  ImGui::TextWrapped("%s parameters   |   family %s   |   d_model %d, %d heads of width %d, %d+%d layers, d_ff %d",
-                     with_thousands(info_.parameters).c_str(), m.family.c_str(), c.d_model, c.n_heads, c.head_dim(),
-                     c.n_encoder_layers, c.n_decoder_layers, c.d_ff);
+  ImGui::TextWrapped("%s", tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
+                                                      {"family", m.family},
+                                                      {"d_model", c.d_model},
+                                                      {"heads", c.n_heads},
+                                                      {"head_dim", c.head_dim()},
+                                                      {"encoder_layers", c.n_encoder_layers},
+                                                      {"decoder_layers", c.n_decoder_layers},
+                                                      {"d_ff", c.d_ff}})
+                               .c_str());
   // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
   if (!state.shown_gpu.empty())
-    ImGui::TextWrapped("Computed on the %s: decoding with KV caches in GPU memory, and the traced pass these views "
-                       "show, copied to the CPU once per change. Painted masks and the causal mask off compute on "
-                       "the CPU.",
-                       state.shown_device().c_str());
+    ImGui::TextWrapped("%s", tr(T::model_info_computed_gpu, {{"device", state.shown_device()}}).c_str());
   else if (backend.cuda_available)
-    ImGui::TextWrapped("Computed on the CPU, %d threads%s%s. GPU %s: %s", parallel_threads(),
-                       state.device_why.empty() ? "" : ": ", printable(state.device_why).c_str(),
-                       backend.cuda_device_name.c_str(),
-                       state.device->request() == DeviceRequest::Cpu
-                           ? "not used (--device cpu); the Training stage's runs and stepformer-cli use it when asked."
-                           : "computes these views where it can, and the Training stage's runs.");
+    ImGui::TextWrapped(
+        "%s", tr(state.device->request() == DeviceRequest::Cpu ? T::model_info_computed_cpu_gpu_unused
+                                                               : T::model_info_computed_cpu_gpu_idle,
+                 {{"threads", parallel_threads()},
+                  {"why", state.device_why.empty() ? std::string()
+                                                   : tr(T::model_info_cpu_why, {{"why", printable(state.device_why)}})},
+                  {"gpu", backend.cuda_device_name}})
+                  .c_str());
   else
-    ImGui::TextWrapped("Computed on the CPU, %d threads. Backend: %s.", parallel_threads(),
-                       printable(backend.description).c_str());
+    ImGui::TextWrapped("%s", tr(T::model_info_computed_cpu,
+                                {{"threads", parallel_threads()}, {"backend", printable(backend.description)}})
+                                 .c_str());
 
   // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
   // large text size, so that no table is squeezed into a column a few letters wide.
@@ -366,8 +386,8 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   const bool two_columns = ImGui::GetContentRegionAvail().x >= em * 50;
   ImGui::BeginChild("model_info_scroll", ImVec2(0, 0), false);
   if (two_columns && ImGui::BeginTable("model_info_columns", 2, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_Resizable)) {
-    ImGui::TableSetupColumn("left", ImGuiTableColumnFlags_WidthStretch, 1.35f);
-    ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("##left", ImGuiTableColumnFlags_WidthStretch, 1.35f);
+    ImGui::TableSetupColumn("##right", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     draw_paper_comparison(m, info_.parameters);

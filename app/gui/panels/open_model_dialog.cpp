@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gui/text/text.h"
 #include "model/hf_marian.h"
 
 namespace sf::gui {
@@ -15,7 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kPopup = "Open a model file";
+// The popup's ImGui id ("###"): its title comes from the string table, in the language shown.
+constexpr const char* kPopupId = "###open_model";
 
 std::vector<std::string> list_models(const std::string& folder) {
   std::vector<std::string> out;
@@ -34,10 +36,11 @@ bool file_row(const std::string& path, bool exists, int id) {
   bool clicked = false;
   if (exists) {
     clicked = ImGui::Selectable(p.filename().string().c_str(), false, ImGuiSelectableFlags_DontClosePopups);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("open %s", path.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::open_model_dialog_open_tip, {{"path", path}}).c_str());
   } else {
-    ImGui::TextDisabled("%s  (missing)", p.filename().string().c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s no longer exists", path.c_str());
+    ImGui::TextDisabled("%s", tr(T::open_model_dialog_missing, {{"file", p.filename().string()}}).c_str());
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", tr(T::open_model_dialog_no_longer_exists, {{"path", path}}).c_str());
   }
   ImGui::PopID();
   return clicked;
@@ -54,7 +57,7 @@ void OpenModelDialog::show(const std::string& path) {
 OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, const std::string& shipped_folder) {
   OpenModelChoice choice;
   if (show_requested_) {
-    ImGui::OpenPopup(kPopup);
+    ImGui::OpenPopup(kPopupId);
     shipped_ = list_models(shipped_folder);
     show_requested_ = false;
   }
@@ -62,32 +65,35 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->GetCenter(), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(std::min(em * 46, viewport->WorkSize.x - 2 * em), 0));
-  open_ = ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
+  const std::string title = std::string(tr(T::open_model_dialog_title)) + kPopupId;  // "title###id"
+  open_ = ImGui::BeginPopupModal(title.c_str(), nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
   if (!open_) return choice;
 
-  ImGui::TextUnformatted("Model file (.safetensors), or a Hugging Face Marian folder (opus-mt):");
+  ImGui::TextUnformatted(tr(T::open_model_dialog_hint));
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-em * 9);
   const bool entered = ImGui::InputText("##model_path", &path_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   ImGui::BeginDisabled(path_.empty());
-  if ((ImGui::Button("Open", ImVec2(em * 4, 0)) || entered) && !path_.empty()) choice.open = path_;
+  if ((ImGui::Button(tr(T::open_model_dialog_open_button), ImVec2(em * 4, 0)) || entered) && !path_.empty())
+    choice.open = path_;
   ImGui::EndDisabled();
   ImGui::SameLine();
-  if (ImGui::Button("Cancel", ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) close_requested_ = true;
-  ImGui::TextDisabled("or drop a .safetensors file or a Marian folder onto the window");
+  if (ImGui::Button(tr(T::open_model_dialog_cancel), ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false))
+    close_requested_ = true;
+  ImGui::TextDisabled("%s", tr(T::open_model_dialog_drop_hint));
 
   ImGui::Spacing();
-  ImGui::TextUnformatted("Recent files");
+  ImGui::TextUnformatted(tr(T::open_model_dialog_recent_files));
   ImGui::Separator();
-  if (recent.empty()) ImGui::TextDisabled("none yet: the models you open are listed here");
+  if (recent.empty()) ImGui::TextDisabled("%s", tr(T::open_model_dialog_none_yet_models_you));
   std::error_code ec;
   for (size_t i = 0; i < recent.size(); ++i) {
     // a stat or two per row per frame, while open: cheap
     const bool exists = fs::is_regular_file(recent[i], ec) || is_hf_model_folder(recent[i]);
     ImGui::PushID(static_cast<int>(i));
-    if (ImGui::SmallButton("Remove")) choice.remove = recent[i];
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("remove from this list (the file stays)");
+    if (ImGui::SmallButton(tr(T::open_model_dialog_remove))) choice.remove = recent[i];
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::open_model_dialog_remove_tip));
     ImGui::PopID();
     ImGui::SameLine();
     if (file_row(recent[i], exists, static_cast<int>(i))) choice.open = recent[i];
@@ -98,7 +104,7 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   }
   if (!shipped_.empty()) {
     ImGui::Spacing();
-    ImGui::TextUnformatted("Shipped with Stepformer");
+    ImGui::TextUnformatted(tr(T::open_model_dialog_shipped_stepformer));
     ImGui::Separator();
     for (size_t i = 0; i < shipped_.size(); ++i)
       if (file_row(shipped_[i], true, 1000 + static_cast<int>(i))) choice.open = shipped_[i];

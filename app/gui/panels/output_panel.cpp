@@ -12,6 +12,7 @@
 #include "gui/panels/model_info_panel.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -31,37 +32,35 @@ RowVec softmax_row(const RowVec& logits) {
 
 bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) {
   if (!state.ready()) return false;
-  const int T = static_cast<int>(state.trace.probs.rows()), V = static_cast<int>(state.trace.probs.cols());
-  position = std::clamp(position, 0, T - 1);
+  // rows: T, the decoder positions; V: the vocabulary
+  const int rows = static_cast<int>(state.trace.probs.rows()), V = static_cast<int>(state.trace.probs.cols());
+  position = std::clamp(position, 0, rows - 1);
   const std::vector<std::string> inputs = state.decoder_input_labels();
   const Config& c = state.model->config;
 
-  if (!high_contrast()) ImGui::TextUnformatted("Output: linear layer and softmax over the target vocabulary");
-  explanation(
-      "The decoder's output vector y at each position is multiplied by the output matrix: one score (logit) per "
-      "vocabulary word. Softmax turns the scores into probabilities that sum to 1. Greedy decoding takes the most "
-      "likely word, appends it to the decoder's input, and runs the decoder again for the next word. Click any "
-      "candidate to force it at this position: the rest of the translation follows from it.");
-  char shapes[160];
-  std::snprintf(shapes, sizeof(shapes), "     y [%d \u00d7 %d]   $W_{out}$ [%d \u00d7 %d] ($d_{model}$ \u00d7 vocabulary)%s", T,
-                c.d_model, c.d_model, V, c.tie_output_embedding ? "   $W_{out} = E^T$ (the target embedding, tied)" : "");
+  if (!high_contrast()) ImGui::TextUnformatted(tr(T::output_heading));
+  explanation(tr(T::output_explanation));
+  const std::string shapes = tr(c.tie_output_embedding ? T::output_shapes_tied : T::output_shapes,
+                                {{"rows", rows}, {"d_model", c.d_model}, {"vocabulary", V}});
   // (presenting: the formula alone; its shapes in the tooltip, the bars need the height)
   formula(std::string(c.bias ? "$p = softmax(y W_{out} + b_{out})$" : "$p = softmax(y W_{out})$") +
-          (high_contrast() ? std::string() : std::string(shapes)));
+          (high_contrast() ? std::string() : shapes));
   if (high_contrast() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", math_plain(shapes).c_str());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
-  ImGui::SliderInt("decoder position", &position, 0, T - 1);
+  ImGui::SliderInt(tr(T::output_decoder_position), &position, 0, rows - 1);
   ImGui::SameLine();
   // Row `position` reads decoder input `position` and predicts the token after it.
   const int written = static_cast<int>(state.translation.size());
   const bool chosen_here = position < written;
-  std::string predicted = "the next token";
+  std::string predicted = tr(T::output_next_token);
   if (chosen_here)  // (appended: GCC 12 misreads a + of three strings here as an overlapping copy, -Wrestrict)
     predicted = std::string(1, '"').append(state.target_token(state.translation[static_cast<size_t>(position)])).append(1, '"');
-  ImGui::Text("reads \"%s\", predicts %s", inputs[static_cast<size_t>(position)].c_str(), predicted.c_str());
-  if (!high_contrast()) ImGui::TextDisabled("the translation (click a token to see the distribution it was chosen from):");
+  ImGui::TextUnformatted(
+      tr(T::output_reads_predicts, {{"input", inputs[static_cast<size_t>(position)]}, {"predicted", predicted}})
+          .c_str());
+  if (!high_contrast()) ImGui::TextDisabled("%s", tr(T::output_timeline_hint));
   const int picked = draw_decoding_timeline(state, position);
-  if (picked >= 0) position = std::min(picked, T - 1);
+  if (picked >= 0) position = std::min(picked, rows - 1);
 
   // What the bars show: the distribution the token at this position was chosen from (the step's own prediction,
   // or the next step's), or, where asked and different, this row of the last full pass.
@@ -76,42 +75,39 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   const std::string chosen_text = chosen >= 0 ? state.target_token(chosen) : std::string();
   if (last_pass) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.25f, 1.0f));
-    ImGui::TextWrapped("Row %d of the last full pass over the finished translation: not the distribution \"%s\" was "
-                       "chosen from.%s", position, chosen_text.c_str(),
-                       state.interventions.causal_mask
-                           ? " A painted mask lets this position read words written after it."
-                           : " With the causal mask off every position here reads the words written after it, "
-                             "the very words it should predict.");
+    ImGui::TextWrapped(
+        "%s", tr(state.interventions.causal_mask ? T::output_last_pass_painted : T::output_last_pass_causal_off,
+                 {{"position", position}, {"token", chosen_text}})
+                  .c_str());
     ImGui::PopStyleColor();
   } else if (chosen_here) {
-    ImGui::TextWrapped("The distribution \"%s\" was %s:", chosen_text.c_str(),
-                       forced ? "forced against (the model's own prediction at that step)" : "chosen from");
+    ImGui::TextWrapped(
+        "%s",
+        tr(forced ? T::output_distribution_forced : T::output_distribution_chosen, {{"token", chosen_text}}).c_str());
   } else {
-    ImGui::TextWrapped("The distribution the next step chooses from:");
+    ImGui::TextWrapped("%s", tr(T::output_distribution_next));
   }
   record_item(last_pass ? "output.last_pass" : "output.chosen_from", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
               position, chosen_text);
   if (differs) {
     ImGui::SameLine();
-    ImGui::Checkbox("the last full pass's row instead", &show_last_pass_);
+    ImGui::Checkbox(tr(T::output_last_pass_switch), &show_last_pass_);
     record_item("output.last_pass_switch", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", show_last_pass_);
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("The views show one pass over the whole translation. With the causal mask off (or a mask that\n"
-                        "looks ahead) its rows also read later words, so they differ from what each step chose from.");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_last_pass_tip));
   }
   const DecodeOptions& options = state.decode_options;
   if (chosen_here && !forced && !last_pass && options.strategy == DecodeStrategy::Sample)
-    text_disabled_wrapped("drawn at random at temperature %.2f%s%s from these probabilities made %s (the draw's own "
-                          "probabilities: the Decoding stage)",
-                          options.sampling.temperature, options.sampling.top_k > 0 ? ", top-k " : "",
-                          options.sampling.top_k > 0 ? std::to_string(options.sampling.top_k).c_str() : "",
-                          options.sampling.temperature == 1.0f ? "as they are" : "flatter or sharper");
+    text_disabled_wrapped("%s", tr(options.sampling.top_k > 0 ? T::output_sampled_top_k : T::output_sampled,
+                                   {{"temperature", number_text("%.2f", options.sampling.temperature)},
+                                    {"top_k", options.sampling.top_k},
+                                    {"made", tr(options.sampling.temperature == 1.0f ? T::output_sampled_as_they_are
+                                                                                     : T::output_sampled_flatter)}})
+                                    .c_str());
   if (chosen_here && !last_pass && forced) {
     // Teacher forcing (and any forced token): the loss at this position, what training lowers.
     const double nll = -std::log(std::max(static_cast<double>(probs(chosen)), 1e-300));
-    char loss[200];
-    std::snprintf(loss, sizeof(loss), "cross-entropy here: $-\\log p$(\"%s\") = %.3f", math_escape(chosen_text).c_str(), nll);
-    math_text(loss, 0.0f, 0, "output.cross_entropy");
+    math_text(tr(T::output_cross_entropy, {{"token", math_escape(chosen_text)}, {"loss", number_text("%.3f", nll)}}),
+              0.0f, 0, "output.cross_entropy");
   }
 
   // The ten likeliest words, or as many as the panel has lines for (large type on a projector): at least three.
@@ -123,7 +119,8 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
 
   const float label_width = ImGui::GetFontSize() * 9;
   // The longest bar leaves room for its numbers and the "<- forced" mark before the panel's edge (large type).
-  const float numbers_width = ImGui::CalcTextSize("0.00017   (logit -00.00)   <- forced").x + 8;
+  const float numbers_width =
+      ImGui::CalcTextSize(tr(T::output_bar_forced, {{"p", "0.00017"}, {"logit", "-00.00"}}).c_str()).x + 8;
   const float bar_max = std::max(ImGui::GetFontSize() * 4,
                                  std::min(ImGui::GetContentRegionAvail().x * 0.6f,
                                           ImGui::GetContentRegionAvail().x - label_width - numbers_width));
@@ -142,19 +139,23 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
     ImGui::PopID();
     if (hovered) {
       draw->AddRectFilled(at, ImVec2(at.x + label_width + bar_max, at.y + h + 2), IM_COL32(60, 70, 90, 255));
-      ImGui::SetTooltip("p = %.6g\nclick: force \"%s\" at position %d and decode the rest from it", p,
-                        state.target_token(id).c_str(), position);
+      ImGui::SetTooltip("%s",
+                        tr(T::output_candidate_tip,
+                           {{"p", number_text("%.6g", p)}, {"token", state.target_token(id)}, {"position", position}})
+                            .c_str());
     }
     ImGui::SetCursorScreenPos(at);
     draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), state.target_token(id).c_str());
     const ImVec2 b0(at.x + label_width, at.y + 2), b1(at.x + label_width + std::max(1.0f, p * bar_max), at.y + h - 2);
     draw->AddRectFilled(b0, b1, id == chosen ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 130, 200, 255));
     record_item(id == chosen ? "output_bar.chosen" : "output_bar", b0, b1, r, state.target_token(id), p);
-    char text[96];
-    std::snprintf(text, sizeof(text), "%s   (logit %.2f)%s", probability_text(p).c_str(), logits(id),
-                  id != chosen ? "" : forced ? "   <- forced" : "   <- chosen");
-    draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text);
-    record_item("output.bar_text", ImVec2(b1.x + 8, at.y), ImVec2(b1.x + 8 + ImGui::CalcTextSize(text).x, at.y + h), r, text, p);
+    const std::string text = tr(id != chosen ? T::output_bar
+                                : forced     ? T::output_bar_forced
+                                             : T::output_bar_chosen,
+                                {{"p", probability_text(p)}, {"logit", number_text("%.2f", logits(id))}});
+    draw->AddText(ImVec2(b1.x + 8, at.y), ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
+    record_item("output.bar_text", ImVec2(b1.x + 8, at.y),
+                ImVec2(b1.x + 8 + ImGui::CalcTextSize(text.c_str()).x, at.y + h), r, text, p);
     ImGui::Dummy(ImVec2(label_width + bar_max, h + 4));
   }
   // What the bars leave out: the rest of the vocabulary, together (summed, not 1 - the bars: a rest of 1e-7
@@ -162,10 +163,8 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   double rest_p = 0;
   for (int id = 0; id < V; ++id)
     if (std::find(order.begin(), order.end(), id) == order.end()) rest_p += probs(id);
-  char rest[160];
-  std::snprintf(rest, sizeof(rest), "the other %s words: %s together", with_thousands(V - k).c_str(),
-                probability_text(rest_p).c_str());
-  ImGui::TextDisabled("%s", rest);
+  const std::string rest = tr(T::output_rest, {{"count", with_thousands(V - k)}, {"p", probability_text(rest_p)}});
+  ImGui::TextDisabled("%s", rest.c_str());
   record_item("output.rest", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, rest, static_cast<float>(rest_p));
   return clicked;
 }

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <string>
 
+#include "gui/text/text.h"
 #include "transformer/interventions.h"
 
 namespace sf::gui {
@@ -18,7 +19,7 @@ namespace {
 struct Box {
   int column;
   float row;
-  const char* label;
+  T label;  // the string table's entry
   Stage stage;
   bool clickable = true;
 };
@@ -26,26 +27,26 @@ struct Box {
 // The figure, bottom to top. The two "Add & norm" boxes of a layer both open the add & norm stage, which
 // shows every residual block of the layer.
 const Box kBoxes[] = {
-    {0, 0, "Inputs (tokens)", Stage::Tokens},
-    {0, 1, "Input embedding", Stage::Embedding},
-    {0, 2, "+ Positional enc.", Stage::Positional},
-    {0, 3.9f, "Q, K, V, heads", Stage::EncoderQkv},
-    {0, 4.9f, "Self-attention", Stage::EncoderAttention},
-    {0, 5.9f, "Concat + W\u1d3c", Stage::EncoderConcat},
-    {0, 6.9f, "Add & norm", Stage::EncoderAddNorm},
-    {0, 7.9f, "Feed-forward", Stage::EncoderFeedForward},
-    {0, 8.9f, "Add & norm", Stage::EncoderAddNorm},
-    {1, 0, "Outputs (shifted)", Stage::Tokens},
-    {1, 1, "Output embedding", Stage::Embedding},
-    {1, 2, "+ Positional enc.", Stage::Positional},
-    {1, 3.9f, "Masked self-attn.", Stage::DecoderAttention},
-    {1, 4.9f, "Add & norm", Stage::DecoderAddNorm},
-    {1, 5.9f, "Cross-attention", Stage::CrossAttention},
-    {1, 6.9f, "Add & norm", Stage::DecoderAddNorm},
-    {1, 7.9f, "Feed-forward", Stage::DecoderFeedForward},
-    {1, 8.9f, "Add & norm", Stage::DecoderAddNorm},
-    {1, 10.2f, "Linear", Stage::Output},
-    {1, 11.2f, "Softmax", Stage::Output},
+    {0, 0, T::pipeline_map_box_inputs, Stage::Tokens},
+    {0, 1, T::pipeline_map_box_input_embedding, Stage::Embedding},
+    {0, 2, T::pipeline_map_box_positional, Stage::Positional},
+    {0, 3.9f, T::pipeline_map_box_qkv, Stage::EncoderQkv},
+    {0, 4.9f, T::pipeline_map_box_self_attention, Stage::EncoderAttention},
+    {0, 5.9f, T::pipeline_map_box_concat, Stage::EncoderConcat},
+    {0, 6.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm},
+    {0, 7.9f, T::pipeline_map_box_feed_forward, Stage::EncoderFeedForward},
+    {0, 8.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm},
+    {1, 0, T::pipeline_map_box_outputs, Stage::Tokens},
+    {1, 1, T::pipeline_map_box_output_embedding, Stage::Embedding},
+    {1, 2, T::pipeline_map_box_positional, Stage::Positional},
+    {1, 3.9f, T::pipeline_map_box_masked_self_attention, Stage::DecoderAttention},
+    {1, 4.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
+    {1, 5.9f, T::pipeline_map_box_cross_attention, Stage::CrossAttention},
+    {1, 6.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
+    {1, 7.9f, T::pipeline_map_box_feed_forward, Stage::DecoderFeedForward},
+    {1, 8.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
+    {1, 10.2f, T::pipeline_map_box_linear, Stage::Output},
+    {1, 11.2f, T::pipeline_map_box_softmax, Stage::Output},
 };
 constexpr float kTopRow = 12.5f;  // the "Output probabilities" label above the softmax
 
@@ -109,15 +110,14 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     const bool here = column == 0 ? is_encoder_layer_stage(view.current) : is_decoder_layer_stage(view.current);
     draw->AddRectFilled(ImVec2(x - gap * 0.45f, top), ImVec2(x + col_w + gap * 0.45f, low),
                         here ? IM_COL32(60, 60, 40, 255) : IM_COL32(45, 48, 55, 255), 6.0f);
-    char label[64];
     const int n = column == 0 ? n_enc : n_dec;
     const std::string count = n > 0 ? std::to_string(n) : "N";  // no model (yet): the paper's N
-    if (here)
-      std::snprintf(label, sizeof(label), "%s x%s: layer %d", column == 0 ? "Encoder" : "Decoder", count.c_str(), shown_number(view.layer));
-    else
-      std::snprintf(label, sizeof(label), "%s x%s", column == 0 ? "Encoder" : "Decoder", count.c_str());
+    const T stack = column == 0 ? (here ? T::pipeline_map_encoder_here : T::pipeline_map_encoder)
+                                : (here ? T::pipeline_map_decoder_here : T::pipeline_map_decoder);
+    const std::string label =
+        here ? tr(stack, {{"count", count}, {"layer", shown_number(view.layer)}}) : tr(stack, {{"count", count}});
     centred_text(draw, ImVec2(x, low - 0.85f * pitch), ImVec2(x + col_w, low),
-                 here ? IM_COL32(250, 210, 120, 255) : IM_COL32(170, 175, 185, 255), label);
+                 here ? IM_COL32(250, 210, 120, 255) : IM_COL32(170, 175, 185, 255), label.c_str());
   }
 
   // Arrows: up each column between consecutive boxes; the encoder's output into the cross-attention.
@@ -146,7 +146,7 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     const float sx = (s0.x + s1.x) / 2;
     arrow_up(draw, ImVec2(sx, s0.y), ImVec2(sx, s0.y - 0.45f * pitch), line);
     centred_text(draw, ImVec2(s0.x - gap, s0.y - 1.2f * pitch), ImVec2(s1.x + gap, s0.y - 0.45f * pitch), text,
-                 "Output probabilities");
+                 tr(T::pipeline_map_output_probabilities));
   }
 
   // The residual connections: from each sublayer's input, around the sublayer, into its add & norm (encoder on
@@ -196,13 +196,16 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
       *clicked = b.stage;
       result = true;
     }
-    if (hovered) ImGui::SetTooltip("%s (--stage %s)", stage_info(b.stage).title, stage_info(b.stage).id);
+    if (hovered)
+      ImGui::SetTooltip(
+          "%s", tr(T::pipeline_map_stage, {{"title", tr(stage_info(b.stage).title)}, {"id", stage_info(b.stage).id}})
+                    .c_str());
     const bool here = b.stage == view.current;
     const ImU32 fill = here ? IM_COL32(225, 140, 25, 255) : hovered ? IM_COL32(80, 105, 140, 255)
                                                                      : IM_COL32(55, 72, 98, 255);
     draw->AddRectFilled(a, c, fill, 4.0f);
     if (here) draw->AddRect(a, c, IM_COL32(255, 230, 160, 255), 4.0f, 0, 2.0f);
-    centred_text(draw, a, c, here ? IM_COL32(20, 20, 20, 255) : text, b.label);
+    centred_text(draw, a, c, here ? IM_COL32(20, 20, 20, 255) : text, tr(b.label));
   }
 
   // Below the figure: the overview of every head, and the keys.
@@ -216,11 +219,11 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     }
     if (here) ImGui::PopStyleColor();
   };
-  stage_button(Stage::AllHeads, "All heads, all layers");
-  stage_button(Stage::Decoding, "Decoding, token by token");
-  stage_button(Stage::Interventions, "Interventions");
-  stage_button(Stage::Training, "Training: watch it learn");
-  ImGui::TextDisabled("Left/Right: stage   Up/Down: layer\n1-9: head   Space: next token\nT: training");
+  stage_button(Stage::AllHeads, tr(T::pipeline_map_all_heads));
+  stage_button(Stage::Decoding, tr(T::pipeline_map_decoding));
+  stage_button(Stage::Interventions, tr(T::pipeline_map_interventions));
+  stage_button(Stage::Training, tr(T::pipeline_map_training));
+  ImGui::TextDisabled("%s", tr(T::pipeline_map_keys));
   return result;
 }
 

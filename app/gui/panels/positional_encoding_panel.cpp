@@ -9,6 +9,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 #include "nn/positional_encoding.h"
@@ -68,30 +69,22 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   const int P = static_cast<int>(encoding_.rows());
 
   if (learned) {
-    if (!high_contrast()) ImGui::TextUnformatted("Positional encoding: learned position embeddings");
-    explanation(
-        "This model learned one vector per position (a table of max_positions x d_model), trained like the word "
-        "embeddings, and adds row i to the token at position i. The original paper used fixed sine and cosine "
-        "waves instead; both tell the model where each token stands.");
-    char numbers[120];
-    std::snprintf(numbers, sizeof(numbers), "     P [%d \u00d7 %d] (the first %d rows shown)",
-                  static_cast<int>(state.model->weights.src_positions.rows()), d_model, P);
-    formula(std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") + numbers);
+    if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading_learned));
+    explanation(tr(T::positional_encoding_explanation_learned));
+    formula(
+        std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") +
+        tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(state.model->weights.src_positions.rows())},
+                                                  {"d_model", d_model},
+                                                  {"shown", P}}));
   } else {
-    if (!high_contrast()) ImGui::TextUnformatted("Positional encoding");
-    explanation(
-        "The Transformer has no recurrence, so it adds a position signal to each token's embedding. Each pair of "
-        "dimensions is a sine and a cosine at its own wavelength, from 2\u03c0 (dimension 0) to 10000 \u00b7 2\u03c0 (the "
-        "last). "
-        "Low dimensions change quickly from position to position, high ones slowly, like the hands of a clock. "
-        "$PE_{pos+k}$ is a rotation of $PE_{pos}$, so attention can find relative positions.");
+    if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading));
+    explanation(tr(T::positional_encoding_explanation));
     if (halves) {
       char numbers[48];
       std::snprintf(numbers, sizeof(numbers), "     $d_{model}$ = %d", d_model);
       formula(std::string("$PE_{(pos, i)} = sin(pos / 10000^{2i/d_{model}})$     "
                           "$PE_{(pos, d_{model}/2 + i)} = cos(pos / 10000^{2i/d_{model}})$") + numbers);
-      text_disabled_wrapped("This model (Marian) keeps the same waves in another order: all the sines in the first "
-                            "half of the dimensions, then all the cosines, instead of sin, cos, sin, cos, ...");
+      text_disabled_wrapped("%s", tr(T::positional_encoding_marian_note));
     } else {
       char numbers[48];
       std::snprintf(numbers, sizeof(numbers), "     $d_{model}$ = %d", d_model);
@@ -102,7 +95,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
 
   // Curves of the chosen dimensions over the positions.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  ImGui::TextDisabled("curves of dimensions:");
+  ImGui::TextDisabled("%s", tr(T::positional_encoding_curves));
   for (size_t k = 0; k < curve_dims_.size(); ++k) {
     ImGui::SameLine();
     ImGui::PushID(static_cast<int>(k));
@@ -119,17 +112,25 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     std::vector<std::string> legend;
     float legend_width = 0;
     for (const int dim : curve_dims_) {
-      char text[80];
-      if (learned) std::snprintf(text, sizeof(text), "dim %d (learned)", dim);
+      std::string text;
+      if (learned)
+        text = tr(T::positional_encoding_legend_learned, {{"dim", dim}});
       else if (halves) {  // dim < (d+1)/2: the sine of frequency dim; else the cosine of frequency dim - (d+1)/2
         const int sines = (d_model + 1) / 2, i = dim < sines ? dim : dim - sines;
-        std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim < sines ? "sin" : "cos",
-                      2.0 * 3.14159265 * std::pow(10000.0, 2.0 * i / static_cast<double>(d_model)));
+        text = tr(T::positional_encoding_legend,
+                  {{"dim", dim},
+                   {"function", dim < sines ? "sin" : "cos"},
+                   {"wavelength", number_text("%.0f", 2.0 * 3.14159265 *
+                                                          std::pow(10000.0, 2.0 * i / static_cast<double>(d_model)))}});
       } else
-        std::snprintf(text, sizeof(text), "dim %d: %s, wavelength %.0f", dim, dim % 2 ? "cos" : "sin",
-                      2.0 * 3.14159265 * std::pow(10000.0, (dim - dim % 2) / static_cast<double>(d_model)));
-      legend.emplace_back(text);
-      legend_width = std::max(legend_width, ImGui::CalcTextSize(text).x);
+        text = tr(T::positional_encoding_legend,
+                  {{"dim", dim},
+                   {"function", dim % 2 ? "cos" : "sin"},
+                   {"wavelength",
+                    number_text("%.0f", 2.0 * 3.14159265 *
+                                            std::pow(10000.0, (dim - dim % 2) / static_cast<double>(d_model)))}});
+      legend.push_back(text);
+      legend_width = std::max(legend_width, ImGui::CalcTextSize(text.c_str()).x);
     }
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -143,11 +144,11 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     const float legend_x = p1.x + ImGui::GetStyle().ItemSpacing.x;
     for (size_t k = 0; k < legend.size(); ++k)
       draw->AddText(ImVec2(legend_x, p0.y + k * line), kCurveColours[k], legend[k].c_str());
-    draw->AddText(ImVec2(p0.x + 4, p1.y - ImGui::GetFontSize() - 2), IM_COL32(160, 160, 160, 255), "position 0");
-    char last[32];
-    std::snprintf(last, sizeof(last), "position %d", P - 1);
-    draw->AddText(ImVec2(p1.x - ImGui::CalcTextSize(last).x - 4, p1.y - ImGui::GetFontSize() - 2),
-                  IM_COL32(160, 160, 160, 255), last);
+    draw->AddText(ImVec2(p0.x + 4, p1.y - ImGui::GetFontSize() - 2), IM_COL32(160, 160, 160, 255),
+                  tr(T::positional_encoding_axis_position, {{"position", 0}}).c_str());
+    const std::string last = tr(T::positional_encoding_axis_position, {{"position", P - 1}});
+    draw->AddText(ImVec2(p1.x - ImGui::CalcTextSize(last.c_str()).x - 4, p1.y - ImGui::GetFontSize() - 2),
+                  IM_COL32(160, 160, 160, 255), last.c_str());
     ImGui::Dummy(ImVec2(p1.x - p0.x, p1.y - p0.y));
   }
 
@@ -161,7 +162,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   // whole title would take more than two lines (presentation mode on a short screen: a word a line, and the
   // map pushed out of view), the formula alone; the map's tooltip says what it means.
   float sim_side = std::min(height, avail.x * 0.3f);  // the matrix keeps the width its 256 columns need
-  const char* similarity_title = "$PE_i \\cdot PE_j$: near positions are similar";
+  const char* similarity_title = tr(T::positional_encoding_similarity_title);
   if (math_text_size(similarity_title, sim_side).y > 2.5f * ImGui::GetFontSize()) similarity_title = "$PE_i \\cdot PE_j$";
   const float title_extra = math_text_size(similarity_title, sim_side).y - ImGui::GetFontSize();
   if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
@@ -171,22 +172,27 @@ void PositionalEncodingPanel::draw(const AppState& state) {
   int row = -1, col = -1;
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_width + spacing + bar);
-  ImGui::Text("the matrix: %d positions (rows) \u00d7 %d dimensions (columns)", P, d_model);
+  ImGui::TextUnformatted(tr(T::positional_encoding_matrix_title, {{"positions", P}, {"d_model", d_model}}).c_str());
   ImGui::PopTextWrapPos();
   // Sines and cosines are signed: the diverging scale, 0 in its centre (dark grey), -1 blue, +1 orange.
   if (matrix_.draw("positional_encoding", ImVec2(matrix_width, height), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
-    ImGui::SetTooltip("position %d, dimension %d: %.4f", row, col, matrix_.value(row, col));
+    ImGui::SetTooltip(
+        "%s", tr(T::positional_encoding_matrix_tip,
+                 {{"position", row}, {"dimension", col}, {"value", number_text("%.4f", matrix_.value(row, col))}})
+                  .c_str());
   ImGui::SameLine();
-  colour_bar("PE value", matrix_.lo(), matrix_.hi(), ImVec2(bar, height), Colormap::Diverging);
+  colour_bar(tr(T::positional_encoding_bar_value), matrix_.lo(), matrix_.hi(), ImVec2(bar, height),
+             Colormap::Diverging);
   ImGui::EndGroup();
   ImGui::SameLine();
   ImGui::BeginGroup();
   math_text(similarity_title, sim_side);
   if (similarity_.draw("positional_similarity", ImVec2(sim_side, sim_side), {}, &row, &col))
-    ImGui::SetTooltip("positions %d and %d: dot product %.2f (near positions are similar)", row, col,
-                      similarity_.value(row, col));
+    ImGui::SetTooltip("%s", tr(T::positional_encoding_similarity_tip,
+                               {{"i", row}, {"j", col}, {"dot", number_text("%.2f", similarity_.value(row, col))}})
+                                .c_str());
   ImGui::SameLine();
-  colour_bar("dot product", similarity_.lo(), similarity_.hi(), ImVec2(bar, sim_side));
+  colour_bar(tr(T::positional_encoding_bar_dot), similarity_.lo(), similarity_.hi(), ImVec2(bar, sim_side));
   ImGui::EndGroup();
   // The stage's picture: the curves over the matrix and the similarities, as wide as the stage.
   record_item("main_map", pictures_top_, ImVec2(pictures_top_.x + avail.x, ImGui::GetItemRectMax().y), -1, "positional");

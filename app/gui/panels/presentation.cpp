@@ -7,6 +7,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
 
@@ -21,44 +22,42 @@ ImVec2 caption_padding() { return ImVec2(ImGui::GetFontSize() * 0.7f, ImGui::Get
 // a larger font would take (a three-line caption in 1.35x type was a quarter of a 1280 x 800 screen).
 ImFont* caption_font() { return large_font() && !high_contrast() ? large_font() : ImGui::GetFont(); }
 
-void prompt_text(const LessonStatus& lesson, char* out, size_t size) {
-  if (lesson.finished) std::snprintf(out, size, "end of the lesson");
-  else if (lesson.waiting) std::snprintf(out, size, "pause %d of %d", lesson.pause, lesson.pauses);
-  else std::snprintf(out, size, "\u2026");  // between pauses: the lesson is running
+std::string prompt_text(const LessonStatus& lesson) {
+  if (lesson.finished) return tr(T::presentation_lesson_end);
+  if (lesson.waiting) return tr(T::presentation_lesson_pause, {{"pause", lesson.pause}, {"pauses", lesson.pauses}});
+  return "\u2026";  // between pauses: the lesson is running
 }
 
 // The prompt's width with `where` as its text, in the current font.
 float prompt_content_width(const char* where) {
   const ImGuiStyle& style = ImGui::GetStyle();
-  return ImGui::CalcTextSize(where).x + ImGui::CalcTextSize("\u25C0 Back").x + ImGui::CalcTextSize("Next \u25B6").x +
-         4 * style.FramePadding.x + 2 * style.ItemSpacing.x;
+  return ImGui::CalcTextSize(where).x + ImGui::CalcTextSize(tr(T::presentation_back)).x +
+         ImGui::CalcTextSize(tr(T::presentation_next)).x + 4 * style.FramePadding.x + 2 * style.ItemSpacing.x;
 }
 
 // One width for the whole lesson, so nothing shifts as it runs.
 float prompt_width(const LessonStatus& lesson) {
-  char widest[48];
-  std::snprintf(widest, sizeof(widest), "pause %d of %d", lesson.pauses, lesson.pauses);
-  return std::max(prompt_content_width(widest), prompt_content_width("end of the lesson"));
+  const std::string widest = tr(T::presentation_lesson_pause, {{"pause", lesson.pauses}, {"pauses", lesson.pauses}});
+  return std::max(prompt_content_width(widest.c_str()), prompt_content_width(tr(T::presentation_lesson_end)));
 }
 
 // Where the lesson is, Back and Next, at the cursor. Returns +1 / -1 when clicked.
 int draw_prompt(const LessonStatus& lesson) {
   int step = 0;
-  char where[48];
-  prompt_text(lesson, where, sizeof(where));
+  const std::string where = prompt_text(lesson);
   // Right-aligned within its fixed width.
-  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + prompt_width(lesson) - prompt_content_width(where));
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + prompt_width(lesson) - prompt_content_width(where.c_str()));
   ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("%s", where);
+  ImGui::TextDisabled("%s", where.c_str());
   ImGui::SameLine();
   ImGui::BeginDisabled(!lesson.waiting && !lesson.finished);
-  if (ImGui::Button("\u25C0 Back")) step = -1;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("back to the previous pause (Left, PageUp)");
+  if (ImGui::Button(tr(T::presentation_back))) step = -1;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::presentation_back_tip));
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::BeginDisabled(!lesson.waiting);
-  if (ImGui::Button("Next \u25B6")) step = +1;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("on to the next pause (Space, Right, PageDown)");
+  if (ImGui::Button(tr(T::presentation_next))) step = +1;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::presentation_next_tip));
   ImGui::EndDisabled();
   return step;
 }
@@ -169,9 +168,9 @@ void draw_sentence_strip(const SentenceStrip& strip) {
     ImGui::GetWindowDrawList()->AddText(ImVec2(p.x + pad.x, p.y + pad.y), IM_COL32(255, 255, 255, 255), strip.badge.c_str());
     ImGui::Dummy(ImVec2(text.x + 2 * pad.x, text.y + 2 * pad.y));
     record_item("strip.badge", p, ImGui::GetItemRectMax(), -1, strip.badge);
-    same_line_if_fits(ImGui::CalcTextSize("as trained:").x, ImGui::GetFontSize() * 0.6f);
+    same_line_if_fits(ImGui::CalcTextSize(tr(T::presentation_trained)).x, ImGui::GetFontSize() * 0.6f);
     ImGui::AlignTextToFramePadding();
-    ImGui::TextColored(dim, "as trained:");
+    ImGui::TextColored(dim, "%s", tr(T::presentation_trained));
     ImGui::SameLine();
     word_flow(strip.before, dim, red, true, "strip.before");
   }
@@ -183,9 +182,8 @@ int draw_presentation_header(const char* title, const std::string& detail, int s
   // At the right, in the body font, centred on the title's line: the lesson's prompt, then "stage N / M". The
   // title and its detail take what is left: in the large font when they fit there, else in the body font (a
   // title that follows the state, "Decoder masked self-attention (causal mask OFF)", is long).
-  char counter[32];
-  std::snprintf(counter, sizeof(counter), "stage %d / %d", stage_number, stage_count);
-  const float counter_width = ImGui::CalcTextSize(counter).x;
+  const std::string counter = tr(T::presentation_stage_counter, {{"stage", stage_number}, {"stages", stage_count}});
+  const float counter_width = ImGui::CalcTextSize(counter.c_str()).x;
   const float right = ImGui::GetWindowContentRegionMax().x;
   const float room = right - ImGui::GetCursorPosX() - counter_width - ImGui::GetFontSize() * 1.5f -
                      (lesson.active ? prompt_width(lesson) + ImGui::GetFontSize() : 0.0f);
@@ -222,7 +220,7 @@ int draw_presentation_header(const char* title, const std::string& detail, int s
   }
   ImGui::SetCursorPos(ImVec2(right - counter_width, y));
   ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("%s", counter);
+  ImGui::TextDisabled("%s", counter.c_str());
   ImGui::SetCursorPosY(std::max(bottom, top + line_height + ImGui::GetStyle().ItemSpacing.y));
   if (!problem.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "%s", problem.c_str());
   ImGui::Separator();

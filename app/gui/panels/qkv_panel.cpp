@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/stage_tensors.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/render/math_text.h"
 #include "gui/widgets.h"
@@ -24,11 +25,15 @@ RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head
 
 namespace {
 
-// "1st", "2nd", "3rd", "4th", ... (the head whose block of columns a W_i^Q is).
+// "1st", "2nd", "3rd", "4th", ... (the head whose block of columns a W_i^Q is). English's rule picks the entry.
 std::string ordinal(int n) {
   const int tens = n % 100, ones = n % 10;
-  const char* suffix = tens >= 11 && tens <= 13 ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
-  return std::to_string(n) + suffix;
+  const T form = tens >= 11 && tens <= 13 ? T::qkv_ordinal_th
+                 : ones == 1              ? T::qkv_ordinal_st
+                 : ones == 2              ? T::qkv_ordinal_nd
+                 : ones == 3              ? T::qkv_ordinal_rd
+                                          : T::qkv_ordinal_th;
+  return tr(form, {{"n", n}});
 }
 
 // The from-scratch family (config.h ReshapeHeads): head `head`'s row `row` of x reshaped to (H, T, D), the D
@@ -53,8 +58,9 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   // frame: this frame's numbers are the head's on show).
   const auto presenting_controls = [&]() {
     if (!presenting) return;
-    same_line_if_fits(button_width("Controls \u25B8"));
-    if (ImGui::SmallButton(controls_open_ ? "Controls \u25BE" : "Controls \u25B8")) controls_open_ = !controls_open_;
+    same_line_if_fits(button_width(tr(T::qkv_controls_folded)));
+    if (ImGui::SmallButton(controls_open_ ? tr(T::qkv_controls_open) : tr(T::qkv_controls_folded)))
+      controls_open_ = !controls_open_;
     if (!controls_open_) return;
     AttentionSelection picked = sel;
     draw_attention_selector(c, picked, /*with_head=*/true);
@@ -79,50 +85,44 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const int i_shown = shown_number(sel.head);  // the paper's i of W_i^Q, head_i
   std::string braced_i = "{";  // (appended: GCC 12 misreads "{" + ... + "}" as an overlapping copy, -Wrestrict)
   braced_i.append(std::to_string(i_shown)).append("}");
-  const auto sub_i = [&](const std::string& pattern) {  // "W_{i}^Q" -> "W_{4}^Q": the head's number for i
-    return fill(pattern, {{"i", braced_i}});
+  const auto sub_i = [&](std::string notation) {  // "W_{i}^Q" -> "W_{4}^Q": the head's number for i, in the math
+    for (size_t at = notation.find("{i}"); at != std::string::npos; at = notation.find("{i}", at + braced_i.size()))
+      notation.replace(at, 3, braced_i);
+    return notation;
   };
 
   if (!high_contrast())  // presentation mode: the header says it
-  ImGui::TextWrapped("Queries, keys and values (%s, layer %d)",
-              sel.kind == AttentionKind::Encoder   ? "encoder self-attention"
-              : sel.kind == AttentionKind::Decoder ? "decoder masked self-attention"
-                                                   : "cross-attention: queries from the decoder, keys and values from the encoder",
-              shown_number(sel.layer));
+    ImGui::TextWrapped("%s", tr(T::qkv_heading, {{"kind", sel.kind == AttentionKind::Encoder   ? tr(T::qkv_kind_encoder)
+                                                          : sel.kind == AttentionKind::Decoder ? tr(T::qkv_kind_decoder)
+                                                                                               : tr(T::qkv_kind_cross)},
+                                                 {"layer", shown_number(sel.layer)}})
+                                 .c_str());
   if (reshaped) {
-    explanation(
-        "This model (the study note's Transformer from scratch) first reshapes X [T x C] to [H x T x D] without a "
-        "transpose: the sentence's numbers, token after token, cut into pieces of D. Head h gets pieces h*T .. "
-        "h*T+T-1, so its rows are slices of tokens (\"Zwei [k]\": columns k*D .. k*D+D-1 of \"Zwei\"). Then ONE "
-        "D x D matrix per Q, K and V, without bias, projects every piece of every head. Click a row of Q, K or V to "
-        "see its projection.");
+    explanation(tr(T::qkv_explanation_reshaped));
     presenting_controls();
     char shapes[160];
-    std::snprintf(shapes, sizeof(shapes), "     reshape(X) [%d \u00d7 %d \u00d7 %d]     $W^Q, W^K, W^V$ [%d \u00d7 %d], one for every head",
-                  H, static_cast<int>(q.rows()), D, D, D);
-    formula("$Q_i = reshape(X)_i W^Q$     $K_i = reshape(X)_i W^K$     $V_i = reshape(X)_i W^V$" + std::string(shapes));
+    std::snprintf(shapes, sizeof(shapes), "[%d \u00d7 %d \u00d7 %d]", H, static_cast<int>(q.rows()), D);
+    char weights[64];
+    std::snprintf(weights, sizeof(weights), "[%d \u00d7 %d]", D, D);
+    formula("$Q_i = reshape(X)_i W^Q$     $K_i = reshape(X)_i W^K$     $V_i = reshape(X)_i W^V$     " +
+            tr(T::qkv_reshaped_shapes, {{"shape", shapes}, {"weights_shape", weights}}));
   } else {
-  explanation(
-      "Every token's vector x (a row of X) is multiplied by three learned matrices. The query q says what the "
-      "token is looking for, the key k what it offers to others, the value v what it passes on when attended to. "
-      "Each of the h heads has its own $W_i^Q$, $W_i^K$, $W_i^V$ of $d_{model} \\times d_k$: every head compares "
-      "queries and keys in its own small space of $d_k = d_{model} / h$ numbers, so different heads can look for "
-      "different things. Click a token in Q, K or V to see its projection.");
-  presenting_controls();
-  const std::string bias_q = c.bias ? " + b_{i}^Q" : "", bias_k = c.bias ? " + b_{i}^K" : "", bias_v = c.bias ? " + b_{i}^V" : "";
-  formula(sub_i("$Q_{i} = X W_{i}^Q" + bias_q + "$     $K_{i} = X W_{i}^K" + bias_k + "$     $V_{i} = X W_{i}^V" + bias_v + "$"));
-  char shapes[200];
-  std::snprintf(shapes, sizeof(shapes),
-                "X [%d \u00d7 %d]     $W_{i}^Q, W_{i}^K, W_{i}^V$ [%d \u00d7 %d] ($d_{model} \\times d_k$)     "
-                "$Q_{i}, K_{i}, V_{i}$ [%d \u00d7 %d]",
-                static_cast<int>(q.rows()), c.d_model, c.d_model, D, static_cast<int>(q.rows()), D);
-  if (!presenting) formula(sub_i(shapes));  // (presenting: each map's title has its shape)
-  char split[200];
-  std::snprintf(split, sizeof(split),
-                "h = %d heads, $d_k = d_v = d_{model} / h$ = %d / %d = %d: head %d's $W_{i}^Q$ is the %s block of %d "
-                "columns of $W^Q$ [%d \u00d7 %d]",
-                H, c.d_model, H, D, i_shown, ordinal(i_shown).c_str(), D, c.d_model, c.d_model);
-  if (!presenting) formula(sub_i(split), "formula.split");
+    explanation(tr(T::qkv_explanation));
+    presenting_controls();
+    const std::string bias_q = c.bias ? " + b_{i}^Q" : "", bias_k = c.bias ? " + b_{i}^K" : "",
+                      bias_v = c.bias ? " + b_{i}^V" : "";
+    formula(sub_i("$Q_{i} = X W_{i}^Q" + bias_q + "$     $K_{i} = X W_{i}^K" + bias_k + "$     $V_{i} = X W_{i}^V" +
+                  bias_v + "$"));
+    char shapes[200];
+    std::snprintf(shapes, sizeof(shapes),
+                  "X [%d \u00d7 %d]     $W_{i}^Q, W_{i}^K, W_{i}^V$ [%d \u00d7 %d] ($d_{model} \\times d_k$)     "
+                  "$Q_{i}, K_{i}, V_{i}$ [%d \u00d7 %d]",
+                  static_cast<int>(q.rows()), c.d_model, c.d_model, D, static_cast<int>(q.rows()), D);
+    if (!presenting) formula(sub_i(shapes));  // (presenting: each map's title has its shape)
+    const std::string split =
+        tr(T::qkv_head_split,
+           {{"heads", H}, {"d_model", c.d_model}, {"d", D}, {"head", i_shown}, {"ordinal", ordinal(i_shown)}});
+    if (!presenting) formula(sub_i(split), "formula.split");
   }
 
   // The head strip: which slice of the C columns the selected head owns (a reshaped head owns no columns).
@@ -133,9 +133,9 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     for (int i = 0; i < H; ++i) {
       const ImVec2 a0(p.x + w_strip * i / H, p.y), a1(p.x + w_strip * (i + 1) / H - 2, p.y + h);
       draw->AddRectFilled(a0, a1, i == sel.head ? IM_COL32(240, 190, 40, 255) : IM_COL32(70, 90, 120, 255));
-      char label[16];
-      std::snprintf(label, sizeof(label), "head %d", shown_number(i));
-      draw->AddText(ImVec2(a0.x + 4, a0.y), i == sel.head ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), label);
+      const std::string label = tr(T::qkv_strip_head, {{"head", shown_number(i)}});
+      draw->AddText(ImVec2(a0.x + 4, a0.y), i == sel.head ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255),
+                    label.c_str());
     }
     ImGui::Dummy(ImVec2(w_strip, h + 4));
   }
@@ -227,11 +227,13 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::BeginGroup();
     char title[96];
     if (cross) {
-      std::snprintf(title, sizeof(title), "X (decoder) [%d \u00d7 %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+      std::snprintf(title, sizeof(title), "%s",
+                    tr(T::qkv_x_decoder, {{"rows", static_cast<int>(in.queries_from->rows())}, {"d_model", c.d_model}}).c_str());
       titled(title, x_w);
       x_q_.heatmap().set_axis_labels(x_qlabels);
       x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * h - title_h), x_q_axis, none, labelled);
-      std::snprintf(title, sizeof(title), "X (encoder) [%d \u00d7 %d]", static_cast<int>(in.keys_from->rows()), c.d_model);
+      std::snprintf(title, sizeof(title), "%s",
+                    tr(T::qkv_x_encoder, {{"rows", static_cast<int>(in.keys_from->rows())}, {"d_model", c.d_model}}).c_str());
       titled(title, x_w);
       x_kv_.heatmap().set_axis_labels(x_klabels);
       x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * h), x_k_axis, none, labelled);
@@ -245,7 +247,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     // The head's weights, one scale (its bar on the last).
     MapViewOptions weight = signed_map;
     weight.style.grid = false;
-    weight.value_name = "weight";
+    weight.value_name = tr(T::map_value_weight);
     const char* letters[3] = {"Q", "K", "V"};
     MapView* slices[3] = {&w_q_, &w_k_, &w_v_};
     const char* names[3] = {"qkv_weight_q", "qkv_weight_k", "qkv_weight_v"};
@@ -278,8 +280,12 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
       const float width = i == 2 ? o_w + colour_bar_width(v_.heatmap().lo(), v_.heatmap().hi()) : o_w;
       const MapViewHit hit = outputs[i]->draw(output_names[i], ImVec2(width, h), shown, none, o);
       if (hit.hovered && hit.row < static_cast<int>(axis.labels->size()))
-        ImGui::SetTooltip("%s: \"%s\", column %d: %.4g", output_names[i], (*axis.labels)[static_cast<size_t>(hit.row)].c_str(),
-                          hit.col, outputs[i]->heatmap().value(hit.row, hit.col));
+        ImGui::SetTooltip(
+            "%s", tr(T::qkv_cell_tip, {{"name", output_names[i]},
+                                       {"token", (*axis.labels)[static_cast<size_t>(hit.row)]},
+                                       {"column", hit.col},
+                                       {"value", number_text("%.4g", outputs[i]->heatmap().value(hit.row, hit.col))}})
+                      .c_str());
       if (hit.clicked) opened_ = Opened{i == 0 ? Side::Query : Side::Key, hit.row};
       ImGui::EndGroup();
     }
@@ -294,14 +300,18 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + x_w);
   if (cross) {
-    ImGui::Text("X for Q: the decoder's rows [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+    ImGui::TextUnformatted(
+        tr(T::qkv_x_for_queries, {{"rows", static_cast<int>(in.queries_from->rows())}, {"d_model", c.d_model}})
+            .c_str());
     x_q_.heatmap().set_axis_labels(x_qlabels);
     x_q_.draw("qkv_input", ImVec2(x_w, 0.5f * top_h - line), x_q_axis, none, signed_map);
-    ImGui::Text("X for K, V: the encoder's output [%d x %d]", static_cast<int>(in.keys_from->rows()), c.d_model);
+    ImGui::TextUnformatted(
+        tr(T::qkv_x_for_keys, {{"rows", static_cast<int>(in.keys_from->rows())}, {"d_model", c.d_model}}).c_str());
     x_kv_.heatmap().set_axis_labels(x_klabels);
     x_kv_.draw("qkv_input_keys", ImVec2(x_w, 0.5f * top_h - line), x_k_axis, none, signed_map);
   } else {
-    ImGui::Text("X: the rows this layer's attention reads [%d x %d]", static_cast<int>(in.queries_from->rows()), c.d_model);
+    ImGui::TextUnformatted(
+        tr(T::qkv_x_rows, {{"rows", static_cast<int>(in.queries_from->rows())}, {"d_model", c.d_model}}).c_str());
     x_q_.heatmap().set_axis_labels(x_qlabels);
     x_q_.draw("qkv_input", ImVec2(x_w, top_h - line), x_q_axis, none, signed_map);
   }
@@ -312,7 +322,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const float w_w = (avail.x - x_w - 3 * style.ItemSpacing.x) / 3 - style.ItemSpacing.x;
   MapViewOptions weights = signed_map;
   weights.style.grid = false;
-  weights.value_name = "weight";
+  weights.value_name = tr(T::map_value_weight);
   const char* titles[3] = {"Q", "K", "V"};
   MapView* slices[3] = {&w_q_, &w_k_, &w_v_};
   const char* names[3] = {"qkv_weight_q", "qkv_weight_k", "qkv_weight_v"};
@@ -322,7 +332,11 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w_w);
     ImGui::PopTextWrapPos();
     char title[96];
-    if (reshaped) std::snprintf(title, sizeof(title), "$W^%s$, every head [%d \u00d7 %d]", titles[i], D, D);
+    if (reshaped)
+      std::snprintf(
+          title, sizeof(title), "%s",
+          tr(T::qkv_weight_every_head, {{"weight", std::string("$W^") + titles[i] + "$"}, {"rows", D}, {"columns", D}})
+              .c_str());
     else std::snprintf(title, sizeof(title), "$W_{%d}^%s$ [%d \u00d7 %d]", i_shown, titles[i], c.d_model, D);
     math_text(title, w_w);
     slices[i]->draw(names[i], ImVec2(w_w, std::min(top_h - line, w_w * 1.2f)), none, none, weights);
@@ -360,13 +374,12 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
   const Mat& x = query ? *in.queries_from : *in.keys_from;
   const std::string& token = (query ? qlabels : klabels)[static_cast<size_t>(row)];
   if (reshaped)
-    ImGui::TextWrapped("The projection of \"%s\" (row %d of head %d's pieces): its d_k numbers times the shared W",
-                       token.c_str(), row, i_shown);
+    ImGui::TextWrapped("%s",
+                       tr(T::qkv_projection_reshaped, {{"token", token}, {"row", row}, {"head", i_shown}}).c_str());
   else
-    ImGui::TextWrapped("The projection of \"%s\" (row %d of X): its d_model numbers times head %d's W_%d",
-                       token.c_str(), row, i_shown, i_shown);
-  same_line_if_fits(button_width("close"));
-  if (ImGui::SmallButton("close")) {
+    ImGui::TextWrapped("%s", tr(T::qkv_projection, {{"token", token}, {"row", row}, {"head", i_shown}}).c_str());
+  same_line_if_fits(button_width(tr(T::qkv_close)));
+  if (ImGui::SmallButton(tr(T::qkv_close))) {
     opened_.reset();
     return;
   }
@@ -399,13 +412,23 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + block_w);
     char title[120];
-    if (reshaped) std::snprintf(title, sizeof(title), "$W^%s$, shared by every head [%d \u00d7 %d]", w_letters[i], D, D);
-    else std::snprintf(title, sizeof(title), "$W_{%d}^%s$ [%d \u00d7 %d]: the %s block of %d columns of $W^%s$", i_shown,
-                       w_letters[i], c.d_model, D, ordinal(i_shown).c_str(), D, w_letters[i]);
+    if (reshaped)
+      std::snprintf(
+          title, sizeof(title), "%s",
+          tr(T::qkv_weight_shared, {{"weight", std::string("$W^") + w_letters[i] + "$"}, {"rows", D}, {"columns", D}})
+              .c_str());
+    else
+      std::snprintf(title, sizeof(title), "%s",
+                    tr(T::qkv_weight_block, {{"weight", "$W_{" + std::to_string(i_shown) + "}^" + w_letters[i] + "$"},
+                                             {"rows", c.d_model},
+                                             {"columns", D},
+                                             {"ordinal", ordinal(i_shown)},
+                                             {"matrix", std::string("$W^") + w_letters[i] + "$"}})
+                        .c_str());
     math_text(title, block_w);
     MapViewOptions o = signed_map;
     o.style.grid = false;
-    o.value_name = "weight";
+    o.value_name = tr(T::map_value_weight);
     w_slice_[i].draw(i == 0 ? "qkv_slice_0" : "qkv_slice_1", ImVec2(block_w, slice_h), none, none, o);
     // The output row as the equation gives it (out_row_), and how far the trace's row is from it.
     const std::vector<std::string> o_label = {std::string(out_names[i]) + "_" + std::to_string(row)};
@@ -420,7 +443,9 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     math_text(equation, block_w, 0, "formula.projection");
     out_row_[i].draw(i == 0 ? "qkv_out_0" : "qkv_out_1", ImVec2(block_w, strip_h), o_axis, none, signed_map);
     const float diff = projection_diff_[i];
-    text_disabled_wrapped("the head's %s row %d in the trace differs by %.1e", out_names[i], row, diff);
+    text_disabled_wrapped("%s", tr(T::qkv_trace_differs,
+                                   {{"name", out_names[i]}, {"row", row}, {"difference", number_text("%.1e", diff)}})
+                                    .c_str());
     record_item("qkv.projection", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), i, out_names[i], diff);
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();

@@ -12,6 +12,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/map_view.h"
+#include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
@@ -70,7 +71,7 @@ namespace {
 // One stage's picture: a name, the tensor it shows, its colour scale.
 struct Thumbnail {
   Stage stage;
-  const char* name;
+  T name;  // the string table's entry
   const Mat* values;
   bool probabilities;  // 0..1 on viridis; else signed on the diverging scale
 };
@@ -83,26 +84,15 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
   const bool subwords = state.model->tokenizer.kind == "sentencepiece";
   const std::string start = state.model->tgt_vocab.token(state.model->config.bos_id);  // <bos>, or Marian's <pad>
-  if (!g_compact) ImGui::TextUnformatted(subwords ? "Tokenization into subword pieces (SentencePiece)" : "Tokenization");
+  if (!g_compact) ImGui::TextUnformatted(subwords ? tr(T::tokens_heading_subwords) : tr(T::tokens_heading));
   if (subwords)
-    explanation(("This model reads pieces of words, not whole words. A SentencePiece model learned from a large "
-                 "corpus which pieces to keep: frequent words are one piece, rare ones are split into several, so "
-                 "almost any text can be written with a vocabulary of a few tens of thousands. The mark ▁ starts a "
-                 "new word (it stands for the space before it). Each piece becomes an id, the row of the embedding "
-                 "matrix it will look up; </s> ends the source. The decoder starts from " + start +
-                 " and writes the translation piece by piece; joining the pieces and turning ▁ back into spaces "
-                 "gives the text.").c_str());
+    explanation(tr(T::tokens_explanation_pieces, {{"start", start}}).c_str());
   else
-    explanation(
-        "The model reads words from a fixed vocabulary, lowercased and with punctuation split off, as its training "
-        "data were. Each token becomes an id: the row of the embedding matrix it will look up. Words the "
-        "vocabulary does not hold become <unk>. <bos> and <eos> mark the start and end of the sentence. The decoder "
-        "reads the translation shifted right by one (after <bos>) and at each position writes the next word.");
+    explanation(tr(T::tokens_explanation));
   if (!g_compact)
-    text_disabled_wrapped(subwords ? "source vocabulary: %d pieces; ▁ starts a word; grey: special tokens, red: pieces "
-                                     "the vocabulary lacks (read as <unk>)"
-                                   : "source vocabulary: %d tokens; grey: special tokens, red: unknown words (read as <unk>)",
-                          state.model->src_vocab.size());
+    text_disabled_wrapped("%s", tr(subwords ? T::tokens_source_vocabulary_pieces : T::tokens_source_vocabulary,
+                                   {{"size", state.model->src_vocab.size()}})
+                                    .c_str());
   const std::vector<std::string> tips = state.source_label_tips();
   for (size_t i = 0; i < state.source_tokens.size(); ++i) {
     const Token& t = state.source_tokens[i];
@@ -132,19 +122,20 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       i = end;
     }
     if (!split.empty()) {
-      ImGui::TextWrapped("words split into pieces: %s", split.c_str());
+      ImGui::TextWrapped("%s", tr(T::tokens_split_words, {{"words", split}}).c_str());
       record_item("tokens.subword_split", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, split);
     }
   }
   ImGui::Spacing();
   if (!g_compact)
-    text_disabled_wrapped("target vocabulary: %d tokens; each token's probability when the model chose it: hover it, "
-                          "or see the decoding stage", state.model->tgt_vocab.size());
-  ImGui::TextWrapped("The decoder: at each position it reads one token (top) and writes the next (bottom)");
+    text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model->tgt_vocab.size()}}).c_str());
+  ImGui::TextWrapped("%s", tr(T::tokens_decoder_note));
   if (!g_compact)
-    text_disabled_wrapped("its input is the translation shifted right by one, after %s: reading \"%s\" it wrote \"%s\"",
-                          start.c_str(), start.c_str(),
-                          state.translation.empty() ? "?" : state.target_token(state.translation[0]).c_str());
+    text_disabled_wrapped(
+        "%s", tr(T::tokens_decoder_input_note,
+                 {{"start", start},
+                  {"translation", state.translation.empty() ? "?" : state.target_token(state.translation[0])}})
+                  .c_str());
   // Each token's probability when the model chose it (not the last full pass's row: decoding_panel.h).
   const std::vector<float> chosen = chosen_probabilities(state);
   const std::vector<std::string> inputs = state.decoder_input_labels();
@@ -186,10 +177,9 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     const float width = std::max(in_size.x, out_size.x);
     if (t > 0) same_line_if_fits(width);
     ImGui::BeginGroup();
-    char tip[128];
-    std::snprintf(tip, sizeof(tip), "position %zu reads \"%s\" (id %d)", t, input.c_str(), input_id);
+    std::string tip = tr(T::tokens_input_tip, {{"position", t}, {"token", input}, {"id", input_id}});
     token_box(input, std::to_string(input_id), input_id == state.model->config.bos_id ? kSpecialColour : kInputColour,
-              tip, TokenSide::Target, static_cast<int>(t), "token.decoder_input", width, false);
+              tip.c_str(), TokenSide::Target, static_cast<int>(t), "token.decoder_input", width, false);
     const ImVec2 a = ImGui::GetCursorScreenPos();
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const float cx = a.x + width / 2;
@@ -197,16 +187,15 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     draw->AddTriangleFilled(ImVec2(cx - 5, a.y + arrow - 7), ImVec2(cx + 5, a.y + arrow - 7), ImVec2(cx, a.y + arrow - 1),
                             IM_COL32(200, 200, 200, 255));
     ImGui::Dummy(ImVec2(width, arrow));
-    std::snprintf(tip, sizeof(tip), "written at position %zu: id %d, probability %s", t, id, probability_text(p).c_str());
+    tip = tr(T::tokens_output_tip, {{"position", t}, {"id", id}, {"p", probability_text(p)}});
     const bool special = id == state.model->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
-    token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip, TokenSide::Target,
+    token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Target,
               static_cast<int>(t) + 1, "token.target", width, false);
     ImGui::EndGroup();
   }
   if (shown_columns < state.translation.size()) {
-    ImGui::TextDisabled("... %zu more (the whole translation is in the strip above)",
-                        state.translation.size() - shown_columns);
+    ImGui::TextDisabled("%s", tr(T::tokens_more, {{"count", state.translation.size() - shown_columns}}).c_str());
     record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
                 static_cast<int>(state.translation.size() - shown_columns));
   }
@@ -215,15 +204,15 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   if (!state.ready()) return clicked;
   const Trace& t = state.trace;
   const Thumbnail thumbs[kThumbnails] = {
-      {Stage::Embedding, "embedding", &t.src.tok_embed, false},
-      {Stage::Positional, "+ positions", &t.src.sum, false},
-      {Stage::EncoderQkv, "Q, K, V", &t.encoder[0].self_attn.q[0], false},
-      {Stage::EncoderAttention, "self-attn.", &t.encoder[0].self_attn.probs[0], true},
-      {Stage::EncoderAddNorm, "add & norm", &t.encoder[0].norm1.out, false},
-      {Stage::EncoderFeedForward, "feed-forward", &t.encoder[0].ffn.hidden_pre, false},
-      {Stage::DecoderAttention, "masked self-attn.", &t.decoder[0].self_attn.probs[0], true},
-      {Stage::CrossAttention, "cross-attn.", &t.decoder.back().cross_attn.probs[0], true},
-      {Stage::Output, "output: top 10", &output_top_, true},
+      {Stage::Embedding, T::tokens_thumb_embedding, &t.src.tok_embed, false},
+      {Stage::Positional, T::tokens_thumb_positions, &t.src.sum, false},
+      {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.encoder[0].self_attn.q[0], false},
+      {Stage::EncoderAttention, T::tokens_thumb_self_attention, &t.encoder[0].self_attn.probs[0], true},
+      {Stage::EncoderAddNorm, T::tokens_thumb_add_norm, &t.encoder[0].norm1.out, false},
+      {Stage::EncoderFeedForward, T::tokens_thumb_feed_forward, &t.encoder[0].ffn.hidden_pre, false},
+      {Stage::DecoderAttention, T::tokens_thumb_masked, &t.decoder[0].self_attn.probs[0], true},
+      {Stage::CrossAttention, T::tokens_thumb_cross, &t.decoder.back().cross_attn.probs[0], true},
+      {Stage::Output, T::tokens_thumb_output, &output_top_, true},
   };
   if (uploaded_version_ != state.version) {
     // The whole vocabulary is too wide for a picture: each position's ten likeliest words, sorted.
@@ -259,7 +248,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   float widest_word = 1.0f;
   for (const Thumbnail& th : thumbs) {
     char caption[48];
-    std::snprintf(caption, sizeof(caption), "%d. %s", 1, th.name);
+    std::snprintf(caption, sizeof(caption), "%d. %s", 1, tr(th.name));
     for (std::string_view rest(caption); !rest.empty();) {
       const size_t space = std::min(rest.find(' '), rest.size());
       widest_word = std::max(widest_word, ImGui::CalcTextSize(rest.data(), rest.data() + space).x);
@@ -272,7 +261,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       float tallest = 0;
       for (int i = 0; i < kThumbnails; ++i) {
         char caption[48];
-        std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, thumbs[i].name);
+        std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, tr(thumbs[i].name));
         tallest = std::max(tallest, ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, width, caption).y);
       }
       return tallest;
@@ -285,8 +274,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     }
     if (w < 3.0f * font || 0.7f * w + names_height(w, label_size) > room) return clicked;
   }
-  ImGui::TextWrapped(g_compact ? "Its path through the model (click a picture):"
-                               : "The sentence's path through the model (click a picture to open its stage):");
+  ImGui::TextWrapped("%s", tr(g_compact ? T::tokens_path_short : T::tokens_path));
   const ImU32 label_colour = ImGui::GetColorU32(high_contrast() ? ImGuiCol_Text : ImGuiCol_TextDisabled);
   for (int i = 0; i < kThumbnails; ++i) {
     if (i > 0) same_line_if_fits(w, gap);
@@ -299,11 +287,11 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     const bool hovered = ImGui::IsItemHovered();
     if (hovered) {
       ImGui::GetWindowDrawList()->AddRect(at, ImVec2(at.x + w, at.y + 0.7f * w), kHoverColour, 0, 0, 3.0f);
-      ImGui::SetTooltip("%s: open this stage", stage_info(thumbs[i].stage).title);
+      ImGui::SetTooltip("%s", tr(T::tokens_open_stage, {{"title", tr(stage_info(thumbs[i].stage).title)}}).c_str());
     }
     if (hovered && ImGui::IsMouseClicked(0)) clicked = thumbs[i].stage;
     char caption[48];
-    std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, thumbs[i].name);
+    std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, tr(thumbs[i].name));
     const ImVec2 below = ImGui::GetCursorScreenPos();
     const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption);
     ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, label_colour,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "util/paths.h"
 
@@ -18,6 +19,19 @@ namespace sf::gui {
 namespace {
 
 const ImVec4 kRed(1.0f, 0.45f, 0.4f, 1.0f), kGreen(0.5f, 0.9f, 0.5f, 1.0f), kBlue(0.55f, 0.8f, 1.0f, 1.0f);
+
+// A run's state as the panel names it (core/train/session.h's states).
+const char* state_text(TrainingSession::State state) {
+  switch (state) {
+    case TrainingSession::State::Preparing: return tr(T::training_state_preparing);
+    case TrainingSession::State::Running: return tr(T::training_state_running);
+    case TrainingSession::State::Paused: return tr(T::training_state_paused);
+    case TrainingSession::State::Finished: return tr(T::training_state_finished);
+    case TrainingSession::State::Stopped: return tr(T::training_state_stopped);
+    case TrainingSession::State::Failed: return tr(T::training_state_failed);
+  }
+  return "?";
+}
 
 std::string minutes_seconds(double seconds) {
   if (seconds < 0) return "?";
@@ -79,24 +93,20 @@ std::string training_data_note(const std::string& data_dir) {
   } else {
     looked = multi30k_search_folders();
   }
-  std::string folders;
+  std::string folders;  // "a, b and c": the list's words and punctuation from the table
   for (size_t i = 0; i < looked.size(); ++i)
-    folders += (i == 0 ? "" : i + 1 == looked.size() ? " and " : ", ") + looked[i];
-  return "Multi30k is not here: looked for train.lc.norm.tok.de and .en in " +
-         (folders.empty() ? std::string("no folder") : folders) +
-         ". It comes from github.com/multi30k/dataset (data/task1, the tokenized lowercase files *.lc.norm.tok.*); "
-         "start the app with --data DIR to use them. The shipped timeline below plays without them.";
+    folders += (i == 0                   ? ""
+                : i + 1 == looked.size() ? tr(T::training_list_and)
+                                         : tr(T::training_list_comma)) +
+               looked[i];
+  return tr(T::training_no_data, {{"folders", folders.empty() ? std::string(tr(T::training_no_folder)) : folders}});
 }
 
 void TrainingPanel::draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
                          bool presenting) {
   presenting_ = presenting;
-  if (!presenting) ImGui::Text("Training: watch a Transformer learn");
-  explanation(
-      "A model starts from random weights: its attention is spread evenly and its translation is a word repeated. "
-      "Training shows it sentence pairs, measures how unlikely it found the right next word (the loss) and nudges "
-      "every weight downhill. Train a small model here and watch the translation and the cross-attention sharpen, "
-      "or drag the timeline to any saved step: every stage of the app then shows the model as it was.");
+  if (!presenting) ImGui::TextUnformatted(tr(T::training_heading));
+  explanation(tr(T::training_model_starts_from_random));
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   // Presenting, the map takes its column's whole height: what names it (the snapshot, the head's controls, its
@@ -118,23 +128,20 @@ void TrainingPanel::draw(AppState& state, Training& training, const std::string&
 void TrainingPanel::draw_recipe_picker(bool running) {
   ImGui::BeginDisabled(running);
   for (const TrainingRecipe& r : training_recipes()) {
-    if (ImGui::RadioButton(r.title.c_str(), recipe_ == r.id)) recipe_ = r.id;
+    if (ImGui::RadioButton(tr(r.title), recipe_ == r.id)) recipe_ = r.id;
     ImGui::Indent();
-    text_disabled_wrapped("%s", r.about.c_str());
+    text_disabled_wrapped("%s", tr(r.about));
     ImGui::Unindent();
   }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads_ == 0) threads_ = std::max(1, cores - 1);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-  ImGui::SliderInt("threads", &threads_, 1, cores);
+  ImGui::SliderInt(tr(T::training_threads), &threads_, 1, cores);
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Cores the training uses; leave one for the app to stay smooth (%d here)", cores);
-  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - labelled_field_width(0, "save to (optional)"));
-  ImGui::InputTextWithHint("save to (optional)", "nothing is written", &run_path_);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("A model file name: the model and MODEL.checkpoint are written after every epoch.\n"
-                      "Train again with the same name to resume from the checkpoint. An existing file\n"
-                      "without a checkpoint is never replaced.");
+    ImGui::SetTooltip("%s", tr(T::training_threads_tip, {{"cores", cores}}).c_str());
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - labelled_field_width(0, tr(T::training_save_optional)));
+  ImGui::InputTextWithHint(tr(T::training_save_optional), tr(T::training_nothing_written), &run_path_);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::training_model_file_name_model));
   ImGui::EndDisabled();
 }
 
@@ -142,29 +149,32 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
   const TrainingSession::Status& st = training.status();
   const bool running = training.running();
   if (!presenting_) {  // presenting: the buttons alone
-    ImGui::TextColored(kBlue, "Train a model here");
+    ImGui::TextColored(kBlue, "%s", tr(T::training_train_model_here));
     draw_recipe_picker(running);
   }
   const std::string data_note = running ? std::string() : training_data_note(data_dir);
   if (!data_note.empty()) {  // said before anyone presses Train: which folders, where the data come from
     ImGui::PushTextWrapPos(0);
-    if (presenting_) ImGui::TextColored(kRed, "No training data (Multi30k) here: the shipped timeline still plays.");
+    if (presenting_)
+      ImGui::TextColored(kRed, "%s", tr(T::training_no_data_short));
     else ImGui::TextColored(kRed, "%s", data_note.c_str());
     if (presenting_ && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", data_note.c_str());
     ImGui::PopTextWrapPos();
     record_item("training.no_data", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, data_note);
   }
   if (!running) {
-    if (ImGui::Button("Train")) {
+    if (ImGui::Button(tr(T::training_train))) {
       std::string error;
       message_ok_ = training.start(recipe_, data_dir, threads_, &error, run_path_);
-      message_ = !message_ok_ ? error : training.resumed() ? "resuming from " + run_path_ + ".checkpoint" : "";
+      message_ = !message_ok_         ? error
+                 : training.resumed() ? tr(T::training_resuming, {{"path", run_path_ + ".checkpoint"}})
+                                      : "";
     }
   } else {
-    if (training.paused() ? ImGui::Button("Resume") : ImGui::Button("Pause"))
+    if (training.paused() ? ImGui::Button(tr(T::training_resume)) : ImGui::Button(tr(T::training_pause)))
       training.paused() ? training.resume() : training.pause();
     ImGui::SameLine();
-    if (ImGui::Button("Stop")) training.stop();
+    if (ImGui::Button(tr(T::training_stop))) training.stop();
   }
   if (!message_.empty()) {
     ImGui::SameLine();
@@ -188,48 +198,66 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
       }
     }
     const float width = ImGui::GetContentRegionAvail().x, height = ImGui::GetFontSize() * (presenting_ ? 2.4f : 4.0f);
-    char overlay[96];
-    if (presenting_)
-      std::snprintf(overlay, sizeof(overlay), "training loss %.2f", losses.empty() ? 0.0 : losses.back());
-    else
-      std::snprintf(overlay, sizeof(overlay), "the timeline's run: training loss, %.2f at step %lld",
-                    losses.empty() ? 0.0 : losses.back(), static_cast<long long>(steps.empty() ? 0 : steps.back()));
+    const std::string loss = number_text("%.2f", losses.empty() ? 0.0 : losses.back());
+    std::string overlay =
+        presenting_ ? tr(T::training_curve_loss_short, {{"loss", loss}})
+                    : tr(T::training_curve_timeline_loss,
+                         {{"loss", loss}, {"step", static_cast<long long>(steps.empty() ? 0 : steps.back())}});
     // (presenting: side by side, one line of the column's height for both)
     const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
-    curve_over_steps(steps, losses, ImVec2(each, height), overlay, "training.loss_curve");
-    if (presenting_) std::snprintf(overlay, sizeof(overlay), "BLEU %.1f", bleus.empty() ? 0.0 : bleus.back());
-    else std::snprintf(overlay, sizeof(overlay), "validation BLEU at each epoch's end, %.1f at last", bleus.empty() ? 0.0 : bleus.back());
+    curve_over_steps(steps, losses, ImVec2(each, height), overlay.c_str(), "training.loss_curve");
+    const std::string bleu = number_text("%.1f", bleus.empty() ? 0.0 : bleus.back());
+    overlay = tr(presenting_ ? T::training_curve_bleu_short : T::training_curve_bleu, {{"bleu", bleu}});
     if (presenting_) ImGui::SameLine();
-    curve_over_steps(bleu_steps, bleus, ImVec2(each, presenting_ ? height : height * 0.8f), overlay, "training.valid_curve");
+    curve_over_steps(bleu_steps, bleus, ImVec2(each, presenting_ ? height : height * 0.8f), overlay.c_str(),
+                     "training.valid_curve");
     return;
   }
 
   // Where the run stands.
-  const char* state_name = training_state_name(st.state);
+  const char* state_name = state_text(st.state);
   if (st.state == TrainingSession::State::Failed) {
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(kRed, "Training failed: %s", st.message.c_str());
+    ImGui::TextColored(kRed, "%s", tr(T::training_failed, {{"message", st.message}}).c_str());
     ImGui::PopTextWrapPos();
   } else if (st.batches > 0) {
     // (presenting: what a class reads, the epoch and the step; the rest on hover)
-    if (presenting_) ImGui::TextWrapped("epoch %d of %d, step %lld", st.epoch, st.epochs, static_cast<long long>(st.step));
+    if (presenting_)
+      ImGui::TextWrapped("%s",
+                         tr(T::training_epoch_step,
+                            {{"epoch", st.epoch}, {"epochs", st.epochs}, {"step", static_cast<long long>(st.step)}})
+                             .c_str());
     else
-      ImGui::Text("%s: epoch %d of %d, batch %d of %d, step %lld", state_name, st.epoch, st.epochs, st.batch,
-                  st.batches, static_cast<long long>(st.step));
-    char details[160];
-    std::snprintf(details, sizeof(details), "learning rate %.2e   %.0f tokens/s   %s left", st.learning_rate,
-                  st.tokens_per_second, minutes_seconds(st.seconds_left).c_str());
+      ImGui::TextUnformatted(tr(T::training_epoch_batch_step, {{"state", state_name},
+                                                               {"epoch", st.epoch},
+                                                               {"epochs", st.epochs},
+                                                               {"batch", st.batch},
+                                                               {"batches", st.batches},
+                                                               {"step", static_cast<long long>(st.step)}})
+                                 .c_str());
+    const std::string details = tr(T::training_details, {{"rate", number_text("%.2e", st.learning_rate)},
+                                                         {"speed", number_text("%.0f", st.tokens_per_second)},
+                                                         {"left", minutes_seconds(st.seconds_left)}});
     if (presenting_ && ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s: batch %d of %d\n%s\n%s", state_name, st.batch, st.batches, details,
-                        st.device.empty() ? "computing on the CPU" : ("computing on the GPU: " + st.device).c_str());
+      ImGui::SetTooltip("%s",
+                        tr(T::training_batch,
+                           {{"state", state_name},
+                            {"batch", st.batch},
+                            {"batches", st.batches},
+                            {"details", details},
+                            {"device", st.device.empty() ? std::string(tr(T::training_computing_cpu))
+                                                         : tr(T::training_computing_gpu, {{"device", st.device}})}})
+                            .c_str());
     ImGui::ProgressBar(static_cast<float>(st.batch) / static_cast<float>(st.batches), ImVec2(-1, 0));
     if (!presenting_) {
-      ImGui::TextUnformatted(details);
-      if (st.device.empty()) ImGui::TextDisabled("computing on the CPU");
-      else ImGui::TextDisabled("computing on the GPU: %s", st.device.c_str());
+      ImGui::TextUnformatted(details.c_str());
+      if (st.device.empty())
+        ImGui::TextDisabled("%s", tr(T::training_computing_cpu));
+      else
+        ImGui::TextDisabled("%s", tr(T::training_computing_gpu, {{"device", st.device}}).c_str());
     }
   } else {
-    ImGui::Text("%s: reading the data and building the vocabularies...", state_name);
+    ImGui::TextUnformatted(tr(T::training_preparing, {{"state", state_name}}).c_str());
   }
   // The curves: the training loss of every step, and the validation loss of every epoch.
   const auto& losses = training.losses();
@@ -238,25 +266,28 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
   std::vector<float>& train_loss = loss_values_;  // what is new since the last frame is appended
   if (train_loss.size() > losses.size()) train_loss.clear();  // a new run
   for (size_t i = train_loss.size(); i < losses.size(); ++i) train_loss.push_back(static_cast<float>(losses[i].loss));
-  char overlay[64];
-  std::snprintf(overlay, sizeof(overlay), presenting_ ? "training loss %.2f" : "training loss %.2f (step %lld)",
-                train_loss.empty() ? 0.0f : train_loss.back(), static_cast<long long>(losses.empty() ? 0 : losses.back().step));
+  const std::string loss = number_text("%.2f", train_loss.empty() ? 0.0f : train_loss.back());
+  std::string overlay =
+      presenting_ ? tr(T::training_curve_loss_short, {{"loss", loss}})
+                  : tr(T::training_curve_loss,
+                       {{"loss", loss}, {"step", static_cast<long long>(losses.empty() ? 0 : losses.back().step)}});
   const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
-  curve("##train_loss", train_loss, ImVec2(each, height), overlay);
+  curve("##train_loss", train_loss, ImVec2(each, height), overlay.c_str());
   record_item("training.loss_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(train_loss.size()), overlay);
   std::vector<float> valid_loss;
   for (const EpochRecord& e : st.history) valid_loss.push_back(static_cast<float>(e.valid_nll));
-  std::snprintf(overlay, sizeof(overlay), valid_loss.empty() ? (presenting_ ? "validation loss" : "validation loss: after the first epoch")
-                                                             : "validation loss %.2f (epoch %zu)",
-                valid_loss.empty() ? 0.0f : valid_loss.back(), valid_loss.size());
+  overlay = valid_loss.empty()
+                ? std::string(tr(presenting_ ? T::training_curve_valid_short : T::training_curve_valid_none))
+                : tr(T::training_curve_valid,
+                     {{"loss", number_text("%.2f", valid_loss.back())}, {"epoch", valid_loss.size()}});
   if (presenting_) ImGui::SameLine();
-  curve("##valid_loss", valid_loss, ImVec2(each, presenting_ ? height : height * 0.7f), overlay);
+  curve("##valid_loss", valid_loss, ImVec2(each, presenting_ ? height : height * 0.7f), overlay.c_str());
   record_item("training.valid_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(valid_loss.size()), overlay);
   if (!presenting_ && !st.history.empty() && ImGui::BeginTable("epochs", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("epoch");
-    ImGui::TableSetupColumn("training loss");
-    ImGui::TableSetupColumn("validation loss");
-    ImGui::TableSetupColumn("validation BLEU");
+    ImGui::TableSetupColumn(tr(T::training_epoch));
+    ImGui::TableSetupColumn(tr(T::training_column_loss));
+    ImGui::TableSetupColumn(tr(T::training_validation_loss));
+    ImGui::TableSetupColumn(tr(T::training_validation_bleu));
     ImGui::TableHeadersRow();
     for (const EpochRecord& e : st.history) {
       ImGui::TableNextRow();
@@ -274,9 +305,9 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
 }
 
 void TrainingPanel::draw_timeline(AppState& state, Training& training) {
-  if (!presenting_) ImGui::TextColored(kBlue, "Timeline");
+  if (!presenting_) ImGui::TextColored(kBlue, "%s", tr(T::training_timeline));
   if (training.timeline_loading()) {
-    ImGui::TextDisabled("reading the timeline...");
+    ImGui::TextDisabled("%s", tr(T::training_reading_timeline));
     return;
   }
   const TrainingTimeline* timeline = training.timeline();
@@ -286,76 +317,85 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
       ImGui::TextColored(kRed, "%s", training.timeline_error().c_str());
       ImGui::PopTextWrapPos();
     }
-    text_disabled_wrapped("No snapshots yet: a run keeps the weights at step 0, every 50 steps to 300, every 100 to "
-                          "1,000 and at each epoch's end.");
+    text_disabled_wrapped("%s", tr(T::training_no_snapshots_yet_run));
     return;
   }
   const int count = static_cast<int>(timeline->snapshots.size());
   const std::string source = training.timeline_source();
   const size_t slash = source.find_last_of('/');
   if (!presenting_) {  // (presenting: the slider's tooltip names the file)
-    text_disabled_wrapped("%s: %d snapshots", slash == std::string::npos ? source.c_str() : source.c_str() + slash + 1,
-                          count);
+    text_disabled_wrapped(
+        "%s", tr(T::training_snapshots,
+                 {{"file", slash == std::string::npos ? source.c_str() : source.c_str() + slash + 1}, {"count", count}})
+                  .c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", source.c_str());
   }
   int index = training.shown_snapshot();
   const int shown = index;
   if (index < 0) index = count - 1;
   const TimelineSnapshot& s = timeline->snapshots[static_cast<size_t>(index)];
-  char label[128];
+  std::string label;
+  const long long step = s.step;
   if (s.epoch == 0)
-    std::snprintf(label, sizeof(label), "step %lld: before training", static_cast<long long>(s.step));
+    label = tr(T::training_snapshot_before, {{"step", step}});
   else if (s.valid_bleu >= 0)
-    std::snprintf(label, sizeof(label), "step %lld, end of epoch %d, BLEU %.1f", static_cast<long long>(s.step), s.epoch,
-                  s.valid_bleu);
+    label = tr(T::training_snapshot_epoch_end,
+               {{"step", step}, {"epoch", s.epoch}, {"bleu", number_text("%.1f", s.valid_bleu)}});
   else
-    std::snprintf(label, sizeof(label), "step %lld, epoch %d, loss %.2f", static_cast<long long>(s.step), s.epoch, s.loss);
+    label = tr(T::training_snapshot, {{"step", step}, {"epoch", s.epoch}, {"loss", number_text("%.2f", s.loss)}});
+  // (a slider's text is a printf format: a literal percent sign doubled)
+  std::string slider_format;
+  for (const char ch : label) slider_format.append(ch == '%' ? 2 : 1, ch);
+  label = slider_format;
   ImGui::SetNextItemWidth(-1);
   int dragged = index;
-  if (ImGui::SliderInt("##snapshot", &dragged, 0, count - 1, shown < 0 ? "(not shown: drag to look)" : label) &&
+  if (ImGui::SliderInt("##snapshot", &dragged, 0, count - 1,
+                       shown < 0 ? tr(T::training_snapshot_not_shown) : label.c_str()) &&
       dragged != shown)
     training.show_snapshot(state, dragged);
   // (each button on the line before while it fits: large type wraps them rather than cut the last off)
   if (ImGui::Button("<") && index > 0) training.show_snapshot(state, shown < 0 ? count - 1 : index - 1);
   same_line_if_fits(button_width(">"));
   if (ImGui::Button(">") && shown >= 0 && index + 1 < count) training.show_snapshot(state, index + 1);
-  same_line_if_fits(button_width("First"));
-  if (ImGui::Button("First")) training.show_snapshot(state, 0);
-  same_line_if_fits(button_width("Last"));
-  if (ImGui::Button("Last")) training.show_snapshot(state, count - 1);
+  same_line_if_fits(button_width(tr(T::training_first)));
+  if (ImGui::Button(tr(T::training_first))) training.show_snapshot(state, 0);
+  same_line_if_fits(button_width(tr(T::training_last)));
+  if (ImGui::Button(tr(T::training_last))) training.show_snapshot(state, count - 1);
   if (training.running() || training.session()) {
-    same_line_if_fits(button_width("Follow the run"));
+    same_line_if_fits(button_width(tr(T::training_follow_run)));
     ImGui::BeginDisabled(training.following_live());
-    if (ImGui::Button("Follow the run")) training.follow_live();
+    if (ImGui::Button(tr(T::training_follow_run))) training.follow_live();
     ImGui::EndDisabled();
   }
-  const char* back = presenting_ ? "Model file" : "Back to the model file";
+  const char* back = tr(presenting_ ? T::training_back_short : T::training_back);
   same_line_if_fits(button_width(back));
   ImGui::BeginDisabled(training.file_model_shown(state));
   if (ImGui::Button(back)) training.show_file_model(state);
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("back to the weights of the model file");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", tr(T::training_back_weights_model_file));
   ImGui::EndDisabled();
   record_item("training.back_to_file", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, back);
   if (presenting_) return;
-  text_disabled_wrapped("Stored as %s", snapshot_storage_description(timeline->storage).c_str());
+  text_disabled_wrapped("%s",
+                        tr(T::training_stored, {{"storage", snapshot_storage_description(timeline->storage)}}).c_str());
   // Save: never over the open model file; an existing file only when asked.
-  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - button_width("Save timeline") -
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - button_width(tr(T::training_save_timeline)) -
                           ImGui::GetStyle().ItemSpacing.x);
   ImGui::InputText("##save_timeline", &save_path_);
   ImGui::SameLine();
-  if (ImGui::Button("Save timeline")) {
+  if (ImGui::Button(tr(T::training_save_timeline))) {
     const std::string problem = training.save_timeline_to(save_path_, false);
     message_ok_ = problem.empty();
-    message_ = message_ok_ ? "saved " + save_path_ : problem;
+    message_ = message_ok_ ? tr(T::training_saved, {{"path", save_path_}}) : problem;
   }
 }
 
 void TrainingPanel::draw_model_now(const AppState& state, const Training& training, AttentionSelection& head,
                                    Part part) {
   const bool header = part != Part::Map, map = part != Part::Header;
-  if (!presenting_) ImGui::TextColored(kBlue, "What the model does now");
+  if (!presenting_) ImGui::TextColored(kBlue, "%s", tr(T::training_what_model_does_now));
   if (!state.ready()) {
-    if (header) ImGui::TextDisabled(state.busy() ? "decoding..." : "no translation yet");
+    if (header) ImGui::TextDisabled("%s", tr(state.busy() ? T::training_decoding : T::training_no_translation_yet));
     return;
   }
   const std::string label = training.shown_label(state);
@@ -364,12 +404,15 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (!header || snapshot_shown) {
   } else if (!label.empty()) {
     if (training.following_live() && training.seconds_since_refresh() >= 0 && !presenting_)
-      ImGui::TextWrapped("%s (shown %.0f s ago; every %.0f s)", label.c_str(), training.seconds_since_refresh(),
-                         Training::kRefreshSeconds);
+      ImGui::TextWrapped("%s",
+                         tr(T::training_shown_ago, {{"label", label},
+                                                    {"seconds", number_text("%.0f", training.seconds_since_refresh())},
+                                                    {"every", number_text("%.0f", Training::kRefreshSeconds)}})
+                             .c_str());
     else
       ImGui::TextWrapped("%s", label.c_str());
   } else {
-    ImGui::Text("the model file as opened");
+    ImGui::TextUnformatted(tr(T::training_model_file_opened));
   }
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
@@ -385,10 +428,10 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (header && controls_toggle(&controls_open_)) {
     if (presenting_) ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-    numbered_slider("layer##training", &head.layer, c.n_decoder_layers);
+    numbered_slider(tr_label(T::training_layer, "training").c_str(), &head.layer, c.n_decoder_layers);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-    numbered_slider("head##training", &head.head, c.n_heads);
+    numbered_slider(tr_label(T::training_head, "training").c_str(), &head.head, c.n_heads);
   }
   const int H = c.n_heads, L = c.n_decoder_layers;
   const std::vector<std::string> rows = state.decoder_row_labels(), cols = state.source_labels();
@@ -416,14 +459,24 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (header) {
     const double entropy = head_entropy_;
     if (presenting_)
-      ImGui::TextWrapped("cross-attention %d.%d: entropy %.2f (even %.2f)", shown_number(head.layer),
-                         shown_number(head.head), entropy, std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))));
+      ImGui::TextWrapped(
+          "%s",
+          tr(T::training_cross_attention_entropy_even,
+             {{"layer", shown_number(head.layer)},
+              {"head", shown_number(head.head)},
+              {"entropy", number_text("%.2f", entropy)},
+              {"even", number_text("%.2f", std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))))}})
+              .c_str());
     else
-      ImGui::TextWrapped("cross-attention, layer %d, head %d: row entropy %.2f (even: %.2f)", shown_number(head.layer),
-                         shown_number(head.head), entropy, std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))));
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("The mean over the rows of -sum p ln p, in nats: ln(keys) when a row spreads evenly over the\n"
-                        "source words, 0 when it looks at one word. It falls as the model learns where to look.");
+      ImGui::TextWrapped(
+          "%s",
+          tr(T::training_cross_attention_layer_head,
+             {{"layer", shown_number(head.layer)},
+              {"head", shown_number(head.head)},
+              {"entropy", number_text("%.2f", entropy)},
+              {"even", number_text("%.2f", std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))))}})
+              .c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::training_mean_over_rows_sum));
   }
   if (!map) return;
   // As the attention stages draw a map: labels, colour bar, zoom where rows would be too low for their words (an
@@ -443,7 +496,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   col_axis.role = TokenRole::Key;
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
-  options.value_name = "probability";
+  options.value_name = tr(T::map_value_probability);
   options.square_cells = true;
   options.always_label = presenting_;
   ImVec2 size(avail.x, std::max(4 * ImGui::GetFontSize(), avail.y - grid_height - 4));
@@ -462,7 +515,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   ImDrawList* draw = ImGui::GetWindowDrawList();
   // Every cross-attention head, small: click one to show it large.
   if (presenting_) return;
-  ImGui::Text("every cross-attention head (rows: layers)");
+  ImGui::TextUnformatted(tr(T::training_every_cross_attention_head));
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < H; ++h) {
       Heatmap& m = *grid_[static_cast<size_t>(l * H + h)];
@@ -472,7 +525,10 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       char name[40];
       std::snprintf(name, sizeof(name), "training_cross_%d_%d", shown_number(l), shown_number(h));
       m.draw(name, ImVec2(m.cols() * scale, m.rows() * scale), HeatmapStyle{Colormap::Viridis, false});
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %d, head %d: click to show it large", shown_number(l), shown_number(h));
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "%s",
+            tr(T::training_layer_head_click_show, {{"layer", shown_number(l)}, {"head", shown_number(h)}}).c_str());
       if (ImGui::IsItemClicked()) {
         head.layer = l;
         head.head = h;

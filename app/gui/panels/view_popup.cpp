@@ -2,23 +2,26 @@
 
 #include <imgui.h>
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
 
 void ViewPopup::draw(ViewSettings* view) {
-  if (ImGui::Button("View...")) {
+  if (ImGui::Button(tr(T::view_popup_button))) {
     scale_ = view->ui_scale;
     ImGui::OpenPopup("view");
   }
   if (!ImGui::BeginPopup("view")) return;
   // Presentation mode hides the top bar and with it this popup's button: close it.
-  if (ImGui::Checkbox("Presentation mode (F5)", &view->present)) ImGui::CloseCurrentPopup();
-  ImGui::Checkbox("Full screen (F11)", &view->fullscreen);
+  if (ImGui::Checkbox(tr(T::view_popup_presentation_mode_f5), &view->present)) ImGui::CloseCurrentPopup();
+  ImGui::Checkbox(tr(T::view_popup_full_screen_f11), &view->fullscreen);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
-  ImGui::SliderFloat("UI scale", &scale_, 0.75f, 3.0f, "%.2f");
+  ImGui::SliderFloat(tr(T::view_popup_ui_scale), &scale_, 0.75f, 3.0f, "%.2f");
   // Rebuilding the fonts while the slider is dragged would resize the slider under the pointer.
   if (ImGui::IsItemDeactivatedAfterEdit()) view->ui_scale = scale_;
-  ImGui::TextDisabled("fonts are drawn at %.0f px%s", ImGui::GetFontSize(),
-                      view->present ? " (presentation mode: at most 1/25 of the window's height)" : "");
+  ImGui::TextDisabled("%s", tr(view->present ? T::view_popup_font_size_presenting : T::view_popup_font_size,
+                               {{"pixels", number_text("%.0f", ImGui::GetFontSize())}})
+                                .c_str());
   ImGui::EndPopup();
 }
 

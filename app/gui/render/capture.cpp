@@ -5,18 +5,20 @@
 
 #include <algorithm>
 
+#include "gui/text/text.h"
+
 namespace sf::gui {
 
 std::string read_back_buffer(PixelRect rect, std::vector<unsigned char>* rgb, int* width, int* height) {
   GLFWwindow* window = glfwGetCurrentContext();
-  if (!window) return "no OpenGL context to read pixels from";
+  if (!window) return tr(T::app_export_no_context);
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(window, &fb_w, &fb_h);
   if (rect.width <= 0 || rect.height <= 0) rect = {0, 0, fb_w, fb_h};
   const int x0 = std::clamp(rect.x, 0, fb_w), y0 = std::clamp(rect.y, 0, fb_h);
   const int x1 = std::clamp(rect.x + rect.width, 0, fb_w), y1 = std::clamp(rect.y + rect.height, 0, fb_h);
   const int w = x1 - x0, h = y1 - y0;
-  if (w <= 0 || h <= 0) return "the area to capture has no pixels";
+  if (w <= 0 || h <= 0) return tr(T::app_export_no_area);
   std::vector<unsigned char> pixels(static_cast<size_t>(w) * h * 3);
   glReadBuffer(GL_BACK);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);

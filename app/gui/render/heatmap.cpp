@@ -12,6 +12,7 @@
 #include <deque>
 
 #include "gui/render/gl_program.h"
+#include "gui/text/text.h"
 
 namespace sf::gui {
 
@@ -247,7 +248,10 @@ void colour_bar(const char* label, float lo, float hi, ImVec2 size, Colormap map
     draw->AddText(ImGui::GetFont(), size_px, ImVec2(text_x, p0.y + 0.5f * (size.y - size_px)), text_colour, text.c_str());
   }
   ImGui::Dummy(size);
-  if (ImGui::IsItemHovered() && label && *label) ImGui::SetTooltip("%s: colours from %.4g (dark) to %.4g (bright)", label, lo, hi);
+  if (ImGui::IsItemHovered() && label && *label)
+    ImGui::SetTooltip("%s", tr(T::heatmap_colour_bar_tip,
+                               {{"label", label}, {"lo", number_text("%.4g", lo)}, {"hi", number_text("%.4g", hi)}})
+                                .c_str());
 }
 
 }  // namespace sf::gui

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/text.h"
 
 namespace sf::gui {
 
@@ -250,7 +251,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     }
     draw->PopClipRect();
     if (!readable && map_size.y >= 8 * font) {  // rows too low for their labels: say how to get them
-      const char* hint = "too many rows for labels: wheel or = to zoom in";
+      const char* hint = tr(T::map_view_too_many_rows);
       draw->AddText(ImGui::GetFont(), min_label, ImVec2(origin.x + 2, map_pos.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                     hint, nullptr, label_w - 4);
     }
@@ -294,19 +295,23 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
 
   // Zoomed in so that every row shown keeps its label: the corner above the row labels says what is in view.
   if (o.always_label && min_zoom_ > 1.001f && rows.labels) {
-    char note[160];
+    std::string note;
     const int first_row = static_cast<int>(first_row_) + 1, last_row = std::min(R, static_cast<int>(first_row_ + window_.rows));
     const int first_col = static_cast<int>(first_col_) + 1, last_col = std::min(C, static_cast<int>(first_col_ + window_.cols));
     if (last_col - first_col + 1 < C)
-      std::snprintf(note, sizeof(note), "zoomed: rows %d-%d of %d, columns %d-%d of %d (wheel, drag)", first_row,
-                    last_row, R, first_col, last_col, C);
+      note = tr(T::map_view_zoomed_rows_columns, {{"first_row", first_row},
+                                                  {"last_row", last_row},
+                                                  {"rows", R},
+                                                  {"first_column", first_col},
+                                                  {"last_column", last_col},
+                                                  {"columns", C}});
     else
-      std::snprintf(note, sizeof(note), "zoomed: rows %d-%d of %d (wheel, drag)", first_row, last_row, R);
+      note = tr(T::map_view_zoomed_rows, {{"first_row", first_row}, {"last_row", last_row}, {"rows", R}});
     const ImVec2 corner0 = origin, corner1(map_pos.x - 4, map_pos.y - 2);
     if (corner1.x - corner0.x > 2 * min_label && corner1.y - corner0.y > min_label) {
       draw->PushClipRect(corner0, corner1, true);
-      draw->AddText(ImGui::GetFont(), min_label, corner0, ImGui::GetColorU32(ImGuiCol_TextDisabled), note, nullptr,
-                    corner1.x - corner0.x);
+      draw->AddText(ImGui::GetFont(), min_label, corner0, ImGui::GetColorU32(ImGuiCol_TextDisabled), note.c_str(),
+                    nullptr, corner1.x - corner0.x);
       draw->PopClipRect();
     }
     record_item(std::string(name) + ".zoom_note", corner0, corner1, -1, note, zoom_);
@@ -360,13 +365,19 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
                   ImVec2(col_x(out_col + 1.0f), map_end.y), out_col);
   }
   draw->PopClipRect();
+  const char* value_name = o.value_name ? o.value_name : tr(T::map_value_value);
   if (hit.hovered && o.tooltip) {
     const auto label = [](const MapAxis& a, int i) {
       return a.labels && i < static_cast<int>(a.labels->size()) ? "\"" + (*a.labels)[static_cast<size_t>(i)] + "\""
                                                                  : std::to_string(i);
     };
-    ImGui::SetTooltip("row %d %s, column %d %s\n%s %.4g", hit.row, label(rows, hit.row).c_str(), hit.col,
-                      label(cols, hit.col).c_str(), o.value_name, map_.value(hit.row, hit.col));
+    ImGui::SetTooltip("%s", tr(T::map_view_cell_tip, {{"row", hit.row},
+                                                      {"row_label", label(rows, hit.row)},
+                                                      {"column", hit.col},
+                                                      {"column_label", label(cols, hit.col)},
+                                                      {"name", value_name},
+                                                      {"value", number_text("%.4g", map_.value(hit.row, hit.col))}})
+                                .c_str());
   }
 
   // The colour bar, and below it while zoomed the whole map with the window marked.
@@ -377,7 +388,7 @@ MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, con
     // (a strip's bar as high as the strip, its one line of range in type that fits it: never below the map)
     const float bar_h = std::max(min_label, map_size.y - (zoomed ? mini_h + style.ItemSpacing.y : 0.0f));
     ImGui::SetCursorScreenPos(ImVec2(map_end.x + style.ItemSpacing.x, map_pos.y));
-    colour_bar(o.value_name, map_.lo(), map_.hi(), ImVec2(inner, bar_h), o.style.colormap);
+    colour_bar(value_name, map_.lo(), map_.hi(), ImVec2(inner, bar_h), o.style.colormap);
     if (zoomed) {
       const ImVec2 m0(map_end.x + style.ItemSpacing.x, map_pos.y + bar_h + style.ItemSpacing.y);
       const float mini_w = std::min(inner, mini_h * C / R);

@@ -46,7 +46,7 @@ struct MapCell {
 struct MapViewOptions {
   HeatmapStyle style;
   bool colour_bar = true;
-  const char* value_name = "value";  // the colour bar's and the cell tooltip's name for a value
+  const char* value_name = nullptr;  // the colour bar's and the cell tooltip's name for a value (null: "value")
   bool square_cells = false;         // keep cells square (attention maps); the map may then not fill the width
   bool always_label = false;         // zoom in until each shown row has a readable label (presentation mode),
                                      // and say so in the corner above the row labels

@@ -10,6 +10,7 @@
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "io/user_files.h"
 #include "model/languages.h"
@@ -33,13 +34,12 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
   const Config& m = app.state().model->config;
   const auto layers_of = [&](AttentionKind k) { return k == AttentionKind::Encoder ? m.n_encoder_layers : m.n_decoder_layers; };
   const auto head_problem = [&](const HeadRef& h) -> std::string {
-    const char* side = h.kind == AttentionKind::Encoder ? "encoder" : "decoder";
     if (h.layer >= layers_of(h.kind))
-      return "this model has " + std::to_string(layers_of(h.kind)) + " " + side + " layers (" + c.args[0] + " asks for layer " +
-             std::to_string(shown_number(h.layer)) + ")";
+      return tr(h.kind == AttentionKind::Encoder ? T::script_beyond_encoder_layers : T::script_beyond_decoder_layers,
+                {{"layers", layers_of(h.kind)}, {"ref", c.args[0]}, {"layer", shown_number(h.layer)}});
     if (h.head >= m.n_heads)
-      return "this model has " + std::to_string(m.n_heads) + " heads (" + c.args[0] + " asks for head " +
-             std::to_string(shown_number(h.head)) + ")";
+      return tr(T::script_beyond_heads_of_head,
+                {{"heads", m.n_heads}, {"ref", c.args[0]}, {"head", shown_number(h.head)}});
     return "";
   };
   if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask") {
@@ -49,11 +49,11 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
   if (c.name == "layer") {  // a layer of the attention kind on show (the encoder and decoder may differ)
     const AttentionKind kind = app.attention().kind;
     if (std::stoi(c.args[0]) > layers_of(kind))  // (numbered from 1)
-      return "this model has " + std::to_string(layers_of(kind)) + " " +
-             (kind == AttentionKind::Encoder ? "encoder" : "decoder") + " layers (layer " + c.args[0] + ")";
+      return tr(kind == AttentionKind::Encoder ? T::script_beyond_encoder_layer : T::script_beyond_decoder_layer,
+                {{"layers", layers_of(kind)}, {"layer", c.args[0]}});
   }
   if (c.name == "head" && std::stoi(c.args[0]) > m.n_heads)
-    return "this model has " + std::to_string(m.n_heads) + " heads (head " + c.args[0] + ")";
+    return tr(T::script_beyond_heads, {{"heads", m.n_heads}, {"head", c.args[0]}});
   return "";
 }
 
@@ -65,8 +65,7 @@ std::string outside_the_map(const App& app, int row, int col) {
   if (!a || a->probs.empty()) return "";
   const Mat& p = a->probs[std::min<size_t>(static_cast<size_t>(app.attention().head), a->probs.size() - 1)];
   if (row < p.rows() && col < p.cols()) return "";
-  return "no cell (" + std::to_string(row) + ", " + std::to_string(col) + ") in the attention map of " +
-         std::to_string(p.rows()) + " x " + std::to_string(p.cols());
+  return tr(T::script_no_cell, {{"row", row}, {"column", col}, {"rows", p.rows()}, {"columns", p.cols()}});
 }
 
 // The words of `text` the model reads as <unk>, as typed ('Hemd', 'Straße'), joined: "" when it knows every one.
@@ -92,17 +91,22 @@ std::string written_for_problem(const App& app, const std::vector<std::string>& 
   const std::string model_file = std::filesystem::path(state.model_path).filename().string();
   if (args[0] == "model") {
     if (model_file == args[1]) return "";
-    return "this lesson is written for the model '" + args[1] + "'; the model open is '" + model_file + "'";
+    return tr(T::script_written_for_model, {{"wanted", args[1]}, {"model", model_file}});
   }
   const size_t dash = args[0].find('-');
   const std::string source = args[0].substr(0, dash), target = args[0].substr(dash + 1);
   const std::string model_source = state.model->tokenizer.source_language, model_target = state.model->tokenizer.target_language;
-  const std::string wanted = language_name(source) + " to " + language_name(target) + " (" + args[0] + ")";
+  const std::string wanted = tr(
+      T::script_languages, {{"source", language_name(source)}, {"target", language_name(target)}, {"pair", args[0]}});
   if (model_source.empty() || model_target.empty())
-    return "this lesson is written for " + wanted + "; the model '" + model_file + "' does not say which languages it translates";
+    return tr(T::script_written_for_unnamed, {{"wanted", wanted}, {"model", model_file}});
   if (language_name(source) == language_name(model_source) && language_name(target) == language_name(model_target)) return "";
-  return "this lesson is written for " + wanted + "; the model '" + model_file + "' translates " +
-         language_name(model_source) + " to " + language_name(model_target) + " (" + model_source + "-" + model_target + ")";
+  return tr(T::script_written_for_languages,
+            {{"wanted", wanted},
+             {"model", model_file},
+             {"languages", tr(T::script_languages, {{"source", language_name(model_source)},
+                                                    {"target", language_name(model_target)},
+                                                    {"pair", model_source + "-" + model_target}})}});
 }
 
 bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string>& log, const std::string& where) {
@@ -168,7 +172,7 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       report(state.set_reference(c.args[0] == "-" ? "" : c.args[0]));
       if (state.model && c.args[0] != "-")
         if (const std::string unknown = unknown_words(*state.model, c.args[0], Side::Target); !unknown.empty())
-          log.push_back(where + "the model does not know these words of the reference (it reads each as <unk>): " + unknown);
+          log.push_back(where + tr(T::script_unknown_words_reference, {{"words", unknown}}));
     } else if (c.name == "force") {
       if (!state.model) return true;
       const std::optional<int> id = state.model->tgt_vocab.find(c.args[1]);
@@ -220,7 +224,8 @@ void ScriptRunner::restart_for_replay(App& app, int target_pause) {
 }
 
 void ScriptRunner::skip(const std::string& where, const std::string& what, std::vector<std::string>& log) {
-  if (!replay_to_) log.push_back(where + "skipped: " + what);  // (a replay only rebuilds the captions' notes)
+  if (!replay_to_)
+    log.push_back(where + tr(T::script_skipped, {{"what", what}}));  // (a replay only rebuilds the notes)
   skipped_.push_back(what);
 }
 
@@ -300,11 +305,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       continue;
     }
     if (!c.known) {
-      skip(where, c.problem.empty() ? "unknown command '" + c.name + "'" : c.problem, log);
+      skip(where, c.problem.empty() ? tr(T::script_unknown_command, {{"command", c.name}}) : c.problem, log);
       continue;
     }
     if (const std::string beyond = beyond_the_model(app, c); !beyond.empty()) {
-      skip(where, c.name + " " + c.args[0] + ": " + beyond, log);
+      skip(where, tr(T::script_beyond, {{"command", c.name}, {"argument", c.args[0]}, {"problem", beyond}}), log);
       continue;
     }
     try {  // one boundary: a command the core refuses is reported against its line, and the script goes on
@@ -312,17 +317,19 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         ++pause_;
         last_pause_line_ = c.line;
         // What this part of the lesson skipped goes under its caption, for the teacher to see at the pause.
+        // ("(skipped: a; b)": the items joined by the table's separator, the list in the table's sentence)
+        const auto listed = [](const std::vector<std::string>& items) {
+          std::string out;
+          for (const std::string& s : items) out += (out.empty() ? "" : tr(T::script_list_separator)) + s;
+          return out;
+        };
         if (!skipped_.empty() && interactive_) {
-          std::string note = "(skipped:";
-          for (const std::string& s : skipped_) note += " " + s + ";";
-          note.back() = ')';
+          const std::string note = tr(T::script_caption_skipped, {{"items", listed(skipped_)}});
           app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
         }
         // What the lesson found untrue of this model (its languages, words it does not know), for the teacher.
         if (!notes_.empty() && interactive_) {
-          std::string note = "(note:";
-          for (const std::string& s : notes_) note += " " + s + ";";
-          note.back() = ')';
+          const std::string note = tr(T::script_caption_note, {{"items", listed(notes_)}});
           app.set_caption(app.caption().empty() ? note : app.caption() + "\n" + note);
         }
         skipped_.clear();
@@ -362,7 +369,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
         if (app.state().model && (interactive_ || dry_run_))
           if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
-            note(where, "the model does not know these words of the sentence (it reads each as <unk>): " + unknown, log);
+            note(where, tr(T::script_unknown_words_sentence, {{"words", unknown}}), log);
       } else if (c.name == "written-for") {
         if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
       } else if (c.name == "stage") {

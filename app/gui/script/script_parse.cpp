@@ -8,6 +8,7 @@
 
 #include "gui/options.h"
 #include "gui/stages.h"
+#include "gui/text/text.h"
 #include "io/user_files.h"
 #include "transformer/interventions.h"
 #include "util/error.h"
@@ -103,44 +104,41 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
   if (spec.args == -2) {
     if (!rest.empty()) c.args = {rest};
   } else if (spec.args == -1) {
-    if (rest.empty()) return "'" + c.name + "' needs an argument";
+    if (rest.empty()) return tr(T::script_needs_argument, {{"command", c.name}});
     c.args = {rest};
   } else {
     c.args = words_of(rest);
     if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
-      return "'" + c.name + "' takes " + std::to_string(spec.args) + " argument(s), got " + std::to_string(c.args.size());
+      return tr(T::script_argument_count, {{"command", c.name}, {"count", spec.args}, {"given", c.args.size()}});
   }
   // Layers and heads are numbered from 1, as in the paper (transformer/interventions.h); 0 was version 0.1's
   // first layer, and is named as that.
   if ((c.name == "layer" || c.name == "head") && c.args.size() == 1 && is_int(c.args[0]) && std::stoi(c.args[0]) == 0)
-    return "'" + c.name + "' counts from 1, as in the paper (" + c.name + " 1 is the first; Stepformer 0.1 counted " +
-           "from 0), got '0'";
+    return tr(T::script_counts_from_one, {{"command", c.name}});
   if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
       c.name == "back" || c.name == "pad" || c.name == "position") {
     const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
     const int least = c.name == "layer" || c.name == "head" ? 1 : 0;
     for (const auto& a : c.args)
       if (!is_int(a) || std::stoi(a) < least || std::stoi(a) > most)
-        return "'" + c.name + "' needs whole numbers from " + std::to_string(least) + " to " + std::to_string(most) +
-               ", got '" + a + "'";
+        return tr(T::script_whole_numbers, {{"command", c.name}, {"least", least}, {"most", most}, {"given", a}});
   }
   if (c.name == "mask")
     for (size_t i = 1; i < 3; ++i)
       if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
-        return "'mask' takes KIND.L.H ROW COL with whole numbers from 0 to " + std::to_string(kMaxScriptCount) +
-               ", got '" + c.args[i] + "'";
+        return tr(T::script_mask_arguments, {{"most", kMaxScriptCount}, {"given", c.args[i]}});
   if (c.name == "train") {
     const std::vector<std::string> words = words_of(c.args[0]);
     const bool start = (words.size() == 2 || words.size() == 3) && words[0] == "start";
     const bool control = words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "stop");
-    if (!start && !control) return "'train' takes start RECIPE [MODEL], pause, resume or stop, got '" + c.args[0] + "'";
+    if (!start && !control) return tr(T::script_train_arguments, {{"given", c.args[0]}});
     c.args = words;
   }
   if (c.name == "snapshot" && c.args[0] != "latest" && c.args[0] != "file" &&
       (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return "'snapshot' takes a snapshot's number (from 0), latest or file, got '" + c.args[0] + "'";
+    return tr(T::script_snapshot_arguments, {{"given", c.args[0]}});
   if (c.name == "wait-train" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return "'wait-train' takes a step count from 0 to " + std::to_string(kMaxScriptCount) + ", got '" + c.args[0] + "'";
+    return tr(T::script_wait_train_arguments, {{"most", kMaxScriptCount}, {"given", c.args[0]}});
   if (c.name == "written-for") {
     const std::vector<std::string> words = words_of(c.args[0]);
     const auto code = [](const std::string& w) {
@@ -149,24 +147,23 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     const size_t dash = words.size() == 1 ? words[0].find('-') : std::string::npos;
     const bool languages = dash != std::string::npos && code(words[0].substr(0, dash)) && code(words[0].substr(dash + 1));
     const bool model = words.size() == 2 && words[0] == "model";
-    if (!languages && !model)
-      return "'written-for' takes the languages as SOURCE-TARGET codes (de-en) or model FILE-NAME, got '" + c.args[0] + "'";
+    if (!languages && !model) return tr(T::script_written_for_arguments, {{"given", c.args[0]}});
     c.args = words;
   }
   // Names of stages and views: a mistake is found when the script is read, not when it is reached.
   Stage stage{};
   if (c.name == "stage" && !stage_from_name(c.args[0], &stage))
-    return "'stage' takes a stage's name (" + stage_names() + "), got '" + c.args[0] + "'";
+    return tr(T::script_stage_arguments, {{"stages", stage_names()}, {"given", c.args[0]}});
   if (c.name == "show" && c.args[0] != "model-info" && c.args[0] != "open-model" && c.args[0] != "stage")
-    return "'show' takes model-info, open-model or stage, got '" + c.args[0] + "'";
+    return tr(T::script_show_arguments, {{"given", c.args[0]}});
   if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
-    return "'view' takes lines or heatmap, got '" + c.args[0] + "'";
+    return tr(T::script_view_arguments, {{"given", c.args[0]}});
   if (c.name == "expand") {
     const std::vector<std::string> words = words_of(c.args[0]);
     const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
                       std::stoi(words[1]) >= 0;
     if (!cell && !(words.size() == 1 && words[0] == "off"))
-      return "'expand' takes ROW COL (whole numbers) or off, got '" + c.args[0] + "'";
+      return tr(T::script_expand_arguments, {{"given", c.args[0]}});
     c.args = words;
   }
   if (c.name == "zoom") {
@@ -176,22 +173,21 @@ std::string check_command(ScriptCommand& c, const Spec& spec, const std::string&
     const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
                     (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
                                            std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
-    if (!ok) return "'zoom' takes a factor from 1 to 64 and optionally ROW COL to keep in view, got '" + c.args[0] + "'";
+    if (!ok) return tr(T::script_zoom_arguments, {{"given", c.args[0]}});
     c.args = words;
   }
   if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return "'force' takes a position (a whole number from 0 to " + std::to_string(kMaxScriptCount) + ") and a word, got '" +
-           c.args[0] + "'";
+    return tr(T::script_force_arguments, {{"most", kMaxScriptCount}, {"given", c.args[0]}});
   const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
                               c.name == "present" || c.name == "fullscreen" || c.name == "explain";
   if (switch_command && c.args[0] != "on" && c.args[0] != "off")
-    return "'" + c.name + "' takes on or off, got '" + c.args[0] + "'";
+    return tr(T::script_switch_arguments, {{"command", c.name}, {"given", c.args[0]}});
   float scale = 0;
   if (c.name == "ui-scale" && !parse_ui_scale(c.args[0], &scale))
-    return "'ui-scale' needs a number from 0.5 to 4, got '" + c.args[0] + "'";
+    return tr(T::script_ui_scale_arguments, {{"given", c.args[0]}});
   if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask")
     if (std::string why = head_ref_problem(c.args[0]); !why.empty())
-      return "'" + c.name + "' takes a head as KIND.L.H (KIND enc, dec or cross; layers and heads from 1): " + why;
+      return tr(T::script_head_arguments, {{"command", c.name}, {"why", why}});
   return "";
 }
 
@@ -220,8 +216,9 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
       if (c.name == s.name) spec = &s;
     std::string problem;
     if (!spec) {
-      problem = mode == ScriptParse::Lesson ? "unknown command '" + c.name + "' (not in this version)"
-                                            : "unknown command '" + c.name + "' (" + script_command_names() + ")";
+      problem = mode == ScriptParse::Lesson
+                    ? tr(T::script_unknown_command_lesson, {{"command", c.name}})
+                    : tr(T::script_unknown_command_listed, {{"command", c.name}, {"commands", script_command_names()}});
     } else {
       problem = check_command(c, *spec, rest);
     }
@@ -243,7 +240,8 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
 std::optional<Script> parse_script_file(const std::string& path, std::string& error, ScriptParse mode) {
   std::string text;
   try {  // a regular file of at most kMaxScriptBytes, opened without blocking (io/user_files.h)
-    text = read_user_file(path, kMaxScriptBytes, mode == ScriptParse::Lesson ? "a lesson" : "a script", "script");
+    text = read_user_file(path, kMaxScriptBytes,
+                          tr(mode == ScriptParse::Lesson ? T::script_a_lesson : T::script_a_script), "script");
   } catch (const Error& e) {
     error = e.what();
     if (error.rfind("[script] ", 0) == 0) error = error.substr(9);

@@ -1,0 +1,186 @@
+#include "gui/text/text.h"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+namespace sf::gui {
+
+namespace {
+
+// [SECTION] the tables: one per language, the same ids in the same order
+constexpr std::array<const char*, kTextCount> kEnglish = {
+#define X(id, text) text,
+#include "gui/text/en.inc"
+#undef X
+};
+constexpr std::array<std::string_view, kTextCount> kIdNames = {
+#define X(id, text) #id,
+#include "gui/text/en.inc"
+#undef X
+};
+constexpr std::array<const std::array<const char*, kTextCount>*, static_cast<size_t>(Language::count_)> kTables = {
+    &kEnglish};
+
+std::atomic<Language> g_language{Language::English};
+std::atomic<int> g_argument_errors{0};
+
+bool name_char(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c == '_' && !first) || (c >= '0' && c <= '9' && !first);
+}
+
+// Walks `text` as the header's rules read it: calls on_text(piece) for plain and math text, on_placeholder(name)
+// for each "{name}"; returns the first problem found ("" when none).
+template <class OnText, class OnPlaceholder>
+std::string walk(std::string_view text, OnText on_text, OnPlaceholder on_placeholder) {
+  bool math = false;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '$') {
+      ++i;  // an escaped dollar, in math or out
+      continue;
+    }
+    if (c == '$') {
+      math = !math;
+      continue;
+    }
+    if (math) continue;
+    if (c == '}') return "a '}' with no '{' at byte " + std::to_string(i);
+    if (c != '{') continue;
+    const size_t close = text.find('}', i);
+    if (close == std::string_view::npos) return "a '{' with no '}' at byte " + std::to_string(i);
+    const std::string_view name = text.substr(i + 1, close - i - 1);
+    if (name.empty()) return "an empty placeholder '{}' at byte " + std::to_string(i);
+    for (size_t k = 0; k < name.size(); ++k)
+      if (!name_char(name[k], k == 0))
+        return "placeholder '{" + std::string(name) + "}': a name is lowercase letters, digits and '_', from a letter";
+    on_text(text.substr(start, i - start));
+    on_placeholder(name);
+    start = close + 1;
+    i = close;
+  }
+  if (math) return "a '$' math span that does not close";
+  on_text(text.substr(start));
+  return "";
+}
+
+// Each entry's placeholders, from the English table (every language has the same ones).
+const std::vector<std::vector<std::string_view>>& all_placeholders() {
+  static const std::vector<std::vector<std::string_view>> all = [] {
+    std::vector<std::vector<std::string_view>> out(kTextCount);
+    for (size_t i = 0; i < kTextCount; ++i) out[i] = text_placeholders(kEnglish[i]);
+    return out;
+  }();
+  return all;
+}
+
+void report_mismatch(T id, int missing, int unused) {
+  g_argument_errors.fetch_add(1);
+  static std::mutex mutex;
+  static std::vector<bool> told(kTextCount, false);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (told[static_cast<size_t>(id)]) return;
+  told[static_cast<size_t>(id)] = true;
+  std::fprintf(stderr, "[tr] text '%.*s': %d placeholder(s) without a value, %d value(s) it has no place for\n",
+               static_cast<int>(kIdNames[static_cast<size_t>(id)].size()), kIdNames[static_cast<size_t>(id)].data(),
+               missing, unused);
+}
+
+}  // namespace
+
+void set_language(Language language) {
+  if (language < Language::count_) g_language = language;
+}
+Language current_language() { return g_language; }
+
+const char* tr(T id) {
+  if (id >= T::count_) return "";
+  return (*kTables[static_cast<size_t>(g_language.load())])[static_cast<size_t>(id)];
+}
+
+std::string tr(T id, std::span<const TextArg> args) {
+  int missing = 0, unused = 0;
+  std::string out = fill_text(tr(id), args, &missing, &unused);
+  if (missing || unused) report_mismatch(id, missing, unused);
+  return out;
+}
+std::string tr(T id, std::initializer_list<TextArg> args) { return tr(id, std::span<const TextArg>(args.begin(), args.size())); }
+
+std::string tr_label(T id, std::string_view imgui_id) {
+  std::string out = tr(id);
+  return out.append("##").append(imgui_id);
+}
+std::string tr_label(T id, std::initializer_list<TextArg> args, std::string_view imgui_id) {
+  std::string out = tr(id, args);
+  return out.append("##").append(imgui_id);
+}
+
+std::string_view text_id_name(T id) { return id < T::count_ ? kIdNames[static_cast<size_t>(id)] : "?"; }
+std::string_view english_text(T id) { return id < T::count_ ? kEnglish[static_cast<size_t>(id)] : ""; }
+
+std::span<const std::string_view> placeholders(T id) {
+  if (id >= T::count_) return {};
+  return all_placeholders()[static_cast<size_t>(id)];
+}
+
+bool text_arguments_match(T id, std::span<const std::string_view> names) {
+  const std::span<const std::string_view> want = placeholders(id);
+  if (names.size() != want.size()) return false;
+  for (const std::string_view w : want) {
+    int seen = 0;
+    for (const std::string_view n : names) seen += n == w;
+    if (seen != 1) return false;
+  }
+  return true;
+}
+bool text_arguments_match(T id, std::initializer_list<std::string_view> names) {
+  return text_arguments_match(id, std::span<const std::string_view>(names.begin(), names.size()));
+}
+
+int text_argument_errors() { return g_argument_errors.load(); }
+void reset_text_argument_errors() { g_argument_errors = 0; }
+
+std::string text_format_problem(std::string_view text) {
+  return walk(text, [](std::string_view) {}, [](std::string_view) {});
+}
+
+std::vector<std::string_view> text_placeholders(std::string_view text) {
+  std::vector<std::string_view> out;
+  walk(text, [](std::string_view) {}, [&](std::string_view name) {
+    for (const std::string_view n : out)
+      if (n == name) return;
+    out.push_back(name);
+  });
+  return out;
+}
+
+std::string fill_text(std::string_view text, std::span<const TextArg> args, int* missing, int* unused) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  std::vector<bool> taken(args.size(), false);
+  int left = 0;
+  const std::string problem = walk(
+      text, [&](std::string_view piece) { out.append(piece); },
+      [&](std::string_view name) {
+        for (size_t a = 0; a < args.size(); ++a)
+          if (args[a].name == name) {
+            out.append(args[a].value);
+            taken[a] = true;
+            return;
+          }
+        ++left;
+        out.append("{").append(name).append("}");
+      });
+  if (!problem.empty()) return std::string(text);  // a malformed text shows as written (the table check fails)
+  if (missing) *missing = left;
+  if (unused) {
+    *unused = 0;
+    for (const bool t : taken) *unused += !t;
+  }
+  return out;
+}
+
+}  // namespace sf::gui
