@@ -36,11 +36,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
     try {
       const HeadRef h = parse_head_ref(options.attention);
       attention_ = {h.kind, h.layer, h.head};
-      const bool attention_stage = stage_ == Stage::EncoderAttention || stage_ == Stage::DecoderAttention ||
-                                   stage_ == Stage::CrossAttention;
-      if (attention_stage)
-        stage_ = h.kind == AttentionKind::Encoder ? Stage::EncoderAttention
-                 : h.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
+      if (stage_info(stage_).attention_map) stage_ = attention_stage(h.kind);
     } catch (const Error& e) {
       state_.error = e.what();
     }
@@ -69,17 +65,7 @@ void App::select(Stage stage) {
   stage_ = stage;
   show_model_info_ = false;
   if (stage == Stage::Training) training_.want_shipped_timeline();  // the classroom run, when no other
-  switch (stage) {
-    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::EncoderConcat: case Stage::EncoderAddNorm:
-    case Stage::EncoderFeedForward:
-      attention_.kind = AttentionKind::Encoder;
-      break;
-    case Stage::DecoderAttention: case Stage::DecoderAddNorm: case Stage::DecoderFeedForward:
-      attention_.kind = AttentionKind::Decoder;
-      break;
-    case Stage::CrossAttention: attention_.kind = AttentionKind::Cross; break;
-    default: break;
-  }
+  if (const std::optional<AttentionKind> kind = stage_info(stage).layer_of) attention_.kind = *kind;
 }
 
 bool App::set_sentence(const std::string& text) {
@@ -97,8 +83,7 @@ bool App::go_to(const std::string& stage_name) {
 void App::select_head(const HeadRef& head) {
   attention_ = {head.kind, head.layer, head.head};
   show_model_info_ = false;
-  stage_ = head.kind == AttentionKind::Encoder ? Stage::EncoderAttention
-           : head.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
+  stage_ = attention_stage(head.kind);
 }
 
 void App::select_layer(int layer) { attention_.layer = layer; }
@@ -299,9 +284,7 @@ void App::frame() {
       feed_forward_panel_.draw(state_, attention_);
       break;
     case Stage::AllHeads:
-      if (heads_grid_panel_.draw(state_, attention_))
-        stage_ = attention_.kind == AttentionKind::Encoder ? Stage::EncoderAttention
-                 : attention_.kind == AttentionKind::Decoder ? Stage::DecoderAttention : Stage::CrossAttention;
+      if (heads_grid_panel_.draw(state_, attention_)) stage_ = attention_stage(attention_.kind);
       break;
     case Stage::Output: {
       // The output stage follows the decoding: on arriving and after every step it shows the last row, the
@@ -371,15 +354,14 @@ std::string App::stage_detail() const {
                  : attention_.kind == AttentionKind::Decoder ? T::app_detail_kind_decoder
                                                              : T::app_detail_kind_cross;
   const int layer = shown_number(attention_.layer), head = shown_number(attention_.head);
-  switch (stage_) {
-    case Stage::EncoderQkv: case Stage::EncoderAttention: case Stage::DecoderAttention:
-    case Stage::CrossAttention: return tr(T::app_detail_layer_head, {{"layer", layer}, {"head", head}});
-    case Stage::EncoderConcat: return tr(T::app_detail_kind_layer, {{"kind", tr(kind)}, {"layer", layer}});
-    case Stage::EncoderAddNorm: case Stage::EncoderFeedForward: case Stage::DecoderAddNorm:
-    case Stage::DecoderFeedForward: return tr(T::app_detail_layer, {{"layer", layer}});
-    case Stage::AllHeads: return tr(T::app_detail_kind_attention, {{"kind", tr(kind)}});
-    default: return "";
+  switch (stage_info(stage_).detail) {
+    case StageDetail::LayerHead: return tr(T::app_detail_layer_head, {{"layer", layer}, {"head", head}});
+    case StageDetail::KindLayer: return tr(T::app_detail_kind_layer, {{"kind", tr(kind)}, {"layer", layer}});
+    case StageDetail::Layer: return tr(T::app_detail_layer, {{"layer", layer}});
+    case StageDetail::KindAttention: return tr(T::app_detail_kind_attention, {{"kind", tr(kind)}});
+    case StageDetail::None: break;
   }
+  return "";
 }
 
 void App::draw_presentation_header() {
@@ -387,8 +369,7 @@ void App::draw_presentation_header() {
   if (!export_status_.ok && !export_status_.text.empty())
     problem += (problem.empty() ? "" : "   ") + export_status_.text;
   // The attention stages' titles follow the state: "Decoder masked self-attention (causal mask OFF)".
-  const bool attention = stage_ == Stage::EncoderAttention || stage_ == Stage::DecoderAttention ||
-                         stage_ == Stage::CrossAttention;
+  const bool attention = stage_info(stage_).attention_map;
   const std::string title =
       attention ? attention_title(attention_.kind, state_.interventions) : std::string(tr(stage_info(stage_).title));
   lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), static_cast<int>(stage_) + 1,

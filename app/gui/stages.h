@@ -2,9 +2,12 @@
 // bottom to top): the input side, one encoder layer, one decoder layer, the overview, the output; then the
 // decoding step by step and the interventions.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "gui/text/text.h"
+#include "model/config.h"
+#include "transformer/interventions.h"  // AttentionKind
 
 namespace sf::gui {
 
@@ -15,13 +18,32 @@ enum class Stage {
   AllHeads, Output, Decoding, Interventions, Training, Count
 };
 
+// Which model shapes (config.stacks) have a stage: every one, those with an encoder, those with a decoder, or only
+// the encoder-decoder (cross-attention).
+enum class StageShapes { Every, WithEncoder, WithDecoder, EncoderDecoder };
+// What presentation mode's header says beside the stage's title.
+enum class StageDetail { None, LayerHead, KindLayer, Layer, KindAttention };
+
+// Each stage described once: the app, the pipeline map, presentation mode, the option and script parsers read
+// this table instead of testing stages one by one.
 struct StageInfo {
   Stage stage;
   const char* id;     // what --stage and the script's `stage` take: tokens, embedding, positional, ...
   T title;            // a heading for the stage: tr(title)
+  // The layer a stage inside one shows, by its attention: the encoder's, the decoder's (self-attention) or the
+  // cross-attention's. Opening the stage points the attention selection there; the pipeline map draws it inside
+  // that stack's layer.
+  std::optional<AttentionKind> layer_of;
+  bool attention_map = false;  // one head's attention map (the attention panel), titled by the interventions
+  StageDetail detail = StageDetail::None;
+  StageShapes shapes = StageShapes::Every;
 };
 
 const StageInfo& stage_info(Stage stage);
+// The attention-map stage of a kind of attention (encoder-attention, decoder-attention, cross-attention).
+Stage attention_stage(AttentionKind kind);
+// Whether a model of this shape has the stage.
+bool stage_in_shape(Stage stage, ModelStacks stacks);
 inline const char* stage_name(Stage stage) { return stage_info(stage).id; }
 // The stage named `id`; false for an unknown name.
 bool stage_from_name(const std::string& id, Stage* stage);

@@ -50,13 +50,11 @@ const Box kBoxes[] = {
 };
 constexpr float kTopRow = 12.5f;  // the "Output probabilities" label above the softmax
 
-bool is_encoder_layer_stage(Stage s) {
-  return s == Stage::EncoderQkv || s == Stage::EncoderAttention || s == Stage::EncoderConcat ||
-         s == Stage::EncoderAddNorm || s == Stage::EncoderFeedForward;
-}
+// Whose layer a stage shows (the stage table's layer_of): the box of that stack's layer lights up.
+bool is_encoder_layer_stage(Stage s) { return stage_info(s).layer_of == AttentionKind::Encoder; }
 bool is_decoder_layer_stage(Stage s) {
-  return s == Stage::DecoderAttention || s == Stage::CrossAttention || s == Stage::DecoderAddNorm ||
-         s == Stage::DecoderFeedForward;
+  const std::optional<AttentionKind> kind = stage_info(s).layer_of;
+  return kind == AttentionKind::Decoder || kind == AttentionKind::Cross;
 }
 
 // Text centred in [a, b], shrunk to fit the width.
