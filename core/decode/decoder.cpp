@@ -55,15 +55,15 @@ bool Decoder::start_without_encoder(const std::vector<int>& prompt, const Interv
   validate_interventions(*config_, interventions);
   std::vector<int> first = {config_->bos_id};
   first.insert(first.end(), prompt.begin(), prompt.end());
-  std::vector<int> positions(first.size());
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i);
-  check_embedding_input(*config_, *weights_, false, first, positions);
-  if (static_cast<int>(first.size()) >= config_->max_positions)
+  const DecoderRows rows = DecoderRows::one_sequence(first);  // its positions from 0
+  check_embedding_input(*config_, *weights_, false, rows.tokens, rows.positions);
+  const int length = rows.size();
+  if (length >= config_->max_positions)
     fail(ErrorKind::Input, "Decoder", "a prompt of " + std::to_string(prompt.size()) + " tokens leaves no position to "
                                       "generate in (the model has " + std::to_string(config_->max_positions) + ")");
-  prompt_ = prompt;
-  max_length_ = std::min(max_length_, config_->max_positions - static_cast<int>(first.size()));
-  check_decoding_memory(*config_, 0, static_cast<int>(first.size()) + max_length_, options_);  // no source
+  start_tokens_ = std::move(first);
+  max_length_ = std::min(max_length_, config_->max_positions - length);
+  check_decoding_memory(*config_, 0, length + max_length_, options_);  // no source
   auto empty = std::make_shared<Trace>();  // no encoder pass: the decoder's passes read none
   empty->interventions = interventions;
   encoder_ = std::move(empty);
@@ -115,6 +115,7 @@ void Decoder::start(const Interventions& interventions) {
   encoded_.src.ids = encoder_->src.ids;
   encoded_.enc_out = encoder_->enc_out;
   use_cache_ = options_.use_kv_cache && kv_cache_exact(*config_, interventions);
+  if (start_tokens_.empty()) start_tokens_ = {config_->bos_id};  // a translation's; a prompt's were set before
   tree_.push_back(BeamNode{config_->bos_id, -1, 0, 0.0f, 0.0f, 0.0f, false, 0});
   live_ = {0};
   cross_ = std::make_shared<const CrossKeysValues>(cross_keys_values(*config_, *weights_, encoded_));
@@ -325,12 +326,6 @@ int Decoder::best_node() const {
 }
 
 std::vector<int> Decoder::generated() const { return path(best_node()); }
-
-std::vector<int> Decoder::start_tokens() const {
-  std::vector<int> start = {config_->bos_id};
-  start.insert(start.end(), prompt_.begin(), prompt_.end());
-  return start;
-}
 
 std::vector<int> Decoder::pass_input() const {
   std::vector<int> input = start_tokens();

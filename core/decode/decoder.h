@@ -153,8 +153,7 @@ class Decoder {
   // The best hypothesis: generated tokens, no bos (and no prompt), eos included when produced.
   std::vector<int> generated() const;
   // What every hypothesis starts from: <bos>, and a decoder-only model's prompt after it.
-  std::vector<int> start_tokens() const;
-  const std::vector<int>& prompt() const { return prompt_; }
+  const std::vector<int>& start_tokens() const { return start_tokens_; }
   // The decoder input of the pass that chooses the next token (start_tokens() + generated), or, once finished,
   // of the pass that chose the last token (start_tokens() + generated without its last token).
   std::vector<int> pass_input() const;
@@ -275,7 +274,7 @@ class Decoder {
   DecodeOptions options_;
   std::shared_ptr<const Trace> encoder_;  // the encoder pass, whole (shared with decoders of the same source);
                                           // an empty trace for a decoder-only model
-  std::vector<int> prompt_;               // a decoder-only model's prompt (after <bos>); empty for translation
+  std::vector<int> start_tokens_;         // <bos>, and after it a decoder-only model's prompt
   Trace encoded_;  // what the decoder passes read of it: this decoder's interventions, src ids, enc.out
   bool use_cache_ = true;
   int max_length_ = 0;

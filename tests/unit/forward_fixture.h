@@ -84,6 +84,11 @@ inline std::vector<std::string> fixture_paths(const std::string& folder) {
   return paths;
 }
 
+// A file of tests/fixtures/shapes (tests/reference/make_shape_fixtures.py: the decoder-only and encoder-only models).
+inline std::string shapes_file(const std::string& name) {
+  return std::string(STEPFORMER_FIXTURE_DIR) + "/shapes/" + name;
+}
+
 // A trace's tensors by name (trace_tensors).
 inline std::map<std::string, Tensor> tensors_by_name(const Trace& trace) {
   std::map<std::string, Tensor> out;

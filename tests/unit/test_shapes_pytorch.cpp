@@ -28,7 +28,7 @@ namespace {
 
 constexpr float kTolerance = 1e-5f;
 
-std::string shapes_file(const std::string& name) { return std::string(STEPFORMER_FIXTURE_DIR) + "/shapes/" + name; }
+using testing::shapes_file;
 
 class ShapesPytorch : public ::testing::TestWithParam<std::string> {};
 

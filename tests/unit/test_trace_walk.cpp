@@ -15,7 +15,7 @@
 namespace sf {
 namespace {
 
-std::string shapes_file(const std::string& name) { return std::string(STEPFORMER_FIXTURE_DIR) + "/shapes/" + name; }
+using testing::shapes_file;
 
 // A name with its layer index as `l`: "enc.1.self_attn.q" -> "enc.l.self_attn.q".
 std::string generic(const std::string& name) { return std::regex_replace(name, std::regex("\\.[0-9]+\\."), ".l."); }
