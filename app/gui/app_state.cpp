@@ -41,7 +41,9 @@ bool AppState::fail_with(const std::exception& e) {
 
 bool AppState::load_model(const std::string& path) {
   try {
-    return use_model(std::make_shared<const Model>(sf::open_model(path)), path);
+    auto loaded = std::make_shared<const Model>(sf::open_model(path));
+    require_encoder_decoder(loaded->config, "the app's views");  // as read_model_file (gui/model_loader.h)
+    return use_model(std::move(loaded), path);
   } catch (const std::exception& e) {
     return fail_with(e);
   }
@@ -70,11 +72,6 @@ bool AppState::use_weights(std::shared_ptr<const Model> loaded, const std::strin
 }
 
 bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string& path) {
-  try {  // the views show the encoder-decoder shape for now: another model is refused, the one on show stays
-    if (loaded) require_encoder_decoder(loaded->config, "the app's views");
-  } catch (const Error& e) {
-    return fail_with(e);
-  }
   // Interventions and forced tokens name heads and ids of the old model: they start afresh with a new one.
   // What is shown belongs to the old model: it is put aside (nothing is shown until the new model's decoding is
   // done) and comes back, with the old model, when the sentence does not fit the new one. (A model asked for

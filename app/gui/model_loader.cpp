@@ -16,7 +16,11 @@ LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* ca
   try {
     std::optional<CancelScope> scope;
     if (cancel) scope.emplace(*cancel);
-    r.model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
+    auto model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
+    // The views show the encoder-decoder shape for now: another shape is a file the app cannot open, said as
+    // such (not as a sentence that does not fit), and the model on show stays.
+    require_encoder_decoder(model->config, "the app's views");
+    r.model = std::move(model);
   } catch (const Cancelled&) {
     r.model.reset();
     r.error = "cancelled";

@@ -80,8 +80,8 @@ void Config::validate() const {
 void require_encoder_decoder(const Config& config, const std::string& what) {
   if (config.stacks != ModelStacks::EncoderDecoder)
     fail(ErrorKind::Unsupported, what,
-         std::string("this is a ") + to_string(config.stacks) + " model; " + what +
-             " works with encoder-decoder (translation) models only, for now");
+         std::string("this is a ") + to_string(config.stacks) +
+             " model: only encoder-decoder (translation) models are taken here, for now");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gui/app_state.h"
+#include "gui/model_loader.h"
 #include "model/model.h"
 #include "util/paths.h"
 
@@ -32,6 +33,15 @@ TEST(ModelShapes, TheAppRefusesADecoderOnlyOrEncoderOnlyModelAndKeepsItsOwn) {
     EXPECT_TRUE(state.ready());
     EXPECT_EQ(state.translation, translation);
   }
+}
+
+TEST(ModelShapes, TheBackgroundLoaderSaysTheShapeNotThatTheSentenceDoesNotFit) {
+  // The file the Open dialog or a dropped file reads: refused as a file the views cannot show, before the app
+  // tries the sentence on it (which would say the sentence does not fit).
+  const LoadedModel r = read_model_file(kShapes + "gpt_pre.model.safetensors", nullptr);
+  EXPECT_EQ(r.model, nullptr);
+  EXPECT_EQ(r.error_kind, ErrorKind::Unsupported);
+  EXPECT_NE(r.error.find("decoder_only"), std::string::npos) << r.error;
 }
 
 }  // namespace
