@@ -38,15 +38,15 @@ App::App(const AppOptions& options, SettingsStore* settings)
       attention_ = {h.kind, h.layer, h.head};
       if (stage_info(stage_).attention_map) stage_ = attention_stage(h.kind);
     } catch (const Error& e) {
-      state_.error = e.what();
+      state_.set_error(e.what());
     }
   }
-  state_.sentence = options.sentence.empty() ? kDefaultSentence : options.sentence;
-  sentence_input_ = state_.sentence;
+  state_.keep_sentence(options.sentence.empty() ? kDefaultSentence : options.sentence);
+  sentence_input_ = state_.sentence();
   training_data_dir_ = options.data_dir.empty() ? multi30k_data_dir() : options.data_dir;
   const DeviceRequest device = parse_device(options.device);  // checked by the option parser
   training_.set_device(device);
-  state_.device = std::make_shared<ViewDevice>(device);
+  state_.set_device(std::make_shared<ViewDevice>(device));
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
@@ -116,10 +116,10 @@ void App::handle_keys() {
   if (stage_keys && (key_pressed(GLFW_KEY_LEFT) || key_pressed(GLFW_KEY_PAGE_UP)))
     select(static_cast<Stage>((s + stages - 1) % stages));
   // Up goes up the stack of layers, as the figure reads bottom to top.
-  const int layers = state_.model ? std::max(state_.model->config.n_encoder_layers, state_.model->config.n_decoder_layers) : 1;
+  const int layers = state_.model() ? std::max(state_.model()->config.n_encoder_layers, state_.model()->config.n_decoder_layers) : 1;
   if (key_pressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
   if (key_pressed(GLFW_KEY_DOWN)) attention_.layer = std::max(attention_.layer - 1, 0);
-  const int heads = state_.model ? state_.model->config.n_heads : 9;
+  const int heads = state_.model() ? state_.model()->config.n_heads : 9;
   for (int k = 0; k < std::min(9, heads); ++k)  // a key past the model's heads does nothing
     if (key_pressed(GLFW_KEY_1 + k)) attention_.head = k;
   // Decoding token by token, from any stage: every view follows the new pass (Space is the lesson's while
@@ -135,9 +135,42 @@ void App::draw_pipeline_map() {
   PipelineMapView view;
   view.current = stage_;
   view.layer = attention_.layer;
-  view.config = state_.model ? &state_.model->config : nullptr;
+  view.config = state_.model() ? &state_.model()->config : nullptr;
   Stage clicked;
   if (sf::gui::draw_pipeline_map(view, &clicked)) select(clicked);
+}
+
+void App::draw_stage() {
+  // The output stage follows the decoding: on arriving and after every step it shows the last row, the
+  // distribution the newest token came from (or, while decoding, the next token's); the slider then moves freely
+  // until the next step.
+  if (stage_ == Stage::Output &&
+      (output_followed_version_ != state_.version() || output_followed_stage_ != stage_)) {
+    output_position_ = std::max(0, static_cast<int>(state_.trace().tgt.ids.size()) - 1);
+    output_followed_version_ = state_.version();
+  }
+  const PanelContext context{state_, stage_, attention_, view_.present, output_position_, training_,
+                             training_data_dir_};
+  apply(panels_.for_stage(stage_).draw(context));
+}
+
+void App::apply(const PanelAsk& ask) {
+  if (ask.select) attention_ = *ask.select;
+  if (ask.open_stage) select(*ask.open_stage);  // (a head clicked in the grid: its kind's attention stage)
+  if (ask.output_position) output_position_ = *ask.output_position;
+  if (ask.interventions) state_.set_interventions(*ask.interventions);
+  if (ask.source_padding) state_.set_source_padding(*ask.source_padding);
+  if (ask.decode_options) state_.set_decode_options(*ask.decode_options);
+  if (ask.reference) state_.set_reference(*ask.reference);
+  if (ask.force_token) state_.force_token(ask.force_token->first, ask.force_token->second);
+  switch (ask.step) {
+    case PanelAsk::Step::None: break;
+    case PanelAsk::Step::Restart: state_.restart(); break;
+    case PanelAsk::Step::Back: state_.step_back(); break;
+    case PanelAsk::Step::Forward: state_.step(); break;
+    case PanelAsk::Step::ToEnd: state_.run_to_end(); break;
+  }
+  if (ask.training) training_.apply(*ask.training, state_, training_data_dir_);
 }
 
 void App::frame() {
@@ -176,17 +209,17 @@ void App::frame() {
     draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
     draw_view_and_export_buttons();
     ImGui::SameLine();
-    if (state_.model)
+    if (state_.model())
       ImGui::TextDisabled("%s", tr(T::app_model_line, {{"file", model_file_name()},
-                                                       {"family", state_.model->family},
-                                                       {"d_model", state_.model->config.d_model},
-                                                       {"heads", state_.model->config.n_heads},
-                                                       {"encoder_layers", state_.model->config.n_encoder_layers},
-                                                       {"decoder_layers", state_.model->config.n_decoder_layers}})
+                                                       {"family", state_.model()->family},
+                                                       {"d_model", state_.model()->config.d_model},
+                                                       {"heads", state_.model()->config.n_heads},
+                                                       {"encoder_layers", state_.model()->config.n_encoder_layers},
+                                                       {"decoder_layers", state_.model()->config.n_decoder_layers}})
                                     .c_str());
     else
       ImGui::TextDisabled("%s", tr(T::app_no_model_loaded));
-    if (state_.model && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path.c_str());
+    if (state_.model() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_.model_path().c_str());
     // Which device computed what the views show, at the end of the sentence's line (the model line is full at
     // 1280 pixels): the GPU, or the CPU (hovering says why, where a GPU is there).
     const BackendInfo& backend = backend_info();
@@ -205,13 +238,13 @@ void App::frame() {
       std::string tip;
       if (!backend.cuda_available)
         tip = tr(T::app_device_tip_no_gpu, {{"reason", backend.description}});
-      else if (!state_.shown_gpu.empty())
+      else if (!state_.shown_gpu().empty())
         tip = tr(T::app_device_tip_gpu);
-      else if (state_.device->request() == DeviceRequest::Cpu)
+      else if (state_.device()->request() == DeviceRequest::Cpu)
         tip = tr(T::app_device_tip_cpu_asked, {{"gpu", backend.cuda_device_name}});
       else
         tip = tr(T::app_device_tip_cpu,
-                 {{"why", state_.device_why.empty() ? std::string(tr(T::app_device_gpu_not_yet)) : state_.device_why}});
+                 {{"why", state_.device_why().empty() ? std::string(tr(T::app_device_gpu_not_yet)) : state_.device_why()}});
       ImGui::SetTooltip("%s", printable(tip).c_str());
     }
     if (const std::string shown = training_.shown_label(state_); !shown.empty() && state_.ready()) {
@@ -225,14 +258,14 @@ void App::frame() {
     if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
       ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "%s",
                          tr(T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
-    const std::string changed = interventions_summary(state_.interventions);
+    const std::string changed = interventions_summary(state_.interventions());
     if (!changed.empty()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s",
                          tr(T::app_changed_model, {{"changes", changed}}).c_str());
       ImGui::SameLine();
       if (ImGui::SmallButton(tr(T::app_reset_all))) state_.set_interventions(Interventions{});
     }
-    if (!state_.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error.c_str());
+    if (!state_.error().empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", state_.error().c_str());
     ImGui::Separator();
   }
   const ImVec2 fb_scale = ImGui::GetIO().DisplayFramebufferScale;
@@ -259,58 +292,8 @@ void App::frame() {
   const ImVec2 stage_min = ImGui::GetWindowPos();  // the caption goes in the strip kept free below the stage
   const ImVec2 stage_max(stage_min.x + ImGui::GetWindowSize().x,
                          stage_min.y + ImGui::GetWindowSize().y + caption_height);
-  if (state_.model) clamp_selection(state_.model->config, attention_);  // whatever model is on show now
-  if (!draw_model_views()) switch (stage_) {
-    case Stage::Tokens:
-      if (const std::optional<Stage> go = tokens_panel_.draw(state_)) select(*go);
-      break;
-    case Stage::Embedding: embedding_panel_.draw(state_); break;
-    case Stage::Positional: positional_panel_.draw(state_); break;
-    case Stage::EncoderAttention:
-    case Stage::DecoderAttention:
-    case Stage::CrossAttention: {
-      Interventions edit = state_.interventions;
-      if (attention_panel_.draw(state_, attention_, edit)) state_.set_interventions(edit);
-      break;
-    }
-    case Stage::EncoderQkv: qkv_panel_.draw(state_, attention_); break;
-    case Stage::EncoderConcat: concat_panel_.draw(state_, attention_); break;
-    case Stage::EncoderAddNorm:
-    case Stage::DecoderAddNorm:
-      add_norm_panel_.draw(state_, attention_);
-      break;
-    case Stage::EncoderFeedForward:
-    case Stage::DecoderFeedForward:
-      feed_forward_panel_.draw(state_, attention_);
-      break;
-    case Stage::AllHeads:
-      if (heads_grid_panel_.draw(state_, attention_)) stage_ = attention_stage(attention_.kind);
-      break;
-    case Stage::Output: {
-      // The output stage follows the decoding: on arriving and after every step it shows the last row, the
-      // distribution the newest token came from (or, while decoding, the next token's); the slider then moves
-      // freely until the next step.
-      if (output_followed_version_ != state_.version || output_followed_stage_ != stage_) {
-        output_position_ = std::max(0, static_cast<int>(state_.trace.tgt.ids.size()) - 1);
-        output_followed_version_ = state_.version;
-      }
-      int token = -1;
-      if (output_panel_.draw(state_, output_position_, &token)) state_.force_token(output_position_, token);
-      break;
-    }
-    case Stage::Decoding: decoding_panel_.draw(state_); break;
-    case Stage::Interventions: {
-      Interventions edit = state_.interventions;
-      int pads = -1;
-      if (draw_interventions_panel(state_, edit, &pads)) state_.set_interventions(edit);
-      if (pads >= 0) state_.set_source_padding(pads);
-      break;
-    }
-    case Stage::Training:
-      training_panel_.draw(state_, training_, training_data_dir_, training_head_, view_.present);
-      break;
-    case Stage::Count: break;
-  }
+  if (state_.model()) clamp_selection(state_.model()->config, attention_);  // whatever model is on show now
+  if (!draw_model_views()) draw_stage();
   // How far right the panel laid out its widgets, against the room it has (the scroll bar excluded): a wider
   // layout runs off the window (large type on a small screen), which the screen tests look for.
   layout_.stage_content_right = ImGui::GetCurrentWindow()->DC.CursorMaxPos.x * fb_scale.x;
@@ -365,31 +348,31 @@ std::string App::stage_detail() const {
 }
 
 void App::draw_presentation_header() {
-  std::string problem = state_.error;
+  std::string problem = state_.error();
   if (!export_status_.ok && !export_status_.text.empty())
     problem += (problem.empty() ? "" : "   ") + export_status_.text;
   // The attention stages' titles follow the state: "Decoder masked self-attention (causal mask OFF)".
   const bool attention = stage_info(stage_).attention_map;
   const std::string title =
-      attention ? attention_title(attention_.kind, state_.interventions) : std::string(tr(stage_info(stage_).title));
+      attention ? attention_title(attention_.kind, state_.interventions()) : std::string(tr(stage_info(stage_).title));
   lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), static_cast<int>(stage_) + 1,
                                                     static_cast<int>(Stage::Count), problem, lesson_);
   // The sentence strip: the source, the translation, and what is changed with the translation as trained.
   if (!state_.ready()) return;
   SentenceStrip strip;
-  const LanguageWords languages = language_words(state_.model.get());
+  const LanguageWords languages = language_words(state_.model().get());
   strip.source_language = languages.source_capital;
   strip.target_language = languages.target_capital;
-  strip.source = state_.sentence;
+  strip.source = state_.sentence();
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;
     for (int id : ids)
-      if (id != state_.model->config.eos_id) out.push_back({state_.target_token(id)});
+      if (id != state_.model()->config.eos_id) out.push_back({state_.target_token(id)});
     return out;
   };
-  strip.now = words(state_.translation);
+  strip.now = words(state_.translation());
   strip.decoding = !state_.decoding_finished();
-  strip.badge = interventions_summary(state_.interventions, /*name_heads=*/true);
+  strip.badge = interventions_summary(state_.interventions(), /*name_heads=*/true);
   if (!strip.badge.empty()) {
     strip.before = words(state_.translation_as_trained());
     // While decoding, the words so far against as many of the model's: the rest is not written yet.
@@ -466,7 +449,7 @@ void App::export_tensors() {
 }
 
 WriteRules App::export_rules(const ExportRequest& r) const {
-  return {.replace = r.replace, .inputs = {state_.model_path}, .allowed_folder = r.allowed_folder};
+  return {.replace = r.replace, .inputs = {state_.model_path()}, .allowed_folder = r.allowed_folder};
 }
 
 void App::after_render() {

@@ -9,26 +9,16 @@
 #include "gui/export.h"
 #include "gui/model_loader.h"
 #include "gui/options.h"
-#include "gui/panels/add_norm_panel.h"
 #include "gui/panels/attention_panel.h"
-#include "gui/panels/concat_panel.h"
-#include "gui/panels/decoding_panel.h"
-#include "gui/panels/embedding_panel.h"
 #include "gui/panels/export_popup.h"
-#include "gui/panels/feed_forward_panel.h"
-#include "gui/panels/heads_grid_panel.h"
 #include "gui/panels/message_dialog.h"
 #include "gui/panels/model_info_panel.h"
 #include "gui/panels/open_model_dialog.h"
-#include "gui/panels/output_panel.h"
-#include "gui/panels/qkv_panel.h"
-#include "gui/panels/tokens_panel.h"
-#include "gui/panels/training_panel.h"
-#include "gui/panels/positional_encoding_panel.h"
 #include "gui/panels/presentation.h"
 #include "gui/panels/view_popup.h"
 #include "gui/render/capture.h"
 #include "gui/settings.h"
+#include "gui/stage_panels.h"
 #include "gui/stages.h"
 #include "gui/training.h"
 #include "gui/view.h"
@@ -47,11 +37,11 @@ class App {
   // Shows decoder position `position` on the output stage (clamped to the pass) until the next step or arrival.
   void set_output_position(int position) {
     output_position_ = position;
-    output_followed_version_ = state_.version;
+    output_followed_version_ = state_.version();
     output_followed_stage_ = Stage::Output;
   }
 
-  // What the script runner, the keys and the widgets do (each false with state().error set on bad input).
+  // What the script runner, the keys and the widgets do (each false with state().error() set on bad input).
   bool open_model(const std::string& path);  // starts a background load; false only for an empty path
   bool set_sentence(const std::string& text);
   bool go_to(const std::string& stage_name);  // false for an unknown stage
@@ -59,12 +49,12 @@ class App {
   void select_layer(int layer);
   void select_head_index(int head);
   // The attention stages' view switch and cell expansion (also the script's `view` and `expand`).
-  void set_attention_view(AttentionView view) { attention_panel_.set_view(view); }
-  void expand_attention_cell(int row, int col) { attention_panel_.expand(row, col); }
-  void collapse_attention_cell() { attention_panel_.collapse(); }
-  const std::optional<AttentionCell>& expanded_attention_cell() const { return attention_panel_.expanded_cell(); }
+  void set_attention_view(AttentionView view) { attention_panel().set_view(view); }
+  void expand_attention_cell(int row, int col) { attention_panel().expand(row, col); }
+  void collapse_attention_cell() { attention_panel().collapse(); }
+  const std::optional<AttentionCell>& expanded_attention_cell() { return attention_panel().expanded_cell(); }
   // Zooms the attention map (1: the whole map) with cell (row, col) in view (the script's `zoom`).
-  void zoom_attention(float zoom, int row, int col) { attention_panel_.map().set_zoom(zoom, row, col); }
+  void zoom_attention(float zoom, int row, int col) { attention_panel().map().set_zoom(zoom, row, col); }
   // Interventions and decoding (also the script's commands).
   bool set_interventions(const Interventions& next) { return state_.set_interventions(next); }
   AppState& mutable_state() { return state_; }
@@ -140,7 +130,10 @@ class App {
   void sync_settings();
   std::string model_file_name() const;  // the top bar shows the file's name; its full path on hover
   void draw_pipeline_map();
+  void draw_stage();                  // the stage's panel, by the stage table, and what it asks
+  void apply(const PanelAsk& ask);    // what a panel asked for, through the state's setters
   void select(Stage stage);
+  AttentionPanel& attention_panel() { return panels_.get<AttentionPanel>(); }
   // Model files, dialogs, settings (app_model.cpp).
   SettingsStore* settings_ = nullptr;
   ModelLoader loader_;
@@ -162,20 +155,8 @@ class App {
   int output_followed_version_ = -1;       // the state's version the output position last followed
   Stage output_followed_stage_ = Stage::Tokens;  // the stage drawn last frame (arriving at Output follows too)
 
-  TokensPanel tokens_panel_;
-  EmbeddingPanel embedding_panel_;
-  PositionalEncodingPanel positional_panel_;
-  AttentionPanel attention_panel_;
-  QkvPanel qkv_panel_;
-  ConcatPanel concat_panel_;
-  HeadsGridPanel heads_grid_panel_;
-  AddNormPanel add_norm_panel_;
-  FeedForwardPanel feed_forward_panel_;
-  OutputPanel output_panel_;
-  DecodingPanel decoding_panel_;
+  StagePanels panels_;  // one per panel class, drawn by the stage table
   Training training_;
-  TrainingPanel training_panel_;
-  AttentionSelection training_head_{AttentionKind::Cross, 99, 0};  // the last layer (clamped to the model)
   std::string training_data_dir_;
   ViewSettings view_;
   ViewPopup view_popup_;

@@ -73,25 +73,26 @@ void App::poll_model_loader() {
 }
 
 void App::adopt(LoadedModel loaded) {
-  const std::string kept = state_.model ? fs::path(state_.model_path).filename().string() : "";
+  const std::string kept = state_.model() ? fs::path(state_.model_path()).filename().string() : "";
   std::optional<ErrorKind> kind = loaded.error_kind;
   // "" when the model is in as asked; a core error in its kind's sentence (the app's one error boundary)
   std::string problem = loaded.error.empty() || !kind ? loaded.error : error_text(*kind, loaded.error);
   if (loaded.model && !state_.use_model(loaded.model, loaded.path)) {
     // The file is fine; the sentence (or the interventions) do not fit the model.
     kind = ErrorKind::Input;
-    problem = state_.model ? tr(T::open_kept_previous, {{"reason", state_.error}}) : state_.error;
-    if (!state_.model && state_.sentence != kDefaultSentence) {
+    problem = state_.model() ? tr(T::open_kept_previous, {{"reason", state_.error()}}) : state_.error();
+    if (!state_.model() && state_.sentence() != kDefaultSentence) {
       // Nothing to keep, and without a model the sentence cannot be changed: the model with the example.
-      const std::string reason = state_.error;
-      state_.sentence = sentence_input_ = kDefaultSentence;
+      const std::string reason = state_.error();
+      sentence_input_ = kDefaultSentence;
+      state_.keep_sentence(sentence_input_);
       if (state_.use_model(loaded.model, loaded.path)) {
         dialog_.show({tr(T::open_sentence_does_not_fit), loaded.path, reason, tr(T::open_sentence_does_not_fit_hint)});
         problem.clear();
       }
     }
   }
-  if (state_.model && state_.model == loaded.model) {
+  if (state_.model() && state_.model() == loaded.model) {
     training_.set_file_model(loaded.model, loaded.path);  // and the timeline beside it, if there is one
     check_attention_option();
     last_load_error_.clear();
@@ -107,15 +108,15 @@ void App::adopt(LoadedModel loaded) {
   last_load_error_ = problem.empty() ? std::string(tr(T::open_cannot_open)) : problem;
   std::fprintf(stderr, "stepformer: cannot open the model '%s': %s\n", printable(loaded.path).c_str(),
                printable(last_load_error_).c_str());
-  if (!state_.model) state_.error = last_load_error_;  // the line under the sentence says why nothing shows
-  const std::string what_now = state_.model                    ? tr(T::open_current_stays, {{"model", kept}})
+  if (!state_.model()) state_.set_error(last_load_error_);  // the line under the sentence says why nothing shows
+  const std::string what_now = state_.model()                    ? tr(T::open_current_stays, {{"model", kept}})
                                : !fallback_model_path_.empty() ? std::string(tr(T::open_shipped_instead))
                                                                : std::string(tr(T::open_none_loaded));
   const std::string meaning = error_hint(kind);
   const std::string hint =
       meaning.empty() ? what_now : tr(T::open_hint, {{"meaning", meaning}, {"what_now", what_now}});
   dialog_.show({tr(T::open_cannot_open_title), loaded.path, last_load_error_, hint});
-  if (!state_.model && !fallback_model_path_.empty()) {
+  if (!state_.model() && !fallback_model_path_.empty()) {
     open_model(fallback_model_path_);  // the last session's model went bad: the shipped one, once
     fallback_model_path_.clear();
   }
@@ -125,9 +126,9 @@ void App::adopt(LoadedModel loaded) {
 // it. A head past the model's layers or heads is shown as the nearest one the model has, and a dialog says so:
 // never a silent change of what was asked for.
 void App::check_attention_option() {
-  if (attention_option_checked_ || options_.attention.empty() || !state_.model) return;
+  if (attention_option_checked_ || options_.attention.empty() || !state_.model()) return;
   attention_option_checked_ = true;
-  const Config& c = state_.model->config;
+  const Config& c = state_.model()->config;
   const int layers = attention_.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   if (attention_.layer < layers && attention_.head < c.n_heads) return;
   const AttentionSelection asked = attention_;
@@ -145,13 +146,13 @@ void App::check_attention_option() {
 
 // [SECTION] the top bar and the views
 
-std::string App::model_file_name() const { return fs::path(state_.model_path).filename().string(); }
+std::string App::model_file_name() const { return fs::path(state_.model_path()).filename().string(); }
 
 // The top bar's buttons, after the app's name: Open model..., Model info, A- A+.
 void App::draw_model_bar() {
   const float em = ImGui::GetFontSize();
   ImGui::SameLine();
-  if (ImGui::Button(tr(T::app_open_model))) open_dialog_.show(state_.model_path);
+  if (ImGui::Button(tr(T::app_open_model))) open_dialog_.show(state_.model_path());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::app_open_model_tip));
   ImGui::SameLine();
   const bool info = show_model_info_;
@@ -172,7 +173,7 @@ void App::draw_model_bar() {
 // While a file loads over a model that stays usable: a box at the bottom of the window, above the panels,
 // with a spinner, the file's name, the time so far and a moving bar. It takes no input and moves nothing.
 void App::draw_loading_toast() {
-  if (!loader_.busy() || !state_.model) return;  // without a model the stage area shows it (draw_model_views)
+  if (!loader_.busy() || !state_.model()) return;  // without a model the stage area shows it (draw_model_views)
   const float em = ImGui::GetFontSize();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(viewport->WorkPos.x + viewport->WorkSize.x * 0.5f,
@@ -205,7 +206,7 @@ bool App::draw_model_views() {
     model_info_panel_.draw(state_, model_warnings_, training_.weights_note(state_));
     return true;
   }
-  if (state_.model) return false;
+  if (state_.model()) return false;
   // No model yet (the first load runs, or none could be opened): a placeholder instead of empty panels.
   const float em = ImGui::GetFontSize();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -232,7 +233,7 @@ bool App::show(const std::string& view) {
   if (view == "model-info") {
     show_model_info_ = true;
   } else if (view == "open-model") {
-    open_dialog_.show(state_.model_path);
+    open_dialog_.show(state_.model_path());
   } else if (view == "stage") {
     show_model_info_ = false;
     open_dialog_.close();
@@ -265,7 +266,7 @@ void App::draw_model_dialogs() {
 void App::handle_model_shortcuts() {
   const ImGuiIO& io = ImGui::GetIO();
   if (!io.KeyCtrl) return;
-  if (ImGui::IsKeyPressed(GLFW_KEY_O, false)) open_dialog_.show(state_.model_path);
+  if (ImGui::IsKeyPressed(GLFW_KEY_O, false)) open_dialog_.show(state_.model_path());
   if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false))
     set_text_scale(view_.ui_scale + kUiScaleStep);
   if (ImGui::IsKeyPressed(GLFW_KEY_MINUS, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT, false))
@@ -280,8 +281,8 @@ void App::set_text_scale(float scale) { view_.ui_scale = std::clamp(scale, kMinU
 void App::sync_settings() {
   if (!settings_) return;
   Settings s = settings_->settings();
-  if (state_.model) s.last_model = absolute_path(state_.model_path);
-  if (!state_.sentence.empty()) s.last_sentence = state_.sentence;
+  if (state_.model()) s.last_model = absolute_path(state_.model_path());
+  if (!state_.sentence().empty()) s.last_sentence = state_.sentence();
   s.last_stage = stage_name(stage_);
   s.ui_scale = view_.ui_scale;
   settings_->update(s);

@@ -33,9 +33,9 @@ std::string error_text(ErrorKind kind, const std::string& detail) {
 
 bool AppState::fail_with(const std::exception& e) {
   if (const auto* typed = dynamic_cast<const Error*>(&e))
-    error = error_text(typed->kind(), typed->what());
+    error_ = error_text(typed->kind(), typed->what());
   else
-    error = e.what();
+    error_ = e.what();
   return false;
 }
 
@@ -59,15 +59,15 @@ bool same_description(const Model& a, const Model& b) {
 
 bool AppState::use_weights(std::shared_ptr<const Model> loaded, const std::string& path) {
   if (!loaded) return false;
-  if (!model || model_undo_ || sentence.empty() || !same_description(*model, *loaded))
+  if (!model_ || model_undo_ || asked_.sentence.empty() || !same_description(*model_, *loaded))
     return use_model(std::move(loaded), path);
-  std::shared_ptr<const Model> previous = std::move(model);
-  const std::string previous_path = model_path;
-  model = std::move(loaded);
-  model_path = path;
+  std::shared_ptr<const Model> previous = std::move(model_);
+  const std::string previous_path = model_path_;
+  model_ = std::move(loaded);
+  model_path_ = path;
   if (rebuild(-1)) return true;
-  model = std::move(previous);
-  model_path = previous_path;
+  model_ = std::move(previous);
+  model_path_ = previous_path;
   return false;
 }
 
@@ -76,115 +76,100 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   // What is shown belongs to the old model: it is put aside (nothing is shown until the new model's decoding is
   // done) and comes back, with the old model, when the sentence does not fit the new one. (A model asked for
   // while another's first decoding still runs keeps the first undo: it holds what was last shown.)
-  const Interventions old_interventions = interventions;
+  const Interventions old_interventions = asked_.interventions;
   const bool first = !model_undo_;
   if (first)
-    model_undo_ = ModelUndo{std::move(model), model_path, inputs(),
-                            std::move(decoder), std::move(shown_model_), std::move(trace), std::move(source_tokens),
-                            std::move(translation), std::move(chosen_logits)};
-  std::shared_ptr<const Model> previous = first ? nullptr : std::move(model);
-  const std::string previous_path = model_path;
-  model = std::move(loaded);
-  model_path = path;
-  interventions = Interventions{};
-  interventions.causal_mask = old_interventions.causal_mask;
-  interventions.padding_mask = old_interventions.padding_mask;
-  interventions.positional_encoding = old_interventions.positional_encoding;
+    model_undo_ = ModelUndo{std::move(model_), model_path_, asked_, std::move(shown_)};
+  std::shared_ptr<const Model> previous = first ? nullptr : std::move(model_);
+  const std::string previous_path = model_path_;
+  model_ = std::move(loaded);
+  model_path_ = path;
+  asked_.interventions = Interventions{};
+  asked_.interventions.causal_mask = old_interventions.causal_mask;
+  asked_.interventions.padding_mask = old_interventions.padding_mask;
+  asked_.interventions.positional_encoding = old_interventions.positional_encoding;
   // A model that says how it is decoded (Marian's generation config) gives the beam width and length penalty.
-  if (model->generation.present) {
-    if (model->generation.beam_width > 1) decode_options.beam_width = std::min(model->generation.beam_width, kMaxBeamWidth);
-    decode_options.length_penalty = model->generation.length_penalty;
+  if (model_->generation.present) {
+    if (model_->generation.beam_width > 1) asked_.decode_options.beam_width = std::min(model_->generation.beam_width, kMaxBeamWidth);
+    asked_.decode_options.length_penalty = model_->generation.length_penalty;
   }
-  decoder.reset();
-  shown_model_.reset();
-  trace = Trace{};
-  chosen_logits = Mat();
-  source_tokens.clear();
-  translation.clear();
-  error.clear();
-  if (sentence.empty()) {
+  shown_ = Decoded{};
+  error_.clear();
+  if (asked_.sentence.empty()) {
     model_undo_.reset();
     return true;
   }
   if (rebuild(-1)) return true;
-  const std::string reason = error;
-  interventions = old_interventions;
+  const std::string reason = error_;
+  asked_.interventions = old_interventions;
   if (first) {
-    model = std::move(model_undo_->model);
-    model_path = model_undo_->path;
-    decoder = std::move(model_undo_->decoder);
-    shown_model_ = std::move(model_undo_->shown_model);
-    trace = std::move(model_undo_->trace);
-    chosen_logits = std::move(model_undo_->chosen_logits);
-    source_tokens = std::move(model_undo_->source_tokens);
-    translation = std::move(model_undo_->translation);
-    model_undo_.reset();
+    undo_model();
   } else {
-    model = std::move(previous);
-    model_path = previous_path;
+    model_ = std::move(previous);
+    model_path_ = previous_path;
   }
-  error = reason;
+  error_ = reason;
   return false;
 }
 
 bool AppState::set_sentence(const std::string& text) {
   // A sentence with no word would "translate" <bos> <eos> into whatever the model says about nothing.
   if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
-    error = tr(text.empty() ? T::state_sentence_empty : T::state_sentence_blank);
+    error_ = tr(text.empty() ? T::state_sentence_empty : T::state_sentence_blank);
     return false;
   }
   // Painted masks and forced tokens belong to the old sentence's positions; a reference to its meaning.
-  const std::string previous = sentence, previous_reference = reference;
-  const Interventions previous_interventions = interventions;
-  sentence = text;
-  reference.clear();
-  interventions.custom_masks.clear();
-  interventions.forced_prefix.clear();
+  const std::string previous = asked_.sentence, previous_reference = asked_.reference;
+  const Interventions previous_interventions = asked_.interventions;
+  asked_.sentence = text;
+  asked_.reference.clear();
+  asked_.interventions.custom_masks.clear();
+  asked_.interventions.forced_prefix.clear();
   if (rebuild(-1)) return true;
-  sentence = previous;
-  reference = previous_reference;
-  interventions = previous_interventions;
+  asked_.sentence = previous;
+  asked_.reference = previous_reference;
+  asked_.interventions = previous_interventions;
   return false;
 }
 
 bool AppState::set_interventions(const Interventions& next) {
-  const Interventions previous = interventions;
-  const std::string previous_reference = reference;
-  interventions = next;
-  if (next.forced_prefix.empty()) reference.clear();  // back to free running
+  const Interventions previous = asked_.interventions;
+  const std::string previous_reference = asked_.reference;
+  asked_.interventions = next;
+  if (next.forced_prefix.empty()) asked_.reference.clear();  // back to free running
   if (recompute()) return true;
-  interventions = previous;
-  reference = previous_reference;
+  asked_.interventions = previous;
+  asked_.reference = previous_reference;
   return false;
 }
 
 bool AppState::set_decode_options(const DecodeOptions& next) {
-  const DecodeOptions previous = decode_options;
-  decode_options = next;
+  const DecodeOptions previous = asked_.decode_options;
+  asked_.decode_options = next;
   ++decode_options_version_;  // the translation as trained is decoded again with these
   if (recompute()) return true;
-  decode_options = previous;
+  asked_.decode_options = previous;
   return false;
 }
 
 bool AppState::set_source_padding(int pads) {
   if (pads < 0 || pads > kMaxSourcePadding) {
-    error = tr(T::state_padding_out_of_range, {{"pads", pads}, {"max", kMaxSourcePadding}});
+    error_ = tr(T::state_padding_out_of_range, {{"pads", pads}, {"max", kMaxSourcePadding}});
     return false;
   }
-  const int previous = source_padding;
-  source_padding = pads;
-  if (sentence.empty() || rebuild(-1)) return true;
-  source_padding = previous;
+  const int previous = asked_.source_padding;
+  asked_.source_padding = pads;
+  if (asked_.sentence.empty() || rebuild(-1)) return true;
+  asked_.source_padding = previous;
   return false;
 }
 
 bool AppState::set_reference(const std::string& text) {
-  if (!model) {
-    error = tr(T::state_no_model);
+  if (!model_) {
+    error_ = tr(T::state_no_model);
     return false;
   }
-  Interventions next = interventions;
+  Interventions next = asked_.interventions;
   next.forced_prefix.clear();
   if (!text.empty()) {
     try {
@@ -192,75 +177,75 @@ bool AppState::set_reference(const std::string& text) {
         fail(ErrorKind::Input, "reference",
              tr(T::state_reference_too_long, {{"bytes", text.size()}, {"limit", kMaxSentenceBytes}}));
       // The reference's tokens, then <eos> (the decoder's start token comes from the config).
-      for (const Token& t : encode_text(*model, text, Side::Target, /*specials=*/false)) next.forced_prefix.push_back(t.id);
+      for (const Token& t : encode_text(*model_, text, Side::Target, /*specials=*/false)) next.forced_prefix.push_back(t.id);
       if (next.forced_prefix.empty()) fail(ErrorKind::Input, "reference", tr(T::state_reference_empty));
-      next.forced_prefix.push_back(model->config.eos_id);
+      next.forced_prefix.push_back(model_->config.eos_id);
     } catch (const std::exception& e) {
       return fail_with(e);
     }
   }
-  const std::string previous = reference;
-  reference = text;
+  const std::string previous = asked_.reference;
+  asked_.reference = text;
   if (set_interventions(next)) return true;
-  reference = previous;
+  asked_.reference = previous;
   return false;
 }
 
 bool AppState::force_token(int position, int token) {
-  if (!model) return false;
-  if (position < 0 || position > static_cast<int>(translation.size())) {
-    error = tr(T::state_cannot_force, {{"position", position}, {"tokens", translation.size()}});
+  if (!model_) return false;
+  if (position < 0 || position > static_cast<int>(shown_.translation.size())) {
+    error_ = tr(T::state_cannot_force, {{"position", position}, {"tokens", shown_.translation.size()}});
     return false;
   }
-  Interventions next = interventions;
-  next.forced_prefix.assign(translation.begin(), translation.begin() + position);
+  Interventions next = asked_.interventions;
+  next.forced_prefix.assign(shown_.translation.begin(), shown_.translation.begin() + position);
   next.forced_prefix.push_back(token);
-  const Interventions previous = interventions;
-  const std::string previous_reference = reference;
-  interventions = next;
-  reference.clear();
-  if (rebuild(decoding_finished() || !decoder ? -1 : position + 1)) return true;
-  interventions = previous;
-  reference = previous_reference;
+  const Interventions previous = asked_.interventions;
+  const std::string previous_reference = asked_.reference;
+  asked_.interventions = next;
+  asked_.reference.clear();
+  if (rebuild(decoding_finished() || !shown_.decoder ? -1 : position + 1)) return true;
+  asked_.interventions = previous;
+  asked_.reference = previous_reference;
   return false;
 }
 
 bool AppState::recompute() {
-  return rebuild(decoder && !decoder->finished() ? decoder->steps() : -1);
+  return rebuild(shown_.decoder && !shown_.decoder->finished() ? shown_.decoder->steps() : -1);
 }
 
 bool AppState::rebuild(int steps) {
-  if (!model) {
-    error = tr(T::state_no_model);
+  if (!model_) {
+    error_ = tr(T::state_no_model);
     return false;
   }
   // Checked here, at once (a bad input is refused in the frame that gave it); decoded by run_work.
   std::vector<Token> tokens;
-  DecodeOptions options = decode_options;
-  apply_generation_rules(model->generation, options);  // a Marian model's: <pad> never generated, HF beams
+  DecodeOptions options = asked_.decode_options;
+  apply_generation_rules(model_->generation, options);  // a Marian model's: <pad> never generated, HF beams
   try {
-    tokens = encode_text(*model, sentence, Side::Source);
+    tokens = encode_text(*model_, asked_.sentence, Side::Source);
     if (std::none_of(tokens.begin(), tokens.end(), [](const Token& t) { return !t.special; }))
       fail(ErrorKind::Input, "sentence", tr(T::state_sentence_no_words));
-    for (int i = 0; i < source_padding; ++i) {  // as in a batch: <pad> after <eos>
+    for (int i = 0; i < asked_.source_padding; ++i) {  // as in a batch: <pad> after <eos>
       Token pad;
-      pad.text = model->src_vocab.token(model->config.pad_id);
-      pad.id = model->config.pad_id;
+      pad.text = model_->src_vocab.token(model_->config.pad_id);
+      pad.id = model_->config.pad_id;
       pad.special = true;
       tokens.push_back(pad);
     }
-    if (static_cast<int>(tokens.size()) > model->config.max_positions)
+    if (static_cast<int>(tokens.size()) > model_->config.max_positions)
       fail(ErrorKind::Input, "sentence",
-           tr(T::state_sentence_too_long, {{"tokens", tokens.size()}, {"max", model->config.max_positions}}));
-    validate_interventions(model->config, interventions);
-    validate_decode_options(model->config, options, interventions);
-    options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model->config.max_positions - 1);
-    options.max_length = std::max<int>(options.max_length, static_cast<int>(interventions.forced_prefix.size()));
+           tr(T::state_sentence_too_long, {{"tokens", tokens.size()}, {"max", model_->config.max_positions}}));
+    validate_interventions(model_->config, asked_.interventions);
+    validate_decode_options(model_->config, options, asked_.interventions);
+    options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model_->config.max_positions - 1);
+    options.max_length = std::max<int>(options.max_length, static_cast<int>(asked_.interventions.forced_prefix.size()));
   } catch (const std::exception& e) {
     return fail_with(e);
   }
   const std::vector<int> src_ids = token_ids(tokens);
-  const bool same_source = decoder && shown_model_ == model && src_ids == token_ids(source_tokens);
+  const bool same_source = shown_.decoder && shown_.model == model_ && src_ids == token_ids(shown_.source_tokens);
   // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
   // a guess (the translation these very inputs gave before, else the current one) is checked in one batched
   // pass, and where the new translation departs from it, the rest is guessed again and checked a stretch at
@@ -268,16 +253,16 @@ bool AppState::rebuild(int steps) {
   const bool guided = steps < 0 && same_source && options.strategy == DecodeStrategy::Greedy;
   std::vector<int> guess;
   if (guided) {
-    guess = translation;
+    guess = shown_.translation;
     for (const RememberedTranslation& r : remembered_)
-      if (r.is_for(model.get(), src_ids, interventions)) guess = r.translation;
+      if (r.is_for(model_.get(), src_ids, asked_.interventions)) guess = r.translation;
   }
   // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say): the
   // work shares that pass (immutable), not the decoder.
-  std::shared_ptr<const Trace> encoder_pass = same_source ? decoder->encoder_pass() : nullptr;
-  Work work = [m = model, tokens = std::move(tokens), src_ids, iv = interventions, options, steps, guided,
+  std::shared_ptr<const Trace> encoder_pass = same_source ? shown_.decoder->encoder_pass() : nullptr;
+  Work work = [m = model_, tokens = std::move(tokens), src_ids, iv = asked_.interventions, options, steps, guided,
                guess = std::move(guess), encoder_pass = std::move(encoder_pass),
-               device = device](const std::atomic<bool>& cancelled) mutable {
+               device = device_](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
     Outcome out;
     out.model = m;
@@ -327,14 +312,14 @@ bool AppState::rebuild(int steps) {
 }
 
 bool AppState::run_work(Work work) {
-  if (on_worker_start || on_worker_end)
-    work = [start = on_worker_start, end = on_worker_end, inner = std::move(work)](const std::atomic<bool>& cancelled) {
+  if (on_worker_start_ || on_worker_end_)
+    work = [start = on_worker_start_, end = on_worker_end_, inner = std::move(work)](const std::atomic<bool>& cancelled) {
       if (start) start();
       Outcome out = inner(cancelled);
       if (end) end();
       return out;
     };
-  if (step_budget_ms <= 0) {  // at once, on this thread
+  if (step_budget_ms_ <= 0) {  // at once, on this thread
     Outcome out;
     try {
       out = work(std::atomic<bool>{false});
@@ -347,7 +332,7 @@ bool AppState::run_work(Work work) {
   if (task_.running()) {  // the newest request waits for the running one to stop; an older waiting one is dropped
     task_.cancel();
     queued_ = std::move(work);
-    if (!task_.wait_for(step_budget_ms)) return true;
+    if (!task_.wait_for(step_budget_ms_)) return true;
     try {
       task_.take();  // superseded: dropped, whatever it gave
     } catch (const std::exception&) {
@@ -357,7 +342,7 @@ bool AppState::run_work(Work work) {
   }
   task_.start(std::move(work));
   const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!task_.wait_for(std::max(0.0, step_budget_ms - spent))) return true;  // poll_background() takes it
+  if (!task_.wait_for(std::max(0.0, step_budget_ms_ - spent))) return true;  // poll_background() takes it
   try {
     return commit(task_.take());
   } catch (const std::exception& e) {
@@ -368,74 +353,63 @@ bool AppState::run_work(Work work) {
 bool AppState::commit(Outcome out) {
   if (out.cancelled) return true;
   if (!out.decoder) {
-    error = tr(T::state_decoding_interrupted);
+    error_ = tr(T::state_decoding_interrupted);
     return false;
   }
-  last_recompute_ms = out.ms;
-  last_guessed = out.guessed;
-  shown_gpu = std::move(out.gpu);
-  device_why = std::move(out.device_why);
-  decoder = std::move(out.decoder);
-  shown_model_ = std::move(out.model);
-  trace = std::move(out.trace);
-  chosen_logits = std::move(out.chosen);
-  translation = decoder->generated();
+  last_recompute_ms_ = out.ms;
+  last_guessed_ = out.guessed;
+  shown_gpu_ = std::move(out.gpu);
+  device_why_ = std::move(out.device_why);
+  shown_.decoder = std::move(out.decoder);
+  shown_.model = std::move(out.model);
+  shown_.trace = std::move(out.trace);
+  shown_.chosen_logits = std::move(out.chosen);
+  shown_.translation = shown_.decoder->generated();
   const bool rebuilt = out.source_tokens.has_value();
-  if (rebuilt) source_tokens = std::move(*out.source_tokens);
-  shown_inputs_ = inputs();
+  if (rebuilt) shown_.source_tokens = std::move(*out.source_tokens);
+  shown_inputs_ = asked_;
   model_undo_.reset();
-  error.clear();
-  ++version;
-  if (rebuilt && decoder->finished() && decoder->options().strategy == DecodeStrategy::Greedy) {
-    const std::vector<int> src_ids = token_ids(source_tokens);
-    const Model* m = shown_model_.get();
+  error_.clear();
+  ++version_;
+  if (rebuilt && shown_.decoder->finished() && shown_.decoder->options().strategy == DecodeStrategy::Greedy) {
+    const std::vector<int> src_ids = token_ids(shown_.source_tokens);
+    const Model* m = shown_.model.get();
     std::erase_if(remembered_, [&](const RememberedTranslation& r) { return r.is_for(m, src_ids, out.interventions); });
     if (remembered_.size() >= kRemembered) remembered_.erase(remembered_.begin());
-    remembered_.push_back({m, src_ids, out.interventions, translation});
+    remembered_.push_back({m, src_ids, out.interventions, shown_.translation});
   }
   return true;
 }
 
 void AppState::fail_late(const std::exception& e) {
   fail_with(e);
-  late_failure_ = error;
+  late_failure_ = error_;
   // The inputs go back to those of what is shown (the setter that asked for this has long returned).
   if (model_undo_) {
-    model = std::move(model_undo_->model);
-    model_path = model_undo_->path;
-    decoder = std::move(model_undo_->decoder);
-    shown_model_ = std::move(model_undo_->shown_model);
-    trace = std::move(model_undo_->trace);
-    chosen_logits = std::move(model_undo_->chosen_logits);
-    source_tokens = std::move(model_undo_->source_tokens);
-    translation = std::move(model_undo_->translation);
     shown_inputs_ = model_undo_->inputs;
-    model_undo_.reset();
+    undo_model();
   }
-  restore_inputs(shown_inputs_);
+  asked_ = shown_inputs_;
 }
 
-AppState::Inputs AppState::inputs() const { return {sentence, reference, interventions, decode_options, source_padding}; }
-
-void AppState::restore_inputs(const Inputs& in) {
-  sentence = in.sentence;
-  reference = in.reference;
-  interventions = in.interventions;
-  decode_options = in.decode_options;
-  source_padding = in.source_padding;
+void AppState::undo_model() {
+  model_ = std::move(model_undo_->model);
+  model_path_ = model_undo_->path;
+  shown_ = std::move(model_undo_->shown);
+  model_undo_.reset();
 }
 
 RowVec AppState::chosen_distribution_logits(int position) const {
   if (position < 0) return RowVec();
-  if (position < chosen_logits.rows()) return chosen_logits.row(position);
-  if (position < trace.logits.rows() && (chosen_logits.size() == 0 || position == static_cast<int>(translation.size())))
-    return trace.logits.row(position);
+  if (position < shown_.chosen_logits.rows()) return shown_.chosen_logits.row(position);
+  if (position < shown_.trace.logits.rows() && (shown_.chosen_logits.size() == 0 || position == static_cast<int>(shown_.translation.size())))
+    return shown_.trace.logits.row(position);
   return RowVec();
 }
 
 std::string AppState::shown_device() const {
-  return shown_gpu.empty() ? tr(T::state_device_cpu, {{"threads", parallel_threads()}})
-                           : tr(T::state_device_gpu, {{"gpu", shown_gpu}});
+  return shown_gpu_.empty() ? tr(T::state_device_cpu, {{"threads", parallel_threads()}})
+                           : tr(T::state_device_gpu, {{"gpu", shown_gpu_}});
 }
 
 bool AppState::busy() const { return task_.running() || queued_.has_value() || as_trained_task_.running(); }
@@ -446,7 +420,7 @@ void AppState::poll_background() {
   if (task_.running() && task_.done()) {
     try {
       Outcome out = task_.take();
-      if (!queued_ && !commit(std::move(out))) late_failure_ = error;
+      if (!queued_ && !commit(std::move(out))) late_failure_ = error_;
     } catch (const std::exception& e) {
       if (!queued_) fail_late(e);
     }
@@ -488,38 +462,38 @@ constexpr int kToEnd = std::numeric_limits<int>::max();
 }
 
 bool AppState::step(int count) {
-  if (!decoder || busy() || decoder->finished() || count <= 0) return false;
+  if (!shown_.decoder || busy() || shown_.decoder->finished() || count <= 0) return false;
   return advance(count);
 }
 
 bool AppState::step_back(int count) {
-  if (!decoder || busy() || decoder->steps() == 0 || count <= 0) return false;
+  if (!shown_.decoder || busy() || shown_.decoder->steps() == 0 || count <= 0) return false;
   return advance(-count);
 }
 
 bool AppState::run_to_end() {
-  if (!decoder || busy() || decoder->finished()) return false;
+  if (!shown_.decoder || busy() || shown_.decoder->finished()) return false;
   return advance(kToEnd);
 }
 
 bool AppState::advance(int count) {
-  Work work = [d = std::move(decoder), m = shown_model_, count, device = device, why = device_why,
-               gpu = shown_gpu](const std::atomic<bool>& cancelled) mutable {
+  Work work = [d = std::move(shown_.decoder), m = shown_.model, count, device = device_, why = device_why_,
+               gpu = shown_gpu_](const std::atomic<bool>& cancelled) mutable {
     const auto start = std::chrono::steady_clock::now();
     Outcome out;
     out.model = m;
     out.gpu = gpu;
     out.device_why = why;
     const int target = count == kToEnd ? kToEnd : std::max(0, d->steps() + count);
-    auto walk = [&](Decoder& decoder, int by) {
+    auto walk = [&](Decoder& walked, int by) {
       if (by > 0) {
-        for (int i = 0; i < by && !cancelled && decoder.step(); ++i) {}
+        for (int i = 0; i < by && !cancelled && walked.step(); ++i) {}
       } else {
-        decoder.step_back(-by);  // one rebuild of a beam's hypotheses, however many steps
+        walked.step_back(-by);  // one rebuild of a beam's hypotheses, however many steps
       }
       if (!cancelled) {
-        out.trace = decoder.trace();
-        if (!kv_cache_exact(m->config, decoder.interventions())) out.chosen = decoder.chosen_logits();
+        out.trace = walked.trace();
+        if (!kv_cache_exact(m->config, walked.interventions())) out.chosen = walked.chosen_logits();
       }
     };
     try {
@@ -549,33 +523,33 @@ bool AppState::advance(int count) {
 bool AppState::restart() { return rebuild(0); }
 
 const std::vector<int>& AppState::translation_as_trained() {
-  const std::vector<int> src_ids = token_ids(source_tokens);
-  if (!model || src_ids.empty() || shown_model_ != model) {
+  const std::vector<int> src_ids = token_ids(shown_.source_tokens);
+  if (!model_ || src_ids.empty() || shown_.model != model_) {
     as_trained_ = {};
     return as_trained_.translation;
   }
-  if (as_trained_.model == model.get() && as_trained_.src_ids == src_ids && as_trained_.version == decode_options_version_)
+  if (as_trained_.model == model_.get() && as_trained_.src_ids == src_ids && as_trained_.version == decode_options_version_)
     return as_trained_.translation;
-  as_trained_ = {model.get(), src_ids, decode_options_version_, {}, false};
-  if (interventions == Interventions{} && decoder && decoder->finished()) {
-    as_trained_.translation = translation;
+  as_trained_ = {model_.get(), src_ids, decode_options_version_, {}, false};
+  if (asked_.interventions == Interventions{} && shown_.decoder && shown_.decoder->finished()) {
+    as_trained_.translation = shown_.translation;
     return as_trained_.translation;
   }
   for (const RememberedTranslation& r : remembered_)
-    if (r.is_for(model.get(), src_ids, Interventions{}) && decode_options.strategy == DecodeStrategy::Greedy) {
+    if (r.is_for(model_.get(), src_ids, Interventions{}) && asked_.decode_options.strategy == DecodeStrategy::Greedy) {
       as_trained_.translation = r.translation;
       return as_trained_.translation;
     }
-  DecodeOptions options = decode_options;
-  apply_generation_rules(model->generation, options);
-  options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model->config.max_positions - 1);
-  auto work = [m = model, src_ids, options, hook = on_worker_start](const std::atomic<bool>& cancelled) {
+  DecodeOptions options = asked_.decode_options;
+  apply_generation_rules(model_->generation, options);
+  options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model_->config.max_positions - 1);
+  auto work = [m = model_, src_ids, options, hook = on_worker_start_](const std::atomic<bool>& cancelled) {
     if (hook) hook();  // as every decoding's (run_work)
     Decoder d(m->config, m->weights, src_ids, Interventions{}, options);
     while (!cancelled && d.step()) {}
     return cancelled ? std::vector<int>{} : d.generated();
   };
-  if (step_budget_ms <= 0) {
+  if (step_budget_ms_ <= 0) {
     try {
       as_trained_.translation = work(std::atomic<bool>{false});
     } catch (const std::exception&) {
@@ -585,14 +559,14 @@ const std::vector<int>& AppState::translation_as_trained() {
   }
   as_trained_.computing = true;
   as_trained_task_.start(work);  // (cancels and waits for one decoding an older sentence)
-  if (as_trained_task_.wait_for(step_budget_ms)) poll_background();
+  if (as_trained_task_.wait_for(step_budget_ms_)) poll_background();
   return as_trained_.translation;
 }
 
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;
-  for (const Token& t : source_tokens) {
-    if (t.unknown && model) out.push_back(model->src_vocab.token(model->config.unk_id));
+  for (const Token& t : shown_.source_tokens) {
+    if (t.unknown && model_) out.push_back(model_->src_vocab.token(model_->config.unk_id));
     else out.push_back(t.special ? t.text : unescape_token(t.text));
   }
   return out;
@@ -600,11 +574,11 @@ std::vector<std::string> AppState::source_labels() const {
 
 std::vector<std::string> AppState::source_label_tips() const {
   std::vector<std::string> out;
-  for (const Token& t : source_tokens) {
+  for (const Token& t : shown_.source_tokens) {
     if (t.unknown) {
       out.push_back(tr(T::state_token_unknown, {{"word", t.surface}, {"id", t.id}}));
     } else if (t.special) {
-      const bool bos = model && t.id == model->config.bos_id, eos = model && t.id == model->config.eos_id;
+      const bool bos = model_ && t.id == model_->config.bos_id, eos = model_ && t.id == model_->config.eos_id;
       out.push_back(tr(bos ? T::state_token_bos : eos ? T::state_token_eos : T::state_token_pad, {{"token", t.text}}));
     } else {
       out.push_back(tr(T::state_token, {{"word", t.surface}, {"token", unescape_token(t.text)}, {"id", t.id}}));
@@ -618,7 +592,7 @@ std::vector<std::string> AppState::decoder_row_labels() const {
   for (size_t t = 0; t < out.size(); ++t) {
     // Row t reads decoder input t and predicts the token after it: translation[t] once chosen.
     std::string predicted = "?";
-    if (t < translation.size()) predicted = target_token(translation[t]);
+    if (t < shown_.translation.size()) predicted = target_token(shown_.translation[t]);
     out[t] += " -> " + predicted;
   }
   return out;
@@ -626,22 +600,22 @@ std::vector<std::string> AppState::decoder_row_labels() const {
 
 std::vector<std::string> AppState::decoder_input_labels() const {
   std::vector<std::string> out;
-  if (!model) return out;
-  for (int id : trace.tgt.ids) out.push_back(target_token(id));
+  if (!model_) return out;
+  for (int id : shown_.trace.tgt.ids) out.push_back(target_token(id));
   return out;
 }
 
 std::string AppState::target_token(int id) const {
-  if (!model || id < 0 || id >= static_cast<int>(model->tgt_vocab.size())) return "?";
-  return unescape_token(model->tgt_vocab.token(id));
+  if (!model_ || id < 0 || id >= static_cast<int>(model_->tgt_vocab.size())) return "?";
+  return unescape_token(model_->tgt_vocab.token(id));
 }
 
 std::string AppState::translation_text() const {
-  if (!model) return "";
+  if (!model_) return "";
   std::vector<std::string> words;
-  for (int id : translation)
-    if (id != model->config.eos_id) words.push_back(model->tgt_vocab.token(id));
-  return decode_text(*model, words, Side::Target);
+  for (int id : shown_.translation)
+    if (id != model_->config.eos_id) words.push_back(model_->tgt_vocab.token(id));
+  return decode_text(*model_, words, Side::Target);
 }
 
 }  // namespace sf::gui

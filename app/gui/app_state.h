@@ -3,9 +3,10 @@
 // which checks the input at once (a bad one is refused with a message, the previous state kept) and decodes
 // again: at once, or, where the app sets a budget, on a thread of its own (see step_budget_ms).
 //
-// Two kinds of fields: what the user asked for (model, sentence, reference, interventions, decode_options,
-// source_padding: changed by the setters at once) and what is shown (source_tokens, translation, decoder,
-// trace: replaced together when a decoding is done, so a panel always reads one consistent result).
+// Its fields are private, in three parts: what the user asked for (the model, and Inputs: sentence, reference,
+// interventions, decode options, source padding; changed by the setters at once), what is shown (Decoded:
+// source tokens, translation, decoder, trace; replaced together when a decoding is done, so a panel always reads
+// one consistent result) and the background decoding that turns the one into the other.
 #pragma once
 #include <functional>
 #include <memory>
@@ -24,31 +25,46 @@
 
 namespace sf::gui {
 
-struct AppState {
-  std::shared_ptr<const Model> model;  // immutable; shared with background work
-  std::string model_path;
-  std::string sentence;                // what the user typed (source language)
-  std::string reference;               // a reference translation for teacher forcing ("" = free running)
-  std::vector<Token> source_tokens;    // <bos> ... <eos>, with surfaces and unknown words marked
-  std::vector<int> translation;        // generated target ids, no <bos>, <eos> included when produced
-  Interventions interventions;         // the user's changes; forced_prefix holds clicked or reference tokens
-  DecodeOptions decode_options;        // strategy and its parameters (max_length is set per sentence)
-  std::shared_ptr<Decoder> decoder;    // the live decoding (null while steps of it run in the background)
-  Trace trace;                         // the pass over <bos> + translation (its last row predicts the next token)
+class AppState {
+ public:
+  // [SECTION] what the user asked for: changed by the setters below, each checked at once.
+  const std::shared_ptr<const Model>& model() const { return model_; }  // immutable; shared with background work
+  const std::string& model_path() const { return model_path_; }
+  const std::string& sentence() const { return asked_.sentence; }    // what the user typed (source language)
+  const std::string& reference() const { return asked_.reference; }  // for teacher forcing ("" = free running)
+  const Interventions& interventions() const { return asked_.interventions; }  // forced_prefix: clicked or reference tokens
+  const DecodeOptions& decode_options() const { return asked_.decode_options; }  // max_length is set per sentence
+  int source_padding() const { return asked_.source_padding; }
+
+  // [SECTION] what is shown: one finished decoding, replaced as a whole, so a panel always reads one result.
+  const std::vector<Token>& source_tokens() const { return shown_.source_tokens; }  // <bos> ... <eos>, unknown words marked
+  const std::vector<int>& translation() const { return shown_.translation; }  // target ids, no <bos>, <eos> once produced
+  // The live decoding (null while steps of it run in the background).
+  const std::shared_ptr<Decoder>& decoder() const { return shown_.decoder; }
+  const Trace& trace() const { return shown_.trace; }  // the pass over <bos> + translation (its last row predicts the next)
   // The logits each token of the translation was chosen from (translation.size(), Vt), where the trace's rows are
   // not those: the KV cache inexact (the causal mask off, a painted mask that looks ahead, reshaped heads), when
   // row i of the last full pass also read the tokens written after it. Empty otherwise: trace row i is then the
   // very distribution token i was chosen from (Decoder::chosen_logits).
-  Mat chosen_logits;
-  std::string error;                   // the last problem to show the user; the previous state stays
-  int version = 0;                     // increments on every recompute: panels re-upload when it changes
-  double last_recompute_ms = 0.0;      // wall time of the last recompute (decode + trace)
-  int last_guessed = 0;                // tokens the last recompute took from a guess (GuidedRedecoder)
+  const Mat& chosen_logits() const { return shown_.chosen_logits; }
+  int version() const { return version_; }  // increments on every recompute: panels re-upload when it changes
+  double last_recompute_ms() const { return last_recompute_ms_; }  // wall time of the last decode + trace
+  int last_guessed() const { return last_guessed_; }  // tokens the last recompute took from a guess (GuidedRedecoder)
+  const std::string& shown_gpu() const { return shown_gpu_; }    // the GPU what is shown was computed on ("": the CPU)
+  const std::string& device_why() const { return device_why_; }  // why that was the CPU where a GPU is there; "" else
+
+  // [SECTION] the last problem to show the user (the previous state stays).
+  const std::string& error() const { return error_; }
+  void set_error(std::string text) { error_ = std::move(text); }  // a problem found outside (a snapshot, a script)
+  void clear_error() { error_.clear(); }
+
   // Where decodings compute (--device; the app's default is auto, a bare AppState's the CPU): the GPU copy of
   // the model, made on first use. Set before the first decoding; shared with the work on the worker thread.
-  std::shared_ptr<ViewDevice> device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
-  std::string shown_gpu;               // the GPU what is shown was computed on ("": the CPU)
-  std::string device_why;              // why that was the CPU where a GPU is there (a painted mask, ...); "" else
+  const std::shared_ptr<ViewDevice>& device() const { return device_; }
+  void set_device(std::shared_ptr<ViewDevice> device) { device_ = std::move(device); }
+  // The sentence the next model decodes, without decoding now: before any model is there, or the example
+  // sentence to fall back on when the user's does not fit a new model.
+  void keep_sentence(const std::string& text) { asked_.sentence = text; }
 
   // Loads a model file; on failure sets `error` (naming the problem) and keeps the current model.
   bool load_model(const std::string& path);
@@ -71,7 +87,6 @@ struct AppState {
   // what the padding mask is for (a sentence alone has none). 0 .. kMaxSourcePadding, within the model's
   // longest input; a count out of range is refused with a message.
   bool set_source_padding(int pads);
-  int source_padding = 0;
   static constexpr int kMaxSourcePadding = 64;
   // Forces `token` at output position `position`: the translation keeps its first `position` tokens, takes
   // `token`, and the decoder continues from there.
@@ -94,7 +109,8 @@ struct AppState {
   // by poll_background() on a later frame while the window goes on showing the previous result: a 240-word
   // sentence with a beam of 64 no longer freezes the window for seconds. One decoding runs at a time; a newer
   // request cancels it (at its next step) and runs after it. Scripts and --screenshot wait while busy().
-  double step_budget_ms = 0;
+  void set_step_budget_ms(double ms) { step_budget_ms_ = ms; }
+  double step_budget_ms() const { return step_budget_ms_; }
   bool busy() const;
   double busy_seconds() const;  // how long the running decoding has taken so far (the top bar shows it)
   void poll_background();       // once a frame: takes finished work, starts the next
@@ -105,17 +121,17 @@ struct AppState {
   // Called on the worker as each decoding (a rebuild, steps) starts: tests hold a decoding there to see the state
   // while it runs, or make it fail late (the setters check every input they can before, so in the app only the
   // unforeseen, running out of memory say, fails there).
-  std::function<void()> on_worker_start;
+  void set_worker_start_hook(std::function<void()> hook) { on_worker_start_ = std::move(hook); }
   // Called on the worker as a decoding's work returns, its outcome made (cancelled or not): tests hold a finished
   // decoding there, so a newer request arrives after the work's last look at its cancel flag.
-  std::function<void()> on_worker_end;
+  void set_worker_end_hook(std::function<void()> hook) { on_worker_end_ = std::move(hook); }
   AppState() = default;
   AppState(const AppState&) = delete;
   AppState& operator=(const AppState&) = delete;
   ~AppState();
 
-  bool ready() const { return model && trace.has_decoder(); }
-  bool decoding_finished() const { return decoder && decoder->finished(); }
+  bool ready() const { return model_ && shown_.trace.has_decoder(); }
+  bool decoding_finished() const { return shown_.decoder && shown_.decoder->finished(); }
   // Where what is shown was computed, in words: "GPU NVIDIA H100 80GB HBM3" or "CPU, 2 threads".
   std::string shown_device() const;
   // Token strings for axis labels: source tokens as the model read them (an unknown word is "<unk>"), decoder
@@ -132,7 +148,7 @@ struct AppState {
   RowVec chosen_distribution_logits(int position) const;
   // Whether row `position` of the last full pass (trace.logits) differs from what chose that token: see
   // chosen_logits.
-  bool last_pass_differs_from_choice() const { return chosen_logits.size() > 0; }
+  bool last_pass_differs_from_choice() const { return shown_.chosen_logits.size() > 0; }
   std::string target_token(int id) const;  // a target id as text (unescaped)
 
  private:
@@ -160,30 +176,50 @@ struct AppState {
   bool rebuild(int steps);
   bool advance(int count);  // the decoder `count` steps on (< 0: back), off the frame thread where there is a budget
   bool fail_with(const std::exception& e);
-  std::shared_ptr<const Model> shown_model_;  // the model `decoder`, `trace` and `translation` came from
-  BackgroundTask<Outcome> task_;
-  std::optional<Work> queued_;                 // the newest request, waiting for the running one to stop
-  struct Inputs {                              // the inputs of what is shown
+
+  // [SECTION] what the user asked for
+  struct Inputs {
     std::string sentence, reference;
     Interventions interventions;
     DecodeOptions decode_options;
     int source_padding = 0;
-  } shown_inputs_;
-  Inputs inputs() const;                       // what is asked for now
-  void restore_inputs(const Inputs& in);
+  };
+  std::shared_ptr<const Model> model_;
+  std::string model_path_;
+  Inputs asked_;
+
+  // [SECTION] what is shown: one decoding's result, replaced as a whole
+  struct Decoded {
+    std::shared_ptr<const Model> model;  // the model it came from (the decoder reads its weights)
+    std::shared_ptr<Decoder> decoder;
+    Trace trace;
+    Mat chosen_logits;
+    std::vector<Token> source_tokens;
+    std::vector<int> translation;
+  };
+  Decoded shown_;
+  Inputs shown_inputs_;  // the inputs it was decoded from
+  int version_ = 0;
+  double last_recompute_ms_ = 0.0;
+  int last_guessed_ = 0;
+  std::string shown_gpu_, device_why_;
+  std::string error_;
+  std::shared_ptr<ViewDevice> device_ = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
+
+  // [SECTION] the background decoding
+  double step_budget_ms_ = 0;
+  std::function<void()> on_worker_start_, on_worker_end_;
+  BackgroundTask<Outcome> task_;
+  std::optional<Work> queued_;  // the newest request, waiting for the running one to stop
   // While a new model's first decoding runs: what to go back to if it fails.
   struct ModelUndo {
     std::shared_ptr<const Model> model;
     std::string path;
     Inputs inputs;
-    std::shared_ptr<Decoder> decoder;
-    std::shared_ptr<const Model> shown_model;
-    Trace trace;
-    std::vector<Token> source_tokens;
-    std::vector<int> translation;
-    Mat chosen_logits;
+    Decoded shown;
   };
   std::optional<ModelUndo> model_undo_;
+  void undo_model();  // puts back the model and what was shown before it (model_undo_)
   std::string late_failure_;
   BackgroundTask<std::vector<int>> as_trained_task_;
   // Greedy translations finished lately, by model, source and interventions: switching a change off and on

@@ -35,7 +35,7 @@ std::string FrameLog::close() {
 
 void FrameLog::begin_frame(const AppState& state) {
   start_ = std::chrono::steady_clock::now();
-  version_ = state.version;
+  version_ = state.version();
 }
 
 void FrameLog::built() { built_ = std::chrono::steady_clock::now(); }
@@ -48,10 +48,10 @@ void FrameLog::end_frame(const AppState& state) {
   std::snprintf(times, sizeof times, "%lld  %.2f  %.2f  %.2f", ++frame_, ms(now - start_).count(),
                 ms(built_ - start_).count(), ms(now - built_).count());
   pending_ += times;
-  if (state.version != version_) {
-    const std::string changed = interventions_summary(state.interventions);
+  if (state.version() != version_) {
+    const std::string changed = interventions_summary(state.interventions());
     char recompute[32];
-    std::snprintf(recompute, sizeof recompute, "  %.2f  ", state.last_recompute_ms);
+    std::snprintf(recompute, sizeof recompute, "  %.2f  ", state.last_recompute_ms());
     pending_ += recompute + (changed.empty() ? std::string("as trained") : changed) + " | " + state.translation_text();
   } else {
     pending_ += "  -";

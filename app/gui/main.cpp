@@ -57,11 +57,11 @@ std::string write_layout_json(const std::string& path, const sf::gui::App& app, 
                                  {"stage_room_bottom", layout.stage_room_bottom},
                                  {"present", app.view().present}};
   const sf::gui::AttentionSelection& a = app.attention();
-  nlohmann::json shown = {{"model_path", app.state().model ? app.state().model_path : ""},
+  nlohmann::json shown = {{"model_path", app.state().model() ? app.state().model_path() : ""},
                           {"view", app.showing_model_info() ? "model-info" : "stage"},
                           {"stage", sf::gui::stage_name(app.stage())},
                           {"attention", sf::head_ref_text({a.kind, a.layer, a.head})},
-                          {"sentence", app.state().sentence},
+                          {"sentence", app.state().sentence()},
                           {"translation", app.state().translation_text()},
                           {"output_position", app.output_position()},
                           {"loading", app.loading()},
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
     // Measured with the 237-token interventions script (README, Speed): the longest frame of a run went from
     // 28.9-33.8 ms (equal priority, always waiting) to 22.6-30.8 ms; the price is that a long decoding, sharing
     // the cores with frames that xvfb lets the app draw without pause, took about 60% longer there.
-    app.mutable_state().step_budget_ms = 16;
+    app.mutable_state().set_step_budget_ms(16);
     double last_draw_ms = 0;
     if (!lesson_problems.empty())
       app.show_message({sf::gui::tr(sf::gui::T::lesson_problems_title), options.lesson_path, lesson_problems,
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     while (!window.should_close()) {
       frame_log.begin_frame(app.state());
       const double budget = std::clamp(26.0 - 2.5 * last_draw_ms, 1.0, 16.0);
-      app.mutable_state().step_budget_ms = app.state().last_recompute_ms > 2.0 * budget ? 1.0 : budget;
+      app.mutable_state().set_step_budget_ms(app.state().last_recompute_ms() > 2.0 * budget ? 1.0 : budget);
       if (script) {
         script->before_frame(app, log);
         for (const auto& line : log) print_error(line);
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
       }
       if (!app.loading() && !app.state().busy()) ++frames_with_model;
       if (screenshot_mode && frames_with_model >= options.frames) {
-        option_outputs.inputs.push_back(app.state().model_path);  // a model the script opened, too
+        option_outputs.inputs.push_back(app.state().model_path());  // a model the script opened, too
         const std::string error = window.save_screenshot(options.screenshot_path, option_outputs);
         if (!error.empty()) {
           print_error("screenshot failed: " + error);

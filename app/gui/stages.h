@@ -11,11 +11,12 @@
 
 namespace sf::gui {
 
+// One enumerator per line of the stage table (gui/stages.inc), in its order.
 enum class Stage {
-  Tokens, Embedding, Positional,
-  EncoderQkv, EncoderAttention, EncoderConcat, EncoderAddNorm, EncoderFeedForward,
-  DecoderAttention, CrossAttention, DecoderAddNorm, DecoderFeedForward,
-  AllHeads, Output, Decoding, Interventions, Training, Count
+#define STAGE(stage, id, title, layer_of, map, detail, shapes, panel) stage,
+#include "gui/stages.inc"
+#undef STAGE
+  Count
 };
 
 // Which model shapes (config.stacks) have a stage: every one, those with an encoder, those with a decoder, or only
@@ -24,8 +25,8 @@ enum class StageShapes { Every, WithEncoder, WithDecoder, EncoderDecoder };
 // What presentation mode's header says beside the stage's title.
 enum class StageDetail { None, LayerHead, KindLayer, Layer, KindAttention };
 
-// Each stage described once: the app, the pipeline map, presentation mode, the option and script parsers read
-// this table instead of testing stages one by one.
+// Each stage described once (a line of gui/stages.inc): the app, the pipeline map, presentation mode, the option
+// and script parsers read this table instead of testing stages one by one.
 struct StageInfo {
   Stage stage;
   const char* id;     // what --stage and the script's `stage` take: tokens, embedding, positional, ...

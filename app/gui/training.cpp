@@ -129,21 +129,46 @@ void Training::finish_loading() {
   if (loading_.valid()) loading_.wait();
 }
 
+void Training::apply(const TrainingAsk& ask, AppState& state, const std::string& data_dir) {
+  switch (ask.what) {
+    case TrainingAsk::Do::Start: {
+      std::string error;
+      message_.ok = start(ask.recipe, data_dir, ask.threads, &error, ask.path);
+      message_.text = !message_.ok ? error
+                      : resumed()  ? tr(T::training_resuming, {{"path", ask.path + ".checkpoint"}})
+                                   : std::string();
+      break;
+    }
+    case TrainingAsk::Do::Pause: pause(); break;
+    case TrainingAsk::Do::Resume: resume(); break;
+    case TrainingAsk::Do::Stop: stop(); break;
+    case TrainingAsk::Do::ShowSnapshot: show_snapshot(state, ask.snapshot); break;
+    case TrainingAsk::Do::FollowLive: follow_live(); break;
+    case TrainingAsk::Do::ShowFileModel: show_file_model(state); break;
+    case TrainingAsk::Do::SaveTimeline: {
+      const std::string problem = save_timeline_to(ask.path, false);
+      message_.ok = problem.empty();
+      message_.text = message_.ok ? tr(T::training_saved, {{"path", ask.path}}) : problem;
+      break;
+    }
+  }
+}
+
 bool Training::show_snapshot(AppState& state, int index) {
   if (!timeline_) {
-    state.error = tr(T::training_no_timeline);
+    state.set_error(tr(T::training_no_timeline));
     return false;
   }
   const int count = static_cast<int>(timeline_->snapshots.size());
   if (index < 0 || index >= count) {
-    state.error = tr(T::training_no_such_snapshot, {{"index", index}, {"count", count}, {"last", count - 1}});
+    state.set_error(tr(T::training_no_such_snapshot, {{"index", index}, {"count", count}, {"last", count - 1}}));
     return false;
   }
   std::shared_ptr<const Model> model;
   try {
     model = std::make_shared<const Model>(snapshot_model(*timeline_, static_cast<size_t>(index)));
   } catch (const std::bad_alloc&) {
-    state.error = tr(T::training_snapshot_no_memory, {{"index", index}});
+    state.set_error(tr(T::training_snapshot_no_memory, {{"index", index}}));
     return false;
   }
   if (!state.use_weights(std::move(model), timeline_source_)) return false;
@@ -158,7 +183,7 @@ bool Training::show_latest_snapshot(AppState& state) {
 }
 
 bool Training::show_file_model(AppState& state) {
-  if (!file_model_ || state.model == file_model_) return false;
+  if (!file_model_ || state.model() == file_model_) return false;
   if (!state.use_weights(file_model_, file_model_path_)) return false;
   shown_snapshot_ = -1;
   follow_live_ = false;
@@ -166,7 +191,7 @@ bool Training::show_file_model(AppState& state) {
 }
 
 std::string Training::shown_label(const AppState& state) const {
-  if (!state.model) return "";
+  if (!state.model()) return "";
   if (shown_snapshot_ >= 0 && timeline_ && shown_snapshot_ < static_cast<int>(timeline_->snapshots.size())) {
     const TimelineSnapshot& s = timeline_->snapshots[static_cast<size_t>(shown_snapshot_)];
     const TextArg args[] = {{"snapshot", shown_snapshot_ + 1},
@@ -177,7 +202,7 @@ std::string Training::shown_label(const AppState& state) const {
     return s.epoch > 0 ? tr(T::training_shown_snapshot_epoch, args)
                        : tr(T::training_shown_snapshot_before, std::span<const TextArg>(args, 4));
   }
-  if (live_model_ && state.model == live_model_)
+  if (live_model_ && state.model() == live_model_)
     return tr(T::training_shown_live, {{"step", static_cast<long long>(live_step_shown_)}});
   return "";
 }

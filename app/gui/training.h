@@ -37,6 +37,15 @@ std::string training_recipe_ids();  // "classroom, de-en", for messages
 // cells (NaN, zero probability) count as zero. A uniform row over n keys gives ln n; a row on one key gives 0.
 double mean_row_entropy(const Mat& probabilities);
 
+// What the user did on the Training stage (the panel asks; the app does it with Training::apply).
+struct TrainingAsk {
+  enum class Do { Start, Pause, Resume, Stop, ShowSnapshot, FollowLive, ShowFileModel, SaveTimeline } what;
+  std::string recipe;  // Start: the recipe's id
+  int threads = 0;     // Start
+  std::string path;    // Start: where the run saves ("": nothing written); SaveTimeline: the file
+  int snapshot = -1;   // ShowSnapshot: which
+};
+
 class Training {
  public:
   // How often the live weights are shown again: kRefreshSeconds after the last refresh, and never before the
@@ -68,12 +77,12 @@ class Training {
   const std::string& timeline_error() const { return timeline_error_; }    // the last timeline that failed
   // The snapshot on show, or -1 (the model file, or the live weights).
   int shown_snapshot() const { return shown_snapshot_; }
-  // Shows snapshot `index` in every stage; false (state.error set, what is shown kept) for a bad index.
+  // Shows snapshot `index` in every stage; false (state.error() set, what is shown kept) for a bad index.
   bool show_snapshot(AppState& state, int index);
   bool show_latest_snapshot(AppState& state);
   // Shows the model file again (false when there is none, or it is already shown).
   bool show_file_model(AppState& state);
-  bool file_model_shown(const AppState& state) const { return file_model_ && state.model == file_model_; }
+  bool file_model_shown(const AppState& state) const { return file_model_ && state.model() == file_model_; }
   // "step 306 of 919 (epoch 2)" for the model line while a snapshot or the live weights are shown; "" otherwise.
   std::string shown_label(const AppState& state) const;
   // For Model info: where the weights on show come from and how they are stored ("" for the model file's).
@@ -81,6 +90,15 @@ class Training {
   // Writes the timeline on show to `path` (never over the open model file or an existing file unless
   // `replace`); "" or the problem.
   std::string save_timeline_to(const std::string& path, bool replace, const std::string& allowed_folder = "") const;
+
+  // Does what the Training stage asked: `data_dir` is where a run reads Multi30k. A start's or a save's outcome is
+  // message() (the panel shows it beside its buttons); a snapshot that cannot be shown sets state.error().
+  void apply(const TrainingAsk& ask, AppState& state, const std::string& data_dir);
+  struct Message {
+    bool ok = false;
+    std::string text;  // "" : nothing to say
+  };
+  const Message& message() const { return message_; }
 
   // [SECTION] live training
   // Starts the recipe `recipe_id` on `threads` threads (0: all but one core) on the data in `data_dir`; false
@@ -124,6 +142,7 @@ class Training {
   bool refresh_pending() const { return force_refresh_; }
 
  private:
+  Message message_;  // the last start or save (apply)
   std::shared_ptr<const Model> file_model_;
   std::string file_model_path_;
   std::shared_ptr<TrainingTimeline> timeline_;

@@ -718,55 +718,55 @@ TEST(CudaApp, TheViewsComputeOnTheGpuAsOnTheCpu) {
   using gui::AppState;
   using gui::ViewDevice;
   AppState cpu, gpu;
-  cpu.device = std::make_shared<ViewDevice>(DeviceRequest::Cpu);
-  gpu.device = std::make_shared<ViewDevice>(DeviceRequest::Cuda);
+  cpu.set_device(std::make_shared<ViewDevice>(DeviceRequest::Cpu));
+  gpu.set_device(std::make_shared<ViewDevice>(DeviceRequest::Cuda));
   const std::string on_the_gpu = "GPU " + backend_info().cuda_device_name;
   for (AppState* s : {&cpu, &gpu}) {
-    ASSERT_TRUE(s->load_model(gui::default_model_path())) << s->error;
-    ASSERT_TRUE(s->set_sentence("Eine Frau mit einem roten Hut sitzt auf einer Bank.")) << s->error;
+    ASSERT_TRUE(s->load_model(gui::default_model_path())) << s->error();
+    ASSERT_TRUE(s->set_sentence("Eine Frau mit einem roten Hut sitzt auf einer Bank.")) << s->error();
   }
   auto same = [&](const std::string& what, bool on_gpu) {
-    EXPECT_EQ(gpu.translation, cpu.translation) << what;
-    EXPECT_EQ(gpu.last_guessed, cpu.last_guessed) << what;
+    EXPECT_EQ(gpu.translation(), cpu.translation()) << what;
+    EXPECT_EQ(gpu.last_guessed(), cpu.last_guessed()) << what;
     EXPECT_EQ(gpu.shown_device(), on_gpu ? on_the_gpu : cpu.shown_device()) << what;
-    ASSERT_TRUE(gpu.decoder) << what;
-    EXPECT_EQ(gpu.decoder->on_gpu(), on_gpu) << what;
-    expect_traces_equal(cpu.trace, gpu.trace, 1e-4f, what + ", trace");
+    ASSERT_TRUE(gpu.decoder()) << what;
+    EXPECT_EQ(gpu.decoder()->on_gpu(), on_gpu) << what;
+    expect_traces_equal(cpu.trace(), gpu.trace(), 1e-4f, what + ", trace");
   };
   same("the sentence", true);
   Interventions off;
   off.heads_off = {{AttentionKind::Decoder, 1, 2}, {AttentionKind::Cross, 0, 1}};
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error();
   same("decoder and cross heads off", true);
-  EXPECT_GT(gpu.last_guessed, 0) << "the guided re-decoding took guesses";
+  EXPECT_GT(gpu.last_guessed(), 0) << "the guided re-decoding took guesses";
   Interventions positions = off;
   positions.positional_encoding = false;
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(positions)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(positions)) << s->error();
   same("positions off", true);
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step_back(4)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step_back(4)) << s->error();
   same("four steps back", true);
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step(2)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->step(2)) << s->error();
   same("two steps on", true);
   Interventions painted;
-  const Eigen::Index rows = static_cast<Eigen::Index>(gpu.trace.tgt.ids.size()),
-                     cols = static_cast<Eigen::Index>(gpu.source_tokens.size());
+  const Eigen::Index rows = static_cast<Eigen::Index>(gpu.trace().tgt.ids.size()),
+                     cols = static_cast<Eigen::Index>(gpu.source_tokens().size());
   painted.custom_masks.push_back({{AttentionKind::Cross, 0, 1}, Mat::Zero(rows, cols)});
   painted.custom_masks.back().blocked(0, 1) = 1.0f;
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(painted)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(painted)) << s->error();
   same("a painted mask", false);
-  EXPECT_EQ(gpu.device_why, "painted masks compute on the CPU");
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error;
+  EXPECT_EQ(gpu.device_why(), "painted masks compute on the CPU");
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error();
   same("as trained again", true);
 #ifdef STEPFORMER_HAVE_CUDA
   const std::vector<void*> taken = take_all_gpu_memory();
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error;
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions(off)) << s->error();
   for (void* p : taken) cudaFree(p);
   same("out of GPU memory", false);
-  EXPECT_NE(gpu.device_why.find("the GPU failed"), std::string::npos) << gpu.device_why;
-  EXPECT_TRUE(gpu.error.empty()) << gpu.error;
-  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error;
+  EXPECT_NE(gpu.device_why().find("the GPU failed"), std::string::npos) << gpu.device_why();
+  EXPECT_TRUE(gpu.error().empty()) << gpu.error();
+  for (AppState* s : {&cpu, &gpu}) ASSERT_TRUE(s->set_interventions({})) << s->error();
   same("the next change, memory back", false);
-  EXPECT_NE(gpu.device_why.find("the GPU failed"), std::string::npos) << "it stays on the CPU, saying why";
+  EXPECT_NE(gpu.device_why().find("the GPU failed"), std::string::npos) << "it stays on the CPU, saying why";
 #endif
 }
 

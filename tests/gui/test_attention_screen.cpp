@@ -65,11 +65,11 @@ float luma(const unsigned char* p) { return 0.2126f * p[0] + 0.7152f * p[1] + 0.
 void check_head(const std::string& ref, const std::string& setup = "",
                 const std::function<void(AppState&)>& apply = {}, int expected_hatched = -1) {
   AppState state;
-  ASSERT_TRUE(state.load_model(kModel)) << state.error;
-  ASSERT_TRUE(state.set_sentence(kSentence)) << state.error;
+  ASSERT_TRUE(state.load_model(kModel)) << state.error();
+  ASSERT_TRUE(state.set_sentence(kSentence)) << state.error();
   if (apply) apply(state);
   const HeadRef h = parse_head_ref(ref);
-  const AttentionTrace* a = selected_attention(state.trace, {h.kind, h.layer, h.head});
+  const AttentionTrace* a = selected_attention(state.trace(), {h.kind, h.layer, h.head});
   ASSERT_NE(a, nullptr);
   const Mat& probs = a->probs[h.head];
   const Mat blocked = a->mask_matrix(static_cast<size_t>(h.head));
@@ -116,24 +116,24 @@ TEST(AttentionScreen, CrossHeadBrightestCellsMatchTheTrace) { check_head("cross.
 
 TEST(AttentionScreen, CausalMaskOffShowsNoBlockedCells) {
   check_head("dec.2.4", "causal-mask off\n", [](AppState& state) {
-    Interventions iv = state.interventions;
+    Interventions iv = state.interventions();
     iv.causal_mask = false;
-    ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+    ASSERT_TRUE(state.set_interventions(iv)) << state.error();
   }, 0);
 }
 
 TEST(AttentionScreen, PaintedCellsAreDrawnBlocked) {
   // Two cells painted by the script's `mask` (as clicks in "paint mask"): exactly those two are hatched.
   check_head("enc.2.3", "mask enc.2.3 3 0\nmask enc.2.3 4 5\n", [](AppState& state) {
-    Interventions iv = state.interventions;
-    ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 3, 0));
-    ASSERT_TRUE(toggle_mask_cell(state.trace, iv, {AttentionKind::Encoder, 1, 2}, 4, 5));
-    ASSERT_TRUE(state.set_interventions(iv)) << state.error;
+    Interventions iv = state.interventions();
+    ASSERT_TRUE(toggle_mask_cell(state.trace(), iv, {AttentionKind::Encoder, 1, 2}, 3, 0));
+    ASSERT_TRUE(toggle_mask_cell(state.trace(), iv, {AttentionKind::Encoder, 1, 2}, 4, 5));
+    ASSERT_TRUE(state.set_interventions(iv)) << state.error();
     // Row is the query, column the key: (3, 0) and (4, 5) are blocked, their mirror cells are not.
-    const Mat blocked = state.trace.encoder[1].self_attn.mask_matrix(2);
+    const Mat blocked = state.trace().encoder[1].self_attn.mask_matrix(2);
     for (Eigen::Index i = 0; i < blocked.rows(); ++i)
       for (Eigen::Index j = 0; j < blocked.cols(); ++j)
-        EXPECT_EQ(state.trace.encoder[1].self_attn.blocked(2, i, j), blocked(i, j) > 0.5f) << i << ", " << j;
+        EXPECT_EQ(state.trace().encoder[1].self_attn.blocked(2, i, j), blocked(i, j) > 0.5f) << i << ", " << j;
     EXPECT_GT(blocked(3, 0), 0.5f);
     EXPECT_GT(blocked(4, 5), 0.5f);
     EXPECT_LT(blocked(0, 3), 0.5f);
@@ -146,15 +146,15 @@ TEST(AppState, BadModelKeepsTheCurrentOneAndNamesTheProblem) {
   AppState state;
   ASSERT_TRUE(state.load_model(kModel));
   ASSERT_TRUE(state.set_sentence(kSentence));
-  const int version = state.version;
+  const int version = state.version();
   EXPECT_FALSE(state.load_model("/nonexistent/model.safetensors"));
-  EXPECT_NE(state.error.find("nonexistent"), std::string::npos) << state.error;
-  EXPECT_EQ(state.model_path, kModel);
-  EXPECT_EQ(state.version, version);
+  EXPECT_NE(state.error().find("nonexistent"), std::string::npos) << state.error();
+  EXPECT_EQ(state.model_path(), kModel);
+  EXPECT_EQ(state.version(), version);
   EXPECT_TRUE(state.ready());
   EXPECT_FALSE(state.set_sentence("   "));
-  EXPECT_NE(state.error.find("the sentence is blank"), std::string::npos) << state.error;
-  EXPECT_EQ(state.sentence, kSentence);
+  EXPECT_NE(state.error().find("the sentence is blank"), std::string::npos) << state.error();
+  EXPECT_EQ(state.sentence(), kSentence);
 }
 
 }  // namespace

@@ -120,9 +120,9 @@ TEST(ConnectionScreens, AnOpenedCellShowsItsStepsWithTheTracesNumbers) {
   const Shot s = run("expand", "attention cross.3.3\nexpand 5 6\n");
   ASSERT_TRUE(s.image.pixels);
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
-  const AttentionTrace& a = state.trace.decoder[2].cross_attn;
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+  const AttentionTrace& a = state.trace().decoder[2].cross_attn;
   for (const char* name : {"cell_q", "cell_k", "cell_products", "cell_row_probs", "cell_values", "cell_out"}) {
     const nlohmann::json* h = s.heatmap(name);
     ASSERT_NE(h, nullptr) << name;
@@ -163,9 +163,9 @@ TEST(ConnectionScreens, TheLineViewDrawsEachQuerysStrongestLineInItsHeadsColour)
   ASSERT_EQ(queries.size(), 13u);
   ASSERT_EQ(keys.size(), 13u);
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
-  const Mat& p = state.trace.encoder[1].self_attn.probs[5];
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+  const Mat& p = state.trace().encoder[1].self_attn.probs[5];
   const ImU32 colour = head_colour(5, 8);
   const float hr = (colour & 0xff) / 255.0f, hg = ((colour >> 8) & 0xff) / 255.0f, hb = ((colour >> 16) & 0xff) / 255.0f;
   // The pixel a fifth of the way along the line from query i to key j: the head's colour, as opaque as the

@@ -31,8 +31,8 @@ const std::string kPreNormModel =
 class ShippedModelViews : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
+    ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
   }
   AppState state;
 };
@@ -40,11 +40,11 @@ class ShippedModelViews : public ::testing::Test {
 // [SECTION] the opened attention cell
 
 TEST_F(ShippedModelViews, AnOpenedCellsSumIsTheTracesScore) {
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   int cells = 0;
   for (AttentionKind kind : {AttentionKind::Encoder, AttentionKind::Decoder, AttentionKind::Cross})
     for (int layer = 0; layer < 3; ++layer) {
-      const AttentionTrace* a = selected_attention(state.trace, {kind, layer, 0});
+      const AttentionTrace* a = selected_attention(state.trace(), {kind, layer, 0});
       ASSERT_NE(a, nullptr);
       for (int head : {0, 3, 7})
         for (int row : {0, 4, 9})
@@ -71,18 +71,18 @@ TEST_F(ShippedModelViews, AnOpenedCellsSumIsTheTracesScore) {
     }
   EXPECT_EQ(cells, 3 * 3 * 27);
   // A blocked cell (the causal mask: row 0 may not read column 2) says so and has probability 0.
-  const AttentionCell blocked = expand_attention_cell(*selected_attention(state.trace, {AttentionKind::Decoder, 0, 0}), 0, 0, 2);
+  const AttentionCell blocked = expand_attention_cell(*selected_attention(state.trace(), {AttentionKind::Decoder, 0, 0}), 0, 0, 2);
   EXPECT_TRUE(blocked.blocked);
   EXPECT_EQ(blocked.prob, 0.0f);
   // Out of range: nothing (head_dim 0), no crash.
-  EXPECT_EQ(expand_attention_cell(*selected_attention(state.trace, {AttentionKind::Encoder, 0, 0}), 9, 0, 0).head_dim, 0);
-  EXPECT_EQ(expand_attention_cell(*selected_attention(state.trace, {AttentionKind::Encoder, 0, 0}), 0, 99, 0).head_dim, 0);
+  EXPECT_EQ(expand_attention_cell(*selected_attention(state.trace(), {AttentionKind::Encoder, 0, 0}), 9, 0, 0).head_dim, 0);
+  EXPECT_EQ(expand_attention_cell(*selected_attention(state.trace(), {AttentionKind::Encoder, 0, 0}), 0, 99, 0).head_dim, 0);
 }
 
 // [SECTION] the line view
 
 TEST_F(ShippedModelViews, TheLineViewsWeightsAreTheTracesProbabilities) {
-  const AttentionTrace& a = state.trace.decoder[2].cross_attn;
+  const AttentionTrace& a = state.trace().decoder[2].cross_attn;
   std::vector<bool> shown(8, false);
   shown[2] = shown[5] = true;
   const std::vector<AttentionLine> lines = attention_lines(a, shown, 0.01f);
@@ -107,11 +107,11 @@ TEST_F(ShippedModelViews, TheLineViewsWeightsAreTheTracesProbabilities) {
 // [SECTION] projections and each stage's input
 
 TEST_F(ShippedModelViews, AProjectedRowIsTheTracesQKV) {
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   for (AttentionKind kind : {AttentionKind::Encoder, AttentionKind::Decoder, AttentionKind::Cross}) {
-    const AttentionInputs in = attention_inputs(c, state.trace, kind, 1);
-    const AttentionWeights& w = attention_weights(state.model->weights, kind, 1);
-    const AttentionTrace& a = *selected_attention(state.trace, {kind, 1, 0});
+    const AttentionInputs in = attention_inputs(c, state.trace(), kind, 1);
+    const AttentionWeights& w = attention_weights(state.model()->weights, kind, 1);
+    const AttentionTrace& a = *selected_attention(state.trace(), {kind, 1, 0});
     for (int head : {0, 5})
       for (int row : {0, 3, 7}) {
         EXPECT_LT((project_head_row(*in.queries_from, w.q, head, c.head_dim(), row) - a.q[static_cast<size_t>(head)].row(row))
@@ -127,13 +127,13 @@ TEST_F(ShippedModelViews, AProjectedRowIsTheTracesQKV) {
 // The inputs the panels show, for both norm placements: each one, pushed through its step, gives the step's
 // recorded output.
 void expect_inputs_are_what_the_forward_read(const AppState& s) {
-  const Config& c = s.model->config;
+  const Config& c = s.model()->config;
   for (AttentionKind kind : {AttentionKind::Encoder, AttentionKind::Decoder, AttentionKind::Cross})
     for (int layer = 0; layer < (kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers); ++layer) {
-      const AttentionInputs in = attention_inputs(c, s.trace, kind, layer);
+      const AttentionInputs in = attention_inputs(c, s.trace(), kind, layer);
       ASSERT_TRUE(in.queries_from && in.keys_from);
-      const AttentionWeights& w = attention_weights(s.model->weights, kind, layer);
-      const AttentionTrace& a = *selected_attention(s.trace, {kind, layer, 0});
+      const AttentionWeights& w = attention_weights(s.model()->weights, kind, layer);
+      const AttentionTrace& a = *selected_attention(s.trace(), {kind, layer, 0});
       Mat q, k;
       linear_forward(*in.queries_from, w.q, q);
       linear_forward(*in.keys_from, w.k, k);
@@ -143,14 +143,14 @@ void expect_inputs_are_what_the_forward_read(const AppState& s) {
   for (bool encoder : {true, false}) {
     const int layers = encoder ? c.n_encoder_layers : c.n_decoder_layers;
     for (int layer = 0; layer < layers; ++layer) {
-      for (const ResidualBlock& b : residual_blocks(c, s.trace, encoder, layer))
+      for (const ResidualBlock& b : residual_blocks(c, s.trace(), encoder, layer))
         EXPECT_LT((*b.input + *b.sublayer_out - *b.sum).cwiseAbs().maxCoeff(), 1e-5f) << b.name << " layer " << layer;
-      const FeedForwardTrace& f = encoder ? s.trace.encoder[static_cast<size_t>(layer)].ffn
-                                          : s.trace.decoder[static_cast<size_t>(layer)].ffn;
-      const FeedForwardWeights& fw = encoder ? s.model->weights.encoder_layers[static_cast<size_t>(layer)].ffn
-                                             : s.model->weights.decoder_layers[static_cast<size_t>(layer)].ffn;
+      const FeedForwardTrace& f = encoder ? s.trace().encoder[static_cast<size_t>(layer)].ffn
+                                          : s.trace().decoder[static_cast<size_t>(layer)].ffn;
+      const FeedForwardWeights& fw = encoder ? s.model()->weights.encoder_layers[static_cast<size_t>(layer)].ffn
+                                             : s.model()->weights.decoder_layers[static_cast<size_t>(layer)].ffn;
       Mat hidden;
-      linear_forward(*feed_forward_input(c, s.trace, encoder, layer), fw.fc1, hidden);
+      linear_forward(*feed_forward_input(c, s.trace(), encoder, layer), fw.fc1, hidden);
       EXPECT_LT((hidden - f.hidden_pre).cwiseAbs().maxCoeff(), 2e-5f) << (encoder ? "encoder" : "decoder") << " ffn " << layer;
     }
   }
@@ -160,9 +160,9 @@ TEST_F(ShippedModelViews, EachStagesInputIsWhatTheForwardReadPostNorm) { expect_
 
 TEST(PreNormModelViews, EachStagesInputIsWhatTheForwardReadPreNorm) {
   AppState s;
-  ASSERT_TRUE(s.load_model(kPreNormModel)) << s.error;
-  ASSERT_EQ(s.model->config.norm_placement, NormPlacement::Pre);
-  ASSERT_TRUE(s.set_sentence("Ein Mann mit einer Frau.")) << s.error;
+  ASSERT_TRUE(s.load_model(kPreNormModel)) << s.error();
+  ASSERT_EQ(s.model()->config.norm_placement, NormPlacement::Pre);
+  ASSERT_TRUE(s.set_sentence("Ein Mann mit einer Frau.")) << s.error();
   expect_inputs_are_what_the_forward_read(s);
 }
 
@@ -170,7 +170,7 @@ TEST(PreNormModelViews, EachStagesInputIsWhatTheForwardReadPreNorm) {
 
 TEST_F(ShippedModelViews, DecoderRowsSayWhatTheyReadAndWhatTheyPredict) {
   const std::vector<std::string> rows = state.decoder_row_labels();
-  ASSERT_EQ(rows.size(), state.trace.tgt.ids.size());
+  ASSERT_EQ(rows.size(), state.trace().tgt.ids.size());
   EXPECT_EQ(rows[0], "<bos> -> a");
   EXPECT_EQ(rows[5], "orange -> shirt");
   EXPECT_EQ(rows.back(), ". -> <eos>");
@@ -182,8 +182,8 @@ TEST_F(ShippedModelViews, DecoderRowsSayWhatTheyReadAndWhatTheyPredict) {
 
 TEST(UnknownWordLabels, TheMapsShowWhatTheModelReadAndTheTipWhatWasTyped) {
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-  ASSERT_TRUE(state.set_sentence("Ein Quantenphysiker steht.")) << state.error;
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence("Ein Quantenphysiker steht.")) << state.error();
   const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
   ASSERT_EQ(labels.size(), 6u);
   EXPECT_EQ(labels[2], "<unk>");
@@ -299,7 +299,7 @@ TEST_F(AppViews, ClickingACellOpensItsComputation) {
   EXPECT_EQ(cell.row, 5);
   EXPECT_EQ(cell.col, 6);
   EXPECT_EQ(cell.head, 2);
-  EXPECT_NEAR(cell.scaled, app_->state().trace.decoder[2].cross_attn.scores[2](5, 6), 1e-5f);
+  EXPECT_NEAR(cell.scaled, app_->state().trace().decoder[2].cross_attn.scores[2](5, 6), 1e-5f);
   // The column shows the steps, with the score and the probability where a test and a lesson can find them.
   EXPECT_NE(placed("cell_q"), nullptr);
   EXPECT_NE(placed("cell_row_probs"), nullptr);
@@ -321,12 +321,12 @@ TEST_F(AppViews, AnOpenedCellFollowsTheTraceWhenTheModelChanges) {
   ASSERT_TRUE(app_->expanded_attention_cell().has_value());
   const float before = app_->expanded_attention_cell()->scaled;
   // A head of the first decoder layer off: the queries of layer 2's cross-attention change, and the cell too.
-  Interventions iv = app_->state().interventions;
+  Interventions iv = app_->state().interventions();
   iv.heads_off.push_back({AttentionKind::Decoder, 0, 0});
   ASSERT_TRUE(app_->set_interventions(iv));
   frame();
   ASSERT_TRUE(app_->expanded_attention_cell().has_value());
-  const float after = app_->state().trace.decoder[2].cross_attn.scores[2](5, 6);
+  const float after = app_->state().trace().decoder[2].cross_attn.scores[2](5, 6);
   EXPECT_NE(before, after) << "the intervention did not reach the cell: pick another";
   EXPECT_NEAR(app_->expanded_attention_cell()->scaled, after, 1e-5f) << "the opened cell shows the old numbers";
 }
@@ -349,7 +349,7 @@ TEST_F(AppViews, ClickingATokenInQOpensItsProjectionWithTheTracesRow) {
   const auto check_row = [&](int row) {
     const HeatmapPlacement* out = placed("qkv_out_0");
     ASSERT_NE(out, nullptr) << "no projection opened";
-    const Mat& traced = app_->state().trace.encoder[1].self_attn.q[3];
+    const Mat& traced = app_->state().trace().encoder[1].self_attn.q[3];
     ASSERT_EQ(out->cols, traced.cols());
     for (int d = 0; d < out->cols; ++d) EXPECT_NEAR(out->heatmap->value(0, d), traced(row, d), 1e-4f) << "row " << row << ", " << d;
     bool diff_shown = false;

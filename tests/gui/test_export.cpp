@@ -157,7 +157,7 @@ class HeadlessExport : public ::testing::Test {
     app_ = std::make_unique<App>(options);
     app_->finish_loading();  // the model loads in the background
     frame();
-    ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+    ASSERT_TRUE(app_->state().ready()) << app_->state().error();
   }
   void TearDown() override {
     app_.reset();
@@ -202,7 +202,7 @@ TEST_F(HeadlessExport, NpyAndCsvHoldTheAttentionHeatmapOnScreen) {
   ASSERT_EQ(npy.rows, heatmap->rows());
   ASSERT_EQ(npy.cols, heatmap->cols());
   // The heatmap's values, and the model's own probabilities for encoder layer 1, head 2.
-  const Mat& probs = app_->state().trace.encoder[1].self_attn.probs[2];
+  const Mat& probs = app_->state().trace().encoder[1].self_attn.probs[2];
   ASSERT_EQ(npy.rows, static_cast<int>(probs.rows()));
   for (int r = 0; r < npy.rows; ++r) {
     float row_sum = 0;
@@ -231,7 +231,7 @@ TEST_F(HeadlessExport, CrossAttentionRowsAreTheDecoderAndColumnsTheSource) {
   const fs::path dir = scratch("cross");
   ASSERT_TRUE(export_now(ExportKind::Csv, dir / "c.csv").ok);
   const test::Csv csv = parse_csv(read_bytes((dir / "c.csv").string()));
-  const Mat& probs = app_->state().trace.decoder[1].cross_attn.probs[3];  // (T, S)
+  const Mat& probs = app_->state().trace().decoder[1].cross_attn.probs[3];  // (T, S)
   ASSERT_NE(probs.rows(), probs.cols()) << "pick a sentence whose source and translation differ in length";
   EXPECT_EQ(csv.row_labels, app_->state().decoder_row_labels()) << "rows: the position's input -> what it predicts";
   EXPECT_EQ(csv.col_labels, app_->state().source_labels());

@@ -33,7 +33,7 @@ class FromScratchViews : public ::testing::Test {
     app_ = std::make_unique<App>(options);
     app_->finish_loading();
     testing::headless_frame(*app_);
-    ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+    ASSERT_TRUE(app_->state().ready()) << app_->state().error();
     testing::headless_frame(*app_);
   }
   void TearDown() override {
@@ -55,7 +55,7 @@ std::vector<std::string> pieces(const std::vector<std::string>& tokens, int head
 
 TEST_F(FromScratchViews, AttentionRowsAndColumnsNameTheTokenPiecesTheyHold) {
   start("encoder-attention", "enc.1.2");
-  const Config& c = app_->state().model->config;
+  const Config& c = app_->state().model()->config;
   ASSERT_EQ(c.attention, AttentionStyle::ReshapeHeads);
   ASSERT_EQ(c.n_heads, 4);
   const std::vector<std::string> tokens = app_->state().source_labels();  // <bos> w5 .. w9 <eos>
@@ -81,7 +81,7 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
   start("encoder-qkv", "enc.2.4");
   const Heatmap* w_q = testing::drawn_heatmap("qkv_weight_q");
   ASSERT_NE(w_q, nullptr);
-  const int D = app_->state().model->config.head_dim();
+  const int D = app_->state().model()->config.head_dim();
   EXPECT_EQ(w_q->rows(), D);
   EXPECT_EQ(w_q->cols(), D);
   const Heatmap* q = testing::drawn_heatmap("q");
@@ -95,20 +95,20 @@ TEST_F(FromScratchViews, CrossAttentionPiecesOnBothSidesAndTheQkvStageDrawsEvery
 TEST_F(FromScratchViews, TheTimelineShowsTheProbabilityEachTokenWasChosenWith) {
   start("decoding", "enc.1.1");
   const AppState& s = app_->state();
-  ASSERT_FALSE(s.translation.empty());
+  ASSERT_FALSE(s.translation().empty());
   std::map<int, float> shown;
   for (const auto& item : item_placements())
     if (item.name == "timeline.token") shown[item.index] = item.value;
-  ASSERT_EQ(shown.size(), s.translation.size());
-  const Model& m = *s.model;
+  ASSERT_EQ(shown.size(), s.translation().size());
+  const Model& m = *s.model();
   int differs_from_the_last_pass = 0;
-  for (size_t i = 0; i < s.translation.size(); ++i) {
+  for (size_t i = 0; i < s.translation().size(); ++i) {
     std::vector<int> prefix = {m.config.bos_id};
-    prefix.insert(prefix.end(), s.translation.begin(), s.translation.begin() + static_cast<long>(i));
-    const Trace alone = forward(m.config, m.weights, s.trace.src.ids, prefix, s.interventions);
-    const float p = alone.probs(static_cast<Eigen::Index>(i), s.translation[i]);
+    prefix.insert(prefix.end(), s.translation().begin(), s.translation().begin() + static_cast<long>(i));
+    const Trace alone = forward(m.config, m.weights, s.trace().src.ids, prefix, s.interventions());
+    const float p = alone.probs(static_cast<Eigen::Index>(i), s.translation()[i]);
     EXPECT_NEAR(shown[static_cast<int>(i)], p, 1e-5f) << "token " << i;
-    if (std::abs(s.trace.probs(static_cast<Eigen::Index>(i), s.translation[i]) - p) > 1e-4f) ++differs_from_the_last_pass;
+    if (std::abs(s.trace().probs(static_cast<Eigen::Index>(i), s.translation()[i]) - p) > 1e-4f) ++differs_from_the_last_pass;
   }
   EXPECT_GT(differs_from_the_last_pass, 0) << "the last pass's rows happen to agree: the test shows nothing";
 }

@@ -159,19 +159,19 @@ TEST_F(LessonRun, WhileItWaitsTheKeysMoveTheLessonNotTheStageNorTheDecoding) {
   start("stage embedding\nrestart\ncaption one\npause\ncaption two\npause\ncaption three\npause\n");
   frames(5);
   ASSERT_TRUE(runner_->waiting());
-  ASSERT_EQ(app_->state().translation.size(), 0u) << "restart leaves only <bos>";
+  ASSERT_EQ(app_->state().translation().size(), 0u) << "restart leaves only <bos>";
   press(GLFW_KEY_RIGHT);
   EXPECT_EQ(app_->caption(), "two");
   EXPECT_EQ(app_->stage(), Stage::Embedding);
   press(GLFW_KEY_SPACE);
   EXPECT_EQ(app_->caption(), "three");
   EXPECT_EQ(app_->stage(), Stage::Embedding);
-  EXPECT_EQ(app_->state().translation.size(), 0u) << "Space went on with the lesson and also decoded a token";
+  EXPECT_EQ(app_->state().translation().size(), 0u) << "Space went on with the lesson and also decoded a token";
   press(GLFW_KEY_PAGE_DOWN);
   EXPECT_TRUE(runner_->finished());
   EXPECT_EQ(app_->stage(), Stage::Embedding);
   press(GLFW_KEY_SPACE);  // finished: Space decodes again
-  EXPECT_EQ(app_->state().translation.size(), 1u);
+  EXPECT_EQ(app_->state().translation().size(), 1u);
 }
 
 TEST_F(LessonRun, UnknownCommandsAreReportedOnceAndSkipped) {
@@ -201,7 +201,7 @@ TEST_F(LessonRun, ALessonForALargerModelPlaysOnAndSaysWhatItSkipped) {
   EXPECT_EQ(app_->caption(), "two\n(skipped: attention cross.3.1: this model has 2 decoder layers (cross.3.1 asks for layer 3);"
                               " head-off dec.1.6: this model has 4 heads (dec.1.6 asks for head 6))");
   EXPECT_EQ(app_->attention().head, 2) << "what it can show, it shows";
-  EXPECT_TRUE(app_->state().interventions.heads_off.empty());
+  EXPECT_TRUE(app_->state().interventions().heads_off.empty());
   press(GLFW_KEY_SPACE);
   EXPECT_EQ(app_->caption(), "three");
   EXPECT_EQ(app_->stage(), Stage::Output);
@@ -239,7 +239,7 @@ TEST_F(LessonRun, ASentenceTooLongToReadIsRefusedAndTheLessonGoesOn) {
                      "hundred tokens)");
   EXPECT_EQ(log_[1], "script line 3: input error: [reference] the reference is 16385 bytes; the limit is 16384 (a model reads at most a few "
                      "hundred tokens)");
-  EXPECT_EQ(app_->state().sentence, "ein mann") << "the sentence it had stays";
+  EXPECT_EQ(app_->state().sentence(), "ein mann") << "the sentence it had stays";
 }
 
 TEST_F(LessonRun, AScriptDoesNotWaitAtItsPauses) {
@@ -281,7 +281,7 @@ TEST_F(LessonRun, TheWalkthroughRunsOnTheShippedModelToItsEnd) {
   const auto lesson = parse_script_file(kWalkthrough, error, ScriptParse::Lesson);
   ASSERT_TRUE(lesson) << error;
   start("", default_model_path());  // the app on the shipped model and the default sentence
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
   runner_ = std::make_unique<ScriptRunner>(*lesson, true);
   std::set<Stage> shown;
   std::set<std::string> captions;
@@ -298,9 +298,9 @@ TEST_F(LessonRun, TheWalkthroughRunsOnTheShippedModelToItsEnd) {
   EXPECT_TRUE(runner_->finished());
   EXPECT_EQ(shown.size(), static_cast<size_t>(Stage::Count)) << "every stage is on screen at some pause";
   EXPECT_GE(captions.size(), 20u);
-  EXPECT_TRUE(app_->state().error.empty()) << app_->state().error;
+  EXPECT_TRUE(app_->state().error().empty()) << app_->state().error();
   EXPECT_TRUE(log_.empty()) << log_.front();
-  EXPECT_TRUE(app_->state().interventions.heads_off.empty()) << "the lesson resets its experiments";
+  EXPECT_TRUE(app_->state().interventions().heads_off.empty()) << "the lesson resets its experiments";
   EXPECT_FALSE(app_->view().present) << "the lesson ends with present off";
 }
 

@@ -34,7 +34,7 @@ class MarianViews : public ::testing::Test {
     app_ = std::make_unique<App>(options);
     app_->finish_loading();
     testing::headless_frame(*app_);
-    ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+    ASSERT_TRUE(app_->state().ready()) << app_->state().error();
     testing::headless_frame(*app_);
   }
   void TearDown() override {
@@ -55,7 +55,7 @@ TEST_F(MarianViews, TheTokensStageShowsThePiecesAndTheTranslationIsTransformersG
   const std::string sentence = plain.metadata().at("source_text");
   start(sentence, "tokens");
   const AppState& s = app_->state();
-  ASSERT_EQ(s.model->family, "marian");
+  ASSERT_EQ(s.model()->family, "marian");
   // The boxes: the pieces as python3-sentencepiece gives them (▁ included), then </s>.
   std::vector<std::string> expected = nlohmann::json::parse(plain.metadata().at("src_pieces"));
   expected.push_back("</s>");
@@ -65,9 +65,9 @@ TEST_F(MarianViews, TheTokensStageShowsThePiecesAndTheTranslationIsTransformersG
   ASSERT_EQ(split.size(), 1u);
   EXPECT_NE(split[0].find("H\xc3\xb6hle. = \xe2\x96\x81H + \xc3\xb6 + h + le + ."), std::string::npos) << split[0];
   // The decoder starts from <pad>, and greedy decoding gives transformers' tokens (<pad> never generated).
-  ASSERT_FALSE(s.trace.tgt.ids.empty());
-  EXPECT_EQ(s.trace.tgt.ids.front(), s.model->config.pad_id);
-  EXPECT_EQ(nlohmann::json(s.translation), nlohmann::json::parse(plain.metadata().at("greedy")));
+  ASSERT_FALSE(s.trace().tgt.ids.empty());
+  EXPECT_EQ(s.trace().tgt.ids.front(), s.model()->config.pad_id);
+  EXPECT_EQ(nlohmann::json(s.translation()), nlohmann::json::parse(plain.metadata().at("greedy")));
   EXPECT_FALSE(s.translation_text().empty());
   EXPECT_EQ(s.translation_text().find("\xe2\x96\x81"), std::string::npos) << s.translation_text();
 }
@@ -79,16 +79,16 @@ TEST_F(MarianViews, AFolderDroppedOnTheWindowOpens) {
   app_ = std::make_unique<App>(options);  // the shipped model first
   app_->finish_loading();
   testing::headless_frame(*app_);
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
-  ASSERT_NE(app_->state().model->family, "marian");
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
+  ASSERT_NE(app_->state().model()->family, "marian");
   app_->open_dropped({kFixtures + "/tiny-separate"});
   app_->finish_loading();
   testing::headless_frame(*app_);
   testing::headless_frame(*app_);
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
-  EXPECT_EQ(app_->state().model->family, "marian");
-  EXPECT_FALSE(app_->state().model->config.share_embeddings);  // its own target vocabulary
-  EXPECT_FALSE(app_->state().translation.empty());
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
+  EXPECT_EQ(app_->state().model()->family, "marian");
+  EXPECT_FALSE(app_->state().model()->config.share_embeddings);  // its own target vocabulary
+  EXPECT_FALSE(app_->state().translation().empty());
 }
 
 TEST_F(MarianViews, TheTopBarSaysWhichDeviceComputes) {
@@ -123,9 +123,9 @@ TEST_F(MarianViews, EveryStageDrawsOnIt) {
     SCOPED_TRACE(e.stage);
     ASSERT_NO_FATAL_FAILURE(start("Zwei Hunde spielen im Schnee.", e.stage));
     const AppState& s = app_->state();
-    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_TRUE(s.error().empty()) << s.error();
     EXPECT_EQ(std::string(stage_name(app_->stage())), e.stage) << "the stage asked for is the one on screen";
-    const int source = static_cast<int>(s.trace.src.ids.size()), target = static_cast<int>(s.trace.tgt.ids.size());
+    const int source = static_cast<int>(s.trace().src.ids.size()), target = static_cast<int>(s.trace().tgt.ids.size());
     ASSERT_GT(source, 3);
     ASSERT_GT(target, 2);
     if (*e.main_map) {
@@ -155,11 +155,11 @@ TEST_F(MarianViews, EveryStageDrawsOnIt) {
       const std::vector<std::string> chosen = drawn("output_bar.chosen");
       ASSERT_EQ(chosen.size(), 1u);
       const size_t position = static_cast<size_t>(app_->output_position());
-      ASSERT_LT(position, s.translation.size());
-      EXPECT_EQ(chosen[0], s.target_token(s.translation[position])) << "the chosen token of the position on show";
+      ASSERT_LT(position, s.translation().size());
+      EXPECT_EQ(chosen[0], s.target_token(s.translation()[position])) << "the chosen token of the position on show";
     }
     if (std::string(e.stage) == "decoding") {
-      EXPECT_EQ(drawn("timeline.token").size(), s.translation.size()) << "one box per generated token";
+      EXPECT_EQ(drawn("timeline.token").size(), s.translation().size()) << "one box per generated token";
     }
     app_.reset();
     ImGui::DestroyContext();

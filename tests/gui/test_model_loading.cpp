@@ -180,13 +180,13 @@ class AppLoading : public ::testing::Test {
 
 TEST_F(AppLoading, OpensAModelInTheBackgroundAndListsItAsRecent) {
   start(kTiny);
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
   EXPECT_EQ(settings_.settings().recent_models, (std::vector<std::string>{kTiny}));
   ASSERT_TRUE(app_->open_model(kSeq2Seq));
   EXPECT_TRUE(app_->loading());
   frames_until_loaded();
-  EXPECT_EQ(app_->state().model_path, kSeq2Seq);
-  EXPECT_EQ(app_->state().model->family, "seq2seq-tutorial");
+  EXPECT_EQ(app_->state().model_path(), kSeq2Seq);
+  EXPECT_EQ(app_->state().model()->family, "seq2seq-tutorial");
   EXPECT_TRUE(app_->state().ready());
   EXPECT_EQ(app_->last_load_error(), "");
   EXPECT_FALSE(app_->dialog().open());
@@ -197,8 +197,8 @@ TEST_F(AppLoading, OpensAModelInTheBackgroundAndListsItAsRecent) {
 TEST_F(AppLoading, ABadFileShowsTheDialogAndTheModelStays) {
   const BadFiles bad;
   start(kTiny);
-  const std::shared_ptr<const Model> before = app_->state().model;
-  const std::vector<int> translation = app_->state().translation;
+  const std::shared_ptr<const Model> before = app_->state().model();
+  const std::vector<int> translation = app_->state().translation();
   // Each file, what its problem says, and the hint that says what that kind of problem means.
   const std::tuple<std::string, std::string, std::string> cases[] = {
       {bad.truncated, "the file is truncated", "it is damaged"},
@@ -209,9 +209,9 @@ TEST_F(AppLoading, ABadFileShowsTheDialogAndTheModelStays) {
   for (const auto& [path, needle, kind_hint] : cases) {
     app_->open_model(path);
     frames_until_loaded();
-    EXPECT_EQ(app_->state().model, before) << path;
-    EXPECT_EQ(app_->state().model_path, kTiny);
-    EXPECT_EQ(app_->state().translation, translation);
+    EXPECT_EQ(app_->state().model(), before) << path;
+    EXPECT_EQ(app_->state().model_path(), kTiny);
+    EXPECT_EQ(app_->state().translation(), translation);
     EXPECT_NE(app_->last_load_error().find(needle), std::string::npos) << app_->last_load_error();
     ASSERT_TRUE(app_->dialog().open());
     const DialogMessage& m = *app_->dialog().current();
@@ -243,12 +243,12 @@ TEST_F(AppLoading, ASentenceTheNewModelCannotReadKeepsTheOldModel) {
   std::string sentence;
   for (int i = 0; i < 70; ++i) sentence += "Mann ";
   start(default_model_path(), sentence);
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
-  const auto before = app_->state().model;
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
+  const auto before = app_->state().model();
   app_->open_model(kTiny);
   frames_until_loaded();
-  EXPECT_EQ(app_->state().model, before);
-  EXPECT_EQ(app_->state().model_path, default_model_path());
+  EXPECT_EQ(app_->state().model(), before);
+  EXPECT_EQ(app_->state().model_path(), default_model_path());
   EXPECT_NE(app_->last_load_error().find("kept the previous model"), std::string::npos) << app_->last_load_error();
   EXPECT_NE(app_->last_load_error().find("this model reads at most 64"), std::string::npos) << app_->last_load_error();
   ASSERT_TRUE(app_->dialog().open());
@@ -261,9 +261,9 @@ TEST_F(AppLoading, AFirstModelTooShortForTheSentenceOpensWithTheExample) {
   for (int i = 0; i < 70; ++i) sentence += "Mann ";
   start(kTiny, sentence);
   frame();
-  EXPECT_EQ(app_->state().model_path, kTiny);
+  EXPECT_EQ(app_->state().model_path(), kTiny);
   EXPECT_TRUE(app_->state().ready());
-  EXPECT_EQ(app_->state().sentence, kDefaultSentence);
+  EXPECT_EQ(app_->state().sentence(), kDefaultSentence);
   ASSERT_TRUE(app_->dialog().open());
   EXPECT_EQ(app_->dialog().current()->title, "The sentence does not fit this model");
   EXPECT_NE(app_->dialog().current()->problem.find("this model reads at most 64"), std::string::npos);
@@ -274,7 +274,7 @@ TEST_F(AppLoading, ADroppedFileOpens) {
   start(kTiny);
   app_->open_dropped({kSeq2Seq, kTiny});  // several: the first
   frames_until_loaded();
-  EXPECT_EQ(app_->state().model_path, kSeq2Seq);
+  EXPECT_EQ(app_->state().model_path(), kSeq2Seq);
 }
 
 TEST_F(AppLoading, AFailedFirstModelFallsBackToTheShippedOne) {
@@ -286,7 +286,7 @@ TEST_F(AppLoading, AFailedFirstModelFallsBackToTheShippedOne) {
   app_ = std::make_unique<App>(options, &settings_);
   frames_until_loaded();  // the failure: dialog, then the fallback starts
   frames_until_loaded();
-  EXPECT_EQ(app_->state().model_path, kTiny);
+  EXPECT_EQ(app_->state().model_path(), kTiny);
   EXPECT_TRUE(app_->state().ready());
   ASSERT_TRUE(app_->dialog().open());
   EXPECT_NE(app_->dialog().current()->hint.find("Opening the shipped model instead."), std::string::npos);
@@ -296,15 +296,15 @@ TEST_F(AppLoading, ASmallerModelWorksInEveryStage) {
   // The shipped model (6 layers? more than the fixture's 2, and 8 heads), on its last layer and head; then
   // the fixture (d_model 16, 4 heads, 2+2 layers): every stage draws its maps within the new dimensions.
   start(default_model_path());
-  const Config& big = app_->state().model->config;
+  const Config& big = app_->state().model()->config;
   ASSERT_GT(big.n_heads, 4);
   app_->select_head({AttentionKind::Cross, big.n_decoder_layers - 1, big.n_heads - 1});
   frame();
   app_->open_model(kTiny);
   frames_until_loaded();
-  ASSERT_EQ(app_->state().model_path, kTiny);
-  const int s = static_cast<int>(app_->state().source_tokens.size());
-  const int t = static_cast<int>(app_->state().trace.tgt.ids.size());
+  ASSERT_EQ(app_->state().model_path(), kTiny);
+  const int s = static_cast<int>(app_->state().source_tokens().size());
+  const int t = static_cast<int>(app_->state().trace().tgt.ids.size());
   for (const char* stage : {"tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
                             "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention",
                             "decoder-add-norm", "decoder-feed-forward", "all-heads", "output"}) {

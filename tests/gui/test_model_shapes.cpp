@@ -17,21 +17,21 @@ const std::string kShapes = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixture
 
 TEST(ModelShapes, TheAppRefusesADecoderOnlyOrEncoderOnlyModelAndKeepsItsOwn) {
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
-  ASSERT_TRUE(state.ready()) << state.error;
-  const std::vector<int> translation = state.translation;
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+  ASSERT_TRUE(state.ready()) << state.error();
+  const std::vector<int> translation = state.translation();
   ASSERT_FALSE(translation.empty());
   for (const char* file : {"gpt_pre.model.safetensors", "bert_post.model.safetensors"}) {
     SCOPED_TRACE(file);
     EXPECT_FALSE(state.load_model(kShapes + file));
-    EXPECT_NE(state.error.find(std::string(file)[0] == 'g' ? "decoder_only" : "encoder_only"), std::string::npos)
-        << state.error;
-    EXPECT_NE(state.error.find("encoder-decoder"), std::string::npos) << state.error;
-    ASSERT_TRUE(state.model);
-    EXPECT_EQ(state.model->config.stacks, ModelStacks::EncoderDecoder);
+    EXPECT_NE(state.error().find(std::string(file)[0] == 'g' ? "decoder_only" : "encoder_only"), std::string::npos)
+        << state.error();
+    EXPECT_NE(state.error().find("encoder-decoder"), std::string::npos) << state.error();
+    ASSERT_TRUE(state.model());
+    EXPECT_EQ(state.model()->config.stacks, ModelStacks::EncoderDecoder);
     EXPECT_TRUE(state.ready());
-    EXPECT_EQ(state.translation, translation);
+    EXPECT_EQ(state.translation(), translation);
   }
 }
 

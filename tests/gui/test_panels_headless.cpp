@@ -46,9 +46,9 @@ class Headless : public ::testing::Test {
 
 TEST_F(Headless, OpensOnTheModelWithATranslation) {
   frame();
-  ASSERT_TRUE(app_->state().ready()) << app_->state().error;
-  EXPECT_EQ(app_->state().model_path, kModel);
-  EXPECT_FALSE(app_->state().translation.empty());
+  ASSERT_TRUE(app_->state().ready()) << app_->state().error();
+  EXPECT_EQ(app_->state().model_path(), kModel);
+  EXPECT_FALSE(app_->state().translation().empty());
   EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 100);
 }
 
@@ -81,7 +81,7 @@ TEST_F(Headless, NumberKeysPickAHeadAndUpDownALayer) {
   ASSERT_EQ(app_->attention().head, 0);
   // The attention heatmap drawn last frame holds the probabilities of `layer`, `head` of the encoder.
   auto expect_drawn_head = [&](int layer, int head) {
-    const Mat& probs = app_->state().trace.encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
+    const Mat& probs = app_->state().trace().encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
     const Heatmap* map = nullptr;
     for (const auto& p : heatmap_placements())
       if (p.name == "attention") map = p.heatmap;
@@ -119,7 +119,7 @@ TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
   ASSERT_TRUE(app_->go_to("all-heads"));
   frame();
   frame();
-  const Config& c = app_->state().model->config;
+  const Config& c = app_->state().model()->config;
   int maps = 0;
   for (const auto& p : heatmap_placements()) {
     if (p.name.rfind("head_", 0) != 0) continue;
@@ -129,7 +129,7 @@ TEST_F(Headless, AllHeadsGridHasOneMapPerLayerAndHead) {
     int layer = -1, head = -1;
     ASSERT_EQ(std::sscanf(p.name.c_str(), "head_%d_%d", &layer, &head), 2) << p.name;
     --layer, --head;
-    const Mat& probs = app_->state().trace.encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
+    const Mat& probs = app_->state().trace().encoder[static_cast<size_t>(layer)].self_attn.probs[static_cast<size_t>(head)];
     ASSERT_EQ(p.heatmap->rows(), probs.rows());
     for (int i = 0; i < p.heatmap->rows(); ++i)
       for (int j = 0; j < p.heatmap->cols(); ++j) ASSERT_EQ(p.heatmap->value(i, j), probs(i, j)) << p.name;
@@ -165,10 +165,10 @@ TEST_F(Headless, HoveringAHeatmapRowHighlightsItsTokenEverywhere) {
 
 TEST_F(Headless, ABadSentenceIsReportedAndTheTranslationStays) {
   frame();
-  const auto translation = app_->state().translation;
+  const auto translation = app_->state().translation();
   EXPECT_FALSE(app_->set_sentence(""));
-  EXPECT_FALSE(app_->state().error.empty());
-  EXPECT_EQ(app_->state().translation, translation);
+  EXPECT_FALSE(app_->state().error().empty());
+  EXPECT_EQ(app_->state().translation(), translation);
   frame();  // the error line is drawn, nothing crashes
 }
 

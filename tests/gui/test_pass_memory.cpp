@@ -35,18 +35,18 @@ TEST(PassMemory, ASentenceTooLongForMemoryIsRefusedAndWhatWasShownStays) {
   wide->tgt_vocab = vocab(10);
   wide->weights = testing::random_weights(wide->config, 3);
   gui::AppState state;
-  ASSERT_TRUE(state.use_model(wide, "wide.safetensors")) << state.error;
-  ASSERT_TRUE(state.set_sentence("ein mann")) << state.error;
+  ASSERT_TRUE(state.use_model(wide, "wide.safetensors")) << state.error();
+  ASSERT_TRUE(state.set_sentence("ein mann")) << state.error();
   state.finish_background();
-  const std::vector<int> translation = state.translation;
+  const std::vector<int> translation = state.translation();
   std::string long_sentence = "ein";
   for (int i = 1; i < 4000; ++i) long_sentence += " ein";
   EXPECT_FALSE(state.set_sentence(long_sentence));
   state.finish_background();
-  EXPECT_NE(state.error.find("a pass over 4002 source tokens needs about"), std::string::npos) << state.error;
-  EXPECT_NE(state.error.find("tokens fit"), std::string::npos) << state.error;
-  EXPECT_EQ(state.sentence, "ein mann");
-  EXPECT_EQ(state.translation, translation);
+  EXPECT_NE(state.error().find("a pass over 4002 source tokens needs about"), std::string::npos) << state.error();
+  EXPECT_NE(state.error().find("tokens fit"), std::string::npos) << state.error();
+  EXPECT_EQ(state.sentence(), "ein mann");
+  EXPECT_EQ(state.translation(), translation);
   EXPECT_TRUE(state.ready());
 }
 

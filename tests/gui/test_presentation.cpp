@@ -101,9 +101,9 @@ TEST_F(Scripted, ExportsTheWindowThePanelAndTheTensorAndNeverReplacesAFile) {
   }
   // ...and they are the model's own probabilities of encoder layer 1, head 2 (computed here), bit for bit.
   AppState state;
-  ASSERT_TRUE(state.load_model(kModel)) << state.error;
-  ASSERT_TRUE(state.set_sentence("Ein Mann mit einer Frau.")) << state.error;
-  const Mat& probs = state.trace.encoder[1].self_attn.probs[2];
+  ASSERT_TRUE(state.load_model(kModel)) << state.error();
+  ASSERT_TRUE(state.set_sentence("Ein Mann mit einer Frau.")) << state.error();
+  const Mat& probs = state.trace().encoder[1].self_attn.probs[2];
   ASSERT_EQ(npy.rows, probs.rows());
   for (int r = 0; r < npy.rows; ++r)
     for (int c = 0; c < npy.cols; ++c)
@@ -498,8 +498,8 @@ TEST_F(HeadlessView, F5TogglesPresentationAndEscapeLeavesIt) {
 // nothing. In presentation mode the Q/K/V panel read q[head] unchecked: the ASan monkey found it reading past
 // the trace's heads (head 7 of a 4-head model).
 TEST_F(HeadlessView, AHeadOrLayerPastTheModelNeverReachesAPanel) {
-  const int heads = app_->state().model->config.n_heads;
-  const int layers = app_->state().model->config.n_encoder_layers;
+  const int heads = app_->state().model()->config.n_heads;
+  const int layers = app_->state().model()->config.n_encoder_layers;
   ASSERT_LT(heads, 9) << "this test needs a number key past the model's heads";
   app_->view().present = true;
   app_->go_to("encoder-qkv");

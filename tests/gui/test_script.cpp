@@ -99,9 +99,9 @@ void check_tokens_stage(const testing::Image& shot, const nlohmann::json& layout
     else EXPECT_TRUE(near_colour(p, 40, 90, 150)) << want[i] << "'s box is not blue";
   }
   const auto targets = items_named(layout, "token.target");
-  ASSERT_EQ(targets.size(), state.translation.size());
+  ASSERT_EQ(targets.size(), state.translation().size());
   for (size_t t = 0; t < targets.size(); ++t)
-    EXPECT_EQ(targets[t]["text"], state.target_token(state.translation[t])) << "translated token " << t;
+    EXPECT_EQ(targets[t]["text"], state.target_token(state.translation()[t])) << "translated token " << t;
 }
 
 // The output stage at the decoder position it follows (the last: the distribution <eos> came from): the ten
@@ -109,11 +109,11 @@ void check_tokens_stage(const testing::Image& shot, const nlohmann::json& layout
 // yellow and the others blue.
 void check_output_stage(const testing::Image& shot, const nlohmann::json& layout, const AppState& state) {
   const int position = layout["app"]["output_position"];
-  EXPECT_EQ(position, static_cast<int>(state.trace.tgt.ids.size()) - 1) << "the output stage follows the decoding";
+  EXPECT_EQ(position, static_cast<int>(state.trace().tgt.ids.size()) - 1) << "the output stage follows the decoding";
   const auto bars = items_named(layout, "output_bar");
   ASSERT_EQ(bars.size(), 10u);
   std::vector<std::pair<float, int>> ranked;
-  for (Eigen::Index v = 0; v < state.trace.probs.cols(); ++v) ranked.push_back({state.trace.probs(position, v), static_cast<int>(v)});
+  for (Eigen::Index v = 0; v < state.trace().probs.cols(); ++v) ranked.push_back({state.trace().probs(position, v), static_cast<int>(v)});
   std::partial_sort(ranked.begin(), ranked.begin() + 10, ranked.end(), std::greater<>());
   const float px_per_probability = (bars[0]["x1"].get<float>() - bars[0]["x0"].get<float>()) / ranked[0].first;
   int chosen = 0;
@@ -124,7 +124,7 @@ void check_output_stage(const testing::Image& shot, const nlohmann::json& layout
     EXPECT_NEAR(width, std::max(1.0f, ranked[r].first * px_per_probability), 1.5f) << "candidate " << r;
     const bool is_chosen = bars[r]["name"] == "output_bar.chosen";
     chosen += is_chosen;
-    EXPECT_EQ(is_chosen, ranked[r].second == state.translation[static_cast<size_t>(position)]) << "candidate " << r;
+    EXPECT_EQ(is_chosen, ranked[r].second == state.translation()[static_cast<size_t>(position)]) << "candidate " << r;
     if (width < 3) continue;
     const unsigned char* p = shot.at(static_cast<int>(bars[r]["x0"].get<float>()) + 1,
                                      static_cast<int>((bars[r]["y0"].get<float>() + bars[r]["y1"].get<float>()) / 2));
@@ -151,8 +151,8 @@ TEST(ScriptRun, WalksEveryStageAndScreenshotsIt) {
                                                         " > " + (dir / "log.txt").string() + " 2>&1");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << (dir / "log.txt");
   AppState state;  // the same model and sentence, computed here
-  ASSERT_TRUE(state.load_model(kWalkModel)) << state.error;
-  ASSERT_TRUE(state.set_sentence(kWalkSentence)) << state.error;
+  ASSERT_TRUE(state.load_model(kWalkModel)) << state.error();
+  ASSERT_TRUE(state.set_sentence(kWalkSentence)) << state.error();
 
   for (const auto& [stage, maps] : kStages) {
     const testing::Image shot = testing::load_png(dir / (stage + ".png"));
@@ -168,7 +168,7 @@ TEST(ScriptRun, WalksEveryStageAndScreenshotsIt) {
     }
     for (const std::string& m : maps) EXPECT_TRUE(drawn.count(m)) << stage << " does not draw '" << m << "'";
     // The attention stages show their own kind of attention, with its shape: queries x keys.
-    const int S = static_cast<int>(state.source_tokens.size()), T = static_cast<int>(state.trace.tgt.ids.size());
+    const int S = static_cast<int>(state.source_tokens().size()), T = static_cast<int>(state.trace().tgt.ids.size());
     const std::map<std::string, std::tuple<std::string, int, int>> attention = {
         {"encoder-attention", {"enc.", S, S}}, {"decoder-attention", {"dec.", T, T}}, {"cross-attention", {"cross.", T, S}}};
     if (const auto it = attention.find(stage); it != attention.end()) {

@@ -414,7 +414,7 @@ TEST(StringTable, EveryStageFillsItsTextsExactly) {
     testing::headless_frame(app);
     app.mutable_state().finish_background();  // the translation, so that every stage has something to draw
     testing::headless_frame(app);
-    ASSERT_TRUE(app.state().ready()) << app.state().error;
+    ASSERT_TRUE(app.state().ready()) << app.state().error();
     reset_text_argument_errors();
     for (const bool present : {false, true}) {
       app.view().present = present;

@@ -45,9 +45,9 @@ double last_layer_cross_entropy(const Trace& trace, int heads) {
 class ShippedTimeline : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(state.load_model(default_model_path())) << state.error;
-    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error;
-    training.set_file_model(state.model, state.model_path);
+    ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+    ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+    training.set_file_model(state.model(), state.model_path());
     training.want_shipped_timeline();
     training.finish_loading();
     training.poll(state);
@@ -72,29 +72,29 @@ TEST_F(ShippedTimeline, HasTenSnapshotsFromStepZeroToTheEndStoredAsEightBitRows)
 TEST_F(ShippedTimeline, ASnapshotShownIsTheModelOfThatStepWithTheInterventionsKept) {
   const TrainingTimeline& t = *training.timeline();
   const int last = static_cast<int>(t.snapshots.size()) - 1;
-  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error;  // a new model: the interventions start afresh
+  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error();  // a new model: the interventions start afresh
   Interventions off;
   off.heads_off.push_back({AttentionKind::Cross, 1, 2});
-  ASSERT_TRUE(state.set_interventions(off)) << state.error;
+  ASSERT_TRUE(state.set_interventions(off)) << state.error();
   for (int index : {0, 4, last}) {
-    ASSERT_TRUE(training.show_snapshot(state, index)) << state.error;
+    ASSERT_TRUE(training.show_snapshot(state, index)) << state.error();
     EXPECT_EQ(training.shown_snapshot(), index);
-    EXPECT_EQ(state.interventions, off) << "scrubbing kept the head switched off";
+    EXPECT_EQ(state.interventions(), off) << "scrubbing kept the head switched off";
     const Model model = snapshot_model(t, static_cast<size_t>(index));
-    EXPECT_EQ(state.model->weights.decoder_layers[0].cross_attn.q.weight, model.weights.decoder_layers[0].cross_attn.q.weight);
-    const Trace fresh = forward(model.config, model.weights, state.trace.src.ids, state.trace.tgt.ids, off);
-    EXPECT_LT(max_difference(fresh.logits, state.trace.logits), 1e-4f) << "snapshot " << index;
+    EXPECT_EQ(state.model()->weights.decoder_layers[0].cross_attn.q.weight, model.weights.decoder_layers[0].cross_attn.q.weight);
+    const Trace fresh = forward(model.config, model.weights, state.trace().src.ids, state.trace().tgt.ids, off);
+    EXPECT_LT(max_difference(fresh.logits, state.trace().logits), 1e-4f) << "snapshot " << index;
     for (size_t l = 0; l < fresh.decoder.size(); ++l)
       for (int h = 0; h < model.config.n_heads; ++h)
         EXPECT_LT(max_difference(fresh.decoder[l].cross_attn.probs[static_cast<size_t>(h)],
-                                 state.trace.decoder[l].cross_attn.probs[static_cast<size_t>(h)]), 1e-5f)
+                                 state.trace().decoder[l].cross_attn.probs[static_cast<size_t>(h)]), 1e-5f)
             << "snapshot " << index << " layer " << l << " head " << h;
     EXPECT_NE(training.shown_label(state).find("step " + std::to_string(t.snapshots[static_cast<size_t>(index)].step)),
               std::string::npos) << training.shown_label(state);
   }
   EXPECT_NE(training.weights_note(state).find("8-bit integers"), std::string::npos) << training.weights_note(state);
   // Back to the file: its own translation, and the label gone.
-  ASSERT_TRUE(training.show_file_model(state)) << state.error;
+  ASSERT_TRUE(training.show_file_model(state)) << state.error();
   EXPECT_EQ(training.shown_snapshot(), -1);
   EXPECT_EQ(training.shown_label(state), "");
   ASSERT_TRUE(state.set_interventions(Interventions{}));
@@ -103,22 +103,22 @@ TEST_F(ShippedTimeline, ASnapshotShownIsTheModelOfThatStepWithTheInterventionsKe
 
 TEST_F(ShippedTimeline, TheTranslationGoesFromRepeatedWordsToTheSentenceAndAttentionSharpens) {
   const int last = static_cast<int>(training.timeline()->snapshots.size()) - 1;
-  ASSERT_TRUE(training.show_snapshot(state, 0)) << state.error;
+  ASSERT_TRUE(training.show_snapshot(state, 0)) << state.error();
   const std::string before = state.translation_text();
-  const double entropy_before = last_layer_cross_entropy(state.trace, state.model->config.n_heads);
-  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error;
+  const double entropy_before = last_layer_cross_entropy(state.trace(), state.model()->config.n_heads);
+  ASSERT_TRUE(training.show_snapshot(state, last)) << state.error();
   EXPECT_EQ(state.translation_text(), "a man in an orange shirt stands on the street.");
   EXPECT_NE(before, state.translation_text());
-  const double entropy_after = last_layer_cross_entropy(state.trace, state.model->config.n_heads);
+  const double entropy_after = last_layer_cross_entropy(state.trace(), state.model()->config.n_heads);
   EXPECT_LT(entropy_after, entropy_before - 0.2) << "before " << entropy_before << ", after " << entropy_after;
 }
 
 TEST_F(ShippedTimeline, ABadSnapshotNumberIsRefusedAndWhatIsShownStays) {
-  const std::vector<int> shown = state.translation;
+  const std::vector<int> shown = state.translation();
   EXPECT_FALSE(training.show_snapshot(state, 10000));
-  EXPECT_NE(state.error.find("0 to"), std::string::npos) << state.error;
+  EXPECT_NE(state.error().find("0 to"), std::string::npos) << state.error();
   EXPECT_FALSE(training.show_snapshot(state, -1));
-  EXPECT_EQ(state.translation, shown);
+  EXPECT_EQ(state.translation(), shown);
   EXPECT_EQ(training.shown_snapshot(), -1);
 }
 
@@ -170,17 +170,17 @@ TEST(TrainingFiles, TheTimelineBesideAModelOpensAndSavingItNeverOverwritesTheMod
   const fs::path model = dir / "m.safetensors", beside = dir / "m.timeline.safetensors";
   fs::copy_file(default_model_path(), model);
   AppState state;
-  ASSERT_TRUE(state.load_model(model.string())) << state.error;
+  ASSERT_TRUE(state.load_model(model.string())) << state.error();
   {
     Training without;
-    without.set_file_model(state.model, state.model_path);
+    without.set_file_model(state.model(), state.model_path());
     without.finish_loading();
     without.poll(state);
     EXPECT_EQ(without.timeline(), nullptr) << "no timeline beside it";
   }
   fs::copy_file(shipped_model_path("classroom-de-en.timeline"), beside);
   Training training;
-  training.set_file_model(state.model, state.model_path);
+  training.set_file_model(state.model(), state.model_path());
   training.finish_loading();
   training.poll(state);
   ASSERT_NE(training.timeline(), nullptr) << training.timeline_error();
@@ -204,7 +204,7 @@ TEST(TrainingFiles, TheTimelineBesideAModelOpensAndSavingItNeverOverwritesTheMod
 TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
   const fs::path data = tiny_corpus(fresh_output_dir("live_training_state") / "data");
   AppState state;
-  state.sentence = "w1 w2 w3";
+  state.keep_sentence("w1 w2 w3");
   Training training;
   std::string error;
   ASSERT_TRUE(training.start("classroom", data.string(), 1, &error)) << error;
@@ -221,8 +221,8 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
   }
   EXPECT_FALSE(training.refresh_pending());
   ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
-  ASSERT_TRUE(state.model) << state.error;
-  EXPECT_EQ(state.model->config.d_model, 128);
+  ASSERT_TRUE(state.model()) << state.error();
+  EXPECT_EQ(state.model()->config.d_model, 128);
   EXPECT_EQ(training.live_step_shown(), training.status().step);
   EXPECT_EQ(training.losses().size(), static_cast<size_t>(training.status().step));
   EXPECT_EQ(training.status().history.size(), 6u);
@@ -242,12 +242,12 @@ TEST(LiveTraining, AppStateFollowsTheRunsWeightsAndItsTimelineGrows) {
 // app's frame budget (decodings run off the frame thread), and every decoding held longer than kRefreshSeconds.
 // Returns how long each is held.
 double hold_every_decoding(AppState& state) {
-  state.sentence = "w1 w2 w3";
-  state.step_budget_ms = 1;
+  state.keep_sentence("w1 w2 w3");
+  state.set_step_budget_ms(1);
   const double hold_seconds = Training::kRefreshSeconds + 0.5;
-  state.on_worker_start = [hold_seconds] {
+  state.set_worker_start_hook([hold_seconds] {
     std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
-  };
+  });
   return hold_seconds;
 }
 
@@ -292,7 +292,7 @@ TEST(LiveTraining, ASlowDecodingSettlesBeforeTheNextWeightsAreShown) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  state.on_worker_start = nullptr;
+  state.set_worker_start_hook(nullptr);
   training.stop();
   ASSERT_TRUE(settled_at) << "the views never settled in 60 s";
   ASSERT_GE(first_step, 0);
@@ -328,7 +328,7 @@ TEST(LiveTraining, ARefreshAskedForEndsWhileTheRunGoesOn) {
   while (seconds_since(asked) < 20 && (state.busy() || training.refresh_pending())) frame();
   const double waited = seconds_since(asked);
   EXPECT_TRUE(training.running()) << "the run ended: the regular refreshes stopped, so this proves nothing";
-  state.on_worker_start = nullptr;
+  state.set_worker_start_hook(nullptr);
   training.stop();
   state.finish_background();
   EXPECT_LT(waited, hold_seconds + 2.5) << "the refresh asked for was still pending after " << waited << " s";

@@ -61,7 +61,7 @@ class HeadlessApp : public ::testing::Test {
     options.model_path = model;
     app_ = std::make_unique<App>(options);
     app_->finish_loading();
-    ASSERT_TRUE(app_->state().ready()) << app_->state().error;
+    ASSERT_TRUE(app_->state().ready()) << app_->state().error();
   }
   void TearDown() override {
     app_.reset();
@@ -78,7 +78,7 @@ class HeadlessApp : public ::testing::Test {
     AppState& state = app_->mutable_state();
     state.finish_background();
     if (!state.decoding_finished()) {
-      ASSERT_TRUE(state.run_to_end()) << state.error;
+      ASSERT_TRUE(state.run_to_end()) << state.error();
     }
     state.finish_background();
     ASSERT_TRUE(state.decoding_finished());
@@ -93,11 +93,11 @@ class HeadlessApp : public ::testing::Test {
 // the finished translation, whose row 1 reads the words after it.
 TEST_F(HeadlessApp, TheOutputBarsAreTheDistributionTheTokenWasChosenFromWithTheCausalMaskOff) {
   start();
-  Interventions off = app_->state().interventions;
+  Interventions off = app_->state().interventions();
   off.causal_mask = false;
   ASSERT_TRUE(app_->set_interventions(off));
   run_to_end();
-  const std::vector<int> translation = app_->state().translation;
+  const std::vector<int> translation = app_->state().translation();
   ASSERT_GE(translation.size(), 3u);
   const int man = translation[1];
   ASSERT_EQ(app_->state().target_token(man), "man");
@@ -105,18 +105,18 @@ TEST_F(HeadlessApp, TheOutputBarsAreTheDistributionTheTokenWasChosenFromWithTheC
   // The independent reference: the same model and interventions stepped once from the start, its last row
   // the distribution the second token was chosen from (nothing after it exists yet).
   AppState stepped;
-  ASSERT_TRUE(stepped.load_model(default_model_path())) << stepped.error;
+  ASSERT_TRUE(stepped.load_model(default_model_path())) << stepped.error();
   ASSERT_TRUE(stepped.set_sentence(kDefaultSentence));
   ASSERT_TRUE(stepped.set_interventions(off));
   ASSERT_TRUE(stepped.restart());
   ASSERT_TRUE(stepped.step(1));
   stepped.finish_background();
-  ASSERT_EQ(stepped.translation.size(), 1u);
-  ASSERT_EQ(stepped.trace.logits.rows(), 2);
-  const double p_man = std::exp(-cross_entropy(stepped.trace.logits.row(1), man));
+  ASSERT_EQ(stepped.translation().size(), 1u);
+  ASSERT_EQ(stepped.trace().logits.rows(), 2);
+  const double p_man = std::exp(-cross_entropy(stepped.trace().logits.row(1), man));
   EXPECT_NEAR(p_man, 0.896, 0.01) << "the figure the issue measured by stepping";
   // ... and the last full pass's row 1, which reads the words after it, says something else.
-  const double p_man_last_pass = std::exp(-cross_entropy(app_->state().trace.logits.row(1), man));
+  const double p_man_last_pass = std::exp(-cross_entropy(app_->state().trace().logits.row(1), man));
   ASSERT_GT(std::abs(p_man - p_man_last_pass), 0.1) << "the case the issue reported no longer differs";
 
   ASSERT_TRUE(app_->go_to("output"));
@@ -141,7 +141,7 @@ TEST_F(HeadlessApp, TheOutputBarsAreTheDistributionTheTokenWasChosenFromWithTheC
   const std::vector<ItemPlacement> on = items("output_bar.chosen");
   ASSERT_EQ(on.size(), 1u);
   EXPECT_EQ(on[0].text, "man");
-  EXPECT_NEAR(on[0].value, std::exp(-cross_entropy(app_->state().trace.logits.row(1), app_->state().translation[1])), 1e-5);
+  EXPECT_NEAR(on[0].value, std::exp(-cross_entropy(app_->state().trace().logits.row(1), app_->state().translation()[1])), 1e-5);
 }
 
 // [SECTION] keys and labels
@@ -159,7 +159,7 @@ TEST_F(HeadlessApp, KeyFiveShowsHeadFiveAndItsLabelSaysFive) {
   EXPECT_EQ(detail[0].text, "layer 1, head 5");
   const Heatmap* map = testing::drawn_heatmap("attention");
   ASSERT_NE(map, nullptr);
-  const Mat& head5 = app_->state().trace.encoder[0].self_attn.probs[4];
+  const Mat& head5 = app_->state().trace().encoder[0].self_attn.probs[4];
   ASSERT_EQ(map->rows(), head5.rows());
   for (Eigen::Index i = 0; i < head5.rows(); ++i)
     for (Eigen::Index j = 0; j < head5.cols(); ++j) ASSERT_EQ(map->value(static_cast<int>(i), static_cast<int>(j)), head5(i, j));
@@ -187,7 +187,7 @@ TEST_F(HeadlessApp, TeacherForcingShowsEachPositionsCrossEntropyAndTheMean) {
   AppState& state = app_->mutable_state();
   ASSERT_TRUE(state.set_reference("a man in an orange shirt is standing on the street ."));
   state.finish_background();
-  const std::vector<int> forced = state.interventions.forced_prefix;
+  const std::vector<int> forced = state.interventions().forced_prefix;
   ASSERT_GE(forced.size(), 10u);
   ASSERT_TRUE(app_->go_to("decoding"));
   frames();
@@ -195,7 +195,7 @@ TEST_F(HeadlessApp, TeacherForcingShowsEachPositionsCrossEntropyAndTheMean) {
   ASSERT_EQ(boxes.size(), forced.size());
   double sum = 0;
   for (size_t i = 0; i < forced.size(); ++i) {
-    const double expected = cross_entropy(state.trace.logits.row(static_cast<Eigen::Index>(i)), forced[i]);
+    const double expected = cross_entropy(state.trace().logits.row(static_cast<Eigen::Index>(i)), forced[i]);
     EXPECT_NEAR(boxes[i].value, expected, 1e-3 * std::max(1.0, expected)) << "position " << i;
     sum += expected;
   }

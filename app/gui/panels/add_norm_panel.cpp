@@ -13,13 +13,19 @@
 
 namespace sf::gui {
 
-void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
+PanelAsk AddNormPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  draw_stage(context.state, selection);
+  return ask_select(context, selection);
+}
+
+void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   const bool encoder = sel.kind == AttentionKind::Encoder;
   const int layers = encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  const std::vector<ResidualBlock> blocks = residual_blocks(c, state.trace, encoder, sel.layer);
+  const std::vector<ResidualBlock> blocks = residual_blocks(c, state.trace(), encoder, sel.layer);
   if (blocks.empty()) return;
   block_ = std::clamp(block_, 0, static_cast<int>(blocks.size()) - 1);
 
@@ -62,10 +68,10 @@ void AddNormPanel::draw(const AppState& state, AttentionSelection& sel) {
            : (short_titles ? "x + Sublayer(LN(x))" : tr(T::add_norm_step_output_pre))};
   const char* names[4] = {"add_norm_input", post ? "sublayer_output" : "layer_norm",
                           post ? "residual_sum" : "sublayer_output", post ? "layer_norm" : "residual_sum"};
-  if (uploaded_version_ != state.version || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
+  if (uploaded_version_ != state.version() || uploaded_block_ != block_ || uploaded_.kind != sel.kind ||
       uploaded_.layer != sel.layer) {
     for (int i = 0; i < 4; ++i) maps_[i].set_signed(*steps[i]);
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_block_ = block_;
     uploaded_ = sel;
   }

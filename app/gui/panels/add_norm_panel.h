@@ -4,16 +4,18 @@
 // (then scales and shifts it by the learned gamma and beta).
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/map_view.h"
 
 namespace sf::gui {
 
-class AddNormPanel {
+class AddNormPanel : public StagePanel {
  public:
-  void draw(const AppState& state, AttentionSelection& selection);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state, AttentionSelection& selection);
   MapView maps_[4];  // post: x, Sublayer(x), x + Sublayer(x), LN(sum); pre: x, LN(x), Sublayer(LN(x)), sum
   int uploaded_version_ = -1, uploaded_block_ = -1;
   AttentionSelection uploaded_{};

@@ -213,10 +213,10 @@ void AttentionPanel::draw_cell(const Shown& s, const AttentionSelection& sel, co
   // The opened cell's computation, in a column of its own.
   // (worked out again only when the cell, the head or the trace changed: the panel keeps the numbers)
   if (!expanded_cell_ || expanded_cell_->row != expanded_->row || expanded_cell_->col != expanded_->col ||
-      expanded_version_ != state.version || expanded_selection_.kind != sel.kind ||
+      expanded_version_ != state.version() || expanded_selection_.kind != sel.kind ||
       expanded_selection_.layer != sel.layer || expanded_selection_.head != sel.head)
-    expanded_cell_ = expand_attention_cell(*s.a, sel.head, expanded_->row, expanded_->col, &state.model->config);
-  expanded_version_ = state.version;
+    expanded_cell_ = expand_attention_cell(*s.a, sel.head, expanded_->row, expanded_->col, &state.model()->config);
+  expanded_version_ = state.version();
   expanded_selection_ = sel;
   ImGui::SetCursorScreenPos(at);
   ImGui::BeginChild("##cell", size, false);
@@ -252,13 +252,22 @@ void AttentionPanel::cell_tooltip(const Shown& s, const MapViewHit& hit, int hea
   ImGui::EndTooltip();
 }
 
-bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interventions& edit) {
+PanelAsk AttentionPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  Interventions edit = context.state.interventions();
+  const bool edited = draw_stage(context.state, selection, edit);
+  PanelAsk ask = ask_select(context, selection);
+  if (edited) ask.interventions = std::move(edit);
+  return ask;
+}
+
+bool AttentionPanel::draw_stage(const AppState& state, AttentionSelection& sel, Interventions& edit) {
   if (!state.ready()) {
     ImGui::TextDisabled("%s", tr(T::attention_no_translation_show_yet));
     return false;
   }
   bool changed = false;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   // Presentation mode: the header names the head, the map takes the stage's height on the left, and everything
   // else (the controls behind a toggle, the explanation, the formula, the steps or the opened cell) stands in the
   // column to its right. Elsewhere the controls and the text come first, above the map.
@@ -267,7 +276,7 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   else draw_attention_selector(c, sel, /*with_head=*/true);
 
   Shown s;
-  s.a = selected_attention(state.trace, sel);
+  s.a = selected_attention(state.trace(), sel);
   if (!s.a || s.a->probs.empty()) return changed;
   // Decoder rows read one token and predict the next: "orange -> shirt". Keys are what is read.
   s.reshaped = c.attention == AttentionStyle::ReshapeHeads;
@@ -294,14 +303,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
   if (expanded_ && (expanded_->row >= s.tq || expanded_->col >= s.tk)) expanded_.reset();
 
   if (!presenting) {  // presentation mode: the header says it
-    ImGui::TextUnformatted(tr(T::attention_heading, {{"title", attention_title(sel.kind, state.interventions)},
+    ImGui::TextUnformatted(tr(T::attention_heading, {{"title", attention_title(sel.kind, state.interventions())},
                                                      {"layer", shown_number(sel.layer)},
                                                      {"head", shown_number(sel.head)}})
                                .c_str());
     changed |= draw_controls(s, sel, edit);
   }
 
-  if (uploaded_version_ != state.version || selection_changed) {
+  if (uploaded_version_ != state.version() || selection_changed) {
     const Mat p = probabilities_with_blocked_cells(*s.a, sel.head);
     map_.set_values(p, 0.0f, 1.0f);
     const Mat& scores = s.a->scores[sel.head];  // (Tq, Tk), scaled, before the mask
@@ -312,14 +321,14 @@ bool AttentionPanel::draw(const AppState& state, AttentionSelection& sel, Interv
       if (std::isnan(p.data()[i])) masked.data()[i] = std::numeric_limits<float>::quiet_NaN();
     masked_scores_.set_values(masked, -r, r);  // (the same scale as the scores: only the blocked cells differ)
     head_out_.set_signed(s.a->head_out[sel.head]);  // (Tq, D)
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_ = sel;
   }
 
   const std::vector<std::string> row_labels = state.decoder_row_labels();
   s.explanation =
       s.reshaped ? tr(T::attention_explanation_reshaped)
-                 : kind_explanation(sel.kind, language_words(state.model.get()),
+                 : kind_explanation(sel.kind, language_words(state.model().get()),
                                     row_labels.size() > 1 ? row_labels[1] : std::string(tr(T::attention_example_row)));
   s.scale_by = s.reshaped ? c.d_model : c.head_dim();  // sqrt of it divides the scores (attention_scale)
   s.blocked_value = s.reshaped ? "-1e20" : "\u2212\u221e";
@@ -412,7 +421,7 @@ bool AttentionPanel::draw_presenting(const Shown& s, const AppState& state, Atte
   const MapViewHit hit = map_.draw("attention", drawn, rows, cols, options);
   record_item("main_map", origin, ImVec2(origin.x + drawn.x, origin.y + drawn.y), -1, "attention");
   if (hit.clicked) {
-    if (paint_mask_) changed |= toggle_mask_cell(state.trace, edit, {sel.kind, sel.layer, sel.head}, hit.row, hit.col);
+    if (paint_mask_) changed |= toggle_mask_cell(state.trace(), edit, {sel.kind, sel.layer, sel.head}, hit.row, hit.col);
     else expanded_ = {hit.row, hit.col};
   }
 
@@ -423,7 +432,7 @@ bool AttentionPanel::draw_presenting(const Shown& s, const AppState& state, Atte
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + column_w);
   pending_selection_.reset();
-  changed |= draw_presenting_controls(s, state.model->config, sel, edit);
+  changed |= draw_presenting_controls(s, state.model()->config, sel, edit);
   if (!expanded_) {  // (an opened cell is the formula with its numbers, and needs the height)
     math_text(s.formula, column_w, 0, "formula");
     // The shapes where the steps keep room for their maps after them (a narrow column wraps them).
@@ -451,7 +460,7 @@ bool AttentionPanel::draw_presenting(const Shown& s, const AppState& state, Atte
 
 bool AttentionPanel::draw_normal(const Shown& s, const AppState& state, AttentionSelection& sel, Interventions& edit) {
   bool changed = false;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   const ImGuiStyle& style = ImGui::GetStyle();
   const int tq = s.tq, tk = s.tk;
   // Labels: keys rotated along the top, queries on the left.
@@ -567,7 +576,7 @@ bool AttentionPanel::draw_normal(const Shown& s, const AppState& state, Attentio
   const MapViewHit hit = map_.draw("attention", map_size, row_axis, col_axis, options);
   record_item("main_map", origin, ImVec2(origin.x + map_size.x, origin.y + map_size.y), -1, "attention");
   if (hit.clicked) {
-    if (paint_mask_) changed |= toggle_mask_cell(state.trace, edit, {sel.kind, sel.layer, sel.head}, hit.row, hit.col);
+    if (paint_mask_) changed |= toggle_mask_cell(state.trace(), edit, {sel.kind, sel.layer, sel.head}, hit.row, hit.col);
     else expanded_ = {hit.row, hit.col};
   }
   const float map_right = origin.x + map_size.x;

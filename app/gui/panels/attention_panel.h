@@ -8,23 +8,17 @@
 #include "gui/app_state.h"
 #include "gui/panels/attention_cell_panel.h"
 #include "gui/panels/attention_lines_panel.h"
+#include "gui/panels/panel.h"
 #include "gui/render/map_view.h"
 
 namespace sf::gui {
 
-struct AttentionSelection {
-  AttentionKind kind = AttentionKind::Encoder;
-  int layer = 0;
-  int head = 0;
-};
-
 enum class AttentionView { Heatmap, Lines };
 
-class AttentionPanel {
+class AttentionPanel : public StagePanel {
  public:
-  // Edits `edit` (a copy of the state's interventions) when the user switches the head or paints its mask;
-  // returns true then.
-  bool draw(const AppState& state, AttentionSelection& selection, Interventions& edit);
+  // Asks for other interventions when the user switches the head off or on or paints its mask.
+  PanelAsk draw(const PanelContext& context) override;
 
   // What the script's `view` and `expand` commands (and a click on a cell) set.
   void set_view(AttentionView view) { view_ = view; }
@@ -36,6 +30,9 @@ class AttentionPanel {
   MapView& map() { return map_; }
 
  private:
+  // Edits `edit` (a copy of the state's interventions) when the user switches the head or paints its mask;
+  // returns true then.
+  bool draw_stage(const AppState& state, AttentionSelection& selection, Interventions& edit);
   struct Cell {
     int row, col;
   };

@@ -14,11 +14,17 @@
 
 namespace sf::gui {
 
-void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
+PanelAsk ConcatPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  draw_stage(context.state, selection);
+  return ask_select(context, selection);
+}
+
+void ConcatPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   if (controls_toggle(&controls_open_)) draw_attention_selector(c, sel, /*with_head=*/false);
-  const AttentionTrace* a = selected_attention(state.trace, sel);
+  const AttentionTrace* a = selected_attention(state.trace(), sel);
   if (!a) return;
 
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
@@ -42,10 +48,10 @@ void ConcatPanel::draw(const AppState& state, AttentionSelection& sel) {
                   "\u2192 [%d \u00d7 %d]", c.n_heads, n, c.d_model, c.d_model, c.d_model, static_cast<int>(a->attn_out.rows()), c.d_model);
     formula("$MultiHead(Q, K, V) = Concat(head_1, \\ldots, head_h) W^O" + bias + "$" + shapes);
   }
-  if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
+  if (uploaded_version_ != state.version() || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
     concat_.set_signed(a->heads_out);
     projected_.set_signed(a->attn_out);
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_ = sel;
   }
   const std::vector<std::string> labels =

@@ -23,18 +23,18 @@ std::vector<float> chosen_probabilities(const AppState& state) {
   static const AppState* cached_state = nullptr;
   static int cached_version = -1;
   static std::vector<float> cached;
-  if (cached_state == &state && cached_version == state.version) return cached;
-  std::vector<float> p(state.translation.size(), NAN);
+  if (cached_state == &state && cached_version == state.version()) return cached;
+  std::vector<float> p(state.translation().size(), NAN);
   for (size_t i = 0; i < p.size(); ++i) {
     const RowVec logits = state.chosen_distribution_logits(static_cast<int>(i));
-    const int id = state.translation[i];
+    const int id = state.translation()[i];
     if (logits.size() == 0 || id < 0 || id >= logits.size()) continue;
     const float top = logits.maxCoeff();
     const double sum = (logits.array() - top).exp().cast<double>().sum();
     p[i] = static_cast<float>(std::exp(static_cast<double>(logits(id) - top)) / sum);
   }
   cached_state = &state;
-  cached_version = state.version;
+  cached_version = state.version();
   cached = p;
   return p;
 }
@@ -44,12 +44,12 @@ int draw_decoding_timeline(const AppState& state, int selected) {
   // What each token had when it was chosen (not the last full pass's row, which with the causal mask off also read
   // the tokens after it).
   const std::vector<float> chosen = chosen_probabilities(state);
-  const auto& forced = state.interventions.forced_prefix;
+  const auto& forced = state.interventions().forced_prefix;
   const bool forcing = !forced.empty();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 pad = ImGui::GetStyle().FramePadding;
   int clicked = -1;
-  const int n = static_cast<int>(state.translation.size());
+  const int n = static_cast<int>(state.translation().size());
   // Each box's text and size first: presenting, a translation that runs on (an untrained model's 43 words) shows
   // the two rows around the token in focus, the rest counted at either end ("12 more"), so that what follows it
   // stays on the screen.
@@ -61,7 +61,7 @@ int draw_decoding_timeline(const AppState& state, int selected) {
   std::vector<Box> boxes(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     Box& box = boxes[static_cast<size_t>(i)];
-    box.text = state.target_token(state.translation[static_cast<size_t>(i)]);
+    box.text = state.target_token(state.translation()[static_cast<size_t>(i)]);
     const float p = chosen[static_cast<size_t>(i)];
     box.prob = probability_text(p);
     // Teacher forcing: each position's cross-entropy -log p too (natural log), the quantity training lowers.
@@ -156,7 +156,7 @@ namespace {
 // parent; finished hypotheses outlined, the best one's path in orange. When it has grown since the last frame it
 // scrolls to its newest column; a drag pans it (and the scroll bar).
 void draw_beam_tree(const AppState& state, size_t& last_size, float most_height) {
-  const Decoder& d = *state.decoder;
+  const Decoder& d = *state.decoder();
   const auto& tree = d.tree();
   const float f = ImGui::GetFontSize();
   std::vector<int> row(tree.size(), 0), count_per_step;
@@ -254,7 +254,7 @@ namespace {
 // Teacher forcing: the loss of the reference, each forced position's cross-entropy -log p (in the timeline's
 // boxes) and their mean: what training lowers (its loss is this mean over a batch, label smoothing aside).
 void draw_forcing_loss(const AppState& state) {
-  const auto& forced = state.interventions.forced_prefix;
+  const auto& forced = state.interventions().forced_prefix;
   if (forced.empty()) return;
   const std::vector<float> p = chosen_probabilities(state);
   double sum = 0;
@@ -271,25 +271,31 @@ void draw_forcing_loss(const AppState& state) {
 
 }  // namespace
 
-void DecodingPanel::draw(AppState& state) {
-  if (!state.ready() || !state.decoder) {
+PanelAsk DecodingPanel::draw(const PanelContext& context) {
+  PanelAsk ask;
+  draw_stage(context.state, ask);
+  return ask;
+}
+
+void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
+  if (!state.ready() || !state.decoder()) {
     ImGui::TextDisabled("%s", tr(T::decoding_no_translation_decode_yet));
     return;
   }
-  if (state.reference != shown_reference_) {  // the state changed it (a new sentence, "free running")
-    reference_input_ = state.reference;
-    shown_reference_ = state.reference;
+  if (state.reference() != shown_reference_) {  // the state changed it (a new sentence, "free running")
+    reference_input_ = state.reference();
+    shown_reference_ = state.reference();
   }
   const bool presenting = high_contrast();
   if (!presenting) ImGui::TextUnformatted(tr(T::decoding_heading));  // (the header says it)
   // The start token by name: <bos>, or a Marian model's <pad>.
-  const std::string start = state.model ? state.model->tgt_vocab.token(state.model->config.bos_id) : "<bos>";
+  const std::string start = state.model() ? state.model()->tgt_vocab.token(state.model()->config.bos_id) : "<bos>";
   explanation(
-      tr(state.model && state.model->generation.present ? T::decoding_explanation_generate : T::decoding_explanation,
+      tr(state.model() && state.model()->generation.present ? T::decoding_explanation_generate : T::decoding_explanation,
          {{"start", start}})
           .c_str());
 
-  DecodeOptions o = state.decode_options;
+  DecodeOptions o = state.decode_options();
   bool changed = false;
   // Presentation mode: the strategy, its parameters and the step buttons wait behind "Controls" (the keys step:
   // Space, Backspace, End, Home); the step count and teacher forcing's toggle stay on the line.
@@ -336,24 +342,24 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::SliderFloat(tr(T::decoding_length_penalty_alpha), &o.length_penalty, 0.0f, 2.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
   }
-  if (changed) state.set_decode_options(o);
+  if (changed) ask.decode_options = o;
 
-  if (ImGui::Button(tr(T::decoding_restart_home))) state.restart();
+  if (ImGui::Button(tr(T::decoding_restart_home))) ask.step = PanelAsk::Step::Restart;
   same_line_if_fits(button_width(tr(T::decoding_back_backspace)));
-  if (ImGui::Button(tr(T::decoding_back_backspace))) state.step_back();
+  if (ImGui::Button(tr(T::decoding_back_backspace))) ask.step = PanelAsk::Step::Back;
   same_line_if_fits(button_width(tr(T::decoding_step_space)));
-  if (ImGui::Button(tr(T::decoding_step_space))) state.step();
+  if (ImGui::Button(tr(T::decoding_step_space))) ask.step = PanelAsk::Step::Forward;
   same_line_if_fits(button_width(tr(T::decoding_run_eos_end)));
-  if (ImGui::Button(tr(T::decoding_run_eos_end))) state.run_to_end();
+  if (ImGui::Button(tr(T::decoding_run_eos_end))) ask.step = PanelAsk::Step::ToEnd;
   }  // (controls)
-  if (!state.decoder) {  // a step the buttons asked for is still being computed (it holds the decoder)
+  if (!state.decoder()) {  // a step the buttons asked for is still being computed (it holds the decoder)
     ImGui::TextDisabled("%s", tr(T::decoding_computing));
     return;
   }
-  const Decoder& d = *state.decoder;  // bound after the buttons, which may replace it
+  const Decoder& d = *state.decoder();  // (the buttons ask; the app steps after the frame)
   // (the recompute time is for the developer at a desk, not for a class: presentation mode leaves it out, and
   // the step count then fits beside the buttons)
-  const std::string ms = number_text("%.1f", state.last_recompute_ms);
+  const std::string ms = number_text("%.1f", state.last_recompute_ms());
   const std::string step_text =
       presenting ? tr(d.finished() ? T::decoding_step_finished_short : T::decoding_step_short, {{"step", d.steps()}})
                  : tr(d.finished() ? T::decoding_step_finished : T::decoding_step, {{"step", d.steps()}, {"ms", ms}});
@@ -367,7 +373,7 @@ void DecodingPanel::draw(AppState& state) {
     if (ImGui::SmallButton(show_forcing_ ? tr(T::decoding_teacher_forcing_open)
                                          : tr(T::decoding_teacher_forcing_folded)))
       show_forcing_ = !show_forcing_;
-    if (!state.interventions.forced_prefix.empty()) {
+    if (!state.interventions().forced_prefix.empty()) {
       same_line_if_fits(ImGui::CalcTextSize(tr(T::decoding_forcing)).x);
       ImGui::TextDisabled("%s", tr(T::decoding_forcing));
     }
@@ -376,16 +382,16 @@ void DecodingPanel::draw(AppState& state) {
   ImGui::Spacing();
   ImGui::TextUnformatted(tr(T::decoding_teacher_forcing_heading));
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
-  const std::string hint = tr(T::decoding_reference_hint, {{"target", language_words(state.model.get()).target}});
+  const std::string hint = tr(T::decoding_reference_hint, {{"target", language_words(state.model().get()).target}});
   const bool entered = ImGui::InputTextWithHint("##reference", hint.c_str(), &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
-  if (ImGui::Button(tr(T::decoding_force)) || entered) state.set_reference(reference_input_);
+  if (ImGui::Button(tr(T::decoding_force)) || entered) ask.reference = reference_input_;
   ImGui::SameLine();
   if (ImGui::Button(tr(T::decoding_free_running))) {
     reference_input_.clear();
-    state.set_reference("");
+    ask.reference = std::string();
   }
-  text_disabled_wrapped("%s", state.interventions.forced_prefix.empty() ? tr(T::decoding_free_running_model_reads)
+  text_disabled_wrapped("%s", state.interventions().forced_prefix.empty() ? tr(T::decoding_free_running_model_reads)
                                                                         : tr(T::decoding_forced_outlined_tokens_were));
   }
 
@@ -393,16 +399,16 @@ void DecodingPanel::draw(AppState& state) {
   // The next token's candidates (greedy and sampling, until <eos>): the distribution the next step draws from,
   // the last row of the pass over <bos> + the tokens so far. Returns true when one was clicked (forced): the
   // decoder was replaced, draw nothing more of it this frame.
-  const bool next_shown = !state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace.probs.rows() > 0;
+  const bool next_shown = !state.decoding_finished() && o.strategy != DecodeStrategy::Beam && state.trace().probs.rows() > 0;
   const auto draw_next_token = [&]() {
-    const int last = static_cast<int>(state.trace.probs.rows()) - 1;
-    const RowVec p = state.trace.probs.row(last);
+    const int last = static_cast<int>(state.trace().probs.rows()) - 1;
+    const RowVec p = state.trace().probs.row(last);
     const std::vector<int> order = top_k_ids(p, 5);
     const int k = static_cast<int>(order.size());
-    const size_t next = state.translation.size();
-    if (next < state.interventions.forced_prefix.size())
+    const size_t next = state.translation().size();
+    if (next < state.interventions().forced_prefix.size())
       ImGui::TextWrapped("%s", tr(T::decoding_next_token_space_feeds,
-                                  {{"token", state.target_token(state.interventions.forced_prefix[next])}})
+                                  {{"token", state.target_token(state.interventions().forced_prefix[next])}})
                                    .c_str());
     else
       ImGui::TextWrapped(
@@ -431,7 +437,7 @@ void DecodingPanel::draw(AppState& state) {
       const std::string text = probability_text(p(id));
       draw->AddText(ImVec2(at.x + label + std::max(1.0f, p(id) * bar) + 6, at.y), IM_COL32(230, 230, 230, 255), text.c_str());
       if (clicked) {
-        state.force_token(static_cast<int>(state.translation.size()), id);
+        ask.force_token = std::make_pair(static_cast<int>(state.translation().size()), id);
         return true;
       }
     }
@@ -451,15 +457,15 @@ void DecodingPanel::draw(AppState& state) {
   const auto draw_tree = [&]() {
     ImGui::Spacing();
     ImGui::TextWrapped("%s", tr(presenting ? T::decoding_beam_tree_short : T::decoding_beam_tree,
-                                {{"hypotheses", static_cast<int>(state.decoder->tree().size())}})
+                                {{"hypotheses", static_cast<int>(state.decoder()->tree().size())}})
                                  .c_str());
     // The boxes' numbers are scores, not probabilities: they rise and fall along a path as its length grows.
     char score[96];  // notation
-    if (state.decoder->options().beam_scoring == BeamScoring::HuggingFace)
-      std::snprintf(score, sizeof(score), "$\\sum \\log p / length^{%.2f}$", state.decoder->options().length_penalty);
+    if (state.decoder()->options().beam_scoring == BeamScoring::HuggingFace)
+      std::snprintf(score, sizeof(score), "$\\sum \\log p / length^{%.2f}$", state.decoder()->options().length_penalty);
     else
       std::snprintf(score, sizeof(score), "$\\sum \\log p / ((5 + length) / 6)^{%.2f}$",
-                    state.decoder->options().length_penalty);
+                    state.decoder()->options().length_penalty);
     const std::string legend = tr(T::decoding_beam_legend, {{"score", score}});
     if (!presenting) math_text(legend, 0.0f, ImGui::GetColorU32(ImGuiCol_TextDisabled), "beam.legend");
     else
@@ -479,7 +485,7 @@ void DecodingPanel::draw(AppState& state) {
   if (side_by_side && ImGui::BeginTable("##decoding_columns", 2, ImGuiTableFlags_SizingStretchSame)) {
     ImGui::TableNextColumn();
     ImGui::TextWrapped("%s",
-                       tr(T::decoding_written_so_far, {{"count", static_cast<int>(state.translation.size())}}).c_str());
+                       tr(T::decoding_written_so_far, {{"count", static_cast<int>(state.translation().size())}}).c_str());
     draw_decoding_timeline(state, -1);
     draw_forcing_loss(state);
     ImGui::TableNextColumn();
@@ -487,7 +493,7 @@ void DecodingPanel::draw(AppState& state) {
     ImGui::EndTable();
     if (forced) return;
   } else {
-    ImGui::TextWrapped("%s", tr(T::decoding_timeline, {{"count", static_cast<int>(state.translation.size())}}).c_str());
+    ImGui::TextWrapped("%s", tr(T::decoding_timeline, {{"count", static_cast<int>(state.translation().size())}}).c_str());
     draw_decoding_timeline(state, -1);
     if (next_shown && draw_next_token()) return;  // (forced: the decoder was replaced)
   }

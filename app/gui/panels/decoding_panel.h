@@ -4,17 +4,20 @@
 // of decoded tokens with the probability each had; the beam search drawn as a tree with its scores.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 
 namespace sf::gui {
 
-// Calls the state's setters itself (step, set_decode_options, set_reference, ...); problems land in state.error.
-class DecodingPanel {
+// Asks for steps, a strategy, a reference or a forced token; the app's setters check them (problems land in
+// state.error()).
+class DecodingPanel : public StagePanel {
  public:
-  void draw(AppState& state);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state, PanelAsk& ask);
   std::string reference_input_;   // what the user types
-  std::string shown_reference_;   // state.reference when reference_input_ was last taken from it
+  std::string shown_reference_;   // state.reference() when reference_input_ was last taken from it
   bool show_forcing_ = false;     // presentation mode: the teacher-forcing row opened (always open otherwise)
   bool controls_open_ = false;    // presentation mode: the strategy and step buttons opened under their toggle
   size_t tree_size_ = 0;          // the beam tree's size last frame: when it grows, the tree scrolls to its newest column

@@ -16,12 +16,17 @@
 
 namespace sf::gui {
 
-void EmbeddingPanel::draw(const AppState& state) {
+PanelAsk EmbeddingPanel::draw(const PanelContext& context) {
+  draw_stage(context.state);
+  return {};
+}
+
+void EmbeddingPanel::draw_stage(const AppState& state) {
   if (!state.ready()) return;
-  const Config& c = state.model->config;
-  const EmbeddingTrace& src = state.trace.src;  // tok_embed, pos, sum: (S, C)
-  const EmbeddingTrace& tgt = state.trace.tgt;  // (T, C)
-  if (uploaded_version_ != state.version) {
+  const Config& c = state.model()->config;
+  const EmbeddingTrace& src = state.trace().src;  // tok_embed, pos, sum: (S, C)
+  const EmbeddingTrace& tgt = state.trace().tgt;  // (T, C)
+  if (uploaded_version_ != state.version()) {
     // One symmetric range for all four maps, so equal colours mean equal values: the 99th percentile of |x|.
     std::vector<float> magnitudes(src.sum.data(), src.sum.data() + src.sum.size());
     magnitudes.insert(magnitudes.end(), tgt.sum.data(), tgt.sum.data() + tgt.sum.size());
@@ -31,10 +36,10 @@ void EmbeddingPanel::draw(const AppState& state) {
     const std::pair<MapView*, const Mat*> maps[] = {
         {&embedding_, &src.tok_embed}, {&sum_, &src.sum}, {&target_embedding_, &tgt.tok_embed}, {&target_sum_, &tgt.sum}};
     for (const auto& [view, m] : maps) view->set_values(*m, -range_, range_);
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
-  const LanguageWords words = language_words(state.model.get());
+  const LanguageWords words = language_words(state.model().get());
   if (!high_contrast()) ImGui::TextUnformatted(tr(T::embedding_heading));
   explanation(tr(scaled ? T::embedding_explanation_scaled : T::embedding_explanation,
                  {{"source", words.source}, {"target", words.target}})
@@ -42,11 +47,11 @@ void EmbeddingPanel::draw(const AppState& state) {
   char numbers[200];
   if (scaled)
     std::snprintf(numbers, sizeof(numbers), "$ = E[id_i] \\cdot$ %.1f     $E_{src}$ [%d \u00d7 %d]     $E_{tgt}$ [%d \u00d7 %d]",
-                  std::sqrt(float(c.d_model)), state.model->src_vocab.size(), c.d_model, state.model->tgt_vocab.size(),
+                  std::sqrt(float(c.d_model)), state.model()->src_vocab.size(), c.d_model, state.model()->tgt_vocab.size(),
                   c.d_model);
   else
     std::snprintf(numbers, sizeof(numbers), "     $E_{src}$ [%d \u00d7 %d]     $E_{tgt}$ [%d \u00d7 %d]",
-                  state.model->src_vocab.size(), c.d_model, state.model->tgt_vocab.size(), c.d_model);
+                  state.model()->src_vocab.size(), c.d_model, state.model()->tgt_vocab.size(), c.d_model);
   formula(std::string(scaled ? "$x_i = E[id_i] \\cdot \\sqrt{d_{model}}$" : "$x_i = E[id_i]$") + numbers);
 
   const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();

@@ -4,15 +4,17 @@
 // decoder's input.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/render/map_view.h"
 
 namespace sf::gui {
 
-class EmbeddingPanel {
+class EmbeddingPanel : public StagePanel {
  public:
-  void draw(const AppState& state);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state);
   MapView embedding_, sum_, target_embedding_, target_sum_;
   int uploaded_version_ = -1;
   float range_ = 1.0f;

@@ -15,14 +15,20 @@
 
 namespace sf::gui {
 
-void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
+PanelAsk FeedForwardPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  draw_stage(context.state, selection);
+  return ask_select(context, selection);
+}
+
+void FeedForwardPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   const bool encoder = sel.kind == AttentionKind::Encoder;
   const int layers = encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
-  const FeedForwardTrace& f = encoder ? state.trace.encoder[static_cast<size_t>(sel.layer)].ffn
-                                      : state.trace.decoder[static_cast<size_t>(sel.layer)].ffn;
+  const FeedForwardTrace& f = encoder ? state.trace().encoder[static_cast<size_t>(sel.layer)].ffn
+                                      : state.trace().decoder[static_cast<size_t>(sel.layer)].ffn;
   if (controls_toggle(&controls_open_)) {
     stack_and_layer_picker(&sel.kind, &sel.layer, layers, 6);
   }
@@ -42,16 +48,16 @@ void FeedForwardPanel::draw(const AppState& state, AttentionSelection& sel) {
   formula(std::string("$FFN(x) = ") + activation + " W_2 + b_2$" +
           tr(T::feed_forward_shapes, {{"n", n}, {"d_model", c.d_model}, {"d_ff", c.d_ff}}));
 
-  const Mat* x = feed_forward_input(c, state.trace, encoder, sel.layer);
+  const Mat* x = feed_forward_input(c, state.trace(), encoder, sel.layer);
   if (!x) return;
-  if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
+  if (uploaded_version_ != state.version() || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer) {
     input_.set_signed(*x);
     pre_.set_signed(f.hidden_pre);
     // After ReLU the values are >= 0: a sequential scale whose dark end is exactly zero. GELU dips below 0.
     const float r = signed_range(f.hidden_pre);
     post_.set_values(f.hidden, relu ? 0.0f : -r, r);
     out_.set_signed(f.out);
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_ = sel;
   }
   const Eigen::Index zeros = (f.hidden.array() == 0.0f).count();

@@ -3,16 +3,18 @@
 // makes), and the W2 output.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/map_view.h"
 
 namespace sf::gui {
 
-class FeedForwardPanel {
+class FeedForwardPanel : public StagePanel {
  public:
-  void draw(const AppState& state, AttentionSelection& selection);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state, AttentionSelection& selection);
   MapView input_, pre_, post_, out_;
   int uploaded_version_ = -1;
   bool controls_open_ = false;  // presentation mode: the controls opened under their toggle

@@ -13,9 +13,17 @@
 
 namespace sf::gui {
 
-bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
+PanelAsk HeadsGridPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  const bool opened = draw_stage(context.state, selection);  // a head clicked: its attention stage
+  PanelAsk ask = ask_select(context, selection);
+  if (opened) ask.open_stage = attention_stage(selection.kind);
+  return ask;
+}
+
+bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return false;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   const bool presenting = high_contrast();
   if (controls_toggle(&controls_open_)) attention_kind_picker(&sel.kind);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
@@ -25,17 +33,17 @@ bool HeadsGridPanel::draw(const AppState& state, AttentionSelection& sel) {
   else if (!controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   explanation(tr(T::heads_grid_each_small_map_one));
 
-  if (uploaded_version_ != state.version || uploaded_kind_ != sel.kind) {
+  if (uploaded_version_ != state.version() || uploaded_kind_ != sel.kind) {
     maps_.resize(static_cast<size_t>(layers * H));
     for (int l = 0; l < layers; ++l)
       for (int h = 0; h < H; ++h) {
         auto& m = maps_[static_cast<size_t>(l * H + h)];
         if (!m) m = std::make_unique<Heatmap>();
-        const AttentionTrace* a = selected_attention(state.trace, {sel.kind, l, h});
+        const AttentionTrace* a = selected_attention(state.trace(), {sel.kind, l, h});
         const Mat p = probabilities_with_blocked_cells(*a, h);
         m->set_values(p.data(), static_cast<int>(p.rows()), static_cast<int>(p.cols()), 0.0f, 1.0f);
       }
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_kind_ = sel.kind;
   }
   // The maps' words: queries down the side, keys along the top (as on the attention stage).

@@ -5,17 +5,19 @@
 #include <vector>
 
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/heatmap.h"
 
 namespace sf::gui {
 
-class HeadsGridPanel {
+class HeadsGridPanel : public StagePanel {
  public:
-  // Returns true when the user clicked a head (written to `selection`).
-  bool draw(const AppState& state, AttentionSelection& selection);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  // Returns true when the user clicked a head (written to `selection`).
+  bool draw_stage(const AppState& state, AttentionSelection& selection);
   std::vector<std::unique_ptr<Heatmap>> maps_;  // layer * H + head
   int uploaded_version_ = -1;
   AttentionKind uploaded_kind_ = AttentionKind::Encoder;

@@ -138,9 +138,25 @@ bool head_grid(const Config& c, AttentionKind kind, float cell, Interventions& e
 
 }  // namespace
 
-bool draw_interventions_panel(const AppState& state, Interventions& edit, int* pad_request) {
-  if (!state.model) return false;
-  const Config& c = state.model->config;
+namespace {
+// Edits a copy of the state's interventions; returns true when the user changed something. `pad_request`
+// receives a new count of <pad> tokens after the sentence when the user moves that slider (-1: unchanged).
+bool draw_interventions(const AppState& state, Interventions& edit, int* pad_request);
+}  // namespace
+
+PanelAsk InterventionsPanel::draw(const PanelContext& context) {
+  PanelAsk ask;
+  Interventions edit = context.state.interventions();
+  int pads = -1;
+  if (draw_interventions(context.state, edit, &pads)) ask.interventions = std::move(edit);
+  if (pads >= 0) ask.source_padding = pads;
+  return ask;
+}
+
+namespace {
+bool draw_interventions(const AppState& state, Interventions& edit, int* pad_request) {
+  if (!state.model()) return false;
+  const Config& c = state.model()->config;
   bool changed = false;
   const bool presenting = high_contrast();  // (the header names the stage; short labels, so the grids fit)
   if (!presenting) ImGui::TextUnformatted(tr(T::interventions_heading));
@@ -158,7 +174,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   same_line_if_fits(ImGui::CalcTextSize(tr(T::interventions_last_recompute, {{"ms", "000.0"}}).c_str()).x,
                     ImGui::GetFontSize() * 2);
   ImGui::TextDisabled(
-      "%s", tr(T::interventions_last_recompute, {{"ms", number_text("%.1f", state.last_recompute_ms)}}).c_str());
+      "%s", tr(T::interventions_last_recompute, {{"ms", number_text("%.1f", state.last_recompute_ms())}}).c_str());
   ImGui::Spacing();
 
   changed |=
@@ -169,7 +185,7 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
       ImGui::Checkbox(presenting ? tr(T::interventions_padding_mask) : tr(T::interventions_padding_mask_pad_tokens),
                       &edit.padding_mask);
   // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
-  int pads = state.source_padding;
+  int pads = state.source_padding();
   same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, tr(T::interventions_pad_after_sentence)),
                     ImGui::GetFontSize());
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
@@ -238,5 +254,6 @@ bool draw_interventions_panel(const AppState& state, Interventions& edit, int* p
   }
   return changed;
 }
+}  // namespace
 
 }  // namespace sf::gui

@@ -3,14 +3,16 @@
 // painted by hand; "reset all". Every change recomputes the translation and every view in the same frame.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 
 namespace sf::gui {
 
-// Edits a copy of the state's interventions; returns true when the user changed something (the caller then
-// hands `edit` to AppState::set_interventions).
-// `pad_request` (if given) receives a new count of <pad> tokens after the sentence when the user moves that
-// slider (-1: unchanged); the caller sets it (AppState::set_source_padding).
-bool draw_interventions_panel(const AppState& state, Interventions& edit, int* pad_request = nullptr);
+// Asks for the interventions the user changed, and for a new count of <pad> tokens after the sentence when the
+// user moves that slider.
+class InterventionsPanel : public StagePanel {
+ public:
+  PanelAsk draw(const PanelContext& context) override;
+};
 
 // What is changed, in one line, or "" when nothing is: "2 heads off, causal mask off" for the top bar and the
 // frame log; with `name_heads`, for the badge a class reads, up to four heads by name: "2 heads off: cross.1.3,

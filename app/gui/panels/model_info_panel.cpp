@@ -320,16 +320,16 @@ void draw_provenance_and_tokenizer(const ModelInfo& info, const std::vector<std:
 
 void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>& warnings,
                           const std::string& weights_note) {
-  if (!state.model) {
+  if (!state.model()) {
     ImGui::TextDisabled("%s", tr(T::model_info_no_model));
     return;
   }
-  const Model& m = *state.model;
-  if (described_ != &m || info_.path != state.model_path) {
-    info_ = describe_model(m, state.model_path);
+  const Model& m = *state.model();
+  if (described_ != &m || info_.path != state.model_path()) {
+    info_ = describe_model(m, state.model_path());
     described_ = &m;
   }
-  const std::filesystem::path p(state.model_path);
+  const std::filesystem::path p(state.model_path());
   ImGui::TextUnformatted(tr(T::model_info_title, {{"file", p.filename().string()}}).c_str());
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled("%s", tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}).c_str());
@@ -364,15 +364,15 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
                                .c_str());
   // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
-  if (!state.shown_gpu.empty())
+  if (!state.shown_gpu().empty())
     ImGui::TextWrapped("%s", tr(T::model_info_computed_gpu, {{"device", state.shown_device()}}).c_str());
   else if (backend.cuda_available)
     ImGui::TextWrapped(
-        "%s", tr(state.device->request() == DeviceRequest::Cpu ? T::model_info_computed_cpu_gpu_unused
+        "%s", tr(state.device()->request() == DeviceRequest::Cpu ? T::model_info_computed_cpu_gpu_unused
                                                                : T::model_info_computed_cpu_gpu_idle,
                  {{"threads", parallel_threads()},
-                  {"why", state.device_why.empty() ? std::string()
-                                                   : tr(T::model_info_cpu_why, {{"why", printable(state.device_why)}})},
+                  {"why", state.device_why().empty() ? std::string()
+                                                   : tr(T::model_info_cpu_why, {{"why", printable(state.device_why())}})},
                   {"gpu", backend.cuda_device_name}})
                   .c_str());
   else

@@ -30,13 +30,21 @@ RowVec softmax_row(const RowVec& logits) {
 
 }  // namespace
 
-bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) {
+PanelAsk OutputPanel::draw(const PanelContext& context) {
+  PanelAsk ask;
+  int position = context.output_position, token = -1;
+  if (draw_stage(context.state, position, &token)) ask.force_token = std::make_pair(position, token);
+  if (position != context.output_position) ask.output_position = position;
+  return ask;
+}
+
+bool OutputPanel::draw_stage(const AppState& state, int& position, int* forced_token) {
   if (!state.ready()) return false;
   // rows: T, the decoder positions; V: the vocabulary
-  const int rows = static_cast<int>(state.trace.probs.rows()), V = static_cast<int>(state.trace.probs.cols());
+  const int rows = static_cast<int>(state.trace().probs.rows()), V = static_cast<int>(state.trace().probs.cols());
   position = std::clamp(position, 0, rows - 1);
   const std::vector<std::string> inputs = state.decoder_input_labels();
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
 
   if (!high_contrast()) ImGui::TextUnformatted(tr(T::output_heading));
   explanation(tr(T::output_explanation));
@@ -50,11 +58,11 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   ImGui::SliderInt(tr(T::output_decoder_position), &position, 0, rows - 1);
   ImGui::SameLine();
   // Row `position` reads decoder input `position` and predicts the token after it.
-  const int written = static_cast<int>(state.translation.size());
+  const int written = static_cast<int>(state.translation().size());
   const bool chosen_here = position < written;
   std::string predicted = tr(T::output_next_token);
   if (chosen_here)  // (appended: GCC 12 misreads a + of three strings here as an overlapping copy, -Wrestrict)
-    predicted = std::string(1, '"').append(state.target_token(state.translation[static_cast<size_t>(position)])).append(1, '"');
+    predicted = std::string(1, '"').append(state.target_token(state.translation()[static_cast<size_t>(position)])).append(1, '"');
   ImGui::TextUnformatted(
       tr(T::output_reads_predicts, {{"input", inputs[static_cast<size_t>(position)]}, {"predicted", predicted}})
           .c_str());
@@ -67,16 +75,16 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
   const bool differs = state.last_pass_differs_from_choice() && chosen_here;
   if (!differs) show_last_pass_ = false;
   const bool last_pass = differs && show_last_pass_;
-  const RowVec logits = last_pass ? RowVec(state.trace.logits.row(position)) : state.chosen_distribution_logits(position);
+  const RowVec logits = last_pass ? RowVec(state.trace().logits.row(position)) : state.chosen_distribution_logits(position);
   if (logits.size() != V) return false;
   const RowVec probs = softmax_row(logits);
-  const int chosen = chosen_here ? state.translation[static_cast<size_t>(position)] : -1;
-  const bool forced = position < static_cast<int>(state.interventions.forced_prefix.size());
+  const int chosen = chosen_here ? state.translation()[static_cast<size_t>(position)] : -1;
+  const bool forced = position < static_cast<int>(state.interventions().forced_prefix.size());
   const std::string chosen_text = chosen >= 0 ? state.target_token(chosen) : std::string();
   if (last_pass) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.25f, 1.0f));
     ImGui::TextWrapped(
-        "%s", tr(state.interventions.causal_mask ? T::output_last_pass_painted : T::output_last_pass_causal_off,
+        "%s", tr(state.interventions().causal_mask ? T::output_last_pass_painted : T::output_last_pass_causal_off,
                  {{"position", position}, {"token", chosen_text}})
                   .c_str());
     ImGui::PopStyleColor();
@@ -95,7 +103,7 @@ bool OutputPanel::draw(const AppState& state, int& position, int* forced_token) 
     record_item("output.last_pass_switch", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "", show_last_pass_);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_last_pass_tip));
   }
-  const DecodeOptions& options = state.decode_options;
+  const DecodeOptions& options = state.decode_options();
   if (chosen_here && !forced && !last_pass && options.strategy == DecodeStrategy::Sample)
     text_disabled_wrapped("%s", tr(options.sampling.top_k > 0 ? T::output_sampled_top_k : T::output_sampled,
                                    {{"temperature", number_text("%.2f", options.sampling.temperature)},

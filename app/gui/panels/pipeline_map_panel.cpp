@@ -8,54 +8,13 @@
 #include <iterator>
 #include <string>
 
+#include "gui/render/item_placements.h"
 #include "gui/text/text.h"
 #include "transformer/interventions.h"
 
 namespace sf::gui {
 
 namespace {
-
-// One box of the figure. Rows count from the bottom (row 0 = the tokens); column 0 encoder, 1 decoder.
-struct Box {
-  int column;
-  float row;
-  T label;  // the string table's entry
-  Stage stage;
-  bool clickable = true;
-};
-
-// The figure, bottom to top. The two "Add & norm" boxes of a layer both open the add & norm stage, which
-// shows every residual block of the layer.
-const Box kBoxes[] = {
-    {0, 0, T::pipeline_map_box_inputs, Stage::Tokens},
-    {0, 1, T::pipeline_map_box_input_embedding, Stage::Embedding},
-    {0, 2, T::pipeline_map_box_positional, Stage::Positional},
-    {0, 3.9f, T::pipeline_map_box_qkv, Stage::EncoderQkv},
-    {0, 4.9f, T::pipeline_map_box_self_attention, Stage::EncoderAttention},
-    {0, 5.9f, T::pipeline_map_box_concat, Stage::EncoderConcat},
-    {0, 6.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm},
-    {0, 7.9f, T::pipeline_map_box_feed_forward, Stage::EncoderFeedForward},
-    {0, 8.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm},
-    {1, 0, T::pipeline_map_box_outputs, Stage::Tokens},
-    {1, 1, T::pipeline_map_box_output_embedding, Stage::Embedding},
-    {1, 2, T::pipeline_map_box_positional, Stage::Positional},
-    {1, 3.9f, T::pipeline_map_box_masked_self_attention, Stage::DecoderAttention},
-    {1, 4.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
-    {1, 5.9f, T::pipeline_map_box_cross_attention, Stage::CrossAttention},
-    {1, 6.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
-    {1, 7.9f, T::pipeline_map_box_feed_forward, Stage::DecoderFeedForward},
-    {1, 8.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm},
-    {1, 10.2f, T::pipeline_map_box_linear, Stage::Output},
-    {1, 11.2f, T::pipeline_map_box_softmax, Stage::Output},
-};
-constexpr float kTopRow = 12.5f;  // the "Output probabilities" label above the softmax
-
-// Whose layer a stage shows (the stage table's layer_of): the box of that stack's layer lights up.
-bool is_encoder_layer_stage(Stage s) { return stage_info(s).layer_of == AttentionKind::Encoder; }
-bool is_decoder_layer_stage(Stage s) {
-  const std::optional<AttentionKind> kind = stage_info(s).layer_of;
-  return kind == AttentionKind::Decoder || kind == AttentionKind::Cross;
-}
 
 // Text centred in [a, b], shrunk to fit the width.
 void centred_text(ImDrawList* draw, ImVec2 a, ImVec2 b, ImU32 colour, const char* text) {
@@ -75,9 +34,81 @@ void arrow_up(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 colour) {
   draw->AddTriangleFilled(ImVec2(to.x - 4, to.y + 6), ImVec2(to.x + 4, to.y + 6), to, colour);
 }
 
+// Whose layer a stage shows (the stage table's layer_of): the box of that stack's layer lights up.
+bool is_encoder_layer_stage(Stage s) { return stage_info(s).layer_of == AttentionKind::Encoder; }
+bool is_decoder_layer_stage(Stage s) {
+  const std::optional<AttentionKind> kind = stage_info(s).layer_of;
+  return kind == AttentionKind::Decoder || kind == AttentionKind::Cross;
+}
+
 }  // namespace
 
+// The figure, bottom to top, for each shape. The encoder column: inputs, embedding, positions, then one layer
+// (Q/K/V, self-attention, concat, add & norm, feed-forward, add & norm). The decoder column: outputs shifted
+// right, embedding, positions, one layer (masked self-attention, add & norm, cross-attention and its add & norm
+// where there is an encoder, feed-forward, add & norm), then linear and softmax. A decoder-only model (GPT) is
+// the decoder column alone, its inputs the prompt; an encoder-only model (BERT) the encoder column with the
+// output head on top. The two "Add & norm" boxes of a layer both open the add & norm stage, which shows every
+// residual block of the layer.
+PipelineLayout pipeline_layout(ModelStacks stacks) {
+  PipelineLayout out;
+  Config shape;
+  shape.stacks = stacks;
+  const bool two = shape.has_encoder() && shape.has_decoder();
+  out.columns = two ? 2 : 1;
+  auto add = [&](int column, float row, T label, Stage stage) {
+    out.boxes.push_back({column, row, label, stage});
+    return static_cast<int>(out.boxes.size()) - 1;
+  };
+  if (shape.has_encoder()) {
+    out.encoder_column = 0;
+    add(0, 0, T::pipeline_map_box_inputs, Stage::Tokens);
+    add(0, 1, T::pipeline_map_box_input_embedding, Stage::Embedding);
+    add(0, 2, T::pipeline_map_box_positional, Stage::Positional);
+    const int qkv = add(0, 3.9f, T::pipeline_map_box_qkv, Stage::EncoderQkv);
+    add(0, 4.9f, T::pipeline_map_box_self_attention, Stage::EncoderAttention);
+    add(0, 5.9f, T::pipeline_map_box_concat, Stage::EncoderConcat);
+    const int norm1 = add(0, 6.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm);
+    const int ffn = add(0, 7.9f, T::pipeline_map_box_feed_forward, Stage::EncoderFeedForward);
+    out.encoder_output = add(0, 8.9f, T::pipeline_map_box_add_norm, Stage::EncoderAddNorm);
+    out.residuals.push_back({qkv, norm1, true});  // x -> (Q, K, V, attention, concat) -> add & norm
+    out.residuals.push_back({ffn, out.encoder_output, true});  // h -> feed-forward -> add & norm
+    if (!shape.has_decoder()) {  // the output head on the encoder's last layer
+      add(0, 10.2f, T::pipeline_map_box_linear, Stage::Output);
+      add(0, 11.2f, T::pipeline_map_box_softmax, Stage::Output);
+    }
+  }
+  if (shape.has_decoder()) {
+    const int c = two ? 1 : 0;
+    out.decoder_column = c;
+    add(c, 0, two ? T::pipeline_map_box_outputs : T::pipeline_map_box_inputs, Stage::Tokens);
+    add(c, 1, two ? T::pipeline_map_box_output_embedding : T::pipeline_map_box_input_embedding, Stage::Embedding);
+    add(c, 2, T::pipeline_map_box_positional, Stage::Positional);
+    const int self = add(c, 3.9f, T::pipeline_map_box_masked_self_attention, Stage::DecoderAttention);
+    int below_ffn = add(c, 4.9f, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm);
+    out.residuals.push_back({self, below_ffn, !two});  // y -> masked self-attention -> add & norm
+    float row = 5.9f;
+    if (shape.has_cross_attention()) {
+      out.cross_attention = add(c, row, T::pipeline_map_box_cross_attention, Stage::CrossAttention);
+      below_ffn = add(c, row + 1, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm);
+      out.residuals.push_back({out.cross_attention, below_ffn, !two});
+      row += 2;
+    }
+    const int ffn = add(c, row, T::pipeline_map_box_feed_forward, Stage::DecoderFeedForward);
+    const int norm = add(c, row + 1, T::pipeline_map_box_add_norm, Stage::DecoderAddNorm);
+    out.residuals.push_back({ffn, norm, !two});
+    add(c, row + 2.3f, T::pipeline_map_box_linear, Stage::Output);
+    add(c, row + 3.3f, T::pipeline_map_box_softmax, Stage::Output);
+  }
+  for (const PipelineBox& b : out.boxes) out.top_row = std::max(out.top_row, b.row + 1.3f);
+  return out;
+}
+
 bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
+  const ModelStacks stacks = view.config ? view.config->stacks : ModelStacks::EncoderDecoder;
+  const PipelineLayout layout = pipeline_layout(stacks);
+  const std::vector<PipelineBox>& kBoxes = layout.boxes;
+  const float kTopRow = layout.top_row;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float f = ImGui::GetFontSize();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -87,9 +118,9 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   const float pitch = std::clamp(height_avail / (kTopRow + 1.0f), 1.3f * f, 2.2f * f);
   const float box_h = std::min(pitch - 0.35f * f, 1.6f * f);
   const float gap = 0.6f * f;
-  const float col_w = (width - 3 * gap) / 2;
+  const float col_w = (width - (layout.columns + 1) * gap) / static_cast<float>(layout.columns);
   const float bottom = origin.y + (kTopRow + 0.8f) * pitch;  // y of row 0's bottom edge
-  auto box_rect = [&](const Box& b, ImVec2* a, ImVec2* c) {
+  auto box_rect = [&](const PipelineBox& b, ImVec2* a, ImVec2* c) {
     const float x = origin.x + gap + b.column * (col_w + gap);
     const float y = bottom - b.row * pitch - box_h;
     *a = ImVec2(x, y);
@@ -101,17 +132,19 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   // The layer brackets, "x N", behind the boxes.
   const int n_enc = view.config ? view.config->n_encoder_layers : 0;
   const int n_dec = view.config ? view.config->n_decoder_layers : 0;
-  for (int column = 0; column < 2; ++column) {
+  for (int column = 0; column < layout.columns; ++column) {
+    const bool encoder = column == layout.encoder_column;
     const float x = origin.x + gap + column * (col_w + gap);
     // Around the layer boxes (rows 3.9 to 8.9), with room for the label beneath them.
-    const float top = bottom - 8.9f * pitch - box_h - 0.25f * pitch, low = bottom - 2.95f * pitch;
-    const bool here = column == 0 ? is_encoder_layer_stage(view.current) : is_decoder_layer_stage(view.current);
+    const float last_layer_row = encoder ? 8.9f : layout.cross_attention >= 0 ? 8.9f : 6.9f;
+    const float top = bottom - last_layer_row * pitch - box_h - 0.25f * pitch, low = bottom - 2.95f * pitch;
+    const bool here = encoder ? is_encoder_layer_stage(view.current) : is_decoder_layer_stage(view.current);
     draw->AddRectFilled(ImVec2(x - gap * 0.45f, top), ImVec2(x + col_w + gap * 0.45f, low),
                         here ? IM_COL32(60, 60, 40, 255) : IM_COL32(45, 48, 55, 255), 6.0f);
-    const int n = column == 0 ? n_enc : n_dec;
+    const int n = encoder ? n_enc : n_dec;
     const std::string count = n > 0 ? std::to_string(n) : "N";  // no model (yet): the paper's N
-    const T stack = column == 0 ? (here ? T::pipeline_map_encoder_here : T::pipeline_map_encoder)
-                                : (here ? T::pipeline_map_decoder_here : T::pipeline_map_decoder);
+    const T stack = encoder ? (here ? T::pipeline_map_encoder_here : T::pipeline_map_encoder)
+                            : (here ? T::pipeline_map_decoder_here : T::pipeline_map_decoder);
     const std::string label =
         here ? tr(stack, {{"count", count}, {"layer", shown_number(view.layer)}}) : tr(stack, {{"count", count}});
     centred_text(draw, ImVec2(x, low - 0.85f * pitch), ImVec2(x + col_w, low),
@@ -119,7 +152,7 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   }
 
   // Arrows: up each column between consecutive boxes; the encoder's output into the cross-attention.
-  for (size_t i = 0; i + 1 < std::size(kBoxes); ++i) {
+  for (size_t i = 0; i + 1 < kBoxes.size(); ++i) {
     if (kBoxes[i].column != kBoxes[i + 1].column) continue;
     ImVec2 a0, a1, b0, b1;
     box_rect(kBoxes[i], &a0, &a1);
@@ -127,10 +160,10 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     const float cx = (a0.x + a1.x) / 2;
     arrow_up(draw, ImVec2(cx, a0.y), ImVec2(cx, b1.y), line);
   }
-  {
+  if (layout.cross_attention >= 0) {
     ImVec2 e0, e1, c0, c1;
-    box_rect(kBoxes[8], &e0, &e1);   // the encoder's last add & norm
-    box_rect(kBoxes[14], &c0, &c1);  // the decoder's cross-attention
+    box_rect(kBoxes[static_cast<size_t>(layout.encoder_output)], &e0, &e1);   // the encoder's last add & norm
+    box_rect(kBoxes[static_cast<size_t>(layout.cross_attention)], &c0, &c1);  // the decoder's cross-attention
     const float cx = (e0.x + e1.x) / 2, up = e0.y - 0.7f * pitch, mid = (e1.x + c0.x) / 2;
     const ImU32 blue = IM_COL32(110, 170, 240, 255);
     draw->AddLine(ImVec2(cx, e0.y), ImVec2(cx, up), blue, 2.0f);
@@ -139,8 +172,10 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     draw->AddLine(ImVec2(mid, up), ImVec2(mid, cy), blue, 2.0f);
     draw->AddLine(ImVec2(mid, cy), ImVec2(c0.x, cy), blue, 2.0f);
     draw->AddTriangleFilled(ImVec2(c0.x - 7, cy - 4), ImVec2(c0.x - 7, cy + 4), ImVec2(c0.x, cy), blue);
+  }
+  {
     ImVec2 s0, s1;
-    box_rect(kBoxes[std::size(kBoxes) - 1], &s0, &s1);
+    box_rect(kBoxes.back(), &s0, &s1);  // the softmax, on top
     const float sx = (s0.x + s1.x) / 2;
     arrow_up(draw, ImVec2(sx, s0.y), ImVec2(sx, s0.y - 0.45f * pitch), line);
     centred_text(draw, ImVec2(s0.x - gap, s0.y - 1.2f * pitch), ImVec2(s1.x + gap, s0.y - 0.45f * pitch), text,
@@ -165,24 +200,21 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
       draw->AddTriangleFilled(ImVec2(end_x - dir * 5, end_y - 3.5f), ImVec2(end_x - dir * 5, end_y + 3.5f),
                               ImVec2(end_x, end_y), residual);
     };
-    around(3, 6, true);    // encoder: x -> (Q, K, V, attention, concat) -> add & norm
-    around(7, 8, true);    //          h -> feed-forward -> add & norm
-    around(12, 13, false); // decoder: y -> masked self-attention -> add & norm
-    around(14, 15, false); //          -> cross-attention -> add & norm
-    around(16, 17, false); //          -> feed-forward -> add & norm
+    for (const PipelineResidual& r : layout.residuals)
+      around(static_cast<size_t>(r.from), static_cast<size_t>(r.into), r.left);
   }
-  {
+  if (layout.cross_attention >= 0) {
     // The encoder's output enters every cross-attention as its keys and values.
     ImVec2 e0, e1;
-    box_rect(kBoxes[8], &e0, &e1);
+    box_rect(kBoxes[static_cast<size_t>(layout.encoder_output)], &e0, &e1);
     const float up = e0.y - 0.7f * pitch;
     draw->AddText(ImVec2((e0.x + e1.x) / 2 + 4, up - ImGui::GetFontSize() - 2), IM_COL32(110, 170, 240, 255), "K, V");
   }
 
   // The boxes, each a button.
   bool result = false;
-  for (size_t i = 0; i < std::size(kBoxes); ++i) {
-    const Box& b = kBoxes[i];
+  for (size_t i = 0; i < kBoxes.size(); ++i) {
+    const PipelineBox& b = kBoxes[i];
     ImVec2 a, c;
     box_rect(b, &a, &c);
     ImGui::SetCursorScreenPos(a);
@@ -190,7 +222,8 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     const bool pressed = ImGui::InvisibleButton("stage", ImVec2(c.x - a.x, c.y - a.y));
     const bool hovered = ImGui::IsItemHovered();
     ImGui::PopID();
-    if (pressed && b.clickable) {
+    record_item("pipeline.box", a, c, static_cast<int>(i), stage_info(b.stage).id);
+    if (pressed) {
       *clicked = b.stage;
       result = true;
     }
@@ -217,10 +250,13 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
     }
     if (here) ImGui::PopStyleColor();
   };
-  stage_button(Stage::AllHeads, tr(T::pipeline_map_all_heads));
-  stage_button(Stage::Decoding, tr(T::pipeline_map_decoding));
-  stage_button(Stage::Interventions, tr(T::pipeline_map_interventions));
-  stage_button(Stage::Training, tr(T::pipeline_map_training));
+  // (the stages outside the figure that this shape has: a model without a decoder decodes nothing)
+  const std::pair<Stage, T> below[] = {{Stage::AllHeads, T::pipeline_map_all_heads},
+                                       {Stage::Decoding, T::pipeline_map_decoding},
+                                       {Stage::Interventions, T::pipeline_map_interventions},
+                                       {Stage::Training, T::pipeline_map_training}};
+  for (const auto& [stage, label] : below)
+    if (stage_in_shape(stage, stacks)) stage_button(stage, tr(label));
   ImGui::TextDisabled("%s", tr(T::pipeline_map_keys));
   return result;
 }

@@ -38,16 +38,21 @@ const char kHalvesTag = 0;  // source_ for a computed table in halves (Marian), 
 
 }  // namespace
 
-void PositionalEncodingPanel::draw(const AppState& state) {
-  const int d_model = state.model ? state.model->config.d_model : 256;
-  const bool learned = state.model && state.model->config.positional_encoding == PositionalEncoding::Learned;
-  const bool halves = state.model && state.model->config.sinusoid_layout == SinusoidLayout::Halves;  // Marian
+PanelAsk PositionalEncodingPanel::draw(const PanelContext& context) {
+  draw_stage(context.state);
+  return {};
+}
+
+void PositionalEncodingPanel::draw_stage(const AppState& state) {
+  const int d_model = state.model() ? state.model()->config.d_model : 256;
+  const bool learned = state.model() && state.model()->config.positional_encoding == PositionalEncoding::Learned;
+  const bool halves = state.model() && state.model()->config.sinusoid_layout == SinusoidLayout::Halves;  // Marian
   // The table is made again when the model's weights, width or sinusoid layout change.
-  const void* source = learned ? static_cast<const void*>(&state.model->weights.src_positions)
+  const void* source = learned ? static_cast<const void*>(&state.model()->weights.src_positions)
                                : halves ? static_cast<const void*>(&kHalvesTag) : nullptr;
   if (source != source_ || encoding_.cols() != d_model || encoding_.rows() == 0) {
     if (learned) {
-      const Mat& table = state.model->weights.src_positions;  // (P, C)
+      const Mat& table = state.model()->weights.src_positions;  // (P, C)
       encoding_ = table.topRows(std::min<Eigen::Index>(kPositions, table.rows()));
     } else {
       encoding_ = sinusoidal_positional_encoding(kPositions, d_model,
@@ -73,7 +78,7 @@ void PositionalEncodingPanel::draw(const AppState& state) {
     explanation(tr(T::positional_encoding_explanation_learned));
     formula(
         std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") +
-        tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(state.model->weights.src_positions.rows())},
+        tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(state.model()->weights.src_positions.rows())},
                                                   {"d_model", d_model},
                                                   {"shown", P}}));
   } else {

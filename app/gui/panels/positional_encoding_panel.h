@@ -5,16 +5,18 @@
 #include <array>
 
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/render/heatmap.h"
 #include "util/tensor.h"
 
 namespace sf::gui {
 
-class PositionalEncodingPanel {
+class PositionalEncodingPanel : public StagePanel {
  public:
-  void draw(const AppState& state);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state);
   Heatmap matrix_, similarity_;
   Mat encoding_;  // (P, C) shown: the sinusoidal table or the learned one
   const void* source_ = nullptr;  // which table encoding_ holds (model weights, or nullptr for sinusoidal)

@@ -45,9 +45,15 @@ RowVec reshaped_piece(const Mat& x, int n_heads, int head, int row) {
 
 }  // namespace
 
-void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
+PanelAsk QkvPanel::draw(const PanelContext& context) {
+  AttentionSelection selection = context.selection;
+  draw_stage(context.state, selection);
+  return ask_select(context, selection);
+}
+
+void QkvPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   if (!state.ready()) return;
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   // Presentation mode: the header names the head; the controls wait behind a toggle (the Explain toggle beside
   // it), and the maps stand in one row that takes the stage's height.
   const bool presenting = high_contrast();
@@ -66,14 +72,14 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     draw_attention_selector(c, picked, /*with_head=*/true);
     if (picked.kind != sel.kind || picked.layer != sel.layer || picked.head != sel.head) pending_ = picked;
   };
-  const AttentionTrace* a = selected_attention(state.trace, sel);
-  const AttentionInputs in = attention_inputs(c, state.trace, sel.kind, sel.layer);
+  const AttentionTrace* a = selected_attention(state.trace(), sel);
+  const AttentionInputs in = attention_inputs(c, state.trace(), sel.kind, sel.layer);
   if (!a || a->q.empty() || !in.queries_from || !in.keys_from) return;
   const int H = c.n_heads, D = c.head_dim();
   const Mat& q = a->q[sel.head];  // (Tq, D)
   const Mat& k = a->k[sel.head];  // (Tk, D)
   const Mat& v = a->v[sel.head];  // (Tk, D)
-  const AttentionWeights& w = attention_weights(state.model->weights, sel.kind, sel.layer);
+  const AttentionWeights& w = attention_weights(state.model()->weights, sel.kind, sel.layer);
   const bool cross = sel.kind == AttentionKind::Cross;
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
   // The head's W_i^Q as the paper writes it, [d_model x d_k]: the transpose of the head's rows h*D.. of the
@@ -140,7 +146,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     ImGui::Dummy(ImVec2(w_strip, h + 4));
   }
 
-  if (uploaded_version_ != state.version || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
+  if (uploaded_version_ != state.version() || uploaded_.kind != sel.kind || uploaded_.layer != sel.layer ||
       uploaded_.head != sel.head) {
     const float r = std::max({signed_range(q), signed_range(k), signed_range(v)});  // one scale for the three
     q_.set_values(q, -r, r);
@@ -154,7 +160,7 @@ void QkvPanel::draw(const AppState& state, AttentionSelection& sel) {
     w_k_.set_values(wk, -rw, rw);
     w_v_.set_values(wv, -rw, rw);
     if (uploaded_.kind != sel.kind || uploaded_.layer != sel.layer || uploaded_.head != sel.head) opened_.reset();
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_ = sel;
     uploaded_opened_.reset();  // the opened projection's maps too
   }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/map_view.h"
 
@@ -15,11 +16,12 @@ namespace sf::gui {
 // x (N, C), w.weight (C, C): the head's rows h*D .. h*D+D-1. (1, D).
 RowVec project_head_row(const Mat& x, const LinearWeights& w, int head, int head_dim, int row);
 
-class QkvPanel {
+class QkvPanel : public StagePanel {
  public:
-  void draw(const AppState& state, AttentionSelection& selection);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  void draw_stage(const AppState& state, AttentionSelection& selection);
   // A token's projection opened (a click on Q, K or V): a query position (Q) or a key position (K and V).
   enum class Side { Query, Key };
   struct Opened {

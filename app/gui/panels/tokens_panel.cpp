@@ -78,12 +78,18 @@ struct Thumbnail {
 
 }  // namespace
 
-std::optional<Stage> TokensPanel::draw(const AppState& state) {
-  if (!state.model) return std::nullopt;
+PanelAsk TokensPanel::draw(const PanelContext& context) {
+  PanelAsk ask;
+  ask.open_stage = draw_stage(context.state);  // a picture clicked: its stage
+  return ask;
+}
+
+std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
+  if (!state.model()) return std::nullopt;
   std::optional<Stage> clicked;
   g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
-  const bool subwords = state.model->tokenizer.kind == "sentencepiece";
-  const std::string start = state.model->tgt_vocab.token(state.model->config.bos_id);  // <bos>, or Marian's <pad>
+  const bool subwords = state.model()->tokenizer.kind == "sentencepiece";
+  const std::string start = state.model()->tgt_vocab.token(state.model()->config.bos_id);  // <bos>, or Marian's <pad>
   if (!g_compact) ImGui::TextUnformatted(subwords ? tr(T::tokens_heading_subwords) : tr(T::tokens_heading));
   if (subwords)
     explanation(tr(T::tokens_explanation_pieces, {{"start", start}}).c_str());
@@ -91,13 +97,13 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     explanation(tr(T::tokens_explanation));
   if (!g_compact)
     text_disabled_wrapped("%s", tr(subwords ? T::tokens_source_vocabulary_pieces : T::tokens_source_vocabulary,
-                                   {{"size", state.model->src_vocab.size()}})
+                                   {{"size", state.model()->src_vocab.size()}})
                                     .c_str());
   const std::vector<std::string> tips = state.source_label_tips();
-  for (size_t i = 0; i < state.source_tokens.size(); ++i) {
-    const Token& t = state.source_tokens[i];
+  for (size_t i = 0; i < state.source_tokens().size(); ++i) {
+    const Token& t = state.source_tokens()[i];
     const std::string& tip = tips[i];
-    const std::string id_text = t.unknown ? state.model->src_vocab.token(t.id) + " " + std::to_string(t.id) : std::to_string(t.id);
+    const std::string id_text = t.unknown ? state.model()->src_vocab.token(t.id) + " " + std::to_string(t.id) : std::to_string(t.id);
     token_box(t.special ? t.text : unescape_token(t.text), id_text,
               t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Source,
               static_cast<int>(i), "token.source");
@@ -106,16 +112,16 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     // The words the model reads as more than one piece: "orangefarbenen = ▁orangefarbene + n".
     std::string split;
     int shown = 0;
-    for (size_t i = 0; i < state.source_tokens.size() && shown < 6;) {
+    for (size_t i = 0; i < state.source_tokens().size() && shown < 6;) {
       size_t end = i + 1;
-      while (end < state.source_tokens.size() && !state.source_tokens[end].special &&
-             !state.source_tokens[end].text.starts_with("\xe2\x96\x81"))
+      while (end < state.source_tokens().size() && !state.source_tokens()[end].special &&
+             !state.source_tokens()[end].text.starts_with("\xe2\x96\x81"))
         ++end;
-      if (end - i > 1 && !state.source_tokens[i].special) {
-        const Token& first = state.source_tokens[i];
-        std::string word = state.sentence.substr(first.begin, state.source_tokens[end - 1].end - first.begin);
+      if (end - i > 1 && !state.source_tokens()[i].special) {
+        const Token& first = state.source_tokens()[i];
+        std::string word = state.sentence().substr(first.begin, state.source_tokens()[end - 1].end - first.begin);
         std::string pieces;
-        for (size_t k = i; k < end; ++k) pieces += (k > i ? " + " : "") + state.source_tokens[k].text;
+        for (size_t k = i; k < end; ++k) pieces += (k > i ? " + " : "") + state.source_tokens()[k].text;
         split += (split.empty() ? "" : ";   ") + word + " = " + pieces;
         ++shown;
       }
@@ -128,13 +134,13 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   }
   ImGui::Spacing();
   if (!g_compact)
-    text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model->tgt_vocab.size()}}).c_str());
+    text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
   ImGui::TextWrapped("%s", tr(T::tokens_decoder_note));
   if (!g_compact)
     text_disabled_wrapped(
         "%s", tr(T::tokens_decoder_input_note,
                  {{"start", start},
-                  {"translation", state.translation.empty() ? "?" : state.target_token(state.translation[0])}})
+                  {"translation", state.translation().empty() ? "?" : state.target_token(state.translation()[0])}})
                   .c_str());
   // Each token's probability when the model chose it (not the last full pass's row: decoding_panel.h).
   const std::vector<float> chosen = chosen_probabilities(state);
@@ -143,18 +149,18 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
   // Presenting, the columns take the rows that fit the stage (a line left for the count of the rest): a long
   // translation (padding mask off, an untrained model) is counted, not scrolled out of view; the strip above
   // holds it whole.
-  size_t shown_columns = state.translation.size();
-  if (g_compact && !state.translation.empty()) {
+  size_t shown_columns = state.translation().size();
+  if (g_compact && !state.translation().empty()) {
     const ImVec2 pair = token_box_size("x", "");
     const float row_h = 2 * pair.y + arrow + 3 * ImGui::GetStyle().ItemSpacing.y;
     const int rows_fit = std::max(1, static_cast<int>((ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing()) / row_h));
     const float width = ImGui::GetContentRegionAvail().x, spacing = ImGui::GetStyle().ItemSpacing.x;
     int rows = 1;
     float x = 0;
-    for (size_t t = 0; t < state.translation.size(); ++t) {
+    for (size_t t = 0; t < state.translation().size(); ++t) {
       const std::string input = t < inputs.size() ? inputs[t] : "";
       const float w = std::max(token_box_size(input, "").x,
-                               token_box_size(unescape_token(state.model->tgt_vocab.token(state.translation[t])), "").x);
+                               token_box_size(unescape_token(state.model()->tgt_vocab.token(state.translation()[t])), "").x);
       if (x > 0 && x + w > width) {
         if (++rows > rows_fit) {
           shown_columns = t;
@@ -166,19 +172,19 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
     }
   }
   for (size_t t = 0; t < shown_columns; ++t) {
-    const int id = state.translation[t];
+    const int id = state.translation()[t];
     const float p = t < chosen.size() ? chosen[t] : 0.0f;
     // Column t: decoder input t above, the token it chose below (generated token t is input t + 1).
     const std::string input = t < inputs.size() ? inputs[t] : "";
-    const int input_id = t < state.trace.tgt.ids.size() ? state.trace.tgt.ids[t] : -1;
-    const std::string output = unescape_token(state.model->tgt_vocab.token(id));
+    const int input_id = t < state.trace().tgt.ids.size() ? state.trace().tgt.ids[t] : -1;
+    const std::string output = unescape_token(state.model()->tgt_vocab.token(id));
     const ImVec2 in_size = token_box_size(input, std::to_string(input_id));
     const ImVec2 out_size = token_box_size(output, std::to_string(id));
     const float width = std::max(in_size.x, out_size.x);
     if (t > 0) same_line_if_fits(width);
     ImGui::BeginGroup();
     std::string tip = tr(T::tokens_input_tip, {{"position", t}, {"token", input}, {"id", input_id}});
-    token_box(input, std::to_string(input_id), input_id == state.model->config.bos_id ? kSpecialColour : kInputColour,
+    token_box(input, std::to_string(input_id), input_id == state.model()->config.bos_id ? kSpecialColour : kInputColour,
               tip.c_str(), TokenSide::Target, static_cast<int>(t), "token.decoder_input", width, false);
     const ImVec2 a = ImGui::GetCursorScreenPos();
     ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -188,21 +194,21 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
                             IM_COL32(200, 200, 200, 255));
     ImGui::Dummy(ImVec2(width, arrow));
     tip = tr(T::tokens_output_tip, {{"position", t}, {"id", id}, {"p", probability_text(p)}});
-    const bool special = id == state.model->config.eos_id;
+    const bool special = id == state.model()->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
     token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Target,
               static_cast<int>(t) + 1, "token.target", width, false);
     ImGui::EndGroup();
   }
-  if (shown_columns < state.translation.size()) {
-    ImGui::TextDisabled("%s", tr(T::tokens_more, {{"count", state.translation.size() - shown_columns}}).c_str());
+  if (shown_columns < state.translation().size()) {
+    ImGui::TextDisabled("%s", tr(T::tokens_more, {{"count", state.translation().size() - shown_columns}}).c_str());
     record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
-                static_cast<int>(state.translation.size() - shown_columns));
+                static_cast<int>(state.translation().size() - shown_columns));
   }
 
   // The path of this sentence through the model: one small live picture per stage, in the pipeline's order.
   if (!state.ready()) return clicked;
-  const Trace& t = state.trace;
+  const Trace& t = state.trace();
   const Thumbnail thumbs[kThumbnails] = {
       {Stage::Embedding, T::tokens_thumb_embedding, &t.src.tok_embed, false},
       {Stage::Positional, T::tokens_thumb_positions, &t.src.sum, false},
@@ -214,7 +220,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       {Stage::CrossAttention, T::tokens_thumb_cross, &t.decoder.back().cross_attn.probs[0], true},
       {Stage::Output, T::tokens_thumb_output, &output_top_, true},
   };
-  if (uploaded_version_ != state.version) {
+  if (uploaded_version_ != state.version()) {
     // The whole vocabulary is too wide for a picture: each position's ten likeliest words, sorted.
     output_top_.resize(t.probs.rows(), 10);
     for (Eigen::Index r = 0; r < t.probs.rows(); ++r) {
@@ -228,7 +234,7 @@ std::optional<Stage> TokensPanel::draw(const AppState& state) {
       thumbnails_[i].set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()),
                                 thumbs[i].probabilities ? 0.0f : -r, thumbs[i].probabilities ? 1.0f : r);
     }
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
   }
   ImGui::Spacing();
   const float font = ImGui::GetFontSize();

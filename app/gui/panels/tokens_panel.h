@@ -6,17 +6,19 @@
 #include <optional>
 
 #include "gui/app_state.h"
+#include "gui/panels/panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/stages.h"
 
 namespace sf::gui {
 
-class TokensPanel {
+class TokensPanel : public StagePanel {
  public:
-  // Returns the stage whose picture was clicked, if any.
-  std::optional<Stage> draw(const AppState& state);
+  PanelAsk draw(const PanelContext& context) override;
 
  private:
+  // Returns the stage whose picture was clicked, if any.
+  std::optional<Stage> draw_stage(const AppState& state);
   static constexpr int kThumbnails = 9;
   Heatmap thumbnails_[kThumbnails];
   Mat output_top_;  // (T, 10): each position's ten largest probabilities, largest first (the output's picture)

@@ -102,8 +102,22 @@ std::string training_data_note(const std::string& data_dir) {
   return tr(T::training_no_data, {{"folders", folders.empty() ? std::string(tr(T::training_no_folder)) : folders}});
 }
 
-void TrainingPanel::draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
-                         bool presenting) {
+void TrainingPanel::show_snapshot(int index) {
+  TrainingAsk show{TrainingAsk::Do::ShowSnapshot};
+  show.snapshot = index;
+  ask_ = show;
+}
+
+PanelAsk TrainingPanel::draw(const PanelContext& context) {
+  ask_.reset();
+  draw_stage(context.state, context.training, context.training_data_dir, head_, context.presenting);
+  PanelAsk ask;
+  ask.training = std::exchange(ask_, std::nullopt);
+  return ask;
+}
+
+void TrainingPanel::draw_stage(const AppState& state, const Training& training, const std::string& data_dir,
+                               AttentionSelection& head, bool presenting) {
   presenting_ = presenting;
   if (!presenting) ImGui::TextUnformatted(tr(T::training_heading));
   explanation(tr(T::training_model_starts_from_random));
@@ -145,7 +159,7 @@ void TrainingPanel::draw_recipe_picker(bool running) {
   ImGui::EndDisabled();
 }
 
-void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
+void TrainingPanel::draw_run(const Training& training, const std::string& data_dir) {
   const TrainingSession::Status& st = training.status();
   const bool running = training.running();
   if (!presenting_) {  // presenting: the buttons alone
@@ -164,22 +178,22 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
   }
   if (!running) {
     if (ImGui::Button(tr(T::training_train))) {
-      std::string error;
-      message_ok_ = training.start(recipe_, data_dir, threads_, &error, run_path_);
-      message_ = !message_ok_         ? error
-                 : training.resumed() ? tr(T::training_resuming, {{"path", run_path_ + ".checkpoint"}})
-                                      : "";
+      TrainingAsk start{TrainingAsk::Do::Start};
+      start.recipe = recipe_;
+      start.threads = threads_;
+      start.path = run_path_;
+      ask_ = start;
     }
   } else {
     if (training.paused() ? ImGui::Button(tr(T::training_resume)) : ImGui::Button(tr(T::training_pause)))
-      training.paused() ? training.resume() : training.pause();
+      ask_ = TrainingAsk{training.paused() ? TrainingAsk::Do::Resume : TrainingAsk::Do::Pause};
     ImGui::SameLine();
-    if (ImGui::Button(tr(T::training_stop))) training.stop();
+    if (ImGui::Button(tr(T::training_stop))) ask_ = TrainingAsk{TrainingAsk::Do::Stop};
   }
-  if (!message_.empty()) {
+  if (const Training::Message& message = training.message(); !message.text.empty()) {
     ImGui::SameLine();
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(message_ok_ ? kGreen : kRed, "%s", message_.c_str());
+    ImGui::TextColored(message.ok ? kGreen : kRed, "%s", message.text.c_str());
     ImGui::PopTextWrapPos();
   }
   if (!training.session()) {
@@ -304,7 +318,7 @@ void TrainingPanel::draw_run(Training& training, const std::string& data_dir) {
   }
 }
 
-void TrainingPanel::draw_timeline(AppState& state, Training& training) {
+void TrainingPanel::draw_timeline(const AppState& state, const Training& training) {
   if (!presenting_) ImGui::TextColored(kBlue, "%s", tr(T::training_timeline));
   if (training.timeline_loading()) {
     ImGui::TextDisabled("%s", tr(T::training_reading_timeline));
@@ -352,25 +366,25 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   if (ImGui::SliderInt("##snapshot", &dragged, 0, count - 1,
                        shown < 0 ? tr(T::training_snapshot_not_shown) : label.c_str()) &&
       dragged != shown)
-    training.show_snapshot(state, dragged);
+    show_snapshot(dragged);
   // (each button on the line before while it fits: large type wraps them rather than cut the last off)
-  if (ImGui::Button("<") && index > 0) training.show_snapshot(state, shown < 0 ? count - 1 : index - 1);
+  if (ImGui::Button("<") && index > 0) show_snapshot(shown < 0 ? count - 1 : index - 1);
   same_line_if_fits(button_width(">"));
-  if (ImGui::Button(">") && shown >= 0 && index + 1 < count) training.show_snapshot(state, index + 1);
+  if (ImGui::Button(">") && shown >= 0 && index + 1 < count) show_snapshot(index + 1);
   same_line_if_fits(button_width(tr(T::training_first)));
-  if (ImGui::Button(tr(T::training_first))) training.show_snapshot(state, 0);
+  if (ImGui::Button(tr(T::training_first))) show_snapshot(0);
   same_line_if_fits(button_width(tr(T::training_last)));
-  if (ImGui::Button(tr(T::training_last))) training.show_snapshot(state, count - 1);
+  if (ImGui::Button(tr(T::training_last))) show_snapshot(count - 1);
   if (training.running() || training.session()) {
     same_line_if_fits(button_width(tr(T::training_follow_run)));
     ImGui::BeginDisabled(training.following_live());
-    if (ImGui::Button(tr(T::training_follow_run))) training.follow_live();
+    if (ImGui::Button(tr(T::training_follow_run))) ask_ = TrainingAsk{TrainingAsk::Do::FollowLive};
     ImGui::EndDisabled();
   }
   const char* back = tr(presenting_ ? T::training_back_short : T::training_back);
   same_line_if_fits(button_width(back));
   ImGui::BeginDisabled(training.file_model_shown(state));
-  if (ImGui::Button(back)) training.show_file_model(state);
+  if (ImGui::Button(back)) ask_ = TrainingAsk{TrainingAsk::Do::ShowFileModel};
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("%s", tr(T::training_back_weights_model_file));
   ImGui::EndDisabled();
@@ -384,9 +398,9 @@ void TrainingPanel::draw_timeline(AppState& state, Training& training) {
   ImGui::InputText("##save_timeline", &save_path_);
   ImGui::SameLine();
   if (ImGui::Button(tr(T::training_save_timeline))) {
-    const std::string problem = training.save_timeline_to(save_path_, false);
-    message_ok_ = problem.empty();
-    message_ = message_ok_ ? tr(T::training_saved, {{"path", save_path_}}) : problem;
+    TrainingAsk save{TrainingAsk::Do::SaveTimeline};
+    save.path = save_path_;
+    ask_ = save;
   }
 }
 
@@ -416,12 +430,12 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled("%s", state.sentence.c_str());
+    ImGui::TextDisabled("%s", state.sentence().c_str());
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "-> %s", state.translation_text().c_str());
     ImGui::PopTextWrapPos();
   }
 
-  const Config& c = state.model->config;
+  const Config& c = state.model()->config;
   head.kind = AttentionKind::Cross;
   head.layer = std::clamp(head.layer, 0, c.n_decoder_layers - 1);
   head.head = std::clamp(head.head, 0, c.n_heads - 1);
@@ -435,8 +449,8 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
   const int H = c.n_heads, L = c.n_decoder_layers;
   const std::vector<std::string> rows = state.decoder_row_labels(), cols = state.source_labels();
-  if (uploaded_version_ != state.version || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head) {
-    const AttentionTrace* a = selected_attention(state.trace, head);
+  if (uploaded_version_ != state.version() || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head) {
+    const AttentionTrace* a = selected_attention(state.trace(), head);
     if (!a) return;
     const Mat p = probabilities_with_blocked_cells(*a, head.head);
     head_entropy_ = mean_row_entropy(p);  // blocked cells are NaN there: they count as zero
@@ -447,12 +461,12 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       for (int h = 0; h < H; ++h) {
         auto& m = grid_[static_cast<size_t>(l * H + h)];
         if (!m) m = std::make_unique<Heatmap>();
-        const AttentionTrace* g = selected_attention(state.trace, {AttentionKind::Cross, l, h});
+        const AttentionTrace* g = selected_attention(state.trace(), {AttentionKind::Cross, l, h});
         if (!g) continue;
         const Mat q = probabilities_with_blocked_cells(*g, h);
         m->set_values(q.data(), static_cast<int>(q.rows()), static_cast<int>(q.cols()), 0.0f, 1.0f);
       }
-    uploaded_version_ = state.version;
+    uploaded_version_ = state.version();
     uploaded_head_ = head;
   }
   // The head, large, with its words: rows are the translation's positions, columns the source words.

@@ -5,11 +5,13 @@
 // with the step of the weights it comes from.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gui/app_state.h"
 #include "gui/panels/attention_panel.h"
+#include "gui/panels/panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/map_view.h"
 #include "gui/training.h"
@@ -20,19 +22,23 @@ namespace sf::gui {
 // (--data's, or the ones beside the source tree and the current folder) and where the data come from.
 std::string training_data_note(const std::string& data_dir);
 
-class TrainingPanel {
+// Asks for a run to start, pause, resume or stop, a snapshot or the model file to be shown, the timeline saved
+// (PanelAsk::training); Training's message() says how a start or a save went.
+class TrainingPanel : public StagePanel {
  public:
+  PanelAsk draw(const PanelContext& context) override;
+
+ private:
   // `data_dir`: where live training reads Multi30k (the app's --data). `head`: the cross-attention head shown
   // large (its kind is ignored; the panel shows cross-attention).
   // `presenting`: presentation mode, where the header strip shows the sentence and the translation and the
   // maps need the room: the recipe picker, threads and saving are left out.
-  void draw(AppState& state, Training& training, const std::string& data_dir, AttentionSelection& head,
-            bool presenting = false);
-
- private:
-  void draw_run(Training& training, const std::string& data_dir);
+  void draw_stage(const AppState& state, const Training& training, const std::string& data_dir,
+                  AttentionSelection& head, bool presenting);
+  void draw_run(const Training& training, const std::string& data_dir);
+  void show_snapshot(int index);  // asks for it
   void draw_recipe_picker(bool running);  // recipes, threads, where to save (disabled while a run goes)
-  void draw_timeline(AppState& state, Training& training);
+  void draw_timeline(const AppState& state, const Training& training);
   // The model now: its weights' label, the head's controls and row entropy (Header), the head's map (Map), or both
   // with every head small under it (All: the desk's layout).
   enum class Part { All, Header, Map };
@@ -40,8 +46,8 @@ class TrainingPanel {
   bool presenting_ = false;
   std::string recipe_ = "classroom";
   int threads_ = 0;  // 0: all but one core
-  std::string message_;     // the last refusal (no data, a run already going) or save outcome
-  bool message_ok_ = false;
+  std::optional<TrainingAsk> ask_;  // what the user did this frame
+  AttentionSelection head_{AttentionKind::Cross, 99, 0};  // the head shown large (the last layer, clamped)
   std::string save_path_ = "my-run.timeline.safetensors";
   std::string run_path_;  // where the run saves its model and checkpoint ("" : nothing written)
   std::vector<float> loss_values_;  // the training loss of every step, as the curve takes it

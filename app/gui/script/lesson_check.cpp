@@ -59,12 +59,12 @@ int check_lesson(const AppOptions& options, std::FILE* out) {
   app_options.no_settings = true;
   App app(app_options);
   app.finish_loading();
-  if (!app.state().model) {
+  if (!app.state().model()) {
     std::fprintf(out, "the model '%s' does not load: %s\n", printable(options.model_path).c_str(),
                  printable_lines(app.last_load_error()).c_str());
     return 1;
   }
-  std::fprintf(out, "model %s\n", printable(app.state().model_path).c_str());
+  std::fprintf(out, "model %s\n", printable(app.state().model_path()).c_str());
   ScriptRunner runner(*script, /*interactive=*/false);
   runner.set_dry_run(true);
   runner.set_write_folder(options.allow_write_folder);  // (as --lesson would: the folder it may write to)

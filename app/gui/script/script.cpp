@@ -30,8 +30,8 @@ bool is_output_or_time(const std::string& name) {
 // What the loaded model cannot show of a command that names a head or a layer ("" when it can): a lesson
 // written for the shipped model, played on a smaller one, skips these rather than show the wrong thing.
 std::string beyond_the_model(const App& app, const ScriptCommand& c) {
-  if (!app.state().model) return "";
-  const Config& m = app.state().model->config;
+  if (!app.state().model()) return "";
+  const Config& m = app.state().model()->config;
   const auto layers_of = [&](AttentionKind k) { return k == AttentionKind::Encoder ? m.n_encoder_layers : m.n_decoder_layers; };
   const auto head_problem = [&](const HeadRef& h) -> std::string {
     if (h.layer >= layers_of(h.kind))
@@ -61,7 +61,7 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
 // "" when (row, col) is a cell of the attention map on show, else what the map's size is: a cell past it is
 // named, not silently moved to the edge.
 std::string outside_the_map(const App& app, int row, int col) {
-  const AttentionTrace* a = selected_attention(app.state().trace, app.attention());
+  const AttentionTrace* a = selected_attention(app.state().trace(), app.attention());
   if (!a || a->probs.empty()) return "";
   const Mat& p = a->probs[std::min<size_t>(static_cast<size_t>(app.attention().head), a->probs.size() - 1)];
   if (row < p.rows() && col < p.cols()) return "";
@@ -87,15 +87,15 @@ std::string unknown_words(const Model& model, const std::string& text, Side side
 // What a `written-for` line says against the model open: "" when they agree, else the difference in words.
 std::string written_for_problem(const App& app, const std::vector<std::string>& args) {
   const AppState& state = app.state();
-  if (!state.model) return "";
-  const std::string model_file = std::filesystem::path(state.model_path).filename().string();
+  if (!state.model()) return "";
+  const std::string model_file = std::filesystem::path(state.model_path()).filename().string();
   if (args[0] == "model") {
     if (model_file == args[1]) return "";
     return tr(T::script_written_for_model, {{"wanted", args[1]}, {"model", model_file}});
   }
   const size_t dash = args[0].find('-');
   const std::string source = args[0].substr(0, dash), target = args[0].substr(dash + 1);
-  const std::string model_source = state.model->tokenizer.source_language, model_target = state.model->tokenizer.target_language;
+  const std::string model_source = state.model()->tokenizer.source_language, model_target = state.model()->tokenizer.target_language;
   const std::string wanted = tr(
       T::script_languages, {{"source", language_name(source)}, {"target", language_name(target)}, {"pair", args[0]}});
   if (model_source.empty() || model_target.empty())
@@ -112,9 +112,9 @@ std::string written_for_problem(const App& app, const std::vector<std::string>& 
 bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string>& log, const std::string& where) {
   AppState& state = app.mutable_state();
   auto report = [&](bool ok) {
-    if (!ok && !state.error.empty()) log.push_back(where + state.error);
+    if (!ok && !state.error().empty()) log.push_back(where + state.error());
   };
-  Interventions iv = state.interventions;
+  Interventions iv = state.interventions();
   try {
     if (c.name == "head-off" || c.name == "head-on") {
       const HeadRef h = parse_head_ref(c.args[0]);
@@ -127,7 +127,7 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       report(app.set_interventions(iv));
     } else if (c.name == "mask") {
       const HeadRef h = parse_head_ref(c.args[0]);
-      if (!toggle_mask_cell(state.trace, iv, h, std::stoi(c.args[1]), std::stoi(c.args[2])))
+      if (!toggle_mask_cell(state.trace(), iv, h, std::stoi(c.args[1]), std::stoi(c.args[2])))
         log.push_back(where + "no cell (" + c.args[1] + ", " + c.args[2] + ") in the mask of " + c.args[0]);
       else
         report(app.set_interventions(iv));
@@ -146,7 +146,7 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       std::istringstream words(c.args[0]);
       std::string strategy;
       words >> strategy;
-      DecodeOptions o = state.decode_options;
+      DecodeOptions o = state.decode_options();
       if (strategy == "greedy") {
         o.strategy = DecodeStrategy::Greedy;
       } else if (strategy == "sample") {
@@ -170,12 +170,12 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       report(state.set_decode_options(o));
     } else if (c.name == "reference") {
       report(state.set_reference(c.args[0] == "-" ? "" : c.args[0]));
-      if (state.model && c.args[0] != "-")
-        if (const std::string unknown = unknown_words(*state.model, c.args[0], Side::Target); !unknown.empty())
+      if (state.model() && c.args[0] != "-")
+        if (const std::string unknown = unknown_words(*state.model(), c.args[0], Side::Target); !unknown.empty())
           log.push_back(where + tr(T::script_unknown_words_reference, {{"words", unknown}}));
     } else if (c.name == "force") {
-      if (!state.model) return true;
-      const std::optional<int> id = state.model->tgt_vocab.find(c.args[1]);
+      if (!state.model()) return true;
+      const std::optional<int> id = state.model()->tgt_vocab.find(c.args[1]);
       if (!id) log.push_back(where + "'" + c.args[1] + "' is not in the target vocabulary");
       else report(state.force_token(std::stoi(c.args[0]), *id));
     } else {
@@ -364,11 +364,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       } else if (c.name == "open") {
         app.open_model(c.args[0]);  // loads in the background while the script goes on
       } else if (c.name == "sentence") {
-        if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error);
+        if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error());
         // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
         // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
-        if (app.state().model && (interactive_ || dry_run_))
-          if (const std::string unknown = unknown_words(*app.state().model, c.args[0], Side::Source); !unknown.empty())
+        if (app.state().model() && (interactive_ || dry_run_))
+          if (const std::string unknown = unknown_words(*app.state().model(), c.args[0], Side::Source); !unknown.empty())
             note(where, tr(T::script_unknown_words_sentence, {{"words", unknown}}), log);
       } else if (c.name == "written-for") {
         if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
@@ -410,7 +410,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         layout_ = c.args[0];
         return;
       } else if (c.name == "pad") {
-        if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error);
+        if (!app.mutable_state().set_source_padding(std::stoi(c.args[0]))) log.push_back(where + app.state().error());
       } else if (c.name == "position") {  // the output stage's decoder position
         app.set_output_position(std::stoi(c.args[0]));
       } else if (c.name == "explain") {
@@ -471,10 +471,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         Training& training = app.training();
         AppState& state = app.mutable_state();
         bool ok = true;
-        state.error.clear();
+        state.clear_error();
         if (c.args[0] == "file") {
           ok = training.show_file_model(state) || training.file_model_shown(state);
-          if (!ok && state.error.empty()) state.error = "no model file to go back to";
+          if (!ok && state.error().empty()) state.set_error("no model file to go back to");
         } else {
           if (!training.timeline() || training.timeline_loading()) {  // the shipped classroom run, read now
             training.want_shipped_timeline();
@@ -484,7 +484,7 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
           ok = c.args[0] == "latest" ? training.show_latest_snapshot(state)
                                      : training.show_snapshot(state, std::stoi(c.args[0]));
         }
-        if (!ok) log.push_back(where + "snapshot " + c.args[0] + ": " + state.error);
+        if (!ok) log.push_back(where + "snapshot " + c.args[0] + ": " + state.error());
       } else if (!run_model_command(app, c, log, where)) {
         log.push_back(where + "unhandled command '" + c.name + "'");
       }
