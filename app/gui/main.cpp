@@ -17,6 +17,7 @@
 #include "gui/script/lesson_check.h"
 #include "gui/script/script.h"
 #include "gui/settings.h"
+#include "gui/training.h"
 #include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/window.h"
@@ -81,6 +82,12 @@ int main(int argc, char** argv) {
   sf::keep_freed_memory();  // large buffers of a pass stay in the heap (util/memory.h)
   sf::gui::ParsedOptions parsed = sf::gui::parse_app_options(argc, argv);
   if (parsed.exit_now) return parsed.exit_code;
+  if (parsed.options.script_grammar) {  // no display, no settings: the parser's table (gui/script/script_parse.h)
+    std::vector<std::string> recipes;
+    for (const sf::gui::TrainingRecipe& r : sf::gui::training_recipes()) recipes.push_back(r.id);
+    std::fputs(sf::gui::script_grammar_json(recipes).c_str(), stdout);
+    return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
+  }
   sf::remove_temporary_files_on_signal();  // Ctrl-C or a kill during a write leaves no temporary file behind
   // A lesson checked without a window: no display, no settings, nothing written.
   if (!parsed.options.check_lesson_path.empty()) return sf::gui::check_lesson(parsed.options, stdout);

@@ -36,6 +36,8 @@ const char* kUsage =
     "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.1.1;\n"
     "                      layers and heads are numbered from 1, as in the paper)\n"
     "  --script FILE       run the commands in FILE, one per line (see the README): %COMMANDS%\n"
+    "  --script-grammar    print every script command and what its arguments may be, as JSON, and exit\n"
+    "                      (for tools that write scripts; no window)\n"
     "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
     "                      PageDown (Left or PageUp: back to the previous pause)\n"
     "  --data DIR          Multi30k's tokenized files (train.lc.norm.tok.de, .en) for the Training stage\n"
@@ -187,6 +189,8 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       const char* v = value("--lesson");
       if (!v || !*v) return error("--lesson needs a file");
       r.options.lesson_path = v;
+    } else if (arg == "--script-grammar") {  // printed by main(), which has the training recipes' names
+      r.options.script_grammar = true;
     } else if (arg == "--present") {
       r.options.present = true;
     } else if (arg == "--fullscreen") {

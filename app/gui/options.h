@@ -31,6 +31,7 @@ struct AppOptions {
   std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
   bool present = false;               // --present: start in presentation mode
   bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor
+  bool script_grammar = false;        // --script-grammar: print the script commands' grammar as JSON, exit 0
   bool no_settings = false;           // --no-settings or STEPFORMER_NO_SETTINGS=1: no settings read or written
   // Which options the command line gave: the last session (settings.h) fills in only the others.
   bool model_given = false, sentence_given = false, stage_given = false, ui_scale_given = false;

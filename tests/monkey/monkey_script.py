@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes a random script for the app's monkey test (tests/monkey/run_monkey.sh), to be played as a lesson:
 
-    python3 tests/monkey/monkey_script.py --seed 1 --commands 10000 --out monkey.lesson
+    python3 tests/monkey/monkey_script.py --app build/app/stepformer --seed 1 --commands 10000 --out monkey.lesson
     xvfb-run -a build/app/stepformer --no-settings --lesson monkey.lesson
 
 The script is meant for `stepformer --lesson FILE`, not --script: a script with one line the parser rejects does
@@ -15,8 +15,12 @@ lesson waits there for a key), a `wait` of more than a few frames, or a `quit` b
 it rejects: N * --invalid-ratio deliberately malformed ones, and the random arguments that miss (all in all
 about a fifth of the lines), every --checkpoint-every commands a `layout monkey-checkpoint-NNNNNN.json`
 (a file the run checks for: how far the app got), and at the end `layout monkey-checkpoint-final.json` and
-`quit`. Which lines the parser rejects is decided here by a copy of its rules (classify() below); the manifest
-(--manifest, default OUT.json) lists them, so the run can compare them with what the app reports.
+`quit`. The commands, what their arguments may be and the stages come from the app itself, `APP
+--script-grammar` (the parser's table, app/gui/script/script_parse.h; the script stops with the reason when the app
+cannot be run): the lines are made from each argument's kind (a count and its range, a head, a stage, a file to
+write...), and which lines the parser rejects is decided here from the same grammar (classify() below). The
+manifest (--manifest, default OUT.json) lists them, so the run can compare them with what the app reports, and
+tests/gui/test_script_grammar.cpp compares them with the parser's verdict.
 
 Python 3 standard library only; the same --seed and options give the same script, byte for byte.
 """
@@ -28,32 +32,43 @@ import re
 import struct
 import sys
 
-# --- the parser's rules (app/gui/script/script_parse.cpp), for classify() -------------------------------------
+# --- the parser's grammar (app/gui/script/script_parse.h), read from `APP --script-grammar` ---------------------
 
-# Commands and their argument counts: -1 the rest of the line (not empty), -2 the rest (may be empty),
-# -3 none or one word.
-SPECS = {
-    "model": -1, "sentence": -1, "stage": 1, "attention": 1, "layer": 1, "head": 1, "hover": 2, "unhover": 0,
-    "wait": 1, "screenshot": -1, "layout": -1, "quit": 0, "present": 1, "fullscreen": 1, "ui-scale": 1,
-    "caption": -2, "pause": 0, "export-png": -1, "export-panel": -1, "export-csv": -1, "export-npy": -1,
-    "head-off": 1, "head-on": 1, "causal-mask": 1, "padding-mask": 1, "positional": 1, "mask": 3, "reset": 0,
-    "position": 1,
-    "step": -3, "back": -3, "run": 0, "restart": 0, "decode": -1, "reference": -1, "force": 2,
-    "open": -1, "show": 1, "view": 1, "expand": -1, "zoom": -1, "explain": 1, "pad": 1,
-    "train": -1, "snapshot": 1, "wait-train": 1, "written-for": -1,
-}
-MAX_SCRIPT_BYTES = 1 << 20       # kMaxScriptBytes
-MAX_COUNT = 100000               # kMaxScriptCount
-MAX_WAIT = 36000                 # kMaxWaitFrames
-MAX_STEPS = 10000                # kMaxSteps
-MIN_UI_SCALE, MAX_UI_SCALE = 0.5, 4.0
+GRAMMAR = {}   # command name -> its entry of the app's grammar ("arguments": how the line is read, "forms")
+STAGES = []    # the stages' names, from the grammar
+MAX_SCRIPT_BYTES = 1 << 20  # replaced by the grammar's limits.script_bytes
 INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
 
-STAGES = ["tokens", "embedding", "positional", "encoder-qkv", "encoder-attention", "concat-heads",
-          "encoder-add-norm", "encoder-feed-forward", "decoder-attention", "cross-attention", "decoder-add-norm",
-          "decoder-feed-forward", "all-heads", "output", "decoding", "interventions", "training"]
+# What a line may ask of the monkey run, a matter of the run and not of the grammar: a `wait` of more than a
+# few frames stalls it, and under ASan a step of the classroom model takes seconds (`wait-train`).
+RUN_LIMITS = {"wait": 5, "wait-train": 3}
 
-STAGE_NAMES = list(STAGES)  # replaced by the app's own list (--help) in main()
+
+def read_grammar(app):
+    """The grammar from `APP --script-grammar` (JSON); exits with the reason when the app cannot give it."""
+    import subprocess
+    try:
+        run = subprocess.run([app, "--script-grammar"], capture_output=True, timeout=60,
+                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    except (OSError, subprocess.SubprocessError) as e:
+        sys.exit(f"monkey_script.py: cannot run {app} --script-grammar: {e}")
+    if run.returncode != 0:
+        sys.exit(f"monkey_script.py: {app} --script-grammar exited with {run.returncode}: "
+                 f"{run.stderr.decode(errors='replace').strip()[:500]}")
+    try:
+        grammar = json.loads(run.stdout)
+        commands = {c["name"]: c for c in grammar["commands"]}
+        stages = list(grammar["stages"])
+    except (ValueError, KeyError, TypeError) as e:
+        sys.exit(f"monkey_script.py: {app} --script-grammar did not print the grammar ({e})")
+    for c in commands.values():
+        for form in c["forms"]:
+            for arg in form:
+                if arg["kind"] not in KINDS:
+                    sys.exit(f"monkey_script.py: the app's grammar has an argument kind this script does not know, "
+                             f"'{arg['kind']}' ({c['name']} {arg['name']}): teach fits() and Monkey.argument() it")
+    return grammar, commands, stages
+
 
 CPP_SPACE = b" \t\n\v\f\r"  # isspace() in the C locale: what `istream >> string` splits on
 
@@ -149,82 +164,57 @@ def split_line(raw):
     return name, rest
 
 
+# Kinds whose argument is any text (the rest of the line, or any one word): checked, if at all, when the line runs.
+FREE_KINDS = ("word", "recipe", "text", "model-path", "output-path", "checkpoint", "strategy")
+KINDS = ("count", "number", "switch", "keyword", "stage", "head", "language-pair") + FREE_KINDS
+
+
+def language_pair_ok(word):
+    """SRC-TGT, two codes of 2 or 3 letters (isalpha in the C locale), split at the first dash."""
+    def code(c):
+        return 2 <= len(c) <= 3 and all(0x41 <= b <= 0x5a or 0x61 <= b <= 0x7a for b in c)
+    return b"-" in word and code(word.split(b"-", 1)[0]) and code(word.split(b"-", 1)[1])
+
+
+def fits(arg, word):
+    """Whether one word fits an argument of the grammar, as the parser's fits() decides."""
+    kind = arg["kind"]
+    if kind == "count":
+        return is_int(word) and arg["least"] <= int(word) <= arg["most"]
+    if kind == "number":
+        v = strtof_whole(word)
+        return v is not None and arg["least"] <= v <= arg["most"]
+    if kind in ("switch", "keyword"):
+        return word.decode("latin-1") in arg["words"]
+    if kind == "stage":
+        return word.decode("latin-1") in STAGES
+    if kind == "head":
+        return head_ref_ok(word)
+    if kind == "language-pair":
+        return language_pair_ok(word)
+    return kind in FREE_KINDS
+
+
 def check_args(name, rest):
-    """The parser's check_command: (ok, args as the app will see them)."""
-    n = SPECS[name.decode("latin-1")]
-    if n == -2:
-        args = [rest] if rest else []
-    elif n == -1:
-        if not rest:
-            return False, []
-        args = [rest]
-    else:
-        args = words_of(rest)
-        if (len(args) > 1) if n == -3 else (len(args) != n):
+    """The parser's check_command, on the command's entry of the grammar: (ok, args as the app will see them)."""
+    spec = GRAMMAR[name.decode("latin-1")]
+    arity, forms = spec["arguments"], spec["forms"]
+    if arity == "line-or-none":
+        return True, ([rest] if rest else [])
+    if arity == "line":
+        return bool(rest), ([rest] if rest else [])
+    args = words_of(rest)
+    if arity == "line-of-words" and not rest:
+        return False, args
+    if arity == "words" and len(args) != len(forms[0]):
+        return False, args
+    if arity == "word-or-none":
+        if len(args) > 1:
             return False, args
-    name = name.decode("latin-1")
-    if name in ("layer", "head", "wait", "hover", "step", "back", "pad", "position"):
-        most = MAX_WAIT if name == "wait" else MAX_STEPS if name in ("step", "back") else MAX_COUNT
-        least = 1 if name in ("layer", "head") else 0  # layers and heads are numbered from 1
-        for a in args:
-            if not is_int(a) or not least <= int(a) <= most:
-                return False, args
-    if name == "mask":
-        for a in args[1:3]:
-            if not is_int(a) or not 0 <= int(a) <= MAX_COUNT:
-                return False, args
-    if name == "view" and args[0] not in (b"lines", b"heatmap"):
-        return False, args
-    if name == "expand":
-        w = words_of(args[0])
-        cell = len(w) == 2 and is_int(w[0]) and is_int(w[1]) and int(w[0]) >= 0 and int(w[1]) >= 0
-        if not cell and w != [b"off"]:
-            return False, args
-        args = w
-    if name == "zoom":
-        w = words_of(args[0])
-        z = strtof_whole(w[0]) if w else None
-        ok = z is not None and 1.0 <= z <= 64.0 and (
-            len(w) == 1 or (len(w) == 3 and is_int(w[1]) and is_int(w[2]) and int(w[1]) >= 0 and int(w[2]) >= 0))
-        if not ok:
-            return False, args
-        args = w
-    if name == "force" and (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
-        return False, args
-    if name in ("causal-mask", "padding-mask", "positional", "present", "fullscreen", "explain") and \
-            args[0] not in (b"on", b"off"):
-        return False, args
-    if name == "ui-scale":
-        v = strtof_whole(args[0])
-        if v is None or not MIN_UI_SCALE <= v <= MAX_UI_SCALE:
-            return False, args
-    if name in ("attention", "head-off", "head-on", "mask") and not head_ref_ok(args[0]):
-        return False, args
-    if name == "train":
-        w = words_of(args[0])
-        start = len(w) in (2, 3) and w[0] == b"start"
-        control = len(w) == 1 and w[0] in (b"pause", b"resume", b"stop")
-        if not start and not control:
-            return False, args
-        args = w
-    if name == "snapshot" and args[0] not in (b"latest", b"file") and \
-            (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
-        return False, args
-    if name == "wait-train" and (not is_int(args[0]) or not 0 <= int(args[0]) <= MAX_COUNT):
-        return False, args
-    if name == "written-for":  # SOURCE-TARGET codes of 2-3 letters, or model FILE-NAME
-        w = words_of(args[0])
-        code = lambda c: 2 <= len(c) <= 3 and c.isalpha()
-        languages = len(w) == 1 and b"-" in w[0] and code(w[0].split(b"-", 1)[0]) and code(w[0].split(b"-", 1)[1])
-        if not languages and not (len(w) == 2 and w[0] == b"model"):
-            return False, args
-        args = w
-    # Stage and view names are checked when the script is read.
-    if name == "stage" and args[0].decode("latin-1") not in STAGE_NAMES:
-        return False, args
-    if name == "show" and args[0] not in (b"model-info", b"open-model", b"stage"):
-        return False, args
-    return True, args
+        if not args:
+            return True, args
+    ok = any(len(form) == len(args) and all(fits(a, w) for a, w in zip(form, args)) for form in forms)
+    return ok, args
 
 
 def classify(raw):
@@ -233,18 +223,18 @@ def classify(raw):
     if parts is None:
         return "skip"
     name, rest = parts
-    if name.decode("latin-1") not in SPECS:
+    if name.decode("latin-1") not in GRAMMAR:
         return "bad"
     ok, args = check_args(name, rest)
     return ("ok", name.decode("latin-1"), args) if ok else "bad"
 
 
 def forbidden(kind):
-    """Lines that would stop or stall the run: a lesson waits at `pause`, `quit` ends it, a long `wait`."""
+    """Lines that would stop or stall the run: a lesson waits at `pause`, `quit` ends it, RUN_LIMITS."""
     if kind in ("skip", "bad"):
         return False
     _, name, args = kind
-    return name in ("pause", "quit") or (name == "wait" and int(args[0]) > 5)
+    return name in ("pause", "quit") or (name in RUN_LIMITS and args and int(args[0]) > RUN_LIMITS[name])
 
 
 # --- random material ------------------------------------------------------------------------------------------
@@ -292,7 +282,7 @@ class Monkey:
         self.long_budget = opts.long_bytes
 
     # numbers ------------------------------------------------------------------------------------------------
-    def count(self, small=12, most=MAX_COUNT):
+    def count(self, small=12, most=100000):
         r = self.r.random()
         if r < 0.5:
             return str(self.r.randint(0, small))
@@ -395,69 +385,81 @@ class Monkey:
         return self.r.choice([".", "..", "/", "./", "../", "~/x.png", "/tmp", "/dev/null", "/proc/self/mem",
                               "a/../../x.png", "x.png/", "\ufeffx.png", "nul\x00.png"]).encode()
 
+    # one argument, by its kind in the grammar ------------------------------------------------------------
+    def argument(self, name, arg):
+        """A random value for one argument of command `name`, mostly one its kind takes (bytes)."""
+        r, kind = self.r, arg["kind"]
+        if kind == "count":
+            if name in RUN_LIMITS:
+                return r.choice([str(r.randint(arg["least"], RUN_LIMITS[name]))] * 6 + ["-1", "x"]).encode()
+            most = arg["most"]
+            return self.count(min(12, most), most).encode()
+        if kind == "number":
+            lo, hi = arg["least"], arg["most"]
+            return r.choice([self.real(), str(round(r.uniform(lo, hi), 3)), f"{lo:g}", f"{hi:g}",
+                             f"{lo * 0.9998:g}", f"{hi * 1.0025:g}", str(r.randint(int(lo), int(hi)))]).encode()
+        if kind in ("switch", "keyword"):
+            w = r.choice(arg["words"])
+            if r.random() < 0.85:
+                return w.encode()
+            return r.choice([w.upper(), w + "x", w[:-1], "", " ".join(arg["words"]), "1"]).encode()
+        if kind == "stage":
+            return r.choice(self.opts.stages * 5 + ["Tokens", "decoder", "", "all_heads", "tokens2", "é"]).encode()
+        if kind == "head":
+            return self.head_ref().encode()
+        if kind == "recipe":  # the recipes the app has, and some it has not
+            return r.choice(arg.get("words", []) * 4 + ["huge", "Classroom", self.unknown_word()]).encode()
+        if kind == "language-pair":
+            return r.choice(["de-en", "fr-en", "en-de"] * 3 +
+                            ["de", "de-", "deu-eng", "d-e", "1-2", "de-en fr-en", "DE-EN", "dé-en"]).encode()
+        if kind == "word":
+            if arg.get("language") == "target":
+                return r.choice(self.tgt_words * 3 + SPECIAL_TOKENS + [self.unknown_word(), "é", "🙂"]).encode()
+            return r.choice(["de-en.safetensors", "x.safetensors", "de-en", self.unknown_word()]).encode()
+        if kind == "text":
+            if arg.get("words") and r.random() < 0.2:  # a word that means more ("reference -")
+                return r.choice(arg["words"]).encode()
+            language = arg.get("language", "any")
+            vocab = (self.src_words if language == "source" else self.tgt_words if language == "target"
+                     else self.src_words + self.tgt_words)
+            return self.text(vocab)
+        if kind == "model-path":
+            return self.model_path()
+        if kind == "output-path":
+            return self.write_path(arg.get("extension", ""))
+        if kind == "checkpoint":  # a file the run resumes from and saves to: a fresh name, or one used before
+            self.fresh += 1
+            return f"run-{r.randint(1, 3) if r.random() < 0.5 else self.fresh}{arg.get('extension', '')}".encode()
+        if kind == "strategy":
+            return self.decode_args().encode()
+        raise AssertionError(kind)  # read_grammar() refuses kinds it does not know
+
+    def bad_argument(self, arg):
+        """A word the argument's kind refuses (bytes), or None for a kind that takes any."""
+        r, kind = self.r, arg["kind"]
+        if kind == "count":
+            return r.choice([str(arg["least"] - 1), str(arg["most"] + 1), "1e2", "x", "99999999999"]).encode()
+        if kind == "number":
+            return r.choice([f"{arg['least'] / 2:g}", f"{arg['most'] * 1.5:g}", "nan", "x", "1,5"]).encode()
+        if kind in ("switch", "keyword"):
+            return r.choice([arg["words"][0] + "x", "maybe", arg["words"][0].upper()]).encode()
+        if kind == "stage":
+            return r.choice([b"decoder", b"Tokens", b"all_heads"])
+        if kind == "head":
+            return r.choice([b"foo.1.2", b"enc.1", b"enc.0.0", b"dec.1.-1"])
+        if kind == "language-pair":
+            return r.choice([b"deutsch", b"d-e", b"de_en"])
+        return None
+
     # one command --------------------------------------------------------------------------------------------
     def command(self, name):
-        """A line for `name` with random arguments, mostly ones the parser accepts."""
-        r = self.r
-        ext = {"screenshot": ".png", "export-png": ".png", "export-panel": ".png", "export-csv": ".csv",
-               "export-npy": ".npy", "layout": ".json"}
-        if name in ("sentence", "caption"):
-            arg = self.text(self.src_words if name == "sentence" else self.src_words + self.tgt_words)
-        elif name == "reference":
-            arg = b"-" if r.random() < 0.2 else self.text(self.tgt_words)
-        elif name == "force":
-            word = r.choice(self.tgt_words * 3 + SPECIAL_TOKENS + [self.unknown_word(), "é", "🙂"])
-            arg = f"{self.count(30)} {word}".encode()
-        elif name == "stage":
-            arg = r.choice(self.opts.stages * 5 + ["Tokens", "decoder", "", "all_heads", "tokens2", "é"]).encode()
-        elif name in ("attention", "head-off", "head-on"):
-            arg = self.head_ref().encode()
-        elif name == "mask":
-            arg = f"{self.head_ref()} {self.count(20)} {self.count(20)}".encode()
-        elif name in ("layer", "head", "pad", "position"):
-            arg = self.count(10 if name != "pad" else 70).encode()
-        elif name == "hover":
-            arg = f"{self.count(20)} {self.count(20)}".encode()
-        elif name in ("step", "back"):
-            arg = b"" if r.random() < 0.3 else self.count(30, MAX_STEPS).encode()
-        elif name == "wait":
-            arg = str(r.randint(0, 5)).encode()
-        elif name in ("present", "fullscreen", "causal-mask", "padding-mask", "positional", "explain"):
-            arg = r.choice(["on", "off"] * 8 + ["ON", "yes", "1", "", "on off", "of"]).encode()
-        elif name == "ui-scale":
-            arg = r.choice([self.real(), str(round(r.uniform(0.5, 4.0), 3)), "0.5", "4", "4.0", "0.4999", "4.01",
-                            "1", "2.5", "1.25"]).encode()
-        elif name == "decode":
-            arg = self.decode_args().encode()
-        elif name in ("model", "open"):
-            arg = self.model_path()
-        elif name in ext:
-            arg = self.write_path(ext[name])
-        elif name == "written-for":
-            arg = r.choice(["de-en", "fr-en", "en-de", "model de-en.safetensors", "model x.safetensors"] * 3 +
-                           ["de", "de-", "deu-eng", "d-e", "model", "de-en fr-en", "1-2"]).encode()
-        elif name == "show":
-            arg = r.choice(["model-info", "open-model", "stage"] * 4 + ["info", "", "stages", "Stage"]).encode()
-        elif name == "view":
-            arg = r.choice(["lines", "heatmap"] * 5 + ["Lines", "grid", ""]).encode()
-        elif name == "expand":
-            arg = r.choice([f"{self.count(20)} {self.count(20)}"] * 4 + ["off", "off off", "1", "", "1 2 3", "-1 0",
-                                                                          "0 99999999", "999999999 999999999"]).encode()
-        elif name == "zoom":
-            z = r.choice([self.real(), str(r.randint(1, 64)), "1", "64", "2.5", "8"])
-            arg = (z if r.random() < 0.4 else f"{z} {self.count(20)} {self.count(20)}").encode()
-        elif name == "train":  # a live run (classroom, on the real data), and its controls
-            arg = r.choice(["pause", "resume", "stop"] * 4 + ["start classroom", "start de-en", "start huge",
-                                                              "start", "pause now", "Stop", ""]).encode()
-        elif name == "snapshot":
-            arg = r.choice([str(r.randint(0, 12)), "latest", "file", "-1", "99999", "last", ""]).encode()
-        elif name == "wait-train":  # a few steps: under ASan a step of the classroom model takes seconds
-            arg = r.choice([str(r.randint(0, 3)), "0", "-1", "x"]).encode()
-        elif name in ("unhover", "reset", "run", "restart"):
-            arg = b""
-        else:  # a command this generator does not know (the app's --help lists it): some words
-            arg = r.choice([b"", b"on", b"0", self.count().encode(), self.text(self.src_words, long_ok=False)])
-        line = name.encode() + (b" " + arg if arg else b"")
+        """A line for `name` with random arguments from its grammar, mostly ones the parser accepts."""
+        r, spec = self.r, GRAMMAR[name]
+        arity, form = spec["arguments"], r.choice(spec["forms"])
+        if (arity == "word-or-none" and r.random() < 0.3) or (arity == "line-or-none" and r.random() < 0.1):
+            form = []
+        args = [self.argument(name, a) for a in form]
+        line = name.encode() + (b" " + b" ".join(args) if args else b"")
         return line
 
     def decode_args(self):
@@ -486,15 +488,16 @@ class Monkey:
         """A line the parser rejects, most of the time (classify() decides)."""
         r = self.r
         s = r.random()
-        names = list(SPECS) + self.opts.extra_commands
         if s < 0.3:  # a known command with the wrong number of arguments
-            name = r.choice([n for n in names if n not in ("pause", "quit")])
-            n = SPECS.get(name, 1)
+            name = r.choice([n for n, c in GRAMMAR.items() if n not in ("pause", "quit") and c["arguments"] != "line-or-none"])
+            arity, n = GRAMMAR[name]["arguments"], len(GRAMMAR[name]["forms"][0])
+            if arity in ("line", "line-of-words"):
+                return name.encode() + r.choice([b"", b"   ", b"\t", b" \t \r"])
+            if arity == "word-or-none":
+                n = 1
             if n == 0:
                 return f"{name} {self.count()}".encode()
-            if n in (-1,):
-                return name.encode() + r.choice([b"", b"   ", b"\t", b" \t \r"])
-            words = [self.count() for _ in range(r.choice([0, max(n, 1) + 1, max(n, 1) + 2]))]
+            words = [self.count() for _ in range(r.choice([0, n + 1, n + 2]) if arity == "words" else r.choice([2, 3]))]
             return (name + " " + " ".join(words)).rstrip().encode() if words else name.encode()
         if s < 0.5:  # an unknown command
             name = r.choice(["jump", "Quit", "SENTENCE", "sentence:", "stepx", "heads", "model-info", "exit",
@@ -506,15 +509,12 @@ class Monkey:
         if s < 0.75:  # control characters only, or a unicode lookalike of a command
             return r.choice([b"\x01\x02\x03", b"\x1b[2J", b"\x00", b"\x7f\x7f", "ѕtep".encode(), "qսit".encode(),
                              "stage\u00a0tokens".encode(), b"\xef\xbb\xbfquit"])
-        # a known command with out-of-range or malformed arguments
-        name = r.choice(["layer", "head", "hover", "step", "back", "pad", "mask", "wait", "force", "zoom", "expand",
-                         "ui-scale", "attention", "view", "present", "head-off"])
-        arg = {"layer": "-1", "head": "100001", "hover": "1 -1", "step": "10001", "back": "99999999999",
-               "pad": "1e2", "mask": "enc.0.0 -1 0", "wait": "36001", "force": "-1 a", "zoom": "0.5",
-               "expand": "on", "ui-scale": r.choice(["5", "0.1", "nan", "x"]), "attention": "foo.1.2",
-               "view": "grid", "present": "maybe", "head-off": "enc.1"}[name]
-        return f"{name} {arg}".encode()
-
+        # a known command with one argument its kind refuses (out of range, malformed), the others valid
+        choices = [(n, form, i) for n, c in GRAMMAR.items() for form in c["forms"] for i, a in enumerate(form)
+                   if a["kind"] not in FREE_KINDS]
+        name, form, i = r.choice(choices)
+        args = [self.bad_argument(a) if j == i else self.argument(name, a) for j, a in enumerate(form)]
+        return name.encode() + b" " + b" ".join(args)
 
 WEIGHTS = {"sentence": 8, "stage": 8, "attention": 6, "layer": 4, "head": 4, "hover": 5, "unhover": 2, "wait": 2,
            "screenshot": 1.2, "layout": 1.2, "present": 2, "fullscreen": 1.5, "ui-scale": 3, "caption": 3,
@@ -523,28 +523,6 @@ WEIGHTS = {"sentence": 8, "stage": 8, "attention": 6, "layer": 4, "head": 4, "ho
            "run": 2, "restart": 2, "decode": 4, "reference": 3, "force": 4, "model": 0.8, "open": 0.8, "show": 2,
            "view": 2, "expand": 4, "zoom": 4, "explain": 2, "pad": 3, "train": 1.5, "snapshot": 3,
            "wait-train": 1, "position": 2, "written-for": 1}
-
-
-def commands_from_help(app):
-    """Stage names and script commands from `APP --help` (None, None when it cannot be run)."""
-    import subprocess
-    try:
-        out = subprocess.run([app, "--help"], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0")).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-
-    def listed(option, following):
-        m = re.search(rf"^\s*{re.escape(option)}.*?\n(?=\s*{re.escape(following)})", out, re.S | re.M)
-        if not m:
-            return None
-        # after "--stage NAME ...:", and after "--script FILE ... (see the README):" (whatever page it names)
-        text = (m.group(0).split(":", 1)[-1] if option == "--stage NAME"
-                else re.split(r"\(see [^)]*\)", m.group(0), maxsplit=1)[-1])
-        return re.findall(r"[a-z][a-z0-9-]+", text.replace("):", " "))
-    stages = listed("--stage NAME", "--attention")
-    commands = listed("--script FILE", "--lesson")
-    return stages, commands
 
 
 def main():
@@ -564,12 +542,14 @@ def main():
                     help="a file in the run folder that screenshot/layout/export-* must not replace (repeat)")
     ap.add_argument("--outside", action="append", default=[],
                     help="a path outside the run folder, directly or through a symlink, that writes must refuse")
-    ap.add_argument("--app", help="the app, to read the stage names and script commands from its --help")
+    ap.add_argument("--app", required=True,
+                    help="the app (build/app/stepformer): the script's grammar is read from `APP --script-grammar`")
     ap.add_argument("--invalid-ratio", type=float, default=0.12, help="lines the parser rejects, per command")
     ap.add_argument("--checkpoint-every", type=int, default=250)
     ap.add_argument("--long-bytes", type=int, default=None,
                     help="bytes of very long sentences and captions in all (default: 100 per command, at most 400 kB)")
-    ap.add_argument("--max-bytes", type=int, default=MAX_SCRIPT_BYTES - 4096, help="the script's size limit")
+    ap.add_argument("--max-bytes", type=int, default=None,
+                    help="the script's size limit (default: 4 kB under the app's, from its grammar)")
     ap.add_argument("--exclude", action="append", default=[], metavar="REGEX",
                     help="never write a line this (Python, bytes) regular expression finds: to go on past a known "
                          "bug, e.g. --exclude '^mask .*[.]-' (repeat)")
@@ -585,24 +565,15 @@ def main():
         opts.bad_models = ["/nonexistent/model.safetensors", "/", "/dev/zero", "/dev/null", "/proc/self/status"]
     if opts.long_bytes is None:
         opts.long_bytes = min(400_000, 100 * opts.commands)
-    opts.stages, opts.extra_commands = list(STAGES), []
-    if opts.app:
-        stages, commands = commands_from_help(opts.app)
-        if stages:
-            opts.stages = stages
-            STAGE_NAMES[:] = stages
-        else:
-            print(f"monkey_script.py: could not read the stages from {opts.app} --help; using the built-in list",
-                  file=sys.stderr)
-        if commands:
-            opts.extra_commands = [c for c in commands if c not in SPECS]
-            missing = [c for c in SPECS if c not in commands]
-            if missing:
-                print(f"monkey_script.py: {opts.app} --help does not list {', '.join(missing)}", file=sys.stderr)
-    weights = dict(WEIGHTS)
-    for c in opts.extra_commands:  # new commands the generator has no rules for: random words
-        weights[c] = 2
-        SPECS.setdefault(c, -2)  # unknown rules: assume anything goes (the app's report settles it)
+    grammar, commands, stages = read_grammar(opts.app)
+    GRAMMAR.update(commands)
+    STAGES[:] = stages
+    opts.stages = stages
+    if opts.max_bytes is None:
+        opts.max_bytes = grammar.get("limits", {}).get("script_bytes", MAX_SCRIPT_BYTES) - 4096
+    # How often each command comes (the interesting ones more); a command the table below does not name yet
+    # comes as often as most.
+    weights = {c: WEIGHTS.get(c, 2) for c in GRAMMAR if c not in ("pause", "quit")}
 
     m = Monkey(opts)
     excludes = [re.compile(x.encode()) for x in opts.exclude]
@@ -644,7 +615,7 @@ def main():
     manifest = {"seed": opts.seed, "commands": valid, "invalid": invalid, "lines": len(lines),
                 "bytes": len(data), "quit_line": len(lines), "checkpoints": checkpoints,
                 "invalid_lines": invalid_lines, "per_command": dict(sorted(counts.items())),
-                "stages": opts.stages, "extra_commands": opts.extra_commands}
+                "stages": opts.stages, "grammar_commands": sorted(GRAMMAR)}
     with open(opts.manifest or opts.out + ".json", "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"monkey_script.py: wrote {opts.out}: {valid} commands the parser accepts, {invalid} it rejects, "

@@ -244,7 +244,8 @@ print(f"wall time: {wall} s for the run, {build} s for the build")
 if rejected != expected:
     print(f"note: the app rejected {len(rejected - expected)} line(s) the generator thought valid "
           f"{sorted(rejected - expected)[:10]} and accepted {len(expected - rejected)} it thought invalid "
-          f"{sorted(expected - rejected)[:10]} (tests/monkey/monkey_script.py classify() is behind the parser)")
+          f"{sorted(expected - rejected)[:10]} (tests/monkey/monkey_script.py classify() disagrees with the app's "
+          f"--script-grammar: tests/gui/test_script_grammar.cpp checks them)")
 for s in slow[:10]:
     print("slow frame: " + s)
 if last is not final:

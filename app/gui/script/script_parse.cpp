@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "gui/options.h"
@@ -17,51 +18,131 @@ namespace sf::gui {
 
 namespace {
 
-// Commands and the number of arguments they take (-1: the rest of the line as one argument; -2: the rest of the
-// line, which may be empty; -3: none or one word).
-struct Spec {
-  const char* name;
-  int args;
-};
-constexpr Spec kSpecs[] = {{"model", -1},     {"sentence", -1}, {"stage", 1},     {"attention", 1},
-                           {"layer", 1},      {"head", 1},      {"hover", 2},     {"unhover", 0},   {"wait", 1},
-                           {"screenshot", -1}, {"layout", -1},  {"quit", 0},
-                           {"present", 1},     {"fullscreen", 1}, {"ui-scale", 1}, {"caption", -2},
-                           {"pause", 0},       {"export-png", -1}, {"export-panel", -1}, {"export-csv", -1},
-                           {"export-npy", -1},
-                           // interventions
-                           {"head-off", 1},   {"head-on", 1},   {"causal-mask", 1}, {"padding-mask", 1},
-                           {"positional", 1}, {"mask", 3},      {"reset", 0},
-                           // decoding
-                           {"step", -3},      {"back", -3},     {"run", 0},       {"restart", 0},
-                           {"decode", -1},    {"reference", -1}, {"force", 2},      {"position", 1},
-                           // model files and views (App, app_model.cpp): load and go on; show a view
-                           {"open", -1},      {"show", 1},
-                           // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
-                           {"view", 1},       {"expand", -1},   {"zoom", -1},
-                           // presentation mode's explanations: opened or folded behind "Explain"
-                           {"explain", 1},
-                           // <pad> tokens after the sentence, as a batch would add them
-                           {"pad", 1},
-                           // training (gui/training.h): a live run, its timeline's snapshots
-                           {"train", -1},     {"snapshot", 1},  {"wait-train", 1},
-                           // what a lesson is written for: its languages or its model (checked, not loaded)
-                           {"written-for", -1}};
+// The largest number a Count reads: nine digits (is_int), so that std::stoi never overflows. `expand` and
+// `zoom` take cells up to it; the model's size decides, when the line runs.
+constexpr int kMaxWholeNumber = 999999999;
 
+ScriptArg count(const char* name, int least, int most, std::optional<T> problem = T::script_whole_numbers) {
+  return {.name = name, .kind = ScriptArgKind::Count, .least = least, .most = most, .problem = problem};
+}
+ScriptArg number(const char* name, float least, float most, std::optional<T> problem = std::nullopt) {
+  return {.name = name, .kind = ScriptArgKind::Number, .number_least = least, .number_most = most,
+          .problem = problem};
+}
+ScriptArg on_off() {
+  return {.name = "on|off", .kind = ScriptArgKind::Switch, .words = {"on", "off"},
+          .problem = T::script_switch_arguments};
+}
+ScriptArg keyword(std::vector<std::string> words, std::optional<T> problem = std::nullopt) {
+  std::string name;
+  for (const std::string& w : words) name += (name.empty() ? "" : "|") + w;
+  return {.name = name, .kind = ScriptArgKind::Keyword, .words = std::move(words), .problem = problem};
+}
+ScriptArg head() { return {.name = "KIND.L.H", .kind = ScriptArgKind::Head, .problem = T::script_head_arguments}; }
+ScriptArg of(const char* name, ScriptArgKind kind, const char* language = "") {
+  return {.name = name, .kind = kind, .language = language};
+}
+ScriptArg text(const char* name, const char* language, std::vector<std::string> words = {}) {
+  return {.name = name, .kind = ScriptArgKind::Text, .words = std::move(words), .language = language};
+}
+ScriptArg output(const char* name, const char* extension) {
+  return {.name = name, .kind = ScriptArgKind::OutputPath, .extension = extension};
+}
 
+// The commands (the user guide's table, docs/user-guide.md "Scripts", says what each does). Layers and heads are
+// numbered from 1, as in the paper (transformer/interventions.h).
+std::vector<ScriptCommandSpec> make_grammar() {
+  using A = ScriptArity;
+  using K = ScriptArgKind;
+  const ScriptArg model_path = of("PATH", K::ModelPath);
+  const ScriptArg checkpoint{.name = "MODEL", .kind = K::Checkpoint, .extension = ".safetensors"};
+  const ScriptArg zoom = number("FACTOR", 1.0f, 64.0f);
+  // A cell of an attention map, to open or keep in view: its size is the model's, checked when the line runs.
+  const auto cell = [](const char* name) { return count(name, 0, kMaxWholeNumber, std::nullopt); };
+  return {
+      {"model", A::Line, {{model_path}}},
+      {"sentence", A::Line, {{text("TEXT", "source")}}},
+      {"stage", A::Words, {{{.name = "NAME", .kind = K::Stage, .problem = T::script_stage_arguments}}}},
+      {"attention", A::Words, {{head()}}},
+      {"layer", A::Words, {{count("L", 1, kMaxScriptCount)}}},
+      {"head", A::Words, {{count("H", 1, kMaxScriptCount)}}},
+      {"hover", A::Words, {{count("ROW", 0, kMaxScriptCount), count("COL", 0, kMaxScriptCount)}}},
+      {"unhover", A::Words, {{}}},
+      {"wait", A::Words, {{count("N", 0, kMaxWaitFrames)}}},
+      {"screenshot", A::Line, {{output("PATH", ".png")}}},
+      {"layout", A::Line, {{output("PATH", ".json")}}},
+      {"quit", A::Words, {{}}},
+      {"present", A::Words, {{on_off()}}},
+      {"fullscreen", A::Words, {{on_off()}}},
+      {"ui-scale", A::Words, {{number("X", kMinUiScale, kMaxUiScale, T::script_ui_scale_arguments)}}},
+      {"caption", A::LineOrNone, {{text("TEXT", "any")}}},
+      {"pause", A::Words, {{}}},
+      {"export-png", A::Line, {{output("PATH", ".png")}}},
+      {"export-panel", A::Line, {{output("PATH", ".png")}}},
+      {"export-csv", A::Line, {{output("PATH", ".csv")}}},
+      {"export-npy", A::Line, {{output("PATH", ".npy")}}},
+      // interventions
+      {"head-off", A::Words, {{head()}}},
+      {"head-on", A::Words, {{head()}}},
+      {"causal-mask", A::Words, {{on_off()}}},
+      {"padding-mask", A::Words, {{on_off()}}},
+      {"positional", A::Words, {{on_off()}}},
+      {"mask", A::Words, {{head(), count("ROW", 0, kMaxScriptCount, T::script_mask_arguments),
+                            count("COL", 0, kMaxScriptCount, T::script_mask_arguments)}}},
+      {"reset", A::Words, {{}}},
+      // decoding
+      {"step", A::WordOrNone, {{count("N", 0, kMaxSteps)}}},
+      {"back", A::WordOrNone, {{count("N", 0, kMaxSteps)}}},
+      {"run", A::Words, {{}}},
+      {"restart", A::Words, {{}}},
+      {"decode", A::Line, {{of("STRATEGY", K::Strategy)}}},
+      {"reference", A::Line, {{text("TEXT", "target", {"-"})}}},  // "-": free running again
+      {"force", A::Words,
+       {{count("POS", 0, kMaxScriptCount, T::script_force_arguments), of("WORD", K::Word, "target")}}},
+      {"position", A::Words, {{count("N", 0, kMaxScriptCount)}}},
+      // model files and views (App, app_model.cpp): load and go on; show a view
+      {"open", A::Line, {{model_path}}},
+      {"show", A::Words, {{keyword({"model-info", "open-model", "stage"}, T::script_show_arguments)}}},
+      // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
+      {"view", A::Words, {{keyword({"lines", "heatmap"}, T::script_view_arguments)}}},
+      {"expand", A::LineOfWords, {{cell("ROW"), cell("COL")}, {keyword({"off"})}}, T::script_expand_arguments},
+      {"zoom", A::LineOfWords, {{zoom}, {zoom, cell("ROW"), cell("COL")}}, T::script_zoom_arguments},
+      // presentation mode's explanations: opened or folded behind "Explain"
+      {"explain", A::Words, {{on_off()}}},
+      // <pad> tokens after the sentence, as a batch would add them
+      {"pad", A::Words, {{count("N", 0, kMaxScriptCount)}}},
+      // training (gui/training.h): a live run (with MODEL it saves there and resumes from it), its timeline's snapshots
+      {"train", A::LineOfWords, {{keyword({"start"}), of("RECIPE", K::Recipe)},
+                                 {keyword({"start"}), of("RECIPE", K::Recipe), checkpoint},
+                                 {keyword({"pause", "resume", "stop"})}}, T::script_train_arguments},
+      {"snapshot", A::Words, {{count("N", 0, kMaxScriptCount, std::nullopt)}, {keyword({"latest", "file"})}},
+       T::script_snapshot_arguments},
+      {"wait-train", A::Words, {{count("STEPS", 0, kMaxScriptCount, T::script_wait_train_arguments)}}},
+      // what a lesson is written for: its languages or its model (checked, not loaded)
+      {"written-for", A::LineOfWords, {{of("SRC-TGT", K::LanguagePair)}, {keyword({"model"}), of("NAME", K::Word)}},
+       T::script_written_for_arguments},
+  };
+}
 
-}  // namespace
+const std::vector<ScriptCommandSpec>& grammar() {
+  static const std::vector<ScriptCommandSpec> table = make_grammar();
+  return table;
+}
 
-bool parse_ui_scale(const std::string& s, float* out) {
+const ScriptCommandSpec* find_command(const std::string& name) {
+  for (const ScriptCommandSpec& s : grammar())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+// A number, all of `s` as strtof reads it (up to a NUL: what c_str() shows), from least to most.
+bool parse_number(const std::string& s, float least, float most, float* out) {
   char* end = nullptr;
   const float v = std::strtof(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || !(v >= kMinUiScale && v <= kMaxUiScale)) return false;
+  if (end == s.c_str() || *end != '\0' || !(v >= least && v <= most)) return false;
   *out = v;
   return true;
 }
-
-
-namespace {
 
 bool is_int(const std::string& s) {
   if (s.empty()) return false;
@@ -84,114 +165,222 @@ std::string head_ref_problem(const std::string& text) {
   }
 }
 
-}  // namespace
-
-std::string script_command_names() {
-  std::string out;
-  for (const Spec& s : kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
-  return out;
+// SRC-TGT: two codes of 2 or 3 letters (the C locale's), split at the first dash.
+bool is_language_pair(const std::string& word) {
+  const auto code = [](const std::string& w) {
+    return w.size() >= 2 && w.size() <= 3 &&
+           std::all_of(w.begin(), w.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
+  };
+  const size_t dash = word.find('-');
+  return dash != std::string::npos && code(word.substr(0, dash)) && code(word.substr(dash + 1));
 }
 
-namespace {
+// Whether one word fits its argument; `why` gets a head's problem.
+bool fits(const ScriptArg& arg, const std::string& word, std::string* why) {
+  float value = 0;
+  switch (arg.kind) {
+    case ScriptArgKind::Count:
+      return is_int(word) && std::stoi(word) >= arg.least && std::stoi(word) <= arg.most;
+    case ScriptArgKind::Number:
+      return parse_number(word, arg.number_least, arg.number_most, &value);
+    case ScriptArgKind::Switch:
+    case ScriptArgKind::Keyword:
+      return std::find(arg.words.begin(), arg.words.end(), word) != arg.words.end();
+    case ScriptArgKind::Stage: {
+      Stage stage{};
+      return stage_from_name(word, &stage);
+    }
+    case ScriptArgKind::Head:
+      *why = head_ref_problem(word);
+      return why->empty();
+    case ScriptArgKind::LanguagePair:
+      return is_language_pair(word);
+    case ScriptArgKind::Word:
+    case ScriptArgKind::Recipe:  // checked when the line runs, against the recipes the app has
+    case ScriptArgKind::Text:
+    case ScriptArgKind::ModelPath:
+    case ScriptArgKind::OutputPath:
+    case ScriptArgKind::Checkpoint:
+    case ScriptArgKind::Strategy:
+      return true;
+  }
+  return false;
+}
+
+// The message `id` with the values its placeholders name, from those a problem has: the command, the argument's
+// range (least, most), what was given, the stages, why a head is not one.
+std::string problem_text(T id, const std::string& command, const ScriptArg* arg, const std::string& given,
+                         const std::string& why) {
+  std::vector<TextArg> values;
+  for (const std::string_view name : placeholders(id)) {
+    if (name == "command") values.emplace_back(name, command);
+    else if (name == "given") values.emplace_back(name, given);
+    else if (name == "why") values.emplace_back(name, why);
+    else if (name == "stages") values.emplace_back(name, stage_names());
+    else if (name == "least" && arg) values.emplace_back(name, arg->least);
+    else if (name == "most" && arg) values.emplace_back(name, arg->most);
+  }
+  return tr(id, values);
+}
 
 std::vector<std::string> words_of(const std::string& text) {
   std::istringstream in(text);
   return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
 }
 
-// Checks one command's arguments against its spec, normalising them (expand, zoom); the problem, or "".
-std::string check_command(ScriptCommand& c, const Spec& spec, const std::string& rest) {
-  if (spec.args == -2) {
-    if (!rest.empty()) c.args = {rest};
-  } else if (spec.args == -1) {
-    if (rest.empty()) return tr(T::script_needs_argument, {{"command", c.name}});
-    c.args = {rest};
-  } else {
-    c.args = words_of(rest);
-    if (spec.args == -3 ? c.args.size() > 1 : static_cast<int>(c.args.size()) != spec.args)
-      return tr(T::script_argument_count, {{"command", c.name}, {"count", spec.args}, {"given", c.args.size()}});
+// Checks one command's arguments against its row of the grammar, setting c.args (a LineOfWords command's words);
+// the problem, or "".
+std::string check_command(ScriptCommand& c, const ScriptCommandSpec& spec, const std::string& rest) {
+  switch (spec.arity) {
+    case ScriptArity::LineOrNone:
+      if (!rest.empty()) c.args = {rest};
+      return "";
+    case ScriptArity::Line:
+      if (rest.empty()) return tr(T::script_needs_argument, {{"command", c.name}});
+      c.args = {rest};
+      return "";
+    case ScriptArity::LineOfWords:
+      if (rest.empty()) return tr(T::script_needs_argument, {{"command", c.name}});
+      c.args = words_of(rest);
+      break;
+    case ScriptArity::Words:
+    case ScriptArity::WordOrNone: {
+      c.args = words_of(rest);
+      const size_t wanted = spec.forms.front().size();
+      if (spec.arity == ScriptArity::WordOrNone && c.args.size() > wanted)
+        return tr(T::script_argument_count_at_most, {{"command", c.name}, {"count", wanted}, {"given", c.args.size()}});
+      if (spec.arity == ScriptArity::Words && c.args.size() != wanted)
+        return tr(T::script_argument_count, {{"command", c.name}, {"count", wanted}, {"given", c.args.size()}});
+      break;
+    }
   }
-  // Layers and heads are numbered from 1, as in the paper (transformer/interventions.h); 0 was version 0.1's
-  // first layer, and is named as that.
-  if ((c.name == "layer" || c.name == "head") && c.args.size() == 1 && is_int(c.args[0]) && std::stoi(c.args[0]) == 0)
-    return tr(T::script_counts_from_one, {{"command", c.name}});
-  if (c.name == "layer" || c.name == "head" || c.name == "wait" || c.name == "hover" || c.name == "step" ||
-      c.name == "back" || c.name == "pad" || c.name == "position") {
-    const int most = c.name == "wait" ? kMaxWaitFrames : c.name == "step" || c.name == "back" ? kMaxSteps : kMaxScriptCount;
-    const int least = c.name == "layer" || c.name == "head" ? 1 : 0;
-    for (const auto& a : c.args)
-      if (!is_int(a) || std::stoi(a) < least || std::stoi(a) > most)
-        return tr(T::script_whole_numbers, {{"command", c.name}, {"least", least}, {"most", most}, {"given", a}});
+  std::string why;
+  if (spec.forms.size() > 1 || spec.arity == ScriptArity::LineOfWords) {  // one form must fit, word for word
+    for (const std::vector<ScriptArg>& form : spec.forms) {
+      bool all = form.size() == c.args.size();
+      for (size_t i = 0; all && i < form.size(); ++i) all = fits(form[i], c.args[i], &why);
+      if (all) return "";
+    }
+    return problem_text(spec.problem.value(), c.name, nullptr, rest, "");
   }
-  if (c.name == "mask")
-    for (size_t i = 1; i < 3; ++i)
-      if (!is_int(c.args[i]) || std::stoi(c.args[i]) < 0 || std::stoi(c.args[i]) > kMaxScriptCount)
-        return tr(T::script_mask_arguments, {{"most", kMaxScriptCount}, {"given", c.args[i]}});
-  if (c.name == "train") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    const bool start = (words.size() == 2 || words.size() == 3) && words[0] == "start";
-    const bool control = words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "stop");
-    if (!start && !control) return tr(T::script_train_arguments, {{"given", c.args[0]}});
-    c.args = words;
-  }
-  if (c.name == "snapshot" && c.args[0] != "latest" && c.args[0] != "file" &&
-      (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return tr(T::script_snapshot_arguments, {{"given", c.args[0]}});
-  if (c.name == "wait-train" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return tr(T::script_wait_train_arguments, {{"most", kMaxScriptCount}, {"given", c.args[0]}});
-  if (c.name == "written-for") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    const auto code = [](const std::string& w) {
-      return w.size() >= 2 && w.size() <= 3 && std::all_of(w.begin(), w.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
-    };
-    const size_t dash = words.size() == 1 ? words[0].find('-') : std::string::npos;
-    const bool languages = dash != std::string::npos && code(words[0].substr(0, dash)) && code(words[0].substr(dash + 1));
-    const bool model = words.size() == 2 && words[0] == "model";
-    if (!languages && !model) return tr(T::script_written_for_arguments, {{"given", c.args[0]}});
-    c.args = words;
-  }
-  // Names of stages and views: a mistake is found when the script is read, not when it is reached.
-  Stage stage{};
-  if (c.name == "stage" && !stage_from_name(c.args[0], &stage))
-    return tr(T::script_stage_arguments, {{"stages", stage_names()}, {"given", c.args[0]}});
-  if (c.name == "show" && c.args[0] != "model-info" && c.args[0] != "open-model" && c.args[0] != "stage")
-    return tr(T::script_show_arguments, {{"given", c.args[0]}});
-  if (c.name == "view" && c.args[0] != "lines" && c.args[0] != "heatmap")
-    return tr(T::script_view_arguments, {{"given", c.args[0]}});
-  if (c.name == "expand") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    const bool cell = words.size() == 2 && is_int(words[0]) && is_int(words[1]) && std::stoi(words[0]) >= 0 &&
-                      std::stoi(words[1]) >= 0;
-    if (!cell && !(words.size() == 1 && words[0] == "off"))
-      return tr(T::script_expand_arguments, {{"given", c.args[0]}});
-    c.args = words;
-  }
-  if (c.name == "zoom") {
-    const std::vector<std::string> words = words_of(c.args[0]);
-    char* end = nullptr;
-    const float z = words.empty() ? 0.0f : std::strtof(words[0].c_str(), &end);
-    const bool ok = !words.empty() && end && *end == '\0' && z >= 1.0f && z <= 64.0f &&
-                    (words.size() == 1 || (words.size() == 3 && is_int(words[1]) && is_int(words[2]) &&
-                                           std::stoi(words[1]) >= 0 && std::stoi(words[2]) >= 0));
-    if (!ok) return tr(T::script_zoom_arguments, {{"given", c.args[0]}});
-    c.args = words;
-  }
-  if (c.name == "force" && (!is_int(c.args[0]) || std::stoi(c.args[0]) < 0 || std::stoi(c.args[0]) > kMaxScriptCount))
-    return tr(T::script_force_arguments, {{"most", kMaxScriptCount}, {"given", c.args[0]}});
-  const bool switch_command = c.name == "causal-mask" || c.name == "padding-mask" || c.name == "positional" ||
-                              c.name == "present" || c.name == "fullscreen" || c.name == "explain";
-  if (switch_command && c.args[0] != "on" && c.args[0] != "off")
-    return tr(T::script_switch_arguments, {{"command", c.name}, {"given", c.args[0]}});
-  float scale = 0;
-  if (c.name == "ui-scale" && !parse_ui_scale(c.args[0], &scale))
-    return tr(T::script_ui_scale_arguments, {{"given", c.args[0]}});
-  if (c.name == "attention" || c.name == "head-off" || c.name == "head-on" || c.name == "mask")
-    if (std::string why = head_ref_problem(c.args[0]); !why.empty())
-      return tr(T::script_head_arguments, {{"command", c.name}, {"why", why}});
+  // One form: the first argument that does not fit names its problem. Heads are checked last, so that a line
+  // with a wrong count and a wrong head (`mask`) names the count.
+  const std::vector<ScriptArg>& form = spec.forms.front();
+  for (const bool heads : {false, true})
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const ScriptArg& arg = form[i];
+      if ((arg.kind == ScriptArgKind::Head) != heads || fits(arg, c.args[i], &why)) continue;
+      // Layers and heads are numbered from 1, as in the paper; 0 was version 0.1's first, and is named as that.
+      if (arg.kind == ScriptArgKind::Count && arg.least == 1 && is_int(c.args[i]) && std::stoi(c.args[i]) == 0)
+        return tr(T::script_counts_from_one, {{"command", c.name}});
+      return problem_text(arg.problem.value(), c.name, &arg, c.args[i], why);
+    }
   return "";
 }
 
 }  // namespace
+
+bool parse_ui_scale(const std::string& s, float* out) { return parse_number(s, kMinUiScale, kMaxUiScale, out); }
+
+const std::vector<ScriptCommandSpec>& script_grammar() { return grammar(); }
+
+std::string script_command_names() {
+  std::string out;
+  for (const ScriptCommandSpec& s : grammar()) out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
+}
+
+namespace {
+
+const char* arity_name(ScriptArity arity) {
+  switch (arity) {
+    case ScriptArity::Words: return "words";
+    case ScriptArity::WordOrNone: return "word-or-none";
+    case ScriptArity::Line: return "line";
+    case ScriptArity::LineOrNone: return "line-or-none";
+    case ScriptArity::LineOfWords: return "line-of-words";
+  }
+  return "";
+}
+
+const char* kind_name(ScriptArgKind kind) {
+  switch (kind) {
+    case ScriptArgKind::Count: return "count";
+    case ScriptArgKind::Number: return "number";
+    case ScriptArgKind::Switch: return "switch";
+    case ScriptArgKind::Keyword: return "keyword";
+    case ScriptArgKind::Stage: return "stage";
+    case ScriptArgKind::Head: return "head";
+    case ScriptArgKind::Word: return "word";
+    case ScriptArgKind::Recipe: return "recipe";
+    case ScriptArgKind::LanguagePair: return "language-pair";
+    case ScriptArgKind::Text: return "text";
+    case ScriptArgKind::ModelPath: return "model-path";
+    case ScriptArgKind::OutputPath: return "output-path";
+    case ScriptArgKind::Checkpoint: return "checkpoint";
+    case ScriptArgKind::Strategy: return "strategy";
+  }
+  return "";
+}
+
+std::vector<std::string> split_list(const std::string& list) {  // "a, b, c"
+  std::vector<std::string> out;
+  for (size_t at = 0; at < list.size();) {
+    const size_t comma = std::min(list.find(", ", at), list.size());
+    out.push_back(list.substr(at, comma - at));
+    at = comma + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string script_grammar_json(const std::vector<std::string>& recipe_ids) {
+  nlohmann::ordered_json commands = nlohmann::ordered_json::array();
+  for (const ScriptCommandSpec& spec : grammar()) {
+    nlohmann::ordered_json forms = nlohmann::ordered_json::array();
+    for (const std::vector<ScriptArg>& form : spec.forms) {
+      nlohmann::ordered_json args = nlohmann::ordered_json::array();
+      for (const ScriptArg& arg : form) {
+        nlohmann::ordered_json a = {{"name", arg.name}, {"kind", kind_name(arg.kind)}};
+        switch (arg.kind) {
+          case ScriptArgKind::Count:
+            a["least"] = arg.least;
+            a["most"] = arg.most;
+            break;
+          case ScriptArgKind::Number:
+            a["least"] = arg.number_least;
+            a["most"] = arg.number_most;
+            break;
+          case ScriptArgKind::Head:
+            a["attention"] = {to_string(AttentionKind::Encoder), to_string(AttentionKind::Decoder),
+                              to_string(AttentionKind::Cross)};
+            a["least"] = 1;
+            break;
+          case ScriptArgKind::Recipe:
+            a["words"] = recipe_ids;
+            break;
+          default:
+            break;
+        }
+        if (!arg.words.empty()) a["words"] = arg.words;
+        if (*arg.extension) a["extension"] = arg.extension;
+        if (*arg.language) a["language"] = arg.language;
+        args.push_back(std::move(a));
+      }
+      forms.push_back(std::move(args));
+    }
+    commands.push_back({{"name", spec.name}, {"arguments", arity_name(spec.arity)}, {"forms", std::move(forms)}});
+  }
+  const nlohmann::ordered_json grammar_json = {
+      {"format", "stepformer script grammar"},
+      {"version", 1},
+      {"commands", std::move(commands)},
+      {"stages", split_list(stage_names())},
+      {"limits", {{"script_bytes", kMaxScriptBytes}}},
+  };
+  return grammar_json.dump(1) + "\n";
+}
 
 std::optional<Script> parse_script(const std::string& text, const std::string& origin, std::string& error,
                                    ScriptParse mode) {
@@ -211,9 +400,7 @@ std::optional<Script> parse_script(const std::string& text, const std::string& o
     c.line = number;
     c.name = line.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
-    const Spec* spec = nullptr;
-    for (const Spec& s : kSpecs)
-      if (c.name == s.name) spec = &s;
+    const ScriptCommandSpec* spec = find_command(c.name);
     std::string problem;
     if (!spec) {
       problem = mode == ScriptParse::Lesson
