@@ -25,9 +25,6 @@ std::string model_not_for_gpu(const Config& config) {
   if (config.attention != AttentionStyle::SplitHeads)
     return "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
            "family)";
-  if (config.stacks != ModelStacks::EncoderDecoder)
-    return std::string("the GPU backend runs encoder-decoder models only, not this ") + to_string(config.stacks) +
-           " model (its passes without an encoder or a decoder are the CPU's for now)";
   return "";
 }
 

@@ -64,10 +64,12 @@ CudaDecoding::CudaDecoding(CudaModel& model, const std::vector<int>& src_ids, co
     fail(ErrorKind::Unsupported, "cuda", "painted masks are not in the GPU's KV-cache decoding: it runs on the CPU");
   if (!kv_cache_exact(c, interventions))
     fail(ErrorKind::Unsupported, "cuda", "without the causal mask a decoding step recomputes every row: it runs on the CPU");
-  m.check_input(src_ids, {c.bos_id}, interventions);
+  if (!c.has_decoder()) fail(ErrorKind::Input, "CudaDecoding", "an encoder_only model does not generate text");
+  m.check_input(src_ids, {c.bos_id}, interventions);  // (a decoder-only model: no source; its prompt is fed)
   s.src = src_ids;
   s.iv = interventions;
   s.capacity = c.max_positions;
+  if (!c.has_cross_attention()) return;  // no encoder pass, no cross-attention keys and values
   const int S = static_cast<int>(src_ids.size()), C = c.d_model, L = c.n_decoder_layers;
   DevicePass p;
   m.start_pass();

@@ -156,7 +156,9 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   const int H = m.config.n_heads;
   trace.sequences = 1;
   trace.interventions = interventions;
-  copy_embedding(p.src, src_ids, trace.src);
+  // A stack the model lacks leaves its half of the trace empty, as the CPU's forward() does.
+  trace.src = {};
+  if (m.config.has_encoder()) copy_embedding(p.src, src_ids, trace.src);
   trace.encoder.resize(p.encoder.size());
   for (size_t l = 0; l < p.encoder.size(); ++l) {
     const DEncoderLayer& d = p.encoder[l];
@@ -173,7 +175,8 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   }
   copy_final_norm(p.encoder_norm, trace.encoder_norm);
   copy_to_host(p.enc_out, trace.enc_out);
-  copy_embedding(p.tgt, tgt_ids, trace.tgt);
+  trace.tgt = {};
+  if (m.config.has_decoder()) copy_embedding(p.tgt, tgt_ids, trace.tgt);
   trace.decoder.resize(p.decoder.size());
   for (size_t l = 0; l < p.decoder.size(); ++l) {
     const DDecoderLayer& d = p.decoder[l];
@@ -181,7 +184,8 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
     copy_attention(d.self_attn, H, t.self_attn);
     copy_to_host(d.residual1, t.residual1);
     copy_norm(d.norm1, t.norm1);
-    copy_attention(d.cross_attn, H, t.cross_attn);
+    if (m.config.has_cross_attention()) copy_attention(d.cross_attn, H, t.cross_attn);
+    else t.cross_attn = {};
     copy_to_host(d.residual2, t.residual2);
     copy_norm(d.norm2, t.norm2);
     copy_feed_forward(d.ffn, t.ffn);
@@ -230,18 +234,24 @@ std::vector<int> CudaModel::greedy(const std::vector<int>& src_ids, const Interv
   Impl& m = *impl_;
   const Config& c = m.config;
   if (max_length < 0) fail(ErrorKind::Input, "greedy", "max_length must be >= 0, got " + std::to_string(max_length));
-  const int longest = c.max_positions;  // the k-th token is chosen on a decoder input of k rows (bos + k - 1)
-  max_length = max_length == 0 ? longest : std::min(max_length, longest);
+  if (!c.has_decoder()) fail(ErrorKind::Input, "greedy", "an encoder_only model does not generate text");
+  // A decoder-only model continues <bos> + its prompt (src_ids, as Decoder takes it) and reads no source.
   std::vector<int> input = {c.bos_id}, generated;
-  const int S = static_cast<int>(src_ids.size());
+  const std::vector<int> no_source;
+  const std::vector<int>& source = c.has_encoder() ? src_ids : no_source;
+  if (!c.has_encoder()) input.insert(input.end(), src_ids.begin(), src_ids.end());
+  const int longest = c.max_positions - static_cast<int>(input.size()) + 1;  // the k-th token is chosen on k rows
+  if (longest < 1) fail(ErrorKind::Input, "greedy", "the prompt leaves no position to generate in");
+  max_length = max_length == 0 ? longest : std::min(max_length, longest);
+  const int S = static_cast<int>(source.size());
   DevicePass p;
   RowVec last;
   while (static_cast<int>(generated.size()) < max_length) {
     // A painted decoder mask fitted to each prefix, as the CPU's decoder does (interventions.h).
     const Interventions step = fit_decoder_masks(interventions, S, static_cast<int>(input.size()));
-    m.check_input(src_ids, input, step);
+    m.check_input(source, input, step);
     // Each step recomputes the decoder on the whole prefix (no KV cache on the GPU yet); the encoder runs once.
-    m.run(src_ids, input, 1, step, static_cast<int>(input.size()) - 1, p, generated.empty());
+    m.run(source, input, 1, step, static_cast<int>(input.size()) - 1, p, generated.empty());
     last.resize(p.logits.cols);
     check_cuda(cudaMemcpy(last.data(), p.logits.data, static_cast<size_t>(p.logits.cols) * sizeof(float),
                           cudaMemcpyDeviceToHost),

@@ -55,18 +55,29 @@ class Backward {
   Backward(CudaModel::Impl& m, const DevicePass& p, int batch, float* grads)
       : m_(m), p_(p), batch_(batch), g_(weights_at(m, grads)) {}
 
-  // dL/dlogits (B*T, Vt) -> every weight's gradient (added to the zeroed gradient memory).
+  // dL/dlogits (B*T, Vt) -> every weight's gradient (added to the zeroed gradient memory), back through the
+  // stacks the model has (the output head sits on the decoder, or on an encoder-only model's encoder).
   void run(const DMat& dlogits) {
     const Config& c = m_.config;
+    if (!c.has_decoder()) {
+      encoder_stack(linear_backward(p_.enc_out, m_.w.generator, g_.generator, dlogits, true));
+      return;
+    }
     DMat d = linear_backward(p_.dec_out, m_.w.generator, g_.generator, dlogits, true);
     if (c.decoder_final_norm)
       d = layer_norm_backward(p_.decoder.back().out, p_.decoder_norm, m_.w.decoder_norm, g_.decoder_norm, d);
-    d_encoder_out_ = m_.mat(p_.enc_out.rows, p_.enc_out.cols);
-    check_cuda(cudaMemsetAsync(d_encoder_out_.data, 0, static_cast<size_t>(d_encoder_out_.size()) * sizeof(float)),
-               "cudaMemsetAsync");
+    if (c.has_cross_attention()) {  // every layer's cross-attention adds its share of dL/d enc.out
+      d_encoder_out_ = m_.mat(p_.enc_out.rows, p_.enc_out.cols);
+      check_cuda(cudaMemsetAsync(d_encoder_out_.data, 0, static_cast<size_t>(d_encoder_out_.size()) * sizeof(float)),
+                 "cudaMemsetAsync");
+    }
     for (int l = c.n_decoder_layers - 1; l >= 0; --l) d = decoder_layer(l, d);
     embedding(p_.tgt, false, d);
-    d = d_encoder_out_;
+    if (c.has_encoder()) encoder_stack(d_encoder_out_);
+  }
+  // dL/d enc.out -> the encoder's weights and the source embedding.
+  void encoder_stack(DMat d) {
+    const Config& c = m_.config;
     if (c.encoder_final_norm)
       d = layer_norm_backward(p_.encoder.back().out, p_.encoder_norm, m_.w.encoder_norm, g_.encoder_norm, d);
     for (int l = c.n_encoder_layers - 1; l >= 0; --l) d = encoder_layer(l, d);
@@ -310,10 +321,13 @@ LossResult CudaModel::train_step(const Batch& batch, const DropoutSettings& drop
     check_cuda(cudaMemcpyAsync(out(to), from, static_cast<size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice),
                "cudaMemcpyAsync");
   };
+  // The generator's weight is tied to the last stack's input embedding (an encoder-only model's: the source's).
   const int64_t tgt_table = static_cast<int64_t>(c.tgt_vocab_size) * c.d_model;  // what tie_gradients touches
   if (c.tie_output_embedding) {
-    add_into(g.generator.weight, g.tgt_embedding, tgt_table);
-    copy(g.tgt_embedding, g.generator.weight, tgt_table);
+    const float* tied = c.has_decoder() ? g.tgt_embedding : g.src_embedding;
+    const int64_t table = static_cast<int64_t>(c.output_vocab_size()) * c.d_model;
+    add_into(g.generator.weight, tied, table);
+    copy(tied, g.generator.weight, table);
   }
   if (c.share_embeddings) {
     add_into(g.tgt_embedding, g.src_embedding, tgt_table);

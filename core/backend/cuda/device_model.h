@@ -531,7 +531,8 @@ struct CudaModel::Impl {
     request.record = Record::Trace;  // every row through every layer
     std::vector<int> sources(static_cast<size_t>(batch));
     std::iota(sources.begin(), sources.end(), 0);
-    request.source_of = sources;
+    const bool cross = config.has_cross_attention();  // a decoder-only model reads no source
+    if (cross) request.source_of = sources;
     const DecoderPlan plan = plan_decoder_pass(config, request);
     p.tgt = embed(false, tgt, batch, iv.positional_encoding);
     p.decoder.resize(static_cast<size_t>(config.n_decoder_layers));
@@ -542,9 +543,9 @@ struct CudaModel::Impl {
       DDecoderLayer& t = p.decoder[static_cast<size_t>(l)];
       const DMat& x = l == 0 ? p.tgt.sum : p.decoder[static_cast<size_t>(l - 1)].out;
       const std::vector<AttentionMask> self_mask = decoder_masks(plan, true, l);
-      const std::vector<AttentionMask> cross_mask = decoder_masks(plan, false, l);
+      const std::vector<AttentionMask> cross_mask = cross ? decoder_masks(plan, false, l) : std::vector<AttentionMask>{};
       const std::vector<bool> self_on = heads_on(config, iv, AttentionKind::Decoder, l);
-      const std::vector<bool> cross_on = heads_on(config, iv, AttentionKind::Cross, l);
+      const std::vector<bool> cross_on = cross ? heads_on(config, iv, AttentionKind::Cross, l) : std::vector<bool>{};
       auto self_attn = [&](const DMat& x_all, const DMat& in, DAttention& a) -> const DMat& {
         a = attention(in, in, batch, lw.self_attn, self_mask, self_on);
         return x_all;
@@ -552,10 +553,16 @@ struct CudaModel::Impl {
       auto cross_attn = [&](const DMat& h, DAttention& a) {
         a = attention(h, p.enc_out, batch, lw.cross_attn, cross_mask, cross_on);
       };
-      layer_order::decoder_layer(ops, post, config.has_cross_attention(), lw, x, self_attn, cross_attn, t);
+      layer_order::decoder_layer(ops, post, cross, lw, x, self_attn, cross_attn, t);
     }
     p.dec_out = final_norm(config.decoder_final_norm, w.decoder_norm, p.decoder.back().out, p.decoder_norm);
-    p.logits = linear(p.dec_out, w.generator, output_from);  // (T - output_from, Vt)
+    output_head(p.dec_out, output_from, p);  // (T - output_from, Vt)
+  }
+
+  // The output head over the last stack's output x (the decoder's, or an encoder-only model's encoder's), rows
+  // output_from.. only: logits = x W^T + b, probs = softmax(logits) row by row.
+  void output_head(const DMat& x, int output_from, DevicePass& p) {
+    p.logits = linear(x, w.generator, output_from);
     p.probs = mat(p.logits.rows, p.logits.cols);
     cuda::masked_softmax(p.logits.data, nullptr, nullptr, -1, 1, 1, p.logits.rows, p.logits.cols, p.probs.data,
                          nullptr);
@@ -570,16 +577,22 @@ struct CudaModel::Impl {
       std::iota(p.begin(), p.end(), 0);
       return p;
     };
-    check_token_ids(config, true, src, from_zero(src.size()));
-    check_token_ids(config, false, tgt, from_zero(tgt.size()));
-    check_custom_mask_sizes(iv, static_cast<int>(src.size()), static_cast<int>(tgt.size()));
+    // Each shape reads what its stacks take (forward.h): a source with an encoder, a decoder input with a decoder.
+    if (config.has_encoder()) check_token_ids(config, true, src, from_zero(src.size()));
+    else if (!src.empty()) fail(ErrorKind::Input, "forward", "a decoder_only model reads no source sentence");
+    if (config.has_decoder()) check_token_ids(config, false, tgt, from_zero(tgt.size()));
+    else if (!tgt.empty()) fail(ErrorKind::Input, "forward", "an encoder_only model takes no decoder input");
+    check_custom_mask_sizes(iv, static_cast<int>(src.size()), config.has_decoder() ? static_cast<int>(tgt.size()) : -1);
   }
 
   // One pass on the GPU, waited for (a kernel's failure shows here). with_encoder false: the decoder only, on the
-  // encoder output of the last pass with the same source (its buffers are the first slots, untouched since).
+  // encoder output of the last pass with the same source (its buffers are the first slots, untouched since). A
+  // decoder-only model runs its decoder alone; an encoder-only model its encoder and the output head on it.
   void run(const std::vector<int>& src, const std::vector<int>& tgt, int batch, const Interventions& iv,
            int output_from, DevicePass& p, bool with_encoder = true) {
-    if (with_encoder) {
+    if (!config.has_encoder()) {
+      start_pass();
+    } else if (with_encoder || !config.has_decoder()) {
       start_pass();
       encoder(src, batch, iv, p);
       encoder_slots = next_slot;
@@ -588,7 +601,8 @@ struct CudaModel::Impl {
       next_slot = encoder_slots;
       next_staging = encoder_staging;
     }
-    decoder(src, tgt, batch, iv, output_from, p);
+    if (config.has_decoder()) decoder(src, tgt, batch, iv, output_from, p);
+    else output_head(p.enc_out, output_from, p);  // (B*S - output_from, V)
     check_cuda(cudaGetLastError(), "kernel launch");
     check_cuda(cudaDeviceSynchronize(), "forward pass");
   }
