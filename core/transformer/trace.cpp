@@ -1,5 +1,7 @@
 #include "transformer/trace.h"
 
+#include "transformer/trace_walk.h"
+
 #include "util/parallel.h"
 
 namespace sf {
@@ -35,18 +37,16 @@ Tensor TraceTensorRef::tensor() const {
 
 namespace {
 
-// The walk's steps: each visits one member under its name, when it holds something.
+// The walk's leaves: each block (transformer/trace_walk.h) as the tensors it holds, each visited under its name
+// when it holds something.
 struct Walker {
   const std::function<void(const TraceTensorRef&)>& f;
-  TraceStage stage = TraceStage::SourceEmbedding;
-  int layer = -1;
+  TraceStage stage_ = TraceStage::SourceEmbedding;
+  int layer_ = -1;
   void visit(const std::string& name, const Mat* m, const Vec* v, const std::vector<Mat>* h,
              const AttentionTrace* masks) {
-    TraceTensorRef r{name, stage, layer, m, v, h, masks};
+    TraceTensorRef r{name, stage_, layer_, m, v, h, masks};
     f(r);
-  }
-  void mat(const std::string& name, const Mat& m) {
-    if (m.size() > 0) visit(name, &m, nullptr, nullptr, nullptr);
   }
   void vec(const std::string& name, const Vec& v) {
     if (v.size() > 0) visit(name, nullptr, &v, nullptr, nullptr);
@@ -54,9 +54,18 @@ struct Walker {
   void heads(const std::string& name, const std::vector<Mat>& h) {
     if (!h.empty()) visit(name, nullptr, nullptr, &h, nullptr);
   }
-  void embedding(const std::string& p, const EmbeddingTrace& e) {
+  // The block walk's calls.
+  void begin(TraceStage stage, int layer) {
+    stage_ = stage;
+    layer_ = layer;
+  }
+  void mat(const std::string& name, const Mat& m) {
+    if (m.size() > 0) visit(name, &m, nullptr, nullptr, nullptr);
+  }
+  void embedding(const std::string& p, const std::string& input, const EmbeddingTrace& e) {
     mat(p + ".tok_embed", e.tok_embed);
     mat(p + ".pos", e.pos);
+    mat(input, e.sum);
   }
   void attention(const std::string& p, const AttentionTrace& a) {
     heads(p + ".q", a.q);
@@ -71,6 +80,9 @@ struct Walker {
   }
   void norm(const std::string& p, const LayerNormTrace& n) {
     mat(p, n.out);
+    final_norm(p, n);
+  }
+  void final_norm(const std::string& p, const LayerNormTrace& n) {  // (its output is the stack's, visited next)
     vec(p + "_mean", n.mean);
     vec(p + "_std", n.std);
   }
@@ -112,61 +124,8 @@ Trace join_halves(const Trace& encoder_half, Trace decoder_half) {
 }
 
 void for_each_trace_tensor(const Trace& t, const std::function<void(const TraceTensorRef&)>& f) {
-  Walker e{f};
-  if (t.has_encoder()) {
-    e.stage = TraceStage::SourceEmbedding;
-    e.embedding("src", t.src);
-    e.mat("enc.in", t.src.sum);
-    e.stage = TraceStage::EncoderLayer;
-    for (size_t l = 0; l < t.encoder.size(); ++l) {
-      e.layer = static_cast<int>(l);
-      const std::string p = "enc." + std::to_string(l);
-      const EncoderLayerTrace& layer = t.encoder[l];
-      e.attention(p + ".self_attn", layer.self_attn);
-      e.mat(p + ".residual1", layer.residual1);
-      e.norm(p + ".norm1", layer.norm1);
-      e.ffn(p, layer.ffn);
-      e.mat(p + ".residual2", layer.residual2);
-      e.norm(p + ".norm2", layer.norm2);
-      e.mat(p + ".out", layer.out);
-    }
-    e.layer = -1;
-    e.stage = TraceStage::EncoderOutput;
-    e.vec("enc.final_norm_mean", t.encoder_norm.mean);
-    e.vec("enc.final_norm_std", t.encoder_norm.std);
-    e.mat("enc.out", t.enc_out);
-  }
-  if (t.has_decoder()) {
-    e.stage = TraceStage::TargetEmbedding;
-    e.embedding("tgt", t.tgt);
-    e.mat("dec.in", t.tgt.sum);
-    e.stage = TraceStage::DecoderLayer;
-    for (size_t l = 0; l < t.decoder.size(); ++l) {
-      e.layer = static_cast<int>(l);
-      const std::string p = "dec." + std::to_string(l);
-      const DecoderLayerTrace& layer = t.decoder[l];
-      e.attention(p + ".self_attn", layer.self_attn);
-      e.mat(p + ".residual1", layer.residual1);
-      e.norm(p + ".norm1", layer.norm1);
-      e.attention(p + ".cross_attn", layer.cross_attn);  // (none without an encoder)
-      e.mat(p + ".residual2", layer.residual2);
-      e.norm(p + ".norm2", layer.norm2);
-      e.ffn(p, layer.ffn);
-      e.mat(p + ".residual3", layer.residual3);
-      e.norm(p + ".norm3", layer.norm3);
-      e.mat(p + ".out", layer.out);
-    }
-    e.layer = -1;
-    e.stage = TraceStage::DecoderOutput;
-    e.vec("dec.final_norm_mean", t.decoder_norm.mean);
-    e.vec("dec.final_norm_std", t.decoder_norm.std);
-    e.mat("dec.out", t.dec_out);
-  }
-  if (t.has_output()) {  // the output head, over the last stack's output
-    e.stage = TraceStage::Output;
-    e.mat("logits", t.logits);
-    e.mat("probs", t.probs);
-  }
+  Walker walker{f};
+  walk_trace_blocks(record_parts(t), walker, t);
 }
 
 std::vector<NamedTensor> trace_tensors(const Trace& t) {

@@ -7,6 +7,7 @@
 #include "backend/device.h"
 #include "decode/sampling.h"
 #include "nn/embedding.h"
+#include "transformer/trace_walk.h"
 
 namespace sf {
 namespace {
@@ -74,6 +75,26 @@ void copy_final_norm(const DLayerNorm& d, LayerNormTrace& t) {
     t.std.resize(0);
   }
 }
+
+// The GPU's pass record copied into the host's trace, block by block, as the one walk of a record goes
+// (transformer/trace_walk.h): each call has the device's block and the trace's.
+struct CopyToHost {
+  int heads;
+  const std::vector<int>& src_ids;
+  const std::vector<int>& tgt_ids;
+  void begin(TraceStage, int) {}
+  void embedding(const std::string& name, const std::string&, const DEmbedding& d, EmbeddingTrace& t) {
+    copy_embedding(d, name == "src" ? src_ids : tgt_ids, t);
+  }
+  void attention(const std::string&, const DAttention& d, AttentionTrace& t) {
+    if (d.queries.data) copy_attention(d, heads, t);
+    else t = {};  // a layer without cross-attention
+  }
+  void norm(const std::string&, const DLayerNorm& d, LayerNormTrace& t) { copy_norm(d, t); }
+  void final_norm(const std::string&, const DLayerNorm& d, LayerNormTrace& t) { copy_final_norm(d, t); }
+  void ffn(const std::string&, const DFeedForward& d, FeedForwardTrace& t) { copy_feed_forward(d, t); }
+  void mat(const std::string&, const DMat& d, Mat& t) { copy_to_host(d, t); }
+};
 
 }  // namespace
 
@@ -153,53 +174,16 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   m.check_input(src_ids, tgt_ids, interventions);
   DevicePass p;
   m.run(src_ids, tgt_ids, 1, interventions, 0, p);
-  const int H = m.config.n_heads;
+  // Afresh: a stack the model lacks leaves its half of the trace empty, as the CPU's forward() does, and no layer
+  // keeps the dropout masks of a pass before.
+  trace = Trace{};
   trace.sequences = 1;
   trace.interventions = interventions;
-  // A stack the model lacks leaves its half of the trace empty, as the CPU's forward() does.
-  trace.src = {};
-  if (m.config.has_encoder()) copy_embedding(p.src, src_ids, trace.src);
   trace.encoder.resize(p.encoder.size());
-  for (size_t l = 0; l < p.encoder.size(); ++l) {
-    const DEncoderLayer& d = p.encoder[l];
-    EncoderLayerTrace& t = trace.encoder[l];
-    copy_attention(d.self_attn, H, t.self_attn);
-    copy_to_host(d.residual1, t.residual1);
-    copy_norm(d.norm1, t.norm1);
-    copy_feed_forward(d.ffn, t.ffn);
-    copy_to_host(d.residual2, t.residual2);
-    copy_norm(d.norm2, t.norm2);
-    copy_to_host(d.out, t.out);
-    t.self_attn_keep.resize(0, 0);
-    t.ffn_keep.resize(0, 0);
-  }
-  copy_final_norm(p.encoder_norm, trace.encoder_norm);
-  copy_to_host(p.enc_out, trace.enc_out);
-  trace.tgt = {};
-  if (m.config.has_decoder()) copy_embedding(p.tgt, tgt_ids, trace.tgt);
   trace.decoder.resize(p.decoder.size());
-  for (size_t l = 0; l < p.decoder.size(); ++l) {
-    const DDecoderLayer& d = p.decoder[l];
-    DecoderLayerTrace& t = trace.decoder[l];
-    copy_attention(d.self_attn, H, t.self_attn);
-    copy_to_host(d.residual1, t.residual1);
-    copy_norm(d.norm1, t.norm1);
-    if (m.config.has_cross_attention()) copy_attention(d.cross_attn, H, t.cross_attn);
-    else t.cross_attn = {};
-    copy_to_host(d.residual2, t.residual2);
-    copy_norm(d.norm2, t.norm2);
-    copy_feed_forward(d.ffn, t.ffn);
-    copy_to_host(d.residual3, t.residual3);
-    copy_norm(d.norm3, t.norm3);
-    copy_to_host(d.out, t.out);
-    t.self_attn_keep.resize(0, 0);
-    t.cross_attn_keep.resize(0, 0);
-    t.ffn_keep.resize(0, 0);
-  }
-  copy_final_norm(p.decoder_norm, trace.decoder_norm);
-  copy_to_host(p.dec_out, trace.dec_out);
-  copy_to_host(p.logits, trace.logits);
-  copy_to_host(p.probs, trace.probs);
+  CopyToHost copy{m.config.n_heads, src_ids, tgt_ids};
+  walk_trace_blocks(RecordParts{m.config.has_encoder(), m.config.has_decoder(), true, p.encoder.size(), p.decoder.size()},
+                    copy, p, trace);
 }
 
 void CudaModel::compute(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,
