@@ -19,27 +19,15 @@
 #include "gui/script/script.h"
 #include "gui/stages.h"
 #include "nn/positional_encoding.h"
+#include "../unit/command_run.h"
 
 namespace sf::gui {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-RunResult run(const std::string& command) {
-  RunResult r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using RunResult = sf::testing::CommandRun;
+RunResult run(const std::string& command) { return sf::testing::run_command(command + " 2>&1"); }
 
 std::string output_path(const std::string& name) {
   fs::create_directories(STEPFORMER_TEST_OUTPUT_DIR);

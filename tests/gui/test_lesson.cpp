@@ -19,6 +19,7 @@
 #include "headless_imgui.h"
 #include "gui/app.h"
 #include "gui/script/script.h"
+#include "../unit/command_run.h"
 
 namespace sf::gui {
 namespace {
@@ -340,21 +341,11 @@ TEST(LessonKeys, AQuickTapContinuesTheLesson) {
 
 // [SECTION] --check-lesson: a lesson replayed without a window, before a class sees it
 
-struct Checked {
-  int exit_code = -1;
-  std::string output;
-};
+using Checked = sf::testing::CommandRun;
 
 Checked check(const std::string& lesson, const std::string& model) {
-  Checked c;
-  const std::string cmd = std::string(STEPFORMER_APP_PATH) + " --check-lesson " + lesson +
-                          (model.empty() ? "" : " --model " + model) + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) c.output.append(buffer, n);
-  const int status = pclose(pipe);
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return c;
+  return sf::testing::run_command(std::string(STEPFORMER_APP_PATH) + " --check-lesson " + lesson +
+                              (model.empty() ? "" : " --model " + model) + " 2>&1");
 }
 
 // The shipped lessons are written for German to English (written-for de-en): on the shipped de-en model they

@@ -22,6 +22,7 @@
 #include "gui/script/script_parse.h"
 #include "gui/stages.h"
 #include "gui/text/text.h"
+#include "../unit/command_run.h"
 
 namespace sf::gui {
 namespace {
@@ -187,21 +188,8 @@ TEST(ScriptGrammar, AWrongArgumentCountSaysHowManyAreTaken) {
   EXPECT_EQ(r.error, "s:1: 'hover' takes 2 argument(s), got 1");
 }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-RunResult run(const std::string& command) {
-  RunResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using RunResult = sf::testing::CommandRun;
+RunResult run(const std::string& command) { return sf::testing::run_command(command); }
 
 TEST(ScriptGrammar, TheAppPrintsItAsJsonWithoutADisplay) {
   const RunResult r = run(std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") + STEPFORMER_APP_PATH + " --script-grammar");

@@ -18,26 +18,15 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "train/parameters.h"
+#include "command_run.h"
 
 namespace sf {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-CliRun cli(const std::string& args) {
-  CliRun r;
-  FILE* pipe = popen((std::string(STEPFORMER_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using CliRun = testing::CommandRun;
+CliRun cli(const std::string& args) { return testing::run_command(std::string(STEPFORMER_CLI_PATH) + " " + args + " 2>&1"); }
 
 std::string last_line(const std::string& s) {
   std::string line, last;
