@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@
 #include "gui/text/text.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+
+namespace sf {
+// gtest prints a code by its id ("tensor_wrong_shape"), not as a byte.
+void PrintTo(ErrorCode code, std::ostream* os) { *os << error_code_id(code); }
+}  // namespace sf
 
 namespace sf::gui {
 namespace {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@
 #include "util/error.h"
 
 namespace sf {
+
+// gtest prints a code by its id ("tensor_wrong_shape"), not as a byte.
+void PrintTo(ErrorCode code, std::ostream* os) { *os << error_code_id(code); }
+
 namespace {
 
 namespace fs = std::filesystem;
