@@ -38,7 +38,7 @@ App::App(const AppOptions& options, SettingsStore* settings)
       attention_ = {h.kind, h.layer, h.head};
       if (stage_info(stage_).attention_map) stage_ = attention_stage(h.kind);
     } catch (const Error& e) {
-      state_.set_error(e.what());
+      state_.set_error(error_text(e));
     }
   }
   state_.keep_sentence(options.sentence.empty() ? kDefaultSentence : options.sentence);

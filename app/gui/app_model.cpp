@@ -75,8 +75,8 @@ void App::poll_model_loader() {
 void App::adopt(LoadedModel loaded) {
   const std::string kept = state_.model() ? fs::path(state_.model_path()).filename().string() : "";
   std::optional<ErrorKind> kind = loaded.error_kind;
-  // "" when the model is in as asked; a core error in its kind's sentence (the app's one error boundary)
-  std::string problem = loaded.error.empty() || !kind ? loaded.error : error_text(*kind, loaded.error);
+  // "" when the model is in as asked; a core error in the user's words (the app's one error boundary)
+  std::string problem = loaded.core_error ? error_text(*loaded.core_error) : loaded.error;
   if (loaded.model && !state_.use_model(loaded.model, loaded.path)) {
     // The file is fine; the sentence (or the interventions) do not fit the model.
     kind = ErrorKind::Input;

@@ -31,9 +31,30 @@ std::string error_text(ErrorKind kind, const std::string& detail) {
   return detail;
 }
 
+std::optional<T> error_code_entry(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::Generic: return std::nullopt;
+#define X(name, id, ...) \
+  case ErrorCode::name: return T::error_##id;
+#include "util/error_codes.inc"
+#undef X
+    case ErrorCode::count_: break;
+  }
+  return std::nullopt;
+}
+
+std::string error_text(const Error& error) {
+  const std::optional<T> entry = error_code_entry(error.code());
+  if (!entry) return error_text(error.kind(), error.what());
+  std::vector<TextArg> args;
+  args.reserve(error.values().size());
+  for (const ErrorValue& v : error.values()) args.emplace_back(v.name, v.value);
+  return tr(*entry, args);
+}
+
 bool AppState::fail_with(const std::exception& e) {
   if (const auto* typed = dynamic_cast<const Error*>(&e))
-    error_ = error_text(typed->kind(), typed->what());
+    error_ = error_text(*typed);
   else
     error_ = e.what();
   return false;
@@ -292,7 +313,7 @@ bool AppState::rebuild(int steps) {
       decode(try_gpu);
     } catch (const Error& e) {
       if (!try_gpu || e.kind() != ErrorKind::Unsupported) throw;
-      device->fail(m, e.what());
+      device->fail(m, error_text(e));
       out.device_why = device->note();
       decode(false);
     }
@@ -501,7 +522,7 @@ bool AppState::advance(int count) {
     } catch (const Error& e) {
       // A CUDA failure in a step on the GPU: the same decoding again on the CPU, to the same step.
       if (!d->on_gpu() || e.kind() != ErrorKind::Unsupported) throw;
-      device->fail(m, e.what());
+      device->fail(m, error_text(e));
       out.device_why = device->note();
       d = std::make_shared<Decoder>(m->config, m->weights, d->encoded().src.ids, d->interventions(), d->options(),
                                     d->encoder_pass());

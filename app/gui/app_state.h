@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gui/background_task.h"
+#include "gui/text/text.h"
 #include "gui/view_device.h"
 #include "decode/decoder.h"
 #include "model/model.h"
@@ -251,6 +252,12 @@ std::string default_model_path();
 // The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the
 // core's own text ("[load_model] tensor '...' holds NaN") as the detail: "value error: [load_model] ...".
 std::string error_text(ErrorKind kind, const std::string& detail);
+// A core error in the user's words: the string table's entry for its code (error_<id> in gui/text/en.inc) with
+// the error's values, e.g. "Tensor 'x' has the shape (256, 512); the model's configuration needs (512, 256)."; an
+// error of the generic code as above, its kind's sentence with the core's English text.
+std::string error_text(const Error& error);
+// The table entry that words `code`; none for ErrorCode::Generic.
+std::optional<T> error_code_entry(ErrorCode code);
 inline constexpr const char* kDefaultSentence = "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.";
 
 }  // namespace sf::gui

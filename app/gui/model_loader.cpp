@@ -25,8 +25,9 @@ LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* ca
     r.model.reset();
     r.error = "cancelled";
   } catch (const Error& e) {
-    r.error = e.what();  // the dialog puts it into its kind's sentence (gui/app_state.h error_text)
+    r.error = e.what();  // the English text, for stderr; the dialog words core_error (gui/app_state.h error_text)
     r.error_kind = e.kind();
+    r.core_error = e;
   } catch (const std::bad_alloc&) {
     r.error = tr(T::open_out_of_memory, {{"path", path}});
   } catch (const std::exception& e) {

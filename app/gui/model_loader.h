@@ -22,6 +22,7 @@ struct LoadedModel {
   std::string error;                   // "" or the problem: a core error's own text ("[load_model] ..."), which
                                        // the app puts into its kind's sentence (gui/app_state.h error_text)
   std::optional<ErrorKind> error_kind;  // set for the core's typed errors (sf::Error)
+  std::optional<Error> core_error;      // the core's error itself, which the app words (gui/app_state.h error_text)
   std::vector<std::string> warnings;   // tensors the family does not know, skipped
   double seconds = 0;                  // how long the parse took
 };

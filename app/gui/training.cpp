@@ -117,7 +117,7 @@ void Training::open_timeline(const std::string& path) {
         out.error = tr(T::training_timeline_empty, {{"path", path}});
       }
     } catch (const Error& e) {
-      out.error = error_text(e.kind(), e.what());
+      out.error = error_text(e);
     } catch (const std::exception& e) {
       out.error = tr(T::training_timeline_unreadable, {{"path", path}, {"reason", e.what()}});
     }
@@ -226,7 +226,7 @@ std::string Training::save_timeline_to(const std::string& path, bool replace, co
     sf::save_timeline(*timeline_, path, timeline_live_ ? SnapshotStorage::Int8Rows : timeline_->storage,
                       WriteRules{replace, inputs, allowed_folder});
   } catch (const Error& e) {
-    return e.what();
+    return error_text(e);
   } catch (const std::bad_alloc&) {
     return tr(T::training_save_no_memory);
   }

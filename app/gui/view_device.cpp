@@ -1,5 +1,6 @@
 #include "gui/view_device.h"
 
+#include "gui/app_state.h"
 #include "gui/text/text.h"
 #include "util/error.h"
 
@@ -19,7 +20,7 @@ std::shared_ptr<CudaModel> ViewDevice::gpu_for(const std::shared_ptr<const Model
     note_ = why;  // auto: a GPU that could not take the model
   } catch (const Error& e) {  // cuda: no GPU, no room, a model family it does not compute
     note_ = tr(request_ == DeviceRequest::Cuda ? T::device_cuda_failed_asked : T::device_cuda_failed,
-               {{"reason", e.what()}});
+               {{"reason", error_text(e)}});
   }
   return gpu_;
 }

@@ -134,9 +134,13 @@ struct SafetensorsStorage {
       const ssize_t n = ::pread(fd, p + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)),
                                 static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail(ErrorKind::File, "load_safetensors", "cannot read '" + path + "': " + std::strerror(errno));
+      if (n < 0) {
+        const std::string why = std::strerror(errno);
+        fail(ErrorKind::File, ErrorCode::FileCannotRead, "load_safetensors", {{"path", path}, {"reason", why}},
+             "cannot read '" + path + "': " + why);
+      }
       if (n == 0)
-        fail(ErrorKind::File, "load_safetensors",
+        fail(ErrorKind::File, ErrorCode::FileChanged, "load_safetensors", {{"path", path}},
              "'" + path + "' changed while it was read: it ends before byte " + std::to_string(offset + size) +
                  " (another program is writing it; open it again when it has finished)");
       done += static_cast<uint64_t>(n);
@@ -154,7 +158,8 @@ void TensorView::read_floats(std::span<float> out) const {
 
 void TensorView::read_floats(int64_t first, std::span<float> out) const {
   if (!dtype_is_float_readable(dtype))
-    fail(ErrorKind::Format, "TensorView::read_floats",
+    fail(ErrorKind::Format, ErrorCode::TensorDtypeUnsupported, "TensorView::read_floats",
+         {{"tensor", name}, {"dtype", dtype_name(dtype)}},
          "tensor '" + name + "' has dtype " + dtype_name(dtype) + ", which cannot be read as float (expected F32, "
          "F16 or BF16)");
   if (first < 0 || first + static_cast<int64_t>(out.size()) > numel())
@@ -276,16 +281,25 @@ bool SafetensorsFile::add_alias(const std::string& alias, const std::string& nam
 void SafetensorsFile::parse(const std::byte* base, uint64_t size) {
   // `base` holds the first min(size, 8 + header length) bytes of the file (all of it for from_bytes).
   const std::string where = "load_safetensors";
-  auto bad = [&](const std::string& what) { fail(ErrorKind::Format, where, "'" + origin_ + "': " + what); };
+  // A malformed header: the code says which fault a user can be told in their words; the rest are said by
+  // SafetensorsBadHeader with the English detail as its value.
+  auto bad_as = [&](ErrorCode code, std::vector<ErrorValue> values, const std::string& what) {
+    fail(ErrorKind::Format, code, where, std::move(values), "'" + origin_ + "': " + what);
+  };
+  auto bad = [&](const std::string& what) {
+    bad_as(ErrorCode::SafetensorsBadHeader, {{"path", origin_}, {"problem", what}}, what);
+  };
   file_size_ = size;
 
   if (size < 8)
-    bad("the file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length: truncated or not "
-        "a safetensors file");
+    bad_as(ErrorCode::SafetensorsTruncated, {{"path", origin_}, {"size", size}},
+           "the file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length: truncated or "
+           "not a safetensors file");
   const uint64_t header_len = header_length(base);
   if (header_len > size - 8)
-    bad("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
-        " bytes): truncated or not a safetensors file");
+    bad_as(ErrorCode::SafetensorsTruncated, {{"path", origin_}, {"size", size}},
+           "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+               std::to_string(size) + " bytes): truncated or not a safetensors file");
   if (header_len > kMaxHeaderBytes)
     bad("header length " + std::to_string(header_len) + " exceeds the limit of " + std::to_string(kMaxHeaderBytes) +
         " bytes");
@@ -323,7 +337,9 @@ void SafetensorsFile::parse(const std::byte* base, uint64_t size) {
     if (!dtype_it->is_string()) bad(tensor + ": dtype is not a string");
     const std::string dtype_text = dtype_it->get<std::string>();
     const auto dtype = dtype_from_name(dtype_text);
-    if (!dtype) bad(tensor + ": unknown dtype '" + dtype_text + "'");
+    if (!dtype)
+      bad_as(ErrorCode::UnknownDtype, {{"path", origin_}, {"tensor", name}, {"dtype", dtype_text}},
+             tensor + ": unknown dtype '" + dtype_text + "'");
 
     if (!shape_it->is_array()) bad(tensor + ": shape is not an array");
     if (shape_it->size() > 8) bad(tensor + ": shape has " + std::to_string(shape_it->size()) + " dimensions (at most 8)");
@@ -348,8 +364,9 @@ void SafetensorsFile::parse(const std::byte* base, uint64_t size) {
     const uint64_t end = (*offsets_it)[1].get<uint64_t>();
     if (begin > end) bad(tensor + ": data_offsets " + offsets_string(begin, end) + " end before they begin");
     if (end > data_size)
-      bad(tensor + ": data_offsets " + offsets_string(begin, end) + " lie outside the data (" +
-          std::to_string(data_size) + " bytes): the file is truncated or the header is wrong");
+      bad_as(ErrorCode::SafetensorsDataPastEnd, {{"path", origin_}, {"tensor", name}},
+             tensor + ": data_offsets " + offsets_string(begin, end) + " lie outside the data (" +
+                 std::to_string(data_size) + " bytes): the file is truncated or the header is wrong");
     if (end - begin != byte_count)
       bad(tensor + ": data_offsets " + offsets_string(begin, end) + " span " + std::to_string(end - begin) +
           " bytes, but " + dtype_text + " " + shape_string(shape) + " needs " + std::to_string(byte_count));

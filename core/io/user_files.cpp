@@ -165,17 +165,23 @@ int open_regular_file(const std::string& path, uint64_t max_bytes, const char* w
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one; O_NOCTTY: a terminal
   // device never becomes the controlling terminal. Regular files ignore both.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::File, where, "cannot open " + in_quotes(path) + ": " + errno_text());
+  if (fd < 0) {
+    const std::string why = errno_text();
+    fail(ErrorKind::File, ErrorCode::FileCannotOpen, where, {{"path", path}, {"reason", why}},
+         "cannot open " + in_quotes(path) + ": " + why);
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const std::string why = errno_text();
     ::close(fd);
-    fail(ErrorKind::File, where, "cannot read " + in_quotes(path) + ": " + why);
+    fail(ErrorKind::File, ErrorCode::FileCannotRead, where, {{"path", path}, {"reason", why}},
+         "cannot read " + in_quotes(path) + ": " + why);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorKind::File, where, in_quotes(path) + " is " + kind_of_mode(st.st_mode) + ", not a regular file (" + what +
-                                     " must be a file)");
+    const std::string kind = kind_of_mode(st.st_mode);
+    fail(ErrorKind::File, ErrorCode::FileNotRegular, where, {{"path", path}, {"file_kind", kind}},
+         in_quotes(path) + " is " + kind + ", not a regular file (" + what + " must be a file)");
   }
   const uint64_t bytes = static_cast<uint64_t>(st.st_size);
   if (bytes > max_bytes) {
@@ -183,8 +189,9 @@ int open_regular_file(const std::string& path, uint64_t max_bytes, const char* w
     // (just over the limit, the rounded sizes read alike, "1.0 MB; the limit is 1.0 MB": then the bytes)
     const bool alike = byte_size_text(bytes) == byte_size_text(max_bytes);
     const auto size_of = [&](uint64_t n) { return alike ? with_thousands(n) + " bytes" : byte_size_text(n); };
-    fail(ErrorKind::File, where, in_quotes(path) + " is " + size_of(bytes) + "; the limit for " + what + " is " +
-                                     size_of(max_bytes));
+    fail(ErrorKind::File, ErrorCode::FileTooLarge, where,
+         {{"path", path}, {"size", size_of(bytes)}, {"limit", size_of(max_bytes)}},
+         in_quotes(path) + " is " + size_of(bytes) + "; the limit for " + what + " is " + size_of(max_bytes));
   }
   *size = bytes;
   return fd;
@@ -197,11 +204,15 @@ void read_exactly(int fd, void* out, uint64_t size, const std::string& path, con
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 64u << 20));
     const ssize_t n = ::read(fd, p + done, chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) fail(ErrorKind::File, where, "cannot read " + in_quotes(path) + ": " + errno_text());
+    if (n < 0) {
+      const std::string why = errno_text();
+      fail(ErrorKind::File, ErrorCode::FileCannotRead, where, {{"path", path}, {"reason", why}},
+           "cannot read " + in_quotes(path) + ": " + why);
+    }
     if (n == 0)
-      fail(ErrorKind::File, where, in_quotes(path) + " changed while it was read: it was " + byte_size_text(size) +
-                                       ", it ended after " + byte_size_text(done) +
-                                       " (another program is writing it; try again when it has finished)");
+      fail(ErrorKind::File, ErrorCode::FileChanged, where, {{"path", path}},
+           in_quotes(path) + " changed while it was read: it was " + byte_size_text(size) + ", it ended after " +
+               byte_size_text(done) + " (another program is writing it; try again when it has finished)");
     done += static_cast<uint64_t>(n);
   }
 }

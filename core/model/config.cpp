@@ -27,7 +27,9 @@ const char* to_string(OutputHead) { return "linear"; }
 void Config::validate() const {
   auto bad = [](const std::string& what) { fail(ErrorKind::Config, "config", what); };
   auto positive = [&](const char* name, int v) {
-    if (v <= 0) bad(std::string(name) + " must be positive, got " + std::to_string(v));
+    if (v <= 0)
+      fail(ErrorKind::Config, ErrorCode::ConfigNotPositive, "config", {{"key", name}, {"value", v}},
+           std::string(name) + " must be positive, got " + std::to_string(v));
   };
   positive("d_model", d_model);
   positive("n_heads", n_heads);
@@ -51,7 +53,8 @@ void Config::validate() const {
     bad("an encoder_only model has no decoder: decoder_final_norm and share_embeddings must be false");
   positive("max_positions", max_positions);
   if (d_model % n_heads != 0)
-    bad("n_heads (" + std::to_string(n_heads) + ") does not divide d_model (" + std::to_string(d_model) + ")");
+    fail(ErrorKind::Config, ErrorCode::ConfigHeadsDoNotDivide, "config", {{"heads", n_heads}, {"width", d_model}},
+         "n_heads (" + std::to_string(n_heads) + ") does not divide d_model (" + std::to_string(d_model) + ")");
   if (d_model > 65536 || d_ff > 262144 || n_heads > 1024 || n_encoder_layers > 256 || n_decoder_layers > 256 ||
       max_positions > 65536 || src_vocab_size > 4'000'000 || tgt_vocab_size > 4'000'000)
     bad("a dimension is implausibly large (d_model " + std::to_string(d_model) + ", d_ff " + std::to_string(d_ff) +
@@ -66,8 +69,10 @@ void Config::validate() const {
                                                           : tgt_vocab_size;
   auto special = [&](const char* name, int id) {
     if (id < 0 || id >= smaller_vocab)
-      bad(std::string(name) + " (" + std::to_string(id) + ") is outside the vocabulary (size " +
-          std::to_string(smaller_vocab) + ")");
+      fail(ErrorKind::Config, ErrorCode::ConfigIdOutsideVocabulary, "config",
+           {{"key", name}, {"id", id}, {"size", smaller_vocab}},
+           std::string(name) + " (" + std::to_string(id) + ") is outside the vocabulary (size " +
+               std::to_string(smaller_vocab) + ")");
   };
   special("pad_id", pad_id);
   special("bos_id", bos_id);
@@ -79,7 +84,7 @@ void Config::validate() const {
 
 void require_encoder_decoder(const Config& config, const std::string& what) {
   if (config.stacks != ModelStacks::EncoderDecoder)
-    fail(ErrorKind::Unsupported, what,
+    fail(ErrorKind::Unsupported, ErrorCode::ModelShapeUnsupported, what, {{"shape", to_string(config.stacks)}},
          std::string("this is a ") + to_string(config.stacks) +
              " model: only encoder-decoder (translation) models are taken here, for now");
 }
@@ -138,7 +143,9 @@ template <typename T>
 void read_key(const json& j, const char* key, T& out, bool required = false) {
   auto it = j.find(key);
   if (it == j.end()) {
-    if (required) fail(ErrorKind::Config, "config", std::string("missing key '") + key + "'");
+    if (required)
+      fail(ErrorKind::Config, ErrorCode::ConfigKeyMissing, "config", {{"key", key}},
+           std::string("missing key '") + key + "'");
     return;
   }
   try {
@@ -155,7 +162,8 @@ void read_key(const json& j, const char* key, T& out, bool required = false) {
       out = it->get<T>();
     }
   } catch (...) {
-    fail(ErrorKind::Config, "config", std::string("key '") + key + "' has the wrong type: " + it->dump());
+    fail(ErrorKind::Config, ErrorCode::ConfigKeyWrongType, "config", {{"key", key}, {"found", it->dump()}},
+         std::string("key '") + key + "' has the wrong type: " + it->dump());
   }
 }
 

@@ -37,7 +37,8 @@ const char* kRequiredFiles = "config.json, model.safetensors, source.spm, target
 std::string required_file(const std::string& folder, const std::string& name) {
   const std::string path = in_folder(folder, name);
   if (!path_exists(path))
-    fail(ErrorKind::Missing, kWhere, "'" + folder + "' has no " + name + " (a Marian folder holds " + kRequiredFiles + ")");
+    fail(ErrorKind::Missing, ErrorCode::MarianFileMissing, kWhere, {{"folder", folder}, {"file", name}},
+         "'" + folder + "' has no " + name + " (a Marian folder holds " + kRequiredFiles + ")");
   return path;
 }
 
@@ -161,8 +162,10 @@ void check_stored_positions(const SafetensorsFile& file, const Config& c, const 
   if (!t) return;
   const std::vector<int64_t> want = {c.max_positions, c.d_model};
   if (t->shape != want)
-    fail(ErrorKind::Shape, kWhere, "'" + file.origin() + "': tensor '" + name + "': expected " + shape_string(want) +
-                                       ", found " + shape_string(t->shape));
+    fail(ErrorKind::Shape, ErrorCode::TensorWrongShape, kWhere,
+         {{"tensor", name}, {"expected", shape_string(want)}, {"found", shape_string(t->shape)}},
+         "'" + file.origin() + "': tensor '" + name + "': expected " + shape_string(want) + ", found " +
+             shape_string(t->shape));
   const Mat& table = cached_sinusoidal_encoding(c.max_positions, c.d_model, SinusoidLayout::Halves);
   std::vector<float> row(static_cast<size_t>(c.d_model));
   for (int p = 0; p < c.max_positions; ++p) {
@@ -204,7 +207,7 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
   };
   struct stat st {};
   if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(ErrorKind::File, kWhere, "'" + folder + "' is not a folder");
+    fail(ErrorKind::File, ErrorCode::NotAFolder, kWhere, {{"path", folder}}, "'" + folder + "' is not a folder");
 
   // config.json: the architecture first, then the sizes.
   const std::string config_path = required_file(folder, "config.json");
@@ -275,7 +278,7 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
   try {
     c.validate();
   } catch (const Error& e) {
-    throw Error(e.kind(), "[" + std::string(kWhere) + "] '" + config_path + "': " + e.what());
+    throw Error(e, "[" + std::string(kWhere) + "] '" + config_path + "': " + e.what());
   }
 
   Model m;
@@ -360,7 +363,7 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
   try {
     read_family_weights(file, m, warnings, read_weights, also_known, {"final_logits_bias"});
   } catch (const Error& e) {
-    throw Error(e.kind(), "[" + std::string(kWhere) + "] '" + weights_path + "': " + e.what());
+    throw Error(e, "[" + std::string(kWhere) + "] '" + weights_path + "': " + e.what());
   }
   return m;
 }

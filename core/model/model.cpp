@@ -80,7 +80,7 @@ auto in_context(const std::string& origin, F&& f) {
   try {
     return f();
   } catch (const Error& e) {
-    throw Error(e.kind(), std::string("[") + kLoad + "] '" + origin + "': " + e.what());
+    throw Error(e, std::string("[") + kLoad + "] '" + origin + "': " + e.what());
   }
 }
 
@@ -88,10 +88,11 @@ const std::string& required_metadata(const SafetensorsFile& file, const std::str
   const auto it = file.metadata().find(key);
   if (it == file.metadata().end()) {
     if (key == "format")
-      fail(ErrorKind::Missing, kLoad,
+      fail(ErrorKind::Missing, ErrorCode::NotAModel, kLoad, {{"path", file.origin()}},
            "'" + file.origin() + "' has no __metadata__ \"format\": it is a safetensors file but not a Stepformer "
            "model (convert PyTorch checkpoints with tools/convert_pytorch.py)");
-    fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "' has no __metadata__ \"" + key + "\"");
+    fail(ErrorKind::Missing, ErrorCode::MetadataMissing, kLoad, {{"path", file.origin()}, {"key", key}},
+         "'" + file.origin() + "' has no __metadata__ \"" + key + "\"");
   }
   return it->second;
 }
@@ -99,14 +100,21 @@ const std::string& required_metadata(const SafetensorsFile& file, const std::str
 // The tensor of one slot, checked: present, the expected shape, a float dtype.
 const TensorView& checked_tensor(const SafetensorsFile& file, const TensorSpec& spec) {
   const TensorView* t = file.find(spec.name);
-  if (!t) fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "': missing tensor '" + spec.name + "' " +
-                                              shape_string(spec.shape));
-  if (t->shape != spec.shape)
-    fail(ErrorKind::Shape, kLoad, "tensor '" + spec.name + "': expected " + shape_string(spec.shape) + ", found " +
-                                      shape_string(t->shape));
+  const std::string expected = shape_string(spec.shape);
+  if (!t)
+    fail(ErrorKind::Missing, ErrorCode::TensorMissing, kLoad,
+         {{"path", file.origin()}, {"tensor", spec.name}, {"expected", expected}},
+         "'" + file.origin() + "': missing tensor '" + spec.name + "' " + expected);
+  if (t->shape != spec.shape) {
+    const std::string found = shape_string(t->shape);
+    fail(ErrorKind::Shape, ErrorCode::TensorWrongShape, kLoad,
+         {{"tensor", spec.name}, {"expected", expected}, {"found", found}},
+         "tensor '" + spec.name + "': expected " + expected + ", found " + found);
+  }
   if (!dtype_is_float_readable(t->dtype))
-    fail(ErrorKind::Unsupported, kLoad, "tensor '" + spec.name + "' has dtype " + dtype_name(t->dtype) +
-                                            " (expected F32, F16 or BF16)");
+    fail(ErrorKind::Unsupported, ErrorCode::TensorDtypeUnsupported, kLoad,
+         {{"tensor", spec.name}, {"dtype", dtype_name(t->dtype)}},
+         "tensor '" + spec.name + "' has dtype " + dtype_name(t->dtype) + " (expected F32, F16 or BF16)");
   return *t;
 }
 
@@ -114,8 +122,10 @@ const TensorView& checked_tensor(const SafetensorsFile& file, const TensorSpec& 
 void check_finite(const std::string& name, std::span<const float> values, const char* where, int64_t first = 0) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::isfinite(values[i])) continue;
-    fail(ErrorKind::Value, where, "tensor '" + name + "' holds " + (std::isnan(values[i]) ? "NaN" : "Inf") +
-                                      " at flat index " + std::to_string(first + static_cast<int64_t>(i)));
+    const char* what = std::isnan(values[i]) ? "NaN" : "Inf";
+    const int64_t index = first + static_cast<int64_t>(i);
+    fail(ErrorKind::Value, ErrorCode::WeightNotFinite, where, {{"tensor", name}, {"value", what}, {"index", index}},
+         "tensor '" + name + "' holds " + what + " at flat index " + std::to_string(index));
   }
 }
 
@@ -173,19 +183,21 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
   // Metadata: what this file is, then the config, vocabularies and tokenizer settings.
   const std::string& format = required_metadata(file, "format");
   if (format == kTimelineFormat && expected_format == kModelFormat)
-    fail(ErrorKind::Format, kLoad, "'" + origin + "' is a training timeline (snapshots of a run), not a model: "
-                                       "open the model file it belongs to");
+    fail(ErrorKind::Format, ErrorCode::TimelineNotModel, kLoad, {{"path", origin}},
+         "'" + origin + "' is a training timeline (snapshots of a run), not a model: open the model file it belongs "
+         "to");
   if (format != expected_format)
     fail(ErrorKind::Format, kLoad, "'" + origin + "': __metadata__ \"format\" is '" + format + "', expected '" +
                                        expected_format + "'");
   const std::string& version = required_metadata(file, "format_version");
   if (version != kModelFormatVersion)
-    fail(ErrorKind::Unsupported, kLoad, "'" + origin + "': format_version '" + version +
-                                            "' is not supported by this build (it reads version " +
-                                            kModelFormatVersion + ")");
+    fail(ErrorKind::Unsupported, ErrorCode::FormatVersionUnsupported, kLoad,
+         {{"path", origin}, {"version", version}, {"supported", kModelFormatVersion}},
+         "'" + origin + "': format_version '" + version + "' is not supported by this build (it reads version " +
+             kModelFormatVersion + ")");
   m.family = required_metadata(file, "family");
   if (!is_known_family(m.family))
-    fail(ErrorKind::Format, kLoad,
+    fail(ErrorKind::Format, ErrorCode::UnknownFamily, kLoad, {{"family", m.family}},
          "'" + origin + "': unknown family '" + m.family + "' (expected " + known_families_text() + ")");
 
   m.config = in_context(origin, [&] {

@@ -35,7 +35,9 @@ int64_t TensorSpec::numel() const {
 
 void check_family_config(const std::string& family, const Config& c, const std::string& where) {
   const FamilyDescription* f = find_family(family);
-  if (!f) fail(ErrorKind::Format, where, "unknown family '" + family + "' (expected " + known_families_text() + ")");
+  if (!f)
+    fail(ErrorKind::Format, ErrorCode::UnknownFamily, where, {{"family", family}},
+         "unknown family '" + family + "' (expected " + known_families_text() + ")");
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) fail(ErrorKind::Config, where, "family '" + family + "' needs " + what);
   };
@@ -75,7 +77,8 @@ auto build_slots(const std::string& family, const Config& config, W& weights, co
         const std::vector<int64_t> want = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
         const std::vector<int64_t> found = r.matrix ? std::vector<int64_t>{r.matrix->rows(), r.matrix->cols()}
                                                     : std::vector<int64_t>{r.vector->size()};
-        fail(ErrorKind::Shape, where,
+        fail(ErrorKind::Shape, ErrorCode::TensorWrongShape, where,
+             {{"tensor", n->name}, {"expected", shape_string(want)}, {"found", shape_string(found)}},
              "weight '" + n->name + "': expected " + shape_string(want) + ", found " + shape_string(found));
       }
     }

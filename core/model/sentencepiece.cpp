@@ -27,11 +27,13 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
   const std::string* names[2] = {&source_name, &target_name};
   for (int i = 0; i < 2; ++i) {
     if (impl_->proto[i].empty())
-      fail(ErrorKind::Format, where, "'" + *names[i] + "' is empty: not a SentencePiece model");
+      fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", "empty"}},
+           "'" + *names[i] + "' is empty: not a SentencePiece model");
     // What the library would crash on (a crafted character map, a piece longer than its trie builder's
     // stack): refused before it sees the bytes (model/sentencepiece_proto.h).
     if (const std::string unsafe = sentencepiece_model_problem(impl_->proto[i]); !unsafe.empty())
-      fail(ErrorKind::Format, where, "'" + *names[i] + "' is not a SentencePiece model Stepformer can read: " + unsafe);
+      fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", unsafe}},
+           "'" + *names[i] + "' is not a SentencePiece model Stepformer can read: " + unsafe);
     // libsentencepiece reports most faults as a status, but some (a piece of zero length, found by
     // tests/fuzz/fuzz_hf_marian) as an exception of its own from deep inside: both become one Format error.
     std::string problem;
@@ -44,9 +46,11 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
       problem = "the library refused it";
     }
     if (!problem.empty())
-      fail(ErrorKind::Format, where, "'" + *names[i] + "' is not a SentencePiece model (" + problem + ")");
+      fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", problem}},
+           "'" + *names[i] + "' is not a SentencePiece model (" + problem + ")");
     if (impl_->processor[i].GetPieceSize() <= 0)
-      fail(ErrorKind::Format, where, "'" + *names[i] + "' holds no pieces");
+      fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", "no pieces"}},
+           "'" + *names[i] + "' holds no pieces");
   }
 }
 
@@ -97,8 +101,9 @@ std::vector<std::string> SentencePieceModels::known_pieces(Side side) const {
 std::vector<Token> encode_pieces(std::string_view text, const SentencePieceModels& models, const Vocabulary& vocabulary,
                                  Side side, bool add_eos) {
   if (text.size() > kMaxSentenceBytes)
-    fail(ErrorKind::Input, "encode", "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
-                                         std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
+    fail(ErrorKind::Input, ErrorCode::SentenceTooLong, "encode", {{"bytes", text.size()}, {"limit", kMaxSentenceBytes}},
+         "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
+             std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
   std::vector<Token> out;
   auto lookup = [&](Token& t) {
     const auto id = vocabulary.find(t.text);

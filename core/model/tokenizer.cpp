@@ -386,8 +386,9 @@ std::vector<Token> tokenize(std::string_view text, const TokenizerSettings& sett
 std::vector<Token> encode(std::string_view text, const TokenizerSettings& settings, const Vocabulary& vocabulary,
                           Side side) {
   if (text.size() > kMaxSentenceBytes)
-    fail(ErrorKind::Input, "encode", "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
-                                         std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
+    fail(ErrorKind::Input, ErrorCode::SentenceTooLong, "encode", {{"bytes", text.size()}, {"limit", kMaxSentenceBytes}},
+         "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
+             std::to_string(kMaxSentenceBytes) + " (a model reads at most a few hundred tokens)");
   std::vector<Token> words = tokenize(text, settings, side);
   std::vector<Token> out;
   out.reserve(words.size() + 2);

@@ -10,16 +10,22 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, SpecialIds specials, con
     : tokens_(std::move(tokens)), specials_(specials) {
   index_.reserve(tokens_.size());
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    if (tokens_[i].empty()) fail(ErrorKind::Format, where, "token " + std::to_string(i) + " is empty");
+    if (tokens_[i].empty())
+      fail(ErrorKind::Format, ErrorCode::VocabularyTokenEmpty, where, {{"index", i}},
+           "token " + std::to_string(i) + " is empty");
     const auto [it, inserted] = index_.emplace(tokens_[i], static_cast<int>(i));
     if (!inserted)
-      fail(ErrorKind::Format, where, "token '" + tokens_[i] + "' appears twice (ids " + std::to_string(it->second) +
-                                         " and " + std::to_string(i) + ")");
+      fail(ErrorKind::Format, ErrorCode::VocabularyTokenTwice, where,
+           {{"token", tokens_[i]}, {"first", it->second}, {"second", i}},
+           "token '" + tokens_[i] + "' appears twice (ids " + std::to_string(it->second) + " and " +
+               std::to_string(i) + ")");
   }
   auto check = [&](const char* name, int id) {
     if (id < 0 || id >= size())
-      fail(ErrorKind::Config, where, std::string(name) + " (" + std::to_string(id) +
-                                         ") is outside the vocabulary (size " + std::to_string(size()) + ")");
+      fail(ErrorKind::Config, ErrorCode::ConfigIdOutsideVocabulary, where,
+           {{"key", name}, {"id", id}, {"size", size()}},
+           std::string(name) + " (" + std::to_string(id) + ") is outside the vocabulary (size " +
+               std::to_string(size()) + ")");
   };
   check("pad_id", specials_.pad);
   check("bos_id", specials_.bos);
@@ -29,7 +35,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, SpecialIds specials, con
 
 const std::string& Vocabulary::token(int id) const {
   if (id < 0 || id >= size())
-    fail(ErrorKind::Input, "Vocabulary::token",
+    fail(ErrorKind::Input, ErrorCode::TokenIdOutsideVocabulary, "Vocabulary::token", {{"id", id}, {"size", size()}},
          "id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(size()) + ")");
   return tokens_[static_cast<size_t>(id)];
 }

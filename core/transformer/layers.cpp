@@ -108,14 +108,17 @@ void check_token_ids(const Config& config, bool source, const std::vector<int>& 
                      const std::vector<int>& positions) {
   const char* side = source ? "source" : "target";
   const int vocab = source ? config.src_vocab_size : config.tgt_vocab_size;
-  if (ids.empty()) fail(ErrorKind::Input, "forward", std::string("the ") + side + " sequence is empty");
+  if (ids.empty())
+    fail(ErrorKind::Input, source ? ErrorCode::SourceEmpty : ErrorCode::TargetEmpty, "forward", {},
+         std::string("the ") + side + " sequence is empty");
   if (positions.size() != ids.size())
     fail(ErrorKind::Shape, "forward", std::to_string(ids.size()) + " " + side + " ids but " +
                                           std::to_string(positions.size()) + " positions");
   // The length a sequence reaches: one past its last position.
   const int length = *std::max_element(positions.begin(), positions.end()) + 1;
   if (length > config.max_positions)
-    fail(ErrorKind::Input, "forward",
+    fail(ErrorKind::Input, source ? ErrorCode::SourceTooLong : ErrorCode::TargetTooLong, "forward",
+         {{"tokens", length}, {"limit", config.max_positions}},
          std::string("the ") + side + " sequence has " + std::to_string(length) + " tokens, the model accepts at most " +
              std::to_string(config.max_positions));
   for (size_t i = 0; i < ids.size(); ++i) {

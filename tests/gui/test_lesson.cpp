@@ -236,8 +236,8 @@ TEST_F(LessonRun, ASentenceTooLongToReadIsRefusedAndTheLessonGoesOn) {
   frames(8);
   EXPECT_EQ(app_->caption(), "after") << "the lesson reached its pause";
   ASSERT_GE(log_.size(), 2u);
-  EXPECT_EQ(log_[0], "script line 2: input error: [encode] the sentence is 16385 bytes; the limit is 16384 (a model reads at most a few "
-                     "hundred tokens)");
+  EXPECT_EQ(log_[0], "script line 2: The sentence is 16385 bytes long; the limit is 16384 (a model reads at most a few "
+                     "hundred tokens).");  // the table's words for the core's SentenceTooLong (gui/app_state.h error_text)
   EXPECT_EQ(log_[1], "script line 3: input error: [reference] the reference is 16385 bytes; the limit is 16384 (a model reads at most a few "
                      "hundred tokens)");
   EXPECT_EQ(app_->state().sentence(), "ein mann") << "the sentence it had stays";

@@ -111,8 +111,8 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   const cudaError_t found = cudaGetDeviceCount(&count);
   if (found != cudaSuccess || count == 0) {
     cudaGetLastError();
-    fail(ErrorKind::Unsupported, "cuda",
-         std::string("no usable GPU: ") + (found != cudaSuccess ? cudaGetErrorString(found) : "no CUDA device"));
+    const std::string why = found != cudaSuccess ? cudaGetErrorString(found) : "no CUDA device";
+    fail(ErrorKind::Unsupported, ErrorCode::CudaNoDevice, "cuda", {{"reason", why}}, "no usable GPU: " + why);
   }
   cudaDeviceProp prop{};
   check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
@@ -130,7 +130,8 @@ CudaModel::CudaModel(const Config& config, const ModelWeights& weights, size_t m
   const size_t needed = weight_bytes + std::max<size_t>(weight_bytes / 8, size_t{64} << 20);
   const size_t available = memory_limit_bytes > 0 ? std::min(free_bytes, memory_limit_bytes) : free_bytes;
   if (needed > available)
-    fail(ErrorKind::Unsupported, "cuda",
+    fail(ErrorKind::Unsupported, ErrorCode::CudaOutOfMemory, "cuda",
+         {{"needed", mib(needed)}, {"device", m.name}, {"available", mib(available)}},
          "the model needs " + mib(needed) + " of GPU memory, " + m.name + " has " + mib(available) + " free");
   check_cublas(cuda::cublas().create(&m.handle), "cublasCreate");
   check_cublas(cuda::cublas().set_math_mode(m.handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // FP32, no TF32

@@ -13,7 +13,8 @@ struct CudaModel::Impl {};
 CudaModel::CudaModel(const Config& config, const ModelWeights&, size_t) {
   // The model's reason first, as the CUDA build gives it (backend/device.h).
   if (const std::string why = model_not_for_gpu(config); !why.empty()) fail(ErrorKind::Unsupported, "cuda", why);
-  fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
+  fail(ErrorKind::Unsupported, ErrorCode::CudaNotBuilt, "cuda", {},
+       "this build has no CUDA backend (configured without nvcc)");
 }
 CudaModel::~CudaModel() = default;
 
@@ -34,7 +35,8 @@ void CudaModel::set_tf32(bool) {}
 // Unreachable as well: there is no CudaModel to decode on.
 struct CudaDecoding::State {};
 CudaDecoding::CudaDecoding(CudaModel&, const std::vector<int>&, const Interventions&) {
-  fail(ErrorKind::Unsupported, "cuda", "this build has no CUDA backend (configured without nvcc)");
+  fail(ErrorKind::Unsupported, ErrorCode::CudaNotBuilt, "cuda", {},
+       "this build has no CUDA backend (configured without nvcc)");
 }
 CudaDecoding::~CudaDecoding() = default;
 int CudaDecoding::new_cache() { return 0; }
