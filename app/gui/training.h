@@ -39,7 +39,9 @@ double mean_row_entropy(const Mat& probabilities);
 
 // What the user did on the Training stage (the panel asks; the app does it with Training::apply).
 struct TrainingAsk {
-  enum class Do { Start, Pause, Resume, Stop, ShowSnapshot, FollowLive, ShowFileModel, SaveTimeline } what;
+  enum class Do { Start, Pause, Resume, Stop, ShowSnapshot, FollowLive, ShowFileModel, SaveTimeline };
+  explicit TrainingAsk(Do d) : what(d) {}
+  Do what;
   std::string recipe;  // Start: the recipe's id
   int threads = 0;     // Start
   std::string path;    // Start: where the run saves ("": nothing written); SaveTimeline: the file

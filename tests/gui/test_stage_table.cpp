@@ -117,12 +117,16 @@ TEST(PipelineMap, DrawsTheModelsShape) {
                           s == Stage::Positional || s == Stage::Output;
       // (Q/K/V and concat show the selected kind's projections: their boxes stand in the encoder's column)
       const bool encoder_column_only = s == Stage::EncoderQkv || s == Stage::EncoderConcat;
-      if (figure && stage_in_shape(s, e.stacks) && !(encoder_column_only && layout.encoder_column < 0))
+      if (figure && stage_in_shape(s, e.stacks) && !(encoder_column_only && layout.encoder_column < 0)) {
         EXPECT_TRUE(boxed.count(s)) << shape << ": no box for " << stage_name(s);
+      }
     }
     // Each column is bottom to top: the rows of a column rise; every residual ends in an add & norm above it.
-    for (size_t i = 1; i < layout.boxes.size(); ++i)
-      if (layout.boxes[i].column == layout.boxes[i - 1].column) EXPECT_GT(layout.boxes[i].row, layout.boxes[i - 1].row);
+    for (size_t i = 1; i < layout.boxes.size(); ++i) {
+      if (layout.boxes[i].column == layout.boxes[i - 1].column) {
+        EXPECT_GT(layout.boxes[i].row, layout.boxes[i - 1].row);
+      }
+    }
     for (const PipelineResidual& r : layout.residuals) {
       const PipelineBox& into = layout.boxes[static_cast<size_t>(r.into)];
       EXPECT_TRUE(into.stage == Stage::EncoderAddNorm || into.stage == Stage::DecoderAddNorm) << shape;
