@@ -314,6 +314,78 @@ TEST(StringTable, EveryEntryIsWellFormed) {
   }
 }
 
+// The math spans of a text, "$...$" each with its dollars, in order (\$ is a dollar sign, not math).
+std::vector<std::string> math_spans(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = std::string_view::npos;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '$') {
+      ++i;
+      continue;
+    }
+    if (text[i] != '$') continue;
+    if (start == std::string_view::npos) {
+      start = i;
+    } else {
+      out.emplace_back(text.substr(start, i + 1 - start));
+      start = std::string_view::npos;
+    }
+  }
+  return out;
+}
+
+// Every language's table (ko.inc, zh.inc beside en.inc; the build checks their ids and order) has a text for every
+// entry, well formed, with exactly the English placeholders and the English math: a translation that drops a
+// {layer}, invents a {name} or rewrites a formula fails here, naming the entry.
+TEST(StringTable, EveryLanguageHasEveryEntryWithTheEnglishPlaceholdersAndMath) {
+  for (size_t l = 1; l < static_cast<size_t>(Language::count_); ++l) {
+    const Language language = static_cast<Language>(l);
+    const char* code = language_code(language);
+    int translated = 0;
+    for (size_t i = 0; i < kTextCount; ++i) {
+      const T id = static_cast<T>(i);
+      const std::string_view text = table_text(language, id);
+      EXPECT_FALSE(text.empty()) << code << ": " << text_id_name(id) << " is empty";
+      EXPECT_EQ(text_format_problem(text), "") << code << ": " << text_id_name(id) << ": \"" << text << "\"";
+      std::vector<std::string_view> names = text_placeholders(text), english = text_placeholders(english_text(id));
+      std::sort(names.begin(), names.end());
+      std::sort(english.begin(), english.end());
+      EXPECT_EQ(names, english) << code << ": " << text_id_name(id) << ": \"" << text << "\"";
+      std::vector<std::string> math = math_spans(text), english_math = math_spans(english_text(id));
+      std::sort(math.begin(), math.end());
+      std::sort(english_math.begin(), english_math.end());
+      EXPECT_EQ(math, english_math) << code << ": " << text_id_name(id) << ": the formula differs";
+      translated += text != english_text(id);
+    }
+    // (a table that is the English one copied is not a translation: most entries must differ)
+    EXPECT_GT(translated, static_cast<int>(kTextCount) * 9 / 10) << code;
+  }
+}
+
+TEST(StringTable, TheLanguageChosenIsTheOneTrSpeaks) {
+  Language language = Language::English;
+  ASSERT_TRUE(language_from_code("ko", &language));
+  EXPECT_EQ(language, Language::Korean);
+  ASSERT_TRUE(language_from_code("zh", &language));
+  EXPECT_EQ(language, Language::Chinese);
+  EXPECT_FALSE(language_from_code("fr", &language));
+  const int errors = text_argument_errors();
+  set_language(Language::Korean);
+  EXPECT_STREQ(tr(T::stage_title_cross_attention), std::string(table_text(Language::Korean, T::stage_title_cross_attention)).c_str());
+  const std::string korean = tr(T::app_detail_layer_head, {{"layer", 2}, {"head", 5}});
+  set_language(Language::Chinese);
+  const std::string chinese = tr(T::app_detail_layer_head, {{"layer", 2}, {"head", 5}});
+  set_language(Language::English);
+  EXPECT_EQ(tr(T::app_detail_layer_head, {{"layer", 2}, {"head", 5}}), "layer 2, head 5");
+  for (const std::string& text : {korean, chinese}) {
+    EXPECT_NE(text, "layer 2, head 5");
+    EXPECT_NE(text.find('2'), std::string::npos) << text;
+    EXPECT_NE(text.find('5'), std::string::npos) << text;
+    EXPECT_EQ(text.find('{'), std::string::npos) << text;
+  }
+  EXPECT_EQ(text_argument_errors(), errors);
+}
+
 TEST(StringTable, FormatRulesCatchBadTexts) {
   EXPECT_EQ(text_format_problem("layer {layer}, head {head}"), "");
   EXPECT_EQ(text_format_problem("scale by $\\sqrt{d_{model}}$ at {layer}"), "");  // math braces are the math's

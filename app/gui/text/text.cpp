@@ -21,8 +21,38 @@ constexpr std::array<std::string_view, kTextCount> kIdNames = {
 #include "gui/text/en.inc"
 #undef X
 };
+constexpr std::array<const char*, kTextCount> kKorean = {
+#define X(id, text) text,
+#include "gui/text/ko.inc"
+#undef X
+};
+constexpr std::array<std::string_view, kTextCount> kKoreanIds = {
+#define X(id, text) #id,
+#include "gui/text/ko.inc"
+#undef X
+};
+constexpr std::array<const char*, kTextCount> kChinese = {
+#define X(id, text) text,
+#include "gui/text/zh.inc"
+#undef X
+};
+constexpr std::array<std::string_view, kTextCount> kChineseIds = {
+#define X(id, text) #id,
+#include "gui/text/zh.inc"
+#undef X
+};
+// Every table has every id of the English one, in its order: an entry missing, extra or out of place stops the
+// build here (an extra one already does: too many initializers).
+constexpr bool same_ids(const std::array<std::string_view, kTextCount>& ids) {
+  for (size_t i = 0; i < kTextCount; ++i)
+    if (ids[i] != kIdNames[i]) return false;
+  return true;
+}
+static_assert(same_ids(kKoreanIds), "ko.inc's ids differ from en.inc's (missing, renamed or out of order)");
+static_assert(same_ids(kChineseIds), "zh.inc's ids differ from en.inc's (missing, renamed or out of order)");
+
 constexpr std::array<const std::array<const char*, kTextCount>*, static_cast<size_t>(Language::count_)> kTables = {
-    &kEnglish};
+    &kEnglish, &kKorean, &kChinese};
 
 std::atomic<Language> g_language{Language::English};
 std::atomic<int> g_argument_errors{0};
@@ -95,6 +125,30 @@ void set_language(Language language) {
   if (language < Language::count_) g_language = language;
 }
 Language current_language() { return g_language; }
+
+const char* language_code(Language language) {
+  switch (language) {
+    case Language::English: return "en";
+    case Language::Korean: return "ko";
+    case Language::Chinese: return "zh";
+    case Language::count_: break;
+  }
+  return "?";
+}
+
+bool language_from_code(std::string_view code, Language* language) {
+  for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i)
+    if (code == language_code(static_cast<Language>(i))) {
+      *language = static_cast<Language>(i);
+      return true;
+    }
+  return false;
+}
+
+std::string_view table_text(Language language, T id) {
+  if (language >= Language::count_ || id >= T::count_) return "";
+  return (*kTables[static_cast<size_t>(language)])[static_cast<size_t>(id)];
+}
 
 const char* tr(T id) {
   if (id >= T::count_) return "";

@@ -2,7 +2,7 @@
 //   tr(T::app_translate)                                          -> "Translate"
 //   tr(T::app_detail_layer_head, {{"layer", 2}, {"head", 5}})      -> "layer 2, head 5"
 // A sentence is never built by concatenation, so that a language with another word order fits: each language
-// is a table with the same ids (en.inc now; the next ones beside it), chosen by set_language().
+// is a table with the same ids (en.inc, ko.inc, zh.inc), chosen by set_language().
 //
 // The table's texts:
 //   {name}       a placeholder: lowercase letters, digits and underscores, starting with a letter. The caller
@@ -35,10 +35,16 @@ enum class T : uint16_t {
 };
 constexpr size_t kTextCount = static_cast<size_t>(T::count_);
 
-// The languages the table has. The next issue adds Korean and Chinese: a table each, same ids.
-enum class Language : uint8_t { English, count_ };
+// The languages the table has: a table each (en.inc, ko.inc, zh.inc), the same ids in the same order. Korean and
+// Chinese cannot be chosen in the app yet: its fonts have no Hangul or Han characters (issue #49 adds them).
+enum class Language : uint8_t { English, Korean, Chinese, count_ };
 void set_language(Language language);
 Language current_language();
+const char* language_code(Language language);  // "en", "ko", "zh"
+// The language of a code ("en", "ko", "zh"); false for another.
+bool language_from_code(std::string_view code, Language* language);
+// The text of `id` in `language` (the tests compare the tables).
+std::string_view table_text(Language language, T id);
 
 // One placeholder's value: its name and the text that replaces "{name}".
 struct TextArg {
