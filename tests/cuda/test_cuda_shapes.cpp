@@ -113,6 +113,15 @@ TEST(CudaShapes, ADecoderOnlyModelDecodesOnTheGpuAsOnTheCpu) {
     Decoder reference(m.config, m.weights, prompt, {}, greedy);
     reference.run();
     EXPECT_EQ(gpu.greedy(prompt, {}, 6), reference.generated()) << "CudaModel::greedy continues <bos> + the prompt";
+    // With no length given, a long prompt leaves as many positions on the GPU as on the CPU; one that fills them all
+    // is refused by both.
+    const std::vector<int> long_prompt(static_cast<size_t>(m.config.max_positions - 4), 4);
+    Decoder to_the_end(m.config, m.weights, long_prompt, {}, DecodeOptions{});
+    to_the_end.run();
+    EXPECT_EQ(gpu.greedy(long_prompt, {}, 0), to_the_end.generated());
+    const std::vector<int> filling(static_cast<size_t>(m.config.max_positions - 1), 4);
+    EXPECT_THROW(Decoder(m.config, m.weights, filling), Error);
+    EXPECT_THROW(gpu.greedy(filling, {}, 0), Error);
   }
 }
 
@@ -120,8 +129,23 @@ TEST(CudaShapes, AnEncoderOnlyModelGeneratesNothingOnTheGpuEither) {
   SKIP_WITHOUT_GPU();
   const Model m = load_model(shapes_file("bert_post.model.safetensors"));
   CudaModel gpu(m.config, m.weights);
-  EXPECT_THROW(gpu.greedy({2, 4, 5}, {}, 4), Error);
-  EXPECT_THROW(CudaDecoding(gpu, {2, 4, 5}, {}), Error);
+  // (an Input error: "does not generate text", not Unsupported, which would send the caller to try the CPU)
+  for (bool causal : {true, false}) {
+    Interventions iv;
+    iv.causal_mask = causal;
+    try {
+      CudaDecoding refused(gpu, {2, 4, 5}, iv);
+      ADD_FAILURE() << "an encoder-only model was taken for decoding";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
+    }
+    try {
+      gpu.greedy({2, 4, 5}, iv, 4);
+      ADD_FAILURE() << "an encoder-only model generated";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
+    }
+  }
   Trace t;
   EXPECT_THROW(gpu.forward({2, 4}, {2}, {}, t), Error) << "an encoder_only model takes no decoder input";
 }

@@ -60,11 +60,12 @@ CudaDecoding::CudaDecoding(CudaModel& model, const std::vector<int>& src_ids, co
   State& s = *state_;
   CudaModel::Impl& m = s.m;
   const Config& c = m.config;
+  // (first: an encoder-only model generates nothing anywhere, which is not a reason to try the CPU)
+  if (!c.has_decoder()) fail(ErrorKind::Input, "CudaDecoding", "an encoder_only model does not generate text");
   if (!interventions.custom_masks.empty())
     fail(ErrorKind::Unsupported, "cuda", "painted masks are not in the GPU's KV-cache decoding: it runs on the CPU");
   if (!kv_cache_exact(c, interventions))
     fail(ErrorKind::Unsupported, "cuda", "without the causal mask a decoding step recomputes every row: it runs on the CPU");
-  if (!c.has_decoder()) fail(ErrorKind::Input, "CudaDecoding", "an encoder_only model does not generate text");
   m.check_input(src_ids, {c.bos_id}, interventions);  // (a decoder-only model: no source; its prompt is fed)
   s.src = src_ids;
   s.iv = interventions;

@@ -82,9 +82,10 @@ struct CopyToHost {
   int heads;
   const std::vector<int>& src_ids;
   const std::vector<int>& tgt_ids;
-  void begin(TraceStage, int) {}
-  void embedding(const std::string& name, const std::string&, const DEmbedding& d, EmbeddingTrace& t) {
-    copy_embedding(d, name == "src" ? src_ids : tgt_ids, t);
+  TraceStage stage = TraceStage::SourceEmbedding;
+  void begin(TraceStage at, int) { stage = at; }
+  void embedding(const std::string&, const std::string&, const DEmbedding& d, EmbeddingTrace& t) {
+    copy_embedding(d, stage == TraceStage::SourceEmbedding ? src_ids : tgt_ids, t);
   }
   void attention(const std::string&, const DAttention& d, AttentionTrace& t) {
     if (d.queries.data) copy_attention(d, heads, t);
@@ -175,16 +176,18 @@ void CudaModel::forward(const std::vector<int>& src_ids, const std::vector<int>&
   m.check_input(src_ids, tgt_ids, interventions);
   DevicePass p;
   m.run(src_ids, tgt_ids, 1, interventions, 0, p);
-  // Afresh: a stack the model lacks leaves its half of the trace empty, as the CPU's forward() does, and no layer
-  // keeps the dropout masks of a pass before.
-  trace = Trace{};
-  trace.sequences = 1;
-  trace.interventions = interventions;
-  trace.encoder.resize(p.encoder.size());
-  trace.decoder.resize(p.decoder.size());
+  // Into a trace of its own, moved into the caller's once whole (the ids and interventions may be the caller's
+  // trace's own; a failed copy leaves it as it was): a stack the model lacks leaves its half empty, as the CPU's
+  // forward() does, and no layer keeps the dropout masks of a pass before.
+  Trace out;
+  out.sequences = 1;
+  out.interventions = interventions;
+  out.encoder.resize(p.encoder.size());
+  out.decoder.resize(p.decoder.size());
   CopyToHost copy{m.config.n_heads, src_ids, tgt_ids};
   walk_trace_blocks(RecordParts{m.config.has_encoder(), m.config.has_decoder(), true, p.encoder.size(), p.decoder.size()},
-                    copy, p, trace);
+                    copy, p, out);
+  trace = std::move(out);
 }
 
 void CudaModel::compute(const std::vector<int>& src_ids, const std::vector<int>& tgt_ids,
@@ -225,8 +228,13 @@ std::vector<int> CudaModel::greedy(const std::vector<int>& src_ids, const Interv
   const std::vector<int> no_source;
   const std::vector<int>& source = c.has_encoder() ? src_ids : no_source;
   if (!c.has_encoder()) input.insert(input.end(), src_ids.begin(), src_ids.end());
-  const int longest = c.max_positions - static_cast<int>(input.size()) + 1;  // the k-th token is chosen on k rows
-  if (longest < 1) fail(ErrorKind::Input, "greedy", "the prompt leaves no position to generate in");
+  // As the CPU's Decoder: a translation may take every position; a prompt of L tokens after <bos> leaves
+  // max_positions - (L + 1) (Decoder::start_without_encoder).
+  const int prefix = static_cast<int>(input.size());
+  if (!c.has_encoder() && prefix >= c.max_positions)
+    fail(ErrorKind::Input, "greedy", "a prompt of " + std::to_string(src_ids.size()) + " tokens leaves no position to "
+                                     "generate in (the model has " + std::to_string(c.max_positions) + ")");
+  const int longest = c.has_encoder() ? c.max_positions : c.max_positions - prefix;
   max_length = max_length == 0 ? longest : std::min(max_length, longest);
   const int S = static_cast<int>(source.size());
   DevicePass p;
