@@ -18,6 +18,7 @@
 #include "gui/text/text.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "../unit/model_file_edit.h"
 
 namespace sf {
 // gtest prints a code by its id ("tensor_wrong_shape"), not as a byte.
@@ -79,23 +80,9 @@ TEST(ErrorText, RealFailuresAreWordedWithTheirValues) {
   const fs::path dir = fs::temp_directory_path() / ("stepformer-error-text-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   reset_text_argument_errors();
-  using Edit = std::function<void(const std::string&, std::vector<int64_t>&, std::vector<float>&)>;
+  using Edit = sf::testing::TensorEdit;
   auto rewrite = [&](const std::string& name, const Edit& edit) {
-    const SafetensorsFile file = SafetensorsFile::open(kTiny);
-    std::vector<std::string> names;
-    std::vector<std::vector<int64_t>> shapes;
-    std::vector<std::vector<float>> values;
-    for (const auto& t : file.tensors()) {
-      names.push_back(t.name);
-      shapes.push_back(t.shape);
-      values.push_back(t.to_floats());
-      edit(names.back(), shapes.back(), values.back());
-    }
-    std::vector<TensorToWrite> tensors;
-    for (size_t i = 0; i < names.size(); ++i) tensors.push_back({names[i], shapes[i], values[i]});
-    const std::string path = (dir / name).string();
-    write_safetensors(path, tensors, file.metadata());
-    return path;
+    return sf::testing::rewrite_model_file(kTiny, (dir / name).string(), edit);
   };
 
   const std::string stub = (dir / "stub.safetensors").string();

@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "util/error.h"
+#include "model_file_edit.h"
 
 namespace sf {
 
@@ -67,23 +68,9 @@ struct BrokenFiles {
     fs::resize_file(path, size);
     return path;
   }
-  using Edit = std::function<void(const std::string&, std::vector<int64_t>&, std::vector<float>&)>;
+  using Edit = sf::testing::TensorEdit;
   std::string rewrite(const std::string& name, const Edit& edit) const {
-    const SafetensorsFile file = SafetensorsFile::open(kTiny);
-    std::vector<std::string> names;
-    std::vector<std::vector<int64_t>> shapes;
-    std::vector<std::vector<float>> values;
-    for (const auto& t : file.tensors()) {
-      names.push_back(t.name);
-      shapes.push_back(t.shape);
-      values.push_back(t.to_floats());
-      edit(names.back(), shapes.back(), values.back());
-    }
-    std::vector<TensorToWrite> tensors;
-    for (size_t i = 0; i < names.size(); ++i) tensors.push_back({names[i], shapes[i], values[i]});
-    const std::string path = (dir / name).string();
-    write_safetensors(path, tensors, file.metadata());
-    return path;
+    return sf::testing::rewrite_model_file(kTiny, (dir / name).string(), edit);
   }
 };
 

@@ -106,7 +106,13 @@ PipelineLayout pipeline_layout(ModelStacks stacks) {
 
 bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   const ModelStacks stacks = view.config ? view.config->stacks : ModelStacks::EncoderDecoder;
-  const PipelineLayout layout = pipeline_layout(stacks);
+  // (each shape's figure is made once, not every frame)
+  static const PipelineLayout kLayouts[] = {pipeline_layout(ModelStacks::EncoderDecoder),
+                                            pipeline_layout(ModelStacks::DecoderOnly),
+                                            pipeline_layout(ModelStacks::EncoderOnly)};
+  const PipelineLayout& layout = kLayouts[stacks == ModelStacks::EncoderDecoder ? 0
+                                          : stacks == ModelStacks::DecoderOnly  ? 1
+                                                                                : 2];
   const std::vector<PipelineBox>& kBoxes = layout.boxes;
   const float kTopRow = layout.top_row;
   ImDrawList* draw = ImGui::GetWindowDrawList();

@@ -471,25 +471,15 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
   // The head, large, with its words: rows are the translation's positions, columns the source words.
   if (header) {
-    const double entropy = head_entropy_;
-    if (presenting_)
-      ImGui::TextWrapped(
-          "%s",
-          tr(T::training_cross_attention_entropy_even,
-             {{"layer", shown_number(head.layer)},
-              {"head", shown_number(head.head)},
-              {"entropy", number_text("%.2f", entropy)},
-              {"even", number_text("%.2f", std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))))}})
-              .c_str());
-    else
-      ImGui::TextWrapped(
-          "%s",
-          tr(T::training_cross_attention_layer_head,
-             {{"layer", shown_number(head.layer)},
-              {"head", shown_number(head.head)},
-              {"entropy", number_text("%.2f", entropy)},
-              {"even", number_text("%.2f", std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols()))))}})
-              .c_str());
+    // (an even row over n keys has entropy ln n)
+    const double even = std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols())));
+    ImGui::TextWrapped("%s", tr(presenting_ ? T::training_cross_attention_entropy_even
+                                            : T::training_cross_attention_layer_head,
+                                {{"layer", shown_number(head.layer)},
+                                 {"head", shown_number(head.head)},
+                                 {"entropy", number_text("%.2f", head_entropy_)},
+                                 {"even", number_text("%.2f", even)}})
+                                 .c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::training_mean_over_rows_sum));
   }
   if (!map) return;

@@ -11,48 +11,34 @@ namespace sf::gui {
 namespace {
 
 // [SECTION] the tables: one per language, the same ids in the same order
-constexpr std::array<const char*, kTextCount> kEnglish = {
-#define X(id, text) text,
+// One entry of a table: its id as written (every table has the same ids in the same order) and its text.
+struct Entry {
+  std::string_view id;
+  const char* text;
+};
+using Table = std::array<Entry, kTextCount>;
+#define X(id, text) Entry{#id, text},
+constexpr Table kEnglish = {{
 #include "gui/text/en.inc"
-#undef X
-};
-constexpr std::array<std::string_view, kTextCount> kIdNames = {
-#define X(id, text) #id,
-#include "gui/text/en.inc"
-#undef X
-};
-constexpr std::array<const char*, kTextCount> kKorean = {
-#define X(id, text) text,
+}};
+constexpr Table kKorean = {{
 #include "gui/text/ko.inc"
-#undef X
-};
-constexpr std::array<std::string_view, kTextCount> kKoreanIds = {
-#define X(id, text) #id,
-#include "gui/text/ko.inc"
-#undef X
-};
-constexpr std::array<const char*, kTextCount> kChinese = {
-#define X(id, text) text,
+}};
+constexpr Table kChinese = {{
 #include "gui/text/zh.inc"
+}};
 #undef X
-};
-constexpr std::array<std::string_view, kTextCount> kChineseIds = {
-#define X(id, text) #id,
-#include "gui/text/zh.inc"
-#undef X
-};
 // Every table has every id of the English one, in its order: an entry missing, extra or out of place stops the
 // build here (an extra one already does: too many initializers).
-constexpr bool same_ids(const std::array<std::string_view, kTextCount>& ids) {
+constexpr bool same_ids(const Table& table) {
   for (size_t i = 0; i < kTextCount; ++i)
-    if (ids[i] != kIdNames[i]) return false;
+    if (table[i].id != kEnglish[i].id) return false;
   return true;
 }
-static_assert(same_ids(kKoreanIds), "ko.inc's ids differ from en.inc's (missing, renamed or out of order)");
-static_assert(same_ids(kChineseIds), "zh.inc's ids differ from en.inc's (missing, renamed or out of order)");
+static_assert(same_ids(kKorean), "ko.inc's ids differ from en.inc's (missing, renamed or out of order)");
+static_assert(same_ids(kChinese), "zh.inc's ids differ from en.inc's (missing, renamed or out of order)");
 
-constexpr std::array<const std::array<const char*, kTextCount>*, static_cast<size_t>(Language::count_)> kTables = {
-    &kEnglish, &kKorean, &kChinese};
+constexpr std::array<const Table*, static_cast<size_t>(Language::count_)> kTables = {&kEnglish, &kKorean, &kChinese};
 
 std::atomic<Language> g_language{Language::English};
 std::atomic<int> g_argument_errors{0};
@@ -101,7 +87,7 @@ std::string walk(std::string_view text, OnText on_text, OnPlaceholder on_placeho
 const std::vector<std::vector<std::string_view>>& all_placeholders() {
   static const std::vector<std::vector<std::string_view>> all = [] {
     std::vector<std::vector<std::string_view>> out(kTextCount);
-    for (size_t i = 0; i < kTextCount; ++i) out[i] = text_placeholders(kEnglish[i]);
+    for (size_t i = 0; i < kTextCount; ++i) out[i] = text_placeholders(kEnglish[i].text);
     return out;
   }();
   return all;
@@ -115,7 +101,7 @@ void report_mismatch(T id, int missing, int unused) {
   if (told[static_cast<size_t>(id)]) return;
   told[static_cast<size_t>(id)] = true;
   std::fprintf(stderr, "[tr] text '%.*s': %d placeholder(s) without a value, %d value(s) it has no place for\n",
-               static_cast<int>(kIdNames[static_cast<size_t>(id)].size()), kIdNames[static_cast<size_t>(id)].data(),
+               static_cast<int>(kEnglish[static_cast<size_t>(id)].id.size()), kEnglish[static_cast<size_t>(id)].id.data(),
                missing, unused);
 }
 
@@ -147,12 +133,12 @@ bool language_from_code(std::string_view code, Language* language) {
 
 std::string_view table_text(Language language, T id) {
   if (language >= Language::count_ || id >= T::count_) return "";
-  return (*kTables[static_cast<size_t>(language)])[static_cast<size_t>(id)];
+  return (*kTables[static_cast<size_t>(language)])[static_cast<size_t>(id)].text;
 }
 
 const char* tr(T id) {
   if (id >= T::count_) return "";
-  return (*kTables[static_cast<size_t>(g_language.load())])[static_cast<size_t>(id)];
+  return (*kTables[static_cast<size_t>(g_language.load())])[static_cast<size_t>(id)].text;
 }
 
 std::string tr(T id, std::span<const TextArg> args) {
@@ -172,8 +158,8 @@ std::string tr_label(T id, std::initializer_list<TextArg> args, std::string_view
   return out.append("##").append(imgui_id);
 }
 
-std::string_view text_id_name(T id) { return id < T::count_ ? kIdNames[static_cast<size_t>(id)] : "?"; }
-std::string_view english_text(T id) { return id < T::count_ ? kEnglish[static_cast<size_t>(id)] : ""; }
+std::string_view text_id_name(T id) { return id < T::count_ ? kEnglish[static_cast<size_t>(id)].id : "?"; }
+std::string_view english_text(T id) { return id < T::count_ ? kEnglish[static_cast<size_t>(id)].text : ""; }
 
 std::span<const std::string_view> placeholders(T id) {
   if (id >= T::count_) return {};
