@@ -9,6 +9,7 @@
 #include <imgui.h>
 
 #include "gui/options.h"
+#include "gui/text/text.h"
 
 struct GLFWwindow;
 
@@ -18,8 +19,11 @@ struct ViewSettings {
   float ui_scale = 1.0f;   // 0.5 .. 4 (--ui-scale, the View popup's slider)
   bool present = false;    // presentation mode (F5, --present, script `present on|off`)
   bool fullscreen = false; // the primary monitor's video mode (F11, --fullscreen, script `fullscreen on|off`)
+  // The language of the app's words (--language, the View popup, script `language ko`): the string table and
+  // the fonts' glyphs follow it, live.
+  Language language = Language::English;
   bool operator==(const ViewSettings& o) const {
-    return ui_scale == o.ui_scale && present == o.present && fullscreen == o.fullscreen;
+    return ui_scale == o.ui_scale && present == o.present && fullscreen == o.fullscreen && language == o.language;
   }
   bool operator!=(const ViewSettings& o) const { return !(*this == o); }
 };

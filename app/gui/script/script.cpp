@@ -341,6 +341,10 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         return publish(app);
       } else if (c.name == "caption") {
         app.set_caption(c.args.empty() ? "" : c.args[0]);
+      } else if (c.name == "title") {
+        // the lessons popup's name for the lesson: nothing to do when it plays
+      } else if (c.name == "language") {
+        language_from_code(c.args[0], &app.view().language);  // the grammar let only en, ko and zh through
       } else if (c.name == "present") {
         app.view().present = c.args[0] == "on";
       } else if (c.name == "fullscreen") {

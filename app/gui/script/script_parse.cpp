@@ -76,6 +76,10 @@ std::vector<ScriptCommandSpec> make_grammar() {
       {"fullscreen", A::Words, {{on_off()}}},
       {"ui-scale", A::Words, {{number("X", kMinUiScale, kMaxUiScale, T::script_ui_scale_arguments)}}},
       {"caption", A::LineOrNone, {{text("TEXT", "any")}}},
+      // the lesson's name in the lessons popup (gui/panels/lessons_popup.h); nothing happens when it plays
+      {"title", A::Line, {{text("TEXT", "any")}}},
+      // the language of the app's words (gui/text/text.h): en, ko or zh
+      {"language", A::Words, {{keyword({"en", "ko", "zh"}, T::script_language_arguments)}}},
       {"pause", A::Words, {{}}},
       {"export-png", A::Line, {{output("PATH", ".png")}}},
       {"export-panel", A::Line, {{output("PATH", ".png")}}},
