@@ -17,6 +17,7 @@
 #include "gui/panels/tokens_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
+#include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 #include "gui/widgets.h"
 #include "gui/words.h"
@@ -50,6 +51,14 @@ App::App(const AppOptions& options, SettingsStore* settings)
   view_.ui_scale = options.ui_scale;
   view_.present = options.present;
   view_.fullscreen = options.fullscreen;
+  // The app's words: --language or the last session's, else the system's. Without a font for it, English (the
+  // view says why once on stderr; asked for on the command line, a dialog says it too).
+  Language language = system_language();
+  language_chosen_ = !options.language.empty() && language_from_code(options.language, &language);
+  view_.language = start_language_ = language;
+  set_language(drawable_language(language));
+  if (options.language_given && drawable_language(language) != language)
+    show_message({tr(T::view_popup_language), "", tr(T::fonts_cjk_missing), ""});
   open_model(options.model_path.empty() ? default_model_path() : options.model_path);  // in the background
 }
 
@@ -176,6 +185,7 @@ void App::apply(const PanelAsk& ask) {
 void App::frame() {
   state_.poll_background();  // a decoding done off the frame thread is shown from this frame on
   training_.poll(state_);    // a timeline read in the background; a live run's progress and weights
+  note_text_on_screen();
   begin_heatmap_frame();
   begin_item_frame();
   begin_token_hover_frame();
@@ -316,6 +326,26 @@ void App::frame() {
 }
 
 // [SECTION] presentation, view, export
+
+void App::note_text_on_screen() const {
+  // The text from outside the string table that the views draw: what is typed, the lesson's caption, the tokens
+  // read and written, the model's file name and the recent ones (the open dialog). Their characters join the font
+  // atlas between frames (gui/text/glyphs.h; the values the table's texts take are noted by tr() itself). ASCII
+  // costs a scan.
+  note_glyphs(sentence_input_);
+  note_glyphs(caption_);
+  note_glyphs(state_.sentence());
+  note_glyphs(state_.reference());
+  note_glyphs(state_.model_path());
+  for (const Token& t : state_.source_tokens()) note_glyphs(t.text);
+  if (const Model* model = state_.model().get()) {
+    const Vocabulary& target = model->tgt_vocab;
+    for (const int id : state_.translation())
+      if (id >= 0 && id < target.size()) note_glyphs(target.token(id));
+  }
+  if (settings_)
+    for (const std::string& path : settings_->settings().recent_models) note_glyphs(path);
+}
 
 void App::draw_view_and_export_buttons() {
   ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);

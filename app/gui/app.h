@@ -114,6 +114,7 @@ class App {
   void set_text_scale(float scale);
 
  private:
+  void note_text_on_screen() const;  // for the font atlas (gui/text/glyphs.h)
   void draw_view_and_export_buttons();
   void draw_presentation_header();
   std::string stage_detail() const;   // "layer L, head H" where the stage has them
@@ -160,6 +161,8 @@ class App {
   std::string training_data_dir_;
   ViewSettings view_;
   ViewPopup view_popup_;
+  Language start_language_ = Language::English;  // the locale's or --language's: the settings keep another one
+  bool language_chosen_ = false;                 // --language, the last session, or changed since (saved)
   ExportPopup export_popup_;
   std::string caption_;
   LessonStatus lesson_;

@@ -285,6 +285,8 @@ void App::sync_settings() {
   if (!state_.sentence().empty()) s.last_sentence = state_.sentence();
   s.last_stage = stage_name(stage_);
   s.ui_scale = view_.ui_scale;
+  if (view_.language != start_language_) language_chosen_ = true;
+  if (language_chosen_) s.language = language_code(view_.language);
   settings_->update(s);
   settings_->save_if_due();
 }

@@ -17,81 +17,112 @@
 #include "util/printable.h"
 #include "gui/script/script.h"
 #include "gui/stages.h"
+#include "gui/text/glyphs.h"
+#include "gui/text/text.h"
 
 namespace sf::gui {
 
 namespace {
 
-const char* kUsage =
-    "usage: stepformer [OPTIONS]\n"
-    "\n"
-    "Step through the encoder-decoder Transformer of \"Attention Is All You Need\".\n"
-    "Needs a display with OpenGL 3.3; headless, run it under: xvfb-run -a stepformer ...\n"
-    "\n"
-    "Options:\n"
-    "  --model PATH        model file, or Hugging Face Marian folder, to open (default:\n"
-    "                      assets/models/de-en.safetensors)\n"
-    "  --sentence TEXT     the source sentence (default: an example)\n"
-    "  --stage NAME        stage to open (default tokens): %STAGES%\n"
-    "  --attention K.L.H   the head the attention stage shows: K is enc, dec or cross (default enc.1.1;\n"
-    "                      layers and heads are numbered from 1, as in the paper)\n"
-    "  --script FILE       run the commands in FILE, one per line (see the README): %COMMANDS%\n"
-    "  --script-grammar    print every script command and what its arguments may be, as JSON, and exit\n"
-    "                      (for tools that write scripts; no window)\n"
-    "  --lesson FILE       run a lesson: a script whose 'pause' lines wait for Space, Right or\n"
-    "                      PageDown (Left or PageUp: back to the previous pause)\n"
-    "  --data DIR          Multi30k's tokenized files (train.lc.norm.tok.de, .en) for the Training stage\n"
-    "                      (default: ../shared/data/multi30k/tok beside the source tree)\n"
-    "  --device D          where decoding, the views' traced pass and the Training stage's runs compute:\n"
-    "                      auto (the GPU where this build has CUDA, a GPU is usable and the model fits; the\n"
-    "                      default), cpu, or cuda (without a usable GPU: an error naming why, exit 1). A GPU\n"
-    "                      that cannot take the model, painted masks and the causal mask off: the CPU, said\n"
-    "  --allow-write DIR   the folder a script or lesson may write its screenshots and exports under\n"
-    "                      (default: the current folder); they never replace a file\n"
-    "  --check-lesson FILE replay a lesson without a window (on --model, default the shipped one) and\n"
-    "                      print each pause's stage, caption and problems; exit 1 if there are any\n"
-    "  --present           start in presentation mode (F5): large type, high contrast, the stage alone\n"
-    "  --fullscreen        start full screen (F11)\n"
-    "  --size WxH          window size (default 1280x800; 320x240 to 7680x4320)\n"
-    "  --ui-scale X        scale fonts and widgets, 0.5 to 4, e.g. 1.5 on a projector (default 1)\n"
-    "  --screenshot PATH   render, save a PNG of the window to PATH and exit\n"
-    "  --frames N          frames to render before the screenshot (default 3)\n"
-    "  --layout-json PATH  with --screenshot: write where each heatmap was drawn, as JSON\n"
-    "  --frame-log PATH    write each frame's time (input to finished picture) and what it recomputed\n"
-    "                      (these three replace a regular file at PATH, keeping its permissions; never the\n"
-    "                      model, script or lesson, a link, a folder or a device)\n"
-    "  --no-settings       neither read nor write the settings and last session (also:\n"
-    "                      STEPFORMER_NO_SETTINGS=1); they live in $XDG_CONFIG_HOME/stepformer/settings.json\n"
-    "                      (default ~/.config/stepformer/settings.json)\n"
-    "  --version           print the version and exit\n"
-    "  --help              print this help and exit\n";
-
-// A comma-separated list wrapped to the help's second column (22 spaces in, 56 characters wide).
-std::string wrap_list(const std::string& list) {
-  std::string out, line;
-  const std::string names = list + ",";
-  for (size_t at = 0; at < names.size();) {
-    const size_t comma = names.find(',', at);
-    const std::string name = names.substr(at, comma - at);
-    at = comma + 2;
-    const bool last = at >= names.size();
-    const std::string item = name + (last ? "" : ",");
-    if (!line.empty() && line.size() + 1 + item.size() > 56) {
-      out += line + "\n                      ";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + item;
-  }
-  return out + line;
+// How many columns `cp` takes in a terminal: two for Hangul, Han characters, kana and full-width forms.
+int columns(char32_t cp) {
+  const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                    (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                    (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6);
+  return wide ? 2 : 1;
 }
 
-// The help text, with the stages that --stage takes and the commands a script may use listed from the tables
-// their parsers read (stage_names(), script_command_names()), so the help and the parsers never disagree.
+std::string utf8_of(char32_t cp) {
+  std::string s;
+  if (cp < 0x80) s += static_cast<char>(cp);
+  else if (cp < 0x800) s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+  else if (cp < 0x10000)
+    s += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+          static_cast<char>(0x80 | (cp & 0x3F))};
+  else
+    s += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
+          static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+  return s;
+}
+
+// `text` wrapped to `width` columns, each line after the first `indent` spaces in. A line breaks at a space, or
+// between two wide characters (Chinese has no spaces between words), never inside a word of narrow characters.
+std::string wrap_text(const std::string& text, int width, int indent) {
+  const std::vector<char32_t> cps = utf8_code_points(text);
+  std::string out;
+  std::vector<char32_t> line;
+  int line_columns = 0;
+  size_t i = 0;
+  const auto flush = [&] {
+    while (!line.empty() && line.back() == U' ') line.pop_back();
+    for (const char32_t c : line) out += utf8_of(c);
+    line.clear();
+    line_columns = 0;
+  };
+  while (i < cps.size()) {
+    // The next unit: a space, one wide character (with the punctuation that may not begin a line), or a run of
+    // narrow non-space characters.
+    size_t end = i + 1;
+    if (cps[i] != U' ' && columns(cps[i]) == 1)
+      while (end < cps.size() && cps[end] != U' ' && columns(cps[end]) == 1) ++end;
+    while (end < cps.size() && (cps[end] == U'\uFF0C' || cps[end] == U'\u3002' || cps[end] == U'\u3001' ||
+                                cps[end] == U'\uFF1A' || cps[end] == U'\uFF1B' || cps[end] == U'\uFF09' ||
+                                cps[end] == U',' || cps[end] == U'.' || cps[end] == U')' || cps[end] == U':'))
+      ++end;
+    int unit = 0;
+    for (size_t k = i; k < end; ++k) unit += columns(cps[k]);
+    if (cps[i] == U' ' && line.empty() && !out.empty()) {  // no space begins a line
+      i = end;
+      continue;
+    }
+    if (line_columns + unit > width && !line.empty() && cps[i] != U' ') {
+      flush();
+      out += "\n" + std::string(static_cast<size_t>(indent), ' ');
+    }
+    line.insert(line.end(), cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(end));
+    line_columns += unit;
+    i = end;
+  }
+  flush();
+  return out;
+}
+
+// The help text in the current language: each option's description from the string table (gui/text/en.inc,
+// "--help"), wrapped to the second column (22 columns in, 78 wide). The stages that --stage takes and the commands
+// a script may use are listed from the tables their parsers read (stage_names(), script_command_names()), so the
+// help and the parsers never disagree.
 std::string usage() {
-  std::string text = kUsage;
-  text.replace(text.find("%STAGES%"), 8, wrap_list(stage_names()));
-  const std::string commands = "\n                      " + wrap_list(script_command_names());
-  text.replace(text.find("%COMMANDS%"), 10, commands);
+  struct Line {
+    const char* option;
+    T description;
+  };
+  const Line lines[] = {
+      {"--model PATH", T::help_model},           {"--sentence TEXT", T::help_sentence},
+      {"--stage NAME", T::help_stage},           {"--attention K.L.H", T::help_attention},
+      {"--script FILE", T::help_script},         {"--script-grammar", T::help_script_grammar},
+      {"--lesson FILE", T::help_lesson},         {"--data DIR", T::help_data},
+      {"--device D", T::help_device},            {"--allow-write DIR", T::help_allow_write},
+      {"--check-lesson FILE", T::help_check_lesson}, {"--language L", T::help_language},
+      {"--present", T::help_present},            {"--fullscreen", T::help_fullscreen},
+      {"--size WxH", T::help_size},              {"--ui-scale X", T::help_ui_scale},
+      {"--screenshot PATH", T::help_screenshot}, {"--frames N", T::help_frames},
+      {"--layout-json PATH", T::help_layout_json}, {"--frame-log PATH", T::help_frame_log},
+      {"--no-settings", T::help_no_settings},    {"--version", T::help_version},
+      {"--help", T::help_help},
+  };
+  constexpr int kColumn = 22, kWidth = 78;
+  std::string text = std::string(tr(T::help_usage)) + "\n\n" + wrap_text(tr(T::help_about), kWidth, 0) + "\n\n" +
+                     tr(T::help_options) + "\n";
+  for (const Line& l : lines) {
+    std::string description;
+    if (l.description == T::help_stage) description = tr(l.description, {{"stages", stage_names()}});
+    else if (l.description == T::help_script) description = tr(l.description, {{"commands", script_command_names()}});
+    else description = tr(l.description);
+    std::string head = std::string("  ") + l.option;
+    head += head.size() + 1 > kColumn ? std::string(" ") : std::string(kColumn - head.size(), ' ');
+    for (size_t at; (at = description.find("\\$")) != std::string::npos;) description.erase(at, 1);  // "\$": a dollar
+    text += head + wrap_text(description, kWidth - kColumn, kColumn) + "\n";
+  }
   return text;
 }
 
@@ -130,6 +161,11 @@ ParsedOptions parse_app_options(int argc, char** argv) {
       return v;
     };
     if (arg == "--help" || arg == "-h") {
+      // In the language asked for anywhere on the line, else the system's (the settings are not read for help).
+      Language language = system_language();
+      for (int k = 1; k + 1 < argc; ++k)
+        if (std::string(argv[k]) == "--language") language_from_code(argv[k + 1], &language);
+      set_language(language);
       std::fputs(usage().c_str(), stdout);
       r.exit_now = true;
       return r;
@@ -224,6 +260,14 @@ ParsedOptions parse_app_options(int argc, char** argv) {
         }
         r.options.attention = v;
       }
+    } else if (arg == "--language") {
+      const char* v = value("--language");
+      Language language;
+      if (!v || !language_from_code(v, &language))
+        return error("--language takes en (English), ko (Korean) or zh (Simplified Chinese), got '" +
+                     printable(v ? v : "") + "'");
+      r.options.language = v;
+      r.options.language_given = true;
     } else if (arg == "--ui-scale") {
       const char* v = value("--ui-scale");
       char* end = nullptr;
@@ -262,6 +306,8 @@ void apply_last_session(const Settings& settings, AppOptions& options) {
   Stage stage;
   if (!options.stage_given && stage_from_name(settings.last_stage, &stage)) options.stage = settings.last_stage;
   if (!options.ui_scale_given) options.ui_scale = settings.ui_scale;
+  Language language;  // a code this version does not speak (a newer version's) is left for the locale's default
+  if (!options.language_given && language_from_code(settings.language, &language)) options.language = settings.language;
 }
 
 }  // namespace sf::gui

@@ -29,12 +29,15 @@ struct AppOptions {
   std::string device = "auto";       // --device auto|cpu|cuda: where the Training stage's runs compute (backend/device.h)
   std::string allow_write_folder = ".";  // --allow-write DIR: where a script or lesson may write (never replacing)
   std::string check_lesson_path;      // --check-lesson FILE: replay the lesson without a window, report, exit
+  std::string language;               // --language en|ko|zh: the app's words ("" = the last session's, else the
+                                      // system locale's, else English: gui/text/text.h system_language())
   bool present = false;               // --present: start in presentation mode
   bool fullscreen = false;            // --fullscreen: start full screen on the primary monitor
   bool script_grammar = false;        // --script-grammar: print the script commands' grammar as JSON, exit 0
   bool no_settings = false;           // --no-settings or STEPFORMER_NO_SETTINGS=1: no settings read or written
   // Which options the command line gave: the last session (settings.h) fills in only the others.
-  bool model_given = false, sentence_given = false, stage_given = false, ui_scale_given = false;
+  bool model_given = false, sentence_given = false, stage_given = false, ui_scale_given = false,
+       language_given = false;
   std::string fallback_model_path;    // opened if model_path, restored from the last session, fails to load
 };
 
@@ -49,7 +52,8 @@ ParsedOptions parse_app_options(int argc, char** argv);
 
 struct Settings;
 // Fills what the command line left open from the last session: the model (if its file still exists; the
-// shipped model becomes the fallback), the sentence, the stage (if it is a known id) and the UI scale.
+// shipped model becomes the fallback), the sentence, the stage (if it is a known id), the UI scale and the
+// language (if it is one the app speaks).
 void apply_last_session(const Settings& settings, AppOptions& options);
 
 }  // namespace sf::gui

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 
 bool Settings::operator==(const Settings& o) const {
   return recent_models == o.recent_models && last_model == o.last_model && last_sentence == o.last_sentence &&
-         last_stage == o.last_stage && ui_scale == o.ui_scale;
+         last_stage == o.last_stage && ui_scale == o.ui_scale &&
+         language == o.language;
 }
 
 void add_recent_model(Settings& settings, const std::string& path) {
@@ -40,8 +41,11 @@ void remove_recent_model(Settings& settings, const std::string& path) {
 }
 
 nlohmann::json settings_to_json(const Settings& s) {
-  return {{"version", kSettingsVersion},     {"recent_models", s.recent_models}, {"last_model", s.last_model},
-          {"last_sentence", s.last_sentence}, {"last_stage", s.last_stage},       {"ui_scale", s.ui_scale}};
+  nlohmann::json j = {{"version", kSettingsVersion},     {"recent_models", s.recent_models},
+                      {"last_model", s.last_model},      {"last_sentence", s.last_sentence},
+                      {"last_stage", s.last_stage},      {"ui_scale", s.ui_scale}};
+  if (!s.language.empty()) j["language"] = s.language;
+  return j;
 }
 
 Settings settings_from_json(const nlohmann::json& j) {
@@ -82,6 +86,16 @@ Settings settings_from_json(const nlohmann::json& j) {
     if (!v.is_number() || !(v.get<double>() >= 0.5 && v.get<double>() <= 4.0))
       throw bad("ui_scale", tr(T::settings_expected_scale), v);
     s.ui_scale = v.get<float>();
+  }
+  if (j.contains("language")) {  // a language code: a few letters, a hyphen or underscore and a region at most
+    const auto& v = j["language"];
+    const auto code = [](const std::string& c) {
+      return c.size() <= 16 && std::all_of(c.begin(), c.end(), [](char ch) {
+               return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
+             });
+    };
+    if (!v.is_string() || !code(v.get<std::string>())) throw bad("language", tr(T::settings_expected_language), v);
+    s.language = v.get<std::string>();
   }
   return s;
 }

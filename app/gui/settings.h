@@ -10,7 +10,8 @@
 //     "last_model": "/home/a/de-en.safetensors",
 //     "last_sentence": "Ein Mann ...",
 //     "last_stage": "encoder-attention",                    an id of --stage
-//     "ui_scale": 1.5                                       0.5 to 4
+//     "ui_scale": 1.5,                                      0.5 to 4
+//     "language": "ko"                                      en, ko or zh; absent: the system locale's
 //   }
 #pragma once
 #include <chrono>
@@ -33,6 +34,8 @@ struct Settings {
   std::string last_sentence;               // "" = none (the example sentence)
   std::string last_stage;                  // "" = none (tokens)
   float ui_scale = 1.0f;
+  std::string language;                    // "" = none chosen (the system locale's); a code from a newer version
+                                           // that this one does not speak is kept, and ignored (options.h)
 
   bool operator==(const Settings& other) const;
   bool operator!=(const Settings& other) const { return !(*this == other); }

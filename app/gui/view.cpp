@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gui/fonts.h"
+#include "gui/text/glyphs.h"
 #include "gui/window.h"
 
 namespace sf::gui {
@@ -97,20 +99,30 @@ void apply_style(const ViewSettings& view) {
 
 bool high_contrast() { return g_high_contrast; }
 
+Language drawable_language(Language wanted) { return language_has_font(wanted) ? wanted : Language::English; }
+
 void ViewApplier::apply(GLFWwindow* window, const ViewSettings& wanted) {
   int window_width = 0, window_height = 0;
   if (window) glfwGetWindowSize(window, &window_width, &window_height);
   const float pixels = body_font_pixels(wanted, window_height);
-  if (applied_once_ && wanted == applied_ && pixels == applied_pixels_) return;
+  const Language language = drawable_language(wanted.language);
+  if (language != wanted.language && !told_no_font_) {
+    std::fprintf(stderr, "stepformer: warning: %s\n", std::string(table_text(Language::English, T::fonts_cjk_missing)).c_str());
+    told_no_font_ = true;
+  }
+  set_language(language);  // notes its table's characters (a change raises the census's generation)
+  const uint64_t glyphs = glyphs_generation();
+  if (applied_once_ && wanted == applied_ && pixels == applied_pixels_ && glyphs == applied_glyphs_) return;
   if (!applied_once_) {  // the window's own style (colours, rounding), made at the starting UI scale
     base_style_ = ImGui::GetStyle();
     base_scale_ = std::clamp(wanted.ui_scale, kMinUiScale, kMaxUiScale);
   }
   if (!applied_once_ || wanted.ui_scale != applied_.ui_scale || wanted.present != applied_.present ||
-      pixels != applied_pixels_) {
+      pixels != applied_pixels_ || glyphs != applied_glyphs_) {
     rebuild_fonts(pixels, true);
     apply_style(wanted, base_style_, base_scale_, pixels);
     applied_pixels_ = pixels;
+    applied_glyphs_ = glyphs;
   }
   if (window && (!applied_once_ ? wanted.fullscreen : wanted.fullscreen != applied_.fullscreen)) {
     if (wanted.fullscreen) {

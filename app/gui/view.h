@@ -55,7 +55,11 @@ void apply_style(const ViewSettings& view);
 // Whether the high-contrast colours are in use (widgets pick their own colours from it).
 bool high_contrast();
 
-// Applies the wanted settings to the window between frames, doing only what changed: fonts and style when the
+// The language the app can speak of `wanted`: English where no installed font draws it (gui/fonts.h).
+Language drawable_language(Language wanted);
+
+// Applies the wanted settings to the window between frames, doing only what changed: the language's table; fonts
+// when the scale, presentation mode or the characters to draw changed (a language, a sentence); the style when the
 // scale or presentation mode changed, the window mode when full screen changed (the windowed position and
 // size are saved and restored).
 class ViewApplier {
@@ -66,6 +70,8 @@ class ViewApplier {
   bool applied_once_ = false;
   ViewSettings applied_;
   float applied_pixels_ = 0;  // the body font's size last applied (it follows the window's height when presenting)
+  uint64_t applied_glyphs_ = 0;  // the glyph census's generation the atlas holds (gui/text/glyphs.h)
+  bool told_no_font_ = false;    // Korean or Chinese was wanted without a font for it: said once
   ImGuiStyle base_style_;  // what the window set up, at base_scale_
   float base_scale_ = 1.0f;
   int windowed_x_ = 0, windowed_y_ = 0, windowed_w_ = 0, windowed_h_ = 0;

@@ -1,5 +1,7 @@
 #include "gui/widgets.h"
 
+#include "gui/text/glyphs.h"
+
 #include <imgui.h>
 
 #include <cstdarg>
@@ -169,6 +171,7 @@ void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float s
 }
 
 void rotated_text(ImDrawList* draw, ImVec2 pivot, ImU32 colour, const char* text, float radians, float size) {
+  note_glyphs(text ? text : "");
   // Draw unrotated at the pivot, then rotate the new vertices about it (ImGui 1.86 has no rotated text).
   // The font is asked directly with an unbounded rectangle: AddText would drop the glyphs whose *unrotated*
   // place lies outside the clip rectangle (a last column's label lost its end: "<eo"); the draw command's clip

@@ -1,6 +1,7 @@
 #include "gui/window.h"
 
 #include "gui/export.h"
+#include "gui/fonts.h"
 #include "gui/text/text.h"
 
 #include <GL/gl.h>
@@ -27,40 +28,6 @@ void on_glfw_error(int code, const char* description) {
 }
 
 }  // namespace
-
-std::string load_ui_font(float pixel_size) {
-  ImGuiIO& io = ImGui::GetIO();
-  static const char* kCandidates[] = {
-      "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-      "/usr/share/fonts/TTF/DejaVuSans.ttf",
-      "/usr/local/share/fonts/DejaVuSans.ttf",
-  };
-  // Latin, Latin-1 supplement and Latin Extended-A (German and French words), Greek (the formulas' letters),
-  // modifier letters (the superscript capitals of W\u1d3c and K\u1d40 in plain text), arrows and math symbols.
-  static const ImWchar kRanges[] = {0x0020, 0x017F, 0x0370, 0x03FF, 0x1D2C, 0x1D6A, 0x2000, 0x206F, 0x2190, 0x21FF,
-                                    0x2200, 0x22FF, 0x2500, 0x25FF, 0};
-  for (const char* path : kCandidates) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) continue;
-    ImFontConfig config;
-    // Two horizontal samples per pixel place small glyphs at sub-pixel positions; from 32 px on (presentation
-    // mode, large UI scales) one is as sharp and rasterises half the pixels. The atlas is rebuilt inside a frame
-    // when the scale or presentation mode changes (at UI scale 4 in presentation mode: 126 and 170 px).
-    config.OversampleH = pixel_size >= 32.0f ? 1 : 2;
-    if (io.Fonts->AddFontFromFileTTF(path, pixel_size, &config, kRanges)) return path;
-  }
-  static bool warned = false;
-  if (!warned) {
-    std::fprintf(stderr,
-                 "stepformer: warning: DejaVu Sans not found (looked in /usr/share/fonts/truetype/dejavu/); "
-                 "using ImGui's small built-in font. Install it with: apt-get install fonts-dejavu-core\n");
-    warned = true;
-  }
-  ImFontConfig config;
-  config.SizePixels = 13.0f;
-  io.Fonts->AddFontDefault(&config);
-  return "";
-}
 
 void apply_ui_style(float ui_scale) {
   ImGuiStyle style;  // a fresh style: ScaleAllSizes multiplies, so rescaling the current one would compound

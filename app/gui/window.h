@@ -52,10 +52,6 @@ struct WindowError {
   std::string message;
 };
 
-// Loads DejaVu Sans (fonts-dejavu-core) at `pixel_size` into ImGui's atlas, or warns once on stderr and keeps
-// ImGui's built-in bitmap font. Returns the path used, or "" for the fallback. Used by the window and by the
-// headless panel tests.
-std::string load_ui_font(float pixel_size);
 // The app's style (dark, rounded) with every size multiplied by `ui_scale`.
 void apply_ui_style(float ui_scale);
 

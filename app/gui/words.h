@@ -18,5 +18,8 @@ struct LanguageWords {
   bool named = false;  // both come from the file
 };
 LanguageWords language_words(const Model* model);
+// A language's name in the interface's language, from its code ("de", "deu": "German", "독일어", "德语"); the core's
+// name (model/languages.h: the code itself) for a language the table does not list.
+std::string language_word(const std::string& code);
 
 }  // namespace sf::gui

@@ -34,7 +34,7 @@ constexpr struct {
 
 }  // namespace
 
-std::string language_name(const std::string& code) {
+std::string language_code_two(const std::string& code) {
   std::string c;
   for (char ch : code) {
     if (ch == '-' || ch == '_') break;  // "en-US", "pt_BR": the language
@@ -43,7 +43,14 @@ std::string language_name(const std::string& code) {
   for (const auto& b : kBibliographic)
     if (c == b.code) c = b.two;
   for (const Language& l : kLanguages)
-    if (c == l.two || c == l.three) return l.name;
+    if (c == l.two || c == l.three) return l.two;
+  return "";
+}
+
+std::string language_name(const std::string& code) {
+  const std::string two = language_code_two(code);
+  for (const Language& l : kLanguages)
+    if (two == l.two) return l.name;
   return code;
 }
 

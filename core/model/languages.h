@@ -8,5 +8,7 @@ namespace sf {
 // The English name of a language code ("de", "deu", "ger" -> "German"; case and a region suffix ignored:
 // "en-US" -> "English"); the code as given when it is none of the languages listed in languages.cpp; "" for "".
 std::string language_name(const std::string& code);
+// The ISO 639-1 code of one of those languages ("deu", "ger", "DE-at" -> "de"); "" for a code not listed.
+std::string language_code_two(const std::string& code);
 
 }  // namespace sf

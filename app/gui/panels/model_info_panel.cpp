@@ -9,6 +9,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
 #include "gui/text/text.h"
+#include "gui/words.h"
 #include "gui/widgets.h"
 #include "model/languages.h"
 #include "model/name_tables.h"
@@ -254,7 +255,7 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
   const Config& c = m.config;
   const auto lang = [](const std::string& l) {
     return l.empty() ? std::string(tr(T::model_info_language_unnamed))
-                     : tr(T::model_info_language, {{"language", language_name(l)}, {"code", l}});
+                     : tr(T::model_info_language, {{"language", language_word(l)}, {"code", l}});
   };
   ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
                                                           {"size", with_thousands(m.src_vocab.size())}})

@@ -2,6 +2,7 @@
 
 #include <imgui.h>
 
+#include "gui/fonts.h"
 #include "gui/text/text.h"
 
 namespace sf::gui {
@@ -19,6 +20,21 @@ void ViewPopup::draw(ViewSettings* view) {
   ImGui::SliderFloat(tr(T::view_popup_ui_scale), &scale_, 0.75f, 3.0f, "%.2f");
   // Rebuilding the fonts while the slider is dragged would resize the slider under the pointer.
   if (ImGui::IsItemDeactivatedAfterEdit()) view->ui_scale = scale_;
+  // The language of the app's words, each named in its own; one without a font to draw it is greyed, and says
+  // which package brings one.
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+  if (ImGui::BeginCombo(tr(T::view_popup_language), language_endonym(view->language))) {
+    for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i) {
+      const Language language = static_cast<Language>(i);
+      const bool drawable = language_has_font(language);
+      if (ImGui::Selectable(language_endonym(language), language == view->language,
+                            drawable ? 0 : ImGuiSelectableFlags_Disabled))
+        view->language = language;
+      if (!drawable && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("%s", tr(T::view_popup_language_needs_font));
+    }
+    ImGui::EndCombo();
+  }
   ImGui::TextDisabled("%s", tr(view->present ? T::view_popup_font_size_presenting : T::view_popup_font_size,
                                {{"pixels", number_text("%.0f", ImGui::GetFontSize())}})
                                 .c_str());

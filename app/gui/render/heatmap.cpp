@@ -1,5 +1,7 @@
 #include "gui/render/heatmap.h"
 
+#include "gui/text/glyphs.h"
+
 #include <GL/gl.h>
 #include <GL/glext.h>
 #include <GLFW/glfw3.h>
@@ -73,6 +75,8 @@ void Heatmap::set_values(const float* values, int rows, int cols, float lo, floa
 void Heatmap::set_axis_labels(const std::vector<std::string>& row_labels, const std::vector<std::string>& col_labels) {
   if (row_labels != row_labels_) row_labels_ = row_labels;
   if (col_labels != col_labels_) col_labels_ = col_labels;
+  for (const auto* labels : {&row_labels_, &col_labels_})  // a token of any script: the font atlas must hold it
+    for (const std::string& label : *labels) note_glyphs(label);
 }
 
 void Heatmap::upload_if_needed() {

@@ -1,5 +1,7 @@
 #include "gui/render/map_view.h"
 
+#include "gui/text/glyphs.h"
+
 #include <GLFW/glfw3.h>
 #include <imgui_internal.h>  // SetItemUsingMouseWheel: the wheel zooms the map instead of scrolling the panel
 
@@ -89,6 +91,10 @@ void MapView::clamp_window(int rows, int cols) {
 
 MapViewHit MapView::draw(const char* name, ImVec2 size, const MapAxis& rows, const MapAxis& cols,
                                const MapViewOptions& o) {
+  for (const MapAxis* axis : {&rows, &cols})  // tokens of any script, and their tips: the font atlas must hold them
+    for (const auto* list : {axis->labels, axis->tips})
+      if (list)
+        for (const std::string& text : *list) note_glyphs(text);
   MapViewHit hit;
   const int R = map_.rows(), C = map_.cols();
   const ImVec2 origin = ImGui::GetCursorScreenPos();

@@ -1,5 +1,7 @@
 #include "gui/render/math_text.h"
 
+#include "gui/text/glyphs.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cfloat>
@@ -271,11 +273,13 @@ Layout lay_out(const Parsed& p, ImFont* font, float size, float wrap) {
 }  // namespace
 
 ImVec2 math_text_size(const std::string& text, float wrap_width) {
+  note_glyphs(text);  // a caption or a value from outside the table: the font atlas must hold it
   const Parsed p = Parser(text).parse();
   return lay_out(p, ImGui::GetFont(), ImGui::GetFontSize(), wrap_width).size;
 }
 
 void math_text(const std::string& text, float wrap_width, ImU32 colour, const char* item) {
+  note_glyphs(text);  // a caption or a value from outside the table: the font atlas must hold it
   ImFont* font = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
   const ImVec2 origin = ImGui::GetCursorScreenPos();

@@ -11,6 +11,7 @@
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
 #include "gui/text/text.h"
+#include "gui/words.h"
 #include "gui/widgets.h"
 #include "io/user_files.h"
 #include "model/languages.h"
@@ -97,15 +98,15 @@ std::string written_for_problem(const App& app, const std::vector<std::string>& 
   const std::string source = args[0].substr(0, dash), target = args[0].substr(dash + 1);
   const std::string model_source = state.model()->tokenizer.source_language, model_target = state.model()->tokenizer.target_language;
   const std::string wanted = tr(
-      T::script_languages, {{"source", language_name(source)}, {"target", language_name(target)}, {"pair", args[0]}});
+      T::script_languages, {{"source", language_word(source)}, {"target", language_word(target)}, {"pair", args[0]}});
   if (model_source.empty() || model_target.empty())
     return tr(T::script_written_for_unnamed, {{"wanted", wanted}, {"model", model_file}});
   if (language_name(source) == language_name(model_source) && language_name(target) == language_name(model_target)) return "";
   return tr(T::script_written_for_languages,
             {{"wanted", wanted},
              {"model", model_file},
-             {"languages", tr(T::script_languages, {{"source", language_name(model_source)},
-                                                    {"target", language_name(model_target)},
+             {"languages", tr(T::script_languages, {{"source", language_word(model_source)},
+                                                    {"target", language_word(model_target)},
                                                     {"pair", model_source + "-" + model_target}})}});
 }
 

@@ -1,8 +1,11 @@
 #include "gui/text/text.h"
 
+#include "gui/text/glyphs.h"
+
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -108,7 +111,18 @@ void report_mismatch(T id, int missing, int unused) {
 }  // namespace
 
 void set_language(Language language) {
-  if (language < Language::count_) g_language = language;
+  if (language >= Language::count_) return;
+  static std::mutex mutex;  // one change at a time: the table noted is the language set
+  static bool noted_once = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (noted_once && g_language.load() == language) return;
+  noted_once = true;
+  g_language = language;
+  // The atlas holds this table's characters and the language names (the View popup lists them all); what the
+  // frames draw besides is noted again as they draw it.
+  forget_noted_glyphs();
+  for (const Entry& entry : *kTables[static_cast<size_t>(language)]) note_glyphs(entry.text);
+  for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i) note_glyphs(language_endonym(static_cast<Language>(i)));
 }
 Language current_language() { return g_language; }
 
@@ -117,6 +131,36 @@ const char* language_code(Language language) {
     case Language::English: return "en";
     case Language::Korean: return "ko";
     case Language::Chinese: return "zh";
+    case Language::count_: break;
+  }
+  return "?";
+}
+
+Language system_language() {
+  const char* locale = nullptr;
+  for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"})
+    if (const char* v = std::getenv(name); v && *v) {
+      locale = v;
+      break;
+    }
+  if (!locale) return Language::English;
+  const std::string_view l = locale;
+  const auto starts = [&](std::string_view prefix) {
+    return l.substr(0, prefix.size()) == prefix &&
+           (l.size() == prefix.size() || l[prefix.size()] == '_' || l[prefix.size()] == '.' ||
+            l[prefix.size()] == '@' || l[prefix.size()] == '-');
+  };
+  if (starts("ko")) return Language::Korean;
+  if (starts("zh_CN") || starts("zh_SG") || starts("zh-Hans") || l == "zh" || l.substr(0, 3) == "zh.")
+    return Language::Chinese;
+  return Language::English;
+}
+
+const char* language_endonym(Language language) {
+  switch (language) {
+    case Language::English: return "English";
+    case Language::Korean: return "\ud55c\uad6d\uc5b4";        // 한국어
+    case Language::Chinese: return "\u7b80\u4f53\u4e2d\u6587";  // 简体中文
     case Language::count_: break;
   }
   return "?";
@@ -142,6 +186,7 @@ const char* tr(T id) {
 }
 
 std::string tr(T id, std::span<const TextArg> args) {
+  for (const TextArg& arg : args) note_glyphs(arg.value);  // a file name, a token: the atlas must hold it
   int missing = 0, unused = 0;
   std::string out = fill_text(tr(id), args, &missing, &unused);
   if (missing || unused) report_mismatch(id, missing, unused);

@@ -36,11 +36,17 @@ enum class T : uint16_t {
 constexpr size_t kTextCount = static_cast<size_t>(T::count_);
 
 // The languages the table has: a table each (en.inc, ko.inc, zh.inc), the same ids in the same order. Korean and
-// Chinese cannot be chosen in the app yet: its fonts have no Hangul or Han characters (issue #49 adds them).
+// Chinese need a font with their characters (gui/fonts.h); without one the app stays in English.
 enum class Language : uint8_t { English, Korean, Chinese, count_ };
+// Chooses the table tr() reads, and notes its characters for the font atlas (gui/text/glyphs.h).
 void set_language(Language language);
 Language current_language();
 const char* language_code(Language language);  // "en", "ko", "zh"
+const char* language_endonym(Language language);  // in its own words: "English", "한국어", "简体中文"
+// The system's language where it is one of these, from the locale's variables as the C library orders them
+// (LC_ALL, LC_MESSAGES, LANG: "ko_KR.UTF-8" -> Korean; "zh_CN.UTF-8", "zh_SG", "zh" -> Chinese, whose table is
+// Simplified: not "zh_TW" or "zh_HK", whose readers write Traditional); else English.
+Language system_language();
 // The language of a code ("en", "ko", "zh"); false for another.
 bool language_from_code(std::string_view code, Language* language);
 // The text of `id` in `language` (the tests compare the tables).

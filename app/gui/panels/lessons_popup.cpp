@@ -1,0 +1,97 @@
+#include "gui/panels/lessons_popup.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "util/paths.h"
+
+namespace sf::gui {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uintmax_t kMaxLessonBytes = 1 << 20;
+
+// A lesson's title and pauses, read from its lines; false when the file cannot be read.
+bool read_lesson_facts(const std::string& path, LessonEntry* entry) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxLessonBytes || ec) return false;
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("title ", 0) == 0 && entry->title.empty()) entry->title = line.substr(6);
+    if (line == "pause") ++entry->pauses;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string shipped_lessons_folder() {
+  return (fs::path(shipped_model_path()).parent_path().parent_path() / "lessons").string();
+}
+
+std::vector<LessonEntry> find_lessons(const std::string& folder, Language language) {
+  // NAME.lesson is English; NAME.CODE.lesson the language of CODE.
+  std::map<std::string, std::map<std::string, std::string>> files;  // name -> code ("" English) -> path
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() <= 7 || file.substr(file.size() - 7) != ".lesson") continue;
+    const std::string stem = file.substr(0, file.size() - 7);
+    const size_t dot = stem.rfind('.');
+    const std::string name = dot == std::string::npos ? stem : stem.substr(0, dot);
+    const std::string code = dot == std::string::npos ? "" : stem.substr(dot + 1);
+    if (!name.empty()) files[name][code] = it->path().string();
+  }
+  const std::string wanted = language == Language::English ? "" : language_code(language);
+  std::vector<LessonEntry> out;
+  for (const auto& [name, versions] : files) {
+    LessonEntry entry;
+    entry.name = name;
+    if (auto it = versions.find(wanted); it != versions.end()) {
+      entry.path = it->second;
+      entry.in_language = true;
+    } else if (auto english = versions.find(""); english != versions.end()) {
+      entry.path = english->second;
+    } else {
+      continue;  // only in other languages
+    }
+    if (read_lesson_facts(entry.path, &entry)) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::optional<std::string> LessonsPopup::draw(const std::string& folder, Language language) {
+  std::optional<std::string> picked;
+  if (ImGui::Button(tr(T::lessons_button))) {
+    lessons_ = find_lessons(folder, language);
+    ImGui::OpenPopup("lessons");
+  }
+  if (!ImGui::BeginPopup("lessons")) return picked;
+  ImGui::TextDisabled("%s", tr(T::lessons_heading));
+  ImGui::Separator();
+  if (lessons_.empty()) ImGui::TextUnformatted(tr(T::lessons_none, {{"folder", folder}}).c_str());
+  for (const LessonEntry& lesson : lessons_) {
+    const std::string title = lesson.title.empty() ? lesson.name : lesson.title;
+    const std::string label = lesson.in_language ? title : tr(T::lessons_in_english, {{"title", title}});
+    if (ImGui::Selectable((label + "##" + lesson.path).c_str())) {
+      picked = lesson.path;
+      ImGui::CloseCurrentPopup();
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", tr(T::lessons_file, {{"file", lesson.path}, {"pauses", lesson.pauses}}).c_str());
+  }
+  ImGui::EndPopup();
+  return picked;
+}
+
+}  // namespace sf::gui
