@@ -354,6 +354,8 @@ void App::draw_view_and_export_buttons() {
   ImGui::SameLine();
   view_popup_.draw(&view_);
   ImGui::SameLine();
+  if (auto lesson = lessons_popup_.draw(shipped_lessons_folder(), current_language())) lesson_request_ = *lesson;
+  ImGui::SameLine();
   if (auto request = export_popup_.draw({stage_name(stage_), frame_tensors_})) request_export(*request);
   if (!export_status_.text.empty()) {
     ImGui::SameLine();

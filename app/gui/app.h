@@ -15,6 +15,7 @@
 #include "gui/panels/model_info_panel.h"
 #include "gui/panels/open_model_dialog.h"
 #include "gui/panels/presentation.h"
+#include "gui/panels/lessons_popup.h"
 #include "gui/panels/view_popup.h"
 #include "gui/render/capture.h"
 #include "gui/settings.h"
@@ -105,6 +106,8 @@ class App {
   const std::string& last_load_error() const { return last_load_error_; }  // "" after a load that worked
   const MessageDialog& dialog() const { return dialog_; }
   void show_message(DialogMessage message) { dialog_.show(std::move(message)); }
+  // A lesson picked in the Lessons popup, once: the main loop starts it (in place of a script or lesson running).
+  std::optional<std::string> take_lesson_request() { return std::exchange(lesson_request_, std::nullopt); }
   // How an export is written: the request's replace and folder, never onto the open model (io/user_files.h).
   WriteRules export_rules(const ExportRequest& r) const;
   bool showing_model_info() const { return show_model_info_; }
@@ -161,6 +164,8 @@ class App {
   std::string training_data_dir_;
   ViewSettings view_;
   ViewPopup view_popup_;
+  LessonsPopup lessons_popup_;
+  std::optional<std::string> lesson_request_;
   Language start_language_ = Language::English;  // the locale's or --language's: the settings keep another one
   bool language_chosen_ = false;                 // --language, the last session, or changed since (saved)
   ExportPopup export_popup_;

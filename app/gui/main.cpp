@@ -14,6 +14,7 @@
 #include "gui/options.h"
 #include "gui/render/heatmap.h"
 #include "gui/render/item_placements.h"
+#include "gui/fonts.h"
 #include "gui/script/lesson_check.h"
 #include "gui/script/script.h"
 #include "gui/settings.h"
@@ -69,6 +70,14 @@ std::string write_layout_json(const std::string& path, const sf::gui::App& app, 
                           {"dialog", nullptr}};
   if (const sf::gui::DialogMessage* d = app.dialog().current())
     shown["dialog"] = {{"title", d->title}, {"file", d->file}, {"problem", d->problem}, {"hint", d->hint}};
+  // The fonts: which files, the atlas's size (a software renderer's texture limit), the characters no font has,
+  // and how many glyphs this frame drew as the fallback (a character the atlas lacked).
+  const sf::gui::FontAtlasReport fonts = sf::gui::font_atlas_report();
+  std::vector<unsigned> missing(fonts.missing.begin(), fonts.missing.end());
+  shown["language"] = sf::gui::language_code(sf::gui::current_language());
+  shown["fonts"] = {{"files", fonts.fonts},     {"atlas_width", fonts.width},
+                    {"atlas_height", fonts.height}, {"glyphs", fonts.glyphs},
+                    {"missing", missing},        {"fallback_glyphs_drawn", sf::gui::fallback_glyphs_drawn()}};
   const std::string text = nlohmann::json{{"heatmaps", heatmaps}, {"items", items}, {"panels", panels}, {"app", shown}}
                                .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return sf::write_user_file(path, text, rules);
@@ -106,22 +115,28 @@ int main(int argc, char** argv) {
   const bool screenshot_mode = !options.screenshot_path.empty();
   std::optional<sf::gui::ScriptRunner> script;
   std::string lesson_problems;  // every line of a lesson at fault, shown in a dialog before the class sees it
-  if (!options.script_path.empty() || !options.lesson_path.empty()) {
-    const bool lesson = !options.lesson_path.empty();
+  // Reads a script or lesson into `script` (replacing one running); "" or why it cannot start.
+  const auto start_script = [&](const std::string& path, bool lesson) -> std::string {
     std::string error;
     const auto mode = lesson ? sf::gui::ScriptParse::Lesson : sf::gui::ScriptParse::Strict;
-    auto parsed_script =
-        sf::gui::parse_script_file(lesson ? options.lesson_path : options.script_path, error, mode);
-    if (!parsed_script) {
-      print_error(error);
-      return 2;
-    }
+    auto parsed_script = sf::gui::parse_script_file(path, error, mode);
+    if (!parsed_script) return error;
+    lesson_problems.clear();
     if (lesson && !error.empty()) {
       std::fprintf(stderr, "stepformer: the lesson has lines it will skip:\n%s\n", sf::printable_lines(error).c_str());
       lesson_problems = error;
     }
     script.emplace(std::move(*parsed_script), lesson);
     script->set_write_folder(options.allow_write_folder);
+    return "";
+  };
+  if (!options.script_path.empty() || !options.lesson_path.empty()) {
+    const bool lesson = !options.lesson_path.empty();
+    if (const std::string error = start_script(lesson ? options.lesson_path : options.script_path, lesson);
+        !error.empty()) {
+      print_error(error);
+      return 2;
+    }
   }
   // --screenshot, --layout-json and --frame-log replace a regular file at their path (as --help says), never an
   // input: the model named or the one opened when none is (the last session's, the shipped one), the script.
@@ -193,6 +208,16 @@ int main(int argc, char** argv) {
       window.begin_frame(mouse ? mouse_xy : app.capturing() ? away : nullptr);
       app.open_dropped(window.take_dropped_paths());
       app.frame();
+      // A lesson picked in the Lessons popup starts at its first line, in place of what was running.
+      if (auto path = app.take_lesson_request()) {
+        if (const std::string error = start_script(*path, true); !error.empty()) {
+          print_error(error);
+          app.show_message({sf::gui::tr(sf::gui::T::lessons_button), *path, error, ""});
+        } else if (!lesson_problems.empty()) {
+          app.show_message({sf::gui::tr(sf::gui::T::lesson_problems_title), *path, lesson_problems,
+                            sf::gui::tr(sf::gui::T::lesson_problems_hint)});
+        }
+      }
       frame_log.built();
       const auto draw_start = std::chrono::steady_clock::now();
       window.end_frame();

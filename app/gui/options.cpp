@@ -46,7 +46,7 @@ std::string utf8_of(char32_t cp) {
 }
 
 // `text` wrapped to `width` columns, each line after the first `indent` spaces in. A line breaks at a space, or
-// between two wide characters (Chinese has no spaces between words), never inside a word of narrow characters.
+// between two Han characters (Chinese has no spaces between words), never inside a word of Latin letters or Hangul.
 std::string wrap_text(const std::string& text, int width, int indent) {
   const std::vector<char32_t> cps = utf8_code_points(text);
   std::string out;
@@ -62,9 +62,15 @@ std::string wrap_text(const std::string& text, int width, int indent) {
   while (i < cps.size()) {
     // The next unit: a space, one wide character (with the punctuation that may not begin a line), or a run of
     // narrow non-space characters.
-    size_t end = i + 1;
-    if (cps[i] != U' ' && columns(cps[i]) == 1)
-      while (end < cps.size() && cps[end] != U' ' && columns(cps[end]) == 1) ++end;
+    // An opening bracket or quote (Chinese ones are wide) stays with what follows it: it never ends a line.
+    const auto opening = [](char32_t c) { return c == U'\uFF08' || c == U'\u201C' || c == U'\u300A' || c == U'\u300C'; };
+    size_t end = i;
+    while (end < cps.size() && opening(cps[end])) ++end;
+    if (end < cps.size()) ++end;
+    // Korean words are spaced, as English ones: Hangul joins a word; a Han character or kana stands alone.
+    const auto joins = [](char32_t c) { return c != U' ' && (columns(c) == 1 || (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0x1100 && c <= 0x115F)); };
+    if (joins(cps[end - 1]))
+      while (end < cps.size() && joins(cps[end])) ++end;
     while (end < cps.size() && (cps[end] == U'\uFF0C' || cps[end] == U'\u3002' || cps[end] == U'\u3001' ||
                                 cps[end] == U'\uFF1A' || cps[end] == U'\uFF1B' || cps[end] == U'\uFF09' ||
                                 cps[end] == U',' || cps[end] == U'.' || cps[end] == U')' || cps[end] == U':'))
@@ -77,7 +83,8 @@ std::string wrap_text(const std::string& text, int width, int indent) {
     }
     if (line_columns + unit > width && !line.empty() && cps[i] != U' ') {
       flush();
-      out += "\n" + std::string(static_cast<size_t>(indent), ' ');
+      out += '\n';
+      out.append(static_cast<size_t>(indent), ' ');
     }
     line.insert(line.end(), cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(end));
     line_columns += unit;

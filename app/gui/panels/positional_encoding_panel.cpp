@@ -166,11 +166,17 @@ void PositionalEncodingPanel::draw_stage(const AppState& state) {
   // The similarity map's title wraps to the map's width (large type); the map gives up that height. Where the
   // whole title would take more than two lines (presentation mode on a short screen: a word a line, and the
   // map pushed out of view), the formula alone; the map's tooltip says what it means.
-  float sim_side = std::min(height, avail.x * 0.3f);  // the matrix keeps the width its 256 columns need
+  // The title is measured again at the width the map keeps: a narrower map can wrap it to more lines.
+  const float widest_side = std::min(height, avail.x * 0.3f);  // the matrix keeps the width its 256 columns need
   const char* similarity_title = tr(T::positional_encoding_similarity_title);
-  if (math_text_size(similarity_title, sim_side).y > 2.5f * ImGui::GetFontSize()) similarity_title = "$PE_i \\cdot PE_j$";
-  const float title_extra = math_text_size(similarity_title, sim_side).y - ImGui::GetFontSize();
-  if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
+  float sim_side = widest_side;
+  for (int pass = 0; pass < 2; ++pass) {
+    sim_side = widest_side;
+    const float title_extra = math_text_size(similarity_title, sim_side).y - ImGui::GetFontSize();
+    if (title_extra > 0) sim_side = std::max(32.0f, std::min(sim_side, height - title_extra));
+    if (math_text_size(similarity_title, sim_side).y <= 2.5f * ImGui::GetFontSize()) break;
+    similarity_title = "$PE_i \\cdot PE_j$";
+  }
   const float matrix_width = std::max(64.0f, avail.x - sim_side - 2 * bar - 4 * ImGui::GetStyle().ItemSpacing.x);
   // Two groups side by side, each its title over its map with the map's colour bar beside it.
   const float spacing = ImGui::GetStyle().ItemSpacing.x;

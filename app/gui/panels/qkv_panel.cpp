@@ -354,6 +354,8 @@ void QkvPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   const ImVec2 rest = ImGui::GetContentRegionAvail();
   if (!opened_) {
     const float col_width = (rest.x - 2 * style.ItemSpacing.x) / 3;
+    // (a heading with a subscript, Q_1, is a little taller than a line: the maps take what it leaves)
+    const float heading_h = std::max(line, math_text_size("$Q_{8}$ [8]").y + style.ItemSpacing.y);
     auto column = [&](MapView& view, const char* name, const char* title, const MapAxis& axis, Side side) {
       ImGui::BeginGroup();
       char heading[64];
@@ -363,7 +365,7 @@ void QkvPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
       view.heatmap().set_axis_labels(*axis.labels);  // row names for export
       MapViewOptions o = signed_map;
       o.label_width = std::min(MapView::label_width_for(*axis.labels), col_width * 0.45f);
-      const MapViewHit hit = view.draw(name, ImVec2(col_width, rest.y - line), axis, none, o);
+      const MapViewHit hit = view.draw(name, ImVec2(col_width, rest.y - heading_h), axis, none, o);
       if (hit.clicked) opened_ = Opened{side, hit.row};
       ImGui::EndGroup();
     };

@@ -3,11 +3,25 @@
 #include <imgui.h>
 
 #include "gui/fonts.h"
+#include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 
 namespace sf::gui {
 
+namespace {
+
+// A language as the View popup names it: in its own words where a font draws them ("한국어"), else in the
+// current language's ("Korean"), which is then English.
+const char* language_label(Language language) {
+  if (language_has_font(language)) return language_endonym(language);
+  return tr(language == Language::Korean ? T::language_ko : language == Language::Chinese ? T::language_zh : T::language_en);
+}
+
+}  // namespace
+
 void ViewPopup::draw(ViewSettings* view) {
+  for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i)  // the font atlas holds the popup's names
+    note_glyphs(language_label(static_cast<Language>(i)));
   if (ImGui::Button(tr(T::view_popup_button))) {
     scale_ = view->ui_scale;
     ImGui::OpenPopup("view");
@@ -23,11 +37,11 @@ void ViewPopup::draw(ViewSettings* view) {
   // The language of the app's words, each named in its own; one without a font to draw it is greyed, and says
   // which package brings one.
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
-  if (ImGui::BeginCombo(tr(T::view_popup_language), language_endonym(view->language))) {
+  if (ImGui::BeginCombo(tr(T::view_popup_language), language_label(view->language))) {
     for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i) {
       const Language language = static_cast<Language>(i);
       const bool drawable = language_has_font(language);
-      if (ImGui::Selectable(language_endonym(language), language == view->language,
+      if (ImGui::Selectable(language_label(language), language == view->language,
                             drawable ? 0 : ImGuiSelectableFlags_Disabled))
         view->language = language;
       if (!drawable && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))

@@ -64,12 +64,23 @@ class Parser {
         add("$", base_);
         pos_ += 2;
       } else if (s_[pos_] == '$') {
+        if (!out_.runs.empty() && breaks_around(previous_) && !opening(previous_)) break_here();  // 的 $x$
         ++pos_;
         math(base_, false);
+        previous_ = U'x';  // a formula is a word
       } else if (s_[pos_] == ' ') {
         space();
         ++pos_;
+        previous_ = U' ';
       } else {
+        // Chinese (and Japanese) is written without spaces: a line may break between two characters, where
+        // one of them is a Han character, kana or CJK punctuation, but never before a closing mark (，。）) nor
+        // after an opening one (（“). Korean is spaced, as English is, and breaks at its spaces.
+        const char32_t c = code_point_at(pos_);
+        if (!out_.runs.empty() && previous_ != U' ' && (breaks_around(previous_) || breaks_around(c)) &&
+            !closing(c) && !opening(previous_))
+          break_here();
+        previous_ = c;
         add_char(base_);
       }
     }
@@ -88,6 +99,36 @@ class Parser {
     r.space = true;
     out_.runs.push_back(r);
   }
+  // A place a line may break at that takes no room (between two Chinese characters).
+  void break_here() {
+    Run r;
+    r.space = true;
+    out_.runs.push_back(r);
+  }
+  char32_t code_point_at(size_t at) const {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(at + k < s_.size() ? s_[at + k] : 0); };
+    const size_t n = utf8_length(b(0));
+    if (n == 2) return ((b(0) & 0x1Fu) << 6) | (b(1) & 0x3Fu);
+    if (n == 3) return ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+    if (n == 4) return ((b(0) & 0x07u) << 18) | ((b(1) & 0x3Fu) << 12) | ((b(2) & 0x3Fu) << 6) | (b(3) & 0x3Fu);
+    return b(0);
+  }
+  static bool breaks_around(char32_t c) {
+    return (c >= 0x3000 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFF00 && c <= 0xFFEF);
+  }
+  static bool closing(char32_t c) {
+    for (const char32_t k : {U'\uFF0C', U'\u3002', U'\u3001', U'\uFF1A', U'\uFF1B', U'\uFF01', U'\uFF1F', U'\uFF09',
+                             U'\u300D', U'\u300F', U'\u300B', U'\u201D', U'\u2019', U')', U',', U'.', U':', U';'})
+      if (c == k) return true;
+    return false;
+  }
+  static bool opening(char32_t c) {
+    for (const char32_t k : {U'\uFF08', U'\u300C', U'\u300E', U'\u300A', U'\u201C', U'\u2018', U'('})
+      if (c == k) return true;
+    return false;
+  }
+  char32_t previous_ = U' ';  // the base text's last character (a space at the start)
   void add(const std::string& text, const Style& st, bool root = false) {
     if (!out_.runs.empty() && !root) {
       Run& last = out_.runs.back();

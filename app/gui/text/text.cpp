@@ -118,11 +118,9 @@ void set_language(Language language) {
   if (noted_once && g_language.load() == language) return;
   noted_once = true;
   g_language = language;
-  // The atlas holds this table's characters and the language names (the View popup lists them all); what the
-  // frames draw besides is noted again as they draw it.
+  // The atlas holds this table's characters; what the frames draw besides is noted again as they draw it.
   forget_noted_glyphs();
   for (const Entry& entry : *kTables[static_cast<size_t>(language)]) note_glyphs(entry.text);
-  for (size_t i = 0; i < static_cast<size_t>(Language::count_); ++i) note_glyphs(language_endonym(static_cast<Language>(i)));
 }
 Language current_language() { return g_language; }
 
