@@ -97,11 +97,12 @@ std::unique_ptr<FontFile> first_named(const std::vector<std::string>& files, std
   return nullptr;
 }
 
-// Latin, Latin-1 supplement and Latin Extended-A (German and French words), Greek (the formulas' letters),
-// modifier letters (the superscript capitals of W\u1d3c and K\u1d40 in plain text), general punctuation, arrows,
-// math symbols, box drawing and geometric shapes, and U+FFFD, the replacement mark.
-constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0x0370, 0x03FF, 0x1D2C, 0x1D6A, 0x2000, 0x206F, 0x2190, 0x21FF,
-                                   0x2200, 0x22FF, 0x2500, 0x25FF, 0xFFFD, 0xFFFD, 0};
+// Always in the atlas: ASCII, Latin-1 and Latin Extended-A (the letters of most European words a model reads),
+// and U+FFFD, the replacement mark ImGui draws for a character the atlas lacks. Everything else (Greek of the
+// formulas, arrows, math symbols, Hangul, Han) is there because the language's table or the screen has it: each
+// glyph costs room in every size (body and large), and at 86 px (UI scale 3, presenting on a 4K screen) the
+// atlas of a Chinese screen reached 4096 x 8192 with whole Unicode blocks in it; 4096 x 4096 without.
+constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0xFFFD, 0xFFFD, 0};
 
 // The fonts found, the characters each is asked for, and what no font has. One per process.
 class FontSet {

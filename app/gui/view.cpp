@@ -68,7 +68,15 @@ void rebuild_fonts(float body_pixels, bool gl) {
   load_ui_font(std::round(body_pixels * kLargeFontFactor));  // the second: headers and captions
   unsigned char* pixels = nullptr;  // builds the atlas (and marks it ready, as NewFrame wants)
   int width = 0, height = 0;
+  io.Fonts->TexDesiredWidth = 0;  // ImGui's choice from the glyphs' area: at most 4096 wide
   io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  // ImGui widens the texture only to 4096 and grows it downwards: many large glyphs (Hangul at 86 px) made it
+  // 2048 x 8192, past what some renderers take (WebGL's least: 4096). Twice as wide is squarer for the same area.
+  if (height > 2 * width && width < 4096) {
+    io.Fonts->TexDesiredWidth = 2 * width;
+    io.Fonts->ClearTexData();
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  }
   if (gl) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
     ImGui_ImplOpenGL3_CreateFontsTexture();

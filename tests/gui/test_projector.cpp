@@ -131,8 +131,13 @@ class LessonPauses : public ::testing::TestWithParam<LessonScreen> {
 
 std::vector<LessonScreen> lesson_screens() {
   std::vector<LessonScreen> out;
-  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn"})
+  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn"}) {
     for (const Screen& screen : kScreens) out.push_back({lesson, screen});
+    // The Korean and Chinese versions (their `language` line switches the app's words) on the smallest screen
+    // and the largest type: the words are shorter but the glyphs taller.
+    for (const char* code : {"ko", "zh"})
+      for (const Screen& screen : {kScreens[0], kScreens[3]}) out.push_back({std::string(lesson) + "." + code, screen});
+  }
   return out;
 }
 
@@ -171,6 +176,8 @@ TEST_P(LessonPauses, EveryPauseFitsTheScreen) {
     const json layout = testing::load_json(dir / pause_file(i));
     ASSERT_TRUE(layout.contains("panels")) << "pause " << i;
     EXPECT_TRUE(layout["panels"]["present"].get<bool>()) << "pause " << i;
+    const size_t dot = p.lesson.find('.');  // walkthrough.ko: in Korean from its first pause
+    EXPECT_EQ(layout["app"]["language"], dot == std::string::npos ? "en" : p.lesson.substr(dot + 1)) << "pause " << i;
     const std::string found = problems_of(layout, map_stages.count(layout["app"]["stage"].get<std::string>()) > 0);
     if (!found.empty()) problems += "pause " + std::to_string(i) + ": " + found + "\n";
   }
