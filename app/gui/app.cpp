@@ -262,8 +262,8 @@ void App::frame() {
       ImGui::SameLine();
     }
     if (state_.ready()) {
-      ImGui::TextWrapped("-> %s%s", state_.translation_text().c_str(),
-                         state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token));
+      text_wrapped("-> " + state_.translation_text() +
+                   (state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token)));
     }
     if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
       ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "%s",

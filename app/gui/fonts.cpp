@@ -102,7 +102,10 @@ std::unique_ptr<FontFile> first_named(const std::vector<std::string>& files, std
 // formulas, arrows, math symbols, Hangul, Han) is there because the language's table or the screen has it: each
 // glyph costs room in every size (body and large), and at 86 px (UI scale 3, presenting on a 4K screen) the
 // atlas of a Chinese screen reached 4096 x 8192 with whole Unicode blocks in it; 4096 x 4096 without.
-constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0xFFFD, 0xFFFD, 0};
+// The few symbols the code itself draws outside the table and the formulas (an ellipsis, arrows, minus, infinity,
+// the square root) are there too.
+constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212,
+                                   0x221A, 0x221A, 0x221E, 0x221E, 0xFFFD, 0xFFFD, 0};
 
 // The fonts found, the characters each is asked for, and what no font has. One per process.
 class FontSet {

@@ -18,6 +18,7 @@
 #include "gui/script/script.h"
 #include "gui/stages.h"
 #include "gui/text/glyphs.h"
+#include "gui/text/line_breaks.h"
 #include "gui/text/text.h"
 
 namespace sf::gui {
@@ -32,65 +33,18 @@ int columns(char32_t cp) {
   return wide ? 2 : 1;
 }
 
-std::string utf8_of(char32_t cp) {
-  std::string s;
-  if (cp < 0x80) s += static_cast<char>(cp);
-  else if (cp < 0x800) s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
-  else if (cp < 0x10000)
-    s += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
-          static_cast<char>(0x80 | (cp & 0x3F))};
-  else
-    s += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
-          static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
-  return s;
-}
-
-// `text` wrapped to `width` columns, each line after the first `indent` spaces in. A line breaks at a space, or
-// between two Han characters (Chinese has no spaces between words), never inside a word of Latin letters or Hangul.
+// `text` wrapped to `width` columns (gui/text/line_breaks.h: at spaces, between Chinese characters), each line
+// after the first `indent` spaces in.
 std::string wrap_text(const std::string& text, int width, int indent) {
-  const std::vector<char32_t> cps = utf8_code_points(text);
   std::string out;
-  std::vector<char32_t> line;
-  int line_columns = 0;
-  size_t i = 0;
-  const auto flush = [&] {
-    while (!line.empty() && line.back() == U' ') line.pop_back();
-    for (const char32_t c : line) out += utf8_of(c);
-    line.clear();
-    line_columns = 0;
-  };
-  while (i < cps.size()) {
-    // The next unit: a space, one wide character (with the punctuation that may not begin a line), or a run of
-    // narrow non-space characters.
-    // An opening bracket or quote (Chinese ones are wide) stays with what follows it: it never ends a line.
-    const auto opening = [](char32_t c) { return c == U'\uFF08' || c == U'\u201C' || c == U'\u300A' || c == U'\u300C'; };
-    size_t end = i;
-    while (end < cps.size() && opening(cps[end])) ++end;
-    if (end < cps.size()) ++end;
-    // Korean words are spaced, as English ones: Hangul joins a word; a Han character or kana stands alone.
-    const auto joins = [](char32_t c) { return c != U' ' && (columns(c) == 1 || (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0x1100 && c <= 0x115F)); };
-    if (joins(cps[end - 1]))
-      while (end < cps.size() && joins(cps[end])) ++end;
-    while (end < cps.size() && (cps[end] == U'\uFF0C' || cps[end] == U'\u3002' || cps[end] == U'\u3001' ||
-                                cps[end] == U'\uFF1A' || cps[end] == U'\uFF1B' || cps[end] == U'\uFF09' ||
-                                cps[end] == U',' || cps[end] == U'.' || cps[end] == U')' || cps[end] == U':'))
-      ++end;
-    int unit = 0;
-    for (size_t k = i; k < end; ++k) unit += columns(cps[k]);
-    if (cps[i] == U' ' && line.empty() && !out.empty()) {  // no space begins a line
-      i = end;
-      continue;
-    }
-    if (line_columns + unit > width && !line.empty() && cps[i] != U' ') {
-      flush();
+  const auto advance = [](char32_t c) { return static_cast<float>(columns(c)); };
+  for (const std::string& line : break_lines(text, static_cast<float>(width), advance)) {
+    if (!out.empty()) {
       out += '\n';
       out.append(static_cast<size_t>(indent), ' ');
     }
-    line.insert(line.end(), cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(end));
-    line_columns += unit;
-    i = end;
+    out += line;
   }
-  flush();
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "gui/text/glyphs.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>  // the window's wrap position (DC.TextWrapPos) and CalcWrapWidthForPos
 
 #include <cstdarg>
 
@@ -14,6 +15,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/text/line_breaks.h"
 #include "gui/text/text.h"
 #include "gui/view.h"
 
@@ -77,14 +79,44 @@ float labelled_field_width(float field_width, const char* label) {
 }
 
 void text_disabled_wrapped(const char* fmt, ...) {
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::PushTextWrapPos(0.0f);
   va_list args;
   va_start(args, fmt);
-  ImGui::TextV(fmt, args);
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  std::string text(static_cast<size_t>(std::max(n, 0)), '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, fmt, args);
   va_end(args);
+  text_wrapped(text, &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+}
+
+void wrapped_text(std::string_view text, const ImVec4* colour) {
+  note_glyphs(text);
+  ImGuiWindow* window = ImGui::GetCurrentWindow();
+  std::string drawn(text);
+  if (window->DC.TextWrapPos >= 0.0f) {  // a wrap position is pushed: break the lines here, ImGui draws them as they are
+    const float width = ImGui::CalcWrapWidthForPos(ImGui::GetCursorScreenPos(), window->DC.TextWrapPos);
+    const ImFont* font = ImGui::GetFont();
+    const float scale = ImGui::GetFontSize() / font->FontSize;
+    drawn.clear();
+    for (const std::string& line : break_lines(text, width, [&](char32_t c) {
+           return font->GetCharAdvance(static_cast<ImWchar>(c <= IM_UNICODE_CODEPOINT_MAX ? c : IM_UNICODE_CODEPOINT_INVALID)) * scale;
+         }))
+      drawn += (drawn.empty() ? "" : "\n") + line;
+  }
+  ImGui::PushTextWrapPos(-1.0f);
+  if (colour) ImGui::PushStyleColor(ImGuiCol_Text, *colour);
+  ImGui::TextUnformatted(drawn.data(), drawn.data() + drawn.size());
+  if (colour) ImGui::PopStyleColor();
   ImGui::PopTextWrapPos();
-  ImGui::PopStyleColor();
+}
+
+void text_wrapped(std::string_view text, const ImVec4* colour) {
+  const bool at_edge = ImGui::GetCurrentWindow()->DC.TextWrapPos < 0.0f;  // as ImGui::TextWrapped: a wrap position
+  if (at_edge) ImGui::PushTextWrapPos(0.0f);                              // pushed before stays
+  wrapped_text(text, colour);
+  if (at_edge) ImGui::PopTextWrapPos();
 }
 
 void spinner(float radius) {

@@ -21,6 +21,7 @@
 #include "gui/settings.h"
 #include "gui/stages.h"
 #include "gui/text/glyphs.h"
+#include "gui/text/line_breaks.h"
 #include "gui/text/text.h"
 #include "layout_checks.h"
 
@@ -94,6 +95,77 @@ TEST(GlyphCensus, ChoosingALanguageNotesItsTableAndTrNotesItsValues) {
     EXPECT_TRUE(found);
   }
   set_language(Language::English);
+}
+
+// [SECTION] where lines break (gui/text/line_breaks.h)
+
+// One column a character, two for Hangul and Han (a terminal's, and a fixed-width font's, measure).
+float cols(char32_t c) { return (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0x3000 && c <= 0x9FFF) || (c >= 0xFF00 && c <= 0xFFEF) ? 2.0f : 1.0f; }
+std::vector<std::string> lines(const std::string& text, float width) { return break_lines(text, width, cols); }
+
+TEST(LineBreaks, EnglishAndKoreanBreakAtSpacesOnly) {
+  EXPECT_EQ(lines("the quick brown fox", 10), (std::vector<std::string>{"the quick", "brown fox"}));
+  // 어텐션 가중치 (7 syllables, 14 columns + a space): a word is never cut while it fits a line.
+  EXPECT_EQ(lines("\xEC\x96\xB4\xED\x85\x90\xEC\x85\x98 \xEA\xB0\x80\xEC\xA4\x91\xEC\xB9\x98", 8),
+            (std::vector<std::string>{"\xEC\x96\xB4\xED\x85\x90\xEC\x85\x98", "\xEA\xB0\x80\xEC\xA4\x91\xEC\xB9\x98"}));
+  EXPECT_EQ(lines("", 10), (std::vector<std::string>{""}));
+  EXPECT_EQ(lines("one\ntwo", 80), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(lines("  indented", 80), (std::vector<std::string>{"  indented"}));
+}
+
+TEST(LineBreaks, ANumberIsNeverCutWhereItFitsALine) {
+  // ImGui 1.86 wraps after any '.', so this line ended in "-0." with "01" on the next.
+  for (float width = 8; width <= 40; ++width)
+    for (const std::string& line : lines("mean -0.01 .. -0.01, spread 1.00 .. 1.01", width)) {
+      EXPECT_NE(line.substr(line.size() >= 3 ? line.size() - 3 : 0), "-0.") << width;
+      EXPECT_NE(line.rfind("01", 0), 0u) << width << ": '" << line << "'";
+    }
+  // In Chinese too: 均值 -0.01 .. -0.01，标准差
+  const std::string zh = "\xE5\x9D\x87\xE5\x80\xBC -0.01 .. -0.01\xEF\xBC\x8C\xE6\xA0\x87\xE5\x87\x86\xE5\xB7\xAE";
+  for (float width = 8; width <= 30; ++width)
+    for (const std::string& line : lines(zh, width)) {
+      EXPECT_NE(line.substr(line.size() >= 3 ? line.size() - 3 : 0), "-0.") << width;
+      EXPECT_NE(line.rfind("01", 0), 0u) << width << ": '" << line << "'";
+    }
+}
+
+TEST(LineBreaks, ChineseBreaksBetweenCharactersButNotBeforeAClosingMark) {
+  // 归一化后：均值 at 4 columns (two characters a line): "后：" stays together (no line begins with "："),
+  // so "化" goes alone.
+  const std::vector<std::string> got = lines("\xE5\xBD\x92\xE4\xB8\x80\xE5\x8C\x96\xE5\x90\x8E\xEF\xBC\x9A\xE5\x9D\x87\xE5\x80\xBC", 4);
+  for (const std::string& line : got) EXPECT_NE(line.rfind("\xEF\xBC\x9A", 0), 0u) << "a line begins with '\xEF\xBC\x9A'";
+  EXPECT_EQ(got.front(), "\xE5\xBD\x92\xE4\xB8\x80");
+  // An opening bracket never ends a line: 模型（model） at 6 columns.
+  for (const std::string& line : lines("\xE6\xA8\xA1\xE5\x9E\x8B\xEF\xBC\x88model\xEF\xBC\x89", 6)) {
+    ASSERT_GE(line.size(), 3u);
+    EXPECT_NE(line.substr(line.size() - 3), "\xEF\xBC\x88") << line;
+  }
+  EXPECT_TRUE(cjk_break_between(U'\u6A21', U'\u578B'));
+  EXPECT_FALSE(cjk_break_between(U'\u578B', U'\uFF0C'));
+  EXPECT_FALSE(cjk_break_between(U'\uFF08', U'm'));
+  EXPECT_FALSE(cjk_break_between(U'a', U'b'));
+  EXPECT_FALSE(cjk_break_between(U'\uC5B4', U'\uD150')) << "Korean breaks at its spaces";
+}
+
+TEST(LineBreaks, EveryLineFitsUnlessOneCharacterIsWiderThanTheLine) {
+  const std::string text = "A Transformer \xE6\xA8\xA1\xE5\x9E\x8B reads averyveryverylongwordwithoutspaces and "
+                           "\xEB\x94\x94\xEC\xBD\x94\xEB\x8D\x94 writes.";
+  for (float width = 1; width <= 60; ++width) {
+    std::string joined;
+    for (const std::string& line : lines(text, width)) {
+      float w = 0;
+      for (const char32_t c : utf8_code_points(line)) w += cols(c);
+      if (utf8_code_points(line).size() > 1) EXPECT_LE(w, width) << "'" << line << "' at " << width;
+      joined += line;
+    }
+    std::string squeezed;  // nothing lost but the spaces at the breaks
+    for (const char c : text)
+      if (c != ' ') squeezed += c;
+    std::string got;
+    for (const char c : joined)
+      if (c != ' ') got += c;
+    EXPECT_EQ(got, squeezed) << width;
+  }
 }
 
 // [SECTION] choosing: the locale, --language, the settings
@@ -357,6 +429,8 @@ TEST_P(LanguageScreens, EveryStageDrawsEveryGlyphAndFits) {
     for (const char* shot : kScreenshotStages)
       if (stage == shot) script += "screenshot " + stage + ".png\n";
   }
+  // The views beside the stages: Model info and the open-model dialog (their words, the vocabulary's samples).
+  script += "show model-info\nlayout model-info.json\nshow open-model\nlayout open-model.json\nshow stage\n";
   fs::create_directories(dir / "no-data");
   ASSERT_EQ(testing::run_app_script(dir, script, "--data '" + (dir / "no-data").string() + "'",
                                     present ? "1280x800" : "1600x1000"),
@@ -371,6 +445,11 @@ TEST_P(LanguageScreens, EveryStageDrawsEveryGlyphAndFits) {
     // The atlas fits the texture a software renderer takes (llvmpipe and most GPUs: 8192; WebGL's least: 4096).
     EXPECT_LE(layout["app"]["fonts"]["atlas_width"].get<int>(), 4096) << stage;
     EXPECT_LE(layout["app"]["fonts"]["atlas_height"].get<int>(), 4096) << stage;
+  }
+  for (const char* view : {"model-info", "open-model"}) {
+    const json layout = testing::load_json(dir / (std::string(view) + ".json"));
+    ASSERT_TRUE(layout.contains("app")) << view;
+    problems += testing::glyph_problems(layout);
   }
   EXPECT_EQ(problems, "") << code << (present ? ", presenting at 1280x800" : " at 1600x1000");
   for (const char* shot : kScreenshotStages) {
@@ -488,6 +567,76 @@ TEST(LanguageFonts, WithoutACjkFontTheAppSpeaksEnglishAndSaysWhyOnce) {
   size_t warnings = 0;
   for (size_t at = 0; (at = log.find("fonts-wqy-microhei", at)) != std::string::npos; ++at) ++warnings;
   EXPECT_EQ(warnings, 1u) << "one warning, not one per frame or per language asked: " << log;
+}
+
+}  // namespace
+}  // namespace sf::gui
+
+namespace sf::gui {
+namespace {
+
+// Switched live, by the script's `language` (as the View popup does): each screen in the language just chosen,
+// every glyph drawn, no restart.
+TEST(LanguageSwitch, LiveEachScreenSpeaksTheLanguageJustChosen) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("language_switch");
+  const std::string script =
+      "language en\nstage encoder-attention\nlayout en.json\nlanguage zh\nlayout zh.json\nlanguage ko\n"
+      "layout ko.json\nstage decoding\nlayout ko2.json\nlanguage en\nlayout en2.json\n";
+  ASSERT_EQ(testing::run_app_script(dir, script), 0) << testing::read_text(dir / "log.txt");
+  for (const char* code : {"en", "zh", "ko", "ko2", "en2"}) {
+    const json layout = testing::load_json(dir / (std::string(code) + ".json"));
+    EXPECT_EQ(layout["app"]["language"], std::string(code).substr(0, 2)) << code;
+    EXPECT_EQ(testing::glyph_problems(layout), "") << code;
+    EXPECT_EQ(testing::fit_problems(layout), "") << code;
+  }
+}
+
+// The language chosen is remembered: a run with --language ko writes it to the settings, and the next run without
+// --language speaks Korean; --language on the command line wins over it.
+TEST(LanguageSwitch, TheSettingsRememberTheLanguageChosen) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("language_settings");
+  const auto run = [&](const std::string& args, const std::string& layout) {
+    const std::string cmd = "cd '" + dir.string() + "' && XDG_CONFIG_HOME='" + (dir / "config").string() +
+                            "' LC_ALL=C LANG=C " + testing::headless_app_command(args + " --layout-json " + layout + " --screenshot s.png") +
+                            " > log.txt 2>&1";
+    return std::system(cmd.c_str());
+  };
+  ASSERT_EQ(run("--language ko", "a.json"), 0) << testing::read_text(dir / "log.txt");
+  EXPECT_EQ(testing::load_json(dir / "a.json")["app"]["language"], "ko");
+  const json settings = testing::load_json(dir / "config" / "stepformer" / "settings.json");
+  EXPECT_EQ(settings.value("language", ""), "ko") << settings.dump();
+  ASSERT_EQ(run("", "b.json"), 0) << testing::read_text(dir / "log.txt");
+  EXPECT_EQ(testing::load_json(dir / "b.json")["app"]["language"], "ko") << "the last session's";
+  ASSERT_EQ(run("--language zh", "c.json"), 0);
+  EXPECT_EQ(testing::load_json(dir / "c.json")["app"]["language"], "zh") << "the command line's";
+}
+
+// The font atlas at the largest type: UI scale 3 presenting on a 4K screen (86 px), and UI scale 4 (72 px), in
+// each language, fits a 4096 x 4096 texture (what WebGL and the smallest GPUs take; llvmpipe takes 16384).
+TEST(LanguageFonts, TheAtlasAtTheLargestTypeFitsA4096Texture) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("language_atlas");
+  for (const char* code : kCodes)
+    for (const std::string& args : {std::string("--ui-scale 3 --present"), std::string("--ui-scale 4")}) {
+      const std::string cmd = "cd '" + dir.string() + "' && " +
+                              testing::headless_app_command("--no-settings --size 3840x2160 --language " +
+                                                                std::string(code) + " " + args +
+                                                                " --layout-json a.json --screenshot a.png",
+                                                            "3840x2160") +
+                              " > log.txt 2>&1";
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::read_text(dir / "log.txt");
+      const json layout = testing::load_json(dir / "a.json");
+      const json& fonts = layout["app"]["fonts"];
+      EXPECT_LE(fonts["atlas_width"].get<int>(), 4096) << code << " " << args;
+      EXPECT_LE(fonts["atlas_height"].get<int>(), 4096) << code << " " << args;
+      EXPECT_GE(layout["panels"]["font_size"].get<float>(), 72.0f) << code << " " << args;
+      EXPECT_EQ(testing::glyph_problems(layout), "") << code << " " << args;
+    }
 }
 
 }  // namespace

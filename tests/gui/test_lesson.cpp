@@ -367,7 +367,7 @@ TEST(CheckLesson, TheShippedLessonsPlayOnTheirModelAndSayWhyNotOnAnother) {
     const Checked c = check(dir + lesson, dir + "/assets/models/fr-en.safetensors");
     EXPECT_EQ(c.exit_code, 1) << lesson << ":\n" << c.output;
     EXPECT_NE(c.output.find("stage tokens; caption: "), std::string::npos) << c.output;
-    EXPECT_NE(c.output.find("problem: script line 10: this lesson is written for German to English (de-en); the model "
+    EXPECT_NE(c.output.find("problem: script line 11: this lesson is written for German to English (de-en); the model "
                             "'fr-en.safetensors' translates French to English (fr-en)"),
               std::string::npos) << c.output;
     EXPECT_NE(c.output.find("the model does not know these words of the sentence (it reads each as <unk>): 'Ein', "
@@ -385,7 +385,7 @@ TEST(CheckLesson, TheShippedLessonsPlayOnTheirModelAndSayWhyNotOnAnother) {
       << small.output;
   const Checked walk = check(dir + "/assets/lessons/walkthrough.lesson", "");
   EXPECT_NE(walk.output.find("32 pauses, 0 problems"), std::string::npos) << walk.output;
-  EXPECT_NE(walk.output.find("pause 8 (line 40): stage encoder-attention; caption: One cell opened"), std::string::npos)
+  EXPECT_NE(walk.output.find("pause 8 (line 41): stage encoder-attention; caption: One cell opened"), std::string::npos)
       << walk.output;
 }
 

@@ -40,7 +40,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   const bool post = c.norm_placement == NormPlacement::Post;
 
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::TextWrapped("%s",
+    text_wrapped(
                        tr(T::add_norm_heading, {{"stack", encoder ? tr(T::add_norm_encoder) : tr(T::add_norm_decoder)},
                                                 {"layer", shown_number(sel.layer)},
                                                 {"block", blk.name}})
@@ -109,7 +109,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
     const float top = ImGui::GetCursorScreenPos().y;
     const float w = each + (i == 0 ? label_w : 0.0f);
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
-    ImGui::TextUnformatted(titles[i]);
+    wrapped_text(titles[i]);
     ImGui::PopTextWrapPos();
     maps_[i].heatmap().set_axis_labels(labels);  // row names for export
     o.label_width = i == 0 ? label_w : 0.0f;
@@ -142,7 +142,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
       lo_sa = std::min(lo_sa, std_after(i)), hi_sa = std::max(hi_sa, std_after(i));
       if (is_hovered_token(side_of_rows, static_cast<int>(i))) hovered = static_cast<int>(i);
     }
-    ImGui::TextWrapped("%s", tr(T::add_norm_range, {{"mean_low", number_text("%.2f", lo_m)},
+    text_wrapped(tr(T::add_norm_range, {{"mean_low", number_text("%.2f", lo_m)},
                                                     {"mean_high", number_text("%.2f", hi_m)},
                                                     {"std_low", number_text("%.2f", lo_s)},
                                                     {"std_high", number_text("%.2f", hi_s)},
@@ -152,7 +152,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
                                                     {"std_high_after", number_text("%.2f", hi_sa)}})
                                  .c_str());
     if (hovered >= 0)
-      ImGui::TextWrapped("%s", tr(T::add_norm_token_stats, {{"token", labels[static_cast<size_t>(hovered)]},
+      text_wrapped(tr(T::add_norm_token_stats, {{"token", labels[static_cast<size_t>(hovered)]},
                                                             {"mean", number_text("%.3f", norm.mean(hovered))},
                                                             {"std", number_text("%.3f", norm.std(hovered))},
                                                             {"mean_after", number_text("%.3f", mean_after(hovered))},

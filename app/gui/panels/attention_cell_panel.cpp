@@ -69,7 +69,7 @@ bool AttentionCellPanel::draw(const AttentionCell& c, const std::string& query, 
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
   if (compact)
-    ImGui::TextWrapped("\"%s\" \u2192 \"%s\"", query.c_str(), key.c_str());
+    text_wrapped("\"" + query + "\" \u2192 \"" + key + "\"");
   else
     ImGui::TextUnformatted(
         tr(T::attention_cell_heading,

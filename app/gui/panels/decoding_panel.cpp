@@ -407,13 +407,11 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
     const int k = static_cast<int>(order.size());
     const size_t next = state.translation().size();
     if (next < state.interventions().forced_prefix.size())
-      ImGui::TextWrapped("%s", tr(T::decoding_next_token_space_feeds,
+      text_wrapped(tr(T::decoding_next_token_space_feeds,
                                   {{"token", state.target_token(state.interventions().forced_prefix[next])}})
                                    .c_str());
     else
-      ImGui::TextWrapped(
-          "%s",
-          tr(T::decoding_next_token_space_takes,
+      text_wrapped(tr(T::decoding_next_token_space_takes,
              {{"choice", o.strategy == DecodeStrategy::Greedy ? tr(T::decoding_most_likely) : tr(T::decoding_sample)}})
               .c_str());
     const float label = ImGui::GetFontSize() * 8, number = ImGui::CalcTextSize("0.00017").x + 8;
@@ -456,7 +454,7 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
   const bool side_by_side = presenting && next_shown && ImGui::GetContentRegionAvail().x > ImGui::GetFontSize() * 30;
   const auto draw_tree = [&]() {
     ImGui::Spacing();
-    ImGui::TextWrapped("%s", tr(presenting ? T::decoding_beam_tree_short : T::decoding_beam_tree,
+    text_wrapped(tr(presenting ? T::decoding_beam_tree_short : T::decoding_beam_tree,
                                 {{"hypotheses", static_cast<int>(state.decoder()->tree().size())}})
                                  .c_str());
     // The boxes' numbers are scores, not probabilities: they rise and fall along a path as its length grows.
@@ -484,7 +482,7 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
   if (tree_first) draw_tree();
   if (side_by_side && ImGui::BeginTable("##decoding_columns", 2, ImGuiTableFlags_SizingStretchSame)) {
     ImGui::TableNextColumn();
-    ImGui::TextWrapped("%s",
+    text_wrapped(
                        tr(T::decoding_written_so_far, {{"count", static_cast<int>(state.translation().size())}}).c_str());
     draw_decoding_timeline(state, -1);
     draw_forcing_loss(state);
@@ -493,7 +491,7 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
     ImGui::EndTable();
     if (forced) return;
   } else {
-    ImGui::TextWrapped("%s", tr(T::decoding_timeline, {{"count", static_cast<int>(state.translation().size())}}).c_str());
+    text_wrapped(tr(T::decoding_timeline, {{"count", static_cast<int>(state.translation().size())}}).c_str());
     draw_decoding_timeline(state, -1);
     if (next_shown && draw_next_token()) return;  // (forced: the decoder was replaced)
   }

@@ -62,7 +62,7 @@ void FeedForwardPanel::draw_stage(const AppState& state, AttentionSelection& sel
   }
   const Eigen::Index zeros = (f.hidden.array() == 0.0f).count();
   const double zero_percent = 100.0 * static_cast<double>(zeros) / static_cast<double>(f.hidden.size());
-  ImGui::TextWrapped("%s", tr(relu ? T::feed_forward_zeros_relu : T::feed_forward_zeros,
+  text_wrapped(tr(relu ? T::feed_forward_zeros_relu : T::feed_forward_zeros,
                               {{"zeros", static_cast<long long>(zeros)},
                                {"hidden", static_cast<long long>(f.hidden.size())},
                                {"percent", number_text("%.0f", zero_percent)}})

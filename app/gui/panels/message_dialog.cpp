@@ -8,6 +8,7 @@
 
 #include "gui/render/item_placements.h"
 #include "gui/text/text.h"
+#include "gui/widgets.h"
 
 namespace sf::gui {
 
@@ -39,16 +40,17 @@ bool MessageDialog::draw() {
       ImGui::SameLine();
       ImGui::TextUnformatted(p.filename().string().c_str());
       if (p.has_parent_path())
-        ImGui::TextDisabled("%s", tr(T::message_dialog_in_folder, {{"folder", p.parent_path().string()}}).c_str());
+        wrapped_text(tr(T::message_dialog_in_folder, {{"folder", p.parent_path().string()}}),
+                     &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       ImGui::Spacing();
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.55f, 0.5f, 1.0f));
-    ImGui::TextUnformatted(m.problem.c_str());
+    wrapped_text(m.problem);
     record_item("dialog.problem", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, m.problem);
     ImGui::PopStyleColor();
     if (!m.hint.empty()) {
       ImGui::Spacing();
-      ImGui::TextUnformatted(m.hint.c_str());
+      wrapped_text(m.hint);
     }
     ImGui::PopTextWrapPos();
     ImGui::Spacing();

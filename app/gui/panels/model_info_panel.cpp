@@ -79,7 +79,7 @@ void key_value_table(const char* id, const std::vector<std::pair<std::string, st
     ImGui::TextUnformatted(key.c_str());
     ImGui::TableNextColumn();
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(value.c_str());
+    wrapped_text(value);
     ImGui::PopTextWrapPos();
   }
   ImGui::EndTable();
@@ -244,7 +244,7 @@ void draw_config(const ModelInfo& info) {
     record_item("model_info.config", key_min, ImGui::GetItemRectMax(), row++, key + " = " + value);
     ImGui::TableNextColumn();
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", config_key_meaning(key));
+    wrapped_text(config_key_meaning(key), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     ImGui::PopTextWrapPos();
   }
   ImGui::EndTable();
@@ -261,17 +261,17 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
                                                           {"size", with_thousands(m.src_vocab.size())}})
                              .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("%s", tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}).c_str());
+  wrapped_text(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
                                                           {"size", with_thousands(m.tgt_vocab.size())}})
                              .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("%s", tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}).c_str());
+  wrapped_text(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   const Vocabulary& v = m.tgt_vocab;
   auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
-  ImGui::TextWrapped("%s", tr(T::model_info_special, {{"unk_id", c.unk_id},
+  text_wrapped(tr(T::model_info_special, {{"unk_id", c.unk_id},
                                                       {"unk", special(c.unk_id)},
                                                       {"pad_id", c.pad_id},
                                                       {"pad", special(c.pad_id)},
@@ -333,7 +333,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   const std::filesystem::path p(state.model_path());
   ImGui::TextUnformatted(tr(T::model_info_title, {{"file", p.filename().string()}}).c_str());
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("%s", tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}).c_str());
+  wrapped_text(tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   explanation(tr(T::model_info_explanation));
   if (!weights_note.empty()) {
@@ -343,8 +343,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   }
   const Config& c = m.config;
   if (m.family == kFamilyMarian) {  // a pretrained model people use: its hub name first
-    ImGui::TextWrapped(
-        "%s", tr(T::model_info_marian, {{"provenance", m.provenance.value("hub_name", std::string("?"))}}).c_str());
+    text_wrapped(tr(T::model_info_marian, {{"provenance", m.provenance.value("hub_name", std::string("?"))}}).c_str());
     if (m.generation.present)
       ImGui::TextDisabled(
           "%s",
@@ -354,7 +353,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
               {"never", m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0])}})
               .c_str());
   }
-  ImGui::TextWrapped("%s", tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
+  text_wrapped(tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
                                                       {"family", m.family},
                                                       {"d_model", c.d_model},
                                                       {"heads", c.n_heads},
@@ -366,10 +365,9 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
   if (!state.shown_gpu().empty())
-    ImGui::TextWrapped("%s", tr(T::model_info_computed_gpu, {{"device", state.shown_device()}}).c_str());
+    text_wrapped(tr(T::model_info_computed_gpu, {{"device", state.shown_device()}}).c_str());
   else if (backend.cuda_available)
-    ImGui::TextWrapped(
-        "%s", tr(state.device()->request() == DeviceRequest::Cpu ? T::model_info_computed_cpu_gpu_unused
+    text_wrapped(tr(state.device()->request() == DeviceRequest::Cpu ? T::model_info_computed_cpu_gpu_unused
                                                                : T::model_info_computed_cpu_gpu_idle,
                  {{"threads", parallel_threads()},
                   {"why", state.device_why().empty() ? std::string()
@@ -377,7 +375,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
                   {"gpu", backend.cuda_device_name}})
                   .c_str());
   else
-    ImGui::TextWrapped("%s", tr(T::model_info_computed_cpu,
+    text_wrapped(tr(T::model_info_computed_cpu,
                                 {{"threads", parallel_threads()}, {"backend", printable(backend.description)}})
                                  .c_str());
 

@@ -83,17 +83,14 @@ bool OutputPanel::draw_stage(const AppState& state, int& position, int* forced_t
   const std::string chosen_text = chosen >= 0 ? state.target_token(chosen) : std::string();
   if (last_pass) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.72f, 0.25f, 1.0f));
-    ImGui::TextWrapped(
-        "%s", tr(state.interventions().causal_mask ? T::output_last_pass_painted : T::output_last_pass_causal_off,
+    text_wrapped(tr(state.interventions().causal_mask ? T::output_last_pass_painted : T::output_last_pass_causal_off,
                  {{"position", position}, {"token", chosen_text}})
                   .c_str());
     ImGui::PopStyleColor();
   } else if (chosen_here) {
-    ImGui::TextWrapped(
-        "%s",
-        tr(forced ? T::output_distribution_forced : T::output_distribution_chosen, {{"token", chosen_text}}).c_str());
+    text_wrapped(tr(forced ? T::output_distribution_forced : T::output_distribution_chosen, {{"token", chosen_text}}).c_str());
   } else {
-    ImGui::TextWrapped("%s", tr(T::output_distribution_next));
+    text_wrapped(tr(T::output_distribution_next));
   }
   record_item(last_pass ? "output.last_pass" : "output.chosen_from", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
               position, chosen_text);

@@ -98,7 +98,7 @@ void QkvPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   };
 
   if (!high_contrast())  // presentation mode: the header says it
-    ImGui::TextWrapped("%s", tr(T::qkv_heading, {{"kind", sel.kind == AttentionKind::Encoder   ? tr(T::qkv_kind_encoder)
+    text_wrapped(tr(T::qkv_heading, {{"kind", sel.kind == AttentionKind::Encoder   ? tr(T::qkv_kind_encoder)
                                                           : sel.kind == AttentionKind::Decoder ? tr(T::qkv_kind_decoder)
                                                                                                : tr(T::qkv_kind_cross)},
                                                  {"layer", shown_number(sel.layer)}})
@@ -382,10 +382,10 @@ void QkvPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   const Mat& x = query ? *in.queries_from : *in.keys_from;
   const std::string& token = (query ? qlabels : klabels)[static_cast<size_t>(row)];
   if (reshaped)
-    ImGui::TextWrapped("%s",
+    text_wrapped(
                        tr(T::qkv_projection_reshaped, {{"token", token}, {"row", row}, {"head", i_shown}}).c_str());
   else
-    ImGui::TextWrapped("%s", tr(T::qkv_projection, {{"token", token}, {"row", row}, {"head", i_shown}}).c_str());
+    text_wrapped(tr(T::qkv_projection, {{"token", token}, {"row", row}, {"head", i_shown}}).c_str());
   same_line_if_fits(button_width(tr(T::qkv_close)));
   if (ImGui::SmallButton(tr(T::qkv_close))) {
     opened_.reset();

@@ -128,14 +128,14 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
       i = end;
     }
     if (!split.empty()) {
-      ImGui::TextWrapped("%s", tr(T::tokens_split_words, {{"words", split}}).c_str());
+      text_wrapped(tr(T::tokens_split_words, {{"words", split}}).c_str());
       record_item("tokens.subword_split", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, split);
     }
   }
   ImGui::Spacing();
   if (!g_compact)
     text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
-  ImGui::TextWrapped("%s", tr(T::tokens_decoder_note));
+  text_wrapped(tr(T::tokens_decoder_note));
   if (!g_compact)
     text_disabled_wrapped(
         "%s", tr(T::tokens_decoder_input_note,
@@ -280,7 +280,7 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     }
     if (w < 3.0f * font || 0.7f * w + names_height(w, label_size) > room) return clicked;
   }
-  ImGui::TextWrapped("%s", tr(g_compact ? T::tokens_path_short : T::tokens_path));
+  text_wrapped(tr(g_compact ? T::tokens_path_short : T::tokens_path));
   const ImU32 label_colour = ImGui::GetColorU32(high_contrast() ? ImGuiCol_Text : ImGuiCol_TextDisabled);
   for (int i = 0; i < kThumbnails; ++i) {
     if (i > 0) same_line_if_fits(w, gap);

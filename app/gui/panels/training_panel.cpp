@@ -169,9 +169,8 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   const std::string data_note = running ? std::string() : training_data_note(data_dir);
   if (!data_note.empty()) {  // said before anyone presses Train: which folders, where the data come from
     ImGui::PushTextWrapPos(0);
-    if (presenting_)
-      ImGui::TextColored(kRed, "%s", tr(T::training_no_data_short));
-    else ImGui::TextColored(kRed, "%s", data_note.c_str());
+    const ImVec4 red = kRed;
+    wrapped_text(presenting_ ? std::string(tr(T::training_no_data_short)) : data_note, &red);
     if (presenting_ && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", data_note.c_str());
     ImGui::PopTextWrapPos();
     record_item("training.no_data", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, data_note);
@@ -193,7 +192,10 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   if (const Training::Message& message = training.message(); !message.text.empty()) {
     ImGui::SameLine();
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(message.ok ? kGreen : kRed, "%s", message.text.c_str());
+    {
+      const ImVec4 colour = message.ok ? kGreen : kRed;
+      wrapped_text(message.text, &colour);
+    }
     ImGui::PopTextWrapPos();
   }
   if (!training.session()) {
@@ -232,12 +234,15 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   const char* state_name = state_text(st.state);
   if (st.state == TrainingSession::State::Failed) {
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(kRed, "%s", tr(T::training_failed, {{"message", st.message}}).c_str());
+    {
+      const ImVec4 colour = kRed;
+      wrapped_text(tr(T::training_failed, {{"message", st.message}}), &colour);
+    }
     ImGui::PopTextWrapPos();
   } else if (st.batches > 0) {
     // (presenting: what a class reads, the epoch and the step; the rest on hover)
     if (presenting_)
-      ImGui::TextWrapped("%s",
+      text_wrapped(
                          tr(T::training_epoch_step,
                             {{"epoch", st.epoch}, {"epochs", st.epochs}, {"step", static_cast<long long>(st.step)}})
                              .c_str());
@@ -328,7 +333,10 @@ void TrainingPanel::draw_timeline(const AppState& state, const Training& trainin
   if (!timeline || timeline->snapshots.empty()) {
     if (!training.timeline_error().empty()) {
       ImGui::PushTextWrapPos(0);
-      ImGui::TextColored(kRed, "%s", training.timeline_error().c_str());
+      {
+        const ImVec4 colour = kRed;
+        wrapped_text(training.timeline_error(), &colour);
+      }
       ImGui::PopTextWrapPos();
     }
     text_disabled_wrapped("%s", tr(T::training_no_snapshots_yet_run));
@@ -418,20 +426,21 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (!header || snapshot_shown) {
   } else if (!label.empty()) {
     if (training.following_live() && training.seconds_since_refresh() >= 0 && !presenting_)
-      ImGui::TextWrapped("%s",
+      text_wrapped(
                          tr(T::training_shown_ago, {{"label", label},
                                                     {"seconds", number_text("%.0f", training.seconds_since_refresh())},
                                                     {"every", number_text("%.0f", Training::kRefreshSeconds)}})
                              .c_str());
     else
-      ImGui::TextWrapped("%s", label.c_str());
+      text_wrapped(label.c_str());
   } else {
     ImGui::TextUnformatted(tr(T::training_model_file_opened));
   }
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled("%s", state.sentence().c_str());
-    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "-> %s", state.translation_text().c_str());
+    wrapped_text(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    const ImVec4 gold(1.0f, 0.85f, 0.45f, 1.0f);
+    wrapped_text("-> " + state.translation_text(), &gold);
     ImGui::PopTextWrapPos();
   }
 
@@ -473,7 +482,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (header) {
     // (an even row over n keys has entropy ln n)
     const double even = std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols())));
-    ImGui::TextWrapped("%s", tr(presenting_ ? T::training_cross_attention_entropy_even
+    text_wrapped(tr(presenting_ ? T::training_cross_attention_entropy_even
                                             : T::training_cross_attention_layer_head,
                                 {{"layer", shown_number(head.layer)},
                                  {"head", shown_number(head.head)},

@@ -1,6 +1,7 @@
 #include "gui/render/math_text.h"
 
 #include "gui/text/glyphs.h"
+#include "gui/text/line_breaks.h"
 
 #include <algorithm>
 #include <cctype>
@@ -64,7 +65,7 @@ class Parser {
         add("$", base_);
         pos_ += 2;
       } else if (s_[pos_] == '$') {
-        if (!out_.runs.empty() && breaks_around(previous_) && !opening(previous_)) break_here();  // 的 $x$
+        if (!out_.runs.empty() && cjk_break_between(previous_, U'x')) break_here();  // 的 $x$
         ++pos_;
         math(base_, false);
         previous_ = U'x';  // a formula is a word
@@ -73,13 +74,9 @@ class Parser {
         ++pos_;
         previous_ = U' ';
       } else {
-        // Chinese (and Japanese) is written without spaces: a line may break between two characters, where
-        // one of them is a Han character, kana or CJK punctuation, but never before a closing mark (，。）) nor
-        // after an opening one (（“). Korean is spaced, as English is, and breaks at its spaces.
+        // Chinese is written without spaces: a line may break between two characters (gui/text/line_breaks.h).
         const char32_t c = code_point_at(pos_);
-        if (!out_.runs.empty() && previous_ != U' ' && (breaks_around(previous_) || breaks_around(c)) &&
-            !closing(c) && !opening(previous_))
-          break_here();
+        if (!out_.runs.empty() && cjk_break_between(previous_, c)) break_here();
         previous_ = c;
         add_char(base_);
       }
@@ -112,21 +109,6 @@ class Parser {
     if (n == 3) return ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
     if (n == 4) return ((b(0) & 0x07u) << 18) | ((b(1) & 0x3Fu) << 12) | ((b(2) & 0x3Fu) << 6) | (b(3) & 0x3Fu);
     return b(0);
-  }
-  static bool breaks_around(char32_t c) {
-    return (c >= 0x3000 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFF00 && c <= 0xFFEF);
-  }
-  static bool closing(char32_t c) {
-    for (const char32_t k : {U'\uFF0C', U'\u3002', U'\u3001', U'\uFF1A', U'\uFF1B', U'\uFF01', U'\uFF1F', U'\uFF09',
-                             U'\u300D', U'\u300F', U'\u300B', U'\u201D', U'\u2019', U')', U',', U'.', U':', U';'})
-      if (c == k) return true;
-    return false;
-  }
-  static bool opening(char32_t c) {
-    for (const char32_t k : {U'\uFF08', U'\u300C', U'\u300E', U'\u300A', U'\u201C', U'\u2018', U'('})
-      if (c == k) return true;
-    return false;
   }
   char32_t previous_ = U' ';  // the base text's last character (a space at the start)
   void add(const std::string& text, const Style& st, bool root = false) {
@@ -311,22 +293,28 @@ Layout lay_out(const Parsed& p, ImFont* font, float size, float wrap) {
   return l;
 }
 
+// The characters drawn, for the font atlas (gui/text/glyphs.h): the runs' text, where a caption from outside the
+// table has its own and a named symbol its glyph (\\sigma: \u03c3).
+void note_runs(const Parsed& p) {
+  for (const Run& r : p.runs) note_glyphs(r.text);
+}
+
 }  // namespace
 
 ImVec2 math_text_size(const std::string& text, float wrap_width) {
-  note_glyphs(text);  // a caption or a value from outside the table: the font atlas must hold it
   const Parsed p = Parser(text).parse();
+  note_runs(p);
   return lay_out(p, ImGui::GetFont(), ImGui::GetFontSize(), wrap_width).size;
 }
 
 void math_text(const std::string& text, float wrap_width, ImU32 colour, const char* item) {
-  note_glyphs(text);  // a caption or a value from outside the table: the font atlas must hold it
   ImFont* font = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   if (wrap_width == 0)
     wrap_width = std::max(1.0f, ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - origin.x);
   const Parsed p = Parser(text).parse();
+  note_runs(p);  // a caption or a value from outside the table, a named symbol: the font atlas must hold them
   const Layout l = lay_out(p, font, size, wrap_width);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 col = colour ? colour : ImGui::GetColorU32(ImGuiCol_Text);
