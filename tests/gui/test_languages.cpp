@@ -641,3 +641,52 @@ TEST(LanguageFonts, TheAtlasAtTheLargestTypeFitsA4096Texture) {
 
 }  // namespace
 }  // namespace sf::gui
+
+namespace sf::gui {
+namespace {
+
+// The Lessons button as a teacher uses it: in Chinese, the popup's first lesson is the Chinese walkthrough, and
+// picking it starts it at its first pause (the window's title says so, in Chinese) with no restart. The app under
+// xvfb-run -a, the clicks from xdotool, where the layout dump put the button.
+TEST(LessonsButton, PickingALessonStartsItsVersionInTheLanguageChosen) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  if (std::system("command -v xdotool > /dev/null 2>&1") != 0) GTEST_SKIP() << "xdotool is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("lessons_button");
+  ASSERT_EQ(testing::run_app_script(dir, "layout l.json\n", "--language zh", "1280x800"), 0)
+      << testing::read_text(dir / "log.txt");
+  const std::vector<json> button = testing::items_named(testing::load_json(dir / "l.json"), "lessons.button");
+  ASSERT_EQ(button.size(), 1u);
+  const int x = static_cast<int>((testing::num(button[0], "x0") + testing::num(button[0], "x1")) / 2);
+  const int y = static_cast<int>((testing::num(button[0], "y0") + testing::num(button[0], "y1")) / 2);
+  // The popup opens at the pointer: its heading, a separator, then the lessons, one line (18 px type) each.
+  std::ofstream(dir / "drive.sh") << "#!/bin/sh\n"
+      << STEPFORMER_APP_PATH << " --no-settings --language zh --size 1280x800 > " << (dir / "app.txt").string()
+      << " 2>&1 &\n"
+      << "app=$!\n"
+      << "timeout 60 xdotool search --sync --name '^Stepformer$' > /dev/null || { kill $app; exit 0; }\n"
+      << "sleep 1\n"
+      << "xdotool mousemove " << x << " " << y << " click 1\n"
+      << "sleep 1\n"
+      << "xdotool mousemove " << x + 40 << " " << y + 46 << " click 1\n"
+      << "if timeout 60 xdotool search --sync --name '^Stepformer.*1/[0-9]+' > " << (dir / "title.txt").string()
+      << "; then xdotool getwindowname $(head -1 " << (dir / "title.txt").string() << ") > "
+      << (dir / "name.txt").string() << "; fi\n"
+      << "kill $app\n";
+  const std::string cmd =
+      std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " + (dir / "drive.sh").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string name = testing::read_text(dir / "name.txt");
+  // Stepformer：课程，第 1/32 个暂停点 (the walkthrough in Chinese: its 32 pauses, the title in Chinese)
+  EXPECT_NE(name.find("\xE8\xAF\xBE\xE7\xA8\x8B"), std::string::npos)
+      << "no lesson started: '" << name << "' (see " << dir / "app.txt" << ")";
+  std::string error;
+  const auto walkthrough = parse_script_file(kLessons + "/walkthrough.zh.lesson", error, ScriptParse::Lesson);
+  ASSERT_TRUE(walkthrough);
+  int pauses = 0;
+  for (const ScriptCommand& c : walkthrough->commands) pauses += c.name == "pause";
+  EXPECT_NE(name.find("1/" + std::to_string(pauses)), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace sf::gui

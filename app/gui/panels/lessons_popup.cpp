@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "gui/render/item_placements.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -76,6 +77,7 @@ std::optional<std::string> LessonsPopup::draw(const std::string& folder, Languag
     lessons_ = find_lessons(folder, language);
     ImGui::OpenPopup("lessons");
   }
+  record_item("lessons.button", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
   if (!ImGui::BeginPopup("lessons")) return picked;
   ImGui::TextDisabled("%s", tr(T::lessons_heading));
   ImGui::Separator();
