@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
       if (auto path = app.take_lesson_request()) {
         if (const std::string error = start_script(*path, true); !error.empty()) {
           print_error(error);
-          app.show_message({sf::gui::tr(sf::gui::T::lessons_button), *path, error, ""});
+          app.show_message({sf::gui::tr(sf::gui::T::lessons_button), *path,
+                            sf::gui::tr(sf::gui::T::lessons_open_failed, {{"file", *path}, {"problem", error}}), ""});
         } else if (!lesson_problems.empty()) {
           app.show_message({sf::gui::tr(sf::gui::T::lesson_problems_title), *path, lesson_problems,
                             sf::gui::tr(sf::gui::T::lesson_problems_hint)});

@@ -155,7 +155,9 @@ TEST(LineBreaks, EveryLineFitsUnlessOneCharacterIsWiderThanTheLine) {
     for (const std::string& line : lines(text, width)) {
       float w = 0;
       for (const char32_t c : utf8_code_points(line)) w += cols(c);
-      if (utf8_code_points(line).size() > 1) EXPECT_LE(w, width) << "'" << line << "' at " << width;
+      if (utf8_code_points(line).size() > 1) {
+        EXPECT_LE(w, width) << "'" << line << "' at " << width;
+      }
       joined += line;
     }
     std::string squeezed;  // nothing lost but the spaces at the breaks
