@@ -16,6 +16,7 @@
 
 #include "gui/text/glyphs.h"
 #include "util/printable.h"
+#include "util/utf8.h"
 
 namespace sf::gui {
 
@@ -180,11 +181,7 @@ class FontSet {
   void tell_missing(char32_t cp, const char* why) {
     if (!missing_.insert(cp).second) return;
     std::string utf8;  // the character itself, for a terminal that has a font for it
-    if (cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
-      if (cp < 0x800) utf8 = {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
-      else if (cp < 0x10000) utf8 = {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
-      else utf8 = {char(0xF0 | (cp >> 18)), char(0x80 | ((cp >> 12) & 0x3F)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
-    }
+    if (cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) append_utf8(cp, utf8);
     std::fprintf(stderr, "stepformer: the character U+%04X '%s' is drawn as the replacement mark \xEF\xBF\xBD: %s\n",
                  static_cast<unsigned>(cp), printable(utf8).c_str(), why);
   }

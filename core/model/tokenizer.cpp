@@ -1,5 +1,7 @@
 #include "model/tokenizer.h"
 
+#include "util/utf8.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -53,64 +55,7 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
 
 namespace {
 
-struct Char {
-  char32_t c;
-  size_t begin, end;  // byte span in the input
-};
-
-std::vector<Char> decode_utf8(std::string_view s) {
-  std::vector<Char> out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    size_t len = 1;
-    char32_t c = 0xFFFD;
-    if (b0 < 0x80) {
-      c = b0;
-    } else {
-      size_t need = 0;
-      char32_t min = 0;
-      if ((b0 & 0xE0) == 0xC0) need = 1, c = b0 & 0x1F, min = 0x80;
-      else if ((b0 & 0xF0) == 0xE0) need = 2, c = b0 & 0x0F, min = 0x800;
-      else if ((b0 & 0xF8) == 0xF0) need = 3, c = b0 & 0x07, min = 0x10000;
-      bool ok = need > 0 && i + need < s.size();  // the continuation bytes s[i+1 .. i+need] exist
-      if (ok) {
-        for (size_t k = 1; k <= need; ++k) {
-          const auto b = static_cast<unsigned char>(s[i + k]);
-          if ((b & 0xC0) != 0x80) {
-            ok = false;
-            break;
-          }
-          c = (c << 6) | (b & 0x3F);
-        }
-      }
-      if (ok && c >= min && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF)) len = need + 1;
-      else c = 0xFFFD;
-    }
-    out.push_back({c, i, i + len});
-    i += len;
-  }
-  return out;
-}
-
-void encode_utf8(char32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
+using Char = Utf8Char;
 
 bool is_space(char32_t c) {
   return c <= 0x20 || c == 0x7F || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200B) || c == 0x2028 ||
@@ -197,7 +142,7 @@ bool is_abbreviation(const std::u32string& word, const std::string& language, bo
   static const char* const fr[] = {"art", "av", "bd", "cf", "chap", "env", "fig", "p", "pp", "vol"};
   if (!lowercased && word.size() == 1 && word[0] >= 'A' && word[0] <= 'Z') return true;  // "J. Smith"
   std::string w;
-  for (char32_t c : word) encode_utf8(to_lower(c), w);
+  for (char32_t c : word) append_utf8(to_lower(c), w);
   auto in = [&](const auto& list) { return std::find(std::begin(list), std::end(list), w) != std::end(list); };
   const bool single_letter = word.size() == 1 && is_alpha(word[0]);
   const bool all_digits = std::all_of(word.begin(), word.end(), is_digit);
@@ -252,7 +197,7 @@ std::string escape_moses(const std::u32string& chars, bool escape) {
         default: break;
       }
     }
-    encode_utf8(c, out);
+    append_utf8(c, out);
   }
   return out;
 }

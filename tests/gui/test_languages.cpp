@@ -571,12 +571,6 @@ TEST(LanguageFonts, WithoutACjkFontTheAppSpeaksEnglishAndSaysWhyOnce) {
   EXPECT_EQ(warnings, 1u) << "one warning, not one per frame or per language asked: " << log;
 }
 
-}  // namespace
-}  // namespace sf::gui
-
-namespace sf::gui {
-namespace {
-
 // Switched live, by the script's `language` (as the View popup does): each screen in the language just chosen,
 // every glyph drawn, no restart.
 TEST(LanguageSwitch, LiveEachScreenSpeaksTheLanguageJustChosen) {
@@ -640,12 +634,6 @@ TEST(LanguageFonts, TheAtlasAtTheLargestTypeFitsA4096Texture) {
       EXPECT_EQ(testing::glyph_problems(layout), "") << code << " " << args;
     }
 }
-
-}  // namespace
-}  // namespace sf::gui
-
-namespace sf::gui {
-namespace {
 
 // The Lessons button as a teacher uses it: in Chinese, the popup's first lesson is the Chinese walkthrough, and
 // picking it starts it at its first pause (the window's title says so, in Chinese) with no restart. The app under

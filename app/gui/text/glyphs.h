@@ -26,8 +26,8 @@ std::vector<char32_t> noted_glyphs();
 // Forgets what was noted (a language change: the next frames note what they draw again). Raises the generation.
 void forget_noted_glyphs();
 
-// The characters of `utf8` as code points: a byte that does not begin or continue valid UTF-8 (an overlong form, a
-// surrogate, past U+10FFFF) gives U+FFFD, as ImGui draws it.
+// The characters of `utf8` as code points (util/utf8.h: a byte that is not valid UTF-8 gives U+FFFD, as ImGui
+// draws it).
 std::vector<char32_t> utf8_code_points(std::string_view utf8);
 
 }  // namespace sf::gui

@@ -1,6 +1,7 @@
 #include "gui/text/line_breaks.h"
 
 #include "gui/text/glyphs.h"
+#include "util/utf8.h"
 
 namespace sf::gui {
 
@@ -9,27 +10,6 @@ namespace {
 bool ideographic(char32_t c) {  // Han characters, kana, CJK punctuation and full-width forms
   return (c >= 0x3000 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFF00 && c <= 0xFFEF);
-}
-
-// One code point's UTF-8 bytes.
-std::string utf8(char32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
 }
 
 }  // namespace
@@ -79,7 +59,7 @@ std::vector<std::string> break_lines(std::string_view text, float width, const s
     size_t trim = end;
     while (soft && trim > start && cps[trim - 1] == U' ') --trim;  // a broken line's last spaces
     std::string line;
-    for (size_t k = start; k < trim; ++k) line += utf8(cps[k]);
+    for (size_t k = start; k < trim; ++k) append_utf8(cps[k], line);
     lines.push_back(std::move(line));
     if (!forced && !soft) break;  // the text's end
     start = forced ? i + 1 : end;
