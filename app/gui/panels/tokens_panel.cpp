@@ -253,8 +253,7 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   // (a projector at 1920 pixels), never below 60% of it; names wrap at the width.
   float widest_word = 1.0f;
   for (const Thumbnail& th : thumbs) {
-    char caption[48];
-    std::snprintf(caption, sizeof(caption), "%d. %s", 1, tr(th.name));
+    const std::string caption = std::string("1. ") + tr(th.name);
     for (std::string_view rest(caption); !rest.empty();) {
       const size_t space = std::min(rest.find(' '), rest.size());
       widest_word = std::max(widest_word, ImGui::CalcTextSize(rest.data(), rest.data() + space).x);
@@ -266,17 +265,20 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     const auto names_height = [&](float width, float size) {
       float tallest = 0;
       for (int i = 0; i < kThumbnails; ++i) {
-        char caption[48];
-        std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, tr(thumbs[i].name));
-        tallest = std::max(tallest, ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, width, caption).y);
+        const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[i].name);
+        tallest = std::max(tallest, ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, width, caption.c_str()).y);
       }
       return tallest;
     };
     const float room = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() -
                        2 * ImGui::GetStyle().ItemSpacing.y;
+    // Names of several words (Korean's "마스크드 셀프 어텐션" takes three lines where English abbreviates) first
+    // get smaller type, to half the body text, before the pictures get smaller.
+    while (0.7f * w + names_height(w, label_size) > room && label_size > 0.5f * font + 0.5f)
+      label_size = std::max(0.5f * font, label_size - 0.05f * font);
     for (int i = 0; i < 3 && 0.7f * w + names_height(w, label_size) > room; ++i) {
       w = (room - names_height(w, label_size)) / 0.7f;
-      label_size = std::max(std::max(10.0f, 0.6f * font), std::min(font, font * w / widest_word));
+      label_size = std::max(std::max(10.0f, 0.5f * font), std::min(label_size, font * w / widest_word));
     }
     if (w < 3.0f * font || 0.7f * w + names_height(w, label_size) > room) return clicked;
   }
@@ -296,12 +298,11 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
       ImGui::SetTooltip("%s", tr(T::tokens_open_stage, {{"title", tr(stage_info(thumbs[i].stage).title)}}).c_str());
     }
     if (hovered && ImGui::IsMouseClicked(0)) clicked = thumbs[i].stage;
-    char caption[48];
-    std::snprintf(caption, sizeof(caption), "%d. %s", i + 1, tr(thumbs[i].name));
+    const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[i].name);
     const ImVec2 below = ImGui::GetCursorScreenPos();
-    const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption);
+    const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption.c_str());
     ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, label_colour,
-                                        caption, nullptr, w);
+                                        caption.c_str(), nullptr, w);
     ImGui::Dummy(ImVec2(w, text.y));
     record_item("thumbnail", at, ImVec2(at.x + w, at.y + 0.7f * w), i, stage_info(thumbs[i].stage).id);
     ImGui::EndGroup();
