@@ -124,14 +124,18 @@ class FontSet {
     ranges_generation_ = generation;
     ImFontGlyphRangesBuilder builder;
     builder.AddRanges(kBaseRanges);
+    std::vector<char32_t> unresolved;  // noted characters the fonts so far lack, not searched for yet
     for (const char32_t cp : noted_glyphs()) {
       if (cp > IM_UNICODE_CODEPOINT_MAX) {
         tell_missing(cp, "beyond U+FFFF, which this build of Dear ImGui cannot draw");
         continue;
       }
       builder.AddChar(static_cast<ImWchar>(cp));
-      if (!drawn_by_any(cp)) tell_missing(cp, "no installed font has it");
+      if (!drawn_by_loaded(cp) && searched_.insert(cp).second) unresolved.push_back(cp);
     }
+    search_fallbacks(unresolved);
+    for (const char32_t cp : searched_)
+      if (!drawn_by_loaded(cp)) tell_missing(cp, "no installed font has it");
     ranges_.clear();
     builder.BuildRanges(&ranges_);
     return ranges_;
@@ -160,22 +164,28 @@ class FontSet {
                                 "wqy-zenhei.ttc"});
   }
 
-  bool drawn_by_any(char32_t cp) {
+  bool drawn_by_loaded(char32_t cp) const {
     if ((latin_ && latin_->has(cp)) || (cjk_ && cjk_->has(cp))) return true;
     for (const auto& f : fallbacks_)
       if (f->has(cp)) return true;
-    if (searched_.count(cp)) return false;
-    searched_.insert(cp);
-    // The first other font that has it joins the atlas (and draws whatever else it has that the others lack).
+    return false;
+  }
+
+  // One pass over the other fonts for all the characters none of the loaded ones has: a font with any of them joins
+  // the atlas (and draws whatever else it has that the others lack). Each file is read whole (a font's character
+  // map may lie anywhere in it), so the pass runs once per batch of new characters, not once per character.
+  void search_fallbacks(std::vector<char32_t> wanted) {
     for (const std::string& file : files_) {
+      if (wanted.empty()) return;
       if ((latin_ && file == latin_->path) || (cjk_ && file == cjk_->path)) continue;
       if (std::any_of(fallbacks_.begin(), fallbacks_.end(), [&](const auto& f) { return f->path == file; })) continue;
-      if (auto font = open_font(file); font && font->has(cp)) {
-        fallbacks_.push_back(std::move(font));
-        return true;
-      }
+      auto font = open_font(file);
+      if (!font) continue;
+      const auto has = [&](char32_t cp) { return font->has(cp); };
+      if (std::none_of(wanted.begin(), wanted.end(), has)) continue;
+      wanted.erase(std::remove_if(wanted.begin(), wanted.end(), has), wanted.end());
+      fallbacks_.push_back(std::move(font));
     }
-    return false;
   }
 
   void tell_missing(char32_t cp, const char* why) {
@@ -190,7 +200,8 @@ class FontSet {
   std::vector<std::string> files_;
   std::unique_ptr<FontFile> latin_, cjk_;
   std::vector<std::unique_ptr<FontFile>> fallbacks_;
-  std::set<char32_t> searched_, missing_;
+  std::set<char32_t> searched_;  // characters the fonts loaded at the time lacked: looked for in every font once
+  std::set<char32_t> missing_;   // told on stderr
   ImVector<ImWchar> ranges_;
   uint64_t ranges_generation_ = 0;
 };
