@@ -328,6 +328,8 @@ void App::frame() {
 // [SECTION] presentation, view, export
 
 void App::note_text_on_screen() const {
+  // What is typed into any field this frame (an IME's Hangul or Han too): drawn from the next frame's atlas.
+  for (const ImWchar c : ImGui::GetIO().InputQueueCharacters) note_glyph(c);
   // The text from outside the string table that the views draw: what is typed, the lesson's caption, the tokens
   // read and written, the model's file name and the recent ones (the open dialog). Their characters join the font
   // atlas between frames (gui/text/glyphs.h; the values the table's texts take are noted by tr() itself). ASCII

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "decode/guided.h"
+#include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
@@ -628,7 +629,9 @@ std::vector<std::string> AppState::decoder_input_labels() const {
 
 std::string AppState::target_token(int id) const {
   if (!model_ || id < 0 || id >= static_cast<int>(model_->tgt_vocab.size())) return "?";
-  return unescape_token(model_->tgt_vocab.token(id));
+  std::string token = unescape_token(model_->tgt_vocab.token(id));
+  note_glyphs(token);  // the candidates, the beam tree, the timeline draw it: the font atlas must hold it
+  return token;
 }
 
 std::string AppState::translation_text() const {

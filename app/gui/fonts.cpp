@@ -103,9 +103,9 @@ std::unique_ptr<FontFile> first_named(const std::vector<std::string>& files, std
 // formulas, arrows, math symbols, Hangul, Han) is there because the language's table or the screen has it: each
 // glyph costs room in every size (body and large), and at 86 px (UI scale 3, presenting on a 4K screen) the
 // atlas of a Chinese screen reached 4096 x 8192 with whole Unicode blocks in it; 4096 x 4096 without.
-// The few symbols the code itself draws outside the table and the formulas (an ellipsis, arrows, minus, infinity,
-// the square root) are there too.
-constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212,
+// General punctuation (the quotes, dashes and ellipsis of every Marian vocabulary: “ ” ‘ ’ „ – — …) is always
+// there too, as are the few symbols the code itself draws (arrows, minus, infinity, the square root).
+constexpr ImWchar kBaseRanges[] = {0x0020, 0x017F, 0x2000, 0x206F, 0x2190, 0x2193, 0x2212, 0x2212,
                                    0x221A, 0x221A, 0x221E, 0x221E, 0xFFFD, 0xFFFD, 0};
 
 // The fonts found, the characters each is asked for, and what no font has. One per process.
@@ -116,11 +116,23 @@ class FontSet {
     return set;
   }
 
-  // Brings the fallbacks up to the characters noted now and returns the ranges every font of the atlas gets.
-  const ImVector<ImWchar>& ranges() {
+  // The ranges every font of the atlas gets, as prepare() left them.
+  const ImWchar* ranges() {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (ranges_.empty()) prepare_locked();
+    return ranges_.Data;
+  }
+
+  // Brings the fallbacks up to the characters noted now and makes the ranges from them.
+  void prepare() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    prepare_locked();
+  }
+
+ private:
+  void prepare_locked() {
     const uint64_t generation = glyphs_generation();
-    if (generation == ranges_generation_ && !ranges_.empty()) return ranges_;
+    if (generation == ranges_generation_ && !ranges_.empty()) return;
     ranges_generation_ = generation;
     ImFontGlyphRangesBuilder builder;
     builder.AddRanges(kBaseRanges);
@@ -138,8 +150,9 @@ class FontSet {
       if (!drawn_by_loaded(cp)) tell_missing(cp, "no installed font has it");
     ranges_.clear();
     builder.BuildRanges(&ranges_);
-    return ranges_;
   }
+
+ public:
 
   const FontFile* latin() const { return latin_.get(); }
   const FontFile* cjk() const { return cjk_.get(); }
@@ -172,17 +185,28 @@ class FontSet {
   }
 
   // One pass over the other fonts for all the characters none of the loaded ones has: a font with any of them joins
-  // the atlas (and draws whatever else it has that the others lack). Each file is read whole (a font's character
-  // map may lie anywhere in it), so the pass runs once per batch of new characters, not once per character.
+  // the atlas (and draws whatever else it has that the others lack). A font's character map may lie anywhere in
+  // the file, so each is read whole, but once a session: what it covers of U+0000..U+FFFF is kept (8 KB a font),
+  // and a later character is looked up there. (A desktop with hundreds of fonts pays the reading once, on the
+  // first character no loaded font has.)
   void search_fallbacks(std::vector<char32_t> wanted) {
     for (const std::string& file : files_) {
       if (wanted.empty()) return;
       if ((latin_ && file == latin_->path) || (cjk_ && file == cjk_->path)) continue;
       if (std::any_of(fallbacks_.begin(), fallbacks_.end(), [&](const auto& f) { return f->path == file; })) continue;
-      auto font = open_font(file);
-      if (!font) continue;
-      const auto has = [&](char32_t cp) { return font->has(cp); };
+      auto known = coverage_.find(file);
+      std::unique_ptr<FontFile> font;
+      if (known == coverage_.end()) {
+        font = open_font(file);
+        std::vector<bool> covers(IM_UNICODE_CODEPOINT_MAX + 1, false);
+        if (font)
+          for (char32_t cp = 0x20; cp <= IM_UNICODE_CODEPOINT_MAX; ++cp) covers[cp] = font->has(cp);
+        known = coverage_.emplace(file, std::move(covers)).first;
+      }
+      const auto has = [&](char32_t cp) { return cp < known->second.size() && known->second[cp]; };
       if (std::none_of(wanted.begin(), wanted.end(), has)) continue;
+      if (!font) font = open_font(file);
+      if (!font) continue;
       wanted.erase(std::remove_if(wanted.begin(), wanted.end(), has), wanted.end());
       fallbacks_.push_back(std::move(font));
     }
@@ -202,16 +226,19 @@ class FontSet {
   std::vector<std::unique_ptr<FontFile>> fallbacks_;
   std::set<char32_t> searched_;  // characters the fonts loaded at the time lacked: looked for in every font once
   std::set<char32_t> missing_;   // told on stderr
+  std::map<std::string, std::vector<bool>> coverage_;  // the other fonts' characters, by file, once read
   ImVector<ImWchar> ranges_;
   uint64_t ranges_generation_ = 0;
 };
 
 }  // namespace
 
+void prepare_font_glyphs() { FontSet::get().prepare(); }
+
 std::string load_ui_font(float pixel_size) {
   ImGuiIO& io = ImGui::GetIO();
   FontSet& set = FontSet::get();
-  const ImWchar* ranges = set.ranges().Data;  // lives in the set until the next build's ranges
+  const ImWchar* ranges = set.ranges();  // the prepared ones: they live in the set until the next prepare
   if (const FontFile* latin = set.latin()) {
     ImFontConfig config;
     // Two horizontal samples per pixel place small glyphs at sub-pixel positions; from 32 px on (presentation

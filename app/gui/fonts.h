@@ -22,8 +22,12 @@
 
 namespace sf::gui {
 
+// Brings the glyph ranges up to the characters noted now (gui/text/glyphs.h), finding fonts for any the loaded ones
+// lack. Once before the fonts of an atlas are added: the ranges must stay as they are until the atlas is built
+// (ImGui keeps a pointer to them), so a character noted meanwhile (by a background task) waits for the next build.
+void prepare_font_glyphs();
 // Adds one font at `pixel_size` to ImGui's atlas (the first added is the body font, the second the large one):
-// DejaVu Sans with the CJK font and any fallback merged in, each for the characters noted. Without DejaVu Sans,
+// DejaVu Sans with the CJK font and any fallback merged in, each for the glyphs prepared. Without DejaVu Sans,
 // ImGui's built-in bitmap font (warned once). Returns the main font's path, or "" for the built-in one.
 std::string load_ui_font(float pixel_size);
 

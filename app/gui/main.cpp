@@ -210,7 +210,9 @@ int main(int argc, char** argv) {
       app.frame();
       // A lesson picked in the Lessons popup starts at its first line, in place of what was running.
       if (auto path = app.take_lesson_request()) {
-        if (const std::string error = start_script(*path, true); !error.empty()) {
+        const std::string error = start_script(*path, true);
+        if (error.empty()) script->start_in(app);  // not the last lesson's masks, heads off or caption
+        if (!error.empty()) {
           print_error(error);
           app.show_message({sf::gui::tr(sf::gui::T::lessons_button), *path,
                             sf::gui::tr(sf::gui::T::lessons_open_failed, {{"file", *path}, {"problem", error}}), ""});

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -87,15 +88,16 @@ Settings settings_from_json(const nlohmann::json& j) {
       throw bad("ui_scale", tr(T::settings_expected_scale), v);
     s.ui_scale = v.get<float>();
   }
-  if (j.contains("language")) {  // a language code: a few letters, a hyphen or underscore and a region at most
+  if (j.contains("language")) {
+    // A string; a code this version does not speak (a newer one's "ja", "es-419") is kept and left to the locale
+    // (options.cpp), never a reason to put the whole file aside. Only a wrong type is damage.
     const auto& v = j["language"];
-    const auto code = [](const std::string& c) {
-      return c.size() <= 16 && std::all_of(c.begin(), c.end(), [](char ch) {
-               return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
-             });
-    };
-    if (!v.is_string() || !code(v.get<std::string>())) throw bad("language", tr(T::settings_expected_language), v);
-    s.language = v.get<std::string>();
+    if (!v.is_string()) throw bad("language", tr(T::settings_expected_language), v);
+    const std::string code = v.get<std::string>();
+    const bool tag = code.size() <= 35 && std::all_of(code.begin(), code.end(), [](char ch) {
+                       return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+                     });
+    s.language = tag ? code : std::string();
   }
   return s;
 }

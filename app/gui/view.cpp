@@ -64,6 +64,7 @@ void rebuild_fonts(float body_pixels, bool gl) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
   io.FontDefault = nullptr;                          // the first font: the body text
+  prepare_font_glyphs();  // once: both sizes get the same ranges, which stay put until the atlas is built
   load_ui_font(body_pixels);
   load_ui_font(std::round(body_pixels * kLargeFontFactor));  // the second: headers and captions
   unsigned char* pixels = nullptr;  // builds the atlas (and marks it ready, as NewFrame wants)

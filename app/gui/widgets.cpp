@@ -91,7 +91,7 @@ void text_disabled_wrapped(const char* fmt, ...) {
   text_wrapped(text, &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
 }
 
-void wrapped_text(std::string_view text, const ImVec4* colour) {
+void text_wrapped_at_pos(std::string_view text, const ImVec4* colour) {
   note_glyphs(text);
   ImGuiWindow* window = ImGui::GetCurrentWindow();
   std::string drawn(text);
@@ -115,7 +115,7 @@ void wrapped_text(std::string_view text, const ImVec4* colour) {
 void text_wrapped(std::string_view text, const ImVec4* colour) {
   const bool at_edge = ImGui::GetCurrentWindow()->DC.TextWrapPos < 0.0f;  // as ImGui::TextWrapped: a wrap position
   if (at_edge) ImGui::PushTextWrapPos(0.0f);                              // pushed before stays
-  wrapped_text(text, colour);
+  text_wrapped_at_pos(text, colour);
   if (at_edge) ImGui::PopTextWrapPos();
 }
 

@@ -41,11 +41,12 @@ float button_width(const char* label);
 float labelled_field_width(float field_width, const char* label);
 // Text in the disabled colour, wrapped at the window's edge.
 void text_disabled_wrapped(const char* fmt, ...) IM_FMTARGS(1);
-// Text wrapped where ImGui would wrap it (the wrap position pushed, PushTextWrapPos: none pushed, no wrapping),
+// Text wrapped at the wrap position pushed (ImGui::PushTextWrapPos; none pushed: not wrapped),
 // but at the places gui/text/line_breaks.h allows: spaces, and between Chinese characters; never inside a number
 // ("-0.01" stays whole, where ImGui's own wrapping breaks after any '.'). In `colour` (nullptr: the text colour).
-void wrapped_text(std::string_view text, const ImVec4* colour = nullptr);
-// The same wrapped at the window's edge: text_wrapped(text), broken at the right places.
+void text_wrapped_at_pos(std::string_view text, const ImVec4* colour = nullptr);
+// The same at the window's edge where no wrap position is pushed: ImGui::TextWrapped's place, broken at the right
+// places.
 void text_wrapped(std::string_view text, const ImVec4* colour = nullptr);
 
 // A slider over the indices 0 .. count - 1 of a layer or a head that shows and takes the numbers people read,

@@ -71,6 +71,7 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
   io.IniFilename = nullptr;  // layout is ours; settings go to the XDG config directory, not the working dir
   ui_scale_ = ui_scale;
   apply_ui_style(ui_scale);
+  prepare_font_glyphs();
   load_ui_font(18.0f * ui_scale);
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
@@ -98,6 +99,7 @@ void Window::set_ui_scale(float ui_scale) {
   ui_scale_ = ui_scale;
   apply_ui_style(ui_scale);
   ImGui::GetIO().Fonts->Clear();
+  prepare_font_glyphs();
   load_ui_font(18.0f * ui_scale);
   ImGui_ImplOpenGL3_DestroyFontsTexture();
   ImGui_ImplOpenGL3_CreateFontsTexture();

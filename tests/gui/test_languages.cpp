@@ -245,12 +245,22 @@ TEST(LanguageOption, TheLastSessionsLanguageFillsInOnlyWhatTheCommandLineLeftOpe
   EXPECT_EQ(newer.language, "");
 }
 
-TEST(LanguageSettings, TheLanguageIsKeptAndABadOneRefusedByName) {
+TEST(LanguageSettings, TheLanguageIsKeptAnOddOneIgnoredAndAWrongTypeRefusedByName) {
   Settings s;
   s.language = "ko";
   EXPECT_EQ(settings_from_json(settings_to_json(s)).language, "ko");
   EXPECT_FALSE(settings_to_json(Settings{}).contains("language")) << "none chosen: the locale decides";
-  for (const json& bad : {json(3), json("ko\"; rm"), json(std::string(40, 'k')), json::array()}) {
+  for (const char* newer : {"ja", "es-419", "zh-Hant-TW"}) {  // a newer version's: kept, the file not put aside
+    json j = settings_to_json(Settings{});
+    j["language"] = newer;
+    EXPECT_EQ(settings_from_json(j).language, newer);
+  }
+  for (const std::string& odd : {std::string("ko\"; rm"), std::string(40, 'k')}) {  // not a tag: ignored
+    json j = settings_to_json(Settings{});
+    j["language"] = odd;
+    EXPECT_EQ(settings_from_json(j).language, "") << odd;
+  }
+  for (const json& bad : {json(3), json::array(), json::object()}) {
     json j = settings_to_json(Settings{});
     j["language"] = bad;
     try {
@@ -574,6 +584,28 @@ TEST(LanguageFonts, WithoutACjkFontTheAppSpeaksEnglishAndSaysWhyOnce) {
   size_t warnings = 0;
   for (size_t at = 0; (at = log.find("fonts-wqy-microhei", at)) != std::string::npos; ++at) ++warnings;
   EXPECT_EQ(warnings, 1u) << "one warning, not one per frame or per language asked: " << log;
+}
+
+// A file name in another script, in an English window: the model's name in the top bar and in the open dialog's
+// recent files, a sentence with Marian's typographic quotes, and the Lessons popup's file tooltip, drawn from the
+// fonts (the census notes them where they are drawn), none as the replacement mark.
+TEST(LanguageFonts, AFileNameInAnotherScriptIsDrawnFromTheFontsThatHaveIt) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("fonts_file_name");
+  const fs::path model = dir / "\xEB\xAA\xA8\xEB\x8D\xB8-\xE6\xA8\xA1\xE5\x9E\x8B.safetensors";  // 모델-模型
+  fs::copy_file(std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors", model);
+  // Then the shipped model, and the language switched there and back (the census starts over): the dialog's list of
+  // recent files is the only place the Hangul name is left, and it must bring its glyphs back itself.
+  const std::string script = "language en\nmodel " + model.string() +
+                             "\nsentence \xE2\x80\x9E" "Ein Hund\xE2\x80\x9C rennt.\nstage tokens\nlayout a.json\n"
+                             "model " + std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors\n"
+                             "language zh\nwait 2\nlanguage en\nwait 2\nshow open-model\nwait 2\nlayout b.json\nshow stage\n";
+  ASSERT_EQ(testing::run_app_script(dir, script), 0) << testing::read_text(dir / "log.txt");
+  const json a = testing::load_json(dir / "a.json"), b = testing::load_json(dir / "b.json");
+  EXPECT_EQ(testing::glyph_problems(a), "");
+  EXPECT_EQ(testing::glyph_problems(b), "");
+  EXPECT_NE(a["app"]["model_path"].get<std::string>().find("\xEB\xAA\xA8\xEB\x8D\xB8"), std::string::npos);
 }
 
 // Switched live, by the script's `language` (as the View popup does): each screen in the language just chosen,

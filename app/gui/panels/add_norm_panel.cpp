@@ -109,7 +109,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
     const float top = ImGui::GetCursorScreenPos().y;
     const float w = each + (i == 0 ? label_w : 0.0f);
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
-    wrapped_text(titles[i]);
+    text_wrapped_at_pos(titles[i]);
     ImGui::PopTextWrapPos();
     maps_[i].heatmap().set_axis_labels(labels);  // row names for export
     o.label_width = i == 0 ? label_w : 0.0f;

@@ -68,7 +68,7 @@ void EmbeddingPanel::draw_stage(const AppState& state) {
                         const std::vector<std::string>* row_tips, TokenSide token_side, int n, T input_title_form) {
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + half);
-    wrapped_text(heading);
+    text_wrapped_at_pos(heading);
     MapAxis axis, none;
     axis.labels = &rows;
     axis.tips = row_tips;

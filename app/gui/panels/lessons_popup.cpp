@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/glyphs.h"
 #include "util/paths.h"
 
 namespace sf::gui {
@@ -85,6 +86,7 @@ std::optional<std::string> LessonsPopup::draw(const std::string& folder, Languag
   for (const LessonEntry& lesson : lessons_) {
     const std::string title = lesson.title.empty() ? lesson.name : lesson.title;
     const std::string label = lesson.in_language ? title : tr(T::lessons_in_english, {{"title", title}});
+    note_glyphs(label);  // a title in any language: the font atlas must hold it
     if (ImGui::Selectable((label + "##" + lesson.path).c_str())) {
       picked = lesson.path;
       ImGui::CloseCurrentPopup();

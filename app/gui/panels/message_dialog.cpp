@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gui/render/item_placements.h"
+#include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 #include "gui/widgets.h"
 
@@ -35,22 +36,23 @@ bool MessageDialog::draw() {
   if (ImGui::BeginPopupModal(name.c_str(), nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove)) {
     ImGui::PushTextWrapPos(0.0f);
     if (!m.file.empty()) {
+      note_glyphs(m.file);  // a file name of any script: the font atlas must hold it
       const std::filesystem::path p(m.file);
       ImGui::TextUnformatted(tr(T::message_dialog_file));
       ImGui::SameLine();
       ImGui::TextUnformatted(p.filename().string().c_str());
       if (p.has_parent_path())
-        wrapped_text(tr(T::message_dialog_in_folder, {{"folder", p.parent_path().string()}}),
+        text_wrapped_at_pos(tr(T::message_dialog_in_folder, {{"folder", p.parent_path().string()}}),
                      &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       ImGui::Spacing();
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.55f, 0.5f, 1.0f));
-    wrapped_text(m.problem);
+    text_wrapped_at_pos(m.problem);
     record_item("dialog.problem", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, m.problem);
     ImGui::PopStyleColor();
     if (!m.hint.empty()) {
       ImGui::Spacing();
-      wrapped_text(m.hint);
+      text_wrapped_at_pos(m.hint);
     }
     ImGui::PopTextWrapPos();
     ImGui::Spacing();

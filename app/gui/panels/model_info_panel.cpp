@@ -79,7 +79,7 @@ void key_value_table(const char* id, const std::vector<std::pair<std::string, st
     ImGui::TextUnformatted(key.c_str());
     ImGui::TableNextColumn();
     ImGui::PushTextWrapPos(0.0f);
-    wrapped_text(value);
+    text_wrapped_at_pos(value);
     ImGui::PopTextWrapPos();
   }
   ImGui::EndTable();
@@ -244,7 +244,7 @@ void draw_config(const ModelInfo& info) {
     record_item("model_info.config", key_min, ImGui::GetItemRectMax(), row++, key + " = " + value);
     ImGui::TableNextColumn();
     ImGui::PushTextWrapPos(0.0f);
-    wrapped_text(config_key_meaning(key), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    text_wrapped_at_pos(config_key_meaning(key), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     ImGui::PopTextWrapPos();
   }
   ImGui::EndTable();
@@ -261,13 +261,13 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
                                                           {"size", with_thousands(m.src_vocab.size())}})
                              .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  wrapped_text(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
                                                           {"size", with_thousands(m.tgt_vocab.size())}})
                              .c_str());
   ImGui::PushTextWrapPos(0.0f);
-  wrapped_text(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   const Vocabulary& v = m.tgt_vocab;
   auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
@@ -333,7 +333,7 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   const std::filesystem::path p(state.model_path());
   ImGui::TextUnformatted(tr(T::model_info_title, {{"file", p.filename().string()}}).c_str());
   ImGui::PushTextWrapPos(0.0f);
-  wrapped_text(tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  text_wrapped_at_pos(tr(T::model_info_in_folder, {{"folder", p.parent_path().string()}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::PopTextWrapPos();
   explanation(tr(T::model_info_explanation));
   if (!weights_note.empty()) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 #include "model/hf_marian.h"
 
@@ -31,6 +32,7 @@ std::vector<std::string> list_models(const std::string& folder) {
 
 // One file as a row: its name (clickable, or greyed when the file is gone) and its folder, smaller and dimmer.
 bool file_row(const std::string& path, bool exists, int id) {
+  note_glyphs(path);  // a file name of any script: the font atlas must hold it
   const fs::path p(path);
   ImGui::PushID(id);
   bool clicked = false;

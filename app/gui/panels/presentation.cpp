@@ -201,7 +201,7 @@ int draw_presentation_header(const char* title, const std::string& detail, int s
   // One line when the title and its detail fit the room; else the detail on a line of its own below.
   const bool one_line = width_in(font) <= room;
   ImGui::PushTextWrapPos(left + room);
-  wrapped_text(title);
+  text_wrapped_at_pos(title);
   ImGui::PopTextWrapPos();
   float bottom = ImGui::GetCursorPosY();
   if (!detail.empty()) {

@@ -170,7 +170,7 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   if (!data_note.empty()) {  // said before anyone presses Train: which folders, where the data come from
     ImGui::PushTextWrapPos(0);
     const ImVec4 red = kRed;
-    wrapped_text(presenting_ ? std::string(tr(T::training_no_data_short)) : data_note, &red);
+    text_wrapped_at_pos(presenting_ ? std::string(tr(T::training_no_data_short)) : data_note, &red);
     if (presenting_ && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", data_note.c_str());
     ImGui::PopTextWrapPos();
     record_item("training.no_data", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, data_note);
@@ -194,7 +194,7 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
     ImGui::PushTextWrapPos(0);
     {
       const ImVec4 colour = message.ok ? kGreen : kRed;
-      wrapped_text(message.text, &colour);
+      text_wrapped_at_pos(message.text, &colour);
     }
     ImGui::PopTextWrapPos();
   }
@@ -236,7 +236,7 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
     ImGui::PushTextWrapPos(0);
     {
       const ImVec4 colour = kRed;
-      wrapped_text(tr(T::training_failed, {{"message", st.message}}), &colour);
+      text_wrapped_at_pos(tr(T::training_failed, {{"message", st.message}}), &colour);
     }
     ImGui::PopTextWrapPos();
   } else if (st.batches > 0) {
@@ -335,7 +335,7 @@ void TrainingPanel::draw_timeline(const AppState& state, const Training& trainin
       ImGui::PushTextWrapPos(0);
       {
         const ImVec4 colour = kRed;
-        wrapped_text(training.timeline_error(), &colour);
+        text_wrapped_at_pos(training.timeline_error(), &colour);
       }
       ImGui::PopTextWrapPos();
     }
@@ -438,9 +438,9 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
-    wrapped_text(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    text_wrapped_at_pos(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     const ImVec4 gold(1.0f, 0.85f, 0.45f, 1.0f);
-    wrapped_text("-> " + state.translation_text(), &gold);
+    text_wrapped_at_pos("-> " + state.translation_text(), &gold);
     ImGui::PopTextWrapPos();
   }
 

@@ -102,6 +102,9 @@ class ScriptRunner {
   int pauses_passed() const { return pause_; }
   int pauses() const { return pauses_; }  // in the whole script
   bool interactive() const { return interactive_; }  // a lesson (waits at its pauses), not a script
+  // A lesson started in a running app (the Lessons button) starts from what its first line assumes: no caption,
+  // the model as trained (no interventions), greedy decoding; as a step back to its start does.
+  void start_in(App& app) { restart_for_replay(app, 0); }
 
  private:
   void restart_for_replay(App& app, int target_pause);
