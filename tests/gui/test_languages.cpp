@@ -692,13 +692,16 @@ TEST(LessonsButton, PickingALessonStartsItsVersionInTheLanguageChosen) {
       << " 2>&1 &\n"
       << "app=$!\n"
       << "timeout 60 xdotool search --sync --name '^Stepformer$' > /dev/null || { kill $app; exit 0; }\n"
-      << "sleep 1\n"
-      << "xdotool mousemove " << x << " " << y << " click 1\n"
-      << "sleep 1\n"
-      << "xdotool mousemove " << x + 40 << " " << y + 46 << " click 1\n"
-      << "if timeout 60 xdotool search --sync --name '^Stepformer.*1/[0-9]+' > " << (dir / "title.txt").string()
+      // (up to five tries: on a loaded machine a click can land before the frame that draws the popup)
+      << "for try in 1 2 3 4 5; do\n"
+      << "  sleep 1\n"
+      << "  xdotool mousemove " << x << " " << y << " click 1\n"
+      << "  sleep 1\n"
+      << "  xdotool mousemove " << x + 40 << " " << y + 46 << " click 1\n"
+      << "  if timeout 10 xdotool search --sync --name '^Stepformer.*1/[0-9]+' > " << (dir / "title.txt").string()
       << "; then xdotool getwindowname $(head -1 " << (dir / "title.txt").string() << ") > "
-      << (dir / "name.txt").string() << "; fi\n"
+      << (dir / "name.txt").string() << "; break; fi\n"
+      << "done\n"
       << "kill $app\n";
   const std::string cmd =
       std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " + (dir / "drive.sh").string();
