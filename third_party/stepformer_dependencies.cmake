@@ -8,19 +8,42 @@
 #   STEPFORMER_HAVE_CUDA  TRUE when the CUDA backend is built
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
-find_package(nlohmann_json 3.2 REQUIRED)
-find_package(Threads REQUIRED)
-# SentencePiece by path, not pkg-config: on the GPU machine it comes from an unpacked .deb whose .pc file names
-# /usr (tools/gpu_check.sh points CMAKE_PREFIX_PATH there).
-find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
-find_library(SENTENCEPIECE_LIBRARY sentencepiece)
-if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
-  message(FATAL_ERROR "SentencePiece not found: install Debian's libsentencepiece-dev")
+if(EMSCRIPTEN)
+  # nlohmann-json's CMake package names /usr/include as its include folder, which would put the system's C
+  # library headers before emscripten's: the web build sees only its folder, through a link in the build tree.
+  find_path(NLOHMANN_JSON_INCLUDE_ROOT nlohmann/json.hpp PATHS /usr/include NO_CMAKE_FIND_ROOT_PATH REQUIRED)
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/web_include)
+  file(CREATE_LINK ${NLOHMANN_JSON_INCLUDE_ROOT}/nlohmann ${CMAKE_BINARY_DIR}/web_include/nlohmann SYMBOLIC)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE ${CMAKE_BINARY_DIR}/web_include)
+else()
+  find_package(nlohmann_json 3.2 REQUIRED)
 endif()
 add_library(stepformer_sentencepiece INTERFACE)
-target_include_directories(stepformer_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
-target_link_libraries(stepformer_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
 add_library(stepformer::sentencepiece ALIAS stepformer_sentencepiece)
+if(EMSCRIPTEN)
+  # The web build (emcmake): a page without special server headers has no SharedArrayBuffer, so no threads (the
+  # pool of util/parallel.h runs everything on the calling thread), and Debian has no WebAssembly SentencePiece
+  # (a Marian model says so when it is opened: model/sentencepiece.h).
+  add_library(Threads::Threads INTERFACE IMPORTED)
+  target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=0)
+  # emscripten compiles C++ exceptions out by default (a throw aborts); the core reports every problem as a typed
+  # exception (util/error.h), caught at one boundary, so they stay in.
+  add_compile_options(-fexceptions)
+  add_link_options(-fexceptions)
+else()
+  find_package(Threads REQUIRED)
+  # SentencePiece by path, not pkg-config: on the GPU machine it comes from an unpacked .deb whose .pc file names
+  # /usr (tools/gpu_check.sh points CMAKE_PREFIX_PATH there).
+  find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+  find_library(SENTENCEPIECE_LIBRARY sentencepiece)
+  if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+    message(FATAL_ERROR "SentencePiece not found: install Debian's libsentencepiece-dev")
+  endif()
+  target_include_directories(stepformer_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
+  target_link_libraries(stepformer_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
+  target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=1)
+endif()
 
 if(STEPFORMER_BUILD_APP)   # only the app needs pkg-config, stb and the GUI libraries
   find_package(PkgConfig REQUIRED)
@@ -80,7 +103,8 @@ endif()
 
 # -Wno-maybe-uninitialized: GCC 12 reports false positives inside Eigen's AVX-512 kernels.
 function(stepformer_warnings target)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>
+                         $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-maybe-uninitialized>)
 endfunction()
 
 if(STEPFORMER_NATIVE)

@@ -1,6 +1,13 @@
 #include "model/sentencepiece.h"
 
+// STEPFORMER_HAVE_SENTENCEPIECE comes with the stepformer::sentencepiece target (third_party/): 1 where Debian's
+// libsentencepiece is linked, 0 in the web build, which has none.
+#ifndef STEPFORMER_HAVE_SENTENCEPIECE
+#error "link stepformer::sentencepiece: it says whether SentencePiece is there (STEPFORMER_HAVE_SENTENCEPIECE)"
+#endif
+#if STEPFORMER_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
+#endif
 
 #include <exception>
 
@@ -11,7 +18,9 @@ namespace sf {
 
 struct SentencePieceModels::Impl {
   std::string proto[2];
+#if STEPFORMER_HAVE_SENTENCEPIECE
   sentencepiece::SentencePieceProcessor processor[2];
+#endif
 };
 
 namespace {
@@ -34,6 +43,12 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
     if (const std::string unsafe = sentencepiece_model_problem(impl_->proto[i]); !unsafe.empty())
       fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", unsafe}},
            "'" + *names[i] + "' is not a SentencePiece model Stepformer can read: " + unsafe);
+#if !STEPFORMER_HAVE_SENTENCEPIECE
+    // The web build: Debian has no WebAssembly SentencePiece (third_party/stepformer_dependencies.cmake).
+    fail(ErrorKind::Unsupported, where,
+         "'" + *names[i] + "' is a SentencePiece model (a Marian model's subword tokenizer), which this build of "
+         "Stepformer cannot read: open it in the desktop app");
+#else
     // libsentencepiece reports most faults as a status, but some (a piece of zero length, found by
     // tests/fuzz/fuzz_hf_marian) as an exception of its own from deep inside: both become one Format error.
     std::string problem;
@@ -51,6 +66,7 @@ SentencePieceModels::SentencePieceModels(std::string source_proto, std::string t
     if (impl_->processor[i].GetPieceSize() <= 0)
       fail(ErrorKind::Format, ErrorCode::SentencePieceInvalid, where, {{"name", *names[i]}, {"problem", "no pieces"}},
            "'" + *names[i] + "' holds no pieces");
+#endif
   }
 }
 
@@ -58,6 +74,7 @@ SentencePieceModels::~SentencePieceModels() = default;
 
 const std::string& SentencePieceModels::proto(Side side) const { return impl_->proto[side_index(side)]; }
 
+#if STEPFORMER_HAVE_SENTENCEPIECE
 std::vector<Piece> SentencePieceModels::split(std::string_view text, Side side) const {
   sentencepiece::ImmutableSentencePieceText spt;
   std::string problem;
@@ -97,6 +114,18 @@ std::vector<std::string> SentencePieceModels::known_pieces(Side side) const {
   for (int i = 0; i < sp.GetPieceSize(); ++i) out.push_back(sp.IdToPiece(i));
   return out;
 }
+#else
+// (Never reached: without the library no SentencePieceModels is made; the constructor refuses.)
+std::vector<Piece> SentencePieceModels::split(std::string_view, Side) const {
+  fail(ErrorKind::Unsupported, "sentencepiece", "this build has no SentencePiece");
+}
+std::string SentencePieceModels::join(const std::vector<std::string>&, Side) const {
+  fail(ErrorKind::Unsupported, "sentencepiece", "this build has no SentencePiece");
+}
+std::vector<std::string> SentencePieceModels::known_pieces(Side) const {
+  fail(ErrorKind::Unsupported, "sentencepiece", "this build has no SentencePiece");
+}
+#endif
 
 std::vector<Token> encode_pieces(std::string_view text, const SentencePieceModels& models, const Vocabulary& vocabulary,
                                  Side side, bool add_eos) {
