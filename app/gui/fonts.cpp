@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,8 @@
 #include <string_view>
 
 #include "gui/text/glyphs.h"
+#include "io/user_files.h"
+#include "util/error.h"
 #include "util/printable.h"
 #include "util/utf8.h"
 
@@ -27,7 +28,7 @@ namespace {
 // A font file read whole, for asking which characters it has (ImGui reads it again to rasterise).
 struct FontFile {
   std::string path;
-  std::vector<unsigned char> data;
+  std::string data;
   stbtt_fontinfo info{};
   bool has(char32_t cp) const { return stbtt_FindGlyphIndex(&info, static_cast<int>(cp)) != 0; }
 };
@@ -37,19 +38,42 @@ constexpr uintmax_t kMaxFontBytes = 64ull << 20;
 // The fonts searched for a character the main two lack, at most (a desktop has a few hundred).
 constexpr size_t kMaxFallbackFiles = 4000;
 
-// The first font of the file (a .ttc holds several; ImGui rasterises its first too), or nullptr.
+uint32_t big_endian(const std::string& d, size_t at, int bytes) {
+  uint32_t v = 0;
+  for (int k = 0; k < bytes; ++k) v = (v << 8) | static_cast<unsigned char>(d[at + static_cast<size_t>(k)]);
+  return v;
+}
+
+// Whether every table the font at `offset` lists lies inside the file. stb_truetype trusts the offsets it reads (a
+// truncated or crafted file would have it read past the end); this is its first line of checks.
+bool tables_inside(const std::string& d, size_t offset) {
+  if (offset + 12 > d.size()) return false;
+  const size_t tables = big_endian(d, offset + 4, 2);
+  if (tables == 0 || offset + 12 + 16 * tables > d.size()) return false;
+  for (size_t t = 0; t < tables; ++t) {
+    const size_t record = offset + 12 + 16 * t;
+    const uint64_t at = big_endian(d, record + 8, 4), length = big_endian(d, record + 12, 4);
+    if (at + length > d.size()) return false;
+  }
+  return true;
+}
+
+// The first font of the file (a .ttc holds several; ImGui rasterises its first too), or nullptr for anything
+// that is not a readable font: not a regular file (a FIFO would block; io/user_files.h reads without blocking),
+// over kMaxFontBytes, truncated, a table outside the file.
 std::unique_ptr<FontFile> open_font(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return nullptr;  // never a FIFO or a device: reading it would block
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec || size < 12 || size > kMaxFontBytes) return nullptr;
   auto font = std::make_unique<FontFile>();
   font->path = path;
-  font->data.resize(static_cast<size_t>(size));
-  std::ifstream in(path, std::ios::binary);
-  if (!in.read(reinterpret_cast<char*>(font->data.data()), static_cast<std::streamsize>(size))) return nullptr;
-  const int offset = stbtt_GetFontOffsetForIndex(font->data.data(), 0);
-  if (offset < 0 || !stbtt_InitFont(&font->info, font->data.data(), offset)) return nullptr;
+  try {
+    font->data = read_user_file(path, kMaxFontBytes, "a font", "fonts");
+  } catch (const Error&) {
+    return nullptr;
+  }
+  if (font->data.size() < 16) return nullptr;  // (a collection's header: 12 bytes and its first offset)
+  const auto* bytes = reinterpret_cast<const unsigned char*>(font->data.data());
+  const int offset = stbtt_GetFontOffsetForIndex(bytes, 0);
+  if (offset < 0 || !tables_inside(font->data, static_cast<size_t>(offset)) || !stbtt_InitFont(&font->info, bytes, offset))
+    return nullptr;
   return font;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <sys/stat.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -606,6 +607,33 @@ TEST(LanguageFonts, AFileNameInAnotherScriptIsDrawnFromTheFontsThatHaveIt) {
   EXPECT_EQ(testing::glyph_problems(a), "");
   EXPECT_EQ(testing::glyph_problems(b), "");
   EXPECT_NE(a["app"]["model_path"].get<std::string>().find("\xEB\xAA\xA8\xEB\x8D\xB8"), std::string::npos);
+}
+
+// Hostile font folders: a font cut short, a FIFO and a device named like fonts, a folder that links to itself. None is
+// read as a font (a FIFO would block the app; a cut font would have stb_truetype read past its end); the app draws
+// what DejaVu Sans has, names the Hangul it cannot draw, and exits cleanly.
+TEST(LanguageFonts, BrokenFontsAFifoAndALinkLoopInTheFontFoldersAreSkipped) {
+  if (std::string(STEPFORMER_XVFB_RUN).empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!cjk_font_installed()) GTEST_SKIP() << "no CJK font (apt-get install fonts-wqy-microhei)";
+  const fs::path dir = testing::fresh_output_dir("fonts_hostile");
+  const fs::path fonts = dir / "fonts";
+  fs::create_directories(fonts);
+  fs::create_symlink(kLatinFont, fonts / "DejaVuSans.ttf");
+  {
+    std::ifstream in(kCjkFont, std::ios::binary);
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::ofstream(fonts / "cut-short.ttc", std::ios::binary) << head;  // its tables point past its end
+  }
+  ASSERT_EQ(::mkfifo((fonts / "fifo.ttf").c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", fonts / "zero.otf");
+  fs::create_directory_symlink(fonts, fonts / "loop");
+  const CaptionPixels c = caption_pixels(dir, "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 caption", "--language en",
+                                         "STEPFORMER_FONT_DIRS='" + fonts.string() + "'");
+  ASSERT_FALSE(c.rgb.empty()) << testing::read_text(dir / "log.txt");
+  EXPECT_EQ(c.missing, json::array({0xAD6D, 0xC5B4, 0xD55C})) << "the Hangul no usable font has, named";
+  const json layout = testing::load_json(dir / "c.json");
+  EXPECT_EQ(layout["app"]["fonts"]["files"], json::array({(fonts / "DejaVuSans.ttf").string()}));
 }
 
 // Switched live, by the script's `language` (as the View popup does): each screen in the language just chosen,

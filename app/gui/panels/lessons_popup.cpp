@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "gui/render/item_placements.h"
+#include "gui/script/script_parse.h"
 #include "gui/text/glyphs.h"
 #include "util/paths.h"
 
@@ -18,19 +17,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uintmax_t kMaxLessonBytes = 1 << 20;
-
-// A lesson's title and pauses, read from its lines; false when the file cannot be read.
+// A lesson's title and pauses, from the parser that plays it (lenient, as a lesson is read); false when the file
+// cannot be read (not a regular file, too large: gui/script/script_parse.h says which).
 bool read_lesson_facts(const std::string& path, LessonEntry* entry) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxLessonBytes || ec) return false;
-  std::ifstream in(path);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind("title ", 0) == 0 && entry->title.empty()) entry->title = line.substr(6);
-    if (line == "pause") ++entry->pauses;
+  std::string error;
+  const std::optional<Script> lesson = parse_script_file(path, error, ScriptParse::Lesson);
+  if (!lesson) return false;
+  for (const ScriptCommand& c : lesson->commands) {
+    if (c.name == "title" && entry->title.empty() && !c.args.empty()) entry->title = c.args[0];
+    entry->pauses += c.name == "pause";
   }
   return true;
 }

@@ -21,8 +21,8 @@ struct LessonEntry {
   bool in_language = false;  // the file is in the language asked for (English asked: always)
 };
 
-// The lessons in `folder`, by name, each in `language` where it has that version. Files that are not regular, over
-// 1 MB or unreadable are left out.
+// The lessons in `folder`, by name, each in `language` where it has that version. A file the script parser cannot
+// read (not a regular file, over its size limit: gui/script/script_parse.h) is left out.
 std::vector<LessonEntry> find_lessons(const std::string& folder, Language language);
 // The folder of the shipped lessons: assets/lessons beside the shipped models.
 std::string shipped_lessons_folder();

@@ -2,6 +2,7 @@
 
 #include "gui/text/glyphs.h"
 #include "gui/text/line_breaks.h"
+#include "util/utf8.h"
 
 #include <algorithm>
 #include <cctype>
@@ -103,12 +104,8 @@ class Parser {
     out_.runs.push_back(r);
   }
   char32_t code_point_at(size_t at) const {
-    const auto b = [&](size_t k) { return static_cast<unsigned char>(at + k < s_.size() ? s_[at + k] : 0); };
-    const size_t n = utf8_length(b(0));
-    if (n == 2) return ((b(0) & 0x1Fu) << 6) | (b(1) & 0x3Fu);
-    if (n == 3) return ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
-    if (n == 4) return ((b(0) & 0x07u) << 18) | ((b(1) & 0x3Fu) << 12) | ((b(2) & 0x3Fu) << 6) | (b(3) & 0x3Fu);
-    return b(0);
+    const std::vector<Utf8Char> c = decode_utf8(std::string_view(s_).substr(at, 4));
+    return c.empty() ? U'\uFFFD' : c.front().c;
   }
   char32_t previous_ = U' ';  // the base text's last character (a space at the start)
   void add(const std::string& text, const Style& st, bool root = false) {
