@@ -45,7 +45,22 @@ else()
   target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=1)
 endif()
 
-if(STEPFORMER_BUILD_APP)   # only the app needs pkg-config, stb and the GUI libraries
+if(STEPFORMER_BUILD_APP AND EMSCRIPTEN)
+  # The app in a web page: GLFW is emscripten's own (-sUSE_GLFW=3, on an HTML canvas), OpenGL is WebGL2 (OpenGL
+  # ES 3.0: the shaders get "#version 300 es", render/gl_program.cpp), Dear ImGui is built from Debian's source
+  # package (debian_imgui.cmake), and stb's headers are Debian's libstb-dev, seen through a folder of their own as
+  # nlohmann-json's are. The page around it and the browser's side: app/web/.
+  include(debian_imgui)
+  find_path(STB_INCLUDE_ROOT stb/stb_image_write.h PATHS /usr/include NO_CMAKE_FIND_ROOT_PATH REQUIRED)
+  file(CREATE_LINK ${STB_INCLUDE_ROOT}/stb ${CMAKE_BINARY_DIR}/web_include/stb SYMBOLIC)
+  add_library(stepformer_gui_deps INTERFACE)
+  target_link_libraries(stepformer_gui_deps INTERFACE stepformer_imgui)
+  target_include_directories(stepformer_gui_deps SYSTEM INTERFACE ${CMAKE_BINARY_DIR}/web_include)
+  target_compile_definitions(stepformer_gui_deps INTERFACE GLFW_INCLUDE_NONE)
+  target_link_options(stepformer_gui_deps INTERFACE -sUSE_GLFW=3 -sMIN_WEBGL_VERSION=2 -sMAX_WEBGL_VERSION=2)
+  target_include_directories(stepformer_imgui SYSTEM PRIVATE ${CMAKE_BINARY_DIR}/web_include)
+  add_library(stepformer::gui_deps ALIAS stepformer_gui_deps)
+elseif(STEPFORMER_BUILD_APP)   # only the app needs pkg-config, stb and the GUI libraries
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)   # stb_image_write (the implementation is inside libstb)
   set(OpenGL_GL_PREFERENCE GLVND)

@@ -25,6 +25,9 @@
 #include "util/parallel.h"
 #include "util/paths.h"
 #include "util/printable.h"
+#if defined(__EMSCRIPTEN__)
+#include "web/browser.h"
+#endif
 
 namespace sf::gui {
 
@@ -442,6 +445,9 @@ void App::report_export(const ExportRequest& request, const std::string& error) 
   export_status_ = error.empty() ? Message{true, tr(T::app_export_saved, {{"path", request.path}})}
                                  : Message{false, tr(T::app_export_failed, {{"reason", error}})};
   messages_.push_back(export_status_);
+#if defined(__EMSCRIPTEN__)
+  if (error.empty()) web::offer_download(request.path);  // written in the page's memory: the browser saves it
+#endif
 }
 
 void App::export_tensors() {

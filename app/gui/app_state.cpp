@@ -430,8 +430,9 @@ RowVec AppState::chosen_distribution_logits(int position) const {
 }
 
 std::string AppState::shown_device() const {
-  return shown_gpu_.empty() ? tr(T::state_device_cpu, {{"threads", parallel_threads()}})
-                           : tr(T::state_device_gpu, {{"gpu", shown_gpu_}});
+  if (!shown_gpu_.empty()) return tr(T::state_device_gpu, {{"gpu", shown_gpu_}});
+  if (parallel_threads() == 1) return tr(T::state_device_cpu_one);  // a web page, or OMP_NUM_THREADS=1
+  return tr(T::state_device_cpu, {{"threads", parallel_threads()}});
 }
 
 bool AppState::busy() const { return task_.running() || queued_.has_value() || as_trained_task_.running(); }

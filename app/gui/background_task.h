@@ -7,12 +7,17 @@
 //
 // The work must own (or share) everything it reads: it may outlive the frame that started it. Cancelling only
 // asks; the destructor asks and then waits for the work to return.
+//
+// Where the build has no threads (a web page: util/parallel.h kHaveThreads) the work runs inside start(), in the
+// frame that asks for it; running(), wait_for() and take() then behave as for work that finished at once, so the
+// callers are the same everywhere. start_in_background() is the same for work whose result is a std::future.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,7 +48,7 @@ class BackgroundTask {
     if (thread_.joinable()) thread_.join();
     shared_ = std::make_shared<Shared>();
     started_ = std::chrono::steady_clock::now();
-    thread_ = std::thread([shared = shared_, work = std::move(work)]() {
+    auto body = [shared = shared_, work = std::move(work)]() {
       lower_this_thread();  // below the frame thread (util/parallel.h, main.cpp)
       std::optional<Result> result;
       std::exception_ptr failure;
@@ -57,9 +62,15 @@ class BackgroundTask {
       shared->failure = failure;
       shared->done = true;
       shared->changed.notify_all();
-    });
+    };
+    if constexpr (!kHaveThreads) {
+      body();
+      ran_here_ = true;
+    } else {
+      thread_ = std::thread(std::move(body));
+    }
   }
-  bool running() const { return thread_.joinable(); }
+  bool running() const { return thread_.joinable() || ran_here_; }
   bool done() const {
     if (!shared_) return false;
     std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -75,6 +86,7 @@ class BackgroundTask {
   // idle again.
   Result take() {
     if (thread_.joinable()) thread_.join();
+    ran_here_ = false;
     std::shared_ptr<Shared> shared = std::move(shared_);
     if (shared->failure) std::rethrow_exception(shared->failure);
     return std::move(*shared->result);
@@ -98,7 +110,22 @@ class BackgroundTask {
   };
   std::shared_ptr<Shared> shared_;
   std::thread thread_;
+  bool ran_here_ = false;  // without threads: the work ran inside start() and its result waits for take()
   std::chrono::steady_clock::time_point started_;
 };
+
+// `work` on a thread of its own (std::async), or, where the build has no threads, right here: the future is
+// then ready when this returns.
+template <class Work>
+auto start_in_background(Work work) -> std::future<decltype(work())> {
+  if constexpr (!kHaveThreads) {
+    std::packaged_task<decltype(work())()> task(std::move(work));
+    auto result = task.get_future();
+    task();
+    return result;
+  } else {
+    return std::async(std::launch::async, std::move(work));
+  }
+}
 
 }  // namespace sf::gui

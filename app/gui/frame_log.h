@@ -18,7 +18,7 @@
 
 namespace sf::gui {
 
-struct AppState;
+class AppState;
 
 class FrameLog {
  public:

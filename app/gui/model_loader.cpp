@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "gui/background_task.h"
 #include "gui/text/text.h"
 #include "model/hf_marian.h"
 #include "util/cancel.h"
@@ -51,7 +52,7 @@ void ModelLoader::start(const std::string& path) {
   path_ = path;
   started_ = Clock::now();
   cancel_ = std::make_shared<std::atomic<bool>>(false);
-  future_ = std::async(std::launch::async, [path, cancel = cancel_] {
+  future_ = start_in_background([path, cancel = cancel_] {
     lower_this_thread();  // below the frame thread (util/parallel.h, main.cpp)
     return read_model_file(path, cancel.get());
   });

@@ -18,6 +18,9 @@
 #include "io/json_text.h"
 #include "io/user_files.h"
 #include "util/printable.h"
+#if defined(__EMSCRIPTEN__)
+#include "web/browser.h"
+#endif
 
 namespace sf::gui {
 
@@ -119,9 +122,13 @@ std::string move_aside(const std::string& path, std::string& error) {
     std::string aside = path + ".bad";  // (appended: GCC 12 misreads "." + ... here as an overlapping copy, -Wrestrict)
     if (n > 1) aside.append(".").append(std::to_string(n));
     // RENAME_NOREPLACE: never over an earlier copy, even one that appears while we look.
+#if defined(RENAME_NOREPLACE)
     if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0) return aside;
     if (errno == EEXIST) continue;
     if (errno == EINVAL || errno == ENOSYS) {  // a file system without RENAME_NOREPLACE: check, then rename
+#else
+    {  // a C library without renameat2 (a web page's, where nothing else writes the page's files): check, then rename
+#endif
       std::error_code ec;
       if (fs::exists(fs::symlink_status(aside, ec))) continue;
       if (::rename(path.c_str(), aside.c_str()) == 0) return aside;
@@ -169,7 +176,11 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) return tr(T::settings_cannot_create_folder, {{"folder", target.parent_path().string()}, {"reason", ec.message()}});
   const std::string text = settings_to_json(settings).dump(2) + "\n";
-  return write_user_file(path, text, WriteRules{true, {}, {}});  // temp file, fsync, rename (io/user_files.h)
+  const std::string error = write_user_file(path, text, WriteRules{true, {}, {}});  // temp file, fsync, rename
+#if defined(__EMSCRIPTEN__)
+  if (error.empty()) web::keep_settings(path, text);  // the page's files end with the page: the browser keeps them
+#endif
+  return error;
 }
 
 SettingsStore::SettingsStore(std::string path, Clock::duration min_interval)

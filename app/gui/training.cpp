@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "gui/background_task.h"
 #include "io/user_files.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -107,7 +108,7 @@ void Training::want_shipped_timeline() {
 
 void Training::open_timeline(const std::string& path) {
   if (loading_.valid()) loading_.wait();  // one read at a time; the newest wins
-  loading_ = std::async(std::launch::async, [path] {
+  loading_ = start_in_background([path] {
     Loaded out;
     out.path = path;
     try {
@@ -244,6 +245,10 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
   }
   if (running()) {
     *error = tr(T::training_run_going);
+    return false;
+  }
+  if (!kHaveThreads) {  // a web page: no Multi30k, and no threads to train beside the frames (util/parallel.h)
+    *error = tr(T::training_not_in_page);
     return false;
   }
   std::error_code ec;

@@ -11,6 +11,9 @@
 #include "gui/fonts.h"
 #include "gui/text/glyphs.h"
 #include "gui/window.h"
+#if defined(__EMSCRIPTEN__)
+#include "web/browser.h"
+#endif
 
 namespace sf::gui {
 
@@ -134,7 +137,12 @@ void ViewApplier::apply(GLFWwindow* window, const ViewSettings& wanted) {
     applied_glyphs_ = glyphs;
   }
   if (window && (!applied_once_ ? wanted.fullscreen : wanted.fullscreen != applied_.fullscreen)) {
+#if defined(__EMSCRIPTEN__)
+    web::request_fullscreen(wanted.fullscreen);  // the browser's full screen, at the next click or key
+    if (false) {
+#else
     if (wanted.fullscreen) {
+#endif
       GLFWmonitor* monitor = glfwGetPrimaryMonitor();
       const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
       if (mode) {

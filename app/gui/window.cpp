@@ -2,9 +2,10 @@
 
 #include "gui/export.h"
 #include "gui/fonts.h"
+#include "gui/render/capture.h"
 #include "gui/text/text.h"
 
-#include <GL/gl.h>
+#include "gui/render/gl.h"
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -48,11 +49,19 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
                       ").\nStepformer needs a graphical display with OpenGL 3.3. Set DISPLAY, or run it headless "
                       "under a virtual display: xvfb-run -a stepformer ..."};
   }
+#if defined(__EMSCRIPTEN__)
+  // In a web page the window is the page's canvas, and the context WebGL2 (OpenGL ES 3.0), as linked
+  // (-sMIN_WEBGL_VERSION=2); app/web/browser.cpp keeps the canvas as large as the page.
+  glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+#else
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+#endif
   window_ = glfwCreateWindow(width, height, title, nullptr, nullptr);
   title_ = title;
   if (!window_) {
@@ -63,7 +72,9 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
                       "(llvmpipe) under xvfb-run -a."};
   }
   glfwMakeContextCurrent(window_);
+#if !defined(__EMSCRIPTEN__)  // a page draws at the browser's pace (requestAnimationFrame: main.cpp)
   glfwSwapInterval(visible ? 1 : 0);
+#endif
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
@@ -74,7 +85,11 @@ Window::Window(int width, int height, const char* title, bool visible, float ui_
   prepare_font_glyphs();
   load_ui_font(18.0f * ui_scale);
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
+#if defined(__EMSCRIPTEN__)
+  ImGui_ImplOpenGL3_Init("#version 300 es");
+#else
   ImGui_ImplOpenGL3_Init("#version 330 core");
+#endif
   // ImGui's GLFW backend does not use the window's user pointer; the drop callback finds this Window by it.
   glfwSetWindowUserPointer(window_, this);
   glfwSetDropCallback(window_, &Window::on_drop);
@@ -146,18 +161,10 @@ void Window::finish_gpu() { glFinish(); }
 void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebufferSize(window_, width, height); }
 
 std::string Window::save_screenshot(const std::string& png_path, const WriteRules& rules) const {
+  std::vector<unsigned char> rgb;
   int w = 0, h = 0;
-  glfwGetFramebufferSize(window_, &w, &h);
-  if (w <= 0 || h <= 0) return tr(T::app_export_no_pixels);
-  std::vector<unsigned char> pixels(static_cast<size_t>(w) * h * 3);
-  glReadBuffer(GL_BACK);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-  // OpenGL's rows start at the bottom; PNG's at the top.
-  std::vector<unsigned char> flipped(pixels.size());
-  const size_t row = static_cast<size_t>(w) * 3;
-  for (int y = 0; y < h; ++y) std::copy_n(&pixels[(h - 1 - y) * row], row, &flipped[y * row]);
-  const std::string png = png_bytes(flipped, w, h);
+  if (const std::string error = read_back_buffer({}, &rgb, &w, &h); !error.empty()) return error;
+  const std::string png = png_bytes(rgb, w, h);
   if (png.empty()) return tr(T::app_export_png_failed);
   return write_user_file(png_path, png, rules);
 }

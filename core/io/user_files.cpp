@@ -370,8 +370,9 @@ std::string UserFileStream::commit() {
     // link(2) never replaces: EEXIST when the file appeared since the check above.
     if (errno == EEXIST) {
       error = in_quotes(path) + " exists: not replaced";
-    } else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EXDEV) {
-      // A file system without hard links (FAT, some network mounts): check, then rename.
+    } else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EXDEV || errno == EMLINK) {
+      // A file system without hard links (FAT, some network mounts, a web page's memory: EMLINK): check, then
+      // rename.
       struct stat now {};
       if (::lstat(path.c_str(), &now) == 0) error = in_quotes(path) + " exists: not replaced";
       else if (::rename(temp_.c_str(), path.c_str()) != 0) error = "cannot write " + in_quotes(path) + ": " + errno_text();

@@ -162,6 +162,7 @@ class Pool {
 };
 
 int default_threads() {
+  if (!kHaveThreads) return 1;
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     const int n = std::atoi(env);
     if (n >= 1) return std::min(n, 8);
@@ -181,7 +182,7 @@ Pool& pool() {
 
 int parallel_threads() { return pool().threads(); }
 
-void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, 8)); }
+void set_parallel_threads(int threads) { pool().resize(std::clamp(threads, 1, kHaveThreads ? 8 : 1)); }
 
 void parallel_for(int n, int grain, const std::function<void(int, int)>& body) { pool().run(n, grain, body); }
 

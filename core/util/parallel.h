@@ -15,8 +15,17 @@
 
 namespace sf {
 
+// Whether this build can start threads at all. Not in a web page built without SharedArrayBuffer (emscripten
+// without -pthread, app/web/): there the pool is the caller alone, and the app's background work (its
+// decodings, model loading) runs in the frame that asks for it (app/gui/background_task.h).
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+inline constexpr bool kHaveThreads = false;
+#else
+inline constexpr bool kHaveThreads = true;
+#endif
+
 // Threads taking part in parallel_for, the caller included: OMP_NUM_THREADS where set (the benchmarks compare
-// with PyTorch at equal threads), else the machine's cores, at most 8. 1: every loop runs on the caller.
+// with PyTorch at equal threads), else the machine's cores, at most 8 (1 where kHaveThreads is false). 1: every loop runs on the caller.
 int parallel_threads();
 void set_parallel_threads(int threads);  // from 1; workers are started or stopped to match
 

@@ -11,10 +11,19 @@ std::string shipped_model_path(const std::string& name) {
   const fs::path relative = fs::path("assets") / "models" / (name + ".safetensors");
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+#if defined(__EMSCRIPTEN__)
+  // A web page: its data (app/CMakeLists.txt, --preload-file) is the only place; the source tree is not in it.
+  for (const fs::path& root : {fs::path("/stepformer")})
+#else
   for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
                                exe.parent_path().parent_path() / "share" / "stepformer"})
+#endif
     if (!root.empty() && fs::exists(root / relative, ec)) return (root / relative).string();
+#if defined(__EMSCRIPTEN__)
+  return (fs::path("/stepformer") / relative).string();
+#else
   return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
+#endif
 }
 
 std::string tool_script_path(const std::string& name) {

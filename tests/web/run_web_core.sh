@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The core in WebAssembly translates as the native build does (issue #50, its first part): builds stepformer-cli
-# with Debian's emscripten (emcmake: no threads, no SentencePiece; third_party/stepformer_dependencies.cmake) into
-# BUILD_DIR/web-core, runs it under Node on the shipped models, and compares every translation with the native
-# stepformer-cli's, word for word.
+# The core in WebAssembly translates as the native build does (issue #50): builds stepformer-cli with Debian's
+# emscripten (emcmake: no threads, no SentencePiece; third_party/stepformer_dependencies.cmake) into
+# BUILD_DIR/web-build (with the web page: tools/web_build.sh), runs it under Node on the shipped models, and
+# compares every translation with the native stepformer-cli's, word for word.
 #   tests/web/run_web_core.sh SOURCE_DIR BUILD_DIR NATIVE_CLI
 # Exit 77 (ctest: skipped, with the reason on stdout) where emscripten or Node is not installed.
 set -euo pipefail
@@ -11,16 +11,13 @@ if ! command -v emcmake > /dev/null || ! command -v node > /dev/null; then
   echo "skipped: emscripten or Node is not installed (apt-get install emscripten)"
   exit 77
 fi
-out="$build/web-core"
-# Debian's emscripten finds its JavaScript tools (acorn) in Debian's Node modules; a Node from elsewhere does not
-# look there by itself.
+# The web build the web tests share (tools/web_build.sh: the page and this CLI), made once: the second test to come
+# waits on the lock and finds it built.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
-emcmake cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DSTEPFORMER_BUILD_APP=OFF -DSTEPFORMER_BUILD_TESTS=OFF \
-  -DSTEPFORMER_BUILD_BENCHMARKS=OFF -DSTEPFORMER_NATIVE=OFF -DSTEPFORMER_CUDA=OFF \
-  -DEigen3_DIR=/usr/share/eigen3/cmake \
-  "-DCMAKE_EXE_LINKER_FLAGS=-sNODERAWFS=1 -sENVIRONMENT=node -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1" > "$out.log" 2>&1 \
-  || { tail -20 "$out.log"; exit 1; }
-cmake --build "$out" --target stepformer-cli -j "${JOBS:-2}" >> "$out.log" 2>&1 || { tail -30 "$out.log"; exit 1; }
+out="$build/web-build"
+mkdir -p "$out"
+flock "$build/web-build.lock" "$src/tools/web_build.sh" "$out" "$build/web-page" > "$build/web-build.log" 2>&1 \
+  || { tail -30 "$build/web-build.log"; exit 1; }
 wasm_cli=("node")
 # emscripten 3.1.6's loader fetches the .wasm with fetch() wherever fetch exists, which a Node that has it
 # (18 and later) refuses for a file path: without it, the loader reads the file.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "gui/text/text.h"
+#include "util/parallel.h"
 
 namespace sf::gui {
 
@@ -69,6 +70,8 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
     const bool exists = !path_.empty() && std::filesystem::exists(path_, ec);
     if (exists)
       ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", tr(T::export_popup_exists_you_will_asked));
+    else if (!kHaveThreads)  // a web page: the file is written in the page's memory and handed to the browser
+      ImGui::TextDisabled("%s", tr(T::export_popup_web_download));
     else
       ImGui::TextDisabled(
           "%s", tr(T::export_popup_in_folder, {{"folder", std::filesystem::current_path(ec).string()}}).c_str());

@@ -9,7 +9,11 @@
 
 #include "gui/text/glyphs.h"
 #include "gui/text/text.h"
+#include "gui/widgets.h"
 #include "model/hf_marian.h"
+#if defined(__EMSCRIPTEN__)
+#include "web/browser.h"
+#endif
 
 namespace sf::gui {
 
@@ -83,7 +87,17 @@ OpenModelChoice OpenModelDialog::draw(const std::vector<std::string>& recent, co
   ImGui::SameLine();
   if (ImGui::Button(tr(T::open_model_dialog_cancel), ImVec2(em * 4, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false))
     close_requested_ = true;
+#if defined(__EMSCRIPTEN__)
+  // A page cannot read a path the user types: the browser's file picker, or a drop on the page (web/browser.h).
+  if (ImGui::Button(tr(T::open_model_dialog_choose_file))) {
+    web::choose_file(".safetensors");
+    close_requested_ = true;
+  }
+  ImGui::SameLine();
+  text_wrapped(tr(T::open_model_dialog_web_hint));
+#else
   ImGui::TextDisabled("%s", tr(T::open_model_dialog_drop_hint));
+#endif
 
   ImGui::Spacing();
   ImGui::TextUnformatted(tr(T::open_model_dialog_recent_files));

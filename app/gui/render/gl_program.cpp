@@ -1,17 +1,19 @@
 #include "gui/render/gl_program.h"
 
-#include <GL/gl.h>
-#include <GL/glext.h>
+#include "gui/render/gl.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace sf::gui {
 
 namespace {
 
 GLuint compile(GLenum kind, const char* file_name) {
-  const char* source = embedded_shader(file_name);
-  if (!source) throw std::runtime_error(std::string("[build_gl_program] shader '") + file_name + "' is not embedded");
+  const char* embedded = embedded_shader(file_name);
+  if (!embedded) throw std::runtime_error(std::string("[build_gl_program] shader '") + file_name + "' is not embedded");
+  const std::string text = shader_source_for_this_gl(embedded);
+  const char* source = text.c_str();
   GLuint shader = glCreateShader(kind);
   glShaderSource(shader, 1, &source, nullptr);
   glCompileShader(shader);
@@ -27,6 +29,23 @@ GLuint compile(GLenum kind, const char* file_name) {
 }
 
 }  // namespace
+
+std::string shader_source_for_es(const std::string& source) {
+  // GLSL ES 3.00 has what the shaders use (texelFetch, textureSize, isnan, gl_VertexID, in/out) but no default
+  // precision for floats in a fragment shader, and lowp samplers and ints by default on some GPUs: highp for all.
+  static const std::string desktop = "#version 330 core";
+  if (source.rfind(desktop, 0) != 0) return source;  // not one of ours: left as it is
+  return "#version 300 es\nprecision highp float;\nprecision highp int;\nprecision highp sampler2D;" +
+         source.substr(desktop.size());
+}
+
+std::string shader_source_for_this_gl(const std::string& source) {
+#if defined(__EMSCRIPTEN__)
+  return shader_source_for_es(source);
+#else
+  return source;
+#endif
+}
 
 unsigned int build_gl_program(const char* vertex_file, const char* fragment_file) {
   GLuint vs = compile(GL_VERTEX_SHADER, vertex_file);

@@ -2,8 +2,7 @@
 
 #include "gui/text/glyphs.h"
 
-#include <GL/gl.h>
-#include <GL/glext.h>
+#include "gui/render/gl.h"
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
