@@ -4,7 +4,7 @@
 namespace sf {
 
 const BackendInfo& backend_info() {
-  static const BackendInfo info{false, false, 0, "CPU (Eigen); built without CUDA"};
+  static const BackendInfo info{false, false, 0, "", "CPU (Eigen); built without CUDA"};
   return info;
 }
 
