@@ -58,7 +58,7 @@ std::string usage() {
     T description;
   };
   const Line lines[] = {
-      {"--model PATH", T::help_model},           {"--sentence TEXT", T::help_sentence},
+      {"FILE", T::help_file},                    {"--model PATH", T::help_model},           {"--sentence TEXT", T::help_sentence},
       {"--stage NAME", T::help_stage},           {"--attention K.L.H", T::help_attention},
       {"--script FILE", T::help_script},         {"--script-grammar", T::help_script_grammar},
       {"--lesson FILE", T::help_lesson},         {"--data DIR", T::help_data},
@@ -113,12 +113,15 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   std::string twice;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      const char* v = argv[++i];
+    auto note_given = [&](const char* name, const char* v) {
       if (const auto [at, fresh] = given.emplace(name, v); !fresh && twice.empty())
         twice = std::string(name) + " is given twice ('" + printable(at->second) + "', then '" + printable(v) +
                 "'): give it once";
+    };
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      const char* v = argv[++i];
+      note_given(name, v);
       return v;
     };
     if (arg == "--help" || arg == "-h") {
@@ -237,6 +240,17 @@ ParsedOptions parse_app_options(int argc, char** argv) {
         return error("--ui-scale needs a number from 0.5 to 4, got '" + std::string(v ? v : "") + "'");
       r.options.ui_scale = s;
       r.options.ui_scale_given = true;
+    } else if (!arg.empty() && arg[0] != '-') {
+      // A bare path, as a file manager passes one (the desktop entry's %f): a lesson runs as with --lesson, anything
+      // else opens as with --model. Given beside the option it stands for, it counts as that option given twice.
+      if (std::filesystem::path(arg).extension() == ".lesson") {
+        note_given("--lesson", argv[i]);
+        r.options.lesson_path = arg;
+      } else {
+        note_given("--model", argv[i]);
+        r.options.model_path = arg;
+        r.options.model_given = true;
+      }
     } else {
       return error("unknown option '" + printable(arg) + "'");
     }

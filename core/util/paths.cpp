@@ -7,22 +7,23 @@
 namespace sf {
 
 std::string shipped_model_path(const std::string& name) {
+  // The program's own assets first: the source tree when it runs from the build folder made from it, else
+  // bin/../share/stepformer where it is installed (tool_folders()); the working directory last. An installed
+  // program never reads the source tree it was built from, which may be gone or hold other models by now.
   namespace fs = std::filesystem;
   const fs::path relative = fs::path("assets") / "models" / (name + ".safetensors");
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
 #if defined(__EMSCRIPTEN__)
   // A web page: its data (app/CMakeLists.txt, --preload-file) is the only place; the source tree is not in it.
-  for (const fs::path& root : {fs::path("/stepformer")})
-#else
-  for (const fs::path& root : {fs::path(STEPFORMER_SOURCE_ROOT), fs::current_path(ec),
-                               exe.parent_path().parent_path() / "share" / "stepformer"})
-#endif
-    if (!root.empty() && fs::exists(root / relative, ec)) return (root / relative).string();
-#if defined(__EMSCRIPTEN__)
   return (fs::path("/stepformer") / relative).string();
 #else
-  return (fs::path(STEPFORMER_SOURCE_ROOT) / relative).string();
+  std::vector<fs::path> roots = tool_folders();
+  if (roots.empty()) roots.push_back(fs::path(STEPFORMER_SOURCE_ROOT));  // no /proc: where it runs is unknown
+  const fs::path expected = roots.front() / relative;  // named in the error when no candidate has the file
+  roots.push_back(fs::current_path(ec));
+  for (const fs::path& root : roots)
+    if (!root.empty() && fs::exists(root / relative, ec)) return (root / relative).string();
+  return expected.string();
 #endif
 }
 

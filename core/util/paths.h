@@ -1,5 +1,5 @@
-// Where the shipped files are: assets/ of the source tree the binaries were built from, else of the working
-// directory, else beside the installed binary (bin/../share/stepformer/assets).
+// Where the shipped files are: assets/ of the source tree when the program runs from the build folder made from
+// it, else beside the installed binary (bin/../share/stepformer/assets), else of the working directory.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -8,7 +8,7 @@
 namespace sf {
 
 // The path of a shipped model, e.g. shipped_model_path("de-en") -> ".../assets/models/de-en.safetensors".
-// Returns the first candidate that exists, or the source-tree path (which names the file in the error).
+// Returns the first candidate that exists, or the first candidate's path (which names the file in the error).
 std::string shipped_model_path(const std::string& name = "de-en");
 
 // A script of tools/ ("hf_bin_to_safetensors.py") of this program's own: in tool_folders(), never the working
