@@ -285,6 +285,10 @@ class Session {
                              script_->finished(), app.state().translation_text());
 #endif
     }
+#if defined(__EMSCRIPTEN__)
+    if (!app.loading() && !app.state().busy() && app.state().model())
+      sf::web::report_model(app.state().model_path(), app.state().translation_text());
+#endif
     if (!app.loading() && !app.state().busy()) ++frames_with_model_;
     if (screenshot_mode() && frames_with_model_ >= options_.frames) {
       option_outputs_.inputs.push_back(app.state().model_path());  // a model the script opened, too

@@ -142,6 +142,14 @@ void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finish
   js_report(line.c_str());
 }
 
+void report_model(const std::string& model_path, const std::string& translation) {
+  static std::string last;
+  const std::string line = "stepformer-page: model " + printable(model_path) + "; translation: " + printable(translation);
+  if (line == last) return;
+  last = line;
+  js_report(line.c_str());
+}
+
 void report_exit(int code) {
   const std::string line = "stepformer-page: exit " + std::to_string(code);
   js_report(line.c_str());

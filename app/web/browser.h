@@ -32,6 +32,8 @@ void keep_settings(const std::string& path, const std::string& text);
 void request_fullscreen(bool on);
 // A lesson's progress and the translation shown, written to the console when they change.
 void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finished, const std::string& translation);
+// The model on show and its translation, written to the console when they change (a model dropped or chosen).
+void report_model(const std::string& model_path, const std::string& translation);
 void report_exit(int code);
 
 }  // namespace sf::web

@@ -5,6 +5,9 @@
 // to the browser as downloads (its exports and screenshots) to the server instead of the Downloads folder.
 //   test.html?...&driver=lesson     play the lesson named in ?lesson= to its end
 //   test.html?...&driver=script     run /__test/check.script (--script), as the desktop test runs it
+//   test.html?...&driver=drop       once the shipped model is in, drop /__test/drop/NAME onto the page as a user
+//                                   drags a file from their desktop; then report what the browser keeps of the
+//                                   settings (localStorage)
 'use strict';
 (function () {
   var query = new URLSearchParams(window.location.search);
@@ -44,6 +47,33 @@
           window.dispatchEvent(e);
         });
       }, 150);
+    };
+  }
+  if (mode === 'drop') {
+    var dropped = false;
+    var report2 = hooks.report;
+    hooks.report = function (line) {
+      report2(line);
+      if (!dropped && /^stepformer-page: model .*de-en\.safetensors;/.test(line)) {
+        dropped = true;
+        var name = query.get('file');
+        fetch('/__test/drop/' + name).then(function (r) { return r.arrayBuffer(); }).then(function (bytes) {
+          var transfer = new DataTransfer();
+          transfer.items.add(new File([bytes], name));
+          var canvas = document.getElementById('canvas');
+          ['dragenter', 'dragover', 'drop'].forEach(function (type) {
+            canvas.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+          });
+        });
+      }
+      if (dropped && line.indexOf('stepformer-page: model /') === 0 && line.indexOf(query.get('file')) >= 0) {
+        // The settings are written at most once a second (gui/settings.h): look after two.
+        setTimeout(function () {
+          var kept = null;
+          try { kept = window.localStorage.getItem('stepformer.settings'); } catch (e) { kept = 'error: ' + e; }
+          post('/__test/report', 'settings kept: ' + JSON.stringify(kept));
+        }, 2500);
+      }
     };
   }
   window.StepformerHooks = hooks;

@@ -4,6 +4,7 @@ Used by tests/web/run_web_app.py and bench/bench_web.py. The server listens on 1
   GET  /test.html               the folder's index.html with /__test/driver.js loaded before its own script
   GET  /__test/driver.js        tests/web/driver.js
   GET  /__test/check.script     the script given to Server (the driver hands it to the app as --script)
+  GET  /__test/drop/NAME        the file `drop_file` names (the driver drops it onto the page)
   POST /__test/report           one line the page reports (queued: Server.reports)
   PUT  /__test/upload/NAME      a file the page hands over (written to OUT_DIR/NAME)
 """
@@ -32,7 +33,7 @@ def chromium_path():
 class Server:
     """The page's folder over HTTP on 127.0.0.1, with the test's own routes under /__test/."""
 
-    def __init__(self, page_dir, out_dir, script):
+    def __init__(self, page_dir, out_dir, script, drop_file=None):
         self.reports = queue.Queue()
         outer = self
 
@@ -63,6 +64,9 @@ class Server:
                         return self.send_bytes(f.read(), "text/javascript")
                 if path == "/__test/check.script":
                     return self.send_bytes(script.encode(), "text/plain; charset=utf-8")
+                if drop_file and path == "/__test/drop/" + os.path.basename(drop_file):
+                    with open(drop_file, "rb") as f:
+                        return self.send_bytes(f.read(), "application/octet-stream")
                 return super().do_GET()
 
             def read_body(self):

@@ -11,7 +11,9 @@ test's driver (tests/web/driver.js), and:
   2. runs a script that takes screenshots of the tokens, cross-attention and decoding stages and exports the
      cross-attention tensor (NPY), which the page hands to the browser as downloads (relayed to the server);
   3. runs the same script in the desktop app (under xvfb-run) and checks the translation is the same and the
-     exported tensor equal within 1e-4.
+     exported tensor equal within 1e-4;
+  4. drops a model file (the shipped French one, as a user's own) onto the page: the app opens it, and the
+     browser's storage keeps it among the recent models for the next visit.
 The screenshots stay in OUT_DIR to be looked at. Exit 77 (ctest: skipped, with the reason) where Chromium is
 not installed.
 """
@@ -27,6 +29,8 @@ import time
 
 from page_server import SIZE, Server, chromium_path, open_page, wait_for
 
+# The stages the issue names, as pictures; then an intervention (a head of the encoder off) and a beam search,
+# whose tensor and translation the desktop app must give too.
 CHECK_SCRIPT = """\
 stage tokens
 screenshot web-tokens.png
@@ -37,6 +41,11 @@ export-npy web-cross-attention.npy
 stage decoding
 screenshot web-decoding.png
 layout web-layout.json
+head-off enc.1.4
+decode beam 3
+stage cross-attention
+export-npy web-cross-attention-head-off.npy
+layout web-layout-head-off.json
 quit
 """
 
@@ -55,6 +64,24 @@ def read_npy(path):
     return shape, values
 
 
+def compare_tensors(out_dir, name, failures):
+    """The page's export of `name` against the desktop app's: the same shape, floats within 1e-4."""
+    web_npy, desktop_npy = os.path.join(out_dir, "web-" + name), os.path.join(out_dir, "desktop-" + name)
+    if not (os.path.isfile(web_npy) and os.path.isfile(desktop_npy)):
+        failures.append("no %s from the page or the desktop" % name)
+        return
+    (ws, wv), (ds, dv) = read_npy(web_npy), read_npy(desktop_npy)
+    if ws != ds:
+        failures.append("%s: the shape differs: web %s, desktop %s" % (name, ws, ds))
+        return
+    worst = max(abs(a - b) for a, b in zip(wv, dv))
+    print("%s %s: largest difference %.3g" % (name, ws, worst))
+    if not worst <= 1e-4:
+        failures.append("%s differs by %.3g (more than 1e-4)" % (name, worst))
+    if max(wv) <= 0:
+        failures.append(name + " is all zeros")
+
+
 def main():
     page_dir, native_app, out_dir = (os.path.abspath(p) for p in sys.argv[1:4])
     chromium = chromium_path()
@@ -67,7 +94,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for name in os.listdir(out_dir):
         os.remove(os.path.join(out_dir, name))
-    server = Server(page_dir, out_dir, CHECK_SCRIPT)
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    server = Server(page_dir, out_dir, CHECK_SCRIPT, os.path.join(source, "assets", "models", "fr-en.safetensors"))
     failures = []
     try:
         # 1. The walkthrough, presenting, to its end.
@@ -123,7 +151,8 @@ def main():
                                  capture_output=True, text=True, timeout=600)
             if run.returncode != 0:
                 failures.append("the desktop app failed (%d): %s" % (run.returncode, run.stderr[-2000:]))
-            for name in ("desktop-cross-attention.npy", "desktop-layout.json", "desktop-cross-attention.png"):
+            for name in ("desktop-cross-attention.npy", "desktop-layout.json", "desktop-cross-attention.png",
+                         "desktop-cross-attention-head-off.npy", "desktop-layout-head-off.json"):
                 if os.path.isfile(os.path.join(work, name)):
                     shutil.copy(os.path.join(work, name), out_dir)
         desktop_layout = os.path.join(out_dir, "desktop-layout.json")
@@ -143,19 +172,39 @@ def main():
                                 % (lesson_translation, desktop["translation"]))
             if web["stage"] != "decoding":
                 failures.append("the page's last stage is " + web["stage"])
-        web_npy = os.path.join(out_dir, "web-cross-attention.npy")
-        desktop_npy = os.path.join(out_dir, "desktop-cross-attention.npy")
-        if os.path.isfile(web_npy) and os.path.isfile(desktop_npy):
-            (ws, wv), (ds, dv) = read_npy(web_npy), read_npy(desktop_npy)
-            if ws != ds:
-                failures.append("the exported tensor's shape differs: web %s, desktop %s" % (ws, ds))
-            else:
-                worst = max(abs(a - b) for a, b in zip(wv, dv))
-                print("cross-attention tensor %s: largest difference %.3g" % (ws, worst))
-                if not worst <= 1e-4:
-                    failures.append("the exported tensor differs by %.3g (more than 1e-4)" % worst)
-                if max(wv) <= 0:
-                    failures.append("the exported tensor is all zeros")
+        for suffix in ("", "-head-off"):
+            web_layout = os.path.join(out_dir, "web-layout%s.json" % suffix)
+            desktop_layout = os.path.join(out_dir, "desktop-layout%s.json" % suffix)
+            if not (os.path.isfile(web_layout) and os.path.isfile(desktop_layout)):
+                failures.append("no layout%s from the page or the desktop" % suffix)
+                continue
+            with open(web_layout, encoding="utf-8") as f:
+                web = json.load(f)["app"]["translation"]
+            with open(desktop_layout, encoding="utf-8") as f:
+                desktop = json.load(f)["app"]["translation"]
+            if suffix:
+                print("with enc.1.4 off, beam 3: web '%s', desktop '%s'" % (web, desktop))
+            if web != desktop:
+                failures.append("translations%s differ: web '%s', desktop '%s'" % (suffix, web, desktop))
+            compare_tensors(out_dir, "cross-attention%s.npy" % suffix, failures)
+
+        # 4. A model file dropped onto the page, and the settings the browser keeps.
+        log = []
+        with tempfile.TemporaryDirectory() as profile:
+            browser = open_page(chromium, "http://127.0.0.1:%d/test.html?driver=drop&file=fr-en.safetensors"
+                                % server.port, profile)
+            try:
+                wait_for(server, lambda line: line.startswith("settings kept: "), 300, log)
+            finally:
+                browser.kill()
+                browser.wait()
+        opened = [line for line in log if line.startswith("stepformer-page: model ") and "fr-en.safetensors" in line]
+        print("dropped: " + (opened[-1] if opened else "nothing opened"))
+        if not opened or "/.glfw_dropped_files/fr-en.safetensors;" not in opened[-1]:
+            failures.append("the dropped model did not open: " + "; ".join(log[-5:]))
+        kept = json.loads(log[-1][len("settings kept: "):])
+        if not kept or "/.glfw_dropped_files/fr-en.safetensors" not in json.loads(kept).get("recent_models", []):
+            failures.append("the browser keeps no settings naming the dropped model: %r" % kept)
     except AssertionError as e:
         failures.append(str(e))
     finally:
