@@ -4,6 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
+#include <cpuid.h>
+#endif
 
 // The sets this build has (core/CMakeLists.txt): isa_baseline always, compiled with the library's own flags;
 // isa_avx2 and isa_avx512 where STEPFORMER_KERNELS_AVX2 / _AVX512 say so (x86-64 builds that are not WebAssembly).
@@ -31,10 +36,14 @@ namespace {
 bool cpu_runs([[maybe_unused]] KernelIsa isa) {
 #if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
   __builtin_cpu_init();
+  // F16C, MOVBE and LZCNT from cpuid itself: Clang 14's __builtin_cpu_supports does not know them.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool leaf1 = __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  const bool f16c = leaf1 && (ecx & (1u << 29)), movbe = leaf1 && (ecx & (1u << 22));
+  const bool lzcnt = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 5));
   const bool v3 = __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe") &&
-                  __builtin_cpu_supports("lzcnt");
+                  f16c && movbe && lzcnt;
   switch (isa) {
     case KernelIsa::baseline: return true;
     case KernelIsa::avx2: return v3;
