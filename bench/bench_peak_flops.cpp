@@ -1,4 +1,4 @@
-// This core's fp32 arithmetic peak (bench/peak_flops.h: 16 independent FMA chains, AVX-512 when the build has it,
+// This core's fp32 arithmetic peak (bench/peak_flops.h: 16 independent FMA chains, AVX-512 where the CPU has it,
 // else AVX2 + FMA, no memory traffic): the ceiling bench_forward reports each pass against.
 //
 //   OMP_NUM_THREADS=1 taskset -c 1 build/bench/bench_peak_flops      -> counter GFLOP/s

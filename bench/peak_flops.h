@@ -1,5 +1,6 @@
-// This core's fp32 arithmetic peak: 16 independent fused multiply-add chains in registers (AVX-512 when the
-// build has it, else AVX2 + FMA), no memory traffic. The ceiling the forward benchmarks are measured against:
+// This core's fp32 arithmetic peak: 16 independent fused multiply-add chains in registers (AVX-512 where the
+// CPU has it, else AVX2 + FMA, chosen at run time as the kernels are: a portable build is compiled for
+// x86-64-v2), no memory traffic. The ceiling the forward benchmarks are measured against:
 // a pass of F floating-point operations cannot take less than F / peak. Shared by bench_peak_flops (which
 // reports it) and bench_forward (which reports each pass's fraction of it).
 #pragma once
@@ -10,41 +11,43 @@
 
 namespace sf::bench {
 
-#if defined(__AVX512F__)
-using FmaVec = __m512;
-constexpr int kFmaLanes = 16;
-inline FmaVec fma_splat(float v) { return _mm512_set1_ps(v); }
-inline FmaVec fma_step(FmaVec a, FmaVec b, FmaVec c) { return _mm512_fmadd_ps(a, b, c); }
 #define SF_HAVE_FMA_PEAK 1
-#elif defined(__AVX2__) && defined(__FMA__)
-using FmaVec = __m256;
-constexpr int kFmaLanes = 8;
-inline FmaVec fma_splat(float v) { return _mm256_set1_ps(v); }
-inline FmaVec fma_step(FmaVec a, FmaVec b, FmaVec c) { return _mm256_fmadd_ps(a, b, c); }
-#define SF_HAVE_FMA_PEAK 1
-#endif
 
-#ifdef SF_HAVE_FMA_PEAK
-// Runs `iterations` rounds of the 16 chains; returns the floating-point operations done (2 per FMA lane).
+// 16 independent chains (enough to cover the FMA latency on two pipes) of one width, in a function compiled for
+// that instruction set (target attribute); returns the floating-point operations done (2 per FMA lane).
+#define SF_FMA_CHAINS(VEC, LANES, SPLAT, STEP)                                          \
+  constexpr int kChains = 16;                                                           \
+  VEC acc[kChains];                                                                     \
+  for (int i = 0; i < kChains; ++i) acc[i] = SPLAT(0.001f * static_cast<float>(i));     \
+  const VEC a = SPLAT(0.999f), b = SPLAT(1e-4f);                                        \
+  for (long n = 0; n < iterations; ++n) {                                               \
+    _Pragma("GCC unroll 16") for (int i = 0; i < kChains; ++i) acc[i] = STEP(acc[i], a, b); \
+  }                                                                                     \
+  volatile float sink = 0;                                                              \
+  for (int i = 0; i < kChains; ++i) { /* every chain is live */                         \
+    alignas(64) float lanes[LANES];                                                     \
+    std::memcpy(lanes, &acc[i], sizeof lanes);                                          \
+    sink = sink + lanes[0];                                                             \
+  }                                                                                     \
+  return 2.0 * LANES * kChains * static_cast<double>(iterations);
+
+__attribute__((target("avx512f"))) inline double fma_chains_avx512(long iterations) {
+  SF_FMA_CHAINS(__m512, 16, _mm512_set1_ps, _mm512_fmadd_ps)
+}
+__attribute__((target("avx2,fma"))) inline double fma_chains_avx2(long iterations) {
+  SF_FMA_CHAINS(__m256, 8, _mm256_set1_ps, _mm256_fmadd_ps)
+}
+#undef SF_FMA_CHAINS
+
+// `iterations` rounds of the 16 chains on the widest FMA this CPU has: the floating-point operations done, or 0
+// without FMA.
 inline double fma_chains(long iterations) {
-  constexpr int kChains = 16;  // enough independent chains to cover the FMA latency on two pipes
-  FmaVec acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = fma_splat(0.001f * static_cast<float>(i));
-  const FmaVec a = fma_splat(0.999f), b = fma_splat(1e-4f);
-  for (long n = 0; n < iterations; ++n) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kChains; ++i) acc[i] = fma_step(acc[i], a, b);
-  }
-  volatile float sink = 0;
-  for (int i = 0; i < kChains; ++i) {
-    alignas(64) float lanes[kFmaLanes];
-    std::memcpy(lanes, &acc[i], sizeof lanes);
-    sink = sink + lanes[0];  // every chain is live
-  }
-  return 2.0 * kFmaLanes * kChains * static_cast<double>(iterations);
+  if (__builtin_cpu_supports("avx512f")) return fma_chains_avx512(iterations);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return fma_chains_avx2(iterations);
+  return 0;
 }
 
-// One thread's peak in GFLOP/s, the best of a few short runs (about 0.2 s in all).
+// One thread's peak in GFLOP/s, the best of a few short runs (about 0.2 s in all); 0 without FMA.
 inline double measure_peak_gflops() {
   double best = 0;
   for (int run = 0; run < 5; ++run) {
@@ -55,8 +58,5 @@ inline double measure_peak_gflops() {
   }
   return best;
 }
-#else
-inline double measure_peak_gflops() { return 0; }
-#endif
 
 }  // namespace sf::bench

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/kernels.h"
 #include "nn/small_gemm.h"
 #include "nn/softmax.h"
 #include "util/error.h"
@@ -218,11 +219,11 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
         small_gemm_packed(q.data() + first * q.outerStride() + h * d, static_cast<int>(rows), static_cast<int>(d),
                           q.outerStride(), keys, scores.data() + first * tk, nullptr, keys_read, tk);
       });
-    } else if (few) {
-      for (Eigen::Index i = 0; i < tq; ++i)
-        scores.row(i).noalias() = (k.middleCols(h * d, d) * q.row(i).segment(h * d, d).transpose()).transpose();
-    } else
-      scores.noalias() = q.middleCols(h * d, d) * k.middleCols(h * d, d).transpose();  // (Tq, Tk)
+    } else {
+      // (Tq, Tk) = q_h k_h^T, by the kernel set's Eigen (nn/kernels.h); a few rows one at a time
+      kernels().x_wt(q.data() + h * d, tq, d, q.outerStride(), k.data() + h * d, tk, k.outerStride(), scores.data(),
+                     few);
+    }
     // q k^T is scaled as the softmax reads it; a trace keeps the scaled scores (the same floats the softmax saw).
     float softmax_scale = scale;
     if (!record.scores.empty()) {
@@ -235,7 +236,8 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
       out.setZero();
     } else if (!keep.empty()) {
       dropped = probs.cwiseProduct(keep[hs]);
-      out.noalias() = dropped * v.middleCols(h * d, d);
+      kernels().x_w(dropped.data(), tq, tk, dropped.outerStride(), v.data() + h * d, d, v.outerStride(), out.data(),
+                    out.outerStride(), false);
     } else if (vector_kernel) {
       // Groups of 16 rows: 4 register blocks of 4.
       by_groups(16, false, [&](Eigen::Index first, Eigen::Index rows, int keys_read) {
@@ -243,11 +245,9 @@ void attend(const ConstMatRef& q, const ConstMatRef& k, const ConstMatRef& v, in
                       probs.outerStride(), v.data() + h * d, v.outerStride(), static_cast<int>(d),
                       out.data() + first * out.outerStride(), out.outerStride());
       });
-    } else if (few) {
-      for (Eigen::Index i = 0; i < tq; ++i)
-        out.row(i).noalias() = probs.row(i) * v.middleCols(h * d, d);
-    } else {
-      out.noalias() = probs * v.middleCols(h * d, d);
+    } else {  // (Tq, D) = P v_h, by the kernel set's Eigen; a few rows one at a time
+      kernels().x_w(probs.data(), tq, tk, probs.outerStride(), v.data() + h * d, d, v.outerStride(), out.data(),
+                    out.outerStride(), few);
     }
     if (!record.head_out.empty()) record.head_out[hs] = out;
   };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nn/kernels.h"
 #include "nn/small_gemm.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -61,7 +62,9 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
       auto block = out.middleCols(first, n);  // (N, n)
       if (w.bias.size() > 0) block.rowwise() = w.bias.segment(first, n);
       else block.setZero();
-      block.noalias() += x * w.weight.middleRows(first, n).transpose();  // (N, in) (in, n)
+      // block += x W[first : first + n]^T   (N, in) (in, n), by the kernel set's Eigen (nn/kernels.h)
+      kernels().add_x_wt(x.data(), x.rows(), x.cols(), x.outerStride(), w.weight.row(first).data(), n,
+                         w.weight.cols(), block.data(), block.outerStride());
     });
     return;
   }
@@ -69,11 +72,8 @@ void linear_forward(const ConstMatRef& x, const LinearWeights& w, Mat& out) {
   // column-major as its right-hand side (contiguous copies) and the few rows as the small left-hand side;
   // written straight into the row-major output, Eigen would pack all of W as a row-major left-hand side
   // instead (measured with bench/bench_forward.cpp).
-  thread_local Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor> product;
-  product.resize(x.rows(), w.weight.rows());
-  product.noalias() = x * w.weight.transpose();  // (N, in) (in, out)
-  out = product;
-  if (w.bias.size() > 0) out.rowwise() += w.bias;
+  kernels().linear_few_rows(x.data(), x.rows(), x.cols(), x.outerStride(), w.weight.data(), w.weight.rows(),
+                            w.bias.size() > 0 ? w.bias.data() : nullptr, out.data());
 }
 
 }  // namespace sf

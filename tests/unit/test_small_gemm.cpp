@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "io/safetensors.h"
 #include "model/weights.h"
+#include "nn/kernels.h"
 #include "nn/linear.h"
 #include "nn/small_gemm.h"
 #include "train/parameters.h"
@@ -21,17 +23,16 @@ Mat random_mat(int rows, int cols, std::mt19937& rng) {
   return m;
 }
 
-// Which path this binary computes with: the AVX-512 kernels where the build has them (-march=native here), the
-// portable ones in the builds tests/CMakeLists.txt makes for AVX2 and baseline x86-64 (STEPFORMER_KERNEL_ISA):
-// so every path is compiled and run on this machine, whichever CPU it has.
-TEST(SmallGemm, ThisBuildComputesWithThePathItWasCompiledFor) {
-#if defined(STEPFORMER_KERNEL_ISA)
-  EXPECT_FALSE(small_gemm_available()) << "built for " << STEPFORMER_KERNEL_ISA << " without AVX-512";
-#elif defined(__AVX512F__)
-  EXPECT_TRUE(small_gemm_available());
-#else
-  EXPECT_FALSE(small_gemm_available());
+// Which path the kernel set in use computes with (nn/kernels.h): the AVX-512 kernels in the avx512 set, and in a
+// -march=native build on an AVX-512 machine; the plain loops elsewhere. tests/CMakeLists.txt runs these tests
+// once per set (STEPFORMER_KERNELS), so every path is compiled and run on this machine, whichever CPU it has.
+TEST(SmallGemm, TheSetInUseComputesWithThePathItWasCompiledFor) {
+  const KernelSet& set = kernels();
+  bool avx512 = set.isa == KernelIsa::avx512;
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
+  if (std::string(set.name) == "native") avx512 = __builtin_cpu_supports("avx512f");  // built and run here
 #endif
+  EXPECT_EQ(small_gemm_available(), avx512) << "kernel set " << set.name;
 }
 
 TEST(SmallGemm, EqualsEigenForEveryBlockShapeAndTail) {

@@ -3,13 +3,14 @@
 // 128-bit lanes, pairs within a lane, neighbours). GCC 12's _mm512_reduce_* do the same but warn of an
 // uninitialised variable.
 #pragma once
+// (Included by nn/isa/ only: its functions live in each instruction set's namespace.)
 #if defined(__AVX512F__)
 // GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps() and then trip its -Wuninitialized (GCC bug
 // 105593); the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-namespace sf {
+namespace sf::STEPFORMER_ISA {
 
 // The first `count` lanes (0 to 16) of a mask: a row's tail that does not fill a register.
 inline __mmask16 first_lanes(int count) { return static_cast<__mmask16>((1u << count) - 1u); }
@@ -30,5 +31,5 @@ inline float sum_of_lanes(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
-}  // namespace sf
+}  // namespace sf::STEPFORMER_ISA
 #endif
