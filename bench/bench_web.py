@@ -21,19 +21,18 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "web"))
-from page_server import Server, chromium_path, open_page, wait_for  # noqa: E402
+from page_server import Server, chromium_path, close_page, open_page, wait_for  # noqa: E402
 
 
 def browser_lines(chromium, folder, page, done, seconds):
-    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         server = Server(folder, out, "")
         log = []
         browser = open_page(chromium, "http://127.0.0.1:%d/%s" % (server.port, page), profile)
         try:
             wait_for(server, done, seconds, log)
         finally:
-            browser.kill()
-            browser.wait()
+            close_page(browser)
             server.close()
         return log
 
@@ -53,16 +52,24 @@ def main():
     if not chromium:
         print("Chromium is not installed (apt-get install chromium)")
         return 1
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    native = [json.loads(line) for line in subprocess.run([native_bench, model], env=env, capture_output=True,
-                                                          text=True, check=True).stdout.splitlines()
-              if line.startswith("{")]
+    # The native build's kernels as this CPU chooses them (AVX-512 here), and forced to AVX2 and to the baseline
+    # (x86-64-v2: 128-bit SSE without FMA, the browser's vector width): the browser's gap to each.
+    def native(kernels):
+        env = dict(os.environ, OMP_NUM_THREADS="1", STEPFORMER_KERNELS=kernels)
+        out = subprocess.run([native_bench, model], env=env, capture_output=True, text=True, check=True).stdout
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    sets = ["auto", "avx2", "baseline"]
+    natives = {k: native(k) for k in sets}
     web = [json.loads(line) for line in browser_lines(chromium, bench_page, "index.html",
                                                       lambda line: line == "done", 900) if line.startswith("{")]
-    print("traced forward pass of %s, median of runs (native: 1 thread; browser: Chromium, WebAssembly)" % model)
-    print("%7s %12s %12s %8s" % ("tokens", "native ms", "browser ms", "ratio"))
-    for n, w in zip(native, web):
-        print("%7d %12.2f %12.2f %7.2fx" % (n["tokens"], n["ms"], w["ms"], w["ms"] / n["ms"]))
+    print("traced forward pass of %s, median of runs, ms (native: 1 thread, kernels auto = the best this CPU has; "
+          "browser: Chromium, WebAssembly SIMD, one thread)" % model)
+    print("%7s %10s %10s %10s %10s   %s" % ("tokens", "native", "avx2", "baseline", "browser",
+                                            "browser / native, / avx2, / baseline"))
+    for i, w in enumerate(web):
+        n = [natives[k][i]["ms"] for k in sets]
+        print("%7d %10.2f %10.2f %10.2f %10.2f   %.2fx %.2fx %.2fx" % (w["tokens"], n[0], n[1], n[2], w["ms"],
+                                                                        w["ms"] / n[0], w["ms"] / n[1], w["ms"] / n[2]))
     firsts = []
     for _ in range(loads):
         log = browser_lines(chromium, app_page, "test.html?driver=load",

@@ -71,6 +71,10 @@ bool exact_halves(const float* w, int N, int K, long w_stride, std::vector<uint1
 }  // namespace
 
 void pack_weights(const float* w, int N, int K, long w_stride, bool halves_if_exact, PackedWeights& out) {
+#if defined(__wasm_simd128__)
+  // WebAssembly's SIMD has no half-to-float conversion: its kernel reads floats (nn/isa/small_gemm_kernels.cpp).
+  halves_if_exact = false;
+#endif
   out.rows = N;
   out.cols = K;
   std::vector<uint16_t> row_major;

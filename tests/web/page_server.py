@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -101,7 +102,24 @@ def open_page(chromium, url, profile):
     args = [chromium, "--headless=new", "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
             "--no-first-run", "--disable-extensions", "--user-data-dir=" + profile,
             "--window-size=%d,%d" % SIZE, url]
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A session of its own: close_page ends the browser's every process (renderer, GPU), not only the first.
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def close_page(browser):
+    """Ends the browser started by open_page, all its processes, and waits for them."""
+    try:
+        os.killpg(browser.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    browser.wait()
+    # Its children are in the same group; give them a moment to be gone before the profile folder is removed.
+    for _ in range(50):
+        try:
+            os.killpg(browser.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
 
 
 def wait_for(server, done, seconds, log):

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from page_server import SIZE, Server, chromium_path, open_page, wait_for
+from page_server import SIZE, Server, chromium_path, close_page, open_page, wait_for
 
 # The stages the issue names, as pictures; then an intervention (a head of the encoder off) and a beam search,
 # whose tensor and translation the desktop app must give too.
@@ -101,14 +101,13 @@ def main():
         # 1. The walkthrough, presenting, to its end.
         log = []
         started = time.monotonic()
-        with tempfile.TemporaryDirectory() as profile:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
             browser = open_page(chromium, "http://127.0.0.1:%d/test.html?lesson=walkthrough&present=1&driver=lesson"
                                 % server.port, profile)
             try:
                 wait_for(server, lambda line: "lesson finished" in line, 600, log)
             finally:
-                browser.kill()
-                browser.wait()
+                close_page(browser)
         pauses = sorted({int(m.group(1)) for line in log for m in [re.search(r"lesson pause (\d+)/(\d+)", line)] if m})
         total = {int(m.group(2)) for line in log for m in [re.search(r"lesson pause (\d+)/(\d+)", line)] if m}
         print("walkthrough: %d pauses passed of %s, finished in %.0f s" % (len(pauses), sorted(total), time.monotonic() - started))
@@ -118,13 +117,12 @@ def main():
 
         # 2. The script in the page: screenshots and an exported tensor, as downloads.
         log = []
-        with tempfile.TemporaryDirectory() as profile:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
             browser = open_page(chromium, "http://127.0.0.1:%d/test.html?driver=script" % server.port, profile)
             try:
                 wait_for(server, lambda line: line == "stepformer-page: exit 0", 300, log)
             finally:
-                browser.kill()
-                browser.wait()
+                close_page(browser)
         web_translation = [line.split("; translation: ", 1)[1] for line in log if "; translation: " in line][-1]
         for name in ("web-tokens.png", "web-cross-attention.png", "web-decoding.png", "web-cross-attention.npy",
                      "web-layout.json"):
@@ -190,14 +188,13 @@ def main():
 
         # 4. A model file dropped onto the page, and the settings the browser keeps.
         log = []
-        with tempfile.TemporaryDirectory() as profile:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
             browser = open_page(chromium, "http://127.0.0.1:%d/test.html?driver=drop&file=fr-en.safetensors"
                                 % server.port, profile)
             try:
                 wait_for(server, lambda line: line.startswith("settings kept: "), 300, log)
             finally:
-                browser.kill()
-                browser.wait()
+                close_page(browser)
         opened = [line for line in log if line.startswith("stepformer-page: model ") and "fr-en.safetensors" in line]
         print("dropped: " + (opened[-1] if opened else "nothing opened"))
         if not opened or "/.glfw_dropped_files/fr-en.safetensors;" not in opened[-1]:

@@ -20,8 +20,9 @@ constexpr int kPanel = 64;
 bool softmax_row(const float* in, float* out, int count, float scale);
 void layer_norm_rows(const float* x, long n, long c, long x_stride, const float* gamma, const float* beta, float eps,
                      float* out, float* mean, float* std);
-// The few-row products are the vector ones where the set has AVX-512 (else plain loops, for tests).
-#if defined(__AVX512F__)
+// The few-row products are the vector ones where the set has AVX-512, or WebAssembly's SIMD (a web page's one
+// set); else plain loops, for tests.
+#if defined(__AVX512F__) || defined(__wasm_simd128__)
 constexpr bool small_gemm_vectorised = true;
 #else
 constexpr bool small_gemm_vectorised = false;

@@ -1,11 +1,17 @@
 // The few-row products of nn/small_gemm.h for one instruction set (nn/isa/isa_kernels.h): with AVX-512 the
-// vector kernels; without, plain loops that give the packed kernel's floats (tests only: callers use Eigen there).
+// vector kernels; with WebAssembly's SIMD (a web page) 4-lane ones; without either, plain loops that give the
+// packed kernel's floats (tests only: callers use Eigen there).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "nn/isa/isa_kernels.h"
 #include "nn/isa/lanes.h"  // <immintrin.h> and the lane masks, where the set has AVX-512
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+
+#include <vector>
+#endif
 #include "util/parallel.h"
 
 namespace sf {
@@ -318,6 +324,172 @@ void small_gemm_packed(const float* x, int M, int K, long x_stride, const float*
                        int N, float* y, const float* bias, long y_stride) {
   if (w_halves) gemm_packed(x, M, K, x_stride, w_halves, N, bias, y, y_stride);
   else gemm_packed(x, M, K, x_stride, w_floats, N, bias, y, y_stride);
+}
+
+#elif defined(__wasm_simd128__)
+
+// WebAssembly's 128-bit SIMD (the web build, -msimd128): 4 lanes, no fused multiply-add (relaxed SIMD's is not
+// deterministic), so each input adds its product with a multiply and an add, in the order of k. The floats differ
+// from the desktop's fused ones in the last bits (the web test compares within 1e-4: tests/web/run_web_app.py).
+// Weights are packed as floats here (nn/small_gemm.cpp: this SIMD has no half-to-float conversion).
+// The blocks are sized for the 16 vector registers of the machine the browser runs on (V8 and SpiderMonkey
+// give a function's v128 locals to SSE/NEON registers): at most 12 sums and 4 weights live at once.
+
+namespace {
+
+inline v128_t splat(float v) { return wasm_f32x4_splat(v); }
+
+// MR rows of y, 16 columns of one panel (n0 .. n0 + 15 of the panel's 64): 4 MR sums over all of K.
+template <int MR>
+void packed_block16(const float* x, long x_stride, const float* panel, int K, int n0, float* sums) {
+  constexpr int P = kPanel;
+  v128_t acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_splat(0.0f);
+  for (int k = 0; k < K; ++k) {
+    const float* wk = panel + static_cast<long>(k) * P + n0;
+    v128_t wv[4];
+    for (int j = 0; j < 4; ++j) wv[j] = wasm_v128_load(wk + 4 * j);
+    for (int i = 0; i < MR; ++i) {
+      const v128_t xv = splat(x[i * x_stride + k]);
+      for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_add(acc[i][j], wasm_f32x4_mul(xv, wv[j]));
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < 4; ++j) wasm_v128_store(sums + i * 16 + 4 * j, acc[i][j]);
+}
+
+// MR rows of y = x W^T, 4 rows of W (dot products over K, 4 inputs at a time, the lanes summed at the end; the
+// tail of K one input at a time).
+template <int MR, int NR>
+void xwt_block(const float* x, long x_stride, const float* w, long w_stride, int K, float* y, int N) {
+  v128_t acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = wasm_f32x4_splat(0.0f);
+  int k = 0;
+  for (; k + 4 <= K; k += 4) {
+    v128_t wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = wasm_v128_load(w + j * w_stride + k);
+    for (int i = 0; i < MR; ++i) {
+      const v128_t xv = wasm_v128_load(x + i * x_stride + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = wasm_f32x4_add(acc[i][j], wasm_f32x4_mul(xv, wv[j]));
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      float lanes[4];
+      wasm_v128_store(lanes, acc[i][j]);
+      float s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+      for (int kk = k; kk < K; ++kk) s += x[i * x_stride + kk] * w[j * w_stride + kk];
+      y[static_cast<long>(i) * N + j] = s;
+    }
+}
+
+template <int NR>
+void xwt_rows(const float* x, int mr, long x_stride, const float* w, long w_stride, int K, float* y, int N) {
+  switch (mr) {
+    case 3: xwt_block<3, NR>(x, x_stride, w, w_stride, K, y, N); break;
+    case 2: xwt_block<2, NR>(x, x_stride, w, w_stride, K, y, N); break;
+    default: xwt_block<1, NR>(x, x_stride, w, w_stride, K, y, N); break;
+  }
+}
+
+// MR rows of y = x W, 16 columns from n (all 16 exist): each row of W read once for the MR rows.
+template <int MR>
+void xw_block16(const float* x, long x_stride, const float* w, long w_stride, int K, int n, float* y, long y_stride) {
+  v128_t acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_splat(0.0f);
+  for (int k = 0; k < K; ++k) {
+    const float* wk = w + k * w_stride + n;
+    v128_t wv[4];
+    for (int j = 0; j < 4; ++j) wv[j] = wasm_v128_load(wk + 4 * j);
+    for (int i = 0; i < MR; ++i) {
+      const v128_t b = splat(x[i * x_stride + k]);
+      for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_add(acc[i][j], wasm_f32x4_mul(b, wv[j]));
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < 4; ++j) wasm_v128_store(y + i * y_stride + n + 4 * j, acc[i][j]);
+}
+
+}  // namespace
+
+void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride) {
+  if (w_stride <= 0) w_stride = K;
+  for (int n = 0; n < N; n += 4) {
+    const int nr = std::min(N - n, 4);
+    for (int m = 0; m < M; m += 3) {
+      const int mr = std::min(M - m, 3);
+      const float* xm = x + m * x_stride;
+      const float* wn = w + n * w_stride;
+      float* ym = y + static_cast<long>(m) * N + n;
+      switch (nr) {
+        case 4: xwt_rows<4>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+        case 3: xwt_rows<3>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+        case 2: xwt_rows<2>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+        default: xwt_rows<1>(xm, mr, x_stride, wn, w_stride, K, ym, N); break;
+      }
+    }
+  }
+}
+
+void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, long w_stride, int N, float* y,
+                   long y_stride) {
+  const int whole = N / 16 * 16;
+  for (int m = 0; m < M; m += 3) {
+    const int mr = std::min(M - m, 3);
+    const float* xm = x + m * x_stride;
+    float* ym = y + m * y_stride;
+    for (int n = 0; n < whole; n += 16) {
+      switch (mr) {
+        case 3: xw_block16<3>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
+        case 2: xw_block16<2>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
+        default: xw_block16<1>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
+      }
+    }
+    for (int i = 0; i < mr; ++i)  // the last N % 16 columns
+      for (int n = whole; n < N; ++n) {
+        float s = 0.0f;
+        for (int k = 0; k < K; ++k) s += xm[i * x_stride + k] * w[k * w_stride + n];
+        ym[i * y_stride + n] = s;
+      }
+  }
+}
+
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const float* w_floats, const uint16_t* w_halves,
+                       int N, float* y, const float* bias, long y_stride) {
+  constexpr int P = kPanel;
+  alignas(16) float sums[3 * 16];
+  for (int p = 0; p * P < N; ++p) {
+    const float* panel;
+    std::vector<float> converted;  // a panel of halves (not packed so here, but accepted): as floats, exactly
+    if (w_halves) {
+      converted.resize(static_cast<size_t>(K) * P);
+      for (size_t i = 0; i < converted.size(); ++i) converted[i] = f16_to_float(w_halves[static_cast<size_t>(p) * K * P + i]);
+      panel = converted.data();
+    } else {
+      panel = w_floats + static_cast<long>(p) * K * P;
+    }
+    const int columns = std::min(P, N - p * P);
+    for (int n0 = 0; n0 < columns; n0 += 16) {
+      const int cols = std::min(16, columns - n0);
+      for (int m = 0; m < M; m += 3) {
+        const int mr = std::min(M - m, 3);
+        const float* xm = x + m * x_stride;
+        switch (mr) {
+          case 3: packed_block16<3>(xm, x_stride, panel, K, n0, sums); break;
+          case 2: packed_block16<2>(xm, x_stride, panel, K, n0, sums); break;
+          default: packed_block16<1>(xm, x_stride, panel, K, n0, sums); break;
+        }
+        for (int i = 0; i < mr; ++i) {  // y = sum + b, the sum complete first
+          float* out = y + static_cast<long>(m + i) * y_stride + p * P + n0;
+          const float* b = bias ? bias + p * P + n0 : nullptr;
+          for (int c = 0; c < cols; ++c) out[c] = b ? sums[i * 16 + c] + b[c] : sums[i * 16 + c];
+        }
+      }
+    }
+  }
 }
 
 #else
