@@ -375,9 +375,9 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
                   {"gpu", backend.cuda_device_name}})
                   .c_str());
   else
-    text_wrapped(tr(T::model_info_computed_cpu,
-                                {{"threads", parallel_threads()}, {"backend", printable(backend.description)}})
-                                 .c_str());
+    text_wrapped(tr(parallel_threads() == 1 ? T::model_info_computed_cpu_one : T::model_info_computed_cpu,
+                    {{"threads", parallel_threads()}, {"backend", printable(backend.description)}})
+                     .c_str());
 
   // Two columns where there is room (about 50 characters each); one below the other on a narrow window or a
   // large text size, so that no table is squeezed into a column a few letters wide.

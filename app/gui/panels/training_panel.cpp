@@ -161,6 +161,15 @@ void TrainingPanel::draw_recipe_picker(bool running) {
 }
 
 void TrainingPanel::draw_run(const Training& training, const std::string& data_dir) {
+  if (!kHaveThreads) {
+    // A web page: no recipes, threads or Train button to press in vain; what it cannot do, and what still plays
+    // (the timeline below).
+    ImGui::TextColored(kBlue, "%s", tr(T::training_train_model_here));
+    text_wrapped(tr(T::training_not_in_page));
+    record_item("training.no_data", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1,
+                tr(T::training_not_in_page));
+    return;
+  }
   const TrainingSession::Status& st = training.status();
   const bool running = training.running();
   if (!presenting_) {  // presenting: the buttons alone
