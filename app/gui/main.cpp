@@ -94,6 +94,21 @@ void print_error(const std::string& text) { std::fprintf(stderr, "stepformer: %s
 // The app from its first frame to its last: the window, the app, the script or lesson running, and what the
 // command line asked to write. One frame at a time (frame()), so that the desktop's loop and a web page's
 // animation frames (emscripten_set_main_loop) run the same code.
+// Runs `step` (returning an exit code when the app is done); an exception escaping it is fatal, said as such:
+// exit code 3 for a window that cannot be had, 1 for anything else.
+template <class Step>
+std::optional<int> fatal_as_exit_code(Step&& step) {
+  try {
+    return step();
+  } catch (const sf::gui::WindowError& e) {
+    print_error(e.message);
+    return 3;
+  } catch (const std::exception& e) {
+    print_error(std::string("fatal error: ") + e.what());
+    return 1;
+  }
+}
+
 class Session {
  public:
   // The last session fills in what the command line left open; a damaged settings file is moved aside and
@@ -137,7 +152,7 @@ class Session {
         return 2;
       }
     }
-    try {
+    const auto failed = fatal_as_exit_code([&]() -> std::optional<int> {
       window_.emplace(options_.width, options_.height, sf::gui::tr(sf::gui::T::app_name), !screenshot_mode(),
                       options_.ui_scale);
       // The app's background work (decodings, model loading, training runs, and the pool's workers they use) runs
@@ -162,28 +177,14 @@ class Session {
         app_->show_message({sf::gui::tr(sf::gui::T::lesson_problems_title), options_.lesson_path, lesson_problems_,
                             sf::gui::tr(sf::gui::T::lesson_problems_hint)});
       sf::gui::install_key_latch(window_->handle());  // key taps shorter than a frame (a presenter's clicker)
-    } catch (const sf::gui::WindowError& e) {
-      print_error(e.message);
-      return 3;
-    } catch (const std::exception& e) {
-      print_error(std::string("fatal error: ") + e.what());
-      return 1;
-    }
+      return std::nullopt;
+    });
+    if (failed) return *failed;
     return -1;
   }
 
   // One frame; the exit code when the app is done. An exception is fatal, said as such.
-  std::optional<int> frame_guarded() {
-    try {
-      return frame();
-    } catch (const sf::gui::WindowError& e) {
-      print_error(e.message);
-      return 3;
-    } catch (const std::exception& e) {
-      print_error(std::string("fatal error: ") + e.what());
-      return 1;
-    }
-  }
+  std::optional<int> frame_guarded() { return fatal_as_exit_code([&] { return frame(); }); }
 
  private:
   bool screenshot_mode() const { return !options_.screenshot_path.empty(); }

@@ -69,7 +69,12 @@ EM_JS(void, js_choose_file, (const char* accept), {
 EM_JS(void, js_offer_download, (const char* c_path), {
   var path = UTF8ToString(c_path);
   var bytes;
-  try { bytes = FS.readFile(path); } catch (e) { err('stepformer: cannot hand ' + path + ' to the browser: ' + e); return; }
+  try {
+    bytes = FS.readFile(path);
+  } catch (e) {
+    err('stepformer: cannot hand ' + path + ' to the browser: ' + e);
+    return;
+  }
   var name = path.split('/').pop();
   if (typeof Module.stepformerDownload === 'function') { Module.stepformerDownload(name, bytes); return; }
   var url = URL.createObjectURL(new Blob([bytes]));
@@ -132,8 +137,9 @@ void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finish
   static std::string last;
   std::string line = "stepformer-page: ";
   if (lesson)
-    line += finished ? "lesson finished" : waiting ? "lesson pause " + std::to_string(pause) + "/" + std::to_string(pauses)
-                                                    : "lesson playing";
+    line += finished  ? "lesson finished"
+            : waiting ? "lesson pause " + std::to_string(pause) + "/" + std::to_string(pauses)
+                      : "lesson playing";
   else
     line += finished ? "script finished" : "script running";
   line += "; translation: " + printable(translation);
@@ -144,7 +150,8 @@ void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finish
 
 void report_model(const std::string& model_path, const std::string& translation) {
   static std::string last;
-  const std::string line = "stepformer-page: model " + printable(model_path) + "; translation: " + printable(translation);
+  const std::string line =
+      "stepformer-page: model " + printable(model_path) + "; translation: " + printable(translation);
   if (line == last) return;
   last = line;
   js_report(line.c_str());

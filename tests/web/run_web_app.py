@@ -110,7 +110,8 @@ def main():
                 close_page(browser)
         pauses = sorted({int(m.group(1)) for line in log for m in [re.search(r"lesson pause (\d+)/(\d+)", line)] if m})
         total = {int(m.group(2)) for line in log for m in [re.search(r"lesson pause (\d+)/(\d+)", line)] if m}
-        print("walkthrough: %d pauses passed of %s, finished in %.0f s" % (len(pauses), sorted(total), time.monotonic() - started))
+        print("walkthrough: %d pauses passed of %s, finished in %.0f s"
+              % (len(pauses), sorted(total), time.monotonic() - started))
         if not total or pauses != list(range(1, max(total) + 1)):
             failures.append("the walkthrough did not pass every pause in order: %s of %s" % (pauses, sorted(total)))
         lesson_translation = [line.split("; translation: ", 1)[1] for line in log if "lesson finished" in line][-1]
@@ -160,8 +161,8 @@ def main():
                 desktop = json.load(f)["app"]
             with open(web_layout, encoding="utf-8") as f:
                 web = json.load(f)["app"]
-            print("translation: web '%s', desktop '%s', after the lesson '%s'" % (web["translation"], desktop["translation"],
-                                                                                 lesson_translation))
+            print("translation: web '%s', desktop '%s', after the lesson '%s'"
+                  % (web["translation"], desktop["translation"], lesson_translation))
             if web["translation"] != desktop["translation"] or web_translation != desktop["translation"]:
                 failures.append("translations differ: web '%s' (reported '%s'), desktop '%s'"
                                 % (web["translation"], web_translation, desktop["translation"]))

@@ -339,26 +339,6 @@ namespace {
 
 inline v128_t splat(float v) { return wasm_f32x4_splat(v); }
 
-// MR rows of y, 16 columns of one panel (n0 .. n0 + 15 of the panel's 64): 4 MR sums over all of K.
-template <int MR>
-void packed_block16(const float* x, long x_stride, const float* panel, int K, int n0, float* sums) {
-  constexpr int P = kPanel;
-  v128_t acc[MR][4];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_splat(0.0f);
-  for (int k = 0; k < K; ++k) {
-    const float* wk = panel + static_cast<long>(k) * P + n0;
-    v128_t wv[4];
-    for (int j = 0; j < 4; ++j) wv[j] = wasm_v128_load(wk + 4 * j);
-    for (int i = 0; i < MR; ++i) {
-      const v128_t xv = splat(x[i * x_stride + k]);
-      for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_add(acc[i][j], wasm_f32x4_mul(xv, wv[j]));
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < 4; ++j) wasm_v128_store(sums + i * 16 + 4 * j, acc[i][j]);
-}
-
 // MR rows of y = x W^T, 4 rows of W (dot products over K, 4 inputs at a time, the lanes summed at the end; the
 // tail of K one input at a time).
 template <int MR, int NR>
@@ -394,14 +374,15 @@ void xwt_rows(const float* x, int mr, long x_stride, const float* w, long w_stri
   }
 }
 
-// MR rows of y = x W, 16 columns from n (all 16 exist): each row of W read once for the MR rows.
+// MR rows of y = x W, 16 columns (w and y point at the first; all 16 exist): each row of W read once for the MR
+// rows, 4 MR sums over all of K. A packed panel is such a W too (64 columns, rows kPanel apart).
 template <int MR>
-void xw_block16(const float* x, long x_stride, const float* w, long w_stride, int K, int n, float* y, long y_stride) {
+void xw_block16(const float* x, long x_stride, const float* w, long w_stride, int K, float* y, long y_stride) {
   v128_t acc[MR][4];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = wasm_f32x4_splat(0.0f);
   for (int k = 0; k < K; ++k) {
-    const float* wk = w + k * w_stride + n;
+    const float* wk = w + k * w_stride;
     v128_t wv[4];
     for (int j = 0; j < 4; ++j) wv[j] = wasm_v128_load(wk + 4 * j);
     for (int i = 0; i < MR; ++i) {
@@ -410,7 +391,7 @@ void xw_block16(const float* x, long x_stride, const float* w, long w_stride, in
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < 4; ++j) wasm_v128_store(y + i * y_stride + n + 4 * j, acc[i][j]);
+    for (int j = 0; j < 4; ++j) wasm_v128_store(y + i * y_stride + 4 * j, acc[i][j]);
 }
 
 }  // namespace
@@ -443,9 +424,9 @@ void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, 
     float* ym = y + m * y_stride;
     for (int n = 0; n < whole; n += 16) {
       switch (mr) {
-        case 3: xw_block16<3>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
-        case 2: xw_block16<2>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
-        default: xw_block16<1>(xm, x_stride, w, w_stride, K, n, ym, y_stride); break;
+        case 3: xw_block16<3>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
+        case 2: xw_block16<2>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
+        default: xw_block16<1>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
       }
     }
     for (int i = 0; i < mr; ++i)  // the last N % 16 columns
@@ -466,7 +447,8 @@ void small_gemm_packed(const float* x, int M, int K, long x_stride, const float*
     std::vector<float> converted;  // a panel of halves (not packed so here, but accepted): as floats, exactly
     if (w_halves) {
       converted.resize(static_cast<size_t>(K) * P);
-      for (size_t i = 0; i < converted.size(); ++i) converted[i] = f16_to_float(w_halves[static_cast<size_t>(p) * K * P + i]);
+      const uint16_t* halves = w_halves + static_cast<size_t>(p) * K * P;
+      for (size_t i = 0; i < converted.size(); ++i) converted[i] = f16_to_float(halves[i]);
       panel = converted.data();
     } else {
       panel = w_floats + static_cast<long>(p) * K * P;
@@ -478,9 +460,9 @@ void small_gemm_packed(const float* x, int M, int K, long x_stride, const float*
         const int mr = std::min(M - m, 3);
         const float* xm = x + m * x_stride;
         switch (mr) {
-          case 3: packed_block16<3>(xm, x_stride, panel, K, n0, sums); break;
-          case 2: packed_block16<2>(xm, x_stride, panel, K, n0, sums); break;
-          default: packed_block16<1>(xm, x_stride, panel, K, n0, sums); break;
+          case 3: xw_block16<3>(xm, x_stride, panel + n0, P, K, sums, 16); break;
+          case 2: xw_block16<2>(xm, x_stride, panel + n0, P, K, sums, 16); break;
+          default: xw_block16<1>(xm, x_stride, panel + n0, P, K, sums, 16); break;
         }
         for (int i = 0; i < mr; ++i) {  // y = sum + b, the sum complete first
           float* out = y + static_cast<long>(m + i) * y_stride + p * P + n0;
