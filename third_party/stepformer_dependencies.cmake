@@ -32,8 +32,8 @@ if(EMSCRIPTEN)
   add_compile_options(-fexceptions)
   add_link_options(-fexceptions)
   # WebAssembly's 128-bit SIMD (Chrome 91, Firefox 89, Safari 16.4 and later; app/web/index.html says so to an
-  # older browser): LLVM vectorises the kernels' portable loops and Eigen's scalar products with it. The shipped
-  # model's traced forward ran 2.1x faster at 8 tokens, 1.4x at 128 (bench/bench_web.py, docs/web.md).
+  # older browser): the few-row products' 4-lane kernels (nn/isa/small_gemm_kernels.cpp), and LLVM vectorises
+  # other loops with it. Figures: docs/web.md, Speed.
   option(STEPFORMER_WEB_SIMD "Build the web page with WebAssembly SIMD (-msimd128)" ON)
   if(STEPFORMER_WEB_SIMD)
     add_compile_options(-msimd128)
