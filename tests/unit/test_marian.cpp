@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "multi30k_files.h"
 #include "decode/decoder.h"
 #include "decode/guided.h"
 #include "forward_fixture.h"
@@ -30,6 +31,8 @@ namespace {
 
 constexpr float kTolerance = 1e-5f;
 namespace fs = std::filesystem;
+using testing::gzip_lines;
+using testing::multi30k_raw_dir;
 
 std::string fixture_dir() { return std::string(STEPFORMER_FIXTURE_DIR) + "/marian"; }
 std::string tiny_folder() { return fixture_dir() + "/tiny-de-en"; }
@@ -269,33 +272,6 @@ TEST(MarianFolder, SavedAsOneFileItReadsBackTheSame) {
 }
 
 // [SECTION] tokenization
-
-// Multi30k's raw test set: STEPFORMER_MULTI30K_DIR, else the shared data beside the repository, else this
-// workplace's copy. "" when none is there.
-std::string multi30k_raw_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("STEPFORMER_MULTI30K_DIR")) candidates.push_back(env);
-  candidates.push_back(std::string(STEPFORMER_SOURCE_DIR) + "/../shared/data/multi30k");
-  candidates.push_back("/work/shared/data/multi30k");
-  for (const std::string& c : candidates)
-    if (fs::exists(c + "/raw/test_2016_flickr.de.gz")) return c + "/raw";
-  return "";
-}
-
-// The lines of a .gz file (gzip -dc), split on \n.
-std::vector<std::string> gzip_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  FILE* pipe = ::popen(("gzip -dc '" + path + "'").c_str(), "r");
-  if (!pipe) return lines;
-  std::string all;
-  char buffer[1 << 16];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) all.append(buffer, n);
-  ::pclose(pipe);
-  size_t start = 0;
-  for (size_t nl; (nl = all.find('\n', start)) != std::string::npos; start = nl + 1) lines.push_back(all.substr(start, nl - start));
-  if (start < all.size()) lines.push_back(all.substr(start));
-  return lines;
-}
 
 void expect_tokenized(const Model& m, Side side, const std::string& text, const nlohmann::json& pieces,
                       const nlohmann::json& ids, const nlohmann::json* decoded, const std::string& label) {
