@@ -281,14 +281,20 @@ class Session {
         else sf::web::offer_download(*path);
 #endif
       }
-#if defined(__EMSCRIPTEN__)
-      sf::web::report_lesson(script_->interactive(), script_->waiting(), script_->pauses_passed(), script_->pauses(),
-                             script_->finished(), app.state().translation_text());
-#endif
     }
 #if defined(__EMSCRIPTEN__)
-    if (!app.loading() && !app.state().busy() && app.state().model())
-      sf::web::report_model(app.state().model_path(), app.state().translation_text());
+    sf::web::PageProgress progress;
+    if (script_) {
+      progress.script = true;
+      progress.lesson = script_->interactive();
+      progress.waiting = script_->waiting();
+      progress.finished = script_->finished();
+      progress.pause = script_->pauses_passed();
+      progress.pauses = script_->pauses();
+    }
+    if (!app.loading() && !app.state().busy() && app.state().model()) progress.model_path = app.state().model_path();
+    progress.translation = app.state().translation();
+    sf::web::report_progress(progress, [&] { return app.state().translation_text(); });
 #endif
     if (!app.loading() && !app.state().busy()) ++frames_with_model_;
     if (screenshot_mode() && frames_with_model_ >= options_.frames) {

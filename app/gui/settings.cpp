@@ -178,7 +178,7 @@ std::string write_settings(const Settings& settings, const std::string& path) {
   const std::string text = settings_to_json(settings).dump(2) + "\n";
   const std::string error = write_user_file(path, text, WriteRules{true, {}, {}});  // temp file, fsync, rename
 #if defined(__EMSCRIPTEN__)
-  if (error.empty()) web::keep_settings(path, text);  // the page's files end with the page: the browser keeps them
+  if (error.empty()) web::keep_settings(text);  // the page's files end with the page: the browser keeps them
 #endif
   return error;
 }

@@ -115,10 +115,7 @@ std::vector<std::string> take_chosen_files() {
 
 void offer_download(const std::string& path) { js_offer_download(path.c_str()); }
 
-void keep_settings(const std::string& path, const std::string& text) {
-  (void)path;  // one settings file per page: the key is fixed
-  js_keep_settings(text.c_str());
-}
+void keep_settings(const std::string& text) { js_keep_settings(text.c_str()); }
 
 void request_fullscreen(bool on) {
   if (on) {
@@ -133,28 +130,23 @@ void request_fullscreen(bool on) {
   }
 }
 
-void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finished, const std::string& translation) {
-  static std::string last;
-  std::string line = "stepformer-page: ";
-  if (lesson)
-    line += finished  ? "lesson finished"
-            : waiting ? "lesson pause " + std::to_string(pause) + "/" + std::to_string(pauses)
-                      : "lesson playing";
-  else
-    line += finished ? "script finished" : "script running";
-  line += "; translation: " + printable(translation);
-  if (line == last) return;
-  last = line;
-  js_report(line.c_str());
-}
-
-void report_model(const std::string& model_path, const std::string& translation) {
-  static std::string last;
-  const std::string line =
-      "stepformer-page: model " + printable(model_path) + "; translation: " + printable(translation);
-  if (line == last) return;
-  last = line;
-  js_report(line.c_str());
+void report_progress(const PageProgress& now, const std::function<std::string()>& translation_text) {
+  static PageProgress last;
+  if (now == last) return;
+  const std::string translation = "; translation: " + printable(translation_text());
+  if (now.script) {
+    std::string line = "stepformer-page: ";
+    if (now.lesson)
+      line += now.finished  ? "lesson finished"
+              : now.waiting ? "lesson pause " + std::to_string(now.pause) + "/" + std::to_string(now.pauses)
+                            : "lesson playing";
+    else
+      line += now.finished ? "script finished" : "script running";
+    js_report((line + translation).c_str());
+  }
+  if (!now.model_path.empty() && (now.model_path != last.model_path || now.translation != last.translation))
+    js_report(("stepformer-page: model " + printable(now.model_path) + translation).c_str());
+  last = now;
 }
 
 void report_exit(int code) {

@@ -11,6 +11,7 @@
 //   progress for a test or a driver   one console line per change ("stepformer-page: ..."), read by
 //                                     tests/web/run_web_app.sh through headless Chromium's log
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,24 @@ void choose_file(const std::string& accept);
 std::vector<std::string> take_chosen_files();
 // A file the app wrote (an export, a screenshot) handed to the browser as a download of the same name.
 void offer_download(const std::string& path);
-// The settings file's text, kept in the browser's storage for the next visit.
-void keep_settings(const std::string& path, const std::string& text);
+// The settings file's text, kept in the browser's storage for the next visit (one settings file per page).
+void keep_settings(const std::string& text);
 // Full screen as the browser allows it: at the next click or key press (a page may not take the screen by itself).
 void request_fullscreen(bool on);
-// A lesson's progress and the translation shown, written to the console when they change.
-void report_lesson(bool lesson, bool waiting, int pause, int pauses, bool finished, const std::string& translation);
-// The model on show and its translation, written to the console when they change (a model dropped or chosen).
-void report_model(const std::string& model_path, const std::string& translation);
+// What the page reports on its console each time it changes: a script's or lesson's progress with the translation
+// shown ("stepformer-page: lesson pause 3/32; translation: ..."), and the model on show with its translation
+// ("stepformer-page: model PATH; translation: ..."). Called every frame; compared with the last frame's fields,
+// and only a change is formatted (translation_text is called then only).
+struct PageProgress {
+  bool script = false;  // a script or lesson runs: the fields below
+  bool lesson = false, waiting = false, finished = false;
+  int pause = 0, pauses = 0;
+  std::string model_path;  // "" while no model is in (loading, a decoding running)
+  std::vector<int> translation;  // the ids shown
+
+  bool operator==(const PageProgress&) const = default;
+};
+void report_progress(const PageProgress& now, const std::function<std::string()>& translation_text);
 void report_exit(int code);
 
 }  // namespace sf::web

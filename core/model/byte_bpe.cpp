@@ -22,13 +22,18 @@ uint64_t pair_key(int left, int right) {
 
 // GPT-2's bytes_to_unicode: the printable bytes ! .. ~, ¡ .. ¬, ® .. ÿ stand for themselves; the other 68
 // (controls, space, DEL, NBSP, the soft hyphen) for U+0100, U+0101, ... in byte order. byte_char[b] is b's.
+// char_byte[c] is the byte character c stands for, -1 for none (every byte's character lies below U+0144).
 struct ByteChars {
+  static constexpr int kChars = 256 + 68;
   char32_t byte_char[256];
+  int char_byte[kChars];
   ByteChars() {
     int next = 0;
+    for (int& b : char_byte) b = -1;
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       byte_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + next++);
+      char_byte[byte_char[b]] = b;
     }
   }
 };
@@ -38,51 +43,9 @@ const ByteChars& byte_chars() {
 }
 
 // The byte a piece's character stands for; -1 for a character no byte maps to.
-int char_byte(char32_t c) {
-  for (int b = 0; b < 256; ++b)
-    if (byte_chars().byte_char[b] == c) return b;
-  return -1;
-}
+int char_byte(char32_t c) { return c < ByteChars::kChars ? byte_chars().char_byte[c] : -1; }
 
 }  // namespace
-
-std::string utf8_with_replacements(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  while (i < s.size()) {
-    const unsigned char b0 = byte(i);
-    if (b0 < 0x80) {
-      out += static_cast<char>(b0);
-      ++i;
-      continue;
-    }
-    // The sequence's length and the range its second byte must lie in (Unicode table 3-7: no overlong forms,
-    // no surrogates, nothing past U+10FFFF).
-    size_t need = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (b0 >= 0xC2 && b0 <= 0xDF) need = 1;
-    else if (b0 == 0xE0) need = 2, lo = 0xA0;
-    else if (b0 >= 0xE1 && b0 <= 0xEC) need = 2;
-    else if (b0 == 0xED) need = 2, hi = 0x9F;
-    else if (b0 >= 0xEE && b0 <= 0xEF) need = 2;
-    else if (b0 == 0xF0) need = 3, lo = 0x90;
-    else if (b0 >= 0xF1 && b0 <= 0xF3) need = 3;
-    else if (b0 == 0xF4) need = 3, hi = 0x8F;
-    size_t k = 1;  // bytes of the longest prefix of a valid sequence (the maximal subpart)
-    while (need > 0 && k <= need && i + k < s.size()) {
-      const unsigned char b = byte(i + k);
-      const bool ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-      if (!ok) break;
-      ++k;
-    }
-    if (need > 0 && k == need + 1) out.append(s.substr(i, k));  // a whole, valid character
-    else out += "\xEF\xBF\xBD";                                 // U+FFFD for the maximal subpart (at least 1 byte)
-    i += k;
-  }
-  return out;
-}
 
 ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges, const std::string& where) {
   ByteBpe t;
@@ -162,8 +125,7 @@ ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges,
                (l == t.ids_.end() ? left : r == t.ids_.end() ? right : left + right) +
                "'): the merges are not this vocabulary's");
     // A pair listed twice takes its later rank, as GPT-2's dict(zip(merges, range(...))) does.
-    t.merge_rank_[pair_key(l->second, r->second)] = rank++;
-    t.merge_result_[pair_key(l->second, r->second)] = m->second;
+    t.merges_[pair_key(l->second, r->second)] = {rank++, m->second};
   }
   return t;
 }
@@ -226,18 +188,18 @@ void ByteBpe::encode_pre_token(std::string_view bytes, std::vector<BytePiece>& o
   for (const char b : bytes) word.push_back(byte_id_[static_cast<unsigned char>(b)]);
   std::vector<int> merged;
   while (word.size() > 1) {
-    int best_rank = std::numeric_limits<int>::max();
+    const Merge* first = nullptr;  // the pair ranked first
     uint64_t best = 0;
     for (size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto it = merge_rank_.find(pair_key(word[i], word[i + 1]));
-      if (it != merge_rank_.end() && it->second < best_rank) {
-        best_rank = it->second;
+      const auto it = merges_.find(pair_key(word[i], word[i + 1]));
+      if (it != merges_.end() && (!first || it->second.rank < first->rank)) {
+        first = &it->second;
         best = it->first;
       }
     }
-    if (best_rank == std::numeric_limits<int>::max()) break;
+    if (!first) break;
     // Every occurrence of the pair, left to right, none overlapping.
-    const int result = merge_result_.at(best);
+    const int result = first->result;
     merged.clear();
     for (size_t i = 0; i < word.size(); ++i) {
       if (i + 1 < word.size() && pair_key(word[i], word[i + 1]) == best) {

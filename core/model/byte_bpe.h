@@ -50,14 +50,13 @@ class ByteBpe {
   void encode_pre_token(std::string_view bytes, std::vector<BytePiece>& out) const;
   std::vector<BytePiece> pieces_;                      // by id
   std::unordered_map<std::string, int> ids_;           // vocab text -> id
-  std::unordered_map<uint64_t, int> merge_rank_;       // (left id, right id) -> rank
-  std::unordered_map<uint64_t, int> merge_result_;     // (left id, right id) -> merged id
+  struct Merge {
+    int rank;    // its line in merges.txt, from 0
+    int result;  // the merged piece's id
+  };
+  std::unordered_map<uint64_t, Merge> merges_;  // (left id << 32 | right id) -> its merge
   int byte_id_[256] = {};                              // each byte's one-character piece
   int end_of_text_ = -1;
 };
-
-// Text with every invalid UTF-8 sequence replaced by U+FFFD per maximal subpart (Unicode's recommended practice,
-// Python's errors="replace"): "\xE2\x82" is one U+FFFD, "\xC0\xAF" two.
-std::string utf8_with_replacements(std::string_view text);
 
 }  // namespace sf

@@ -17,6 +17,10 @@ struct Utf8Char {
 // overlong form, a surrogate, past U+10FFFF, a sequence cut short) is U+FFFD for that one byte, as a browser or
 // Dear ImGui shows it.
 std::vector<Utf8Char> decode_utf8(std::string_view text);
+// `text` with every invalid sequence replaced by U+FFFD per maximal subpart (Unicode's recommended practice,
+// Python's errors="replace", a browser's TextDecoder): "\xE2\x82" is one U+FFFD, "\xC0\xAF" two. GPT-2's tokenizer
+// reads text so (model/byte_bpe.h), as its Python reference read the file.
+std::string utf8_with_replacements(std::string_view text);
 // Appends the UTF-8 bytes of `c` to `out`.
 void append_utf8(char32_t c, std::string& out);
 

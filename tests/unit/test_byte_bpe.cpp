@@ -3,7 +3,10 @@
 // (tests/fixtures/gpt2_bpe/): hard cases, and every line of Multi30k's English test set where the data is here.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +15,7 @@
 #include "model/unicode_classes.h"
 #include "multi30k_files.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace sf {
 namespace {
@@ -139,6 +143,26 @@ TEST(ByteBpe, MismatchedOrMalformedFilesAreRefused) {
   refused("{not json", "", ErrorKind::Format, "not JSON");
   EXPECT_THROW(tokenizer().decode({tokenizer().size()}), Error);
   EXPECT_EQ(tokenizer().end_of_text_id(), tokenizer().size() - 1);
+}
+
+// Where a vocabulary belongs, a FIFO, a folder, a link loop or a file that is not there: refused at once with the
+// reason (io/user_files.h's read_user_file), never a read that blocks.
+TEST(ByteBpe, FilesThatAreNotRegularAreRefused) {
+  const std::string dir = ::testing::TempDir() + "/byte_bpe_hostile";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/folder");
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  std::filesystem::create_symlink(dir + "/loop_b", dir + "/loop_a");
+  std::filesystem::create_symlink(dir + "/loop_a", dir + "/loop_b");
+  for (const std::string name : {"fifo", "folder", "loop_a", "missing"}) {
+    try {
+      ByteBpe::from_files(dir + "/" + name, kDir + "/merges.txt");
+      ADD_FAILURE() << name << " was read as a vocabulary";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::File) << name << ": " << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "gui/text/text.h"
-#include "util/parallel.h"
 
 namespace sf::gui {
 
@@ -70,11 +69,13 @@ std::optional<ExportRequest> ExportPopup::draw(const Context& context) {
     const bool exists = !path_.empty() && std::filesystem::exists(path_, ec);
     if (exists)
       ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", tr(T::export_popup_exists_you_will_asked));
-    else if (!kHaveThreads)  // a web page: the file is written in the page's memory and handed to the browser
-      ImGui::TextDisabled("%s", tr(T::export_popup_web_download));
     else
+#if defined(__EMSCRIPTEN__)  // a web page: the file is written in the page's memory and handed to the browser
+      ImGui::TextDisabled("%s", tr(T::export_popup_web_download));
+#else
       ImGui::TextDisabled(
           "%s", tr(T::export_popup_in_folder, {{"folder", std::filesystem::current_path(ec).string()}}).c_str());
+#endif
 
     ExportRequest request;
     request.kind = kind_;

@@ -82,7 +82,6 @@ void curve_over_steps(const std::vector<double>& xs, const std::vector<double>& 
 }  // namespace
 
 std::string training_data_note(const std::string& data_dir) {
-  if (!kHaveThreads) return tr(T::training_not_in_page);  // a web page (util/parallel.h)
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> looked;

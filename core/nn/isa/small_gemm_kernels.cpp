@@ -9,8 +9,6 @@
 #include "nn/isa/lanes.h"  // <immintrin.h> and the lane masks, where the set has AVX-512
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-
-#include <vector>
 #endif
 #include "util/parallel.h"
 
@@ -331,7 +329,7 @@ void small_gemm_packed(const float* x, int M, int K, long x_stride, const float*
 // WebAssembly's 128-bit SIMD (the web build, -msimd128): 4 lanes, no fused multiply-add (relaxed SIMD's is not
 // deterministic), so each input adds its product with a multiply and an add, in the order of k. The floats differ
 // from the desktop's fused ones in the last bits (the web test compares within 1e-4: tests/web/run_web_app.py).
-// Weights are packed as floats here (nn/small_gemm.cpp: this SIMD has no half-to-float conversion).
+// Weights are packed as floats for this set (nn/small_gemm.cpp: this SIMD has no half-to-float conversion).
 // The blocks are sized for the 16 vector registers of the machine the browser runs on (V8 and SpiderMonkey
 // give a function's v128 locals to SSE/NEON registers): at most 12 sums and 4 weights live at once.
 
@@ -394,6 +392,14 @@ void xw_block16(const float* x, long x_stride, const float* w, long w_stride, in
     for (int j = 0; j < 4; ++j) wasm_v128_store(y + i * y_stride + 4 * j, acc[i][j]);
 }
 
+void xw_rows(const float* x, int mr, long x_stride, const float* w, long w_stride, int K, float* y, long y_stride) {
+  switch (mr) {
+    case 3: xw_block16<3>(x, x_stride, w, w_stride, K, y, y_stride); break;
+    case 2: xw_block16<2>(x, x_stride, w, w_stride, K, y, y_stride); break;
+    default: xw_block16<1>(x, x_stride, w, w_stride, K, y, y_stride); break;
+  }
+}
+
 }  // namespace
 
 void small_gemm_xwt(const float* x, int M, int K, long x_stride, const float* w, int N, float* y, long w_stride) {
@@ -422,13 +428,7 @@ void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, 
     const int mr = std::min(M - m, 3);
     const float* xm = x + m * x_stride;
     float* ym = y + m * y_stride;
-    for (int n = 0; n < whole; n += 16) {
-      switch (mr) {
-        case 3: xw_block16<3>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
-        case 2: xw_block16<2>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
-        default: xw_block16<1>(xm, x_stride, w + n, w_stride, K, ym + n, y_stride); break;
-      }
-    }
+    for (int n = 0; n < whole; n += 16) xw_rows(xm, mr, x_stride, w + n, w_stride, K, ym + n, y_stride);
     for (int i = 0; i < mr; ++i)  // the last N % 16 columns
       for (int n = whole; n < N; ++n) {
         float s = 0.0f;
@@ -438,32 +438,19 @@ void small_gemm_xw(const float* x, int M, int K, long x_stride, const float* w, 
   }
 }
 
-void small_gemm_packed(const float* x, int M, int K, long x_stride, const float* w_floats, const uint16_t* w_halves,
-                       int N, float* y, const float* bias, long y_stride) {
+// W's panels as floats: pack_weights packs no halves for this set (nn/small_gemm.cpp), so w_halves is null here.
+void small_gemm_packed(const float* x, int M, int K, long x_stride, const float* w_floats, const uint16_t*, int N,
+                       float* y, const float* bias, long y_stride) {
   constexpr int P = kPanel;
   alignas(16) float sums[3 * 16];
   for (int p = 0; p * P < N; ++p) {
-    const float* panel;
-    std::vector<float> converted;  // a panel of halves (not packed so here, but accepted): as floats, exactly
-    if (w_halves) {
-      converted.resize(static_cast<size_t>(K) * P);
-      const uint16_t* halves = w_halves + static_cast<size_t>(p) * K * P;
-      for (size_t i = 0; i < converted.size(); ++i) converted[i] = f16_to_float(halves[i]);
-      panel = converted.data();
-    } else {
-      panel = w_floats + static_cast<long>(p) * K * P;
-    }
+    const float* panel = w_floats + static_cast<long>(p) * K * P;
     const int columns = std::min(P, N - p * P);
     for (int n0 = 0; n0 < columns; n0 += 16) {
       const int cols = std::min(16, columns - n0);
       for (int m = 0; m < M; m += 3) {
         const int mr = std::min(M - m, 3);
-        const float* xm = x + m * x_stride;
-        switch (mr) {
-          case 3: xw_block16<3>(xm, x_stride, panel + n0, P, K, sums, 16); break;
-          case 2: xw_block16<2>(xm, x_stride, panel + n0, P, K, sums, 16); break;
-          default: xw_block16<1>(xm, x_stride, panel + n0, P, K, sums, 16); break;
-        }
+        xw_rows(x + m * x_stride, mr, x_stride, panel + n0, P, K, sums, 16);
         for (int i = 0; i < mr; ++i) {  // y = sum + b, the sum complete first
           float* out = y + static_cast<long>(m + i) * y_stride + p * P + n0;
           const float* b = bias ? bias + p * P + n0 : nullptr;
