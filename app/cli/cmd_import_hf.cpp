@@ -1,5 +1,6 @@
-// stepformer-cli import-hf DIR --out MODEL.safetensors: a Hugging Face Marian folder (opus-mt) as one Stepformer
-// model file, carrying the config, the vocabularies, the generation defaults and both SentencePiece models. A
+// stepformer-cli import-hf DIR --out MODEL.safetensors: a Hugging Face Marian folder (opus-mt) or GPT-2 folder as one
+// Stepformer model file, carrying the config, the vocabularies, the generation defaults and the tokenizer (both
+// SentencePiece models; GPT-2's merges). A
 // folder with only pytorch_model.bin is converted first by tools/hf_bin_to_safetensors.py (Debian's
 // python3-torch), into a temporary folder of its own that is removed afterwards.
 #include <sys/wait.h>
@@ -14,6 +15,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "io/user_files.h"
+#include "model/hf_gpt2.h"
+#include "model/hf_files.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/paths.h"
@@ -80,9 +83,11 @@ int run_import_hf(const Args& args) {
   if (!p.parse(args)) return 2;
   if (p.help_requested() || p.positional().size() != 1 || out.empty()) {
     std::fputs("usage: stepformer-cli import-hf DIR --out MODEL.safetensors [--f16]\n\n"
-               "Writes a Hugging Face Marian folder (opus-mt: config.json, model.safetensors or pytorch_model.bin,\n"
-               "source.spm, target.spm, vocab.json) as one Stepformer model file: the weights under Marian's own\n"
-               "names, the config, the vocabularies, the generation defaults and both SentencePiece models.\n"
+               "Writes a Hugging Face folder as one Stepformer model file: a Marian translator (opus-mt: config.json,\n"
+               "model.safetensors or pytorch_model.bin, source.spm, target.spm, vocab.json), with both SentencePiece\n"
+               "models; or a GPT-2 (config.json, model.safetensors or pytorch_model.bin, vocab.json, merges.txt),\n"
+               "with its byte-level BPE. The weights keep the checkpoint's own names, with the config, the\n"
+               "vocabularies and the generation defaults.\n"
                "The app and every command also open the folder itself; the file is one thing to copy around.\n"
                "A folder with only pytorch_model.bin is converted with tools/hf_bin_to_safetensors.py, which\n"
                "needs Debian's python3-torch.\n"
@@ -103,6 +108,13 @@ int run_import_hf(const Args& args) {
     return 1;
   }
 
+  // Which reader: config.json's model_type (model/hf_files.h).
+  const std::string config_path = hf::in_folder(folder, "config.json");
+  const std::string type = hf::model_type(hf::read_json_file(config_path, hf::kMaxJsonBytes, "a config.json"), config_path);
+  const bool gpt2 = type == "gpt2";
+  auto load = [&](std::vector<std::string>* warnings, const std::string& weights) {
+    return gpt2 ? load_hf_gpt2(folder, warnings, true, weights) : load_hf_marian(folder, warnings, true, weights);
+  };
   std::vector<std::string> warnings;
   Model model;
   const bool has_safetensors = fs::exists(fs::path(folder) / "model.safetensors", ec);
@@ -115,7 +127,7 @@ int run_import_hf(const Args& args) {
     const std::string converted = temporary.path + "/model.safetensors";
     run_python(script, {bin.string(), converted});
     try {
-      model = load_hf_marian(folder, &warnings, true, converted);
+      model = load(&warnings, converted);
     } catch (const Error& e) {  // (the fault is the user's file: named as it, not as our temporary copy)
       std::string message = e.what();
       for (size_t at; (at = message.find(converted)) != std::string::npos;)
@@ -124,15 +136,22 @@ int run_import_hf(const Args& args) {
     }
     model.provenance["converted_from"] = "pytorch_model.bin";
   } else {
-    model = load_hf_marian(folder, &warnings);
+    model = load(&warnings, "");
   }
   model.provenance["converter"] = "stepformer-cli import-hf";
   for (const std::string& w : warnings) std::fprintf(stderr, "stepformer-cli import-hf: warning: %s\n", printable(w).c_str());
   save_model(model, out, f16 ? DType::F16 : DType::F32, rules);
-  std::printf("wrote %s: %s (family marian, %lld parameters, vocabularies %d and %d, SentencePiece tokenizer)\n",
-              printable(out).c_str(), printable(model.provenance.value("hub_name", folder)).c_str(),
-              static_cast<long long>(model.parameter_count()), model.config.src_vocab_size,
-              model.config.tgt_vocab_size);
+  if (gpt2)
+    std::printf("wrote %s: %s (family gpt2, %lld parameters, %d layers x %d heads, d_model %d, vocabulary %d, "
+                "byte-level BPE)\n",
+                printable(out).c_str(), printable(model.provenance.value("hub_name", folder)).c_str(),
+                static_cast<long long>(model.parameter_count()), model.config.n_decoder_layers, model.config.n_heads,
+                model.config.d_model, model.config.tgt_vocab_size);
+  else
+    std::printf("wrote %s: %s (family marian, %lld parameters, vocabularies %d and %d, SentencePiece tokenizer)\n",
+                printable(out).c_str(), printable(model.provenance.value("hub_name", folder)).c_str(),
+                static_cast<long long>(model.parameter_count()), model.config.src_vocab_size,
+                model.config.tgt_vocab_size);
   return 0;
 }
 

@@ -31,7 +31,9 @@ void print_help() {
       "                           [--no-pos-encoding] [--max-length N] [--device auto|cpu|cuda] [--tf32]\n\n"
       "Runs one forward pass of the model and writes every intermediate it computes (names and shapes in\n"
       "docs/trace.md: src.tok_embed, enc.0.self_attn.probs, ..., logits, probs) as F32 tensors.\n\n"
-      "  --src TEXT          the source sentence (tokenized with the model's tokenizer)\n"
+      "  --src TEXT          the source sentence (tokenized with the model's tokenizer); for a decoder-only model\n"
+      "                      (a GPT) the prompt: one pass over it (after <bos> where the model starts with one),\n"
+      "                      logits (T, V) at every position; no --tgt, no decoding\n"
       "  --tgt TEXT          the target: the decoder input is <bos> followed by its tokens. Without --tgt the\n"
       "                      model decodes greedily and the final pass (the one that chose the last token) is traced\n"
       "  --ids               --src and --tgt are space-separated token ids, used exactly as given (a pad id is\n"
@@ -130,13 +132,24 @@ int run_trace(const Args& args) {
   if (const std::string problem = check_output_path(out_path, out_rules); !problem.empty())
     fail(ErrorKind::File, "trace", problem);
   if (!as_ids) require_words(src_text, "trace");
-  const Model m = load_model_warning("trace", model_path);
+  const Model m = load_model_warning("trace", model_path, /*every_shape=*/true);
   const Config& c = m.config;
+  const bool one_stack = c.stacks != ModelStacks::EncoderDecoder;  // a GPT reads its prompt, a BERT its sentence
+  if (one_stack && have_tgt)
+    fail(ErrorKind::Input, "trace", std::string("this is a ") + to_string(c.stacks) + " model: it reads one text, "
+                                    "given with --src; --tgt is for translation models");
   if (max_length > c.max_positions)
     fail(ErrorKind::Input, "trace", "--max-length " + std::to_string(max_length) + " is more than the model's " +
                                         std::to_string(c.max_positions) + " positions");
   std::vector<int> src, tgt;
-  if (as_ids) {
+  if (c.stacks == ModelStacks::DecoderOnly) {  // the prompt is the decoder's input: one traced pass over it
+    tgt = as_ids ? parse_ids(src_text, "--src")
+                 : decoder_only_input(c, token_ids(encode_text(m, src_text, Side::Target, /*specials=*/false)));
+    have_tgt = true;
+  } else if (c.stacks == ModelStacks::EncoderOnly) {
+    src = as_ids ? parse_ids(src_text, "--src") : token_ids(encode_text(m, src_text, Side::Source));
+    have_tgt = true;  // (nothing to decode: the one pass is the trace)
+  } else if (as_ids) {
     src = parse_ids(src_text, "--src");
     if (have_tgt) tgt = parse_ids(tgt_text, "--tgt");
   } else {
@@ -203,6 +216,7 @@ int run_trace(const Args& args) {
       {"tgt_ids", nlohmann::json(trace.tgt.ids).dump()},
       {"src_tokens", tokens(m.src_vocab, trace.src.ids).dump()},
       {"tgt_tokens", tokens(m.tgt_vocab, trace.tgt.ids).dump()},
+      {"shape", to_string(c.stacks)},
       {"decoded", have_tgt ? "false" : "true"},
       {"interventions", interventions.dump()}};
   write_safetensors(out_path, tensors, metadata, DType::F32, out_rules);

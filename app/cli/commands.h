@@ -26,7 +26,8 @@ const std::vector<Command>& commands();
 
 // Loads MODEL (the shipped de-en model when `path` is empty) and prints the loader's warnings (unknown tensors,
 // unknown config keys) to stderr, each as "stepformer-cli COMMAND: warning: ...", escaped (util/printable.h).
-Model load_model_warning(const char* command, const std::string& path);
+// Only an encoder-decoder model unless `every_shape` (the commands that take GPT and BERT models too).
+Model load_model_warning(const char* command, const std::string& path, bool every_shape = false);
 
 // Runs `work` on the GPU that --device chose (backend/device.h; a note about it printed as "stepformer-cli COMMAND:
 // ..."): true when it ran there; false, for the caller to compute on the CPU, when no GPU was chosen or the GPU

@@ -21,6 +21,8 @@ int run_translate(const Args& args);  // cmd_translate.cpp
 int run_eval(const Args& args);  // cmd_eval.cpp
 int run_timeline(const Args& args);  // cmd_timeline.cpp
 int run_import_hf(const Args& args);  // cmd_import_hf.cpp
+int run_tokenize(const Args& args);  // cmd_tokenize.cpp
+int run_generate(const Args& args);  // cmd_generate.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -30,7 +32,9 @@ const std::vector<Command>& commands() {
       {"translate", "translate a sentence (greedy or beam search)", run_translate},
       {"eval", "translate a tokenized test set and print corpus BLEU", run_eval},
       {"timeline", "list a training timeline's snapshots, or keep some of them in a new file", run_timeline},
-      {"import-hf", "write a Hugging Face Marian folder (opus-mt) as one model file", run_import_hf},
+      {"import-hf", "write a Hugging Face folder (Marian opus-mt, GPT-2) as one model file", run_import_hf},
+      {"tokenize", "print the token ids (or pieces) a model reads for a text", run_tokenize},
+      {"generate", "continue a prompt with a decoder-only model (a GPT): greedy, beam or sampling", run_generate},
   };
   return table;
 }

@@ -48,13 +48,20 @@ void check_decoding_memory(const Config& config, int source, int max_length, con
 
 }  // namespace
 
+std::vector<int> decoder_only_input(const Config& config, const std::vector<int>& prompt) {
+  std::vector<int> input;
+  if (config.starts_with_bos || prompt.empty()) input.push_back(config.bos_id);
+  input.insert(input.end(), prompt.begin(), prompt.end());
+  return input;
+}
+
 bool Decoder::start_without_encoder(const std::vector<int>& prompt, const Interventions& interventions) {
   if (!config_->has_decoder()) fail(ErrorKind::Input, "Decoder", "an encoder_only model does not generate text");
   if (config_->has_encoder()) return false;
-  // A decoder-only model: `prompt` follows <bos> as the decoder's input, every token generated continues it.
+  // A decoder-only model: `prompt` (after <bos> where the model starts with one) is the decoder's input, every
+  // token generated continues it.
   validate_interventions(*config_, interventions);
-  std::vector<int> first = {config_->bos_id};
-  first.insert(first.end(), prompt.begin(), prompt.end());
+  std::vector<int> first = decoder_only_input(*config_, prompt);
   const DecoderRows rows = DecoderRows::one_sequence(first);  // its positions from 0
   check_embedding_input(*config_, *weights_, false, rows.tokens, rows.positions);
   const int length = rows.size();

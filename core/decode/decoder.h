@@ -99,6 +99,11 @@ void apply_generation_defaults(const GenerationDefaults& generation, DecodeOptio
 std::string why_decoding_stays_on_the_cpu(const Config& config, const Interventions& interventions,
                                           const DecodeOptions& options);
 
+// A decoder-only model's input for `prompt`: <bos> then the prompt where config.starts_with_bos (our own GPT), else
+// the prompt as it is (GPT-2), or <bos> alone for an empty prompt (nothing to read: the model starts from
+// <|endoftext|>, as Hugging Face's generate does).
+std::vector<int> decoder_only_input(const Config& config, const std::vector<int>& prompt);
+
 // Throws ErrorKind::Input for options a Decoder refuses (a beam width outside 1..kMaxBeamWidth, sampling
 // parameters out of range, a negative max_length): what the constructor checks first, for callers that check
 // before handing the work to another thread.
@@ -125,8 +130,8 @@ class Decoder {
   // Runs the encoder, or takes it from `previous_encoder` (an encoder pass of the same model, e.g. another
   // decoder's encoder_pass()) where its source is the same and the interventions change nothing before the
   // decoder (reuse_encoder): then it is shared, not copied. Throws ErrorKind::Input for bad ids, interventions or
-  // options. A decoder-only model (config.stacks) has no encoder: src_ids is then the prompt, which follows <bos>
-  // in every pass (start_tokens()), and max_length is cut to the positions the prompt leaves; an encoder-only
+  // options. A decoder-only model (config.stacks) has no encoder: src_ids is then the prompt, which every pass reads as
+  // decoder_only_input (start_tokens()), and max_length is cut to the positions the prompt leaves; an encoder-only
   // model does not generate (ErrorKind::Input).
   Decoder(const Config& config, const ModelWeights& weights, const std::vector<int>& src_ids,
           const Interventions& interventions = {}, const DecodeOptions& options = {},

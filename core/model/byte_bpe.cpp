@@ -48,7 +48,6 @@ int char_byte(char32_t c) { return c < ByteChars::kChars ? byte_chars().char_byt
 }  // namespace
 
 ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges, const std::string& where) {
-  ByteBpe t;
   nlohmann::json vocab;
   try {
     vocab = nlohmann::json::parse(vocab_json);
@@ -60,7 +59,7 @@ ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges,
   const size_t n = vocab.size();
   if (n > static_cast<size_t>(std::numeric_limits<int>::max() / 2))
     fail(ErrorKind::Format, where, "vocab.json holds " + std::to_string(n) + " pieces");
-  t.pieces_.resize(n);
+  std::vector<std::string> pieces(n);
   std::vector<char> seen(n, 0);
   for (const auto& [text, id_json] : vocab.items()) {
     if (!id_json.is_number_integer())
@@ -71,14 +70,24 @@ ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges,
            "vocab.json's ids are not 0 .. " + std::to_string(n - 1) + " once each ('" + text + "' has " +
                std::to_string(id) + ")");
     seen[static_cast<size_t>(id)] = 1;
-    BytePiece& p = t.pieces_[static_cast<size_t>(id)];
+    pieces[static_cast<size_t>(id)] = text;
+  }
+  return from_pieces(std::move(pieces), merges, where);
+}
+
+ByteBpe ByteBpe::from_pieces(std::vector<std::string> pieces, std::string_view merges, const std::string& where) {
+  ByteBpe t;
+  t.merges_text_ = std::string(merges);
+  t.pieces_.resize(pieces.size());
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    BytePiece& p = t.pieces_[id];
     p.id = static_cast<int>(id);
-    p.text = text;
-    if (text == kEndOfText) {
+    p.text = std::move(pieces[id]);
+    if (p.text == kEndOfText) {
       t.end_of_text_ = p.id;
-      p.bytes = text;
+      p.bytes = p.text;
     } else {
-      for (const Utf8Char& ch : decode_utf8(text)) {
+      for (const Utf8Char& ch : decode_utf8(p.text)) {
         const int b = char_byte(ch.c);
         if (b < 0) {  // not a byte-level piece: kept, but it can never be produced from text
           p.bytes.clear();
@@ -87,7 +96,8 @@ ByteBpe ByteBpe::from_text(std::string_view vocab_json, std::string_view merges,
         p.bytes += static_cast<char>(b);
       }
     }
-    t.ids_.emplace(text, p.id);
+    if (!t.ids_.emplace(p.text, p.id).second)
+      fail(ErrorKind::Format, where, "the vocabulary holds the piece '" + p.text + "' twice");
   }
   for (int b = 0; b < 256; ++b) {
     std::string one;

@@ -34,6 +34,9 @@ class ByteBpe {
   // or ids that are not 0 .. size-1 once each.
   static ByteBpe from_text(std::string_view vocab_json, std::string_view merges, const std::string& where);
   static ByteBpe from_files(const std::string& vocab_json_path, const std::string& merges_path);
+  // The pieces by id (a model file's vocabulary) and merges.txt's text; the same checks.
+  static ByteBpe from_pieces(std::vector<std::string> pieces, std::string_view merges, const std::string& where);
+  const std::string& merges_text() const { return merges_text_; }  // as given: what a model file stores
 
   std::vector<BytePiece> encode_pieces(std::string_view text) const;
   std::vector<int> encode(std::string_view text) const;
@@ -57,6 +60,7 @@ class ByteBpe {
   std::unordered_map<uint64_t, Merge> merges_;  // (left id << 32 | right id) -> its merge
   int byte_id_[256] = {};                              // each byte's one-character piece
   int end_of_text_ = -1;
+  std::string merges_text_;
 };
 
 }  // namespace sf

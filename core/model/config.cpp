@@ -16,7 +16,13 @@ const char* to_string(EmbeddingScale v) { return v == EmbeddingScale::One ? "one
 const char* to_string(NormPlacement v) { return v == NormPlacement::Pre ? "pre" : "post"; }
 const char* to_string(SinusoidLayout v) { return v == SinusoidLayout::Halves ? "halves" : "interleaved"; }
 const char* to_string(Activation v) {
-  return v == Activation::GELU ? "gelu" : v == Activation::SiLU ? "silu" : "relu";
+  switch (v) {
+    case Activation::GELU: return "gelu";
+    case Activation::SiLU: return "silu";
+    case Activation::GELUTanh: return "gelu_tanh";
+    case Activation::ReLU: break;
+  }
+  return "relu";
 }
 const char* to_string(AttentionStyle v) { return v == AttentionStyle::ReshapeHeads ? "reshape_heads" : "split_heads"; }
 const char* to_string(ModelStacks v) {
@@ -78,8 +84,13 @@ void Config::validate() const {
   special("bos_id", bos_id);
   special("eos_id", eos_id);
   special("unk_id", unk_id);
-  if (bos_id == eos_id || pad_id == eos_id)  // pad_id == bos_id is Marian's decoder start
+  // pad_id == bos_id is Marian's decoder start. GPT-2 has one special token, <|endoftext|>, for all four: its start
+  // is read only when the prompt is empty and it pads nothing (one sequence), so a decoder-only model that reads
+  // its prompt as it is (starts_with_bos false) may have it.
+  const bool one_special_token = stacks == ModelStacks::DecoderOnly && !starts_with_bos;
+  if ((bos_id == eos_id || pad_id == eos_id) && !one_special_token)
     bad("eos_id must differ from pad_id and bos_id");
+  if (!starts_with_bos && stacks != ModelStacks::DecoderOnly) bad("starts_with_bos false is for decoder_only models");
 }
 
 void require_encoder_decoder(const Config& config, const std::string& what) {
@@ -134,6 +145,7 @@ json config_to_json(const Config& c) {
   if (c.stacks != ModelStacks::EncoderDecoder) j["stacks"] = to_string(c.stacks);
   if (c.output_head != OutputHead::Linear) j["output_head"] = to_string(c.output_head);
   if (c.bias && !c.output_bias) j["output_bias"] = false;  // (without `bias` no layer has one, the output's neither)
+  if (!c.starts_with_bos) j["starts_with_bos"] = false;     // GPT-2's: the prompt as it is
   return j;
 }
 
@@ -212,7 +224,8 @@ Config config_from_json(const json& j) {
   read_enum(j, "norm_placement", c.norm_placement, {{"post", NormPlacement::Post}, {"pre", NormPlacement::Pre}});
   read_key(j, "encoder_final_norm", c.encoder_final_norm);
   read_key(j, "decoder_final_norm", c.decoder_final_norm);
-  read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}, {"silu", Activation::SiLU}});
+  read_enum(j, "activation", c.activation, {{"relu", Activation::ReLU}, {"gelu", Activation::GELU}, {"silu", Activation::SiLU},
+             {"gelu_tanh", Activation::GELUTanh}});
   read_enum(j, "attention", c.attention,
             {{"split_heads", AttentionStyle::SplitHeads}, {"reshape_heads", AttentionStyle::ReshapeHeads}});
   read_key(j, "layer_norm_eps", c.layer_norm_eps);
@@ -226,6 +239,7 @@ Config config_from_json(const json& j) {
   read_key(j, "bos_id", c.bos_id);
   read_key(j, "eos_id", c.eos_id);
   read_key(j, "unk_id", c.unk_id);
+  read_key(j, "starts_with_bos", c.starts_with_bos);
   return c;
 }
 

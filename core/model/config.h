@@ -15,8 +15,9 @@ enum class PositionalEncoding { Sinusoidal, Learned };
 enum class SinusoidLayout { Interleaved, Halves };
 enum class EmbeddingScale { SqrtDModel, One };   // token embedding multiplied by sqrt(C) or by 1
 enum class NormPlacement { Post, Pre };          // post: x = norm(x + f(x)); pre: x = x + f(norm(x))
-// GELU is the exact erf form, as torch.nn.functional.gelu; SiLU ("swish", Marian's) is x * sigmoid(x)
-enum class Activation { ReLU, GELU, SiLU };
+// GELU is the exact erf form, as torch.nn.functional.gelu; SiLU ("swish", Marian's) is x * sigmoid(x);
+// GELUTanh is GPT-2's "gelu_new", the tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+enum class Activation { ReLU, GELU, SiLU, GELUTanh };
 // How multi-head attention makes its heads (nn/attention.h has the math of both):
 //   SplitHeads    the paper: W_q, W_k, W_v (C, C) project each token, head h owns columns h*D .. h*D+D-1,
 //                 scores scaled by 1/sqrt(D), a padding mask blocks padded keys, a row with nothing allowed
@@ -72,6 +73,9 @@ struct Config {
                       // then the decoder's self-attention has no padding mask, see transformer/forward.h)
   int eos_id = 3;
   int unk_id = 0;
+  // A decoder-only model's input: <bos> then the prompt (our own GPT, trained on captions that start with <bos>),
+  // or the prompt as it is (GPT-2: its tokenizer adds nothing; an empty prompt starts from <|endoftext|>, bos_id).
+  bool starts_with_bos = true;
 
   int head_dim() const { return d_model / n_heads; }  // D = C / H
   bool has_encoder() const { return stacks != ModelStacks::DecoderOnly; }
@@ -93,7 +97,7 @@ const char* to_string(PositionalEncoding v);  // "sinusoidal" | "learned"
 const char* to_string(EmbeddingScale v);      // "sqrt_d_model" | "one"
 const char* to_string(NormPlacement v);       // "post" | "pre"
 const char* to_string(SinusoidLayout v);      // "interleaved" | "halves"
-const char* to_string(Activation v);          // "relu" | "gelu" | "silu"
+const char* to_string(Activation v);          // "relu" | "gelu" | "silu" | "gelu_tanh"
 const char* to_string(AttentionStyle v);      // "split_heads" | "reshape_heads"
 const char* to_string(ModelStacks v);         // "encoder_decoder" | "decoder_only" | "encoder_only"
 const char* to_string(OutputHead v);          // "linear"

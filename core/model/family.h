@@ -34,6 +34,7 @@ struct FamilyTensorName {
   std::string name;
   int stack_index = 0, stack_size = 1;
   bool leading_one = false;  // stored with a leading dimension of 1: Marian's final_logits_bias (1, V)
+  bool transposed = false;   // stored as the transpose of the stacked matrix: GPT-2's Conv1D weights [in, out]
 };
 
 // A config value the family fixes, and how the message names it ("positional_encoding \"sinusoidal\"").
@@ -47,6 +48,7 @@ struct FamilyDescription {
   const char* origin;     // where its checkpoints come from, in a line
   std::optional<ModelStacks> stacks;  // the shape of its checkpoints; none: every shape (our own files)
   const char* tokenizer;  // "words" (a vocabulary in the file, tokenized as model/tokenizer.h says) | "sentencepiece"
+                          // | "byte_bpe" (GPT-2's, model/byte_bpe.h)
   std::vector<ConfigNeed> needs;
   // The tensor a weight is stored as, or none (not stored: computed, shared, tied, or absent in this family).
   std::optional<FamilyTensorName> (*tensor_name)(const WeightPlace& place, const Config& config);
@@ -63,6 +65,7 @@ const FamilyDescription& pytorch_tutorial_family();
 const FamilyDescription& seq2seq_tutorial_family();
 const FamilyDescription& from_scratch_family();
 const FamilyDescription& marian_family();
+const FamilyDescription& gpt2_family();
 
 // ".weight" or ".bias": PyTorch's suffix of a parameter (a LayerNorm's gamma is its weight, beta its bias).
 const char* param_suffix(WeightParam param);

@@ -8,29 +8,20 @@
 #include <optional>
 #include <set>
 
-#include "io/json_text.h"
 #include "io/user_files.h"
+#include "model/hf_files.h"
+#include "model/hf_gpt2.h"
 #include "model/name_tables.h"
 #include "nn/embedding.h"
 #include "util/error.h"
 
 namespace sf {
 
+using namespace hf;
+
 namespace {
 
-constexpr const char* kWhere = "open_hf";
-constexpr uint64_t kMaxJsonBytes = 1u << 20;      // config.json and friends: a few KB
-constexpr uint64_t kMaxVocabBytes = 64ull << 20;  // vocab.json: about 2 MB for 65k pieces
 constexpr uint64_t kMaxSpmBytes = 64ull << 20;    // source.spm: under 1 MB
-
-std::string in_folder(const std::string& folder, const std::string& name) {
-  return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
-}
-
-bool path_exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 const char* kRequiredFiles = "config.json, model.safetensors, source.spm, target.spm and vocab.json";
 
@@ -42,50 +33,12 @@ std::string required_file(const std::string& folder, const std::string& name) {
   return path;
 }
 
-nlohmann::json read_json_file(const std::string& path, uint64_t limit, const char* what) {
-  const std::string text = read_user_file(path, limit, what, kWhere);
-  return parse_json_text(text, kWhere, "'" + path + "'");
-}
-
-// config.json's integer `key` (required unless a fallback is given).
-int config_int(const nlohmann::json& j, const char* key, const std::string& path, std::optional<int> fallback = {}) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (fallback) return *fallback;
-    fail(ErrorKind::Missing, kWhere, "'" + path + "' has no \"" + key + "\"");
-  }
-  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > (1 << 24))
-    fail(ErrorKind::Format, kWhere, "'" + path + "': \"" + key + "\" is " + it->dump() + ", not a size or an id");
-  return static_cast<int>(it->get<int64_t>());
-}
-
-bool config_bool(const nlohmann::json& j, const char* key, bool fallback, const std::string& path) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) fail(ErrorKind::Format, kWhere, "'" + path + "': \"" + key + "\" is " + it->dump() + ", not true or false");
-  return it->get<bool>();
-}
-
-std::string config_string(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 // The architecture check: a Marian config, or a message naming what it is instead.
 void check_marian(const nlohmann::json& j, const std::string& path) {
-  if (!j.is_object()) fail(ErrorKind::Format, kWhere, "'" + path + "' is not a JSON object");
-  const std::string type = config_string(j, "model_type");
-  std::string architectures;
-  if (const auto it = j.find("architectures"); it != j.end() && it->is_array())
-    for (const auto& a : *it)
-      if (a.is_string()) architectures += (architectures.empty() ? "" : ", ") + a.get<std::string>();
-  if (type == "marian") return;
-  const std::string what = type.empty() ? (architectures.empty() ? "a model that names no model_type"
-                                                                  : "a model of " + architectures)
-                                        : "a '" + type + "' model" + (architectures.empty() ? "" : " (" + architectures + ")");
+  if (model_type(j, path) == "marian") return;
   fail(ErrorKind::Format, kWhere,
-       "'" + path + "' describes " + what + "; Stepformer opens Hugging Face Marian models (model_type \"marian\", "
-       "MarianMTModel: the opus-mt family), the encoder-decoder Transformer of the paper");
+       "'" + path + "' describes " + describe_model(j) + "; this reader opens Hugging Face Marian models (model_type "
+       "\"marian\", MarianMTModel: the opus-mt family), the encoder-decoder Transformer of the paper");
 }
 
 Activation marian_activation(const std::string& name, const std::string& path) {
@@ -374,7 +327,13 @@ Model open_model(const std::string& path, std::vector<std::string>* warnings, bo
     if (!path_exists(in_folder(path, "config.json")))
       fail(ErrorKind::File, kWhere,
            "'" + path + "' is a folder without config.json: neither a model file nor a Hugging Face model folder");
-    return load_hf_marian(path, warnings, read_weights);
+    const std::string config_path = in_folder(path, "config.json");
+    const nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
+    const std::string type = model_type(j, config_path);
+    if (type == "gpt2") return load_hf_gpt2(path, warnings, read_weights);
+    if (type == "marian") return load_hf_marian(path, warnings, read_weights);
+    fail(ErrorKind::Format, kWhere,
+         "'" + config_path + "' describes " + describe_model(j) + "; Stepformer opens " + kOpenedArchitectures);
   }
   return load_model(path, warnings, read_weights);
 }

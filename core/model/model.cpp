@@ -12,6 +12,7 @@
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/tensor.h"
+#include "util/utf8.h"
 
 namespace sf {
 
@@ -203,7 +204,10 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
   m.config = in_context(origin, [&] {
     const nlohmann::json j = parse_json_text(required_metadata(file, "config"), "metadata", "\"config\"");
     Config c = config_from_json(j);
-    warn_unknown_keys(j, config_to_json(Config{}), "config", warn);
+    // Every key: the defaults' JSON, and the keys config_to_json writes only where they say something.
+    nlohmann::json every_key = config_to_json(Config{});
+    for (const char* key : {"stacks", "output_head", "output_bias", "starts_with_bos"}) every_key[key] = nullptr;
+    warn_unknown_keys(j, every_key, "config", warn);
     c.validate();
     check_family_config(m.family, c, "config");
     return c;
@@ -255,13 +259,14 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
 
 namespace {
 
-// The bytes of a tokenizer.*_spm tensor: 1-D I8, at most kMaxSpmBytes.
-std::string spm_tensor_bytes(const SafetensorsFile& file, const char* name) {
+// The bytes of a tokenizer tensor (tokenizer.*_spm, tokenizer.bpe_merges): 1-D I8, at most kMaxSpmBytes.
+std::string tokenizer_tensor_bytes(const SafetensorsFile& file, const char* name, const char* kind = "SentencePiece",
+                                   const char* what = "its model") {
   constexpr int64_t kMaxSpmBytes = 64ll << 20;  // real ones are under 1 MB
   const TensorView* t = file.find(name);
   if (!t)
-    fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "': the tokenizer is SentencePiece but tensor '" + name +
-                                        "' (its model) is missing");
+    fail(ErrorKind::Missing, kLoad, "'" + file.origin() + "': the tokenizer is " + kind + " but tensor '" + name +
+                                        "' (" + what + ") is missing");
   if (t->dtype != DType::I8 || t->shape.size() != 1 || t->numel() > kMaxSpmBytes)
     fail(ErrorKind::Format, kLoad, "'" + file.origin() + "': tensor '" + name + "' must be 1-D I8 of at most 64 MiB, is " +
                                        dtype_name(t->dtype) + " " + shape_string(t->shape));
@@ -307,6 +312,14 @@ void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std:
     for (const WeightSlot& slot : weight_slots(m.family, c, m.weights, kLoad)) {
       if (absent(slot.name)) continue;
       const TensorView& t = checked_tensor(file, TensorSpec{slot.name, slot.shape});
+      if (slot.transposed) {  // GPT-2's Conv1D [in, out]: this one tensor through a buffer, then into place
+        stop_if_cancelled();
+        std::vector<float> stored(static_cast<size_t>(t.numel()));
+        t.read_floats(0, stored);
+        check_finite(slot.name, stored, kLoad, 0);
+        read_slot(stored, slot);
+        continue;
+      }
       int64_t first = 0;
       for (const std::span<float>& part : slot.parts) {  // in_proj_weight: W_q, W_k, W_v one after another
         stop_if_cancelled();  // (the app quits, or opens another model, while this one loads: util/cancel.h)
@@ -334,11 +347,20 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
   std::set<std::string> spm_tensors;
   if (m.tokenizer.kind == "sentencepiece") {
     m.sentencepiece = in_context(file.origin(), [&] {
-      return std::make_shared<const SentencePieceModels>(spm_tensor_bytes(file, kSourceSpmTensor),
-                                                         spm_tensor_bytes(file, kTargetSpmTensor), kSourceSpmTensor,
+      return std::make_shared<const SentencePieceModels>(tokenizer_tensor_bytes(file, kSourceSpmTensor),
+                                                         tokenizer_tensor_bytes(file, kTargetSpmTensor), kSourceSpmTensor,
                                                          kTargetSpmTensor);
     });
     spm_tensors = {kSourceSpmTensor, kTargetSpmTensor};
+  } else if (m.tokenizer.kind == "byte_bpe") {
+    if (!m.config.has_decoder() || m.config.has_encoder())
+      fail(ErrorKind::Config, kLoad, "'" + file.origin() + "': a byte_bpe tokenizer serves a decoder_only model");
+    m.byte_bpe = in_context(file.origin(), [&] {
+      return std::make_shared<const ByteBpe>(ByteBpe::from_pieces(
+          m.tgt_vocab.tokens(), tokenizer_tensor_bytes(file, kBpeMergesTensor, "byte-level BPE", "its merges"),
+          kBpeMergesTensor));
+    });
+    spm_tensors = {kBpeMergesTensor};
   }
   read_family_weights(file, m, warnings, read_weights, spm_tensors);
   return m;
@@ -353,6 +375,29 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
     return encode_pieces(text, *model.sentencepiece, vocabulary, side,
                          specials && side == Side::Source && model.tokenizer.add_bos_eos);
   }
+  if (model.tokenizer.kind == "byte_bpe") {
+    if (!model.byte_bpe)
+      fail(ErrorKind::Config, "encode", "the model's tokenizer is byte-level BPE but it has no merges");
+    if (text.size() > kMaxSentenceBytes)
+      fail(ErrorKind::Input, "encode", "the text is " + std::to_string(text.size()) + " bytes; at most " +
+                                           std::to_string(kMaxSentenceBytes) + " are taken");
+    // The pieces' bytes follow one another through the text (invalid UTF-8 became U+FFFD, 3 bytes each: the
+    // spans then count in the cleaned text, clamped to the input).
+    std::vector<Token> tokens;
+    size_t at = 0;
+    for (const BytePiece& p : model.byte_bpe->encode_pieces(text)) {
+      Token t;
+      t.text = p.text;
+      t.surface = p.bytes;
+      t.begin = std::min(at, text.size());
+      at += p.bytes.size();
+      t.end = std::min(at, text.size());
+      t.id = p.id;
+      t.special = p.id == model.byte_bpe->end_of_text_id();
+      tokens.push_back(std::move(t));
+    }
+    return tokens;
+  }
   TokenizerSettings settings = model.tokenizer;
   if (!specials) settings.add_bos_eos = false;
   return encode(text, settings, vocabulary, side);
@@ -364,6 +409,16 @@ std::string decode_text(const Model& model, const std::vector<std::string>& toke
       fail(ErrorKind::Config, "decode", "the model's tokenizer is SentencePiece but it has no SentencePiece models");
     return decode_pieces(tokens, *model.sentencepiece, side == Side::Source ? model.src_vocab : model.tgt_vocab, side);
   }
+  if (model.tokenizer.kind == "byte_bpe") {
+    if (!model.byte_bpe)
+      fail(ErrorKind::Config, "decode", "the model's tokenizer is byte-level BPE but it has no merges");
+    // The pieces' bytes joined; bytes that do not form whole characters (a continuation cut short) read as U+FFFD,
+    // as GPT-2's decode(errors="replace").
+    std::vector<int> ids;
+    for (const std::string& t : tokens)
+      if (const std::optional<int> id = model.tgt_vocab.find(t)) ids.push_back(*id);
+    return utf8_with_replacements(model.byte_bpe->decode(ids));
+  }
   return detokenize(tokens, model.tokenizer, side);
 }
 
@@ -372,6 +427,7 @@ namespace {
 struct PreparedModel {
   std::vector<std::vector<float>> stacked;  // owns the concatenation of multi-part slots
   std::vector<int8_t> spm[2];                // the SentencePiece models' bytes (a vector: moving keeps its data)
+  std::vector<int8_t> merges;                // byte_bpe's merges.txt
   std::vector<TensorToWrite> tensors;
   std::map<std::string, std::string> metadata;
 };
@@ -416,12 +472,10 @@ PreparedModel prepare(const Model& m, const char* where) {
   p.stacked.reserve(slots.size());
   for (const ConstWeightSlot& slot : slots) {
     std::span<const float> values;
-    if (slot.parts.size() == 1) {
+    if (slot.parts.size() == 1 && !slot.transposed) {
       values = slot.parts[0];
-    } else {
-      auto& buffer = p.stacked.emplace_back();
-      for (const auto& part : slot.parts) buffer.insert(buffer.end(), part.begin(), part.end());
-      values = buffer;
+    } else {  // stacked (in_proj_weight) or transposed (GPT-2's Conv1D): laid out as the family stores it
+      values = p.stacked.emplace_back(stored_values(slot));
     }
     check_finite(slot.name, values, where);
     p.tensors.push_back({slot.name, slot.shape, values});
@@ -436,6 +490,12 @@ PreparedModel prepare(const Model& m, const char* where) {
       std::memcpy(p.spm[i].data(), proto.data(), proto.size());
       p.tensors.push_back({names[i], {static_cast<int64_t>(proto.size())}, {}, p.spm[i]});
     }
+  } else if (m.tokenizer.kind == "byte_bpe") {
+    if (!m.byte_bpe) fail(ErrorKind::Config, where, "the tokenizer is byte-level BPE but the model has no merges");
+    const std::string& merges = m.byte_bpe->merges_text();
+    p.merges.resize(merges.size());
+    std::memcpy(p.merges.data(), merges.data(), merges.size());
+    p.tensors.push_back({kBpeMergesTensor, {static_cast<int64_t>(merges.size())}, {}, p.merges});
   }
   p.metadata = description_metadata(m, kModelFormat);
   return p;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "model/byte_bpe.h"
 #include "model/config.h"
 #include "model/sentencepiece.h"
 #include "model/tokenizer.h"
@@ -56,6 +57,8 @@ struct Model {
   TokenizerSettings tokenizer;
   // tokenizer.kind "sentencepiece": the source and target SentencePiece models (shared, immutable)
   std::shared_ptr<const SentencePieceModels> sentencepiece;
+  // tokenizer.kind "byte_bpe": GPT-2's tokenizer over tgt_vocab's pieces (shared, immutable)
+  std::shared_ptr<const ByteBpe> byte_bpe;
   GenerationDefaults generation;
   nlohmann::json provenance = nlohmann::json::object();
   ModelWeights weights;
@@ -65,8 +68,10 @@ struct Model {
   int64_t parameter_count() const;
 };
 
-// The model's own tokenizer on `text`: word-level (model/tokenizer.h) or SentencePiece (model/sentencepiece.h)
-// by tokenizer.kind. `specials` false: the tokens alone, no <bos>/<eos> (a target prefix typed by a user).
+// The model's own tokenizer on `text`: word-level (model/tokenizer.h), SentencePiece (model/sentencepiece.h) or
+// GPT-2's byte-level BPE (model/byte_bpe.h: a token's `text` is its vocabulary piece, "Ġman", its `surface` the bytes
+// it stands for, " man", which need not be whole characters; nothing is ever added) by tokenizer.kind.
+// `specials` false: the tokens alone, no <bos>/<eos> (a target prefix typed by a user; a decoder-only prompt).
 // Throws ErrorKind::Input for text over kMaxSentenceBytes, ErrorKind::Config for a SentencePiece model without
 // its SentencePiece models.
 std::vector<Token> encode_text(const Model& model, std::string_view text, Side side, bool specials = true);
@@ -77,6 +82,8 @@ std::string decode_text(const Model& model, const std::vector<std::string>& toke
 // The tensor names of the SentencePiece models in a model file.
 inline constexpr const char* kSourceSpmTensor = "tokenizer.source_spm";
 inline constexpr const char* kTargetSpmTensor = "tokenizer.target_spm";
+// GPT-2's merges.txt in a model file with tokenizer kind "byte_bpe" (1-D I8, the file's bytes).
+inline constexpr const char* kBpeMergesTensor = "tokenizer.bpe_merges";
 
 // Reads the weights of `model.family` from `file` into model.weights (read_weights true), or only checks them
 // (false), as load_model does; tensors the family does not know are warned about unless named in `also_known`;

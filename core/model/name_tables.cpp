@@ -86,8 +86,9 @@ auto build_slots(const std::string& family, const Config& config, W& weights, co
     if (added) {
       std::vector<int64_t> shape = {n->stack_size * r.rows};
       if (r.cols > 0) shape.push_back(r.cols);
+      if (n->transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
       if (n->leading_one) shape.insert(shape.begin(), 1);
-      slots.push_back({n->name, std::move(shape), {}});
+      slots.push_back({n->name, std::move(shape), {}, n->transposed && r.cols > 0});
     }
     auto& slot = slots[it->second];
     if (static_cast<int>(slot.parts.size()) != n->stack_index && check_shapes)
@@ -118,6 +119,44 @@ std::vector<WeightSlot> weight_slots(const std::string& family, const Config& co
 std::vector<ConstWeightSlot> weight_slots(const std::string& family, const Config& config,
                                           const ModelWeights& weights, const std::string& where) {
   return build_slots(family, config, weights, where, true);
+}
+
+// A transposed slot's file tensor is (K, R) for parts of (r_p, K) rows stacked to R = sum r_p rows: part p's
+// element (i, k) is the file's (k, offset_p + i).
+void read_slot(std::span<const float> stored, const WeightSlot& slot) {
+  size_t first = 0;
+  if (!slot.transposed) {
+    for (const std::span<float>& part : slot.parts) {
+      std::copy_n(stored.begin() + static_cast<std::ptrdiff_t>(first), part.size(), part.begin());
+      first += part.size();
+    }
+    return;
+  }
+  const size_t k_count = static_cast<size_t>(slot.shape[0]), r_count = static_cast<size_t>(slot.shape[1]);
+  for (const std::span<float>& part : slot.parts) {
+    const size_t rows = part.size() / k_count;
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t k = 0; k < k_count; ++k) part[i * k_count + k] = stored[k * r_count + first + i];
+    first += rows;
+  }
+}
+
+std::vector<float> stored_values(const ConstWeightSlot& slot) {
+  std::vector<float> out;
+  if (!slot.transposed) {
+    for (const auto& part : slot.parts) out.insert(out.end(), part.begin(), part.end());
+    return out;
+  }
+  const size_t k_count = static_cast<size_t>(slot.shape[0]), r_count = static_cast<size_t>(slot.shape[1]);
+  out.resize(k_count * r_count);
+  size_t first = 0;
+  for (const auto& part : slot.parts) {
+    const size_t rows = part.size() / k_count;
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t k = 0; k < k_count; ++k) out[k * r_count + first + i] = part[i * k_count + k];
+    first += rows;
+  }
+  return out;
 }
 
 ModelWeights allocate_weights(const Config& c) {

@@ -22,6 +22,7 @@ inline constexpr const char* kFamilyPytorchTutorial = "pytorch-tutorial";
 inline constexpr const char* kFamilySeq2SeqTutorial = "seq2seq-tutorial";
 inline constexpr const char* kFamilyFromScratch = "from-scratch";
 inline constexpr const char* kFamilyMarian = "marian";
+inline constexpr const char* kFamilyGpt2 = "gpt2";
 
 const std::vector<std::string>& known_families();
 bool is_known_family(const std::string& family);
@@ -42,15 +43,22 @@ struct TensorSpec {
 std::vector<TensorSpec> weight_layout(const std::string& family, const Config& config);
 
 // A tensor of the family and the memory in ModelWeights it maps to: `parts` are stacked along dimension 0 to
-// form the tensor (one part, or W_q, W_k, W_v for nn.MultiheadAttention's in_proj_weight), row-major.
+// form the tensor (one part, or W_q, W_k, W_v for nn.MultiheadAttention's in_proj_weight), row-major; where
+// `transposed`, the file holds the transpose of that stack (GPT-2's Conv1D c_attn.weight (C, 3C) =
+// [W_q; W_k; W_v]^T) and `shape` is the file's: read_slot and write_slot (below) move values between the two.
 template <typename T>
 struct WeightSlotT {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<std::span<T>> parts;
+  bool transposed = false;
 };
 using WeightSlot = WeightSlotT<float>;
 using ConstWeightSlot = WeightSlotT<const float>;
+
+// The file's values of `slot` (numel of its shape, row-major as stored) put into its parts, and back.
+void read_slot(std::span<const float> stored, const WeightSlot& slot);
+std::vector<float> stored_values(const ConstWeightSlot& slot);
 
 // Every matrix and vector sized from the config, zero-filled (biases empty when config.bias is false,
 // positions empty for sinusoidal encoding, final norms empty when absent).

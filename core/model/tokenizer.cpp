@@ -39,8 +39,8 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
     out = it->get<std::string>();
   };
   text("kind", s.kind);
-  if (s.kind != "words" && s.kind != "sentencepiece")
-    fail(ErrorKind::Format, where, "key 'kind' is '" + s.kind + "'; expected words or sentencepiece");
+  if (s.kind != "words" && s.kind != "sentencepiece" && s.kind != "byte_bpe")
+    fail(ErrorKind::Format, where, "key 'kind' is '" + s.kind + "'; expected words, sentencepiece or byte_bpe");
   flag("lowercase", s.lowercase);
   flag("split_punctuation", s.split_punctuation);
   flag("moses_escape", s.moses_escape);

@@ -27,7 +27,8 @@ enum class Side { Source, Target };
 // Stored as JSON under "tokenizer" in a model file's __metadata__ (keys = member names).
 struct TokenizerSettings {
   // "words": the word-level rules of this header; "sentencepiece": subword pieces from the SentencePiece models
-  // the model file carries (model/sentencepiece.h: Marian's), where the keys below do not apply
+  // the model file carries (model/sentencepiece.h: Marian's), where the keys below do not apply; "byte_bpe": GPT-2's
+  // byte-level BPE (model/byte_bpe.h) over the target vocabulary and the merges the file carries, nothing added
   std::string kind = "words";
   bool lowercase = true;
   bool split_punctuation = true;      // the Moses rules above; false: split on whitespace only

@@ -54,6 +54,18 @@ void activation_backward(Activation act, const ConstMatRef& pre, Mat& d) {
     }
     return;
   }
+  if (act == Activation::GELUTanh) {  // f = 0.5 x (1 + t), t = tanh(u), u = k (x + a x^3):
+    // f' = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 a x^2)
+    const float k = 0.79788456080286536f, a = 0.044715f;
+    float* dp = d.data();
+    const float* xp = pre.data();
+    for (Eigen::Index i = 0; i < d.size(); ++i) {
+      const float x = xp[i];
+      const float t = std::tanh(k * (x + a * x * x * x));
+      dp[i] *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * a * x * x);
+    }
+    return;
+  }
   const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt_2pi = 0.39894228040143268f;
   float* dp = d.data();
   const float* xp = pre.data();

@@ -386,8 +386,8 @@ TEST(ModelFileErrors, BadMetadata) {
   f.metadata["format_version"] = "2";
   expect_error(f, ErrorKind::Unsupported, "format_version '2' is not supported");
   f = good;
-  f.metadata["family"] = "gpt2";
-  expect_error(f, ErrorKind::Format, "unknown family 'gpt2'");
+  f.metadata["family"] = "llama";
+  expect_error(f, ErrorKind::Format, "unknown family 'llama'");
   f = good;
   f.metadata.erase("tgt_vocab");
   expect_error(f, ErrorKind::Missing, "no __metadata__ \"tgt_vocab\"");

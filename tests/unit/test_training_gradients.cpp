@@ -82,7 +82,7 @@ TEST(LayerGradients, LayerNorm) {
 
 TEST(LayerGradients, Activations) {
   std::mt19937 rng(3);
-  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU}) {
+  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU, Activation::GELUTanh}) {
     Mat x = random_mat(5, 7, rng), r = random_mat(5, 7, rng);
     auto loss = [&] {
       Mat y = x;

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/device_model.h"
 #include "backend/device.h"
+#include "decode/decoder.h"
 #include "decode/sampling.h"
 #include "nn/embedding.h"
 #include "transformer/trace_walk.h"
@@ -223,11 +224,11 @@ std::vector<int> CudaModel::greedy(const std::vector<int>& src_ids, const Interv
   const Config& c = m.config;
   if (max_length < 0) fail(ErrorKind::Input, "greedy", "max_length must be >= 0, got " + std::to_string(max_length));
   if (!c.has_decoder()) fail(ErrorKind::Input, "greedy", "an encoder_only model does not generate text");
-  // A decoder-only model continues <bos> + its prompt (src_ids, as Decoder takes it) and reads no source.
-  std::vector<int> input = {c.bos_id}, generated;
+  // A decoder-only model continues its prompt (src_ids, as Decoder takes it; after <bos> where the model starts
+  // with one: decoder_only_input) and reads no source.
+  std::vector<int> input = c.has_encoder() ? std::vector<int>{c.bos_id} : decoder_only_input(c, src_ids), generated;
   const std::vector<int> no_source;
   const std::vector<int>& source = c.has_encoder() ? src_ids : no_source;
-  if (!c.has_encoder()) input.insert(input.end(), src_ids.begin(), src_ids.end());
   // As the CPU's Decoder: a translation may take every position; a prompt of L tokens after <bos> leaves
   // max_positions - (L + 1) (Decoder::start_without_encoder).
   const int prefix = static_cast<int>(input.size());

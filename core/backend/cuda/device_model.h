@@ -27,7 +27,9 @@
 namespace sf {
 
 // The kernels' activation numbers (backend/cuda/kernels.h).
-inline int activation_kind(Activation a) { return a == Activation::ReLU ? 0 : a == Activation::GELU ? 1 : 2; }
+inline int activation_kind(Activation a) {
+  return a == Activation::ReLU ? 0 : a == Activation::GELU ? 1 : a == Activation::SiLU ? 2 : 3;
+}
 
 inline std::string mib(size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 

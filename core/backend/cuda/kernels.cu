@@ -70,6 +70,7 @@ __global__ void activation_kernel(const float* x, float* y, int64_t count, int k
   const float v = x[i];
   y[i] = kind == 0   ? fmaxf(v, 0.0f)
          : kind == 1 ? 0.5f * v * (1.0f + erff(v * 0.70710678118654752f))
+         : kind == 3 ? 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)))  // gelu_new
                      : v / (1.0f + expf(-v));
 }
 
@@ -218,6 +219,10 @@ __global__ void activation_backward_kernel(const float* pre, float* d, int64_t c
   } else if (kind == 2) {  // SiLU'(x) = s + x s (1 - s), s = sigmoid(x)
     const float s = 1.0f / (1.0f + expf(-x));
     d[i] *= s * (1.0f + x * (1.0f - s));
+  } else if (kind == 3) {  // gelu_new: f' = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 a x^2), t = tanh(k (x + a x^3))
+    const float k = 0.79788456080286536f, a = 0.044715f;
+    const float t = tanhf(k * (x + a * x * x * x));
+    d[i] *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * a * x * x);
   } else {
     const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
     const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);

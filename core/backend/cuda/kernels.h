@@ -20,7 +20,7 @@ namespace sf::cuda {
 void embed(const int* ids, const int* positions, int n, const float* table, float scale, const float* position_table,
            int d_model, float* tok, float* pos, float* sum, void* stream);
 void add_bias(float* y, const float* bias, int rows, int cols, void* stream);
-// activation: 0 ReLU, 1 GELU (erf), 2 SiLU (activation_kind)
+// activation: 0 ReLU, 1 GELU (erf), 2 SiLU, 3 GELU's tanh form (gelu_new) (activation_kind)
 void activation(const float* x, float* y, int64_t count, int kind, void* stream);
 void add(const float* a, const float* b, float* y, int64_t count, void* stream);
 void layer_norm(const float* x, const float* gamma, const float* beta, float eps, int rows, int cols, float* y,

@@ -1,0 +1,36 @@
+// What every Hugging Face folder reader shares (model/hf_marian.cpp, model/hf_gpt2.cpp): paths in the folder and
+// config.json's values read with a message that names the file and the key.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace sf::hf {
+
+inline constexpr const char* kWhere = "open_hf";
+inline constexpr uint64_t kMaxJsonBytes = 1u << 20;      // config.json and friends: a few KB
+inline constexpr uint64_t kMaxVocabBytes = 64ull << 20;  // vocab.json: 1-2 MB for 50-65k pieces
+
+std::string in_folder(const std::string& folder, const std::string& name);
+bool path_exists(const std::string& path);
+// A JSON file of the folder, at most `limit` bytes (io/user_files.h's rules: a FIFO or device is refused).
+nlohmann::json read_json_file(const std::string& path, uint64_t limit, const char* what);
+
+// config.json's integer `key` (required unless a fallback is given): ErrorKind::Missing when absent, Format when
+// not a whole number in 0 .. 2^24.
+int config_int(const nlohmann::json& j, const char* key, const std::string& path, std::optional<int> fallback = {});
+bool config_bool(const nlohmann::json& j, const char* key, bool fallback, const std::string& path);
+std::string config_string(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+// A number (float) `key`, or the fallback; ErrorKind::Format when present but not a number.
+double config_number(const nlohmann::json& j, const char* key, double fallback, const std::string& path);
+
+// config.json's model_type ("" when it names none), after checking the file is a JSON object.
+std::string model_type(const nlohmann::json& j, const std::string& path);
+// What a config describes, for messages: "a 'bert' model (BertForMaskedLM)".
+std::string describe_model(const nlohmann::json& j);
+// The architectures Stepformer opens from a folder, for messages.
+inline constexpr const char* kOpenedArchitectures =
+    "Hugging Face Marian models (model_type \"marian\", the opus-mt translators) and GPT-2 (model_type \"gpt2\", "
+    "GPT2LMHeadModel)";
+
+}  // namespace sf::hf
