@@ -100,8 +100,7 @@ ByteBpe ByteBpe::from_pieces(std::vector<std::string> pieces, std::string_view m
       fail(ErrorKind::Format, where, "the vocabulary holds the piece '" + p.text + "' twice");
   }
   for (int b = 0; b < 256; ++b) {
-    std::string one;
-    append_utf8(byte_chars().byte_char[b], one);
+    const std::string one = byte_piece(static_cast<unsigned char>(b));
     const auto it = t.ids_.find(one);
     if (it == t.ids_.end())
       fail(ErrorKind::Config, where,
@@ -144,6 +143,12 @@ ByteBpe ByteBpe::from_files(const std::string& vocab_json_path, const std::strin
   const std::string vocab = read_user_file(vocab_json_path, kMaxTokenizerFileBytes, "a vocabulary", "ByteBpe");
   const std::string merges = read_user_file(merges_path, kMaxTokenizerFileBytes, "a merges file", "ByteBpe");
   return from_text(vocab, merges, vocab_json_path);
+}
+
+std::string ByteBpe::byte_piece(unsigned char b) {
+  std::string one;
+  append_utf8(byte_chars().byte_char[b], one);
+  return one;
 }
 
 std::vector<std::string_view> ByteBpe::pre_tokens(std::string_view text) {

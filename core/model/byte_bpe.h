@@ -46,6 +46,9 @@ class ByteBpe {
   int size() const { return static_cast<int>(pieces_.size()); }
   int end_of_text_id() const { return end_of_text_; }  // -1 where the vocabulary has no "<|endoftext|>"
 
+  // The one-character piece GPT-2's vocabulary writes byte `b` as (bytes_to_unicode: a space is "Ġ").
+  static std::string byte_piece(unsigned char b);
+
   // GPT-2's pre-tokens of `text` (valid UTF-8, no special token), for tests: byte spans.
   static std::vector<std::string_view> pre_tokens(std::string_view text);
 
