@@ -126,7 +126,10 @@ int run_generate(const Args& args) {
   if (!generated.empty() && generated.back() == c.eos_id) generated.pop_back();
   if (ids_out) {
     std::string line;
-    for (size_t i = 0; i < generated.size(); ++i) line += (i ? " " : "") + std::to_string(generated[i]);
+    for (size_t i = 0; i < generated.size(); ++i) {
+      if (i > 0) line += ' ';
+      line += std::to_string(generated[i]);
+    }
     std::printf("%s\n", line.c_str());
     return 0;
   }

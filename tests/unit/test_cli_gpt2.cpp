@@ -48,7 +48,10 @@ CliRun cli(const std::vector<std::string>& args) {
 
 std::string ids_line(const std::vector<int>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += std::to_string(ids[i]);
+  }
   return s + "\n";
 }
 

@@ -375,8 +375,9 @@ TEST(MarianFolder, AnotherArchitectureIsNamed) {
     EXPECT_EQ(kind, ErrorKind::Format) << message;
     EXPECT_NE(message.find("config.json"), std::string::npos) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
-    if (expected.find("JSON") == std::string::npos)  // a model Stepformer does not open: what it opens, named
+    if (expected.find("JSON") == std::string::npos) {  // a model Stepformer does not open: what it opens, named
       EXPECT_NE(message.find("GPT-2"), std::string::npos) << message;
+    }
   }
 }
 
