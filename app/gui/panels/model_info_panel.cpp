@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/stages.h"  // shape_text
 #include "gui/text/text.h"
 #include "gui/words.h"
 #include "gui/widgets.h"
@@ -353,6 +354,11 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
               {"never", m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0])}})
               .c_str());
   }
+  // The shape first: which stacks it has, in words a course uses ("decoder-only (GPT)").
+  text_wrapped(tr(T::gpt_model_info_shape, {{"shape", shape_text(c.stacks)}}).c_str());
+  record_item("model_info.shape", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, to_string(c.stacks));
+  if (c.stacks == ModelStacks::DecoderOnly)
+    text_disabled_wrapped("%s", tr(c.norm_placement == NormPlacement::Pre ? T::gpt_model_info_pre_norm : T::gpt_model_info_post_norm));
   text_wrapped(tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
                                                       {"family", m.family},
                                                       {"d_model", c.d_model},
