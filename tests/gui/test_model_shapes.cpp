@@ -263,7 +263,9 @@ TEST_F(GptApp, EveryStageOfItsShapeDrawsAndRightWalksOnlyThose) {
     EXPECT_TRUE(app_->state().error().empty()) << app_->state().error();
     EXPECT_EQ(app_->attention().kind, AttentionKind::Decoder);
     EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 200);
-    if (e.map[0]) EXPECT_TRUE(drawn().count(e.map)) << e.map;
+    if (e.map[0]) {
+      EXPECT_TRUE(drawn().count(e.map)) << e.map;
+    }
     EXPECT_FALSE(drawn().count("thumbnail_7")) << "a decoder-only model's path has seven pictures";
   }
   EXPECT_EQ(text_argument_errors(), 0);

@@ -78,7 +78,9 @@ TEST(StageTable, EachStageHasACounterpartInEveryShape) {
     for (int i = 0; i < static_cast<int>(Stage::Count); ++i) {
       const Stage s = static_cast<Stage>(i);
       EXPECT_TRUE(stage_in_shape(stage_for_shape(s, stacks), stacks)) << stage_name(s) << " in " << to_string(stacks);
-      if (stage_in_shape(s, stacks)) EXPECT_EQ(stage_for_shape(s, stacks), s);
+      if (stage_in_shape(s, stacks)) {
+        EXPECT_EQ(stage_for_shape(s, stacks), s);
+      }
     }
     for (size_t k = 1; k < order.size(); ++k) EXPECT_LT(static_cast<int>(order[k - 1]), static_cast<int>(order[k]));
   }

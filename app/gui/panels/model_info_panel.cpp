@@ -258,12 +258,14 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
     return l.empty() ? std::string(tr(T::model_info_language_unnamed))
                      : tr(T::model_info_language, {{"language", language_word(l)}, {"code", l}});
   };
-  ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
-                                                          {"size", with_thousands(m.src_vocab.size())}})
-                             .c_str());
-  ImGui::PushTextWrapPos(0.0f);
-  text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::PopTextWrapPos();
+  if (c.has_encoder()) {  // (a decoder-only model has one vocabulary, the target's)
+    ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
+                                                            {"size", with_thousands(m.src_vocab.size())}})
+                               .c_str());
+    ImGui::PushTextWrapPos(0.0f);
+    text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::PopTextWrapPos();
+  }
   ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
                                                           {"size", with_thousands(m.tgt_vocab.size())}})
                              .c_str());

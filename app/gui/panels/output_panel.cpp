@@ -72,9 +72,10 @@ bool OutputPanel::draw_stage(const AppState& state, int& position, int* forced_t
   std::string predicted = tr(T::output_next_token);
   if (chosen_here || in_prompt)  // (appended: GCC 12 misreads a + of three strings here as an overlapping copy, -Wrestrict)
     predicted = std::string(1, '"').append(state.predicted_at_row(position)).append(1, '"');
-  ImGui::TextUnformatted(
-      tr(T::output_reads_predicts, {{"input", inputs[static_cast<size_t>(position)]}, {"predicted", predicted}})
-          .c_str());
+  // (inside a prompt the next token is the prompt's, not a prediction: said so)
+  ImGui::TextUnformatted(tr(in_prompt ? T::gpt_output_reads_next : T::output_reads_predicts,
+                            {{"input", inputs[static_cast<size_t>(position)]}, {"predicted", predicted}})
+                             .c_str());
   if (!high_contrast()) ImGui::TextDisabled("%s", tr(state.decoder_only() ? T::gpt_output_timeline_hint : T::output_timeline_hint));
   const int picked = draw_decoding_timeline(state, generated);
   if (picked >= 0) position = std::min(picked + offset, rows - 1);
@@ -135,7 +136,10 @@ bool OutputPanel::draw_stage(const AppState& state, int& position, int* forced_t
   // The ten likeliest words, or as many as the panel has lines for (large type on a projector): at least three.
   const float bar_line = ImGui::GetTextLineHeight() + 4 + ImGui::GetStyle().ItemSpacing.y;
   const int fits = static_cast<int>(ImGui::GetContentRegionAvail().y / bar_line) - 1;  // a line for the rest
-  const std::vector<int> order = top_k_ids(probs, std::clamp(fits, high_contrast() ? 1 : 3, 10));
+  std::vector<int> order = top_k_ids(probs, std::clamp(fits, high_contrast() ? 1 : 3, 10));
+  // The token this position took (chosen, forced, or a prompt's given next) has its bar even when it is not
+  // among the likeliest: in place of the last of them.
+  if (chosen >= 0 && !order.empty() && std::find(order.begin(), order.end(), chosen) == order.end()) order.back() = chosen;
   const int k = static_cast<int>(order.size());
   bool clicked = false;
 
