@@ -78,19 +78,34 @@ void PositionalEncodingPanel::draw_learned(const AppState& state) {
   }
   const int P = static_cast<int>(encoding_.rows());
   if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading_learned));
-  explanation(tr(T::positional_encoding_explanation_learned));
+  // (two paragraphs, one "Explain" when presenting: the maps take the height)
+  explanation((std::string(tr(T::positional_encoding_explanation_learned)) + "\n" + tr(T::gpt_positions_compare)).c_str());
   formula(std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") +
           tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(table.rows())}, {"d_model", c.d_model}, {"shown", P}}));
-  text_wrapped(tr(T::gpt_positions_compare));
   // Two rows of two: the learned table and its similarities; the sinusoids of the same size and theirs.
   const ImGuiStyle& style = ImGui::GetStyle();
   const float spacing = style.ItemSpacing.x;
   const float bar = std::max(colour_bar_width(-1.0f, 1.0f), colour_bar_width(matrix_.lo(), matrix_.hi()));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float line = ImGui::GetTextLineHeightWithSpacing();
-  const float row_h = std::max(ImGui::GetFontSize() * 4, (avail.y - 4.5f * line) / 2);
-  const float side = std::min(row_h, avail.x * 0.3f);
-  const float matrix_w = std::max(64.0f, avail.x - side - 2 * bar - 5 * spacing);
+  const std::string titles[4] = {tr(T::gpt_positions_learned_title, {{"positions", P}, {"d_model", c.d_model}}),
+                                 tr(T::gpt_positions_similarity_learned),
+                                 tr(T::gpt_positions_sines_title, {{"positions", P}, {"d_model", c.d_model}}),
+                                 tr(T::gpt_positions_similarity_sines)};
+  // Each row: its titles (wrapped at their maps' widths), then the maps; the two rows share the height left.
+  // The similarity maps are square, so their width follows the height: measured twice.
+  float row_h = 0, side = avail.x * 0.3f, matrix_w = 0;
+  const auto fit_rows = [&] {  // the rows' height with the titles wrapped at the widths `side` gives
+    matrix_w = std::max(64.0f, avail.x - side - 2 * bar - 5 * spacing);
+    float titles_h = 0;
+    for (int r = 0; r < 2; ++r)
+      titles_h += std::max(ImGui::CalcTextSize(titles[2 * r].c_str(), nullptr, false, matrix_w + spacing + bar).y,
+                           ImGui::CalcTextSize(titles[2 * r + 1].c_str(), nullptr, false, side + spacing + bar).y) +
+                  2 * style.ItemSpacing.y;
+    row_h = std::max(ImGui::GetFontSize() * 3, (avail.y - titles_h - 2 * style.ItemSpacing.y) / 2);
+  };
+  fit_rows();
+  side = std::min(row_h, avail.x * 0.3f);
+  fit_rows();  // (a narrower similarity map may wrap its title to more lines: measured again at the width it keeps)
   pictures_top_ = ImGui::GetCursorScreenPos();
   int row = -1, col = -1;
   const auto pair = [&](Heatmap& matrix, const char* matrix_name, const std::string& matrix_title, Heatmap& similarity,
@@ -120,10 +135,8 @@ void PositionalEncodingPanel::draw_learned(const AppState& state) {
     colour_bar(tr(T::gpt_positions_bar_cosine), -1.0f, 1.0f, ImVec2(bar, s), Colormap::Diverging);
     ImGui::EndGroup();
   };
-  pair(matrix_, "positional_encoding", tr(T::gpt_positions_learned_title, {{"positions", P}, {"d_model", c.d_model}}),
-       similarity_, "positional_similarity", tr(T::gpt_positions_similarity_learned));
-  pair(sine_matrix_, "sinusoidal_encoding", tr(T::gpt_positions_sines_title, {{"positions", P}, {"d_model", c.d_model}}),
-       sine_similarity_, "sinusoidal_similarity", tr(T::gpt_positions_similarity_sines));
+  pair(matrix_, "positional_encoding", titles[0], similarity_, "positional_similarity", titles[1]);
+  pair(sine_matrix_, "sinusoidal_encoding", titles[2], sine_similarity_, "sinusoidal_similarity", titles[3]);
   record_item("main_map", pictures_top_, ImVec2(pictures_top_.x + avail.x, ImGui::GetItemRectMax().y), -1, "positional");
 }
 
