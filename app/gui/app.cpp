@@ -88,11 +88,24 @@ bool App::set_sentence(const std::string& text) {
 bool App::go_to(const std::string& stage_name) {
   Stage stage;
   if (!stage_from_name(stage_name, &stage)) return false;
+  if (!has_stage(stage)) {  // (a lesson for a translator played on GPT: the counterpart, and why)
+    state_.set_error(stage_missing_text(stage, state_.model()->config.stacks));
+    select(stage_for_shape(stage, state_.model()->config.stacks));
+    return false;
+  }
   select(stage);
   return true;
 }
 
+bool App::has_stage(Stage stage) const {
+  return !state_.model() || stage_in_shape(stage, state_.model()->config.stacks);
+}
+
 void App::select_head(const HeadRef& head) {
+  if (!has_stage(attention_stage(head.kind))) {  // a decoder-only model's encoder or cross-attention head
+    state_.set_error(stage_missing_text(attention_stage(head.kind), state_.model()->config.stacks));
+    return;
+  }
   attention_ = {head.kind, head.layer, head.head};
   show_model_info_ = false;
   stage_ = attention_stage(head.kind);
@@ -120,13 +133,16 @@ void App::handle_keys() {
   const bool stage_keys = !(lesson_.active && lesson_.waiting);
   // Left/Right: stage; Up/Down: layer; 1-9: head 1-9 (layers and heads are numbered from 1, as on every label) (GLFW key codes: ImGui 1.86's ImGuiKey_* never fire here).
   // key_pressed also sees taps shorter than a frame (gui/key_latch.h).
-  const int stages = static_cast<int>(Stage::Count);
-  const int s = static_cast<int>(stage_);
+  // (the stages of the model's shape: a decoder-only model's Right goes from the tokens past no encoder)
+  const std::vector<Stage> order =
+      stages_of_shape(state_.model() ? state_.model()->config.stacks : ModelStacks::EncoderDecoder);
+  const int stages = static_cast<int>(order.size());
+  const int s = static_cast<int>(std::find(order.begin(), order.end(), stage_) - order.begin());
   // PageDown/PageUp too: what a presenter's clicker sends.
   if (stage_keys && (key_pressed(GLFW_KEY_RIGHT) || key_pressed(GLFW_KEY_PAGE_DOWN)))
-    select(static_cast<Stage>((s + 1) % stages));
+    select(order[static_cast<size_t>((s + 1) % stages)]);
   if (stage_keys && (key_pressed(GLFW_KEY_LEFT) || key_pressed(GLFW_KEY_PAGE_UP)))
-    select(static_cast<Stage>((s + stages - 1) % stages));
+    select(order[static_cast<size_t>((std::min(s, stages) + stages - 1) % stages)]);
   // Up goes up the stack of layers, as the figure reads bottom to top.
   const int layers = state_.model() ? std::max(state_.model()->config.n_encoder_layers, state_.model()->config.n_decoder_layers) : 1;
   if (key_pressed(GLFW_KEY_UP)) attention_.layer = std::min(attention_.layer + 1, layers - 1);
@@ -140,7 +156,7 @@ void App::handle_keys() {
   if (key_pressed(GLFW_KEY_BACKSPACE)) state_.step_back();
   if (key_pressed(GLFW_KEY_END)) state_.run_to_end();
   if (key_pressed(GLFW_KEY_HOME)) state_.restart();
-  if (key_pressed(GLFW_KEY_T, false)) select(Stage::Training);
+  if (key_pressed(GLFW_KEY_T, false) && has_stage(Stage::Training)) select(Stage::Training);
 }
 
 void App::draw_pipeline_map() {
@@ -168,7 +184,7 @@ void App::draw_stage() {
 
 void App::apply(const PanelAsk& ask) {
   if (ask.select) attention_ = *ask.select;
-  if (ask.open_stage) select(*ask.open_stage);  // (a head clicked in the grid: its kind's attention stage)
+  if (ask.open_stage && has_stage(*ask.open_stage)) select(*ask.open_stage);  // (a head clicked in the grid: its kind's attention stage)
   if (ask.output_position) output_position_ = *ask.output_position;
   if (ask.interventions) state_.set_interventions(*ask.interventions);
   if (ask.source_padding) state_.set_source_padding(*ask.source_padding);
@@ -222,7 +238,15 @@ void App::frame() {
     draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
     draw_view_and_export_buttons();
     ImGui::SameLine();
-    if (state_.model())
+    if (state_.model() && state_.decoder_only())
+      ImGui::TextDisabled("%s", tr(T::gpt_model_line, {{"file", model_file_name()},
+                                                       {"family", state_.model()->family},
+                                                       {"shape", shape_text(state_.model()->config.stacks)},
+                                                       {"d_model", state_.model()->config.d_model},
+                                                       {"heads", state_.model()->config.n_heads},
+                                                       {"layers", state_.model()->config.n_decoder_layers}})
+                                    .c_str());
+    else if (state_.model())
       ImGui::TextDisabled("%s", tr(T::app_model_line, {{"file", model_file_name()},
                                                        {"family", state_.model()->family},
                                                        {"d_model", state_.model()->config.d_model},
@@ -239,11 +263,18 @@ void App::frame() {
     const std::string device = state_.shown_device();
     const std::string device_text = tr(T::app_device, {{"device", device}});
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
+    // A decoder-only model continues a prompt: the box is named so, and its button generates.
+    const bool prompt = state_.decoder_only();
+    if (prompt) {
+      ImGui::TextUnformatted(tr(T::gpt_prompt_label));
+      ImGui::SameLine();
+    }
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
     if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
-    if (ImGui::Button(tr(T::app_translate))) state_.set_sentence(sentence_input_);
+    if (ImGui::Button(prompt ? tr_label(T::gpt_generate, "translate").c_str() : tr_label(T::app_translate, "translate").c_str()))
+      state_.set_sentence(sentence_input_);
     ImGui::SameLine();
     ImGui::TextDisabled("%s", device_text.c_str());
     record_item("top_bar.device", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, device);
@@ -264,13 +295,16 @@ void App::frame() {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "[%s]", shown.c_str());  // whose weights translate
       ImGui::SameLine();
     }
-    if (state_.ready()) {
+    if (state_.ready() && state_.decoder_only()) {  // the prompt, then what the model wrote after it
+      text_wrapped(tr(T::gpt_top_continuation, {{"prompt", state_.sentence()}, {"continuation", state_.translation_text()}}) +
+                   (state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token)));
+    } else if (state_.ready()) {
       text_wrapped("-> " + state_.translation_text() +
                    (state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token)));
     }
     if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
       ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "%s",
-                         tr(T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
+                         tr(state_.decoder_only() ? T::gpt_computing : T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
     const std::string changed = interventions_summary(state_.interventions());
     if (!changed.empty()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s",
@@ -392,14 +426,18 @@ void App::draw_presentation_header() {
   const bool attention = stage_info(stage_).attention_map;
   const std::string title =
       attention ? attention_title(attention_.kind, state_.interventions()) : std::string(tr(stage_info(stage_).title));
-  lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), static_cast<int>(stage_) + 1,
-                                                    static_cast<int>(Stage::Count), problem, lesson_);
+  // "stage n of N" among the stages of the model's shape
+  const std::vector<Stage> order =
+      stages_of_shape(state_.model() ? state_.model()->config.stacks : ModelStacks::EncoderDecoder);
+  const int number = static_cast<int>(std::find(order.begin(), order.end(), stage_) - order.begin()) + 1;
+  lesson_step_ += sf::gui::draw_presentation_header(title.c_str(), stage_detail(), number,
+                                                    static_cast<int>(order.size()), problem, lesson_);
   // The sentence strip: the source, the translation, and what is changed with the translation as trained.
   if (!state_.ready()) return;
   SentenceStrip strip;
   const LanguageWords languages = language_words(state_.model().get());
-  strip.source_language = languages.source_capital;
-  strip.target_language = languages.target_capital;
+  strip.source_language = state_.decoder_only() ? std::string(tr(T::gpt_strip_prompt)) : languages.source_capital;
+  strip.target_language = state_.decoder_only() ? std::string(tr(T::gpt_strip_continuation)) : languages.target_capital;
   strip.source = state_.sentence();
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;

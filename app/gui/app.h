@@ -45,7 +45,11 @@ class App {
   // What the script runner, the keys and the widgets do (each false with state().error() set on bad input).
   bool open_model(const std::string& path);  // starts a background load; false only for an empty path
   bool set_sentence(const std::string& text);
-  bool go_to(const std::string& stage_name);  // false for an unknown stage
+  // False for an unknown stage (nothing changes), and for one the model on show lacks (the encoder's stages of a
+  // decoder-only model): then its counterpart opens (stage_for_shape) and the state's error says why.
+  bool go_to(const std::string& stage_name);
+  // Whether the model on show has the stage (every stage before a model is there).
+  bool has_stage(Stage stage) const;
   void select_head(const HeadRef& head);      // also opens the head's attention stage
   void select_layer(int layer);
   void select_head_index(int head);
@@ -155,6 +159,10 @@ class App {
   AttentionSelection attention_;
   bool attention_option_checked_ = false;  // --attention compared with the first model loaded
   void check_attention_option();
+  // The stage on show, moved to its counterpart where a new model lacks it; the --stage of the command line is
+  // compared with the first model loaded, and a stage it lacks said in a dialog.
+  bool stage_option_checked_ = false;
+  void fit_stage_to_model();
   int output_position_ = 0;
   int output_followed_version_ = -1;       // the state's version the output position last followed
   Stage output_followed_stage_ = Stage::Tokens;  // the stage drawn last frame (arriving at Output follows too)

@@ -94,6 +94,7 @@ void App::adopt(LoadedModel loaded) {
   }
   if (state_.model() && state_.model() == loaded.model) {
     training_.set_file_model(loaded.model, loaded.path);  // and the timeline beside it, if there is one
+    fit_stage_to_model();
     check_attention_option();
     last_load_error_.clear();
     model_warnings_ = std::move(loaded.warnings);
@@ -122,6 +123,18 @@ void App::adopt(LoadedModel loaded) {
   }
 }
 
+void App::fit_stage_to_model() {
+  const ModelStacks stacks = state_.model()->config.stacks;
+  const bool asked = !stage_option_checked_ && (!options_.stage.empty() || !options_.attention.empty());
+  stage_option_checked_ = true;
+  if (stage_in_shape(stage_, stacks)) return;
+  const Stage missing = stage_;
+  select(stage_for_shape(stage_, stacks));
+  // Asked for on the command line: said in a dialog (never a silent change of what was asked for); a stage on show
+  // when another model opens moves to its counterpart quietly.
+  if (asked) dialog_.show({tr(T::shape_stage_missing_title), "", stage_missing_text(missing, stacks), ""});
+}
+
 // --attention KIND.L.H names a head before any model is loaded: the first model that loads says whether it has
 // it. A head past the model's layers or heads is shown as the nearest one the model has, and a dialog says so:
 // never a silent change of what was asked for.
@@ -129,6 +142,8 @@ void App::check_attention_option() {
   if (attention_option_checked_ || options_.attention.empty() || !state_.model()) return;
   attention_option_checked_ = true;
   const Config& c = state_.model()->config;
+  if (!c.has_encoder() || (attention_.kind == AttentionKind::Cross && !c.has_cross_attention()))
+    attention_.kind = AttentionKind::Decoder;  // (a kind the model lacks: fit_stage_to_model said so)
   const int layers = attention_.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   if (attention_.layer < layers && attention_.head < c.n_heads) return;
   const AttentionSelection asked = attention_;

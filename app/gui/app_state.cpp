@@ -9,6 +9,7 @@
 #include "decode/guided.h"
 #include "gui/text/glyphs.h"
 #include "gui/text/text.h"
+#include "gui/words.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -17,6 +18,11 @@
 namespace sf::gui {
 
 std::string default_model_path() { return shipped_model_path("de-en"); }
+
+void require_shown_shape(const Config& config) {
+  if (config.stacks == ModelStacks::EncoderOnly)
+    fail(ErrorKind::Unsupported, "the app's views", tr(T::gpt_shape_not_shown, {{"shape", to_string(config.stacks)}}));
+}
 
 std::string error_text(ErrorKind kind, const std::string& detail) {
   switch (kind) {
@@ -64,7 +70,7 @@ bool AppState::fail_with(const std::exception& e) {
 bool AppState::load_model(const std::string& path) {
   try {
     auto loaded = std::make_shared<const Model>(sf::open_model(path));
-    require_encoder_decoder(loaded->config, "the app's views");  // as read_model_file (gui/model_loader.h)
+    require_shown_shape(loaded->config);  // as read_model_file (gui/model_loader.h)
     return use_model(std::move(loaded), path);
   } catch (const std::exception& e) {
     return fail_with(e);
@@ -117,6 +123,11 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   }
   shown_ = Decoded{};
   error_.clear();
+  // The example sentence is German for a translator and a prompt for a decoder-only model: the one that fits.
+  const std::string kept_sentence = asked_.sentence;
+  const bool prompt = model_->config.stacks == ModelStacks::DecoderOnly;
+  if (prompt && asked_.sentence == kDefaultSentence) asked_.sentence = kDefaultPrompt;
+  if (!prompt && asked_.sentence == kDefaultPrompt) asked_.sentence = kDefaultSentence;
   if (asked_.sentence.empty()) {
     model_undo_.reset();
     return true;
@@ -124,6 +135,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   if (rebuild(-1)) return true;
   const std::string reason = error_;
   asked_.interventions = old_interventions;
+  asked_.sentence = kept_sentence;
   if (first) {
     undo_model();
   } else {
@@ -137,7 +149,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
 bool AppState::set_sentence(const std::string& text) {
   // A sentence with no word would "translate" <bos> <eos> into whatever the model says about nothing.
   if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
-    error_ = tr(text.empty() ? T::state_sentence_empty : T::state_sentence_blank);
+    error_ = tr(decoder_only() ? T::gpt_prompt_no_words : text.empty() ? T::state_sentence_empty : T::state_sentence_blank);
     return false;
   }
   // Painted masks and forced tokens belong to the old sentence's positions; a reference to its meaning.
@@ -177,6 +189,10 @@ bool AppState::set_decode_options(const DecodeOptions& next) {
 bool AppState::set_source_padding(int pads) {
   if (pads < 0 || pads > kMaxSourcePadding) {
     error_ = tr(T::state_padding_out_of_range, {{"pads", pads}, {"max", kMaxSourcePadding}});
+    return false;
+  }
+  if (decoder_only() && pads > 0) {  // (the prompt is the decoder's input: no source, no batch of sources)
+    error_ = tr(T::gpt_no_source_padding);
     return false;
   }
   const int previous = asked_.source_padding;
@@ -245,11 +261,17 @@ bool AppState::rebuild(int steps) {
   std::vector<Token> tokens;
   DecodeOptions options = asked_.decode_options;
   apply_generation_rules(model_->generation, options);  // a Marian model's: <pad> never generated, HF beams
+  const bool prompt = model_->config.stacks == ModelStacks::DecoderOnly;
   try {
-    tokens = encode_text(*model_, asked_.sentence, Side::Source);
+    // A decoder-only model reads the prompt in the target's vocabulary, after the <bos> the Decoder puts first.
+    tokens = prompt ? encode_text(*model_, asked_.sentence, Side::Target, /*specials=*/false)
+                    : encode_text(*model_, asked_.sentence, Side::Source);
     if (std::none_of(tokens.begin(), tokens.end(), [](const Token& t) { return !t.special; }))
-      fail(ErrorKind::Input, "sentence", tr(T::state_sentence_no_words));
-    for (int i = 0; i < asked_.source_padding; ++i) {  // as in a batch: <pad> after <eos>
+      fail(ErrorKind::Input, "sentence", tr(prompt ? T::gpt_prompt_no_words : T::state_sentence_no_words));
+    if (prompt && static_cast<int>(tokens.size()) + 1 >= model_->config.max_positions)  // <bos> + prompt + one more
+      fail(ErrorKind::Input, "sentence",
+           tr(T::gpt_prompt_too_long, {{"tokens", tokens.size()}, {"max", model_->config.max_positions - 2}}));
+    for (int i = 0; i < (prompt ? 0 : asked_.source_padding); ++i) {  // as in a batch: <pad> after <eos>
       Token pad;
       pad.text = model_->src_vocab.token(model_->config.pad_id);
       pad.id = model_->config.pad_id;
@@ -261,7 +283,7 @@ bool AppState::rebuild(int steps) {
            tr(T::state_sentence_too_long, {{"tokens", tokens.size()}, {"max", model_->config.max_positions}}));
     validate_interventions(model_->config, asked_.interventions);
     validate_decode_options(model_->config, options, asked_.interventions);
-    options.max_length = std::min<int>(static_cast<int>(tokens.size()) + 30, model_->config.max_positions - 1);
+    options.max_length = max_length_for(static_cast<int>(tokens.size()));
     options.max_length = std::max<int>(options.max_length, static_cast<int>(asked_.interventions.forced_prefix.size()));
   } catch (const std::exception& e) {
     return fail_with(e);
@@ -281,7 +303,7 @@ bool AppState::rebuild(int steps) {
   }
   // The encoder pass is taken from the current decoder where the change is past it (a decoder head, say): the
   // work shares that pass (immutable), not the decoder.
-  std::shared_ptr<const Trace> encoder_pass = same_source ? shown_.decoder->encoder_pass() : nullptr;
+  std::shared_ptr<const Trace> encoder_pass = same_source && !prompt ? shown_.decoder->encoder_pass() : nullptr;
   Work work = [m = model_, tokens = std::move(tokens), src_ids, iv = asked_.interventions, options, steps, guided,
                guess = std::move(guess), encoder_pass = std::move(encoder_pass),
                device = device_](const std::atomic<bool>& cancelled) mutable {
@@ -424,8 +446,9 @@ void AppState::undo_model() {
 RowVec AppState::chosen_distribution_logits(int position) const {
   if (position < 0) return RowVec();
   if (position < shown_.chosen_logits.rows()) return shown_.chosen_logits.row(position);
-  if (position < shown_.trace.logits.rows() && (shown_.chosen_logits.size() == 0 || position == static_cast<int>(shown_.translation.size())))
-    return shown_.trace.logits.row(position);
+  const int row = position + prompt_rows();  // the decoder row that chose generated token `position`
+  if (row < shown_.trace.logits.rows() && (shown_.chosen_logits.size() == 0 || position == static_cast<int>(shown_.translation.size())))
+    return shown_.trace.logits.row(row);
   return RowVec();
 }
 
@@ -565,7 +588,7 @@ const std::vector<int>& AppState::translation_as_trained() {
     }
   DecodeOptions options = asked_.decode_options;
   apply_generation_rules(model_->generation, options);
-  options.max_length = std::min<int>(static_cast<int>(src_ids.size()) + 30, model_->config.max_positions - 1);
+  options.max_length = max_length_for(static_cast<int>(src_ids.size()));
   auto work = [m = model_, src_ids, options, hook = on_worker_start_](const std::atomic<bool>& cancelled) {
     if (hook) hook();  // as every decoding's (run_work)
     Decoder d(m->config, m->weights, src_ids, Interventions{}, options);
@@ -586,10 +609,23 @@ const std::vector<int>& AppState::translation_as_trained() {
   return as_trained_.translation;
 }
 
+int AppState::prompt_rows() const {
+  return decoder_only() ? static_cast<int>(shown_.source_tokens.size()) : 0;
+}
+
+int AppState::max_length_for(int input_tokens) const {
+  // A translation about as long as its source, and some; a continuation of kContinuationTokens (the Decoder cuts
+  // both to the positions the model has).
+  const int most = model_->config.max_positions - 1;
+  if (model_->config.stacks == ModelStacks::DecoderOnly) return std::max(1, std::min(kContinuationTokens, most - input_tokens));
+  return std::min(input_tokens + 30, most);
+}
+
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;
   for (const Token& t : shown_.source_tokens) {
-    if (t.unknown && model_) out.push_back(model_->src_vocab.token(model_->config.unk_id));
+    if (t.unknown && model_) out.push_back((decoder_only() ? model_->tgt_vocab : model_->src_vocab).token(model_->config.unk_id));
+    else if (decoder_only() && !t.special) out.push_back(target_token(t.id));  // (a prompt: the target's pieces)
     else out.push_back(t.special ? t.text : unescape_token(t.text));
   }
   return out;
@@ -612,13 +648,18 @@ std::vector<std::string> AppState::source_label_tips() const {
 
 std::vector<std::string> AppState::decoder_row_labels() const {
   std::vector<std::string> out = decoder_input_labels();
-  for (size_t t = 0; t < out.size(); ++t) {
-    // Row t reads decoder input t and predicts the token after it: translation[t] once chosen.
-    std::string predicted = "?";
-    if (t < shown_.translation.size()) predicted = target_token(shown_.translation[t]);
-    out[t] += " -> " + predicted;
-  }
+  for (size_t t = 0; t < out.size(); ++t) out[t] += " -> " + predicted_at_row(static_cast<int>(t));
   return out;
+}
+
+std::string AppState::predicted_at_row(int row) const {
+  // Row t reads decoder input t and predicts the token after it: a prompt's own next token (rows inside a
+  // decoder-only model's prompt, where the next token is given), else translation[t - prompt_rows()] once chosen.
+  const std::vector<int>& ids = shown_.trace.tgt.ids;
+  const int generated = row - prompt_rows();
+  if (generated < 0) return row + 1 < static_cast<int>(ids.size()) ? target_token(ids[static_cast<size_t>(row + 1)]) : "?";
+  if (generated < static_cast<int>(shown_.translation.size())) return target_token(shown_.translation[static_cast<size_t>(generated)]);
+  return "?";
 }
 
 std::vector<std::string> AppState::decoder_input_labels() const {
@@ -630,9 +671,22 @@ std::vector<std::string> AppState::decoder_input_labels() const {
 
 std::string AppState::target_token(int id) const {
   if (!model_ || id < 0 || id >= static_cast<int>(model_->tgt_vocab.size())) return "?";
-  std::string token = unescape_token(model_->tgt_vocab.token(id));
+  // A byte-level piece (GPT-2's "Ġman") as the bytes it stands for, spaces and broken characters visible
+  // (gui/words.h); a word or a SentencePiece piece as the vocabulary writes it.
+  const std::string& piece = model_->tgt_vocab.token(id);
+  std::string token = model_->tokenizer.kind == "byte_bpe" ? piece_as_read(byte_level_piece_bytes(piece)) : unescape_token(piece);
   note_glyphs(token);  // the candidates, the beam tree, the timeline draw it: the font atlas must hold it
   return token;
+}
+
+std::string AppState::prompt_and_continuation_text() const {
+  if (!model_) return "";
+  std::vector<std::string> pieces;
+  for (const Token& t : shown_.source_tokens)
+    if (!t.special) pieces.push_back(t.unknown ? t.surface : t.text);  // (an unknown word as typed)
+  for (int id : shown_.translation)
+    if (id != model_->config.eos_id) pieces.push_back(model_->tgt_vocab.token(id));
+  return decode_text(*model_, pieces, Side::Target);
 }
 
 std::string AppState::translation_text() const {

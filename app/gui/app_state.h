@@ -38,8 +38,12 @@ class AppState {
   int source_padding() const { return asked_.source_padding; }
 
   // [SECTION] what is shown: one finished decoding, replaced as a whole, so a panel always reads one result.
-  const std::vector<Token>& source_tokens() const { return shown_.source_tokens; }  // <bos> ... <eos>, unknown words marked
-  const std::vector<int>& translation() const { return shown_.translation; }  // target ids, no <bos>, <eos> once produced
+  // A translator's source as read (<bos> ... <eos>, unknown words marked); a decoder-only model's prompt, without
+  // the <bos> the decoder reads before it (Decoder::start_tokens).
+  const std::vector<Token>& source_tokens() const { return shown_.source_tokens; }
+  // Target ids, no <bos>, <eos> once produced: a translator's translation, a decoder-only model's continuation of
+  // the prompt (the prompt not included).
+  const std::vector<int>& translation() const { return shown_.translation; }
   // The live decoding (null while steps of it run in the background).
   const std::shared_ptr<Decoder>& decoder() const { return shown_.decoder; }
   const Trace& trace() const { return shown_.trace; }  // the pass over <bos> + translation (its last row predicts the next)
@@ -132,6 +136,13 @@ class AppState {
   ~AppState();
 
   bool ready() const { return model_ && shown_.trace.has_decoder(); }
+  // A decoder-only model (GPT, config.stacks): the sentence is a prompt the model continues, read after <bos>;
+  // no source, no encoder, no cross-attention.
+  bool decoder_only() const { return model_ && model_->config.stacks == ModelStacks::DecoderOnly; }
+  // The decoder rows that read the prompt after <bos> (a decoder-only model's prompt length; 0 for a translator):
+  // row r of the decoder pass predicts generated token r - prompt_rows() (rows before that predict the prompt's
+  // own next token, which is given, not chosen).
+  int prompt_rows() const;
   bool decoding_finished() const { return shown_.decoder && shown_.decoder->finished(); }
   // Where what is shown was computed, in words: "GPU NVIDIA H100 80GB HBM3" or "CPU, 2 threads".
   std::string shown_device() const;
@@ -144,6 +155,10 @@ class AppState {
   // What hovering a label says: the word as typed, and for an unknown word that the model read <unk>.
   std::vector<std::string> source_label_tips() const;
   std::string translation_text() const;
+  // A decoder-only model's prompt followed by its continuation, as one text (the tokenizer's joining).
+  std::string prompt_and_continuation_text() const;
+  // What decoder row `row` predicts, as a label: the prompt's next token (given) or the generated one ("?" not yet).
+  std::string predicted_at_row(int row) const;
   // The logits output token `position` was chosen from (Vt), or, at position translation.size() of an unfinished
   // decoding, those the next step chooses from (the trace's last row); empty past that.
   RowVec chosen_distribution_logits(int position) const;
@@ -175,6 +190,8 @@ class AppState {
   void fail_late(const std::exception& e);
   // Rebuilds the decoder for the current inputs and advances it `steps` steps (-1: to the end).
   bool rebuild(int steps);
+  // The most tokens a decoding of `input_tokens` source (or prompt) tokens writes.
+  int max_length_for(int input_tokens) const;
   bool advance(int count);  // the decoder `count` steps on (< 0: back), off the frame thread where there is a budget
   bool fail_with(const std::exception& e);
 
@@ -249,6 +266,10 @@ class AppState {
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.
 std::string default_model_path();
 
+// Throws ErrorKind::Unsupported for a model of a shape the views do not show (encoder-only, for now), naming it;
+// the encoder-decoder and the decoder-only shapes pass.
+void require_shown_shape(const Config& config);
+
 // The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the
 // core's own text ("[load_model] tensor '...' holds NaN") as the detail: "value error: [load_model] ...".
 std::string error_text(ErrorKind kind, const std::string& detail);
@@ -259,5 +280,9 @@ std::string error_text(const Error& error);
 // The table entry that words `code`; none for ErrorCode::Generic.
 std::optional<T> error_code_entry(ErrorCode code);
 inline constexpr const char* kDefaultSentence = "Ein Mann in einem orangefarbenen Hemd steht auf der Straße.";
+// The example a decoder-only model opens with (the English side of the example sentence, cut to a beginning).
+inline constexpr const char* kDefaultPrompt = "A man in an orange shirt";
+// Tokens a decoder-only model writes after its prompt at most (fewer where its positions end first).
+inline constexpr int kContinuationTokens = 24;
 
 }  // namespace sf::gui

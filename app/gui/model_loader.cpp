@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "gui/app_state.h"  // require_shown_shape
 #include "gui/background_task.h"
 #include "gui/text/text.h"
 #include "model/hf_marian.h"
@@ -18,9 +19,9 @@ LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* ca
     std::optional<CancelScope> scope;
     if (cancel) scope.emplace(*cancel);
     auto model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
-    // The views show the encoder-decoder shape for now: another shape is a file the app cannot open, said as
-    // such (not as a sentence that does not fit), and the model on show stays.
-    require_encoder_decoder(model->config, "the app's views");
+    // The views show the encoder-decoder and the decoder-only shapes: another is a file the app cannot open, said
+    // as such (not as a sentence that does not fit), and the model on show stays.
+    require_shown_shape(model->config);
     r.model = std::move(model);
   } catch (const Cancelled&) {
     r.model.reset();

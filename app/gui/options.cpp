@@ -76,7 +76,15 @@ std::string usage() {
                      tr(T::help_options) + "\n";
   for (const Line& l : lines) {
     std::string description;
-    if (l.description == T::help_stage) description = tr(l.description, {{"stages", stage_names()}});
+    if (l.description == T::help_stage) {
+      // (and those a decoder-only model lacks: its encoder's and the cross-attention; said once a model opens)
+      std::string missing;
+      for (int s = 0; s < static_cast<int>(Stage::Count); ++s)
+        if (!stage_in_shape(static_cast<Stage>(s), ModelStacks::DecoderOnly))
+          missing += (missing.empty() ? "" : ", ") + std::string(stage_name(static_cast<Stage>(s)));
+      description = tr(l.description, {{"stages", stage_names()}}) + " " +
+                    tr(T::gpt_help_stage_missing, {{"shape", shape_text(ModelStacks::DecoderOnly)}, {"stages", missing}});
+    }
     else if (l.description == T::help_script) description = tr(l.description, {{"commands", script_command_names()}});
     else description = tr(l.description);
     std::string head = std::string("  ") + l.option;

@@ -73,6 +73,9 @@ std::vector<ResidualBlock> residual_blocks(const Config& config, const Trace& tr
          &t.norm1},
         {T::add_norm_block_after_cross, T::add_norm_block_around_cross, &t.cross_attn.attn_out, &t.residual2, &t.norm2},
         {T::add_norm_block_after_ffn, T::add_norm_block_around_ffn, &t.ffn.out, &t.residual3, &t.norm3}};
+    // No encoder (decoder-only): no cross-attention block; the feed-forward block is still block 3 (residual3,
+    // norm3: transformer/layer_order.h), reading what block 1 gave.
+    if (!config.has_cross_attention()) sublayers.erase(sublayers.begin() + 1);
   }
   std::vector<ResidualBlock> blocks;
   for (const Sublayer& s : sublayers) {
@@ -91,6 +94,7 @@ const Mat* feed_forward_input(const Config& config, const Trace& trace, bool enc
   }
   if (layer >= static_cast<int>(trace.decoder.size())) return nullptr;
   const DecoderLayerTrace& t = trace.decoder[static_cast<size_t>(layer)];
+  if (!config.has_cross_attention()) return post(config) ? &t.norm1.out : &t.norm3.out;  // no block 2
   return post(config) ? &t.norm2.out : &t.norm3.out;
 }
 

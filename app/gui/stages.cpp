@@ -38,6 +38,50 @@ bool stage_in_shape(Stage stage, ModelStacks stacks) {
   return false;
 }
 
+Stage stage_for_shape(Stage stage, ModelStacks stacks) {
+  if (stage_in_shape(stage, stacks)) return stage;
+  const bool decoder = stacks != ModelStacks::EncoderOnly;
+  switch (stage) {
+    case Stage::EncoderAttention:
+    case Stage::CrossAttention: return decoder ? Stage::DecoderAttention : Stage::EncoderAttention;
+    case Stage::EncoderAddNorm: return Stage::DecoderAddNorm;
+    case Stage::EncoderFeedForward: return Stage::DecoderFeedForward;
+    case Stage::DecoderAttention: return Stage::EncoderAttention;
+    case Stage::DecoderAddNorm: return Stage::EncoderAddNorm;
+    case Stage::DecoderFeedForward: return Stage::EncoderFeedForward;
+    case Stage::Decoding: return Stage::Output;
+    default: break;
+  }
+  return Stage::Tokens;
+}
+
+std::vector<Stage> stages_of_shape(ModelStacks stacks) {
+  std::vector<Stage> out;
+  for (const StageInfo& info : kStages)
+    if (stage_in_shape(info.stage, stacks)) out.push_back(info.stage);
+  return out;
+}
+
+std::string shape_text(ModelStacks stacks) {
+  switch (stacks) {
+    case ModelStacks::EncoderDecoder: return tr(T::shape_encoder_decoder);
+    case ModelStacks::DecoderOnly: return tr(T::shape_decoder_only);
+    case ModelStacks::EncoderOnly: return tr(T::shape_encoder_only);
+  }
+  return to_string(stacks);
+}
+
+std::string stage_missing_text(Stage stage, ModelStacks stacks) {
+  Config shape;
+  shape.stacks = stacks;
+  const StageInfo& info = stage_info(stage);
+  const T why = stage == Stage::Training                                      ? T::shape_missing_training
+                : info.layer_of == AttentionKind::Cross && shape.has_decoder() ? T::shape_missing_cross
+                : !shape.has_encoder()                                         ? T::shape_missing_encoder
+                                                                               : T::shape_missing_decoder;
+  return tr(why, {{"stage", info.id}, {"shape", shape_text(stacks)}, {"nearest", stage_name(stage_for_shape(stage, stacks))}});
+}
+
 bool stage_from_name(const std::string& id, Stage* stage) {
   for (const StageInfo& info : kStages)
     if (id == info.id) {

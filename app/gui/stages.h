@@ -4,6 +4,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gui/text/text.h"
 #include "model/config.h"
@@ -45,7 +46,18 @@ const StageInfo& stage_info(Stage stage);
 Stage attention_stage(AttentionKind kind);
 // Whether a model of this shape has the stage.
 bool stage_in_shape(Stage stage, ModelStacks stacks);
+// The stage a model of this shape shows in place of `stage` (itself where the shape has it): the decoder's
+// self-attention for the encoder's or the cross-attention, the decoder's add & norm and feed-forward for the
+// encoder's (and back for an encoder-only model), the output for decoding, the tokens for the rest.
+Stage stage_for_shape(Stage stage, ModelStacks stacks);
+// The stages a model of this shape has, in the table's order: what Left/Right step through and presentation
+// mode counts.
+std::vector<Stage> stages_of_shape(ModelStacks stacks);
 inline const char* stage_name(Stage stage) { return stage_info(stage).id; }
+// A model's shape in words: "decoder-only (GPT)", "encoder-decoder (translation)", "encoder-only (BERT)".
+std::string shape_text(ModelStacks stacks);
+// Why a model of this shape has no `stage`, and the stage it shows instead (stage_for_shape), in words.
+std::string stage_missing_text(Stage stage, ModelStacks stacks);
 // The stage named `id`; false for an unknown name.
 bool stage_from_name(const std::string& id, Stage* stage);
 // "tokens, embedding, ..." for messages that list what is accepted.

@@ -180,8 +180,13 @@ bool numbered_slider(const char* label, int* index, int count) {
   return changed;
 }
 
-void attention_kind_picker(AttentionKind* kind) {
+void attention_kind_picker(AttentionKind* kind, const Config& config) {
   int k = static_cast<int>(*kind);
+  if (!config.has_encoder()) {  // one kind: the decoder's masked self-attention, named, nothing to pick
+    ImGui::TextUnformatted(tr(T::widgets_decoder_self_masked));
+    *kind = AttentionKind::Decoder;
+    return;
+  }
   ImGui::RadioButton(tr(T::widgets_encoder_self), &k, static_cast<int>(AttentionKind::Encoder));
   ImGui::SameLine();
   ImGui::RadioButton(tr(T::widgets_decoder_self_masked), &k, static_cast<int>(AttentionKind::Decoder));
@@ -190,7 +195,13 @@ void attention_kind_picker(AttentionKind* kind) {
   *kind = static_cast<AttentionKind>(k);
 }
 
-void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em) {
+void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em, const Config& config) {
+  if (!config.has_encoder()) {  // one stack: the layer alone
+    *kind = AttentionKind::Decoder;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * slider_em);
+    numbered_slider(tr(T::widgets_layer), layer, layers);
+    return;
+  }
   const bool encoder = *kind == AttentionKind::Encoder;
   int side = encoder ? 0 : 1;
   ImGui::RadioButton(tr(T::widgets_encoder), &side, 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/config.h"
 #include "transformer/interventions.h"
 
 namespace sf::gui {
@@ -62,11 +63,13 @@ bool controls_toggle(bool* open);
 // "3.1e-07"), so that no candidate reads 0.000; "0" only for an exact zero, "1" only for an exact one.
 std::string probability_text(double p);
 
-// The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons.
-void attention_kind_picker(AttentionKind* kind);
+// The attention kind a panel shows: encoder self, decoder self (masked) or cross, as radio buttons; a model
+// without an encoder (decoder-only) has one kind, named without a choice.
+void attention_kind_picker(AttentionKind* kind, const Config& config);
 // The stack and layer a per-layer stage shows (add & norm, feed-forward): "encoder" / "decoder" and a layer slider
-// numbered from 1 of `layers` (`*layer` from 0), the slider `slider_em` type sizes wide.
-void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em);
+// numbered from 1 of `layers` (`*layer` from 0), the slider `slider_em` type sizes wide (a decoder-only model:
+// the slider alone).
+void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em, const Config& config);
 
 }  // namespace sf::gui
 

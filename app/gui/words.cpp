@@ -3,6 +3,7 @@
 #include "gui/text/text.h"
 #include "model/languages.h"
 #include "model/model.h"
+#include "util/utf8.h"
 
 namespace sf::gui {
 
@@ -36,6 +37,67 @@ LanguageWords language_words(const Model* model) {
   if (!target.empty()) w.target = w.target_capital = target;
   w.named = !source.empty() && !target.empty();
   return w;
+}
+
+// [SECTION] a token's bytes as the model reads them
+
+namespace {
+
+void append_hex_byte(unsigned char byte, std::string& out) {
+  static const char kHex[] = "0123456789ABCDEF";
+  out += '<';
+  out += kHex[byte >> 4];
+  out += kHex[byte & 15];
+  out += '>';
+}
+
+// GPT-2's bytes_to_unicode: the bytes that stand for themselves.
+bool printable_latin1(int byte) { return (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF); }
+
+}  // namespace
+
+std::string piece_as_read(std::string_view bytes) {
+  std::string out;
+  for (const Utf8Char& ch : decode_utf8(bytes)) {
+    const std::string_view source = bytes.substr(ch.begin, ch.end - ch.begin);
+    // U+FFFD from a byte that is not whole UTF-8 (decode_utf8 gives one for each such byte); a U+FFFD written
+    // in the text itself is its three bytes EF BF BD, and stays a character.
+    if (ch.c == 0xFFFD && source != "\xEF\xBF\xBD") {
+      for (const char b : source) append_hex_byte(static_cast<unsigned char>(b), out);
+    } else if (ch.c == U' ') {
+      out += "\u2423";  // ␣
+    } else if (ch.c == U'\n') {
+      out += "\u21B5";  // ↵
+    } else if (ch.c == U'\t') {
+      out += "\u21E5";  // ⇥
+    } else if (ch.c < 0x20 || ch.c == 0x7F || (ch.c >= 0x80 && ch.c < 0xA0)) {
+      for (const char b : source) append_hex_byte(static_cast<unsigned char>(b), out);  // control characters
+    } else {
+      out.append(source);
+    }
+  }
+  return out;
+}
+
+std::string byte_level_piece_bytes(std::string_view piece) {
+  std::string out;
+  for (const Utf8Char& ch : decode_utf8(piece)) {
+    const char32_t c = ch.c;
+    if (c < 0x100 && printable_latin1(static_cast<int>(c))) {
+      out += static_cast<char>(c);
+    } else if (c >= 0x100 && c < 0x100 + 68) {
+      // The n-th byte (in byte order) that is not printable Latin-1 is U+0100 + n.
+      int n = static_cast<int>(c - 0x100);
+      for (int byte = 0; byte < 256; ++byte)
+        if (!printable_latin1(byte) && n-- == 0) {
+          out += static_cast<char>(byte);
+          break;
+        }
+    } else {
+      out.append(piece.substr(ch.begin, ch.end - ch.begin));
+    }
+  }
+  return out;
 }
 
 }  // namespace sf::gui

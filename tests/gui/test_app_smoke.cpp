@@ -50,8 +50,11 @@ TEST(AppSmoke, HelpAndVersionExitZero) {
   const std::string last = all.substr(all.rfind(' ') + 1);
   for (std::istringstream names(all); std::getline(names, name, ',');) {
     if (name.front() == ' ') name.erase(0, 1);
-    EXPECT_NE(help.output.find(" " + name + (name == last ? "\n" : ",")), std::string::npos)
-        << "--help does not list the stage '" << name << "':\n" << help.output;
+    // (the last is followed by the end of the line, or the note on the stages a decoder-only model lacks)
+    const bool listed = name == last ? help.output.find(" " + name + "\n") != std::string::npos ||
+                                           help.output.find(" " + name + " (") != std::string::npos
+                                     : help.output.find(" " + name + ",") != std::string::npos;
+    EXPECT_TRUE(listed) << "--help does not list the stage '" << name << "':\n" << help.output;
   }
   // And every command a script may use (the table parse_script reads), each as a whole word of the list.
   for (std::istringstream names(script_command_names()); std::getline(names, name, ',');) {

@@ -77,6 +77,28 @@ TEST_P(Projector, EveryMapStageMeetsTheRoomWithReadableLabels) {
   EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
 }
 
+// The same for a decoder-only (GPT) model's stages with a map: its one stack, learned positions beside the
+// sinusoids.
+TEST_P(Projector, EveryMapStageOfADecoderOnlyModelMeetsTheRoom) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_gpt_stages_" + screen_name({screen, 0}));
+  const char* stages[] = {"embedding",    "positional",       "encoder-qkv",          "decoder-attention",
+                          "concat-heads", "decoder-add-norm", "decoder-feed-forward", "all-heads"};
+  std::string script = "model " + std::string(STEPFORMER_SOURCE_DIR) +
+                       "/tests/fixtures/shapes/gpt_pre.model.safetensors\nsentence the dog runs\npresent on\nunhover\n"
+                       "caption The small maps on the right are the steps: raw scores, scores with the mask, and the "
+                       "head's output.\n";
+  for (const char* stage : stages) script += std::string("stage ") + stage + "\nlayout " + stage + ".json\n";
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const char* stage : stages) {
+    const json layout = testing::load_json(dir / (std::string(stage) + ".json"));
+    ASSERT_TRUE(layout.contains("panels")) << stage;
+    problems += problems_of(layout, true);
+  }
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
 INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
 
 // The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800

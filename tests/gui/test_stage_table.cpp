@@ -55,6 +55,7 @@ TEST(StageTable, EachShapeHasItsStages) {
   for (int i = 0; i < static_cast<int>(Stage::Count); ++i)
     EXPECT_TRUE(stage_in_shape(static_cast<Stage>(i), ModelStacks::EncoderDecoder)) << i;
   EXPECT_FALSE(stage_in_shape(Stage::EncoderAttention, ModelStacks::DecoderOnly));
+  EXPECT_FALSE(stage_in_shape(Stage::EncoderAddNorm, ModelStacks::DecoderOnly));
   EXPECT_FALSE(stage_in_shape(Stage::EncoderFeedForward, ModelStacks::DecoderOnly));
   EXPECT_FALSE(stage_in_shape(Stage::CrossAttention, ModelStacks::DecoderOnly));
   EXPECT_TRUE(stage_in_shape(Stage::DecoderAttention, ModelStacks::DecoderOnly));
@@ -64,6 +65,32 @@ TEST(StageTable, EachShapeHasItsStages) {
   EXPECT_FALSE(stage_in_shape(Stage::Decoding, ModelStacks::EncoderOnly));
   EXPECT_TRUE(stage_in_shape(Stage::EncoderAttention, ModelStacks::EncoderOnly));
   EXPECT_TRUE(stage_in_shape(Stage::Output, ModelStacks::EncoderOnly));
+  // Training trains translators (Multi30k): the encoder-decoder alone.
+  EXPECT_FALSE(stage_in_shape(Stage::Training, ModelStacks::DecoderOnly));
+  EXPECT_FALSE(stage_in_shape(Stage::Training, ModelStacks::EncoderOnly));
+}
+
+// A stage a shape lacks is shown as its counterpart (a --stage, a lesson's stage, the stage on show when another
+// model opens), and that counterpart is one of the shape's stages; the shape's stages keep the table's order.
+TEST(StageTable, EachStageHasACounterpartInEveryShape) {
+  for (ModelStacks stacks : {ModelStacks::EncoderDecoder, ModelStacks::DecoderOnly, ModelStacks::EncoderOnly}) {
+    const std::vector<Stage> order = stages_of_shape(stacks);
+    for (int i = 0; i < static_cast<int>(Stage::Count); ++i) {
+      const Stage s = static_cast<Stage>(i);
+      EXPECT_TRUE(stage_in_shape(stage_for_shape(s, stacks), stacks)) << stage_name(s) << " in " << to_string(stacks);
+      if (stage_in_shape(s, stacks)) {
+        EXPECT_EQ(stage_for_shape(s, stacks), s);
+      }
+    }
+    for (size_t k = 1; k < order.size(); ++k) EXPECT_LT(static_cast<int>(order[k - 1]), static_cast<int>(order[k]));
+  }
+  EXPECT_EQ(stage_for_shape(Stage::EncoderAttention, ModelStacks::DecoderOnly), Stage::DecoderAttention);
+  EXPECT_EQ(stage_for_shape(Stage::CrossAttention, ModelStacks::DecoderOnly), Stage::DecoderAttention);
+  EXPECT_EQ(stage_for_shape(Stage::EncoderFeedForward, ModelStacks::DecoderOnly), Stage::DecoderFeedForward);
+  EXPECT_EQ(stages_of_shape(ModelStacks::EncoderDecoder).size(), static_cast<size_t>(Stage::Count));
+  const std::string why = stage_missing_text(Stage::EncoderAttention, ModelStacks::DecoderOnly);
+  EXPECT_NE(why.find("encoder-attention"), std::string::npos) << why;
+  EXPECT_NE(why.find("decoder-attention"), std::string::npos) << why;
 }
 
 // The table's panel column: every stage has a panel, a stage's panel is the class its line names, and stages of

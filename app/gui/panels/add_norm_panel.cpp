@@ -30,7 +30,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
   block_ = std::clamp(block_, 0, static_cast<int>(blocks.size()) - 1);
 
   if (controls_toggle(&controls_open_)) {
-    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 4.5f);
+    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 4.5f, c);
     for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
       same_line_if_fits(labelled_box_width(blocks[static_cast<size_t>(b)].name));  // large type: a line of its own
       ImGui::RadioButton(blocks[static_cast<size_t>(b)].name, &block_, b);

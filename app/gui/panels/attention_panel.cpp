@@ -37,6 +37,10 @@ Mat probabilities_with_blocked_cells(const AttentionTrace& a, int head) {
 }
 
 int clamp_selection(const Config& c, AttentionSelection& sel) {
+  // A kind the model lacks (a decoder-only model's encoder or cross-attention): the stack it has.
+  if (!c.has_encoder()) sel.kind = AttentionKind::Decoder;
+  if (!c.has_decoder()) sel.kind = AttentionKind::Encoder;
+  if (sel.kind == AttentionKind::Cross && !c.has_cross_attention()) sel.kind = AttentionKind::Decoder;
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   sel.layer = std::clamp(sel.layer, 0, layers - 1);
   sel.head = std::clamp(sel.head, 0, c.n_heads - 1);
@@ -44,7 +48,7 @@ int clamp_selection(const Config& c, AttentionSelection& sel) {
 }
 
 void draw_attention_selector(const Config& c, AttentionSelection& sel, bool with_head) {
-  attention_kind_picker(&sel.kind);
+  attention_kind_picker(&sel.kind, c);
   const int layers = clamp_selection(c, sel);
   // Sliders of 4.5 lines: the kind, layer and head fit one line of a 1280-pixel window in presentation mode.
   const float slider_width = ImGui::GetFontSize() * 4.5f + ImGui::GetStyle().ItemInnerSpacing.x;
@@ -327,7 +331,9 @@ bool AttentionPanel::draw_stage(const AppState& state, AttentionSelection& sel, 
 
   const std::vector<std::string> row_labels = state.decoder_row_labels();
   s.explanation =
-      s.reshaped ? tr(T::attention_explanation_reshaped)
+      s.reshaped            ? tr(T::attention_explanation_reshaped)
+      : state.decoder_only() ? tr(T::gpt_attention_explanation,  // (a prompt and its continuation, no languages)
+                                  {{"example", math_escape(row_labels.size() > 1 ? row_labels[1] : std::string())}})
                  : kind_explanation(sel.kind, language_words(state.model().get()),
                                     row_labels.size() > 1 ? row_labels[1] : std::string(tr(T::attention_example_row)));
   s.scale_by = s.reshaped ? c.d_model : c.head_dim();  // sqrt of it divides the scores (attention_scale)

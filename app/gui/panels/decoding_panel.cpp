@@ -290,10 +290,13 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
   if (!presenting) ImGui::TextUnformatted(tr(T::decoding_heading));  // (the header says it)
   // The start token by name: <bos>, or a Marian model's <pad>.
   const std::string start = state.model() ? state.model()->tgt_vocab.token(state.model()->config.bos_id) : "<bos>";
-  explanation(
-      tr(state.model() && state.model()->generation.present ? T::decoding_explanation_generate : T::decoding_explanation,
-         {{"start", start}})
-          .c_str());
+  explanation(tr(state.decoder_only()                                   ? T::gpt_decoding_explanation
+                 : state.model() && state.model()->generation.present ? T::decoding_explanation_generate
+                                                                      : T::decoding_explanation,
+                 {{"start", start}})
+                  .c_str());
+  if (state.decoder_only() && !presenting)  // (what it continues; the strip of presentation mode shows it)
+    text_wrapped(tr(T::gpt_decoding_prompt, {{"prompt", state.sentence()}}).c_str());
 
   DecodeOptions o = state.decode_options();
   bool changed = false;
@@ -380,9 +383,11 @@ void DecodingPanel::draw_stage(const AppState& state, PanelAsk& ask) {
   }
   if (!presenting || show_forcing_) {
   ImGui::Spacing();
-  ImGui::TextUnformatted(tr(T::decoding_teacher_forcing_heading));
+  ImGui::TextUnformatted(tr(state.decoder_only() ? T::gpt_decoding_forcing_heading : T::decoding_teacher_forcing_heading));
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16);
-  const std::string hint = tr(T::decoding_reference_hint, {{"target", language_words(state.model().get()).target}});
+  const std::string hint = state.decoder_only()
+                               ? std::string(tr(T::gpt_decoding_reference_hint))
+                               : tr(T::decoding_reference_hint, {{"target", language_words(state.model().get()).target}});
   const bool entered = ImGui::InputTextWithHint("##reference", hint.c_str(), &reference_input_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   if (ImGui::Button(tr(T::decoding_force)) || entered) ask.reference = reference_input_;

@@ -35,10 +35,15 @@ void EmbeddingPanel::draw_stage(const AppState& state) {
     range_ = std::max(1e-3f, magnitudes[magnitudes.size() * 99 / 100]);
     const std::pair<MapView*, const Mat*> maps[] = {
         {&embedding_, &src.tok_embed}, {&sum_, &src.sum}, {&target_embedding_, &tgt.tok_embed}, {&target_sum_, &tgt.sum}};
-    for (const auto& [view, m] : maps) view->set_values(*m, -range_, range_);
+    for (const auto& [view, m] : maps)
+      if (m->size() > 0) view->set_values(*m, -range_, range_);  // (a decoder-only model has no source)
     uploaded_version_ = state.version();
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
+  if (state.decoder_only()) {
+    draw_prompt(state);
+    return;
+  }
   const LanguageWords words = language_words(state.model().get());
   if (!high_contrast()) ImGui::TextUnformatted(tr(T::embedding_heading));
   explanation(tr(scaled ? T::embedding_explanation_scaled : T::embedding_explanation,
@@ -140,6 +145,61 @@ void EmbeddingPanel::draw_stage(const AppState& state) {
   ImGui::SameLine();
   side(target_heading.c_str(), target_embedding_, "target_embedding", target_sum_, "decoder_input", target_labels,
        nullptr, TokenSide::Target, static_cast<int>(tgt.sum.rows()), T::embedding_input_title_decoder);
+}
+
+// A decoder-only model: one stack, one input: the prompt's (and continuation's) token embeddings, then with the
+// positions added, the decoder's input.
+void EmbeddingPanel::draw_prompt(const AppState& state) {
+  const Config& c = state.model()->config;
+  const EmbeddingTrace& tgt = state.trace().tgt;  // (T, C)
+  const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
+  if (!high_contrast()) ImGui::TextUnformatted(tr(T::embedding_heading));
+  explanation(tr(scaled ? T::gpt_embedding_explanation_scaled : T::gpt_embedding_explanation));
+  char numbers[120];
+  if (scaled)
+    std::snprintf(numbers, sizeof(numbers), "$ = E[id_i] \\cdot$ %.1f     $E$ [%d \u00d7 %d]", std::sqrt(float(c.d_model)),
+                  state.model()->tgt_vocab.size(), c.d_model);
+  else
+    std::snprintf(numbers, sizeof(numbers), "     $E$ [%d \u00d7 %d]", state.model()->tgt_vocab.size(), c.d_model);
+  formula(std::string(scaled ? "$x_i = E[id_i] \\cdot \\sqrt{d_{model}}$" : "$x_i = E[id_i]$") + numbers);
+  const std::vector<std::string> labels = state.decoder_input_labels();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 room = ImGui::GetContentRegionAvail();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  // The two maps side by side, row for row: E[id] (times the scale), then + positions.
+  const float gap = style.ItemSpacing.x, bar = colour_bar_width(-range_, range_);
+  const float label_w = std::min(MapView::label_width_for(labels), 0.2f * room.x);
+  const float each = (room.x - label_w - bar - 2 * gap) / 2;
+  const std::string titles[2] = {tr(scaled ? T::gpt_embedding_map_tokens_scaled : T::gpt_embedding_map_tokens),
+                                 tr(T::gpt_embedding_map_input, {{"rows", static_cast<int>(tgt.sum.rows())}, {"d_model", c.d_model}})};
+  float title_h = line;
+  for (int i = 0; i < 2; ++i)
+    title_h = std::max(title_h, math_text_size(titles[i], (i == 0 ? label_w : 0.0f) + each).y + style.ItemSpacing.y);
+  const float h = std::max(3 * line, room.y - title_h - 0.5f * ImGui::GetFontSize());
+  const ImVec2 row_origin = ImGui::GetCursorScreenPos();
+  MapViewOptions options;
+  options.style = {Colormap::Diverging, false};
+  options.always_label = true;
+  const auto map = [&](MapView& view, const char* name, const std::string& title, float width_label, bool with_bar) {
+    ImGui::BeginGroup();
+    const ImVec2 top = ImGui::GetCursorScreenPos();
+    math_text(title, width_label + each, 0, "map_title");
+    ImGui::SetCursorScreenPos(ImVec2(top.x, top.y + title_h));
+    MapAxis axis, none;
+    axis.labels = width_label > 0 ? &labels : nullptr;
+    axis.tokens = true;
+    axis.side = TokenSide::Target;
+    MapViewOptions o = options;
+    o.label_width = width_label;
+    o.colour_bar = with_bar;
+    view.heatmap().set_axis_labels(labels);  // row names for export
+    view.draw(name, ImVec2(width_label + each + (with_bar ? bar : 0.0f), h), axis, none, o);
+    ImGui::EndGroup();
+  };
+  map(target_embedding_, "target_embedding", titles[0], label_w, false);
+  ImGui::SameLine(0, gap);
+  map(target_sum_, "decoder_input", titles[1], 0.0f, true);
+  record_item("main_map", row_origin, ImVec2(row_origin.x + room.x, row_origin.y + title_h + h), -1, "embedding");
 }
 
 }  // namespace sf::gui

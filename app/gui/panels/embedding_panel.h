@@ -15,6 +15,7 @@ class EmbeddingPanel : public StagePanel {
 
  private:
   void draw_stage(const AppState& state);
+  void draw_prompt(const AppState& state);  // a decoder-only model: its one input
   MapView embedding_, sum_, target_embedding_, target_sum_;
   int uploaded_version_ = -1;
   float range_ = 1.0f;

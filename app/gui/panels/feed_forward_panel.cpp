@@ -30,7 +30,7 @@ void FeedForwardPanel::draw_stage(const AppState& state, AttentionSelection& sel
   const FeedForwardTrace& f = encoder ? state.trace().encoder[static_cast<size_t>(sel.layer)].ffn
                                       : state.trace().decoder[static_cast<size_t>(sel.layer)].ffn;
   if (controls_toggle(&controls_open_)) {
-    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 6);
+    stack_and_layer_picker(&sel.kind, &sel.layer, layers, 6, c);
   }
 
   const bool relu = c.activation == Activation::ReLU;

@@ -25,7 +25,7 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
   if (!state.ready()) return false;
   const Config& c = state.model()->config;
   const bool presenting = high_contrast();
-  if (controls_toggle(&controls_open_)) attention_kind_picker(&sel.kind);
+  if (controls_toggle(&controls_open_)) attention_kind_picker(&sel.kind, c);
   const int layers = sel.kind == AttentionKind::Encoder ? c.n_encoder_layers : c.n_decoder_layers;
   const int H = c.n_heads;
   if (!presenting)

@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <vector>
 #include <cstdio>
 
 #include "gui/text/text.h"
@@ -160,7 +161,7 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
   bool changed = false;
   const bool presenting = high_contrast();  // (the header names the stage; short labels, so the grids fit)
   if (!presenting) ImGui::TextUnformatted(tr(T::interventions_heading));
-  explanation(tr(T::interventions_explanation));
+  explanation(tr(c.has_encoder() ? T::interventions_explanation : T::gpt_interventions_explanation));
   ImGui::TextUnformatted(tr(T::interventions_changed, {{"changes", interventions_summary(edit).empty()
                                                                        ? tr(T::interventions_nothing_model_trained)
                                                                        : interventions_summary(edit)}})
@@ -180,16 +181,20 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
   changed |=
       ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_long),
                       &edit.causal_mask);
-  if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
-  changed |=
-      ImGui::Checkbox(presenting ? tr(T::interventions_padding_mask) : tr(T::interventions_padding_mask_pad_tokens),
-                      &edit.padding_mask);
-  // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
-  int pads = state.source_padding();
-  same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, tr(T::interventions_pad_after_sentence)),
-                    ImGui::GetFontSize());
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::SliderInt(tr(T::interventions_pad_after_sentence), &pads, 0, 8) && pad_request) *pad_request = pads;
+  if (c.has_encoder()) {  // (a decoder-only model reads no padded source: nothing for the padding mask to block)
+    if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
+    changed |=
+        ImGui::Checkbox(presenting ? tr(T::interventions_padding_mask) : tr(T::interventions_padding_mask_pad_tokens),
+                        &edit.padding_mask);
+    // A sentence alone has no <pad>: add some, as a batch pads a short sentence, to see what the mask blocks.
+    int pads = state.source_padding();
+    same_line_if_fits(labelled_field_width(ImGui::GetFontSize() * 5, tr(T::interventions_pad_after_sentence)),
+                      ImGui::GetFontSize());
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    if (ImGui::SliderInt(tr(T::interventions_pad_after_sentence), &pads, 0, 8) && pad_request) *pad_request = pads;
+  } else if (!edit.causal_mask && !presenting) {
+    text_disabled_wrapped("%s", tr(T::gpt_causal_off_note));
+  }
   if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_positional_encoding)), ImGui::GetFontSize());
   changed |= ImGui::Checkbox(
       presenting ? tr(T::interventions_positional_encoding) : tr(T::interventions_positional_encoding_long),
@@ -201,12 +206,18 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
   // on a 1280-pixel projector); a grid is as wide as its cells or its title. Where even that does not fit (many
   // heads), a grid goes under the others.
   const float f = ImGui::GetFontSize(), gap = f * 1.5f;
-  const AttentionKind kinds[3] = {AttentionKind::Encoder, AttentionKind::Decoder, AttentionKind::Cross};
+  // (the kinds of attention the model has: a decoder-only model's masked self-attention alone)
+  std::vector<AttentionKind> kinds;
+  if (c.has_encoder()) kinds.push_back(AttentionKind::Encoder);
+  if (c.has_decoder()) kinds.push_back(AttentionKind::Decoder);
+  if (c.has_cross_attention()) kinds.push_back(AttentionKind::Cross);
   const auto grid_width = [&](AttentionKind kind, float cell) {
     return std::max(grid_label_width() + c.n_heads * cell, ImGui::CalcTextSize(grid_title(kind)).x);
   };
   const auto all_width = [&](float cell) {
-    return grid_width(kinds[0], cell) + grid_width(kinds[1], cell) + grid_width(kinds[2], cell) + 2 * gap;
+    float w = 0;
+    for (const AttentionKind kind : kinds) w += grid_width(kind, cell) + gap;
+    return w - gap;
   };
   float cell = f * 2.2f;
   // (and no taller than the height left: the grids' titles, head numbers, layers, "all on", and a line below)
@@ -214,7 +225,7 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
   const float height_left = ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing();
   cell = std::max(f * 0.8f, std::min(cell, height_left / std::max(1, most_layers)));
   while (cell > f * 0.8f && all_width(cell) > ImGui::GetContentRegionAvail().x) cell -= 1.0f;
-  for (int k = 0; k < 3; ++k) {
+  for (size_t k = 0; k < kinds.size(); ++k) {
     if (k > 0) same_line_if_fits(grid_width(kinds[k], cell), gap);
     changed |= head_grid(c, kinds[k], cell, edit);
   }

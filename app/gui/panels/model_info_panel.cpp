@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "gui/render/item_placements.h"
 #include "gui/render/math_text.h"
+#include "gui/stages.h"  // shape_text
 #include "gui/text/text.h"
 #include "gui/words.h"
 #include "gui/widgets.h"
@@ -257,12 +258,14 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
     return l.empty() ? std::string(tr(T::model_info_language_unnamed))
                      : tr(T::model_info_language, {{"language", language_word(l)}, {"code", l}});
   };
-  ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
-                                                          {"size", with_thousands(m.src_vocab.size())}})
-                             .c_str());
-  ImGui::PushTextWrapPos(0.0f);
-  text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::PopTextWrapPos();
+  if (c.has_encoder()) {  // (a decoder-only model has one vocabulary, the target's)
+    ImGui::TextUnformatted(tr(T::model_info_source_tokens, {{"language", lang(m.tokenizer.source_language)},
+                                                            {"size", with_thousands(m.src_vocab.size())}})
+                               .c_str());
+    ImGui::PushTextWrapPos(0.0f);
+    text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::PopTextWrapPos();
+  }
   ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
                                                           {"size", with_thousands(m.tgt_vocab.size())}})
                              .c_str());
@@ -353,6 +356,11 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
               {"never", m.generation.never_generate.empty() ? "-" : std::to_string(m.generation.never_generate[0])}})
               .c_str());
   }
+  // The shape first: which stacks it has, in words a course uses ("decoder-only (GPT)").
+  text_wrapped(tr(T::gpt_model_info_shape, {{"shape", shape_text(c.stacks)}}).c_str());
+  record_item("model_info.shape", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, to_string(c.stacks));
+  if (c.stacks == ModelStacks::DecoderOnly)
+    text_disabled_wrapped("%s", tr(c.norm_placement == NormPlacement::Pre ? T::gpt_model_info_pre_norm : T::gpt_model_info_post_norm));
   text_wrapped(tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
                                                       {"family", m.family},
                                                       {"d_model", c.d_model},

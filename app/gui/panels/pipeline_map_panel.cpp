@@ -263,7 +263,8 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
                                        {Stage::Training, T::pipeline_map_training}};
   for (const auto& [stage, label] : below)
     if (stage_in_shape(stage, stacks)) stage_button(stage, tr(label));
-  ImGui::TextDisabled("%s", tr(T::pipeline_map_keys));
+  // (T opens training where the shape has it)
+  ImGui::TextDisabled("%s", tr(stage_in_shape(Stage::Training, stacks) ? T::pipeline_map_keys : T::gpt_pipeline_map_keys));
   return result;
 }
 

@@ -43,28 +43,122 @@ PanelAsk PositionalEncodingPanel::draw(const PanelContext& context) {
   return {};
 }
 
+namespace {
+
+// (P, P) cosine similarity of the rows of m: PE_i . PE_j / (|PE_i| |PE_j|), in -1 .. 1.
+Mat cosine_similarity(const Mat& m) {
+  Mat unit = m;
+  for (Eigen::Index r = 0; r < unit.rows(); ++r) {
+    const float n = unit.row(r).norm();
+    if (n > 0) unit.row(r) /= n;
+  }
+  return unit * unit.transpose();
+}
+
+}  // namespace
+
+// Learned positions (GPT-2's wpe, the tutorials' nn.Embedding): the table and how alike its rows are, beside what
+// the paper's sinusoids of the same size would be; what a class compares is the pattern, not the numbers.
+void PositionalEncodingPanel::draw_learned(const AppState& state) {
+  const Config& c = state.model()->config;
+  const Mat& table = c.has_encoder() ? state.model()->weights.src_positions : state.model()->weights.tgt_positions;  // (P, C)
+  const void* source = &table;
+  if (source != source_ || encoding_.cols() != c.d_model || encoding_.rows() == 0) {
+    encoding_ = table.topRows(std::min<Eigen::Index>(kPositions, table.rows()));
+    const int P = static_cast<int>(encoding_.rows());
+    const float range = std::max(1e-3f, encoding_.cwiseAbs().maxCoeff());
+    matrix_.set_values(encoding_.data(), P, c.d_model, -range, range);
+    const Mat similarity = cosine_similarity(encoding_);
+    similarity_.set_values(similarity.data(), P, P, -1.0f, 1.0f);
+    const Mat sines = sinusoidal_positional_encoding(P, c.d_model, c.sinusoid_layout);  // (P, C)
+    sine_matrix_.set_values(sines.data(), P, c.d_model, -1.0f, 1.0f);
+    const Mat sine_similarity = cosine_similarity(sines);
+    sine_similarity_.set_values(sine_similarity.data(), P, P, -1.0f, 1.0f);
+    source_ = source;
+  }
+  const int P = static_cast<int>(encoding_.rows());
+  if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading_learned));
+  // (two paragraphs, one "Explain" when presenting: the maps take the height)
+  explanation((std::string(tr(T::positional_encoding_explanation_learned)) + "\n" + tr(T::gpt_positions_compare)).c_str());
+  formula(std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") +
+          tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(table.rows())}, {"d_model", c.d_model}, {"shown", P}}));
+  // Two rows of two: the learned table and its similarities; the sinusoids of the same size and theirs.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float spacing = style.ItemSpacing.x;
+  const float bar = std::max(colour_bar_width(-1.0f, 1.0f), colour_bar_width(matrix_.lo(), matrix_.hi()));
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const std::string titles[4] = {tr(T::gpt_positions_learned_title, {{"positions", P}, {"d_model", c.d_model}}),
+                                 tr(T::gpt_positions_similarity_learned),
+                                 tr(T::gpt_positions_sines_title, {{"positions", P}, {"d_model", c.d_model}}),
+                                 tr(T::gpt_positions_similarity_sines)};
+  // Each row: its titles (wrapped at their maps' widths), then the maps; the two rows share the height left.
+  // The similarity maps are square, so their width follows the height: measured twice.
+  float row_h = 0, side = avail.x * 0.3f, matrix_w = 0;
+  const auto fit_rows = [&] {  // the rows' height with the titles wrapped at the widths `side` gives
+    matrix_w = std::max(64.0f, avail.x - side - 2 * bar - 5 * spacing);
+    float titles_h = 0;
+    for (int r = 0; r < 2; ++r)
+      titles_h += std::max(ImGui::CalcTextSize(titles[2 * r].c_str(), nullptr, false, matrix_w + spacing + bar).y,
+                           ImGui::CalcTextSize(titles[2 * r + 1].c_str(), nullptr, false, side + spacing + bar).y) +
+                  2 * style.ItemSpacing.y;
+    row_h = std::max(ImGui::GetFontSize() * 3, (avail.y - titles_h - 2 * style.ItemSpacing.y) / 2);
+  };
+  fit_rows();
+  side = std::min(row_h, avail.x * 0.3f);
+  fit_rows();  // (a narrower similarity map may wrap its title to more lines: measured again at the width it keeps)
+  pictures_top_ = ImGui::GetCursorScreenPos();
+  int row = -1, col = -1;
+  const auto pair = [&](Heatmap& matrix, const char* matrix_name, const std::string& matrix_title, Heatmap& similarity,
+                        const char* similarity_name, const std::string& similarity_title) {
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + matrix_w + spacing + bar);
+    ImGui::TextUnformatted(matrix_title.c_str());
+    ImGui::PopTextWrapPos();
+    if (matrix.draw(matrix_name, ImVec2(matrix_w, row_h), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
+      ImGui::SetTooltip("%s", tr(T::positional_encoding_matrix_tip,
+                                 {{"position", row}, {"dimension", col}, {"value", number_text("%.4f", matrix.value(row, col))}})
+                                  .c_str());
+    ImGui::SameLine();
+    colour_bar(tr(T::positional_encoding_bar_value), matrix.lo(), matrix.hi(), ImVec2(bar, row_h), Colormap::Diverging);
+    ImGui::EndGroup();
+    ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + side + spacing + bar);
+    ImGui::TextUnformatted(similarity_title.c_str());
+    ImGui::PopTextWrapPos();
+    const float s = std::min(side, row_h);
+    if (similarity.draw(similarity_name, ImVec2(s, s), HeatmapStyle{Colormap::Diverging, true}, &row, &col))
+      ImGui::SetTooltip("%s", tr(T::gpt_positions_cosine_tip,
+                                 {{"i", row}, {"j", col}, {"cosine", number_text("%.2f", similarity.value(row, col))}})
+                                  .c_str());
+    ImGui::SameLine();
+    colour_bar(tr(T::gpt_positions_bar_cosine), -1.0f, 1.0f, ImVec2(bar, s), Colormap::Diverging);
+    ImGui::EndGroup();
+  };
+  pair(matrix_, "positional_encoding", titles[0], similarity_, "positional_similarity", titles[1]);
+  pair(sine_matrix_, "sinusoidal_encoding", titles[2], sine_similarity_, "sinusoidal_similarity", titles[3]);
+  record_item("main_map", pictures_top_, ImVec2(pictures_top_.x + avail.x, ImGui::GetItemRectMax().y), -1, "positional");
+}
+
 void PositionalEncodingPanel::draw_stage(const AppState& state) {
   const int d_model = state.model() ? state.model()->config.d_model : 256;
   const bool learned = state.model() && state.model()->config.positional_encoding == PositionalEncoding::Learned;
+  if (learned) {
+    draw_learned(state);
+    return;
+  }
   const bool halves = state.model() && state.model()->config.sinusoid_layout == SinusoidLayout::Halves;  // Marian
   // The table is made again when the model's weights, width or sinusoid layout change.
-  const void* source = learned ? static_cast<const void*>(&state.model()->weights.src_positions)
-                               : halves ? static_cast<const void*>(&kHalvesTag) : nullptr;
+  const void* source = halves ? static_cast<const void*>(&kHalvesTag) : nullptr;
   if (source != source_ || encoding_.cols() != d_model || encoding_.rows() == 0) {
-    if (learned) {
-      const Mat& table = state.model()->weights.src_positions;  // (P, C)
-      encoding_ = table.topRows(std::min<Eigen::Index>(kPositions, table.rows()));
-    } else {
-      encoding_ = sinusoidal_positional_encoding(kPositions, d_model,
-                                                 halves ? SinusoidLayout::Halves : SinusoidLayout::Interleaved);  // (P, C)
-    }
-    const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
-    matrix_.set_values(encoding_.data(), static_cast<int>(encoding_.rows()), d_model, -range, range);
+    encoding_ = sinusoidal_positional_encoding(kPositions, d_model,
+                                               halves ? SinusoidLayout::Halves : SinusoidLayout::Interleaved);  // (P, C)
+    matrix_.set_values(encoding_.data(), static_cast<int>(encoding_.rows()), d_model, -1.0f, 1.0f);
     const Mat similarity = encoding_ * encoding_.transpose();  // (P, P) PE(i) . PE(j)
     similarity_.set_values(similarity.data(), static_cast<int>(similarity.rows()), static_cast<int>(similarity.cols()),
                            similarity.minCoeff(), similarity.maxCoeff());
     // Each pair of curves a sine and its cosine: dimensions 2i, 2i+1 interleaved; i and C/2 + i in halves.
-    if (halves != (source_ == static_cast<const void*>(&kHalvesTag)) && !learned) {
+    if (halves != (source_ == static_cast<const void*>(&kHalvesTag))) {
       const int sines = (d_model + 1) / 2;
       curve_dims_ = halves ? std::array<int, 4>{0, sines, std::min(8, sines - 1), sines + std::min(8, sines - 1)}
                            : std::array<int, 4>{0, 1, 16, 64};
@@ -73,15 +167,7 @@ void PositionalEncodingPanel::draw_stage(const AppState& state) {
   }
   const int P = static_cast<int>(encoding_.rows());
 
-  if (learned) {
-    if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading_learned));
-    explanation(tr(T::positional_encoding_explanation_learned));
-    formula(
-        std::string("$x_i = E[id_i] \\cdot scale + P_{pos}$") +
-        tr(T::positional_encoding_learned_shape, {{"rows", static_cast<int>(state.model()->weights.src_positions.rows())},
-                                                  {"d_model", d_model},
-                                                  {"shown", P}}));
-  } else {
+  {
     if (!high_contrast()) ImGui::TextUnformatted(tr(T::positional_encoding_heading));
     explanation(tr(T::positional_encoding_explanation));
     if (halves) {
@@ -111,16 +197,14 @@ void PositionalEncodingPanel::draw_stage(const AppState& state) {
     ImGui::PopStyleColor();
     ImGui::PopID();
   }
-  const float range = learned ? std::max(1e-3f, encoding_.cwiseAbs().maxCoeff()) : 1.0f;
+  const float range = 1.0f;  // sines and cosines
   {
     // The legend beside the plot: one line per curve, as wide as its longest line; the plot at least as high.
     std::vector<std::string> legend;
     float legend_width = 0;
     for (const int dim : curve_dims_) {
       std::string text;
-      if (learned)
-        text = tr(T::positional_encoding_legend_learned, {{"dim", dim}});
-      else if (halves) {  // dim < (d+1)/2: the sine of frequency dim; else the cosine of frequency dim - (d+1)/2
+      if (halves) {  // dim < (d+1)/2: the sine of frequency dim; else the cosine of frequency dim - (d+1)/2
         const int sines = (d_model + 1) / 2, i = dim < sines ? dim : dim - sines;
         text = tr(T::positional_encoding_legend,
                   {{"dim", dim},

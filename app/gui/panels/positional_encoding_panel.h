@@ -1,6 +1,7 @@
 // Panel: positional encoding. For sinusoidal models: the sine and cosine curves of the dimensions the user
 // picks, the (positions x dimensions) matrix, and the dot-product similarity of positions. For models with
-// learned positions: the learned table and its similarity.
+// learned positions: the learned table and the cosine similarity of its rows, beside the same two pictures of the
+// sinusoids of the same size.
 #pragma once
 #include <array>
 
@@ -17,7 +18,9 @@ class PositionalEncodingPanel : public StagePanel {
 
  private:
   void draw_stage(const AppState& state);
+  void draw_learned(const AppState& state);  // learned positions beside the sinusoids of the same size
   Heatmap matrix_, similarity_;
+  Heatmap sine_matrix_, sine_similarity_;  // learned positions: what the sinusoids would be
   Mat encoding_;  // (P, C) shown: the sinusoidal table or the learned one
   const void* source_ = nullptr;  // which table encoding_ holds (model weights, or nullptr for sinusoidal)
   int shown_dim_ = -1;

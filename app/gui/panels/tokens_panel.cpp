@@ -16,6 +16,7 @@
 #include "gui/view.h"
 #include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
+#include "gui/words.h"
 
 namespace sf::gui {
 
@@ -78,23 +79,7 @@ struct Thumbnail {
 
 }  // namespace
 
-PanelAsk TokensPanel::draw(const PanelContext& context) {
-  PanelAsk ask;
-  ask.open_stage = draw_stage(context.state);  // a picture clicked: its stage
-  return ask;
-}
-
-std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
-  if (!state.model()) return std::nullopt;
-  std::optional<Stage> clicked;
-  g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
-  const bool subwords = state.model()->tokenizer.kind == "sentencepiece";
-  const std::string start = state.model()->tgt_vocab.token(state.model()->config.bos_id);  // <bos>, or Marian's <pad>
-  if (!g_compact) ImGui::TextUnformatted(subwords ? tr(T::tokens_heading_subwords) : tr(T::tokens_heading));
-  if (subwords)
-    explanation(tr(T::tokens_explanation_pieces, {{"start", start}}).c_str());
-  else
-    explanation(tr(T::tokens_explanation));
+void TokensPanel::draw_source(const AppState& state, bool subwords) {
   if (!g_compact)
     text_disabled_wrapped("%s", tr(subwords ? T::tokens_source_vocabulary_pieces : T::tokens_source_vocabulary,
                                    {{"size", state.model()->src_vocab.size()}})
@@ -132,16 +117,68 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
       record_item("tokens.subword_split", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, split);
     }
   }
+}
+
+PanelAsk TokensPanel::draw(const PanelContext& context) {
+  PanelAsk ask;
+  ask.open_stage = draw_stage(context.state);  // a picture clicked: its stage
+  return ask;
+}
+
+std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
+  if (!state.model()) return std::nullopt;
+  std::optional<Stage> clicked;
+  g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
+  const bool subwords = state.model()->tokenizer.kind == "sentencepiece";
+  const std::string start = state.model()->tgt_vocab.token(state.model()->config.bos_id);  // <bos>, or Marian's <pad>
+  const bool prompt = state.decoder_only();
+  if (prompt) {
+    // A decoder-only model: no source, no encoder; it reads <bos> and the prompt, and predicts at every position.
+    if (!g_compact) ImGui::TextUnformatted(tr(T::gpt_tokens_heading));
+    explanation(tr(T::gpt_tokens_explanation, {{"start", start}}).c_str());
+    if (!g_compact)
+      text_disabled_wrapped("%s", tr(T::gpt_tokens_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
+    const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
+    const std::string bos_tip = tr(T::state_token_bos, {{"token", start}});
+    token_box(start, std::to_string(state.model()->config.bos_id), kSpecialColour, bos_tip.c_str(), TokenSide::Target, 0,
+              "token.prompt");
+    for (size_t i = 0; i < state.source_tokens().size(); ++i) {
+      const Token& t = state.source_tokens()[i];
+      const std::string id_text = t.unknown ? labels[i] + " " + std::to_string(t.id) : std::to_string(t.id);
+      // (the prompt's token i is the decoder's input i + 1, after <bos>)
+      token_box(t.unknown ? t.surface : labels[i], id_text, t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour,
+                tips[i].c_str(), TokenSide::Target, static_cast<int>(i) + 1, "token.prompt");
+    }
+  } else {
+    if (!g_compact) ImGui::TextUnformatted(subwords ? tr(T::tokens_heading_subwords) : tr(T::tokens_heading));
+    if (subwords)
+      explanation(tr(T::tokens_explanation_pieces, {{"start", start}}).c_str());
+    else
+      explanation(tr(T::tokens_explanation));
+    draw_source(state, subwords);
+  }
   ImGui::Spacing();
-  if (!g_compact)
+  if (!g_compact && !prompt)
     text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
-  text_wrapped(tr(T::tokens_decoder_note));
-  if (!g_compact)
+  text_wrapped(tr(prompt ? T::gpt_tokens_positions_note : T::tokens_decoder_note));
+  if (!g_compact && !prompt)
     text_disabled_wrapped(
         "%s", tr(T::tokens_decoder_input_note,
                  {{"start", start},
                   {"translation", state.translation().empty() ? "?" : state.target_token(state.translation()[0])}})
                   .c_str());
+  if (!g_compact && prompt)
+    text_disabled_wrapped("%s", tr(T::gpt_tokens_columns_note, {{"start", start}}).c_str());
+  // Column t: decoder input t over the token after it. A translator's columns are the tokens it wrote; a
+  // decoder-only model's begin with its prompt, where the token after each input is the prompt's next (given).
+  const int offset = state.prompt_rows();
+  const Mat& pass_probs = state.trace().probs;  // (T, V): a prompt row's probability of the prompt's next token
+  const auto column_output = [&](size_t t) {
+    const std::vector<int>& ids = state.trace().tgt.ids;
+    return static_cast<int>(t) < offset ? (t + 1 < ids.size() ? ids[t + 1] : -1)
+                                        : state.translation()[t - static_cast<size_t>(offset)];
+  };
+  const size_t columns = state.translation().size() + static_cast<size_t>(offset);
   // Each token's probability when the model chose it (not the last full pass's row: decoding_panel.h).
   const std::vector<float> chosen = chosen_probabilities(state);
   const std::vector<std::string> inputs = state.decoder_input_labels();
@@ -149,18 +186,17 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   // Presenting, the columns take the rows that fit the stage (a line left for the count of the rest): a long
   // translation (padding mask off, an untrained model) is counted, not scrolled out of view; the strip above
   // holds it whole.
-  size_t shown_columns = state.translation().size();
-  if (g_compact && !state.translation().empty()) {
+  size_t shown_columns = columns;
+  if (g_compact && columns > 0) {
     const ImVec2 pair = token_box_size("x", "");
     const float row_h = 2 * pair.y + arrow + 3 * ImGui::GetStyle().ItemSpacing.y;
     const int rows_fit = std::max(1, static_cast<int>((ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing()) / row_h));
     const float width = ImGui::GetContentRegionAvail().x, spacing = ImGui::GetStyle().ItemSpacing.x;
     int rows = 1;
     float x = 0;
-    for (size_t t = 0; t < state.translation().size(); ++t) {
+    for (size_t t = 0; t < columns; ++t) {
       const std::string input = t < inputs.size() ? inputs[t] : "";
-      const float w = std::max(token_box_size(input, "").x,
-                               token_box_size(unescape_token(state.model()->tgt_vocab.token(state.translation()[t])), "").x);
+      const float w = std::max(token_box_size(input, "").x, token_box_size(state.target_token(column_output(t)), "").x);
       if (x > 0 && x + w > width) {
         if (++rows > rows_fit) {
           shown_columns = t;
@@ -172,12 +208,15 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     }
   }
   for (size_t t = 0; t < shown_columns; ++t) {
-    const int id = state.translation()[t];
-    const float p = t < chosen.size() ? chosen[t] : 0.0f;
+    const int id = column_output(t);
+    const bool given = static_cast<int>(t) < offset;  // inside the prompt: the next token is the prompt's
+    const size_t g = t - static_cast<size_t>(given ? 0 : offset);
+    const float p = given ? (id >= 0 && t < static_cast<size_t>(pass_probs.rows()) ? pass_probs(static_cast<Eigen::Index>(t), id) : 0.0f)
+                          : g < chosen.size() ? chosen[g] : 0.0f;
     // Column t: decoder input t above, the token it chose below (generated token t is input t + 1).
     const std::string input = t < inputs.size() ? inputs[t] : "";
     const int input_id = t < state.trace().tgt.ids.size() ? state.trace().tgt.ids[t] : -1;
-    const std::string output = unescape_token(state.model()->tgt_vocab.token(id));
+    const std::string output = state.target_token(id);
     const ImVec2 in_size = token_box_size(input, std::to_string(input_id));
     const ImVec2 out_size = token_box_size(output, std::to_string(id));
     const float width = std::max(in_size.x, out_size.x);
@@ -193,34 +232,49 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     draw->AddTriangleFilled(ImVec2(cx - 5, a.y + arrow - 7), ImVec2(cx + 5, a.y + arrow - 7), ImVec2(cx, a.y + arrow - 1),
                             IM_COL32(200, 200, 200, 255));
     ImGui::Dummy(ImVec2(width, arrow));
-    tip = tr(T::tokens_output_tip, {{"position", t}, {"id", id}, {"p", probability_text(p)}});
+    tip = tr(given ? T::gpt_tokens_given_tip : T::tokens_output_tip, {{"position", t}, {"id", id}, {"p", probability_text(p)}});
     const bool special = id == state.model()->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
-    token_box(output, std::to_string(id), special ? kSpecialColour : kWordColour, tip.c_str(), TokenSide::Target,
-              static_cast<int>(t) + 1, "token.target", width, false);
+    token_box(output, std::to_string(id), special ? kSpecialColour : given ? kInputColour : kWordColour, tip.c_str(),
+              TokenSide::Target, static_cast<int>(t) + 1, given ? "token.prompt_next" : "token.target", width, false);
     ImGui::EndGroup();
   }
-  if (shown_columns < state.translation().size()) {
-    ImGui::TextDisabled("%s", tr(T::tokens_more, {{"count", state.translation().size() - shown_columns}}).c_str());
-    record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
-                static_cast<int>(state.translation().size() - shown_columns));
+  if (shown_columns < columns) {
+    ImGui::TextDisabled("%s", tr(T::tokens_more, {{"count", columns - shown_columns}}).c_str());
+    record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(columns - shown_columns));
   }
 
   // The path of this sentence through the model: one small live picture per stage, in the pipeline's order.
   if (!state.ready()) return clicked;
   const Trace& t = state.trace();
-  const Thumbnail thumbs[kThumbnails] = {
-      {Stage::Embedding, T::tokens_thumb_embedding, &t.src.tok_embed, false},
-      {Stage::Positional, T::tokens_thumb_positions, &t.src.sum, false},
-      {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.encoder[0].self_attn.q[0], false},
-      {Stage::EncoderAttention, T::tokens_thumb_self_attention, &t.encoder[0].self_attn.probs[0], true},
-      {Stage::EncoderAddNorm, T::tokens_thumb_add_norm, &t.encoder[0].norm1.out, false},
-      {Stage::EncoderFeedForward, T::tokens_thumb_feed_forward, &t.encoder[0].ffn.hidden_pre, false},
-      {Stage::DecoderAttention, T::tokens_thumb_masked, &t.decoder[0].self_attn.probs[0], true},
-      {Stage::CrossAttention, T::tokens_thumb_cross, &t.decoder.back().cross_attn.probs[0], true},
-      {Stage::Output, T::tokens_thumb_output, &output_top_, true},
-  };
-  if (uploaded_version_ != state.version()) {
+  // A decoder-only model's path: its one stack (no encoder, no cross-attention), the first layer's pictures.
+  const std::vector<Thumbnail> thumbs =
+      prompt ? std::vector<Thumbnail>{
+                   {Stage::Embedding, T::tokens_thumb_embedding, &t.tgt.tok_embed, false},
+                   {Stage::Positional, T::tokens_thumb_positions, &t.tgt.sum, false},
+                   {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.decoder[0].self_attn.q[0], false},
+                   {Stage::DecoderAttention, T::tokens_thumb_masked, &t.decoder[0].self_attn.probs[0], true},
+                   {Stage::DecoderAddNorm, T::tokens_thumb_add_norm,
+                    // (the first block's output: post-norm LN(x + f(x)), pre-norm x + f(LN(x)))
+                    state.model()->config.norm_placement == NormPlacement::Post ? &t.decoder[0].norm1.out
+                                                                                 : &t.decoder[0].residual1,
+                    false},
+                   {Stage::DecoderFeedForward, T::tokens_thumb_feed_forward, &t.decoder[0].ffn.hidden_pre, false},
+                   {Stage::Output, T::tokens_thumb_output, &output_top_, true},
+               }
+             : std::vector<Thumbnail>{
+                   {Stage::Embedding, T::tokens_thumb_embedding, &t.src.tok_embed, false},
+                   {Stage::Positional, T::tokens_thumb_positions, &t.src.sum, false},
+                   {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.encoder[0].self_attn.q[0], false},
+                   {Stage::EncoderAttention, T::tokens_thumb_self_attention, &t.encoder[0].self_attn.probs[0], true},
+                   {Stage::EncoderAddNorm, T::tokens_thumb_add_norm, &t.encoder[0].norm1.out, false},
+                   {Stage::EncoderFeedForward, T::tokens_thumb_feed_forward, &t.encoder[0].ffn.hidden_pre, false},
+                   {Stage::DecoderAttention, T::tokens_thumb_masked, &t.decoder[0].self_attn.probs[0], true},
+                   {Stage::CrossAttention, T::tokens_thumb_cross, &t.decoder.back().cross_attn.probs[0], true},
+                   {Stage::Output, T::tokens_thumb_output, &output_top_, true},
+               };
+  const int kShown = static_cast<int>(thumbs.size());  // (at most kThumbnails)
+  if (uploaded_version_ != state.version() || uploaded_count_ != kShown) {
     // The whole vocabulary is too wide for a picture: each position's ten likeliest words, sorted.
     output_top_.resize(t.probs.rows(), 10);
     for (Eigen::Index r = 0; r < t.probs.rows(); ++r) {
@@ -228,13 +282,15 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
       std::partial_sort(row.begin(), row.begin() + std::min<Eigen::Index>(10, t.probs.cols()), row.end(), std::greater<>());
       for (Eigen::Index k = 0; k < 10; ++k) output_top_(r, k) = k < t.probs.cols() ? row[static_cast<size_t>(k)] : 0.0f;
     }
-    for (int i = 0; i < kThumbnails; ++i) {
-      const Mat& m = *thumbs[i].values;
+    for (int i = 0; i < kShown; ++i) {
+      const Mat& m = *thumbs[static_cast<size_t>(i)].values;
       const float r = signed_range(m);
       thumbnails_[i].set_values(m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()),
-                                thumbs[i].probabilities ? 0.0f : -r, thumbs[i].probabilities ? 1.0f : r);
+                                thumbs[static_cast<size_t>(i)].probabilities ? 0.0f : -r,
+                                thumbs[static_cast<size_t>(i)].probabilities ? 1.0f : r);
     }
     uploaded_version_ = state.version();
+    uploaded_count_ = kShown;
   }
   ImGui::Spacing();
   const float font = ImGui::GetFontSize();
@@ -242,7 +298,7 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   // height the tokens and a lesson's caption leave, and is left out where that is less than two lines of type
   // (the stage must fit the screen: nothing a caption names may be scrolled out of view).
   const float gap = 0.4f * font;
-  float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kThumbnails - 1) * gap) / kThumbnails - 1));
+  float w = std::max(2.5f * font, std::min(7.0f * font, (ImGui::GetContentRegionAvail().x - (kShown - 1) * gap) / kShown - 1));
   if (g_compact) {  // (the pictures' names: up to two lines of type at 0.6 of the body text's size, under them)
     const float room = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() - 1.4f * font;
     w = std::min(w, room / 0.7f);
@@ -264,8 +320,8 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   if (g_compact) {  // presenting: the pictures and their names end at the stage's bottom (names as wrapped at w)
     const auto names_height = [&](float width, float size) {
       float tallest = 0;
-      for (int i = 0; i < kThumbnails; ++i) {
-        const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[i].name);
+      for (int i = 0; i < kShown; ++i) {
+        const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[static_cast<size_t>(i)].name);
         tallest = std::max(tallest, ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, width, caption.c_str()).y);
       }
       return tallest;
@@ -284,27 +340,27 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   }
   text_wrapped(tr(g_compact ? T::tokens_path_short : T::tokens_path));
   const ImU32 label_colour = ImGui::GetColorU32(high_contrast() ? ImGuiCol_Text : ImGuiCol_TextDisabled);
-  for (int i = 0; i < kThumbnails; ++i) {
+  for (int i = 0; i < kShown; ++i) {
     if (i > 0) same_line_if_fits(w, gap);
     ImGui::BeginGroup();
     const ImVec2 at = ImGui::GetCursorScreenPos();
     char name[32];
     std::snprintf(name, sizeof(name), "thumbnail_%d", i);
     thumbnails_[i].draw(name, ImVec2(w, 0.7f * w),
-                        HeatmapStyle{thumbs[i].probabilities ? Colormap::Viridis : Colormap::Diverging, false});
+                        HeatmapStyle{thumbs[static_cast<size_t>(i)].probabilities ? Colormap::Viridis : Colormap::Diverging, false});
     const bool hovered = ImGui::IsItemHovered();
     if (hovered) {
       ImGui::GetWindowDrawList()->AddRect(at, ImVec2(at.x + w, at.y + 0.7f * w), kHoverColour, 0, 0, 3.0f);
-      ImGui::SetTooltip("%s", tr(T::tokens_open_stage, {{"title", tr(stage_info(thumbs[i].stage).title)}}).c_str());
+      ImGui::SetTooltip("%s", tr(T::tokens_open_stage, {{"title", tr(stage_info(thumbs[static_cast<size_t>(i)].stage).title)}}).c_str());
     }
-    if (hovered && ImGui::IsMouseClicked(0)) clicked = thumbs[i].stage;
-    const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[i].name);
+    if (hovered && ImGui::IsMouseClicked(0)) clicked = thumbs[static_cast<size_t>(i)].stage;
+    const std::string caption = std::to_string(i + 1) + ". " + tr(thumbs[static_cast<size_t>(i)].name);
     const ImVec2 below = ImGui::GetCursorScreenPos();
     const ImVec2 text = ImGui::GetFont()->CalcTextSizeA(label_size, FLT_MAX, w, caption.c_str());
     ImGui::GetWindowDrawList()->AddText(ImGui::GetFont(), label_size, below, label_colour,
                                         caption.c_str(), nullptr, w);
     ImGui::Dummy(ImVec2(w, text.y));
-    record_item("thumbnail", at, ImVec2(at.x + w, at.y + 0.7f * w), i, stage_info(thumbs[i].stage).id);
+    record_item("thumbnail", at, ImVec2(at.x + w, at.y + 0.7f * w), i, stage_info(thumbs[static_cast<size_t>(i)].stage).id);
     ImGui::EndGroup();
   }
   return clicked;

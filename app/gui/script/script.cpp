@@ -35,6 +35,8 @@ std::string beyond_the_model(const App& app, const ScriptCommand& c) {
   const Config& m = app.state().model()->config;
   const auto layers_of = [&](AttentionKind k) { return k == AttentionKind::Encoder ? m.n_encoder_layers : m.n_decoder_layers; };
   const auto head_problem = [&](const HeadRef& h) -> std::string {
+    if (!stage_in_shape(attention_stage(h.kind), m.stacks))  // a decoder-only model's encoder or cross-attention
+      return stage_missing_text(attention_stage(h.kind), m.stacks);
     if (h.layer >= layers_of(h.kind))
       return tr(h.kind == AttentionKind::Encoder ? T::script_beyond_encoder_layers : T::script_beyond_decoder_layers,
                 {{"layers", layers_of(h.kind)}, {"ref", c.args[0]}, {"layer", shown_number(h.layer)}});
@@ -378,7 +380,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       } else if (c.name == "written-for") {
         if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
       } else if (c.name == "stage") {
-        if (!app.go_to(c.args[0])) log.push_back(where + "unknown stage '" + c.args[0] + "'");
+        Stage stage;
+        if (!stage_from_name(c.args[0], &stage))
+          log.push_back(where + "unknown stage '" + c.args[0] + "'");
+        else if (!app.go_to(c.args[0]))  // a stage the model's shape lacks: its counterpart, and why
+          log.push_back(where + app.state().error());
       } else if (c.name == "attention") {
         app.select_head(parse_head_ref(c.args[0]));
       } else if (c.name == "layer") {  // numbered from 1, as everywhere a person types one
