@@ -268,7 +268,7 @@ bool AppState::rebuild(int steps) {
                     : encode_text(*model_, asked_.sentence, Side::Source);
     if (std::none_of(tokens.begin(), tokens.end(), [](const Token& t) { return !t.special; }))
       fail(ErrorKind::Input, "sentence", tr(prompt ? T::gpt_prompt_no_words : T::state_sentence_no_words));
-    if (prompt && static_cast<int>(tokens.size()) + 1 >= model_->config.max_positions)  // <bos> + prompt + one more
+    if (prompt && static_cast<int>(tokens.size()) + 1 >= model_->config.max_positions)  // (<bos>) + prompt + one more
       fail(ErrorKind::Input, "sentence",
            tr(T::gpt_prompt_too_long, {{"tokens", tokens.size()}, {"max", model_->config.max_positions - 2}}));
     for (int i = 0; i < (prompt ? 0 : asked_.source_padding); ++i) {  // as in a batch: <pad> after <eos>
@@ -609,8 +609,13 @@ const std::vector<int>& AppState::translation_as_trained() {
   return as_trained_.translation;
 }
 
+int AppState::prompt_start() const { return decoder_only() && model_->config.starts_with_bos ? 1 : 0; }
+
 int AppState::prompt_rows() const {
-  return decoder_only() ? static_cast<int>(shown_.source_tokens.size()) : 0;
+  // The decoder reads prompt_start() + n tokens of the prompt; its rows but the last predict the prompt's own next
+  // token (given), the last the first generated one. (An empty prompt is refused: rebuild.)
+  if (!decoder_only() || shown_.source_tokens.empty()) return 0;
+  return static_cast<int>(shown_.source_tokens.size()) + prompt_start() - 1;
 }
 
 int AppState::max_length_for(int input_tokens) const {

@@ -139,6 +139,9 @@ class AppState {
   // A decoder-only model (GPT, config.stacks): the sentence is a prompt the model continues, read after <bos>;
   // no source, no encoder, no cross-attention.
   bool decoder_only() const { return model_ && model_->config.stacks == ModelStacks::DecoderOnly; }
+  // A decoder-only model's first prompt token is its decoder input 1 (after <bos>: our GPT) or 0 (GPT-2 reads the
+  // prompt as it is: config.starts_with_bos); 0 for a translator.
+  int prompt_start() const;
   // The decoder rows that read the prompt after <bos> (a decoder-only model's prompt length; 0 for a translator):
   // row r of the decoder pass predicts generated token r - prompt_rows() (rows before that predict the prompt's
   // own next token, which is given, not chosen).

@@ -81,6 +81,41 @@ TEST(DecoderOnly, TheStateReadsBosAndThePromptAndContinuesItAsTheCoresDecoder) {
   }
 }
 
+// A Hugging Face GPT-2 folder (tests/fixtures/gpt2): byte-level pieces, nothing before the prompt. Its first row
+// reads the prompt's first token and predicts its second; the last prompt row chooses the first new token.
+TEST(DecoderOnly, AGpt2FolderReadsThePromptAsItIsInByteLevelPieces) {
+  AppState state;
+  const std::string folder = std::string(STEPFORMER_SOURCE_DIR) + "/tests/fixtures/gpt2/tiny-gpt2";
+  ASSERT_TRUE(state.load_model(folder)) << state.error();
+  ASSERT_TRUE(state.set_sentence("A man in an orange shirt")) << state.error();
+  ASSERT_TRUE(state.ready()) << state.error();
+  const Model& m = *state.model();
+  EXPECT_EQ(m.tokenizer.kind, "byte_bpe");
+  EXPECT_EQ(state.prompt_start(), 0);
+  const std::vector<int> prompt = ids_of(state.source_tokens());
+  ASSERT_EQ(prompt, token_ids(encode_text(m, "A man in an orange shirt", Side::Target, false)));
+  EXPECT_EQ(state.prompt_rows(), static_cast<int>(prompt.size()) - 1);
+  const std::vector<int>& ids = state.trace().tgt.ids;
+  ASSERT_GT(ids.size(), prompt.size());
+  EXPECT_EQ(std::vector<int>(ids.begin(), ids.begin() + static_cast<long>(prompt.size())), prompt);  // no <bos>
+  DecodeOptions options = state.decode_options();
+  options.max_length = static_cast<int>(state.translation().size());  // (the app writes a continuation of 24)
+  Decoder reference(m.config, m.weights, prompt, {}, options);
+  reference.run();
+  EXPECT_EQ(state.translation(), reference.generated());
+  // Pieces as the model reads them: " man" is shown with a visible space mark, never as GPT-2's "Ġ".
+  const std::vector<std::string> labels = state.source_labels();
+  ASSERT_GE(labels.size(), 2u);
+  EXPECT_EQ(labels[0], "A");
+  EXPECT_EQ(labels[1], "\u2423man");
+  for (const std::string& l : labels) EXPECT_EQ(l.find("\u0120"), std::string::npos) << l;
+  // Row 0 reads "A" and predicts the prompt's " man"; the last prompt row predicts the first new token.
+  const std::vector<std::string> rows = state.decoder_row_labels();
+  EXPECT_EQ(rows[0], "A -> \u2423man");
+  const RowVec first = state.chosen_distribution_logits(0);
+  EXPECT_LT((first - state.trace().logits.row(state.prompt_rows())).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
 TEST(DecoderOnly, ThePromptIsCheckedAndASourcePaddingRefused) {
   AppState state;
   ASSERT_TRUE(state.load_model(kGpt)) << state.error();

@@ -133,21 +133,28 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
   const std::string start = state.model()->tgt_vocab.token(state.model()->config.bos_id);  // <bos>, or Marian's <pad>
   const bool prompt = state.decoder_only();
   if (prompt) {
-    // A decoder-only model: no source, no encoder; it reads <bos> and the prompt, and predicts at every position.
+    // A decoder-only model: no source, no encoder; it reads the prompt (after <bos> where it starts with one: our
+    // GPT; GPT-2 adds nothing) and predicts at every position.
+    const int first = state.prompt_start();
     if (!g_compact) ImGui::TextUnformatted(tr(T::gpt_tokens_heading));
-    explanation(tr(T::gpt_tokens_explanation, {{"start", start}}).c_str());
+    explanation(tr(first ? T::gpt_tokens_explanation : T::gpt_tokens_explanation_as_is, {{"start", start}}).c_str());
     if (!g_compact)
-      text_disabled_wrapped("%s", tr(T::gpt_tokens_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
+      text_disabled_wrapped("%s", tr(state.model()->tokenizer.kind == "byte_bpe" ? T::gpt_tokens_vocabulary_bytes
+                                                                                 : T::gpt_tokens_vocabulary,
+                                     {{"size", state.model()->tgt_vocab.size()}})
+                                      .c_str());
     const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
-    const std::string bos_tip = tr(T::state_token_bos, {{"token", start}});
-    token_box(start, std::to_string(state.model()->config.bos_id), kSpecialColour, bos_tip.c_str(), TokenSide::Target, 0,
-              "token.prompt");
+    if (first) {
+      const std::string bos_tip = tr(T::state_token_bos, {{"token", start}});
+      token_box(start, std::to_string(state.model()->config.bos_id), kSpecialColour, bos_tip.c_str(), TokenSide::Target,
+                0, "token.prompt");
+    }
     for (size_t i = 0; i < state.source_tokens().size(); ++i) {
       const Token& t = state.source_tokens()[i];
       const std::string id_text = t.unknown ? labels[i] + " " + std::to_string(t.id) : std::to_string(t.id);
-      // (the prompt's token i is the decoder's input i + 1, after <bos>)
+      // (the prompt's token i is the decoder's input i + first)
       token_box(t.unknown ? t.surface : labels[i], id_text, t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour,
-                tips[i].c_str(), TokenSide::Target, static_cast<int>(i) + 1, "token.prompt");
+                tips[i].c_str(), TokenSide::Target, static_cast<int>(i) + first, "token.prompt");
     }
   } else {
     if (!g_compact) ImGui::TextUnformatted(subwords ? tr(T::tokens_heading_subwords) : tr(T::tokens_heading));
@@ -168,7 +175,9 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
                   {"translation", state.translation().empty() ? "?" : state.target_token(state.translation()[0])}})
                   .c_str());
   if (!g_compact && prompt)
-    text_disabled_wrapped("%s", tr(T::gpt_tokens_columns_note, {{"start", start}}).c_str());
+    text_disabled_wrapped("%s", (state.prompt_start() ? tr(T::gpt_tokens_columns_note, {{"start", start}})
+                                                       : tr(T::gpt_tokens_columns_note_as_is))
+                                    .c_str());
   // Column t: decoder input t over the token after it. A translator's columns are the tokens it wrote; a
   // decoder-only model's begin with its prompt, where the token after each input is the prompt's next (given).
   const int offset = state.prompt_rows();
