@@ -17,10 +17,21 @@
 #include "model/languages.h"
 #include "model/model.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 
 namespace {
+
+// A model a script names: a path (as given, from the working directory), or a shipped model's name ("gpt-en",
+// "de-en") where no file or folder has that name: a lesson finds the models shipped with it wherever the app is
+// installed.
+std::string script_model_path(const std::string& given) {
+  std::error_code ec;
+  if (given.find('/') != std::string::npos || std::filesystem::exists(given, ec)) return given;
+  const std::string shipped = shipped_model_path(given);
+  return std::filesystem::exists(shipped, ec) ? shipped : given;
+}
 
 // Commands that only produce output or pass time: skipped when a lesson replays up to an earlier pause.
 bool is_output_or_time(const std::string& name) {
@@ -365,11 +376,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         wait_frames_ = 2;  // let the layout settle, as for a screenshot
         return publish(app);
       } else if (c.name == "model") {
-        app.open_model(c.args[0]);  // loads in the background: the next commands wait for it
+        app.open_model(script_model_path(c.args[0]));  // loads in the background: the next commands wait for it
         loading_line_ = c.line;
         wait_for_load_ = true;
       } else if (c.name == "open") {
-        app.open_model(c.args[0]);  // loads in the background while the script goes on
+        app.open_model(script_model_path(c.args[0]));  // loads in the background while the script goes on
       } else if (c.name == "sentence") {
         if (!app.set_sentence(c.args[0])) log.push_back(where + app.state().error());
         // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
