@@ -148,7 +148,7 @@ int run_train(const Args& args) {
                : std::vector<const char*>{"--lang"};
   for (const char* name : not_for_shape)
     if (given(name)) {
-      std::fprintf(stderr, "stepformer-cli train: %s is not an option of a %s model (%s)\n", name, shape.c_str(),
+      std::fprintf(stderr, "stepformer-cli train: %s is not an option of --shape %s (%s)\n", name, shape.c_str(),
                    shp == 1 ? "a decoder-only model reads one language, --lang, and has no encoder"
                             : "--lang names a decoder-only model's language; a translator has --src and --tgt");
       return 2;
