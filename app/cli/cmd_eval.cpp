@@ -1,6 +1,10 @@
 // stepformer-cli eval MODEL --src FILE --ref FILE: translates a tokenized test set and prints corpus BLEU-4
 // (tokenized lowercase text, no smoothing), last line "BLEU = xx.xx".
+// stepformer-cli eval MODEL --text FILE: a decoder-only model's per-token perplexity over FILE's sentences, last
+// line "perplexity = xx.xx" (train/evaluate.h, score_likelihood: the trainer's own measure).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -10,17 +14,55 @@
 #include "cli/options.h"
 #include "decode/decoder.h"
 #include "io/user_files.h"
+#include "model/hf_marian.h"
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "util/error.h"
 #include "util/paths.h"
+#include "util/printable.h"
 
 namespace sf::cli {
 
+namespace {
+
+// --text: each line <bos> w1 .. wn, every word (outside the vocabulary: <unk>) and the <eos> predicted; the sums
+// of -ln p in nats.
+int evaluate_language_model(const std::string& model_path, const std::string& text_path) {
+  std::vector<std::string> warnings;
+  const Model model = open_model(model_path, &warnings);
+  for (const std::string& w : warnings) std::fprintf(stderr, "stepformer-cli eval: warning: %s\n", printable(w).c_str());
+  if (model.config.stacks != ModelStacks::DecoderOnly)
+    fail(ErrorKind::Unsupported, "eval", "--text scores a decoder-only model (a language model); '" + model_path +
+                                             "' is " + to_string(model.config.stacks) + ": give it --src and --ref");
+  const std::vector<TokenSequence> sentences = read_sentences(text_path);
+  if (sentences.empty()) fail(ErrorKind::Input, "eval", "'" + text_path + "' holds no sentences");
+  long unknown = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    // The model reads <bos> and the words: n + 1 positions. A longer line is refused, not scored cut.
+    if (static_cast<int>(sentences[i].size()) + 1 > model.config.max_positions)
+      fail(ErrorKind::Input, "eval", "'" + text_path + "' line " + std::to_string(i + 1) + " has " +
+                                         std::to_string(sentences[i].size()) + " tokens; the model reads at most " +
+                                         std::to_string(model.config.max_positions - 1));
+    for (const std::string& w : sentences[i]) unknown += !model.tgt_vocab.find(w).has_value();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Example> examples = make_examples(sentences, model.tgt_vocab);
+  const LikelihoodScore score =
+      score_likelihood(model.config, model.weights, examples, 3000, model.config.max_positions);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%zu sentences, %ld words as <unk>, %.1f s on the CPU\n", score.sentences, unknown, seconds);
+  std::printf("tokens %ld (every word and each <eos>), NLL %.1f nats, %.4f nats per token\n", score.tokens,
+              score.nll_sum, score.mean_nll());
+  std::printf("perplexity = %.2f\n", score.perplexity());
+  return 0;
+}
+
+}  // namespace
+
 int run_eval(const Args& args) {
   OptionParser p("eval");
-  std::string src, ref, out;
+  std::string src, ref, out, text;
   int beam = 1;
   DeviceRequest device = DeviceRequest::Auto;
   p.device("--device", &device);
@@ -30,10 +72,25 @@ int run_eval(const Args& args) {
   p.value("--ref", &ref);
   p.value("--out", &out);
   p.value("--beam", &beam, 1, kMaxBeamWidth);
+  p.value("--text", &text);
   if (!p.parse(args)) return 2;
+  if (!text.empty() && !p.help_requested()) {  // a language model: no translation options
+    if (p.positional().size() != 1) {
+      std::fputs("stepformer-cli eval: --text needs the decoder-only MODEL.safetensors to score\n", stderr);
+      return 2;
+    }
+    for (const char* name : {"--src", "--ref", "--out", "--beam", "--device", "--tf32"})
+      if (std::find(args.begin(), args.end(), name) != args.end()) {
+        std::fprintf(stderr, "stepformer-cli eval: %s is not an option of --text (a decoder-only model's "
+                             "perplexity, on the CPU)\n", name);
+        return 2;
+      }
+    return evaluate_language_model(p.positional()[0], text);
+  }
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
     std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n"
-               "                          [--device auto|cpu|cuda] [--tf32]\n\n"
+               "                          [--device auto|cpu|cuda] [--tf32]\n"
+               "       stepformer-cli eval MODEL.safetensors --text FILE    (a decoder-only model)\n\n"
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
@@ -44,7 +101,12 @@ int run_eval(const Args& args) {
                "the model accepts is an error naming the line.\n"
                "--device auto (the default: decoding on the GPU where this build has CUDA and a GPU can take the\n"
                "model, else the CPU, saying why), cpu, or cuda (an error where no GPU can); --tf32: the GPU's matrix\n"
-               "products on TF32 tensor cores instead of FP32.\n",
+               "products on TF32 tensor cores instead of FP32.\n\n"
+               "--text FILE (a decoder-only model, e.g. one trained with train --shape decoder-only): its per-token\n"
+               "perplexity over FILE, one tokenized sentence a line: the model reads <bos> w1 .. wn and each word\n"
+               "and the final <eos> is predicted (a word outside its vocabulary as <unk>); prints the tokens, the\n"
+               "negative log-likelihood in nats, and last \"perplexity = x\", exp(NLL per token): with words as\n"
+               "tokens, the per-word perplexity. tools/ngram_baseline.py scores a Kneser-Ney trigram the same way.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }

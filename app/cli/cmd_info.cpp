@@ -81,14 +81,17 @@ int run_info(const Args& args) {
   for (const auto& [key, value] : config_json.items())
     std::printf("  %-22s %s\n", key.c_str(), value.dump().c_str());
   std::printf("\nvocabularies\n");
-  std::printf("  source   %d tokens\n", m.src_vocab.size());
-  std::printf("  target   %d tokens\n", m.tgt_vocab.size());
-  std::printf("  special  pad %s | bos %s | eos %s | unk %s   (source ids and tokens)\n",
-              special(m.src_vocab, c.pad_id).c_str(), special(m.src_vocab, c.bos_id).c_str(),
-              special(m.src_vocab, c.eos_id).c_str(), special(m.src_vocab, c.unk_id).c_str());
-  std::printf("  special  pad %s | bos %s | eos %s | unk %s   (target ids and tokens)\n",
-              special(m.tgt_vocab, c.pad_id).c_str(), special(m.tgt_vocab, c.bos_id).c_str(),
-              special(m.tgt_vocab, c.eos_id).c_str(), special(m.tgt_vocab, c.unk_id).c_str());
+  // A stack's vocabulary only: a decoder-only model (a language model) has no source, an encoder-only no target.
+  if (c.has_encoder()) std::printf("  source   %d tokens\n", m.src_vocab.size());
+  if (c.has_decoder()) std::printf("  target   %d tokens\n", m.tgt_vocab.size());
+  if (c.has_encoder())
+    std::printf("  special  pad %s | bos %s | eos %s | unk %s   (source ids and tokens)\n",
+                special(m.src_vocab, c.pad_id).c_str(), special(m.src_vocab, c.bos_id).c_str(),
+                special(m.src_vocab, c.eos_id).c_str(), special(m.src_vocab, c.unk_id).c_str());
+  if (c.has_decoder())
+    std::printf("  special  pad %s | bos %s | eos %s | unk %s   (target ids and tokens)\n",
+                special(m.tgt_vocab, c.pad_id).c_str(), special(m.tgt_vocab, c.bos_id).c_str(),
+                special(m.tgt_vocab, c.eos_id).c_str(), special(m.tgt_vocab, c.unk_id).c_str());
   std::printf("\ntokenizer\n");
   const nlohmann::json tokenizer_json = tokenizer_settings_to_json(m.tokenizer);
   for (const auto& [key, value] : tokenizer_json.items())

@@ -1,9 +1,11 @@
-// stepformer-cli train: trains a translation model on Multi30k's tokenized files with the core's own
-// backward pass, writing the model (best validation BLEU) and a resumable checkpoint after every epoch.
+// stepformer-cli train: trains a translation model (or, --shape decoder-only, a GPT-style language model of one
+// language) on Multi30k's tokenized files with the core's own backward pass, writing the model (best validation
+// BLEU, or perplexity) and a resumable checkpoint after every epoch.
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -47,7 +49,18 @@ const char* kHelp =
     "fit in this machine's memory is refused before anything starts. The model and the checkpoint replace\n"
     "regular files at their paths (keeping their permissions), never the data, each other, a link, a folder\n"
     "or a device; the data files are regular files of at most 64 MB and 1,000,000 lines and must\n"
-    "hold sentences.\n";
+    "hold sentences.\n\n"
+    "decoder-only (a GPT-style language model of one language):\n"
+    "  stepformer-cli train --shape decoder-only --lang LANG --data DIR --out MODEL.safetensors [OPTIONS]\n"
+    "           --shape encoder-decoder|decoder-only (encoder-decoder: translation, the default)\n"
+    "           --lang LANG (en): the model learns the next word of DIR/{train,val}.lc.norm.tok.LANG: it reads\n"
+    "           <bos> w1 .. wn and predicts w1 .. wn <eos>; one vocabulary, the words seen at least --min-freq\n"
+    "           times (the others are <unk>). --decoder-layers sets its depth. After each epoch: validation\n"
+    "           per-token perplexity (no BLEU: it translates nothing); the model when that is the lowest so far;\n"
+    "           at the end the test perplexity on DIR/test_2016_flickr.lc.norm.tok.LANG into its provenance.\n"
+    "           Perplexity = exp(mean -ln p per predicted token: every word, an unknown one as <unk>, and each\n"
+    "           sentence's <eos>); with words as tokens it is the per-word perplexity.\n"
+    "           Not with it: --src, --tgt, --encoder-layers, --from, --final-beam.\n";
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -66,12 +79,15 @@ int run_train(const Args& args) {
   OptionParser p("train");
   std::string positions = "sinusoidal", norm = "post", activation = "relu", schedule = "inverse_sqrt";
   std::string timeline_storage = "int8-rows";
+  std::string shape = "encoder-decoder", language;
   bool tie = false, no_resume = false, must_resume = false, f32 = false;
   int layers_enc = o.model.n_encoder_layers, layers_dec = o.model.n_decoder_layers;
   p.value("--data", &o.data_dir);
   p.value("--from", &o.from_model);
   p.value("--out", &o.out_path);
   p.value("--checkpoint", &o.checkpoint_path);
+  p.value("--shape", &shape);
+  p.value("--lang", &language);
   p.value("--src", &o.source_language);
   p.value("--tgt", &o.target_language);
   p.value("--min-freq", &o.min_frequency, 1, 1000000);
@@ -123,6 +139,26 @@ int run_train(const Args& args) {
     }
     return v == a ? 0 : 1;
   };
+  const int shp = choose(shape, "encoder-decoder", "decoder-only", "--shape");
+  if (shp < 0) return 2;
+  // Options of one shape given to the other are refused, naming them: they would be silently unused.
+  const auto given = [&](const char* name) { return std::find(args.begin(), args.end(), name) != args.end(); };
+  const std::vector<const char*> not_for_shape =
+      shp == 1 ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam"}
+               : std::vector<const char*>{"--lang"};
+  for (const char* name : not_for_shape)
+    if (given(name)) {
+      std::fprintf(stderr, "stepformer-cli train: %s is not an option of --shape %s (%s)\n", name, shape.c_str(),
+                   shp == 1 ? "a decoder-only model reads one language, --lang, and has no encoder"
+                            : "--lang names a decoder-only model's language; a translator has --src and --tgt");
+      return 2;
+    }
+  if (shp == 1) {
+    o.model.stacks = ModelStacks::DecoderOnly;
+    o.target_language = language.empty() ? "en" : language;
+    o.source_language.clear();
+    layers_enc = 0;
+  }
   const int pos = choose(positions, "sinusoidal", "learned", "--positions");
   const int nrm = choose(norm, "post", "pre", "--norm");
   const int act = choose(activation, "relu", "gelu", "--activation");
@@ -135,7 +171,9 @@ int run_train(const Args& args) {
   }
   o.model.positional_encoding = pos ? PositionalEncoding::Learned : PositionalEncoding::Sinusoidal;
   o.model.norm_placement = nrm ? NormPlacement::Pre : NormPlacement::Post;
-  o.model.encoder_final_norm = o.model.decoder_final_norm = nrm == 1;  // pre-norm stacks end with a norm
+  // pre-norm stacks end with a norm (a decoder-only model has no encoder to norm)
+  o.model.encoder_final_norm = nrm == 1 && shp == 0;
+  o.model.decoder_final_norm = nrm == 1;
   o.model.activation = act ? Activation::GELU : Activation::ReLU;
   o.model.tie_output_embedding = tie;
   o.model.n_encoder_layers = layers_enc;
@@ -190,8 +228,14 @@ int run_train(const Args& args) {
     std::fflush(stdout);
   };
   const TrainResult r = train_model(o, progress, log);
-  std::printf("trained %zu epochs in %s; best epoch %d (valid BLEU %.2f greedy)\n", r.history.size(),
-              format_seconds(r.wall_seconds).c_str(), r.best_epoch, r.best_valid_bleu);
+  if (shp == 1) {
+    const double best_perplexity = r.best_epoch > 0 ? std::exp(r.history[r.best_epoch - 1].valid_nll) : 0.0;
+    std::printf("trained %zu epochs in %s; best epoch %d (valid per-token perplexity %.2f)\n", r.history.size(),
+                format_seconds(r.wall_seconds).c_str(), r.best_epoch, best_perplexity);
+  } else {
+    std::printf("trained %zu epochs in %s; best epoch %d (valid BLEU %.2f greedy)\n", r.history.size(),
+                format_seconds(r.wall_seconds).c_str(), r.best_epoch, r.best_valid_bleu);
+  }
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <random>
 
+#include "util/error.h"
+
 namespace sf {
 
 std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples, int max_tokens, uint64_t seed,
@@ -44,13 +46,18 @@ std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples,
 }
 
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& indices, const SpecialIds& ids,
-                 int max_length) {
+                 int max_length, ModelStacks stacks) {
+  if (stacks == ModelStacks::EncoderOnly)
+    fail(ErrorKind::Unsupported, "make_batch", "an encoder_only model's batches (a target per source token) are "
+                                               "not made here: no training objective for that shape yet");
+  const bool with_source = stacks == ModelStacks::EncoderDecoder;
   Batch b;
   b.size = static_cast<int>(indices.size());
   // Marian (bos == pad: the decoder starts with <pad>): the source is the tokens and </s>, no start token.
   const int source_start = ids.bos == ids.pad ? 0 : 1;
   for (int i : indices) {
-    b.source_length = std::max(b.source_length, std::min<int>(static_cast<int>(examples[i].source.size()) + 1 + source_start, max_length));
+    if (with_source)
+      b.source_length = std::max(b.source_length, std::min<int>(static_cast<int>(examples[i].source.size()) + 1 + source_start, max_length));
     b.target_length = std::max(b.target_length, std::min<int>(static_cast<int>(examples[i].target.size()) + 1, max_length));
   }
   b.source.assign(static_cast<size_t>(b.size) * b.source_length, ids.pad);
@@ -58,11 +65,13 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& i
   b.target_out.assign(static_cast<size_t>(b.size) * b.target_length, ids.pad);
   for (int row = 0; row < b.size; ++row) {
     const Example& e = examples[indices[row]];
-    int* src = &b.source[static_cast<size_t>(row) * b.source_length];
-    const int n_src = std::min<int>(static_cast<int>(e.source.size()), b.source_length - 1 - source_start);
-    if (source_start) src[0] = ids.bos;
-    std::copy_n(e.source.begin(), n_src, src + source_start);
-    src[n_src + source_start] = ids.eos;
+    if (with_source) {
+      int* src = &b.source[static_cast<size_t>(row) * b.source_length];
+      const int n_src = std::min<int>(static_cast<int>(e.source.size()), b.source_length - 1 - source_start);
+      if (source_start) src[0] = ids.bos;
+      std::copy_n(e.source.begin(), n_src, src + source_start);
+      src[n_src + source_start] = ids.eos;
+    }
     int* in = &b.target_in[static_cast<size_t>(row) * b.target_length];
     int* out = &b.target_out[static_cast<size_t>(row) * b.target_length];
     const int n_tgt = std::min<int>(static_cast<int>(e.target.size()), b.target_length - 1);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/config.h"
 #include "train/corpus.h"
 
 namespace sf {
@@ -29,7 +30,10 @@ std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples,
 // Pads the chosen examples into one batch. max_length cuts sentences that are longer (with their <eos>).
 // Sources are <bos> tokens <eos>, or tokens <eos> when ids.bos == ids.pad (Marian: the decoder starts with
 // <pad>, and a source never starts with a token the padding mask would hide); targets <bos> tokens -> tokens <eos>.
+// `stacks` is the model's shape: EncoderDecoder as above; DecoderOnly leaves the source out (S 0, the examples'
+// sources unread): a language model reads <bos> w1 .. wn and predicts w1 .. wn <eos>, every word and the end.
+// EncoderOnly is refused (ErrorKind::Unsupported: no training objective batches for it yet).
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& indices, const SpecialIds& ids,
-                 int max_length);
+                 int max_length, ModelStacks stacks = ModelStacks::EncoderDecoder);
 
 }  // namespace sf

@@ -39,6 +39,14 @@ ParallelCorpus read_parallel_corpus(const std::string& source_path, const std::s
   return corpus;
 }
 
+std::vector<TokenSequence> read_sentences(const std::string& path) {
+  std::vector<TokenSequence> sentences = read_token_lines(path);
+  for (size_t i = 0; i < sentences.size(); ++i)
+    if (sentences[i].empty())
+      fail(ErrorKind::Input, "read_sentences", "'" + path + "' line " + std::to_string(i + 1) + " is empty");
+  return sentences;
+}
+
 SpecialIds default_special_ids() { return SpecialIds{1, 2, 3, 0}; }
 
 Vocabulary build_vocabulary(const std::vector<TokenSequence>& sentences, int min_frequency) {
@@ -69,6 +77,12 @@ std::vector<Example> make_examples(const ParallelCorpus& corpus, const Vocabular
   std::vector<Example> examples(corpus.source.size());
   for (size_t i = 0; i < examples.size(); ++i)
     examples[i] = {to_ids(corpus.source[i], source_vocabulary), to_ids(corpus.target[i], target_vocabulary)};
+  return examples;
+}
+
+std::vector<Example> make_examples(const std::vector<TokenSequence>& sentences, const Vocabulary& vocabulary) {
+  std::vector<Example> examples(sentences.size());
+  for (size_t i = 0; i < examples.size(); ++i) examples[i].target = to_ids(sentences[i], vocabulary);
   return examples;
 }
 

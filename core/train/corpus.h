@@ -25,6 +25,9 @@ inline constexpr size_t kMaxCorpusLines = 1'000'000;
 // their line counts differ or a line is empty.
 ParallelCorpus read_parallel_corpus(const std::string& source_path, const std::string& target_path);
 std::vector<TokenSequence> read_token_lines(const std::string& path);
+// One language's sentences (a language model's corpus): read_token_lines, and ErrorKind::Input naming the first
+// empty line, as read_parallel_corpus.
+std::vector<TokenSequence> read_sentences(const std::string& path);
 
 // The special tokens, at the ids the PyTorch tutorials use: <unk> 0, <pad> 1, <bos> 2, <eos> 3.
 inline constexpr const char* kSpecialTokens[] = {"<unk>", "<pad>", "<bos>", "<eos>"};
@@ -44,5 +47,7 @@ struct Example {
 
 std::vector<Example> make_examples(const ParallelCorpus& corpus, const Vocabulary& source_vocabulary,
                                    const Vocabulary& target_vocabulary);
+// A language model's examples (config.stacks DecoderOnly): each sentence as the target, no source.
+std::vector<Example> make_examples(const std::vector<TokenSequence>& sentences, const Vocabulary& vocabulary);
 
 }  // namespace sf

@@ -1,9 +1,12 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include "decode/decoder.h"
+#include "train/batched_model.h"
+#include "train/batching.h"
 #include "train/corpus.h"
 #include "util/parallel.h"
 
@@ -112,6 +115,24 @@ std::vector<TokenSequence> translations_for_bleu(const Model& model, const Model
   how.generation = &model.generation;
   auto out = translate_corpus(model.config, weights, model.src_vocab, model.tgt_vocab, sources, how);
   return model.tokenizer.kind == "sentencepiece" ? words_of(model, out) : out;
+}
+
+double LikelihoodScore::perplexity() const { return std::exp(mean_nll()); }
+
+LikelihoodScore score_likelihood(const Config& config, const ModelWeights& weights,
+                                 const std::vector<Example>& examples, int batch_tokens, int max_length) {
+  LikelihoodScore score;
+  score.sentences = examples.size();
+  const SpecialIds ids{config.pad_id, config.bos_id, config.eos_id, config.unk_id};
+  BatchTrace trace;  // reused: its matrices keep their memory from batch to batch
+  for (const std::vector<int>& indices : plan_batches(examples, batch_tokens, 0, 0)) {
+    const Batch batch = make_batch(examples, indices, ids, max_length, config.stacks);
+    // smoothing 0: r.nll is the mean of -ln p(target) over the batch's non-pad targets
+    const LossResult r = batch_forward(config, weights, batch, {}, 0.0f, trace, nullptr);
+    score.nll_sum += r.nll * r.tokens;
+    score.tokens += r.tokens;
+  }
+  return score;
 }
 
 }  // namespace sf

@@ -6,6 +6,7 @@
 
 #include "model/model.h"
 #include "train/bleu.h"
+#include "train/corpus.h"
 
 namespace sf {
 
@@ -47,5 +48,27 @@ std::vector<TokenSequence> words_of(const Model& model, const std::vector<TokenS
 // words of the detokenized text.
 std::vector<TokenSequence> translations_for_bleu(const Model& model, const ModelWeights& weights,
                                                  const std::vector<TokenSequence>& sources, TranslateSettings how);
+
+// [SECTION] likelihood: what a model gives the very tokens of a corpus (teacher forcing, no sampling)
+//
+// For each example the model reads <bos> y1 .. yn (with a source for an encoder-decoder model) and is scored on
+// predicting y1 .. yn <eos>: every token and the sentence's end, an <unk> target as the <unk> token itself.
+//   nll_sum    = - sum over those predictions of ln p(y_t | <bos> y_<t)            (nats)
+//   perplexity = exp(nll_sum / tokens)
+// For a decoder-only model over a word vocabulary this per-token perplexity is the per-word perplexity (each
+// word a token, plus one <eos> per sentence).
+struct LikelihoodScore {
+  double nll_sum = 0;   // nats
+  long tokens = 0;      // predictions scored: the examples' target tokens plus one <eos> each
+  size_t sentences = 0;
+  double mean_nll() const { return tokens ? nll_sum / static_cast<double>(tokens) : 0.0; }
+  double perplexity() const;  // exp(mean_nll())
+};
+
+// Scores `examples` (ids in the model's vocabularies, train/corpus.h) in padded batches of about batch_tokens
+// (train/batching.h, cut at max_length as training cuts them), dropout off, no label smoothing; each batch's
+// matrix products on the pool's threads, the sums in a fixed order (the same score on any thread count).
+LikelihoodScore score_likelihood(const Config& config, const ModelWeights& weights,
+                                 const std::vector<Example>& examples, int batch_tokens, int max_length);
 
 }  // namespace sf

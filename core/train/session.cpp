@@ -1,5 +1,6 @@
 #include "train/session.h"
 
+#include <cmath>
 #include <new>
 
 #include "util/error.h"
@@ -140,10 +141,11 @@ void TrainingSession::publish_requested_weights() {
   weights_requested_ = false;
 }
 
-void TrainingSession::take_snapshot(double loss, double valid_bleu) {
+void TrainingSession::take_snapshot(double loss, double valid_bleu, double valid_perplexity) {
   const int64_t step = trainer_->steps();
   // The worker is the only writer of the weights: no lock needed to read them.
-  record_snapshot(timeline_, step, step == 0 ? 0 : status_.epoch, loss, valid_bleu, trainer_->weights());
+  record_snapshot(timeline_, step, step == 0 ? 0 : status_.epoch, loss, valid_bleu, trainer_->weights(),
+                  valid_perplexity);
   status_.snapshots = timeline_.snapshots.size();
 }
 
@@ -245,7 +247,11 @@ void TrainingSession::run() {
     status_.seconds_left = per_step * ((r.batches - r.batch) + static_cast<double>(options_.epochs - r.epoch) * r.batches);
     losses_.push_back({r.step, r.loss});
     if (epoch_end) status_.history.push_back(e);
-    if (snapshot_due(r.step, epoch_end)) take_snapshot(epoch_end ? e.train_loss : r.epoch_loss, epoch_end ? e.valid_bleu : -1);
+    // An epoch's end carries its validation score: BLEU, or a language model's perplexity.
+    const bool language_model = options_.model.stacks == ModelStacks::DecoderOnly;
+    if (snapshot_due(r.step, epoch_end))
+      take_snapshot(epoch_end ? e.train_loss : r.epoch_loss, epoch_end && !language_model ? e.valid_bleu : -1,
+                    epoch_end && language_model ? std::exp(e.valid_nll) : -1);
     if (epoch_end && !trainer_->done()) {  // the next epoch, none of its batches done yet
       status_.epoch = trainer_->epoch();
       status_.batch = 0;

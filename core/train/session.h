@@ -38,7 +38,7 @@ class TrainingSession {
     double tokens_per_second = 0;  // target tokens per second of stepping in the current epoch
     double seconds_left = -1;      // the run's steps still to go at that speed (-1: not known yet)
     std::vector<LossPoint> losses;       // every step's loss
-    std::vector<EpochRecord> history;    // one per finished epoch: validation loss and BLEU
+    std::vector<EpochRecord> history;    // one per finished epoch: validation loss and BLEU (a language model: 0)
     size_t snapshots = 0;
     std::string device;   // where the steps run: the GPU's name (TrainOptions::device), or "" for the CPU
     std::string message;  // Failed: what went wrong and at which step; otherwise empty
@@ -86,7 +86,7 @@ class TrainingSession {
  private:
   void run();
   // Copies the weights as they are into the timeline (unless this step's copy is there), with mutex_ held.
-  void take_snapshot(double loss, double valid_bleu);
+  void take_snapshot(double loss, double valid_bleu, double valid_perplexity = -1);
   // With mutex_ held, on the worker between steps (or once it has ended): makes the copy request_weights asked for.
   void publish_requested_weights();
 

@@ -74,6 +74,7 @@ std::vector<std::byte> serialize(const TrainingTimeline& t, SnapshotStorage stor
                                         std::to_string(t.snapshots[i - 1].step));
     check_snapshot(config, s, i);
     entries.push_back({{"step", s.step}, {"epoch", s.epoch}, {"loss", s.loss}, {"valid_bleu", s.valid_bleu}});
+    if (s.valid_perplexity >= 0) entries.back()["valid_perplexity"] = s.valid_perplexity;
   }
   metadata["timeline"] = json{{"storage", snapshot_storage_name(storage)}, {"snapshots", entries}}.dump();
 
@@ -140,16 +141,17 @@ bool snapshot_storage_from_name(const std::string& name, SnapshotStorage& storag
 }
 
 void record_snapshot(TrainingTimeline& timeline, int64_t step, int epoch, double loss, double valid_bleu,
-                     const ModelWeights& weights) {
+                     const ModelWeights& weights, double valid_perplexity) {
   if (!timeline.snapshots.empty() && timeline.snapshots.back().step == step) {
     TimelineSnapshot& last = timeline.snapshots.back();
-    if (valid_bleu >= 0) {  // the epoch ended on this step: it carries the epoch's score
+    if (valid_bleu >= 0 || valid_perplexity >= 0) {  // the epoch ended on this step: it carries the epoch's score
       last.valid_bleu = valid_bleu;
+      last.valid_perplexity = valid_perplexity;
       last.epoch = epoch;
     }
     return;
   }
-  timeline.snapshots.push_back({step, epoch, loss, valid_bleu, weights});
+  timeline.snapshots.push_back({step, epoch, loss, valid_bleu, valid_perplexity, weights});
 }
 
 bool snapshot_due(int64_t step, bool epoch_end) {
@@ -220,6 +222,7 @@ TrainingTimeline load_timeline(const SafetensorsFile& file) {
       s.epoch = e.at("epoch").get<int>();
       s.loss = e.at("loss").get<double>();
       s.valid_bleu = e.at("valid_bleu").get<double>();
+      if (e.contains("valid_perplexity")) s.valid_perplexity = e.at("valid_perplexity").get<double>();
     } catch (const json::exception& error) {
       fail(ErrorKind::Format, kWhere, "'" + file.origin() + "': snapshot " + std::to_string(i) + " is damaged (" +
                                           error.what() + ")");

@@ -4,7 +4,8 @@
 // The file (a safetensors file beside the model it ends in, MODEL.timeline.safetensors by convention) holds:
 //   __metadata__: the model's description as a model file has it (model.h: family, config, vocabularies,
 //                 tokenizer, provenance) with "format": "stepformer-timeline", and "timeline": a JSON object
-//                 {"storage": "f32" | "f16" | "int8-rows", "snapshots": [{"step", "epoch", "loss", "valid_bleu"}]};
+//                 {"storage": "f32" | "f16" | "int8-rows", "snapshots": [{"step", "epoch", "loss", "valid_bleu"}]}
+//                 (a language model's snapshot at an epoch's end also has "valid_perplexity", its valid_bleu -1);
 //   tensors:      "snapshot.I.NAME" for snapshot I and each weight the family stores (NAME: our names, as in a
 //                 "stepformer" model file). With "int8-rows" a matrix is 8-bit integers q with one F32 scale per
 //                 row in "snapshot.I.NAME.scale" (w = q * scale, scale = max |w| of the row / 127: each weight
@@ -29,6 +30,7 @@ struct TimelineSnapshot {
   int epoch = 0;            // the epoch it was taken in (0 for step 0)
   double loss = 0;          // the epoch's running training loss when taken (0 at step 0)
   double valid_bleu = -1;   // validation BLEU when taken at an epoch's end; -1 otherwise
+  double valid_perplexity = -1;  // a language model's (decoder-only) validation perplexity there instead; -1 otherwise
   ModelWeights weights;     // every weight, shared ones completed (complete_shared_weights)
 };
 
@@ -43,9 +45,10 @@ struct TrainingTimeline {
 bool snapshot_due(int64_t step, bool epoch_end);
 
 // Appends a snapshot of `weights` at `step`. When the last snapshot is of this very step, nothing is added; an
-// epoch's end (valid_bleu >= 0) on a scheduled step sets that snapshot's validation BLEU and epoch.
+// epoch's end (valid_bleu >= 0, or a language model's valid_perplexity >= 0) on a scheduled step sets that
+// snapshot's validation score and epoch.
 void record_snapshot(TrainingTimeline& timeline, int64_t step, int epoch, double loss, double valid_bleu,
-                     const ModelWeights& weights);
+                     const ModelWeights& weights, double valid_perplexity = -1);
 // The storage named `name` ("f32", "f16", "int8-rows"); false when no storage has that name.
 bool snapshot_storage_from_name(const std::string& name, SnapshotStorage& storage);
 

@@ -39,8 +39,25 @@ std::string corpus_path(const TrainOptions& o, const std::string& split, const s
   return corpus_path(o, split, language, o.raw_text);
 }
 
+// What a language model's perplexity is, as its provenance says it.
+constexpr const char* kPerplexityDefinition =
+    "per token: exp of the mean of -ln p(token | <bos> and the tokens before it) over every predicted token, "
+    "each word (an unknown one as <unk>) and each sentence's <eos>; the tokens are words, so it is per-word "
+    "perplexity";
+
+// A decoder-only model learns its language's next word: one side of the corpus, no source.
+bool is_language_model(const TrainOptions& o) { return o.model.stacks == ModelStacks::DecoderOnly; }
+
 // What a run's files say made them (the model file adds its scores; a timeline has this alone).
 json run_provenance(const TrainOptions& o) {
+  if (is_language_model(o))
+    return {{"dataset", "Multi30k task 1, " + o.target_language +
+                            " captions alone (a language model: the next word of each caption), tokenized lowercase "
+                            "(*.lc.norm.tok.*), vocabulary min frequency " + std::to_string(o.min_frequency)},
+            {"objective", "next-token cross-entropy: reads <bos> w1 .. wn, predicts w1 .. wn <eos>"},
+            {"command", o.command_line},
+            {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+            {"epochs_planned", o.epochs}};
   if (!o.from_model.empty())
     return {{"dataset", o.data_dir + " (" + o.source_language + "-" + o.target_language +
                             (o.raw_text ? ", raw text, split by the model's SentencePiece models)" : ", tokenized)")},
@@ -230,22 +247,6 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
   return s;
 }
 
-double validation_nll(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
-                      int batch_tokens, int max_length) {
-  const auto plan = plan_batches(examples, batch_tokens, 0, 0);
-  double nll_sum = 0;
-  long tokens = 0;
-  BatchTrace trace;
-  for (const auto& indices : plan) {
-    const Batch batch = make_batch(examples, indices, SpecialIds{config.pad_id, config.bos_id, config.eos_id, config.unk_id},
-                                   max_length);
-    const LossResult r = batch_forward(config, weights, batch, {}, 0.0f, trace, nullptr);
-    nll_sum += r.nll * r.tokens;
-    tokens += r.tokens;
-  }
-  return tokens ? nll_sum / tokens : 0.0;
-}
-
 }  // namespace
 
 struct Trainer::State {
@@ -254,6 +255,7 @@ struct Trainer::State {
   std::string checkpoint;
   WriteRules outputs;
   bool writes = false;  // out_path given: the model and the checkpoint are written
+  bool language_model = false;  // decoder-only: the next word of one language's sentences, scored by perplexity
   SpecialIds ids;
   ParallelCorpus valid;                    // as read: BLEU's references are valid.target
   std::vector<TokenSequence> valid_source; // what the model translates: tokens, or SentencePiece pieces
@@ -306,6 +308,30 @@ struct Trainer::State {
     log(std::string("the GPU failed (") + why.what() + "): training goes on on the CPU from step " +
         std::to_string(state.step));
   }
+  // After the last epoch, for a language model: the best model as its file stores it (F16 where it does) scored on
+  // the test split of its language; the per-token perplexity and its definition into the provenance.
+  void finish_language_model() {
+    const std::string test_path = corpus_path(o, o.test_name, o.target_language);
+    std::error_code ec;
+    if (!writes || state.result.best_epoch == 0 || !std::filesystem::exists(test_path, ec)) return;
+    Model best = load_model(o.out_path);
+    const std::vector<Example> test = make_examples(read_sentences(test_path), best.tgt_vocab);
+    const LikelihoodScore score = score_likelihood(best.config, best.weights, test, o.batch_tokens, o.max_length);
+    state.result.test_perplexity = score.perplexity();
+    state.result.test_tokens = score.tokens;
+    best.provenance["test_set"] = o.test_name;
+    best.provenance["test_perplexity"] = score.perplexity();
+    best.provenance["test_nll_per_token"] = score.mean_nll();
+    best.provenance["test_tokens"] = score.tokens;
+    best.provenance["perplexity"] = kPerplexityDefinition;
+    best.provenance["wall_seconds"] = state.result.wall_seconds;
+    best.provenance["epochs_run"] = state.finished_epochs;
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    char line[240];
+    std::snprintf(line, sizeof(line), "best epoch %d: %s per-token perplexity %.2f (%ld tokens, <eos> included)",
+                  state.result.best_epoch, o.test_name.c_str(), score.perplexity(), score.tokens);
+    log(line);
+  }
   void start_epoch() {
     epoch = state.finished_epochs + 1;
     plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
@@ -334,6 +360,15 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   }
   if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
+  // The shape decides the objective: translation (encoder-decoder), or the next word of one language's sentences
+  // (decoder-only). An encoder-only model would need a masked-token objective, which the trainer does not have.
+  s.language_model = is_language_model(o);
+  if (o.model.stacks == ModelStacks::EncoderOnly)
+    fail(ErrorKind::Unsupported, "train", "an encoder_only model has no training objective here (masked-token "
+                                          "training is not implemented): train an encoder_decoder or decoder_only one");
+  if (s.language_model && !o.from_model.empty())
+    fail(ErrorKind::Input, "train", "fine-tuning (--from) starts from a translation model; a decoder-only model is "
+                                    "trained from new weights");
   // Fine-tuning: the model to start from gives the config, vocabularies, tokenizer and weights.
   Model base;
   if (!o.from_model.empty()) {
@@ -348,30 +383,47 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   const bool subwords = s.o.raw_text;
 
   // Data and vocabularies (from the training split only; a fine-tuned model keeps its own).
-  ParallelCorpus train = read_parallel_corpus(corpus_path(s.o, "train", o.source_language),
-                                              corpus_path(s.o, "train", o.target_language));
-  s.valid = read_parallel_corpus(corpus_path(s.o, "val", o.source_language), corpus_path(s.o, "val", o.target_language));
-  if (train.source.empty() || s.valid.source.empty())
-    fail(ErrorKind::Input, "train", std::string("the ") + (train.source.empty() ? "training" : "validation") +
-                                        " split in '" + o.data_dir + "' has no sentences: nothing to train on");
-  if (subwords) {  // raw text: the model's SentencePiece pieces; the validation references stay words
-    train.source = pieces_of(base, train.source, Side::Source);
-    train.target = pieces_of(base, train.target, Side::Target);
-    s.valid_source = pieces_of(base, s.valid.source, Side::Source);
-    s.valid_pieces.source = s.valid_source;
-    s.valid_pieces.target = pieces_of(base, s.valid.target, Side::Target);
+  Vocabulary src_vocab, tgt_vocab;
+  if (s.language_model) {
+    // One language's captions: <bos> w1 .. wn -> w1 .. wn <eos>, words seen fewer than min_frequency times as <unk>.
+    const std::vector<TokenSequence> train = read_sentences(corpus_path(s.o, "train", o.target_language));
+    const std::vector<TokenSequence> valid = read_sentences(corpus_path(s.o, "val", o.target_language));
+    if (train.empty() || valid.empty())
+      fail(ErrorKind::Input, "train", std::string("the ") + (train.empty() ? "training" : "validation") +
+                                          " split in '" + o.data_dir + "' has no sentences: nothing to train on");
+    tgt_vocab = build_vocabulary(train, o.min_frequency);
+    s.train_examples = make_examples(train, tgt_vocab);
+    s.valid_examples = make_examples(valid, tgt_vocab);
+    s.log("data: " + std::to_string(s.train_examples.size()) + " training and " +
+          std::to_string(s.valid_examples.size()) + " validation sentences (" + o.target_language +
+          ", decoder-only: the next word of each); vocabulary " + std::to_string(tgt_vocab.size()) +
+          " words seen at least " + std::to_string(o.min_frequency) + " times");
+  } else {
+    ParallelCorpus train = read_parallel_corpus(corpus_path(s.o, "train", o.source_language),
+                                                corpus_path(s.o, "train", o.target_language));
+    s.valid = read_parallel_corpus(corpus_path(s.o, "val", o.source_language), corpus_path(s.o, "val", o.target_language));
+    if (train.source.empty() || s.valid.source.empty())
+      fail(ErrorKind::Input, "train", std::string("the ") + (train.source.empty() ? "training" : "validation") +
+                                          " split in '" + o.data_dir + "' has no sentences: nothing to train on");
+    if (subwords) {  // raw text: the model's SentencePiece pieces; the validation references stay words
+      train.source = pieces_of(base, train.source, Side::Source);
+      train.target = pieces_of(base, train.target, Side::Target);
+      s.valid_source = pieces_of(base, s.valid.source, Side::Source);
+      s.valid_pieces.source = s.valid_source;
+      s.valid_pieces.target = pieces_of(base, s.valid.target, Side::Target);
+    }
+    src_vocab = fine_tuning ? base.src_vocab : build_vocabulary(train.source, o.min_frequency);
+    tgt_vocab = fine_tuning ? base.tgt_vocab : build_vocabulary(train.target, o.min_frequency);
+    s.train_examples = make_examples(train, src_vocab, tgt_vocab);
+    s.valid_examples = make_examples(subwords ? s.valid_pieces : s.valid, src_vocab, tgt_vocab);
+    if (!subwords) s.valid_source = s.valid.source;
+    s.log("data: " + std::to_string(s.train_examples.size()) + " training pairs, " +
+          std::to_string(s.valid_examples.size()) + " validation pairs; vocabularies " +
+          std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " + std::to_string(tgt_vocab.size()) +
+          " (" + o.target_language + ") " +
+          (fine_tuning ? "of '" + o.from_model + "'" + (subwords ? " (SentencePiece pieces)" : "")
+                       : "words seen at least " + std::to_string(o.min_frequency) + " times"));
   }
-  const Vocabulary src_vocab = fine_tuning ? base.src_vocab : build_vocabulary(train.source, o.min_frequency);
-  const Vocabulary tgt_vocab = fine_tuning ? base.tgt_vocab : build_vocabulary(train.target, o.min_frequency);
-  s.train_examples = make_examples(train, src_vocab, tgt_vocab);
-  s.valid_examples = make_examples(subwords ? s.valid_pieces : s.valid, src_vocab, tgt_vocab);
-  if (!subwords) s.valid_source = s.valid.source;
-  s.log("data: " + std::to_string(s.train_examples.size()) + " training pairs, " +
-        std::to_string(s.valid_examples.size()) + " validation pairs; vocabularies " +
-        std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " + std::to_string(tgt_vocab.size()) +
-        " (" + o.target_language + ") " +
-        (fine_tuning ? "of '" + o.from_model + "'" + (subwords ? " (SentencePiece pieces)" : "")
-                     : "words seen at least " + std::to_string(o.min_frequency) + " times"));
 
   Config config = fine_tuning ? base.config : o.model;
   if (fine_tuning) {
@@ -381,8 +433,12 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
       s.log("sentences are cut to " + std::to_string(config.max_positions) + " tokens, the model's max_positions");
     }
   } else {
-    config.src_vocab_size = src_vocab.size();
+    config.src_vocab_size = src_vocab.size();  // 0 for a language model: no source vocabulary
     config.tgt_vocab_size = tgt_vocab.size();
+    if (s.language_model) {  // GPT's shape: one decoder stack without cross-attention; the encoder's options unused
+      config.n_encoder_layers = 0;
+      config.encoder_final_norm = config.share_embeddings = false;
+    }
     s.ids = default_special_ids();
     config.pad_id = s.ids.pad;
     config.bos_id = s.ids.bos;
@@ -420,7 +476,7 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
     s.model.config = config;
     s.model.src_vocab = src_vocab;
     s.model.tgt_vocab = tgt_vocab;
-    s.model.tokenizer.source_language = o.source_language;
+    s.model.tokenizer.source_language = s.language_model ? "" : o.source_language;
     s.model.tokenizer.target_language = o.target_language;
   }
   s.grads = zeros_like(s.weights);
@@ -465,7 +521,7 @@ StepRecord Trainer::step() {
   if (epoch_complete()) fail(ErrorKind::Input, "Trainer::step", "the epoch's batches are done: finish_epoch first");
   const auto start = Clock::now();
   const Config& config = s.model.config;
-  const Batch batch = make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length);
+  const Batch batch = make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length, config.stacks);
   const int64_t step = s.state.step + 1;
   const DropoutSettings dropout{s.o.dropout, s.o.seed, static_cast<uint64_t>(step)};
   s.lr = s.o.schedule.at(step);
@@ -525,21 +581,31 @@ EpochRecord Trainer::finish_epoch() {
   // Validation decodes a few rows a pass, which the few-row kernel reads from packed weights (nn/small_gemm.h):
   // packed once here, not at every call; the next step's parameter_views drops the copies (the floats change).
   attach_packed_weights(s.weights);
-  rec.valid_nll = validation_nll(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length);
-  const auto hyps = translations_for_bleu(s.model, s.weights, s.valid_source, {1, 0.6f, 0});
-  rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;
+  rec.valid_nll = score_likelihood(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length).mean_nll();
+  if (!s.language_model) {  // a language model translates nothing: its score is the perplexity alone
+    const auto hyps = translations_for_bleu(s.model, s.weights, s.valid_source, {1, 0.6f, 0});
+    rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;
+  }
   rec.seconds = seconds_since(s.epoch_start);
   state.result.history.push_back(rec);
   state.finished_epochs = s.epoch;
   state.result.wall_seconds += rec.seconds;
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "epoch %d: train loss %.3f (ppl %.2f), valid ppl %.2f, valid BLEU %.2f (greedy), lr %.2e, "
-                "%.0f target tokens/s, %.0f s",
-                s.epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.valid_bleu,
-                rec.learning_rate, rec.tokens_per_second, rec.seconds);
+  if (s.language_model)
+    std::snprintf(line, sizeof(line),
+                  "epoch %d: train loss %.3f (ppl %.2f), valid per-token perplexity %.2f (no BLEU: a language "
+                  "model), lr %.2e, %.0f target tokens/s, %.0f s",
+                  s.epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.learning_rate,
+                  rec.tokens_per_second, rec.seconds);
+  else
+    std::snprintf(line, sizeof(line),
+                  "epoch %d: train loss %.3f (ppl %.2f), valid ppl %.2f, valid BLEU %.2f (greedy), lr %.2e, "
+                  "%.0f target tokens/s, %.0f s",
+                  s.epoch, rec.train_loss, std::exp(rec.train_nll), std::exp(rec.valid_nll), rec.valid_bleu,
+                  rec.learning_rate, rec.tokens_per_second, rec.seconds);
   s.log(line);
   // Best = highest validation BLEU; between equal BLEU (early epochs of a small model score 0), lowest perplexity.
+  // A language model has no BLEU (valid_bleu stays 0): the lowest validation perplexity.
   const bool better = state.result.best_epoch == 0 || rec.valid_bleu > state.result.best_valid_bleu ||
                       (rec.valid_bleu == state.result.best_valid_bleu &&
                        rec.valid_nll < state.result.history[state.result.best_epoch - 1].valid_nll);
@@ -556,8 +622,8 @@ EpochRecord Trainer::finish_epoch() {
       const json started_from = model.provenance;
       model.provenance = run_provenance(s.o);
       if (!s.o.from_model.empty()) model.provenance["base_provenance"] = started_from;
+      if (!s.language_model) model.provenance["valid_bleu_greedy"] = rec.valid_bleu;
       model.provenance.update({{"epoch", s.epoch},
-                          {"valid_bleu_greedy", rec.valid_bleu},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
                           {"threads", parallel_threads()},
@@ -578,6 +644,10 @@ TrainResult Trainer::finish() {
   State& s = *s_;
   const TrainOptions& o = s.o;
   RunState& state = s.state;
+  if (s.language_model) {
+    s.finish_language_model();
+    return state.result;
+  }
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
   const std::string test_src = corpus_path(o, o.test_name, o.source_language);
   const std::string test_ref = corpus_path(o, o.test_name, o.target_language);
@@ -641,7 +711,9 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
     if (trainer.epoch_complete()) {
       const EpochRecord e = trainer.finish_epoch();
       if (keep_timeline) {
-        record_snapshot(timeline, r.step, e.epoch, e.train_loss, e.valid_bleu, trainer.weights());
+        const bool language_model = is_language_model(o);  // its score is the validation perplexity, not BLEU
+        record_snapshot(timeline, r.step, e.epoch, e.train_loss, language_model ? -1 : e.valid_bleu, trainer.weights(),
+                        language_model ? std::exp(e.valid_nll) : -1);
         save_timeline(timeline, o.timeline_path, o.timeline_storage, timeline_rules);
         if (log) log("  timeline: " + std::to_string(timeline.snapshots.size()) + " snapshots in '" + o.timeline_path + "'");
       }

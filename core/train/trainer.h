@@ -1,9 +1,10 @@
-// Training a translation model on a parallel corpus with the core's own backward pass: what
-// `stepformer-cli train` runs, and how the shipped models were made.
+// Training a translation model on a parallel corpus, or a decoder-only language model on one language's
+// sentences, with the core's own backward pass: what `stepformer-cli train` runs, and how the shipped models were
+// made.
 //
 // Each epoch: batches of similar-length sentences in an order fixed by (seed, epoch); per batch the forward
 // with dropout, label-smoothed loss, backward, gradient clipping and an Adam step at the scheduled learning
-// rate. After each epoch: validation loss and greedy BLEU, a checkpoint written atomically (weights, Adam
+// rate. After each epoch: validation loss and greedy BLEU (a language model: perplexity alone), a checkpoint written atomically (weights, Adam
 // moments, step, history: an interrupted run resumes from the last finished epoch and continues exactly as if
 // never stopped), and the model file rewritten when validation BLEU is the best so far.
 #pragma once
@@ -21,10 +22,17 @@
 
 namespace sf {
 
+// The shape of the model (model.stacks) chooses what is learnt:
+//   EncoderDecoder  translation: source_language -> target_language, validation BLEU picks the best model
+//   DecoderOnly     a language model (GPT): the next word of target_language's sentences alone, reading
+//                   <bos> w1 .. wn and predicting w1 .. wn <eos>; validation perplexity picks the best model and
+//                   the test perplexity goes into its provenance. source_language, the encoder's options
+//                   (n_encoder_layers, encoder_final_norm, share_embeddings), from_model and final_beam are unused.
+//   EncoderOnly     refused (ErrorKind::Unsupported): no masked-token objective yet
 struct TrainOptions {
   std::string data_dir;                 // holds train.lc.norm.tok.{src,tgt} and val.lc.norm.tok.{src,tgt}
   std::string source_language = "de";
-  std::string target_language = "en";
+  std::string target_language = "en";   // a language model's one language
   std::string test_name = "test_2016_flickr";  // scored at the end when present: provenance gets test BLEU
   // Fine-tuning: start from this model (a model file or a Hugging Face Marian folder) instead of random weights:
   // its config, vocabularies, tokenizer and weights (the shape options above are not used). A SentencePiece
@@ -32,7 +40,7 @@ struct TrainOptions {
   // split by its own tokenizer; BLEU is then on its detokenized output, words split at spaces.
   std::string from_model;
   bool raw_text = false;                // set by the trainer for a SentencePiece model: the raw files above
-  std::string out_path;                 // the model file (best validation BLEU)
+  std::string out_path;                 // the model file (best validation BLEU; a language model's: perplexity)
   std::string checkpoint_path;          // default: out_path + ".checkpoint"
   Config model;                         // shape and variant; vocabulary sizes come from the data
   int min_frequency = 2;
@@ -65,6 +73,7 @@ struct TrainOptions {
 
 struct EpochRecord {
   int epoch = 0;
+  // valid_nll: mean -ln p per validation target token (exp: the perplexity); valid_bleu 0 for a language model
   double train_loss = 0, train_nll = 0, valid_nll = 0, valid_bleu = 0;
   double seconds = 0, tokens_per_second = 0;
   float learning_rate = 0;
@@ -74,6 +83,8 @@ struct TrainResult {
   std::vector<EpochRecord> history;
   int best_epoch = 0;
   double best_valid_bleu = 0, test_bleu_greedy = -1, test_bleu_beam = -1;
+  double test_perplexity = -1;  // a language model's per-token perplexity on the test split (-1: not scored)
+  long test_tokens = 0;         // the tokens it predicted there, <eos> included
   double wall_seconds = 0;
 };
 
@@ -115,10 +126,11 @@ class Trainer {
   // when the loss is not finite (the weights are then those before this step).
   StepRecord step();
   // After the epoch's last batch: validation loss and greedy BLEU, the model file when BLEU is the best so far and
-  // the checkpoint (when out_path is set).
+  // the checkpoint (when out_path is set). A language model: validation perplexity, the model file when it is the
+  // lowest so far.
   EpochRecord finish_epoch();
   // After the last epoch: the best model's test scores into its provenance (when out_path is set and the test
-  // split exists).
+  // split exists): BLEU greedy and beam, or a language model's per-token perplexity (test_perplexity).
   TrainResult finish();
 
   const Model& model() const;  // config, vocabularies and tokenizer of the run; its weights are weights()
