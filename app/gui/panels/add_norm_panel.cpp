@@ -63,7 +63,7 @@ void AddNormPanel::draw_stage(const AppState& state, AttentionSelection& sel) {
       post           ? "Sublayer(x)"
       : short_titles ? "LN(x)"
                      : tr(T::add_norm_step_norm_pre),  // notation alone: the same anywhere
-      post ? "x + Sublayer(x)" : "Sublayer(LayerNorm(x))",
+      post ? "x + Sublayer(x)" : "Sublayer(LN(x))",
       post ? (short_titles ? tr(T::add_norm_step_output_post_short) : tr(T::add_norm_step_output_post))
            : (short_titles ? "x + Sublayer(LN(x))" : tr(T::add_norm_step_output_pre))};
   const char* names[4] = {"add_norm_input", post ? "sublayer_output" : "layer_norm",

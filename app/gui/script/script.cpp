@@ -386,7 +386,9 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         // A lesson's captions speak of the sentence's words: a word the model reads as <unk> makes them false (a
         // lesson and its check say so; a script, which has no captions to be false, goes on quietly).
         if (app.state().model() && (interactive_ || dry_run_))
-          if (const std::string unknown = unknown_words(*app.state().model(), c.args[0], Side::Source); !unknown.empty())
+          if (const std::string unknown = unknown_words(*app.state().model(), c.args[0],
+                                                        app.state().decoder_only() ? Side::Target : Side::Source);
+              !unknown.empty())
             note(where, tr(T::script_unknown_words_sentence, {{"words", unknown}}), log);
       } else if (c.name == "written-for") {
         if (const std::string problem = written_for_problem(app, c.args); !problem.empty()) note(where, problem, log);
