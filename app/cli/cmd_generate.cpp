@@ -2,7 +2,6 @@
 // model (our GPT, a GPT-2 folder) continues PROMPT token by token with the same Decoder the app steps through
 // (decode/decoder.h), and the continuation is printed: as text, or with --ids as the generated ids.
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -32,24 +31,6 @@ const char* kHelp =
     "                   (any of these four selects sampling)\n"
     "  --ids            print the generated token ids, space-separated, instead of the text\n"
     "  --prompt-ids     PROMPT is space-separated token ids, read as given\n";
-
-std::vector<int> parse_prompt_ids(const std::string& text) {
-  std::vector<int> ids;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    int id = 0;
-    try {
-      id = std::stoi(word, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != word.size()) fail(ErrorKind::Input, "generate", "'" + word + "' is not a token id (--prompt-ids given)");
-    ids.push_back(id);
-  }
-  return ids;
-}
 
 }  // namespace
 
@@ -96,7 +77,7 @@ int run_generate(const Args& args) {
          "model (a GPT); translate with `stepformer-cli translate`");
   const std::string& text = p.positional()[1];
   const std::vector<int> prompt =
-      prompt_ids ? parse_prompt_ids(text) : token_ids(encode_text(m, text, Side::Target, /*specials=*/false));
+      prompt_ids ? parse_token_ids(text, "generate", "--prompt-ids") : token_ids(encode_text(m, text, Side::Target, /*specials=*/false));
 
   DecodeOptions options;
   apply_generation_defaults(m.generation, options);  // GPT-2: transformers' beam scoring

@@ -53,25 +53,6 @@ void print_help() {
       "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n");
 }
 
-std::vector<int> parse_ids(const std::string& text, const char* what) {
-  std::vector<int> ids;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    int id = 0;
-    try {
-      id = std::stoi(word, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != word.size())
-      fail(ErrorKind::Input, "trace", std::string(what) + ": '" + word + "' is not a token id (--ids given)");
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 }  // namespace
 
 int run_trace(const Args& args) {
@@ -143,15 +124,15 @@ int run_trace(const Args& args) {
                                         std::to_string(c.max_positions) + " positions");
   std::vector<int> src, tgt;
   if (c.stacks == ModelStacks::DecoderOnly) {  // the prompt is the decoder's input: one traced pass over it
-    tgt = as_ids ? parse_ids(src_text, "--src")
+    tgt = as_ids ? parse_token_ids(src_text, "trace", "--src (--ids given)")
                  : decoder_only_input(c, token_ids(encode_text(m, src_text, Side::Target, /*specials=*/false)));
     have_tgt = true;
   } else if (c.stacks == ModelStacks::EncoderOnly) {
-    src = as_ids ? parse_ids(src_text, "--src") : token_ids(encode_text(m, src_text, Side::Source));
+    src = as_ids ? parse_token_ids(src_text, "trace", "--src (--ids given)") : token_ids(encode_text(m, src_text, Side::Source));
     have_tgt = true;  // (nothing to decode: the one pass is the trace)
   } else if (as_ids) {
-    src = parse_ids(src_text, "--src");
-    if (have_tgt) tgt = parse_ids(tgt_text, "--tgt");
+    src = parse_token_ids(src_text, "trace", "--src (--ids given)");
+    if (have_tgt) tgt = parse_token_ids(tgt_text, "trace", "--tgt (--ids given)");
   } else {
     src = token_ids(encode_text(m, src_text, Side::Source));
     if (have_tgt) {

@@ -4,10 +4,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 
+#include "util/error.h"
 #include "util/printable.h"
 
 namespace sf::cli {
+
+std::vector<int> parse_token_ids(const std::string& text, const std::string& command, const std::string& what) {
+  std::vector<int> ids;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    int id = 0;
+    try {
+      id = std::stoi(word, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != word.size()) fail(ErrorKind::Input, command, what + ": '" + word + "' is not a token id");
+    ids.push_back(id);
+  }
+  return ids;
+}
 
 void OptionParser::flag(const std::string& name, bool* out) {
   options_.push_back({name, false, [out](const std::string&) {

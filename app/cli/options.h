@@ -12,6 +12,9 @@
 
 namespace sf::cli {
 
+// Space-separated token ids (--ids, --prompt-ids): ErrorKind::Input naming `what` and the word that is not one.
+std::vector<int> parse_token_ids(const std::string& text, const std::string& command, const std::string& what);
+
 class OptionParser {
  public:
   explicit OptionParser(std::string command) : command_(std::move(command)) {}

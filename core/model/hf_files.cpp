@@ -4,12 +4,19 @@
 
 #include "io/json_text.h"
 #include "io/user_files.h"
+#include "model/hf_marian.h"  // hf_hub_name
 #include "util/error.h"
 
 namespace sf::hf {
 
 std::string in_folder(const std::string& folder, const std::string& name) {
   return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
+}
+
+void require_folder(const std::string& folder) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail(ErrorKind::File, ErrorCode::NotAFolder, kWhere, {{"path", folder}}, "'" + folder + "' is not a folder");
 }
 
 bool path_exists(const std::string& path) {
@@ -65,6 +72,26 @@ std::string describe_model(const nlohmann::json& j) {
       if (a.is_string()) architectures += (architectures.empty() ? "" : ", ") + a.get<std::string>();
   if (type.empty()) return architectures.empty() ? "a model that names no model_type" : "a model of " + architectures;
   return "a '" + type + "' model" + (architectures.empty() ? "" : " (" + architectures + ")");
+}
+
+nlohmann::json folder_provenance(const nlohmann::json& config, const std::string& folder, const char* source) {
+  return {{"source", source},
+          {"folder", folder},
+          {"hub_name", hf_hub_name(folder, config_string(config, "_name_or_path"))},
+          {"transformers_version", config_string(config, "transformers_version", "?")}};
+}
+
+std::string weights_path(const std::string& folder, const std::string& weights_file, const char* kind,
+                         const char* holds) {
+  if (!weights_file.empty()) return weights_file;
+  const std::string path = in_folder(folder, "model.safetensors");
+  if (path_exists(path)) return path;
+  if (path_exists(in_folder(folder, "pytorch_model.bin")))
+    fail(ErrorKind::Missing, kWhere,
+         "'" + folder + "' has pytorch_model.bin but no model.safetensors: convert it with `stepformer-cli import-hf " +
+             folder + " --out MODEL.safetensors` (needs Debian's python3-torch), then open that file");
+  fail(ErrorKind::Missing, kWhere,
+       "'" + folder + "' has no model.safetensors (a " + kind + " folder holds " + holds + ")");
 }
 
 }  // namespace sf::hf

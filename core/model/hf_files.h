@@ -12,6 +12,8 @@ inline constexpr uint64_t kMaxJsonBytes = 1u << 20;      // config.json and frie
 inline constexpr uint64_t kMaxVocabBytes = 64ull << 20;  // vocab.json: 1-2 MB for 50-65k pieces
 
 std::string in_folder(const std::string& folder, const std::string& name);
+// ErrorKind::File (NotAFolder) unless `folder` is a folder.
+void require_folder(const std::string& folder);
 bool path_exists(const std::string& path);
 // A JSON file of the folder, at most `limit` bytes (io/user_files.h's rules: a FIFO or device is refused).
 nlohmann::json read_json_file(const std::string& path, uint64_t limit, const char* what);
@@ -28,6 +30,14 @@ double config_number(const nlohmann::json& j, const char* key, double fallback, 
 std::string model_type(const nlohmann::json& j, const std::string& path);
 // What a config describes, for messages: "a 'bert' model (BertForMaskedLM)".
 std::string describe_model(const nlohmann::json& j);
+// Where a folder reader's provenance starts: source, folder, hub name, transformers version (config.json's).
+nlohmann::json folder_provenance(const nlohmann::json& config, const std::string& folder, const char* source);
+// The weights to read: `weights_file` when given (import-hf's conversion), else the folder's model.safetensors;
+// ErrorKind::Missing when absent, naming import-hf where there is a pytorch_model.bin, else the files `kind`'s
+// folder holds (`holds`: "config.json, model.safetensors, vocab.json and merges.txt").
+std::string weights_path(const std::string& folder, const std::string& weights_file, const char* kind,
+                         const char* holds);
+
 // The architectures Stepformer opens from a folder, for messages.
 inline constexpr const char* kOpenedArchitectures =
     "Hugging Face Marian models (model_type \"marian\", the opus-mt translators) and GPT-2 (model_type \"gpt2\", "

@@ -1,7 +1,5 @@
 #include "model/hf_gpt2.h"
 
-#include <sys/stat.h>
-
 #include <set>
 
 #include "io/user_files.h"
@@ -67,9 +65,7 @@ Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
   };
-  struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(ErrorKind::File, ErrorCode::NotAFolder, kWhere, {{"path", folder}}, "'" + folder + "' is not a folder");
+  require_folder(folder);
 
   const std::string config_path = required_file(folder, "config.json");
   const nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
@@ -170,22 +166,11 @@ Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings
     m.generation.beam_width = config_int(gj, "num_beams", g, 1);
     m.generation.length_penalty = static_cast<float>(config_number(gj, "length_penalty", 1.0, g));
   }
-  const std::string name_or_path = config_string(j, "_name_or_path");
-  m.provenance = {{"source", "Hugging Face GPT-2 folder"},
-                  {"folder", folder},
-                  {"hub_name", hf_hub_name(folder, name_or_path)},
-                  {"transformers_version", config_string(j, "transformers_version", "?")}};
+  m.provenance = folder_provenance(j, folder, "Hugging Face GPT-2 folder");
 
   // The weights: GPT2LMHeadModel's names, or GPT2Model's (the hub's own gpt2 files) without "transformer.".
-  const std::string weights_path = weights_file.empty() ? in_folder(folder, "model.safetensors") : weights_file;
-  if (!path_exists(weights_path) && weights_file.empty()) {
-    if (path_exists(in_folder(folder, "pytorch_model.bin")))
-      fail(ErrorKind::Missing, kWhere,
-           "'" + folder + "' has pytorch_model.bin but no model.safetensors: convert it with `stepformer-cli import-hf " +
-               folder + " --out MODEL.safetensors` (needs Debian's python3-torch), then open that file");
-    required_file(folder, "model.safetensors");
-  }
-  SafetensorsFile file = SafetensorsFile::open(weights_path);
+  const std::string weights = weights_path(folder, weights_file, "GPT-2", kRequired);
+  SafetensorsFile file = SafetensorsFile::open(weights);
   const std::string prefix = kPrefix;
   std::set<std::string> also_known = {"lm_head.weight"};
   for (const TensorSpec& spec : weight_layout(kFamilyGpt2, c)) {
@@ -204,7 +189,7 @@ Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings
     check_tied_head(file, "lm_head.weight", "transformer.wte.weight");
     read_family_weights(file, m, warnings, read_weights, also_known);
   } catch (const Error& e) {
-    throw Error(e, "[" + std::string(kWhere) + "] '" + weights_path + "': " + e.what());
+    throw Error(e, "[" + std::string(kWhere) + "] '" + weights + "': " + e.what());
   }
   return m;
 }

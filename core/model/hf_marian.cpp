@@ -158,9 +158,7 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
   };
-  struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(ErrorKind::File, ErrorCode::NotAFolder, kWhere, {{"path", folder}}, "'" + folder + "' is not a folder");
+  require_folder(folder);
 
   // config.json: the architecture first, then the sizes.
   const std::string config_path = required_file(folder, "config.json");
@@ -283,22 +281,14 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
       m.generation.never_generate.end())
     m.generation.never_generate.push_back(c.pad_id);
 
-  const std::string name_or_path = config_string(j, "_name_or_path");
-  m.provenance = {{"source", "Hugging Face Marian folder"},
-                  {"folder", folder},
-                  {"hub_name", hf_hub_name(folder, name_or_path)},
-                  {"transformers_version", config_string(j, "transformers_version", "?")}};
+  m.provenance = folder_provenance(j, folder, "Hugging Face Marian folder");
 
   // The weights.
-  const std::string weights_path = weights_file.empty() ? in_folder(folder, "model.safetensors") : weights_file;
-  if (!path_exists(weights_path) && weights_file.empty()) {
-    if (path_exists(in_folder(folder, "pytorch_model.bin")))
-      fail(ErrorKind::Missing, kWhere,
-           "'" + folder + "' has pytorch_model.bin but no model.safetensors: convert it with `stepformer-cli import-hf " +
-               folder + " --out MODEL.safetensors` (needs Debian's python3-torch), then open that file");
-    required_file(folder, "model.safetensors");
-  }
-  SafetensorsFile file = SafetensorsFile::open(weights_path);
+  if (weights_file.empty() && !path_exists(in_folder(folder, "model.safetensors")) &&
+      !path_exists(in_folder(folder, "pytorch_model.bin")))
+    required_file(folder, "model.safetensors");  // (the error code the app translates)
+  const std::string weights = weights_path(folder, weights_file, "Marian", kRequiredFiles);
+  SafetensorsFile file = SafetensorsFile::open(weights);
   // Tied matrices are stored once, under whichever of their names the saver kept.
   std::set<std::string> also_known = {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight",
                                       "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
@@ -312,11 +302,11 @@ Model load_hf_marian(const std::string& folder, std::vector<std::string>* warnin
   }
   check_stored_positions(file, c, "model.encoder.embed_positions.weight");
   check_stored_positions(file, c, "model.decoder.embed_positions.weight");
-  if (!file.find("final_logits_bias")) warn("'" + weights_path + "' has no final_logits_bias: zeros, as Hugging Face loads it");
+  if (!file.find("final_logits_bias")) warn("'" + weights + "' has no final_logits_bias: zeros, as Hugging Face loads it");
   try {
     read_family_weights(file, m, warnings, read_weights, also_known, {"final_logits_bias"});
   } catch (const Error& e) {
-    throw Error(e, "[" + std::string(kWhere) + "] '" + weights_path + "': " + e.what());
+    throw Error(e, "[" + std::string(kWhere) + "] '" + weights + "': " + e.what());
   }
   return m;
 }
