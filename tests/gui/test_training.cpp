@@ -224,8 +224,7 @@ TEST(LiveTraining, AGptRunShowsCausalSelfAttentionAndAContinuation) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_FALSE(training.running()) << "the run did not end in 60 s";
-  ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
-  training.refresh_now();
+  training.refresh_now();  // (its polls also read the run's last status)
   for (int i = 0; i < 1000 && training.refresh_pending(); ++i) {
     training.poll(state);
     state.poll_background();
@@ -233,6 +232,7 @@ TEST(LiveTraining, AGptRunShowsCausalSelfAttentionAndAContinuation) {
   }
   state.finish_background();
   EXPECT_FALSE(training.refresh_pending());
+  ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
   EXPECT_GT(training.status().step, 0);
   EXPECT_EQ(training.live_step_shown(), training.status().step);
   ASSERT_TRUE(state.model()) << state.error();

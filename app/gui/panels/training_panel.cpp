@@ -120,8 +120,8 @@ void TrainingPanel::draw_stage(const AppState& state, const Training& training, 
                                AttentionSelection& head, bool presenting) {
   presenting_ = presenting;
   if (!presenting) ImGui::TextUnformatted(tr(T::training_heading));
-  explanation(tr(T::training_model_starts_from_random));
-  if (state.decoder_only()) explanation(tr(T::training_gpt_explanation));
+  // (a GPT on show: what it learns and what to watch, in place of the translator's)
+  explanation(tr(state.decoder_only() ? T::training_gpt_explanation : T::training_model_starts_from_random));
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   // Presenting, the map takes its column's whole height: what names it (the snapshot, the head's controls, its
@@ -327,8 +327,10 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   if (language_model)
     overlay = valid_loss.empty()
                   ? std::string(tr(presenting_ ? T::training_curve_perplexity_short : T::training_curve_perplexity_none))
-                  : tr(T::training_curve_perplexity,
-                       {{"perplexity", number_text("%.1f", valid_loss.back())}, {"epoch", valid_loss.size()}});
+                  : presenting_ ? tr(T::training_curve_perplexity_at_last_short,
+                                     {{"perplexity", number_text("%.1f", valid_loss.back())}})
+                                : tr(T::training_curve_perplexity, {{"perplexity", number_text("%.1f", valid_loss.back())},
+                                                                    {"epoch", valid_loss.size()}});
   else
     overlay = valid_loss.empty()
                   ? std::string(tr(presenting_ ? T::training_curve_valid_short : T::training_curve_valid_none))
