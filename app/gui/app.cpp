@@ -80,6 +80,23 @@ void App::select(Stage stage) {
   if (const std::optional<AttentionKind> kind = stage_info(stage).layer_of) attention_.kind = *kind;
 }
 
+void App::follow_shown_model() {
+  // The sentence field shows the sentence on show when the state changed it (a GPT's prompt in place of the German
+  // sentence, and back); what the user is typing stays until the state changes its sentence.
+  if (state_.sentence() != shown_sentence_) sentence_input_ = shown_sentence_ = state_.sentence();
+  if (!state_.model()) return;
+  const Config& c = state_.model()->config;
+  if (shown_stacks_ == c.stacks) return;
+  const bool first = !shown_stacks_;
+  shown_stacks_ = c.stacks;
+  if (first) return;  // the first model: adopt() fitted the stage (and said what it changed)
+  // Another shape on show: the stage on show moves to its counterpart quietly, as when a model file opens.
+  if (!stage_in_shape(stage_, c.stacks)) select(stage_for_shape(stage_, c.stacks));
+  if ((attention_.kind == AttentionKind::Cross && !c.has_cross_attention()) ||
+      (attention_.kind == AttentionKind::Encoder && !c.has_encoder()))
+    attention_.kind = AttentionKind::Decoder;
+}
+
 bool App::set_sentence(const std::string& text) {
   sentence_input_ = text;
   return state_.set_sentence(text);
@@ -204,6 +221,7 @@ void App::apply(const PanelAsk& ask) {
 void App::frame() {
   state_.poll_background();  // a decoding done off the frame thread is shown from this frame on
   training_.poll(state_);    // a timeline read in the background; a live run's progress and weights
+  follow_shown_model();
   note_text_on_screen();
   begin_heatmap_frame();
   begin_item_frame();

@@ -155,6 +155,10 @@ class App {
   AppOptions options_;
   AppState state_;
   std::string sentence_input_;
+  // What the last frame showed: a training run's weights swapped in (gui/training.h) may bring another shape and
+  // sentence (a GPT run over a translator continues a prompt); follow_shown_model() makes the views follow.
+  std::string shown_sentence_;
+  std::optional<ModelStacks> shown_stacks_;
   Stage stage_ = Stage::Tokens;
   AttentionSelection attention_;
   bool attention_option_checked_ = false;  // --attention compared with the first model loaded
@@ -163,6 +167,7 @@ class App {
   // compared with the first model loaded, and a stage it lacks said in a dialog.
   bool stage_option_checked_ = false;
   void fit_stage_to_model();
+  void follow_shown_model();
   int output_position_ = 0;
   int output_followed_version_ = -1;       // the state's version the output position last followed
   Stage output_followed_stage_ = Stage::Tokens;  // the stage drawn last frame (arriving at Output follows too)

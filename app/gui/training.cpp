@@ -17,8 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The two runs the app offers. The classroom run reads readably after about 3 epochs (2.5 minutes on 2 cores;
-// the shipped timeline is one such run: README "Watch it learn"); the de-en recipe is the shipped model's.
+// The runs the app offers. The classroom run reads readably after about 3 epochs (2.5 minutes on 2 cores;
+// the shipped timeline is one such run: README "Watch it learn"); the de-en recipe is the shipped model's; the
+// gpt-classroom run is a language model of the English captions alone (decoder-only, the options of
+// `stepformer-cli train --shape decoder-only` with the classroom's size), whose validation is a perplexity.
 std::vector<TrainingRecipe> make_recipes() {
   TrainOptions common;
   common.source_language = "de";
@@ -47,9 +49,32 @@ std::vector<TrainingRecipe> make_recipes() {
   shipped.schedule.peak = 1e-3f;
   shipped.schedule.warmup_steps = 500;
   shipped.command_line = "the app's de-en recipe";
+
+  // A GPT: <bos> w1 .. wn -> w1 .. wn <eos> of the English captions; learned positions, pre-norm with a final
+  // norm, GELU, the output tied to the embedding (GPT-2's choices, as the CLI's decoder-only shape makes them).
+  TrainOptions gpt = common;
+  gpt.model.stacks = ModelStacks::DecoderOnly;
+  gpt.source_language.clear();
+  gpt.target_language = "en";
+  gpt.model.d_model = 128;
+  gpt.model.n_heads = 4;
+  gpt.model.n_encoder_layers = 0;
+  gpt.model.n_decoder_layers = 2;
+  gpt.model.d_ff = 512;
+  gpt.model.positional_encoding = PositionalEncoding::Learned;
+  gpt.model.norm_placement = NormPlacement::Pre;
+  gpt.model.encoder_final_norm = false;
+  gpt.model.decoder_final_norm = true;
+  gpt.model.activation = Activation::GELU;
+  gpt.model.max_positions = std::max(gpt.model.max_positions, gpt.max_length);
+  gpt.epochs = 6;
+  gpt.schedule.peak = 2e-3f;
+  gpt.schedule.warmup_steps = 300;
+  gpt.command_line = "the app's gpt-classroom recipe";
   return {
       {"classroom", T::training_recipe_classroom, T::training_recipe_classroom_about, classroom},
       {"de-en", T::training_recipe_shipped, T::training_recipe_shipped_about, shipped},
+      {"gpt-classroom", T::training_recipe_gpt, T::training_recipe_gpt_about, gpt},
   };
 }
 
@@ -172,10 +197,27 @@ bool Training::show_snapshot(AppState& state, int index) {
     state.set_error(tr(T::training_snapshot_no_memory, {{"index", index}}));
     return false;
   }
-  if (!state.use_weights(std::move(model), timeline_source_)) return false;
+  if (!use_weights_fitting_sentence(state, std::move(model), timeline_source_)) return false;
   shown_snapshot_ = index;
   follow_live_ = false;
   return true;
+}
+
+bool Training::use_weights_fitting_sentence(AppState& state, std::shared_ptr<const Model> model,
+                                            const std::string& source) {
+  // A German sentence (or nothing) read by a language model would be words it never saw: a GPT shown where a
+  // translator (or no model) was continues kTrainingPrompt, and a translator shown where a GPT continued it reads
+  // the default sentence again. A sentence of the user's, of the right language, is kept (AppState::use_model
+  // swaps the default sentence and prompt likewise).
+  const std::string before = state.sentence();
+  const bool to_gpt = model->config.stacks == ModelStacks::DecoderOnly && !state.decoder_only();
+  const bool to_translator =
+      model->config.stacks != ModelStacks::DecoderOnly && state.decoder_only() && before == kTrainingPrompt;
+  if (to_gpt) state.keep_sentence(kTrainingPrompt);
+  if (to_translator) state.keep_sentence(kDefaultSentence);
+  if (state.use_weights(std::move(model), source)) return true;
+  if (to_gpt || to_translator) state.keep_sentence(before);
+  return false;
 }
 
 bool Training::show_latest_snapshot(AppState& state) {
@@ -185,7 +227,7 @@ bool Training::show_latest_snapshot(AppState& state) {
 
 bool Training::show_file_model(AppState& state) {
   if (!file_model_ || state.model() == file_model_) return false;
-  if (!state.use_weights(file_model_, file_model_path_)) return false;
+  if (!use_weights_fitting_sentence(state, file_model_, file_model_path_)) return false;
   shown_snapshot_ = -1;
   follow_live_ = false;
   return true;
@@ -252,9 +294,13 @@ bool Training::start(const std::string& recipe_id, const std::string& data_dir, 
     return false;
   }
   std::error_code ec;
-  if (data_dir.empty() || !fs::is_regular_file(fs::path(data_dir) / "train.lc.norm.tok.de", ec)) {
-    *error = data_dir.empty() ? std::string(tr(T::training_no_data_option))
-                              : tr(T::training_no_data_in, {{"folder", data_dir}});
+  // (a translator reads both languages' files, a language model its one language's)
+  const std::string& language = recipe->options.source_language.empty() ? recipe->options.target_language
+                                                                         : recipe->options.source_language;
+  if (data_dir.empty() || !fs::is_regular_file(fs::path(data_dir) / ("train.lc.norm.tok." + language), ec)) {
+    *error = data_dir.empty()                          ? std::string(tr(T::training_no_data_option))
+             : recipe->options.source_language.empty() ? tr(T::training_no_data_in_one, {{"folder", data_dir}, {"language", language}})
+                                                       : tr(T::training_no_data_in, {{"folder", data_dir}});
     return false;
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -375,7 +421,7 @@ void Training::poll(AppState& state) {
   int64_t step = 0;
   if (!session_->take_requested_weights(model, step)) return;
   weights_requested_ = force_refresh_ = false;
-  if (!state.use_weights(model, timeline_source_)) return;
+  if (!use_weights_fitting_sentence(state, model, timeline_source_)) return;
   shown_snapshot_ = -1;
   live_model_ = std::move(model);
   live_step_shown_ = step;

@@ -23,15 +23,19 @@
 namespace sf::gui {
 
 // A training run the app offers: a size and its hyperparameters (the data folder is filled in at the start).
+// options.model.stacks says what it trains: a translator (EncoderDecoder) or a language model (DecoderOnly).
 struct TrainingRecipe {
-  std::string id;     // what `train start` takes: "classroom", "de-en"
+  std::string id;     // what `train start` takes: "classroom", "de-en", "gpt-classroom"
   T title;            // for the recipe picker (the string table's entry)
   T about;            // one line: the model's size and how long it takes
   TrainOptions options;
 };
 const std::vector<TrainingRecipe>& training_recipes();
 const TrainingRecipe* find_training_recipe(const std::string& id);  // null for an unknown id
-std::string training_recipe_ids();  // "classroom, de-en", for messages
+std::string training_recipe_ids();  // "classroom, de-en, gpt-classroom", for messages
+// What a language model's weights continue when they replace a translator (or no model) on show: the start of the
+// shipped example's caption, so the next word to learn is "shirt".
+inline constexpr const char* kTrainingPrompt = "a man in an orange";
 
 // How peaked an attention map is: the mean over its rows (queries) of the entropy of each row, in nats; blocked
 // cells (NaN, zero probability) count as zero. A uniform row over n keys gives ln n; a row on one key gives 0.
@@ -144,6 +148,8 @@ class Training {
   bool refresh_pending() const { return force_refresh_; }
 
  private:
+  // state.use_weights, with kTrainingPrompt as the sentence when a decoder-only model replaces another shape.
+  bool use_weights_fitting_sentence(AppState& state, std::shared_ptr<const Model> model, const std::string& source);
   Message message_;  // the last start or save (apply)
   std::shared_ptr<const Model> file_model_;
   std::string file_model_path_;

@@ -266,8 +266,7 @@ TEST_F(GptApp, EveryStageOfItsShapeDrawsAndRightWalksOnlyThose) {
   frame();
   ASSERT_TRUE(app_->state().ready()) << app_->state().error();
   const std::vector<Stage> shape = stages_of_shape(ModelStacks::DecoderOnly);
-  for (Stage s : {Stage::EncoderAttention, Stage::EncoderAddNorm, Stage::EncoderFeedForward, Stage::CrossAttention,
-                  Stage::Training})
+  for (Stage s : {Stage::EncoderAttention, Stage::EncoderAddNorm, Stage::EncoderFeedForward, Stage::CrossAttention})
     EXPECT_EQ(std::count(shape.begin(), shape.end(), s), 0) << stage_name(s);
   // Right from the tokens visits each stage of the shape once, in the table's order, and comes back.
   std::vector<Stage> visited{app_->stage()};
@@ -288,7 +287,8 @@ TEST_F(GptApp, EveryStageOfItsShapeDrawsAndRightWalksOnlyThose) {
                 {Stage::DecoderAttention, "attention"}, {Stage::EncoderConcat, ""},
                 {Stage::DecoderAddNorm, ""},           {Stage::DecoderFeedForward, ""},
                 {Stage::AllHeads, ""},                 {Stage::Output, ""},
-                {Stage::Decoding, ""},                 {Stage::Interventions, ""}};
+                {Stage::Decoding, ""},                 {Stage::Interventions, ""},
+                {Stage::Training, "training_self_head"}};
   for (const auto& e : expect) {
     SCOPED_TRACE(stage_name(e.stage));
     ASSERT_TRUE(app_->go_to(stage_name(e.stage))) << app_->state().error();
@@ -314,8 +314,7 @@ TEST_F(GptApp, TheStagesItLacksAreRefusedByName) {
     Stage shown;
   } refused[] = {{"encoder-attention", Stage::DecoderAttention},
                  {"cross-attention", Stage::DecoderAttention},
-                 {"encoder-feed-forward", Stage::DecoderFeedForward},
-                 {"training", Stage::Tokens}};
+                 {"encoder-feed-forward", Stage::DecoderFeedForward}};
   for (const auto& r : refused) {
     SCOPED_TRACE(r.missing);
     ASSERT_TRUE(app_->go_to("decoder-attention"));
@@ -326,10 +325,10 @@ TEST_F(GptApp, TheStagesItLacksAreRefusedByName) {
   ASSERT_TRUE(app_->go_to("decoder-attention"));
   app_->select_head({AttentionKind::Cross, 0, 0});
   EXPECT_EQ(app_->stage(), Stage::DecoderAttention);
-  // T opens no training stage.
+  // T opens the Training stage: a GPT can be trained here too (the gpt-classroom recipe).
   frame(GLFW_KEY_T);
   frame();
-  EXPECT_EQ(app_->stage(), Stage::DecoderAttention);
+  EXPECT_EQ(app_->stage(), Stage::Training);
 }
 
 TEST_F(GptApp, AStageAskedForOnTheCommandLineThatItLacksIsSaidAndItsCounterpartShown) {

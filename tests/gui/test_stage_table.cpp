@@ -65,8 +65,9 @@ TEST(StageTable, EachShapeHasItsStages) {
   EXPECT_FALSE(stage_in_shape(Stage::Decoding, ModelStacks::EncoderOnly));
   EXPECT_TRUE(stage_in_shape(Stage::EncoderAttention, ModelStacks::EncoderOnly));
   EXPECT_TRUE(stage_in_shape(Stage::Output, ModelStacks::EncoderOnly));
-  // Training trains translators (Multi30k): the encoder-decoder alone.
-  EXPECT_FALSE(stage_in_shape(Stage::Training, ModelStacks::DecoderOnly));
+  // Training trains translators and GPTs (Multi30k's recipes): every shape with a decoder.
+  EXPECT_TRUE(stage_in_shape(Stage::Training, ModelStacks::DecoderOnly));
+  EXPECT_TRUE(stage_in_shape(Stage::Training, ModelStacks::EncoderDecoder));
   EXPECT_FALSE(stage_in_shape(Stage::Training, ModelStacks::EncoderOnly));
 }
 

@@ -162,6 +162,116 @@ TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
   training.stop();
 }
 
+// The recipes: the two translators as they were, and a GPT (decoder-only) of the English captions with the options
+// `stepformer-cli train --shape decoder-only` sets (learned positions, pre-norm and a final norm, GELU, tied output).
+TEST(TrainingRecipes, TheTranslatorsAsTheyWereAndADecoderOnlyGpt) {
+  ASSERT_EQ(training_recipe_ids(), "classroom, de-en, gpt-classroom");
+  const TrainingRecipe* classroom = find_training_recipe("classroom");
+  const TrainingRecipe* shipped = find_training_recipe("de-en");
+  const TrainingRecipe* gpt = find_training_recipe("gpt-classroom");
+  ASSERT_TRUE(classroom && shipped && gpt);
+  for (const TrainingRecipe* translator : {classroom, shipped}) {
+    EXPECT_EQ(translator->options.model.stacks, ModelStacks::EncoderDecoder);
+    EXPECT_EQ(translator->options.source_language, "de");
+    EXPECT_EQ(translator->options.target_language, "en");
+  }
+  EXPECT_EQ(classroom->options.model.d_model, 128);
+  EXPECT_EQ(classroom->options.model.n_encoder_layers, 2);
+  EXPECT_EQ(classroom->options.epochs, 6);
+  EXPECT_EQ(shipped->options.model.d_model, 256);
+  EXPECT_EQ(shipped->options.epochs, 18);
+  const TrainOptions& o = gpt->options;
+  EXPECT_EQ(o.model.stacks, ModelStacks::DecoderOnly);
+  EXPECT_EQ(o.source_language, "");
+  EXPECT_EQ(o.target_language, "en");
+  EXPECT_EQ(o.model.n_encoder_layers, 0);
+  EXPECT_EQ(o.model.n_decoder_layers, 2);
+  EXPECT_EQ(o.model.d_model, 128);
+  EXPECT_EQ(o.model.n_heads, 4);
+  EXPECT_EQ(o.model.d_ff, 512);
+  EXPECT_EQ(o.model.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(o.model.norm_placement, NormPlacement::Pre);
+  EXPECT_TRUE(o.model.decoder_final_norm);
+  EXPECT_FALSE(o.model.encoder_final_norm);
+  EXPECT_EQ(o.model.activation, Activation::GELU);
+  EXPECT_TRUE(o.model.tie_output_embedding);
+  EXPECT_GE(o.model.max_positions, o.max_length);
+  EXPECT_NE(std::string(tr(gpt->about)).find("decoder-only"), std::string::npos);
+  // A language model reads one language's file: the message names it.
+  Training training;
+  std::string error;
+  EXPECT_FALSE(training.start("gpt-classroom", "/nonexistent", 1, &error));
+  EXPECT_NE(error.find("train.lc.norm.tok.en"), std::string::npos) << error;
+}
+
+// A GPT run replacing the translator on show: the views follow its weights as a GPT (decoder-only, the prompt
+// kTrainingPrompt), its decoder self-attention is causal (nothing above the diagonal), it continues the prompt, and
+// each epoch's validation is a perplexity (BLEU 0), kept in the timeline's epoch-end snapshots.
+TEST(LiveTraining, AGptRunShowsCausalSelfAttentionAndAContinuation) {
+  const fs::path data = tiny_corpus(fresh_output_dir("live_training_gpt") / "data");
+  AppState state;
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+  state.finish_background();
+  ASSERT_FALSE(state.decoder_only());
+  Training training;
+  training.set_file_model(state.model(), state.model_path());
+  std::string error;
+  ASSERT_TRUE(training.start("gpt-classroom", data.string(), 1, &error)) << error;
+  for (int i = 0; i < 6000 && training.running(); ++i) {
+    training.poll(state);
+    state.poll_background();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(training.running()) << "the run did not end in 60 s";
+  training.refresh_now();  // (its polls also read the run's last status)
+  for (int i = 0; i < 1000 && training.refresh_pending(); ++i) {
+    training.poll(state);
+    state.poll_background();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  state.finish_background();
+  EXPECT_FALSE(training.refresh_pending());
+  ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
+  EXPECT_GT(training.status().step, 0);
+  EXPECT_EQ(training.live_step_shown(), training.status().step);
+  ASSERT_TRUE(state.model()) << state.error();
+  EXPECT_TRUE(state.decoder_only());
+  EXPECT_EQ(state.model()->config.n_encoder_layers, 0);
+  EXPECT_EQ(state.model()->config.n_decoder_layers, 2);
+  EXPECT_EQ(state.sentence(), kTrainingPrompt);
+  ASSERT_TRUE(state.ready()) << state.error();
+  EXPECT_FALSE(state.translation().empty()) << "a continuation: at least its <eos>";
+  // Causal: row i of every head sees keys 0..i only (the triangle the panel shows).
+  const Trace& trace = state.trace();
+  ASSERT_EQ(trace.decoder.size(), 2u);
+  for (const auto& layer : trace.decoder)
+    for (const Mat& p : layer.self_attn.probs) {
+      ASSERT_EQ(p.rows(), p.cols());
+      ASSERT_GE(p.rows(), 6) << "<bos> a man in an orange";
+      for (Eigen::Index i = 0; i < p.rows(); ++i)
+        for (Eigen::Index j = i + 1; j < p.cols(); ++j) EXPECT_EQ(p(i, j), 0.0f) << i << "," << j;
+    }
+  ASSERT_EQ(training.status().history.size(), 6u);
+  for (const EpochRecord& e : training.status().history) {
+    EXPECT_GT(e.valid_nll, 0.0);
+    EXPECT_EQ(e.valid_bleu, 0.0);
+  }
+  ASSERT_NE(training.timeline(), nullptr);
+  const TimelineSnapshot& last = training.timeline()->snapshots.back();
+  EXPECT_GE(last.valid_perplexity, 1.0);
+  EXPECT_LT(last.valid_bleu, 0.0);
+  // A snapshot of the run is a GPT too; the model file (the translator) comes back with its sentence.
+  ASSERT_TRUE(training.show_snapshot(state, 0)) << state.error();
+  state.finish_background();
+  EXPECT_TRUE(state.decoder_only());
+  EXPECT_EQ(state.sentence(), kTrainingPrompt);
+  ASSERT_TRUE(training.show_file_model(state));
+  state.finish_background();
+  EXPECT_FALSE(state.decoder_only());
+  EXPECT_EQ(state.sentence(), kDefaultSentence);
+}
+
 // A model file with a timeline beside it (MODEL.timeline.safetensors) opens that timeline; without one there is
 // none (until the shipped one is asked for). Saving the timeline never writes over the open model nor over the
 // timeline file it came from, even when told to replace.
@@ -480,6 +590,37 @@ TEST(TrainingScreen, DuringAShortLiveRun) {
   EXPECT_EQ(valid->at("index").get<int>(), epochs) << "one point per finished epoch";
   EXPECT_GT(value, 0.0f);
   EXPECT_LT(value, 6.0f);
+}
+
+// On screen during a GPT run started over the translator: the causal self-attention map of the live weights
+// (<bos> + the prompt and its continuation), the continuation, and the validation perplexity per epoch.
+TEST(TrainingScreen, DuringAShortGptRun) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_gpt_screen");
+  const fs::path data = tiny_corpus(dir / "data");
+  const ScriptRun run = run_training_script(dir, data, "gpt.script",
+                                            "stage training\ntrain start gpt-classroom\n"
+                                            "wait-train 3\nscreenshot during.png\nlayout during.json\n"
+                                            "train stop\nwait-train 100\nquit\n");
+  ASSERT_EQ(run.status, 0) << run.log;
+  EXPECT_EQ(run.log.find("script line"), std::string::npos) << run.log;
+  const nlohmann::json layout = testing::load_json(dir / "during.json");
+  bool self_map = false, cross_map = false;
+  for (const auto& h : layout["heatmaps"]) {
+    if (h["name"] == "training_self_head") self_map = h["cols"] == h["rows"] && h["cols"].get<int>() >= 6;
+    if (h["name"] == "training_cross_head") cross_map = true;
+  }
+  EXPECT_TRUE(self_map) << layout.dump();
+  EXPECT_FALSE(cross_map) << "a GPT has no cross-attention";
+  std::optional<nlohmann::json> continuation, valid;
+  for (const auto& item : layout["items"]) {
+    if (item["name"] == "training.continuation") continuation = item;
+    if (item["name"] == "training.valid_curve") valid = item;
+  }
+  ASSERT_TRUE(continuation && valid) << layout.dump();
+  EXPECT_EQ(continuation->at("text").get<std::string>().rfind("-> ", 0), 0u) << continuation->dump();
+  EXPECT_NE(valid->at("text").get<std::string>().find("perplexity"), std::string::npos) << valid->dump();
 }
 
 // wait-train on a paused run: a paused run takes no steps, so the wait would never end (it did: the app waited

@@ -120,7 +120,8 @@ void TrainingPanel::draw_stage(const AppState& state, const Training& training, 
                                AttentionSelection& head, bool presenting) {
   presenting_ = presenting;
   if (!presenting) ImGui::TextUnformatted(tr(T::training_heading));
-  explanation(tr(T::training_model_starts_from_random));
+  // (a GPT on show: what it learns and what to watch, in place of the translator's)
+  explanation(tr(state.decoder_only() ? T::training_gpt_explanation : T::training_model_starts_from_random));
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   // Presenting, the map takes its column's whole height: what names it (the snapshot, the head's controls, its
@@ -139,7 +140,8 @@ void TrainingPanel::draw_stage(const AppState& state, const Training& training, 
   ImGui::EndChild();
 }
 
-void TrainingPanel::draw_recipe_picker(bool running) {
+void TrainingPanel::draw_recipe_picker(bool running, const std::string& running_recipe) {
+  if (running && !running_recipe.empty()) recipe_ = running_recipe;
   ImGui::BeginDisabled(running);
   for (const TrainingRecipe& r : training_recipes()) {
     if (ImGui::RadioButton(tr(r.title), recipe_ == r.id)) recipe_ = r.id;
@@ -147,6 +149,8 @@ void TrainingPanel::draw_recipe_picker(bool running) {
     text_disabled_wrapped("%s", tr(r.about));
     ImGui::Unindent();
   }
+  // Whatever model is open, any recipe starts: its weights then take the stages (a GPT's stages for a GPT run).
+  text_disabled_wrapped("%s", tr(T::training_recipes_replace_model));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads_ == 0) threads_ = std::max(1, cores - 1);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
@@ -173,7 +177,7 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   const bool running = training.running();
   if (!presenting_) {  // presenting: the buttons alone
     ImGui::TextColored(kBlue, "%s", tr(T::training_train_model_here));
-    draw_recipe_picker(running);
+    draw_recipe_picker(running, training.recipe_id());
   }
   const std::string data_note = running ? std::string() : training_data_note(data_dir);
   if (!data_note.empty()) {  // said before anyone presses Train: which folders, where the data come from
@@ -211,7 +215,8 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
     // No run yet: the curves of the run on the timeline (the shipped classroom run), at its snapshots.
     const TrainingTimeline* timeline = training.timeline();
     if (!timeline || timeline->snapshots.size() < 2) return;
-    std::vector<double> steps, losses, bleu_steps, bleus;
+    // (a language model's timeline has a validation perplexity where a translator's has BLEU)
+    std::vector<double> steps, losses, bleu_steps, bleus, perplexity_steps, perplexities;
     for (const TimelineSnapshot& snap : timeline->snapshots) {
       if (snap.step > 0 && snap.loss > 0) {
         steps.push_back(static_cast<double>(snap.step));
@@ -220,6 +225,10 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
       if (snap.valid_bleu >= 0) {
         bleu_steps.push_back(static_cast<double>(snap.step));
         bleus.push_back(snap.valid_bleu);
+      }
+      if (snap.valid_perplexity >= 0) {
+        perplexity_steps.push_back(static_cast<double>(snap.step));
+        perplexities.push_back(snap.valid_perplexity);
       }
     }
     const float width = ImGui::GetContentRegionAvail().x, height = ImGui::GetFontSize() * (presenting_ ? 2.4f : 4.0f);
@@ -231,11 +240,17 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
     // (presenting: side by side, one line of the column's height for both)
     const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
     curve_over_steps(steps, losses, ImVec2(each, height), overlay.c_str(), "training.loss_curve");
-    const std::string bleu = number_text("%.1f", bleus.empty() ? 0.0 : bleus.back());
-    overlay = tr(presenting_ ? T::training_curve_bleu_short : T::training_curve_bleu, {{"bleu", bleu}});
+    const bool perplexity = bleus.empty() && !perplexities.empty();
+    if (perplexity) {
+      overlay = tr(presenting_ ? T::training_curve_perplexity_at_last_short : T::training_curve_perplexity_at_last,
+                   {{"perplexity", number_text("%.1f", perplexities.back())}});
+    } else {
+      const std::string bleu = number_text("%.1f", bleus.empty() ? 0.0 : bleus.back());
+      overlay = tr(presenting_ ? T::training_curve_bleu_short : T::training_curve_bleu, {{"bleu", bleu}});
+    }
     if (presenting_) ImGui::SameLine();
-    curve_over_steps(bleu_steps, bleus, ImVec2(each, presenting_ ? height : height * 0.8f), overlay.c_str(),
-                     "training.valid_curve");
+    curve_over_steps(perplexity ? perplexity_steps : bleu_steps, perplexity ? perplexities : bleus,
+                     ImVec2(each, presenting_ ? height : height * 0.8f), overlay.c_str(), "training.valid_curve");
     return;
   }
 
@@ -302,12 +317,25 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   const float each = presenting_ ? 0.5f * (width - ImGui::GetStyle().ItemSpacing.x) : width;
   curve("##train_loss", train_loss, ImVec2(each, height), overlay.c_str());
   record_item("training.loss_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(train_loss.size()), overlay);
+  // A translator's validation loss per epoch; a language model's perplexity, exp(mean -ln p per token): the
+  // number of words it hesitates between (BLEU is 0 there: it translates nothing).
+  const TrainingRecipe* recipe = find_training_recipe(training.recipe_id());
+  const bool language_model = recipe && recipe->options.model.stacks == ModelStacks::DecoderOnly;
   std::vector<float> valid_loss;
-  for (const EpochRecord& e : st.history) valid_loss.push_back(static_cast<float>(e.valid_nll));
-  overlay = valid_loss.empty()
-                ? std::string(tr(presenting_ ? T::training_curve_valid_short : T::training_curve_valid_none))
-                : tr(T::training_curve_valid,
-                     {{"loss", number_text("%.2f", valid_loss.back())}, {"epoch", valid_loss.size()}});
+  for (const EpochRecord& e : st.history)
+    valid_loss.push_back(static_cast<float>(language_model ? std::exp(e.valid_nll) : e.valid_nll));
+  if (language_model)
+    overlay = valid_loss.empty()
+                  ? std::string(tr(presenting_ ? T::training_curve_perplexity_short : T::training_curve_perplexity_none))
+                  : presenting_ ? tr(T::training_curve_perplexity_at_last_short,
+                                     {{"perplexity", number_text("%.1f", valid_loss.back())}})
+                                : tr(T::training_curve_perplexity, {{"perplexity", number_text("%.1f", valid_loss.back())},
+                                                                    {"epoch", valid_loss.size()}});
+  else
+    overlay = valid_loss.empty()
+                  ? std::string(tr(presenting_ ? T::training_curve_valid_short : T::training_curve_valid_none))
+                  : tr(T::training_curve_valid,
+                       {{"loss", number_text("%.2f", valid_loss.back())}, {"epoch", valid_loss.size()}});
   if (presenting_) ImGui::SameLine();
   curve("##valid_loss", valid_loss, ImVec2(each, presenting_ ? height : height * 0.7f), overlay.c_str());
   record_item("training.valid_curve", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(valid_loss.size()), overlay);
@@ -315,7 +343,7 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
     ImGui::TableSetupColumn(tr(T::training_epoch));
     ImGui::TableSetupColumn(tr(T::training_column_loss));
     ImGui::TableSetupColumn(tr(T::training_validation_loss));
-    ImGui::TableSetupColumn(tr(T::training_validation_bleu));
+    ImGui::TableSetupColumn(tr(language_model ? T::training_validation_perplexity : T::training_validation_bleu));
     ImGui::TableHeadersRow();
     for (const EpochRecord& e : st.history) {
       ImGui::TableNextRow();
@@ -326,7 +354,10 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
       ImGui::TableNextColumn();
       ImGui::Text("%.3f", e.valid_nll);
       ImGui::TableNextColumn();
-      ImGui::Text("%.2f", e.valid_bleu);
+      if (language_model)
+        ImGui::Text("%.1f", std::exp(e.valid_nll));
+      else
+        ImGui::Text("%.2f", e.valid_bleu);
     }
     ImGui::EndTable();
   }
@@ -369,6 +400,9 @@ void TrainingPanel::draw_timeline(const AppState& state, const Training& trainin
   const long long step = s.step;
   if (s.epoch == 0)
     label = tr(T::training_snapshot_before, {{"step", step}});
+  else if (s.valid_perplexity >= 0)
+    label = tr(T::training_snapshot_epoch_end_perplexity,
+               {{"step", step}, {"epoch", s.epoch}, {"perplexity", number_text("%.1f", s.valid_perplexity)}});
   else if (s.valid_bleu >= 0)
     label = tr(T::training_snapshot_epoch_end,
                {{"step", step}, {"epoch", s.epoch}, {"bleu", number_text("%.1f", s.valid_bleu)}});
@@ -426,7 +460,10 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   const bool header = part != Part::Map, map = part != Part::Header;
   if (!presenting_) ImGui::TextColored(kBlue, "%s", tr(T::training_what_model_does_now));
   if (!state.ready()) {
-    if (header) ImGui::TextDisabled("%s", tr(state.busy() ? T::training_decoding : T::training_no_translation_yet));
+    if (header)
+      ImGui::TextDisabled("%s", tr(state.busy()            ? T::training_decoding
+                                   : state.decoder_only() ? T::training_no_continuation_yet
+                                                          : T::training_no_translation_yet));
     return;
   }
   const std::string label = training.shown_label(state);
@@ -445,16 +482,28 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   } else {
     ImGui::TextUnformatted(tr(T::training_model_file_opened));
   }
+  // A GPT shows its own self-attention, the causal triangle, where a translator shows cross-attention; and its
+  // continuation of the prompt (AppState decodes the model on show) where a translator shows its translation.
+  const bool gpt = state.decoder_only();
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
-    text_wrapped_at_pos(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     const ImVec4 gold(1.0f, 0.85f, 0.45f, 1.0f);
-    text_wrapped_at_pos("-> " + state.translation_text(), &gold);
+    if (gpt) {
+      text_wrapped_at_pos(tr(T::training_prompt, {{"prompt", state.sentence()}}),
+                          &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      const std::string continuation = tr(T::training_continuation, {{"continuation", state.translation_text()}});
+      text_wrapped_at_pos(continuation, &gold);
+      record_item("training.continuation", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, continuation);
+    } else {
+      text_wrapped_at_pos(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      text_wrapped_at_pos("-> " + state.translation_text(), &gold);
+    }
     ImGui::PopTextWrapPos();
   }
 
   const Config& c = state.model()->config;
-  head.kind = AttentionKind::Cross;
+  const AttentionKind kind = gpt ? AttentionKind::Decoder : AttentionKind::Cross;
+  head.kind = kind;
   head.layer = std::clamp(head.layer, 0, c.n_decoder_layers - 1);
   head.head = std::clamp(head.head, 0, c.n_heads - 1);
   if (header && controls_toggle(&controls_open_)) {
@@ -466,12 +515,22 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     numbered_slider(tr_label(T::training_head, "training").c_str(), &head.head, c.n_heads);
   }
   const int H = c.n_heads, L = c.n_decoder_layers;
-  const std::vector<std::string> rows = state.decoder_row_labels(), cols = state.source_labels();
-  if (uploaded_version_ != state.version() || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head) {
+  const std::vector<std::string> rows = state.decoder_row_labels(),
+                                 cols = gpt ? state.decoder_input_labels() : state.source_labels();
+  if (uploaded_version_ != state.version() || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head ||
+      uploaded_head_.kind != head.kind) {
     const AttentionTrace* a = selected_attention(state.trace(), head);
     if (!a) return;
     const Mat p = probabilities_with_blocked_cells(*a, head.head);
     head_entropy_ = mean_row_entropy(p);  // blocked cells are NaN there: they count as zero
+    // Spread evenly, a row over n keys has entropy ln n: a causal row r may look at its r + 1 keys only.
+    head_even_ = 0;
+    for (Eigen::Index i = 0; i < p.rows(); ++i) {
+      int open = 0;
+      for (Eigen::Index j = 0; j < p.cols(); ++j) open += std::isfinite(p(i, j)) ? 1 : 0;
+      head_even_ += std::log(static_cast<double>(std::max(1, open)));
+    }
+    head_even_ /= static_cast<double>(std::max<Eigen::Index>(1, p.rows()));
     head_view_.set_values(p, 0.0f, 1.0f);
     head_view_.heatmap().set_axis_labels(rows, cols);
     grid_.resize(static_cast<size_t>(L * H));
@@ -479,7 +538,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       for (int h = 0; h < H; ++h) {
         auto& m = grid_[static_cast<size_t>(l * H + h)];
         if (!m) m = std::make_unique<Heatmap>();
-        const AttentionTrace* g = selected_attention(state.trace(), {AttentionKind::Cross, l, h});
+        const AttentionTrace* g = selected_attention(state.trace(), {kind, l, h});
         if (!g) continue;
         const Mat q = probabilities_with_blocked_cells(*g, h);
         m->set_values(q.data(), static_cast<int>(q.rows()), static_cast<int>(q.cols()), 0.0f, 1.0f);
@@ -490,15 +549,17 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   // The head, large, with its words: rows are the translation's positions, columns the source words.
   if (header) {
     // (an even row over n keys has entropy ln n)
-    const double even = std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols())));
-    text_wrapped(tr(presenting_ ? T::training_cross_attention_entropy_even
-                                            : T::training_cross_attention_layer_head,
+    const double even = gpt ? head_even_ : std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols())));
+    text_wrapped(tr(gpt ? (presenting_ ? T::training_self_attention_entropy_even : T::training_self_attention_layer_head)
+                        : presenting_ ? T::training_cross_attention_entropy_even
+                                      : T::training_cross_attention_layer_head,
                                 {{"layer", shown_number(head.layer)},
                                  {"head", shown_number(head.head)},
                                  {"entropy", number_text("%.2f", head_entropy_)},
                                  {"even", number_text("%.2f", even)}})
                                  .c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::training_mean_over_rows_sum));
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", tr(gpt ? T::training_mean_over_rows_sum_causal : T::training_mean_over_rows_sum));
   }
   if (!map) return;
   // As the attention stages draw a map: labels, colour bar, zoom where rows would be too low for their words (an
@@ -514,7 +575,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   row_axis.role = TokenRole::Query;
   col_axis.labels = &cols;
   col_axis.tokens = true;
-  col_axis.side = TokenSide::Source;
+  col_axis.side = gpt ? TokenSide::Target : TokenSide::Source;
   col_axis.role = TokenRole::Key;
   MapViewOptions options;
   options.style = {Colormap::Viridis, true};
@@ -532,12 +593,12 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     size = fit.size;
   }
   const ImVec2 map_origin = ImGui::GetCursorScreenPos();
-  head_view_.draw("training_cross_head", size, row_axis, col_axis, options);
+  head_view_.draw(gpt ? "training_self_head" : "training_cross_head", size, row_axis, col_axis, options);
   record_item("main_map", map_origin, ImVec2(map_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "training");
   ImDrawList* draw = ImGui::GetWindowDrawList();
   // Every cross-attention head, small: click one to show it large.
   if (presenting_) return;
-  ImGui::TextUnformatted(tr(T::training_every_cross_attention_head));
+  ImGui::TextUnformatted(tr(gpt ? T::training_every_self_attention_head : T::training_every_cross_attention_head));
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < H; ++h) {
       Heatmap& m = *grid_[static_cast<size_t>(l * H + h)];
@@ -545,7 +606,8 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       if (h > 0) ImGui::SameLine();
       const ImVec2 at = ImGui::GetCursorScreenPos();
       char name[40];
-      std::snprintf(name, sizeof(name), "training_cross_%d_%d", shown_number(l), shown_number(h));
+      std::snprintf(name, sizeof(name), gpt ? "training_self_%d_%d" : "training_cross_%d_%d", shown_number(l),
+                    shown_number(h));
       m.draw(name, ImVec2(m.cols() * scale, m.rows() * scale), HeatmapStyle{Colormap::Viridis, false});
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip(

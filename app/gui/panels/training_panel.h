@@ -37,7 +37,9 @@ class TrainingPanel : public StagePanel {
                   AttentionSelection& head, bool presenting);
   void draw_run(const Training& training, const std::string& data_dir);
   void show_snapshot(int index);  // asks for it
-  void draw_recipe_picker(bool running);  // recipes, threads, where to save (disabled while a run goes)
+  // Recipes, threads, where to save (disabled while a run goes, the running recipe marked: a script may have
+  // started another than the one picked).
+  void draw_recipe_picker(bool running, const std::string& running_recipe);
   void draw_timeline(const AppState& state, const Training& training);
   // The model now: its weights' label, the head's controls and row entropy (Header), the head's map (Map), or both
   // with every head small under it (All: the desk's layout).
@@ -53,6 +55,7 @@ class TrainingPanel : public StagePanel {
   std::vector<float> loss_values_;  // the training loss of every step, as the curve takes it
   MapView head_view_;              // the head shown large
   double head_entropy_ = 0;        // its mean row entropy
+  double head_even_ = 0;           // what that entropy is spread evenly over the keys a row may see
   bool controls_open_ = false;     // presentation mode: the layer and head sliders opened under their toggle
   std::vector<std::unique_ptr<Heatmap>> grid_;  // layer * H + head
   int uploaded_version_ = -1;

@@ -43,7 +43,7 @@
 //   position POS             the output stage shows decoder position POS (from 0; after `stage output`: arriving
 //                            at the stage shows the last one)
 // Training (gui/training.h, the Training stage):
-//   train start RECIPE [MODEL]  start a live run (RECIPE: classroom or de-en) on Multi30k (--data); the views
+//   train start RECIPE [MODEL]  start a live run (RECIPE: classroom, de-en or gpt-classroom) on Multi30k (--data); the views
 //                            show its weights every few seconds. With MODEL (under the folder scripts may write)
 //                            the model and MODEL.checkpoint are written after each epoch, and a start with the
 //                            same MODEL resumes from that checkpoint
