@@ -330,7 +330,7 @@ TEST(Help, EachLanguageListsEveryOptionWithinEightyColumns) {
 const std::string kLessons = std::string(STEPFORMER_SOURCE_DIR) + "/assets/lessons";
 
 TEST(Lessons, EveryShippedLessonHasAKoreanAndAChineseVersionThatRunsTheSameCommands) {
-  for (const char* name : {"walkthrough", "watch-it-learn", "why-masks-matter"}) {
+  for (const char* name : {"walkthrough", "watch-it-learn", "why-masks-matter", "translator-to-gpt"}) {
     std::string error;
     const auto english = parse_script_file(kLessons + "/" + name + ".lesson", error, ScriptParse::Lesson);
     ASSERT_TRUE(english) << error;
@@ -397,10 +397,10 @@ TEST(Lessons, ThePickerOffersEachLessonInTheLanguageChosenElseInEnglish) {
   EXPECT_EQ(english[0].path, (dir / "a.lesson").string());
   EXPECT_EQ(english[0].title, "Alpha");
   EXPECT_TRUE(find_lessons((dir / "missing").string(), Language::English).empty());
-  // The shipped folder holds all three, in each language.
+  // The shipped folder holds all four, in each language.
   for (const Language language : {Language::English, Language::Korean, Language::Chinese}) {
     const std::vector<LessonEntry> shipped = find_lessons(shipped_lessons_folder(), language);
-    ASSERT_EQ(shipped.size(), 3u);
+    ASSERT_EQ(shipped.size(), 4u);
     for (const LessonEntry& l : shipped) EXPECT_TRUE(l.in_language) << l.path;
   }
 }
@@ -700,7 +700,7 @@ TEST(LanguageFonts, TheAtlasAtTheLargestTypeFitsA4096Texture) {
     }
 }
 
-// The Lessons button as a teacher uses it: in Chinese, the popup's first lesson is the Chinese walkthrough, and
+// The Lessons button as a teacher uses it: in Chinese, the popup's first lesson is its Chinese version, and
 // picking it starts it at its first pause (the window's title says so, in Chinese) with no restart. The app under
 // xvfb-run -a, the clicks from xdotool, where the layout dump put the button.
 TEST(LessonsButton, PickingALessonStartsItsVersionInTheLanguageChosen) {
@@ -735,14 +735,17 @@ TEST(LessonsButton, PickingALessonStartsItsVersionInTheLanguageChosen) {
       std::string(STEPFORMER_XVFB_RUN) + " -a -s '-screen 0 1280x800x24' sh " + (dir / "drive.sh").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const std::string name = testing::read_text(dir / "name.txt");
-  // Stepformer：课程，第 1/32 个暂停点 (the walkthrough in Chinese: its 32 pauses, the title in Chinese)
+  // Stepformer：课程，第 1/N 个暂停点 (the first lesson of the list in Chinese: its pauses, the title in Chinese)
   EXPECT_NE(name.find("\xE8\xAF\xBE\xE7\xA8\x8B"), std::string::npos)
       << "no lesson started: '" << name << "' (see " << dir / "app.txt" << ")";
+  const std::vector<LessonEntry> listed = find_lessons(shipped_lessons_folder(), Language::Chinese);
+  ASSERT_FALSE(listed.empty());
+  ASSERT_NE(listed[0].path.find(".zh.lesson"), std::string::npos) << listed[0].path;
   std::string error;
-  const auto walkthrough = parse_script_file(kLessons + "/walkthrough.zh.lesson", error, ScriptParse::Lesson);
-  ASSERT_TRUE(walkthrough);
+  const auto first = parse_script_file(listed[0].path, error, ScriptParse::Lesson);
+  ASSERT_TRUE(first);
   int pauses = 0;
-  for (const ScriptCommand& c : walkthrough->commands) pauses += c.name == "pause";
+  for (const ScriptCommand& c : first->commands) pauses += c.name == "pause";
   EXPECT_NE(name.find("1/" + std::to_string(pauses)), std::string::npos) << name;
 }
 
