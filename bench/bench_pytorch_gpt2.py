@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from make_gpt2_fixtures import GPT2Reference, gelu_new  # noqa: E402
 
 
-def read_model(path):
+def read_tensors(path):
+    """A safetensors file's F32/F16 tensors (as float32 torch tensors) and its __metadata__."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -41,11 +42,16 @@ def read_model(path):
     meta = header.pop("__metadata__", {})
     tensors = {}
     for name, h in header.items():
-        b, e = h["data_offsets"]
         if h["dtype"] not in ("F32", "F16"):
-            continue
+            continue  # (the merges' I8 bytes)
+        b, e = h["data_offsets"]
         dtype = np.float32 if h["dtype"] == "F32" else np.float16
         tensors[name] = torch.from_numpy(np.frombuffer(data[b:e], dtype=dtype).reshape(h["shape"]).astype(np.float32))
+    return tensors, meta
+
+
+def read_model(path):
+    tensors, meta = read_tensors(path)
     return tensors, json.loads(meta["config"])
 
 
@@ -127,7 +133,7 @@ def main():
                 out = os.path.join(d, "t.safetensors")
                 subprocess.run([args.cli, "trace", args.model, "--src", " ".join(map(str, ids)), "--ids", "--out", out,
                                 "--device", "cpu"], check=True, stdout=subprocess.DEVNULL)
-                ours, _ = read_model_tensors(out)
+                ours, _ = read_tensors(out)
             theirs = fast_forward(model, torch.tensor([ids]))[0]
             diff = float((ours["logits"] - theirs).abs().max())
             print(f"check: stepformer-cli trace and torch, logits of 20 tokens: max |difference| {diff:.2e}")
@@ -141,19 +147,6 @@ def main():
             past = prefix_cache(model, ids[:-1])
             med, best, cpu = timeit(lambda: kv_step(model, ids[-1], n - 1, past), 20)
             print(f"kv_step {n:4d}  median {med:9.2f} ms  min {best:9.2f} ms  cpu {cpu:9.2f} ms")
-
-
-def read_model_tensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, h in header.items():
-        b, e = h["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[b:e], dtype=np.float32).reshape(h["shape"]).copy())
-    return out, meta
 
 
 if __name__ == "__main__":

@@ -203,6 +203,24 @@ struct BrokenFolder {
     std::ifstream in(path + "/" + name, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
+  // model.safetensors written again with tensor `name`'s element `index` set by `change`.
+  void edit_weight(const std::string& name, size_t index, const std::function<void(float&)>& change) const {
+    const std::string path = this->path + "/model.safetensors";
+    std::vector<std::vector<float>> values;
+    std::vector<TensorToWrite> tensors;
+    {
+      const SafetensorsFile file = SafetensorsFile::open(path);
+      for (const TensorView& t : file.tensors()) values.push_back(t.to_floats());
+      size_t i = 0;
+      for (const TensorView& t : file.tensors()) {
+        if (t.name == name) change(values[i][index]);
+        tensors.push_back({t.name, t.shape, values[i]});
+        ++i;
+      }
+    }
+    fs::remove(path);
+    write_safetensors(path, tensors, {}, DType::F32);
+  }
   void edit_config(const std::function<void(nlohmann::json&)>& f) const {
     nlohmann::json j = nlohmann::json::parse(read("config.json"));
     f(j);
@@ -270,35 +288,13 @@ TEST(Gpt2, BadFoldersSayWhatIsWrong) {
   }
   {  // an untied lm_head
     BrokenFolder b;
-    SafetensorsFile file = SafetensorsFile::open(b.path + "/model.safetensors");
-    std::vector<std::vector<float>> values;
-    std::vector<TensorToWrite> tensors;
-    for (const TensorView& t : file.tensors()) values.push_back(t.to_floats());
-    size_t i = 0;
-    for (const TensorView& t : file.tensors()) {
-      if (t.name == "lm_head.weight") values[i][7] += 1.0f;
-      tensors.push_back({t.name, t.shape, values[i]});
-      ++i;
-    }
-    fs::remove(b.path + "/model.safetensors");
-    write_safetensors(b.path + "/model.safetensors", tensors, {}, DType::F32);
+    b.edit_weight("lm_head.weight", 7, [](float& v) { v += 1.0f; });
     const std::string e = open_error(b.path);
     EXPECT_NE(e.find("lm_head.weight differs from wte (element 7)"), std::string::npos) << e;
   }
   {  // a NaN weight
     BrokenFolder b;
-    SafetensorsFile file = SafetensorsFile::open(b.path + "/model.safetensors");
-    std::vector<std::vector<float>> values;
-    std::vector<TensorToWrite> tensors;
-    for (const TensorView& t : file.tensors()) values.push_back(t.to_floats());
-    size_t i = 0;
-    for (const TensorView& t : file.tensors()) {
-      if (t.name == "transformer.h.1.mlp.c_fc.weight") values[i][3] = std::nanf("");
-      tensors.push_back({t.name, t.shape, values[i]});
-      ++i;
-    }
-    fs::remove(b.path + "/model.safetensors");
-    write_safetensors(b.path + "/model.safetensors", tensors, {}, DType::F32);
+    b.edit_weight("transformer.h.1.mlp.c_fc.weight", 3, [](float& v) { v = std::nanf(""); });
     const std::string e = open_error(b.path);
     EXPECT_NE(e.find("transformer.h.1.mlp.c_fc.weight"), std::string::npos) << e;
     EXPECT_NE(e.find("NaN"), std::string::npos) << e;
