@@ -91,6 +91,12 @@ void Config::validate() const {
   if ((bos_id == eos_id || pad_id == eos_id) && !one_special_token)
     bad("eos_id must differ from pad_id and bos_id");
   if (!starts_with_bos && stacks != ModelStacks::DecoderOnly) bad("starts_with_bos false is for decoder_only models");
+  if (mask_id != -1) {
+    if (stacks != ModelStacks::EncoderOnly) bad("mask_id is for encoder_only (masked language) models");
+    special("mask_id", mask_id);
+    if (mask_id == pad_id || mask_id == bos_id || mask_id == eos_id || mask_id == unk_id)
+      bad("mask_id must differ from pad_id, bos_id, eos_id and unk_id");
+  }
 }
 
 void require_encoder_decoder(const Config& config, const std::string& what) {
@@ -146,6 +152,7 @@ json config_to_json(const Config& c) {
   if (c.output_head != OutputHead::Linear) j["output_head"] = to_string(c.output_head);
   if (c.bias && !c.output_bias) j["output_bias"] = false;  // (without `bias` no layer has one, the output's neither)
   if (!c.starts_with_bos) j["starts_with_bos"] = false;     // GPT-2's: the prompt as it is
+  if (c.mask_id != -1) j["mask_id"] = c.mask_id;            // a masked language model's [MASK]
   return j;
 }
 
@@ -240,6 +247,7 @@ Config config_from_json(const json& j) {
   read_key(j, "eos_id", c.eos_id);
   read_key(j, "unk_id", c.unk_id);
   read_key(j, "starts_with_bos", c.starts_with_bos);
+  read_key(j, "mask_id", c.mask_id);
   return c;
 }
 

@@ -76,11 +76,15 @@ struct Config {
   // A decoder-only model's input: <bos> then the prompt (our own GPT, trained on captions that start with <bos>),
   // or the prompt as it is (GPT-2: its tokenizer adds nothing; an empty prompt starts from <|endoftext|>, bos_id).
   bool starts_with_bos = true;
+  // The token a masked language model reads in place of a word it is asked to fill in ([MASK]); -1 where the
+  // model has none (translators, GPT). Only an encoder_only model may have one.
+  int mask_id = -1;
 
   int head_dim() const { return d_model / n_heads; }  // D = C / H
   bool has_encoder() const { return stacks != ModelStacks::DecoderOnly; }
   bool has_decoder() const { return stacks != ModelStacks::EncoderOnly; }
   // The decoder's layers read an encoder's output (cross-attention): only in the encoder-decoder shape.
+  bool has_mask_token() const { return mask_id >= 0; }
   bool has_cross_attention() const { return stacks == ModelStacks::EncoderDecoder; }
   // The vocabulary the output head scores: the target's, or the source's for an encoder-only model.
   int output_vocab_size() const { return has_decoder() ? tgt_vocab_size : src_vocab_size; }

@@ -206,7 +206,7 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
     Config c = config_from_json(j);
     // Every key: the defaults' JSON, and the keys config_to_json writes only where they say something.
     nlohmann::json every_key = config_to_json(Config{});
-    for (const char* key : {"stacks", "output_head", "output_bias", "starts_with_bos"}) every_key[key] = nullptr;
+    for (const char* key : {"stacks", "output_head", "output_bias", "starts_with_bos", "mask_id"}) every_key[key] = nullptr;
     warn_unknown_keys(j, every_key, "config", warn);
     c.validate();
     check_family_config(m.family, c, "config");

@@ -155,6 +155,44 @@ TEST(Config, RejectsWhatNoModelCanBe) {
   EXPECT_NO_THROW(small_config().validate());
 }
 
+// A masked language model's [MASK]: only on an encoder_only model, inside its vocabulary, apart from the other
+// special tokens; written to the file only where it is set, and read back.
+TEST(Config, MaskIdBelongsToAnEncoderOnlyModel) {
+  Config bert = small_config();
+  bert.stacks = ModelStacks::EncoderOnly;
+  bert.n_decoder_layers = 0;
+  bert.tgt_vocab_size = 0;
+  EXPECT_FALSE(bert.has_mask_token());
+  EXPECT_FALSE(config_to_json(bert).contains("mask_id"));
+  bert.mask_id = 9;
+  EXPECT_NO_THROW(bert.validate());
+  EXPECT_TRUE(bert.has_mask_token());
+  const nlohmann::json written = config_to_json(bert);
+  ASSERT_TRUE(written.contains("mask_id"));
+  EXPECT_EQ(config_from_json(written).mask_id, 9);
+  const std::vector<std::pair<std::function<void(Config&)>, std::string>> cases = {
+      {[](Config& c) { c.mask_id = 100; }, "mask_id (100) is outside the vocabulary"},
+      {[](Config& c) { c.mask_id = -2; }, "mask_id (-2) is outside the vocabulary"},
+      {[](Config& c) { c.mask_id = c.unk_id; }, "mask_id must differ"},
+      {[](Config& c) { c.mask_id = c.pad_id; }, "mask_id must differ"},
+      {[](Config& c) {
+         c.stacks = ModelStacks::EncoderDecoder, c.n_decoder_layers = 1, c.tgt_vocab_size = 100;
+       },
+       "mask_id is for encoder_only"},
+  };
+  for (const auto& [change, message] : cases) {
+    Config c = bert;
+    change(c);
+    try {
+      c.validate();
+      ADD_FAILURE() << "accepted; expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Config);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Config, FromJsonNamesBadKeys) {
   nlohmann::json j = config_to_json(small_config());
   j["activation"] = "swish";
