@@ -15,6 +15,7 @@
 #      fuzz_settings            the settings file, in memory and through read_settings     (-max_len=4096)
 #      fuzz_cli_options         stepformer-cli's option parser and the app's options       (-max_len=4096)
 #      fuzz_hf_marian           a Marian folder's config, vocab, generation, tokenizer, spm (-max_len=16384)
+#      fuzz_hf_gpt2             a GPT-2 folder's config, vocab.json, merges.txt; the BPE     (-max_len=32768)
 #    Each target's output goes to WORK_DIR/<target>.log; its final stats are printed. A finding (crash,
 #    sanitizer report, leak, timeout, out of memory, an exception, a broken invariant) leaves its input in
 #    WORK_DIR/<target>-crash-... (or -leak-, -timeout-, -oom-) and the log's end is printed; every target still
@@ -31,7 +32,7 @@ src=$(cd "$1" && pwd)
 work=$2
 seconds=${3:-20}
 build=$work/build
-targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options fuzz_hf_marian"
+targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options fuzz_hf_marian fuzz_hf_gpt2"
 mkdir -p "$work/corpus"
 start=$(date +%s)
 
@@ -60,6 +61,7 @@ for target in $targets; do
   [ "$target" = fuzz_safetensors_header ] && max_len=16384  # a seed with SentencePiece models is 11 KB
   [ "$target" = fuzz_hf_marian ] && max_len=16384           # its seeds carry a SentencePiece model
   [ "$target" = fuzz_tokenizer ] && max_len=16384           # so do its spm_* seeds
+  [ "$target" = fuzz_hf_gpt2 ] && max_len=32768             # the tiny-gpt2 seed's vocab.json and merges: 25 KB
   mkdir -p "$work/corpus/$corpus"
   t0=$(date +%s)
   if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \

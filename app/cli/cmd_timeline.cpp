@@ -85,15 +85,24 @@ int run_timeline(const Args& args) {
   TrainingTimeline timeline = load_timeline(path);
   const Config& c = timeline.model.config;
   std::printf("timeline    %s\n", printable(path).c_str());
-  std::printf("model       d_model %d, %d heads, %d+%d layers, d_ff %d; vocabularies %d / %d\n", c.d_model, c.n_heads,
-              c.n_encoder_layers, c.n_decoder_layers, c.d_ff, timeline.model.src_vocab.size(),
-              timeline.model.tgt_vocab.size());
+  if (c.has_encoder() && c.has_decoder())
+    std::printf("model       d_model %d, %d heads, %d+%d layers, d_ff %d; vocabularies %d / %d\n", c.d_model,
+                c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, timeline.model.src_vocab.size(),
+                timeline.model.tgt_vocab.size());
+  else  // one stack (GPT, BERT): its layers and its one vocabulary
+    std::printf("model       %s, d_model %d, %d heads, %d layers, d_ff %d; vocabulary %d\n", to_string(c.stacks),
+                c.d_model, c.n_heads, c.has_decoder() ? c.n_decoder_layers : c.n_encoder_layers, c.d_ff,
+                c.has_decoder() ? timeline.model.tgt_vocab.size() : timeline.model.src_vocab.size());
   std::printf("storage     %s: %s\n", snapshot_storage_name(timeline.storage),
               snapshot_storage_description(timeline.storage).c_str());
-  std::printf("snapshots   %zu\n\n    step  epoch    loss  valid BLEU\n", timeline.snapshots.size());
+  // An epoch's end carries the validation score: BLEU for a translator, perplexity for a language model.
+  const bool language_model = !(c.has_encoder() && c.has_decoder());
+  std::printf("snapshots   %zu\n\n    step  epoch    loss  %s\n", timeline.snapshots.size(),
+              language_model ? "valid perplexity" : "valid BLEU");
   for (const TimelineSnapshot& s : timeline.snapshots) {
     std::printf("  %6lld  %5d  %6.3f", static_cast<long long>(s.step), s.epoch, s.loss);
     if (s.valid_bleu >= 0) std::printf("  %10.2f", s.valid_bleu);
+    if (s.valid_perplexity >= 0) std::printf("  %16.2f", s.valid_perplexity);
     std::printf("%s\n", keep.count(s.step) ? "   kept" : "");
   }
   if (out.empty()) return 0;

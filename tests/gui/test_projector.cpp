@@ -99,6 +99,28 @@ TEST_P(Projector, EveryMapStageOfADecoderOnlyModelMeetsTheRoom) {
   EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
 }
 
+// A GPT's interventions stage (the shipped GPT: 4 layers x 4 heads) in every language under a two-line caption:
+// its head grid used to be sized by its lines alone and ran 9-11 pixels past the stage in Chinese.
+TEST_P(Projector, ADecoderOnlyModelsInterventionsFitInEveryLanguage) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_gpt_interventions_" + screen_name({screen, 0}));
+  std::string script = "model " + std::string(STEPFORMER_SOURCE_DIR) +
+                       "/assets/models/gpt-en.safetensors\nsentence a man in an orange\npresent on\nunhover\n"
+                       "caption Switch a head off and watch the continuation change; the causal mask off lets every "
+                       "word see the words after it.\nstage interventions\n";
+  for (const char* language : {"en", "ko", "zh"})
+    script += std::string("language ") + language + "\nlayout " + language + ".json\n";
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const char* language : {"en", "ko", "zh"}) {
+    const json layout = testing::load_json(dir / (std::string(language) + ".json"));
+    ASSERT_TRUE(layout.contains("panels")) << language;
+    const std::string found = problems_of(layout, false);
+    if (!found.empty()) problems += std::string(language) + ": " + found;
+  }
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
 INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
 
 // The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800

@@ -328,6 +328,26 @@ TEST_F(OnScreen, ModelInfoSetsTheModelBesideThePapers) {
   EXPECT_EQ(named(layout("info"), "model_info.storage").size(), 1u) << "how the file stores W";
 }
 
+// One stack, one count: the shipped GPT's model info gave "0 + 4" layers and "0 / 5,921" words, and its
+// feed-forward stage explained ReLU's exact zeros under a GELU formula.
+TEST_F(OnScreen, AGptsModelInfoCountsItsOneStackAndItsFeedForwardSaysGelu) {
+  run("gpt_info",
+      "explain on\nshow model-info\nlayout info.json\nstage decoder-feed-forward\nlayout ffn.json\n",
+      "--model " + std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/gpt-en.safetensors");
+  const std::vector<json> cells = named(layout("info"), "model_info.paper");
+  ASSERT_EQ(cells.size(), 21u);
+  EXPECT_EQ(cells[3]["text"], "4") << "layers";
+  EXPECT_EQ(cells[15]["text"], "5,921") << "vocabulary";
+  std::string ffn;
+  const json shown = layout("ffn");
+  for (const json& item : shown["items"])
+    if (item["name"] == "explanation" || item["name"].get<std::string>().starts_with("formula"))
+      ffn += item["text"].get<std::string>() + "\n";
+  EXPECT_NE(ffn.find("GELU(x W_1 + b_1)"), std::string::npos) << ffn;
+  EXPECT_NE(ffn.find("GELU, x"), std::string::npos) << ffn;
+  EXPECT_EQ(ffn.find("ReLU"), std::string::npos) << ffn;
+}
+
 // The candidates at step 0 of the untrained timeline: version 0.1 printed all ten as 0.000.
 TEST_F(OnScreen, TheUntrainedModelsCandidatesKeepTheirDigitsAndTheRest) {
   run("untrained", "snapshot 0\nstage output\nlayout output.json\n");

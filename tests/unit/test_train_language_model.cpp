@@ -4,6 +4,8 @@
 // decoder-only config with one vocabulary and its test perplexity, `eval --text` gives that perplexity, the
 // timeline and the TrainingSession take the shape, and options of the other shape are refused by name.
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <unistd.h>
 
 #include <chrono>
@@ -226,6 +228,14 @@ TEST(CliTrainDecoderOnly, ResumesBitForBitAndRecordsItsPerplexity) {
     }
   ASSERT_EQ(perplexities.size(), 8u);
   EXPECT_LT(perplexities.back(), perplexities.front());
+  // `timeline` lists them: one stack's layers, and each epoch's perplexity where a translator's BLEU would be.
+  r = cli("timeline " + timeline.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("decoder_only, d_model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("valid perplexity"), std::string::npos) << r.output;
+  char last[32];
+  std::snprintf(last, sizeof(last), "%.2f\n", perplexities.back());
+  EXPECT_NE(r.output.find(last), std::string::npos) << "the last epoch's perplexity " << last << r.output;
   fs::remove_all(dir);
 }
 

@@ -40,7 +40,12 @@ void FeedForwardPanel::draw_stage(const AppState& state, AttentionSelection& sel
                                      {"layer", shown_number(sel.layer)}})
             .c_str());
   if (high_contrast() && !controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
-  explanation(tr(T::feed_forward_explanation));
+  // ReLU cuts negatives to exactly 0; GELU, x Phi(x) (GPT-2's tanh approximation of it too), and SiLU,
+  // x sigma(x), bend them.
+  const char* smooth_name = c.activation == Activation::SiLU ? "SiLU, x\u00b7\u03c3(x)," : "GELU, x\u00b7\u03a6(x),";
+  explanation((relu ? tr(T::feed_forward_explanation)
+                    : tr(T::feed_forward_explanation_smooth, {{"activation", smooth_name}}))
+                  .c_str());
   // The paper: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, W_1 [d_model x d_ff], W_2 [d_ff x d_model] (the file
   // stores their transposes, as PyTorch's linear layers do).
   const char* activation = relu ? "max(0, x W_1 + b_1)" : c.activation == Activation::SiLU ? "SiLU(x W_1 + b_1)" : "GELU(x W_1 + b_1)";

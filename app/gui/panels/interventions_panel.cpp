@@ -220,9 +220,15 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
     return w - gap;
   };
   float cell = f * 2.2f;
-  // (and no taller than the height left: the grids' titles, head numbers, layers, "all on", and a line below)
+  // (and no taller than the height left: the grids' titles and head numbers, the layers, the 2-pixel rule and the
+  // "all on" button under them, the spacing, the painted-masks line, the forced-tokens line where there is one, and
+  // the window's own padding at the bottom: counting only the lines ran a GPT's grid 9-11 pixels past a projector)
   const int most_layers = std::max(c.n_encoder_layers, c.n_decoder_layers);
-  const float height_left = ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float below_and_above = 4 * line + (edit.forced_prefix.empty() ? 0 : ImGui::GetFrameHeightWithSpacing()) +
+                                2 + 2 * style.ItemSpacing.y + style.WindowPadding.y;
+  const float height_left = ImGui::GetContentRegionAvail().y - below_and_above;
   cell = std::max(f * 0.8f, std::min(cell, height_left / std::max(1, most_layers)));
   while (cell > f * 0.8f && all_width(cell) > ImGui::GetContentRegionAvail().x) cell -= 1.0f;
   for (size_t k = 0; k < kinds.size(); ++k) {

@@ -182,10 +182,14 @@ void draw_paper_comparison(const Model& m, int64_t parameters) {
     const char* name;
     std::string d_model, layers, d_ff, h, d_k, vocabulary, parameters;
   };
-  const std::string vocab = c.share_embeddings || m.src_vocab.size() == m.tgt_vocab.size()
+  // One stack (GPT, BERT): its layers and its one vocabulary; two: "encoder + decoder" where they differ.
+  const bool two_stacks = c.has_encoder() && c.has_decoder();
+  const std::string vocab = !two_stacks ? with_thousands(c.has_decoder() ? m.tgt_vocab.size() : m.src_vocab.size())
+                            : c.share_embeddings || m.src_vocab.size() == m.tgt_vocab.size()
                                 ? with_thousands(m.tgt_vocab.size())
                                 : with_thousands(m.src_vocab.size()) + " / " + with_thousands(m.tgt_vocab.size());
-  const std::string layers = c.n_encoder_layers == c.n_decoder_layers
+  const std::string layers = !two_stacks ? std::to_string(c.has_decoder() ? c.n_decoder_layers : c.n_encoder_layers)
+                             : c.n_encoder_layers == c.n_decoder_layers
                                  ? std::to_string(c.n_encoder_layers)
                                  : std::to_string(c.n_encoder_layers) + " + " + std::to_string(c.n_decoder_layers);
   char params[32];
