@@ -325,8 +325,11 @@ def random_words(count, seed=7):
         0xF73, 0xF75, 0x344, 0xC48, 0x1D160, 0x1D15F, 0x1D1BB, 0x1B06, 0xBCA,      # decompositions with marks
         0xDDE, 0x1D5, 0x1E09, 0x1FB7, 0x1F88, 0x212B, 0x2126, 0x212A, 0xF900,
         0xAC01, 0xD7A3, 0x1100, 0x1161, 0x11A8, 0x958)]                            # Hangul, a Devanagari nukta
+    # Written out: a mark of class 0 between two non-marks of non-zero class keeps them in order; without it they swap.
+    chosen = ["\U0001D16D\u0C46\U0001D165", "\U0001D16D\U0001D165", "a\U0001D16D\u102E\u0301\U0001D165e",
+              "\U0001D160\u0F76\U0001D16D\U0001D165", "\u302F\U00016FF0\u0F78\u302E\U00016FF0"]
     rng = random.Random(seed)
-    return ["".join(rng.choice(pool) for _ in range(rng.randint(1, 8))) for _ in range(count)]
+    return chosen + ["".join(rng.choice(pool) for _ in range(rng.randint(1, 8))) for _ in range(count - len(chosen))]
 
 
 def normalised(text, options):
