@@ -332,6 +332,43 @@ TEST(WordPiece, TextLongerThanTheLimitIsRefused) {
   }
 }
 
+// Text made of fragments that matter to the tokenizer (parts of special tokens, marks, letters that lower into two,
+// ideographs, controls, invalid bytes) in random order: every encoding keeps its promises.
+TEST(WordPiece, RandomTextKeepsThePromises) {
+  using namespace std::literals;
+  const std::string_view fragments[] = {"[MASK]"sv, "[MAS"sv, "K]"sv, "["sv, "a"sv, "B"sv, " "sv, "\t"sv, "\n"sv,
+                                        "\xC4\xB0"sv, "\xCC\x81"sv, "\xE6\x88\x91"sv, "\xE3\x81\x93"sv, "\xEA\xB0\x80"sv,
+                                        "\xF0\x9F\x98\x80"sv, "\xFF"sv, "\xE2\x82"sv, "\0"sv, "\xE2\x80\x8B"sv, "."sv,
+                                        "##"sv, "\xC3\x9F"sv, "\xF0\x9D\x85\xA0"sv, "\xE2\x80\xA8"sv};
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  for (const char* name : kOptionSets) {
+    const WordPiece& w = tokenizer(name);
+    for (int round = 0; round < 300; ++round) {
+      std::string text;
+      const size_t n = next() % 40;
+      for (size_t k = 0; k < n; ++k) text += fragments[next() % std::size(fragments)];
+      const std::vector<WordPieceToken> tokens = w.encode(text);
+      ASSERT_GE(tokens.size(), 2u);
+      EXPECT_EQ(tokens.front().id, w.cls_id());
+      EXPECT_EQ(tokens.back().id, w.sep_id());
+      size_t last_begin = 0;
+      for (const WordPieceToken& t : tokens) {
+        ASSERT_LE(t.begin, t.end);
+        ASSERT_LE(t.end, text.size());
+        EXPECT_GE(t.begin, last_begin);
+        last_begin = t.begin;
+        EXPECT_EQ(t.piece, w.piece(t.id));
+        if (t.unknown) EXPECT_EQ(t.id, w.unk_id());
+      }
+      EXPECT_NO_THROW(w.decode(ids_of(tokens)));
+    }
+  }
+}
+
 // [SECTION] vocabularies that are refused
 
 void expect_refused(const std::vector<std::string>& pieces, ErrorKind kind, const std::string& words,
