@@ -107,7 +107,6 @@ size_t utf8_length(std::string_view s) {
   return n;
 }
 
-
 }  // namespace
 
 WordPiece WordPiece::build(std::vector<std::string> pieces, WordPieceOptions options, const std::string& where) {
@@ -188,6 +187,8 @@ const std::string& WordPiece::piece(int id) const {
   return pieces_[static_cast<size_t>(id)];
 }
 
+const char* WordPiece::unicode_version() { return kWordPieceUnicodeVersion; }
+
 bool WordPiece::strips_accents() const {
   // HF: lower_case strips unless strip_accents is False; without lower_case only strip_accents True strips.
   return options_.strip_accents == -1 ? options_.lower_case : options_.strip_accents == 1;
@@ -256,7 +257,9 @@ std::vector<Char> strip_accents(const std::vector<Char>& word) {
 // One word's pieces: greedy longest match first, "##" before every piece but the first (WordpieceTokenizer).
 void WordPiece::add_pieces(const std::vector<Char>& word, std::vector<WordPieceToken>& out) const {
   if (word.empty()) return;
-  auto span_of = [&](size_t from, size_t to) {  // chars [from, to): spans need not grow (NFD keeps the source's)
+  // The bytes chars [from, to) came from. Not simply first.begin .. last.end: canonical reordering can move a mark
+  // before a character that came earlier in the text.
+  auto span_of = [&](size_t from, size_t to) {
     size_t b = word[from].begin, e = word[from].end;
     for (size_t k = from; k < to; ++k) b = std::min(b, word[k].begin), e = std::max(e, word[k].end);
     return std::pair{b, e};

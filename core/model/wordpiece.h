@@ -68,6 +68,7 @@ class WordPiece {
   int pad_id() const { return pad_; }    // -1 if absent
   int mask_id() const { return mask_; }  // -1 if absent
   const WordPieceOptions& options() const { return options_; }
+  static const char* unicode_version();  // of the character tables: Python 3.11's, "14.0.0"
 
  private:
   static WordPiece build(std::vector<std::string> pieces, WordPieceOptions options, const std::string& where);

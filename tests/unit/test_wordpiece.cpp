@@ -293,6 +293,7 @@ TEST(WordPiece, OptionsChangeWhatTheyName) {
   EXPECT_EQ(w.id_of("##def"), 4);
   EXPECT_EQ(w.id_of("zzz"), -1);
   EXPECT_EQ(w.piece(4), "##def");
+  EXPECT_STREQ(WordPiece::unicode_version(), "14.0.0");
   EXPECT_THROW(w.piece(9), Error);
   const WordPiece& full = tokenizer("uncased");
   EXPECT_EQ(full.pad_id(), 0);
