@@ -338,6 +338,10 @@ TEST_F(OnScreen, AGptsModelInfoCountsItsOneStackAndItsFeedForwardSaysGelu) {
   ASSERT_EQ(cells.size(), 21u);
   EXPECT_EQ(cells[3]["text"], "4") << "layers";
   EXPECT_EQ(cells[15]["text"], "5,921") << "vocabulary";
+  const std::vector<json> summary = named(layout("info"), "model_info.summary");
+  ASSERT_EQ(summary.size(), 1u);
+  const std::string line = summary[0]["text"];
+  EXPECT_NE(line.find(", 4 layers, d_ff 1024"), std::string::npos) << line;
   std::string ffn;
   const json shown = layout("ffn");
   for (const json& item : shown["items"])

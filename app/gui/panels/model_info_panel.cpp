@@ -21,6 +21,13 @@ namespace sf::gui {
 
 namespace {
 
+// A model's layers as its shape counts them: "3 + 3" for an encoder and a decoder, "4" for one stack (GPT, BERT).
+std::string layer_count_text(const Config& c) {
+  if (c.has_encoder() && c.has_decoder())
+    return std::to_string(c.n_encoder_layers) + " + " + std::to_string(c.n_decoder_layers);
+  return std::to_string(c.has_decoder() ? c.n_decoder_layers : c.n_encoder_layers);
+}
+
 constexpr int kSampleTokens = 14;
 
 std::string value_text(const nlohmann::json& v) {
@@ -188,10 +195,8 @@ void draw_paper_comparison(const Model& m, int64_t parameters) {
                             : c.share_embeddings || m.src_vocab.size() == m.tgt_vocab.size()
                                 ? with_thousands(m.tgt_vocab.size())
                                 : with_thousands(m.src_vocab.size()) + " / " + with_thousands(m.tgt_vocab.size());
-  const std::string layers = !two_stacks ? std::to_string(c.has_decoder() ? c.n_decoder_layers : c.n_encoder_layers)
-                             : c.n_encoder_layers == c.n_decoder_layers
-                                 ? std::to_string(c.n_encoder_layers)
-                                 : std::to_string(c.n_encoder_layers) + " + " + std::to_string(c.n_decoder_layers);
+  const std::string layers = c.n_encoder_layers == c.n_decoder_layers ? std::to_string(c.n_encoder_layers)
+                                                                       : layer_count_text(c);
   char params[32];
   std::snprintf(params, sizeof(params), "%.1fM", static_cast<double>(parameters) / 1e6);
   const Column columns[3] = {
@@ -365,15 +370,15 @@ void ModelInfoPanel::draw(const AppState& state, const std::vector<std::string>&
   record_item("model_info.shape", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, to_string(c.stacks));
   if (c.stacks == ModelStacks::DecoderOnly)
     text_disabled_wrapped("%s", tr(c.norm_placement == NormPlacement::Pre ? T::gpt_model_info_pre_norm : T::gpt_model_info_post_norm));
-  text_wrapped(tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
-                                                      {"family", m.family},
-                                                      {"d_model", c.d_model},
-                                                      {"heads", c.n_heads},
-                                                      {"head_dim", c.head_dim()},
-                                                      {"encoder_layers", c.n_encoder_layers},
-                                                      {"decoder_layers", c.n_decoder_layers},
-                                                      {"d_ff", c.d_ff}})
-                               .c_str());
+  const std::string summary = tr(T::model_info_summary, {{"parameters", with_thousands(info_.parameters)},
+                                                         {"family", m.family},
+                                                         {"d_model", c.d_model},
+                                                         {"heads", c.n_heads},
+                                                         {"head_dim", c.head_dim()},
+                                                         {"layers", layer_count_text(c)},
+                                                         {"d_ff", c.d_ff}});
+  text_wrapped(summary.c_str());
+  record_item("model_info.summary", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, summary);
   // Which device computed what this app shows, and why the CPU where a GPU is there.
   const BackendInfo& backend = backend_info();
   if (!state.shown_gpu().empty())
