@@ -1,4 +1,4 @@
-// stepformer-cli import-hf DIR --out MODEL.safetensors: a Hugging Face Marian folder (opus-mt) or GPT-2 folder as one
+// stepformer-cli import-hf DIR --out MODEL.safetensors: a Hugging Face Marian (opus-mt), GPT-2 or BERT folder as one
 // Stepformer model file, carrying the config, the vocabularies, the generation defaults and the tokenizer (both
 // SentencePiece models; GPT-2's merges). A
 // folder with only pytorch_model.bin is converted first by tools/hf_bin_to_safetensors.py (Debian's
@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "io/user_files.h"
+#include "model/hf_bert.h"
 #include "model/hf_gpt2.h"
 #include "model/hf_files.h"
 #include "model/hf_marian.h"
@@ -86,7 +87,8 @@ int run_import_hf(const Args& args) {
                "Writes a Hugging Face folder as one Stepformer model file: a Marian translator (opus-mt: config.json,\n"
                "model.safetensors or pytorch_model.bin, source.spm, target.spm, vocab.json), with both SentencePiece\n"
                "models; or a GPT-2 (config.json, model.safetensors or pytorch_model.bin, vocab.json, merges.txt),\n"
-               "with its byte-level BPE. The weights keep the checkpoint's own names, with the config, the\n"
+               "with its byte-level BPE; or a BERT (BertForMaskedLM: config.json, model.safetensors or\n"
+               "pytorch_model.bin, vocab.txt, tokenizer_config.json), with its WordPiece vocabulary. The weights keep the checkpoint's own names, with the config, the\n"
                "vocabularies and the generation defaults.\n"
                "The app and every command also open the folder itself; the file is one thing to copy around.\n"
                "A folder with only pytorch_model.bin is converted with tools/hf_bin_to_safetensors.py, which\n"
@@ -111,8 +113,9 @@ int run_import_hf(const Args& args) {
   // Which reader: config.json's model_type (model/hf_files.h).
   const std::string config_path = hf::in_folder(folder, "config.json");
   const std::string type = hf::model_type(hf::read_json_file(config_path, hf::kMaxJsonBytes, "a config.json"), config_path);
-  const bool gpt2 = type == "gpt2";
+  const bool gpt2 = type == "gpt2", bert = type == "bert";
   auto load = [&](std::vector<std::string>* warnings, const std::string& weights) {
+    if (bert) return load_hf_bert(folder, warnings, true, weights);
     return gpt2 ? load_hf_gpt2(folder, warnings, true, weights) : load_hf_marian(folder, warnings, true, weights);
   };
   std::vector<std::string> warnings;
@@ -141,7 +144,13 @@ int run_import_hf(const Args& args) {
   model.provenance["converter"] = "stepformer-cli import-hf";
   for (const std::string& w : warnings) std::fprintf(stderr, "stepformer-cli import-hf: warning: %s\n", printable(w).c_str());
   save_model(model, out, f16 ? DType::F16 : DType::F32, rules);
-  if (gpt2)
+  if (bert)
+    std::printf("wrote %s: %s (family bert, %lld parameters, %d layers x %d heads, d_model %d, vocabulary %d, "
+                "WordPiece)\n",
+                printable(out).c_str(), printable(model.provenance.value("hub_name", folder)).c_str(),
+                static_cast<long long>(model.parameter_count()), model.config.n_encoder_layers, model.config.n_heads,
+                model.config.d_model, model.config.src_vocab_size);
+  else if (gpt2)
     std::printf("wrote %s: %s (family gpt2, %lld parameters, %d layers x %d heads, d_model %d, vocabulary %d, "
                 "byte-level BPE)\n",
                 printable(out).c_str(), printable(model.provenance.value("hub_name", folder)).c_str(),

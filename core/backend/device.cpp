@@ -25,6 +25,12 @@ std::string model_not_for_gpu(const Config& config) {
   if (config.attention != AttentionStyle::SplitHeads)
     return "the GPU kernels compute split_heads attention only, not this model's reshape_heads (the from-scratch "
            "family)";
+  // BERT's parts (config.h) have no GPU kernels: the pass and the training of such a model run on the CPU.
+  if (config.type_vocab_size > 0)
+    return "the GPU kernels do not compute token-type embeddings (type_vocab_size, BERT's)";
+  if (config.embedding_norm) return "the GPU kernels do not compute the embedding norm (embedding_norm, BERT's)";
+  if (config.output_head == OutputHead::MaskedLM)
+    return "the GPU kernels do not compute the masked-LM output head (output_head \"masked_lm\", BERT's)";
   return "";
 }
 

@@ -20,8 +20,9 @@ DeviceRequest parse_device(const std::string& text);
 const char* to_string(DeviceRequest request);
 
 // Why the GPU kernels cannot compute this model ("" when they can), whatever the build and the machine: the
-// from-scratch family's reshaped heads have no kernels. CudaModel's constructors (with and without CUDA) ask this
-// first, so `--device cuda` names the model's reason before the device's, the same on every machine.
+// from-scratch family's reshaped heads and BERT's parts (token types, embedding norm, masked-LM head) have no
+// kernels. CudaModel's constructors (with and without CUDA) ask this first, so `--device cuda` names the model's
+// reason before the device's, the same on every machine.
 std::string model_not_for_gpu(const Config& config);
 
 // The model on the GPU, or null for the CPU. For Auto, `note` then says why where a GPU was there but could not

@@ -28,7 +28,7 @@ const char* to_string(AttentionStyle v) { return v == AttentionStyle::ReshapeHea
 const char* to_string(ModelStacks v) {
   return v == ModelStacks::DecoderOnly ? "decoder_only" : v == ModelStacks::EncoderOnly ? "encoder_only" : "encoder_decoder";
 }
-const char* to_string(OutputHead) { return "linear"; }
+const char* to_string(OutputHead v) { return v == OutputHead::MaskedLM ? "masked_lm" : "linear"; }
 
 void Config::validate() const {
   auto bad = [](const std::string& what) { fail(ErrorKind::Config, "config", what); };
@@ -97,6 +97,18 @@ void Config::validate() const {
     if (mask_id == pad_id || mask_id == bos_id || mask_id == eos_id || mask_id == unk_id)
       bad("mask_id must differ from pad_id, bos_id, eos_id and unk_id");
   }
+  // BERT's parts (type_vocab_size, embedding_norm, output_head masked_lm) sit on an encoder's input and on the
+  // output head over an encoder: only the encoder_only shape has them.
+  if (type_vocab_size < 0 || type_vocab_size > 1024)
+    bad("type_vocab_size must be from 0 (no token-type embeddings) to 1024, got " + std::to_string(type_vocab_size));
+  const bool encoder_only = stacks == ModelStacks::EncoderOnly;
+  if (type_vocab_size != 0 && !encoder_only)
+    bad("type_vocab_size (token-type embeddings) is for encoder_only models, this is " +
+        std::string(to_string(stacks)));
+  if (embedding_norm && !encoder_only)
+    bad("embedding_norm is for encoder_only models, this is " + std::string(to_string(stacks)));
+  if (output_head == OutputHead::MaskedLM && !encoder_only)
+    bad("output_head \"masked_lm\" is for encoder_only models, this is " + std::string(to_string(stacks)));
 }
 
 void require_encoder_decoder(const Config& config, const std::string& what) {
@@ -153,6 +165,8 @@ json config_to_json(const Config& c) {
   if (c.bias && !c.output_bias) j["output_bias"] = false;  // (without `bias` no layer has one, the output's neither)
   if (!c.starts_with_bos) j["starts_with_bos"] = false;     // GPT-2's: the prompt as it is
   if (c.mask_id != -1) j["mask_id"] = c.mask_id;            // a masked language model's [MASK]
+  if (c.type_vocab_size != 0) j["type_vocab_size"] = c.type_vocab_size;  // BERT's token-type embeddings
+  if (c.embedding_norm) j["embedding_norm"] = true;                       // BERT's embeddings.LayerNorm
   return j;
 }
 
@@ -237,7 +251,7 @@ Config config_from_json(const json& j) {
             {{"split_heads", AttentionStyle::SplitHeads}, {"reshape_heads", AttentionStyle::ReshapeHeads}});
   read_key(j, "layer_norm_eps", c.layer_norm_eps);
   read_key(j, "bias", c.bias);
-  read_enum(j, "output_head", c.output_head, {{"linear", OutputHead::Linear}});
+  read_enum(j, "output_head", c.output_head, {{"linear", OutputHead::Linear}, {"masked_lm", OutputHead::MaskedLM}});
   c.output_bias = c.bias;  // absent: as every other linear layer (the files before the key existed)
   read_key(j, "output_bias", c.output_bias);
   read_key(j, "tie_output_embedding", c.tie_output_embedding);
@@ -248,6 +262,8 @@ Config config_from_json(const json& j) {
   read_key(j, "unk_id", c.unk_id);
   read_key(j, "starts_with_bos", c.starts_with_bos);
   read_key(j, "mask_id", c.mask_id);
+  read_key(j, "type_vocab_size", c.type_vocab_size);
+  read_key(j, "embedding_norm", c.embedding_norm);
   return c;
 }
 

@@ -38,9 +38,11 @@ enum class AttentionStyle { SplitHeads, ReshapeHeads };
 //                   no target, no tgt_* weights, the output head over the source vocabulary
 enum class ModelStacks { EncoderDecoder, DecoderOnly, EncoderOnly };
 // What sits on top of the last stack, turning its (N, C) output into scores over the vocabulary:
-//   Linear  logits = h W^T (+ b with output_bias): the paper's generator (room for a masked-LM head: a dense
-//           layer, activation and norm before it, as BERT's, comes with that family)
-enum class OutputHead { Linear };
+//   Linear    logits = h W^T (+ b with output_bias): the paper's generator
+//   MaskedLM  BERT's BertLMPredictionHead (encoder_only): a transform, then the generator over its output:
+//               t = LN(act(h W_d^T + b_d))     W_d (C, C), act the model's activation, LN with layer_norm_eps
+//               logits = t W^T (+ b)          W the generator (BERT: tied to the word embedding, its own bias (V))
+enum class OutputHead { Linear, MaskedLM };
 
 struct Config {
   ModelStacks stacks = ModelStacks::EncoderDecoder;
@@ -79,6 +81,13 @@ struct Config {
   // The token a masked language model reads in place of a word it is asked to fill in ([MASK]); -1 where the
   // model has none (translators, GPT). Only an encoder_only model may have one.
   int mask_id = -1;
+  // BERT's token-type ("segment") embeddings: a table of type_vocab_size rows added to every source token's
+  // embedding; 0 where the model has none. Stepformer reads one text at a time, so every token is of type 0 (row 0
+  // is added to each; BERT's second segment, type 1, is never fed). Only an encoder_only model may have one.
+  int type_vocab_size = 0;
+  // A LayerNorm over the source embedding sum, BERT's embeddings.LayerNorm (eps layer_norm_eps): the encoder's
+  // input is LN(tok_embed + pos + type_embed) rather than the sum itself. Only encoder_only.
+  bool embedding_norm = false;
 
   int head_dim() const { return d_model / n_heads; }  // D = C / H
   bool has_encoder() const { return stacks != ModelStacks::DecoderOnly; }
@@ -104,7 +113,7 @@ const char* to_string(SinusoidLayout v);      // "interleaved" | "halves"
 const char* to_string(Activation v);          // "relu" | "gelu" | "silu" | "gelu_tanh"
 const char* to_string(AttentionStyle v);      // "split_heads" | "reshape_heads"
 const char* to_string(ModelStacks v);         // "encoder_decoder" | "decoder_only" | "encoder_only"
-const char* to_string(OutputHead v);          // "linear"
+const char* to_string(OutputHead v);          // "linear" | "masked_lm"
 
 // JSON <-> Config. from_json reports unknown enum strings, wrong types and missing keys as ErrorKind::Config;
 // keys that are absent take the defaults above except the vocabulary sizes, which are required.

@@ -5,7 +5,8 @@ namespace sf {
 const std::vector<const FamilyDescription*>& families() {
   static const std::vector<const FamilyDescription*> all = {&stepformer_family(), &pytorch_tutorial_family(),
                                                             &seq2seq_tutorial_family(), &from_scratch_family(),
-                                                            &marian_family(), &gpt2_family()};
+                                                            &marian_family(), &gpt2_family(),
+                                                            &bert_family()};
   return all;
 }
 

@@ -48,7 +48,7 @@ struct FamilyDescription {
   const char* origin;     // where its checkpoints come from, in a line
   std::optional<ModelStacks> stacks;  // the shape of its checkpoints; none: every shape (our own files)
   const char* tokenizer;  // "words" (a vocabulary in the file, tokenized as model/tokenizer.h says) | "sentencepiece"
-                          // | "byte_bpe" (GPT-2's, model/byte_bpe.h)
+                          // | "byte_bpe" (GPT-2's, model/byte_bpe.h) | "wordpiece" (BERT's, vocab.txt's pieces)
   std::vector<ConfigNeed> needs;
   // The tensor a weight is stored as, or none (not stored: computed, shared, tied, or absent in this family).
   std::optional<FamilyTensorName> (*tensor_name)(const WeightPlace& place, const Config& config);
@@ -66,6 +66,7 @@ const FamilyDescription& seq2seq_tutorial_family();
 const FamilyDescription& from_scratch_family();
 const FamilyDescription& marian_family();
 const FamilyDescription& gpt2_family();
+const FamilyDescription& bert_family();
 
 // ".weight" or ".bias": PyTorch's suffix of a parameter (a LayerNorm's gamma is its weight, beta its bias).
 const char* param_suffix(WeightParam param);

@@ -1,4 +1,4 @@
-// What every Hugging Face folder reader shares (model/hf_marian.cpp, model/hf_gpt2.cpp): paths in the folder and
+// What every Hugging Face folder reader shares (model/hf_marian.cpp, model/hf_gpt2.cpp, model/hf_bert.cpp): paths in the folder and
 // config.json's values read with a message that names the file and the key.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -40,7 +40,7 @@ std::string weights_path(const std::string& folder, const std::string& weights_f
 
 // The architectures Stepformer opens from a folder, for messages.
 inline constexpr const char* kOpenedArchitectures =
-    "Hugging Face Marian models (model_type \"marian\", the opus-mt translators) and GPT-2 (model_type \"gpt2\", "
-    "GPT2LMHeadModel)";
+    "Hugging Face Marian models (model_type \"marian\", the opus-mt translators), GPT-2 (model_type \"gpt2\", "
+    "GPT2LMHeadModel) and BERT (model_type \"bert\", BertForMaskedLM)";
 
 }  // namespace sf::hf

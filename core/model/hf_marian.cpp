@@ -10,6 +10,7 @@
 
 #include "io/user_files.h"
 #include "model/hf_files.h"
+#include "model/hf_bert.h"
 #include "model/hf_gpt2.h"
 #include "model/name_tables.h"
 #include "nn/embedding.h"
@@ -321,6 +322,7 @@ Model open_model(const std::string& path, std::vector<std::string>* warnings, bo
     const nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
     const std::string type = model_type(j, config_path);
     if (type == "gpt2") return load_hf_gpt2(path, warnings, read_weights);
+    if (type == "bert") return load_hf_bert(path, warnings, read_weights);
     if (type == "marian") return load_hf_marian(path, warnings, read_weights);
     fail(ErrorKind::Format, kWhere,
          "'" + config_path + "' describes " + describe_model(j) + "; Stepformer opens " + kOpenedArchitectures);

@@ -206,7 +206,9 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
     Config c = config_from_json(j);
     // Every key: the defaults' JSON, and the keys config_to_json writes only where they say something.
     nlohmann::json every_key = config_to_json(Config{});
-    for (const char* key : {"stacks", "output_head", "output_bias", "starts_with_bos", "mask_id"}) every_key[key] = nullptr;
+    for (const char* key : {"stacks", "output_head", "output_bias", "starts_with_bos", "mask_id", "type_vocab_size",
+                            "embedding_norm"})
+      every_key[key] = nullptr;
     warn_unknown_keys(j, every_key, "config", warn);
     c.validate();
     check_family_config(m.family, c, "config");
@@ -233,7 +235,9 @@ Model read_model_description(const SafetensorsFile& file, const std::string& exp
   if (const auto it = meta.find("tokenizer"); it != meta.end()) {
     m.tokenizer = in_context(origin, [&] {
       const nlohmann::json j = parse_json_text(it->second, "metadata", "\"tokenizer\"");
-      warn_unknown_keys(j, tokenizer_settings_to_json(TokenizerSettings{}), "tokenizer", warn);
+      TokenizerSettings every_key;  // the keys of every kind (wordpiece's are written only for it)
+      every_key.kind = "wordpiece";
+      warn_unknown_keys(j, tokenizer_settings_to_json(every_key), "tokenizer", warn);
       return tokenizer_settings_from_json(j);
     });
   } else {
@@ -361,6 +365,8 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
           kBpeMergesTensor));
     });
     spm_tensors = {kBpeMergesTensor};
+  } else if (m.tokenizer.kind == "wordpiece" && m.config.stacks != ModelStacks::EncoderOnly) {
+    fail(ErrorKind::Config, kLoad, "'" + file.origin() + "': a wordpiece tokenizer serves an encoder_only model");
   }
   read_family_weights(file, m, warnings, read_weights, spm_tensors);
   return m;
@@ -398,6 +404,9 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
     }
     return tokens;
   }
+  if (model.tokenizer.kind == "wordpiece")  // BERT's pieces are not the word-level rules: no guessing
+    fail(ErrorKind::Unsupported, "encode", "the model's tokenizer is WordPiece (BERT's), which does not read text "
+                                           "in this build: give token ids");
   TokenizerSettings settings = model.tokenizer;
   if (!specials) settings.add_bos_eos = false;
   return encode(text, settings, vocabulary, side);

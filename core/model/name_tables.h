@@ -23,6 +23,7 @@ inline constexpr const char* kFamilySeq2SeqTutorial = "seq2seq-tutorial";
 inline constexpr const char* kFamilyFromScratch = "from-scratch";
 inline constexpr const char* kFamilyMarian = "marian";
 inline constexpr const char* kFamilyGpt2 = "gpt2";
+inline constexpr const char* kFamilyBert = "bert";
 
 const std::vector<std::string>& known_families();
 bool is_known_family(const std::string& family);

@@ -12,14 +12,20 @@ namespace sf {
 // [SECTION] settings <-> JSON
 
 nlohmann::json tokenizer_settings_to_json(const TokenizerSettings& s) {
-  return nlohmann::json{{"kind", s.kind},
-                        {"lowercase", s.lowercase},
-                        {"split_punctuation", s.split_punctuation},
-                        {"moses_escape", s.moses_escape},
-                        {"normalize_punctuation", s.normalize_punctuation},
-                        {"source_language", s.source_language},
-                        {"target_language", s.target_language},
-                        {"add_bos_eos", s.add_bos_eos}};
+  nlohmann::json j{{"kind", s.kind},
+                   {"lowercase", s.lowercase},
+                   {"split_punctuation", s.split_punctuation},
+                   {"moses_escape", s.moses_escape},
+                   {"normalize_punctuation", s.normalize_punctuation},
+                   {"source_language", s.source_language},
+                   {"target_language", s.target_language},
+                   {"add_bos_eos", s.add_bos_eos}};
+  if (s.kind == "wordpiece") {  // only there: every other file stays as it was, byte for byte
+    j["do_lower_case"] = s.wordpiece_lower_case;
+    j["strip_accents"] = s.wordpiece_strip_accents;
+    j["tokenize_chinese_chars"] = s.wordpiece_chinese_chars;
+  }
+  return j;
 }
 
 TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
@@ -39,8 +45,9 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
     out = it->get<std::string>();
   };
   text("kind", s.kind);
-  if (s.kind != "words" && s.kind != "sentencepiece" && s.kind != "byte_bpe")
-    fail(ErrorKind::Format, where, "key 'kind' is '" + s.kind + "'; expected words, sentencepiece or byte_bpe");
+  if (s.kind != "words" && s.kind != "sentencepiece" && s.kind != "byte_bpe" && s.kind != "wordpiece")
+    fail(ErrorKind::Format, where,
+         "key 'kind' is '" + s.kind + "'; expected words, sentencepiece, byte_bpe or wordpiece");
   flag("lowercase", s.lowercase);
   flag("split_punctuation", s.split_punctuation);
   flag("moses_escape", s.moses_escape);
@@ -48,6 +55,13 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
   text("source_language", s.source_language);
   text("target_language", s.target_language);
   flag("add_bos_eos", s.add_bos_eos);
+  flag("do_lower_case", s.wordpiece_lower_case);
+  flag("tokenize_chinese_chars", s.wordpiece_chinese_chars);
+  if (const auto it = j.find("strip_accents"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < -1 || it->get<int64_t>() > 1)
+      fail(ErrorKind::Format, where, "key 'strip_accents' is " + it->dump() + "; expected -1 (as do_lower_case), 0 or 1");
+    s.wordpiece_strip_accents = static_cast<int>(it->get<int64_t>());
+  }
   return s;
 }
 

@@ -28,7 +28,9 @@ enum class Side { Source, Target };
 struct TokenizerSettings {
   // "words": the word-level rules of this header; "sentencepiece": subword pieces from the SentencePiece models
   // the model file carries (model/sentencepiece.h: Marian's), where the keys below do not apply; "byte_bpe": GPT-2's
-  // byte-level BPE (model/byte_bpe.h) over the target vocabulary and the merges the file carries, nothing added
+  // byte-level BPE (model/byte_bpe.h) over the target vocabulary and the merges the file carries, nothing added;
+  // "wordpiece": BERT's WordPiece over the source vocabulary (vocab.txt's pieces), with the three wordpiece_* keys
+  // below (written only for that kind), the word-level keys not applying
   std::string kind = "words";
   bool lowercase = true;
   bool split_punctuation = true;      // the Moses rules above; false: split on whitespace only
@@ -38,6 +40,13 @@ struct TokenizerSettings {
   std::string target_language = "";
   bool add_bos_eos = true;            // encode() wraps the sentence in <bos> ... <eos> (both tutorials do);
                                       // sentencepiece: the source ends with <eos> and has no <bos> (Marian)
+
+  // BERT's tokenizer_config.json (kind "wordpiece" only; JSON keys do_lower_case, strip_accents,
+  // tokenize_chinese_chars): lower-case the text; strip accents (-1: as lower-casing says, Hugging Face's None;
+  // 0 off; 1 on); put spaces around CJK ideographs.
+  bool wordpiece_lower_case = true;
+  int wordpiece_strip_accents = -1;
+  bool wordpiece_chinese_chars = true;
 
   const std::string& language(Side side) const { return side == Side::Source ? source_language : target_language; }
 };

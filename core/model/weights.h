@@ -81,6 +81,11 @@ struct ModelWeights {
   LayerNormWeights decoder_norm;  // present when config.decoder_final_norm
   LinearWeights generator;        // (V, C) output head to logits, V = config.output_vocab_size(); its weight equals
                                   // the last stack's input embedding when tied
+  // BERT's parts (config.h), present only where the config has them:
+  Mat src_token_types;              // (type_vocab_size, C) token-type embeddings (config.type_vocab_size > 0)
+  LayerNormWeights embedding_norm;  // (C) the norm over the source embedding sum (config.embedding_norm)
+  LinearWeights head_transform;     // (C, C) output_head masked_lm: the dense layer before the generator
+  LayerNormWeights head_norm;       // (C) output_head masked_lm: the norm after its activation
 };
 
 // [SECTION] the one walk of the weights
@@ -89,7 +94,8 @@ struct ModelWeights {
 // (model/name_tables.h), allocation, the trainer's parameter views, the packed copies and initialisation.
 enum class WeightBlock {
   SrcEmbedding, TgtEmbedding, SrcPositions, TgtPositions, EncoderLayer, DecoderLayer, EncoderNorm, DecoderNorm,
-  Generator
+  Generator,
+  SrcTokenTypes, EmbeddingNorm, HeadTransform, HeadNorm  // BERT's parts (config.h: encoder_only models)
 };
 enum class LayerPart { None, SelfAttn, SelfAttnNorm, CrossAttn, CrossAttnNorm, Fc1, Fc2, FfnNorm };
 enum class Projection { None, Q, K, V, Out };  // which projection of an attention block
@@ -128,10 +134,10 @@ using ConstWeightRef = WeightRefT<const ModelWeights>;
 int attach_packed_weights(ModelWeights& weights, bool halves = true);
 
 // Calls f(ref) for every weight, in this order (our file order):
-//   src_embedding, tgt_embedding, src_positions, tgt_positions,
+//   src_embedding, tgt_embedding, src_positions, tgt_positions, src_token_types, embedding_norm,
 //   encoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, ffn.{fc1,fc2}, ffn_norm},
 //   decoder.layers.N.{self_attn.{q,k,v,out}, self_attn_norm, cross_attn.{q,k,v,out}, cross_attn_norm, ffn.{fc1,fc2},
-//   ffn_norm}, encoder.norm, decoder.norm, generator            (each linear: weight, then bias)
+//   ffn_norm}, encoder.norm, decoder.norm, head_transform, head_norm, generator   (each linear: weight, then bias)
 // With a config: what it has (the stacks of its shape, cross-attention only with an encoder and a decoder, biases
 // with config.bias, the generator's with output_bias, positions when learned, final norms when present), shapes
 // from it (the generator's rows: output_vocab_size), `stored` false for a shared target embedding and a tied
@@ -213,6 +219,12 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
   r.block = WeightBlock::TgtPositions;
   r.name = "tgt_positions.weight";
   visit(r, weights.tgt_positions, c ? c->max_positions : 0, C, learned && decoder);
+  r.block = WeightBlock::SrcTokenTypes;
+  r.name = "src_token_types.weight";
+  visit(r, weights.src_token_types, c ? c->type_vocab_size : 0, C, encoder && c->type_vocab_size > 0);
+  Ref e;
+  e.block = WeightBlock::EmbeddingNorm;
+  norm(e, "embedding_norm", weights.embedding_norm, encoder && c->embedding_norm);
   for (size_t i = 0; i < weights.encoder_layers.size(); ++i) {
     Ref l;
     l.block = WeightBlock::EncoderLayer;
@@ -244,6 +256,12 @@ void for_each_weight(const Config* config, W& weights, F&& f) {
   norm(n, "encoder.norm", weights.encoder_norm, c && c->encoder_final_norm);
   n.block = WeightBlock::DecoderNorm;
   norm(n, "decoder.norm", weights.decoder_norm, c && c->decoder_final_norm);
+  const bool masked_lm = c && c->output_head == OutputHead::MaskedLM;
+  Ref h;
+  h.block = WeightBlock::HeadTransform;
+  linear(h, "head_transform", weights.head_transform, C, C, true, true, masked_lm);
+  h.block = WeightBlock::HeadNorm;
+  norm(h, "head_norm", weights.head_norm, masked_lm);
   Ref g;
   g.block = WeightBlock::Generator;
   linear(g, "generator", weights.generator, c ? c->output_vocab_size() : 0, C, !c || !c->tie_output_embedding,

@@ -161,6 +161,7 @@ void forward(const Config& config, const ModelWeights& weights, const std::vecto
     trace.encoder.clear();
     trace.encoder_norm = {};
     trace.enc_out.resize(0, 0);
+    trace.head = OutputHeadTrace{};
     traced_decoder_pass(config, weights, tgt_ids, -1, OutputLayer::AllRows, trace);
     return;
   }

@@ -147,6 +147,9 @@ void check_embedding_input(const Config& config, const ModelWeights& weights, bo
     fail(ErrorKind::Input, "forward",
          std::string("the ") + side + " sequence needs " + std::to_string(length) + " learned positions, the model has " +
              std::to_string(learned.rows()));
+  if (source && config.type_vocab_size > 0 && weights.src_token_types.rows() < 1)  // weights smaller than their config
+    fail(ErrorKind::Input, "forward", "the model has token types (type_vocab_size " +
+                                          std::to_string(config.type_vocab_size) + ") but no token-type table");
 }
 
 void embed_rows(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
@@ -168,8 +171,28 @@ void embed_rows(const Config& config, const ModelWeights& weights, bool source, 
     t.pos.resize(n, config.d_model);
     for (Eigen::Index i = 0; i < n; ++i) t.pos.row(i) = position_table.row(positions[static_cast<size_t>(i)]);
   }
+  // BERT's parts, source side: every token is of type 0 (one text), so row 0 of the token-type table is added to
+  // each; with the embedding norm the stack reads LN(tok + pos + type) (modeling_bert.py's BertEmbeddings).
+  const bool types = source && config.type_vocab_size > 0, norm = source && config.embedding_norm;
+  if (types) t.type_embed = weights.src_token_types.row(0).replicate(n, 1);  // (N, C)
+  else t.type_embed.resize(0, 0);
   if (dropout) dropout->make(t.keep, n, config.d_model);
   else t.keep.resize(0, 0);
+  if (norm) {
+    t.embed_sum = t.tok_embed + t.pos;  // (N, C)
+    if (types) t.embed_sum += t.type_embed;
+    layer_norm_forward(t.embed_sum, weights.embedding_norm, config.layer_norm_eps, t.embed_norm);
+    if (t.keep.size() > 0) t.sum = t.embed_norm.out.cwiseProduct(t.keep);
+    else t.sum = t.embed_norm.out;
+    return;
+  }
+  t.embed_sum.resize(0, 0);
+  t.embed_norm = LayerNormTrace{};
+  if (types) {
+    if (t.keep.size() > 0) t.sum = (t.tok_embed + t.pos + t.type_embed).cwiseProduct(t.keep);
+    else t.sum = t.tok_embed + t.pos + t.type_embed;
+    return;
+  }
   if (t.keep.size() > 0) t.sum = (t.tok_embed + t.pos).cwiseProduct(t.keep);
   else t.sum = t.tok_embed + t.pos;
 }
@@ -299,6 +322,20 @@ void final_norm_forward(const Config& config, bool present, const LayerNormWeigh
 
 void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logits) {
   linear_forward(x, weights.generator, logits);  // (N, Vt)
+}
+
+void output_head_forward(const Config& config, const ModelWeights& weights, const ConstMatRef& x, OutputHeadTrace& t,
+                         Mat& logits) {
+  if (config.output_head != OutputHead::MaskedLM) {
+    t = OutputHeadTrace{};
+    output_logits(weights, x, logits);
+    return;
+  }
+  // BertLMPredictionHead: t = LN(act(x W_d^T + b_d)), logits = t W^T + b
+  linear_forward(x, weights.head_transform, t.dense);  // (N, C)
+  apply_activation(config.activation, t.dense, t.act);  // (N, C)
+  layer_norm_forward(t.act, weights.head_norm, config.layer_norm_eps, t.norm);
+  output_logits(weights, t.norm.out, logits);  // (N, V)
 }
 
 // [SECTION] masks

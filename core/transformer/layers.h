@@ -2,6 +2,7 @@
 // what the encoder and decoder passes (transformer/passes.h) call for inference and for training alike.
 //
 //   embedding:  x = drop(E[id] * scale + PE(position))                                  (N, C)
+//               BERT's (source): x = drop(LN(E[id] + P[position] + T[0])) (config.h: token types, embedding norm)
 //   encoder layer (post-norm, the paper):  h = LN(x + drop(SelfAttn(x)));  out = LN(h + drop(FFN(h)))
 //   decoder layer (post-norm):             h1 = LN(x + drop(SelfAttn(x)));  h2 = LN(h1 + drop(CrossAttn(h1, enc)))
 //                                          out = LN(h2 + drop(FFN(h2)))
@@ -120,6 +121,11 @@ void final_norm_forward(const Config& config, bool present, const LayerNormWeigh
                         LayerNormTrace& t, Mat& out);
 // x (N, C) -> logits (N, Vt) = x W_gen^T + b_gen.
 void output_logits(const ModelWeights& weights, const ConstMatRef& x, Mat& logits);
+// The model's output head over x (N, C): output_logits, or with output_head masked_lm (BERT's) its transform first,
+// recorded in t: t.norm.out = LN(act(x W_d^T + b_d)) (N, C), logits = t.norm.out W_gen^T + b_gen (N, V). t is
+// cleared for the linear head.
+void output_head_forward(const Config& config, const ModelWeights& weights, const ConstMatRef& x, OutputHeadTrace& t,
+                         Mat& logits);
 
 // [SECTION] masks
 // The mask of one attention block for queries at positions first_query .. first_query + tq - 1 over the keys

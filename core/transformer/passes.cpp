@@ -279,9 +279,13 @@ void encoder_pass(const Config& config, const ModelWeights& weights, int sequenc
   }
   final_norm_forward(config, config.encoder_final_norm, weights.encoder_norm,
                      output_only ? x_out : trace.encoder.back().out, trace.encoder_norm, trace.enc_out);
-  if (config.has_decoder()) return;
-  // An encoder-only model's output head: every token's scores over the vocabulary, logits (B*S, V).
-  output_logits(weights, trace.enc_out, trace.logits);
+  if (config.has_decoder()) {
+    trace.head = OutputHeadTrace{};  // (the masked-LM head is an encoder-only model's)
+    return;
+  }
+  // An encoder-only model's output head: every token's scores over the vocabulary, logits (B*S, V) (masked_lm:
+  // through BERT's transform, recorded in trace.head).
+  output_head_forward(config, weights, trace.enc_out, trace.head, trace.logits);
   if (record == Record::Trace) masked_softmax(trace.logits, Mat(), trace.probs);
   else trace.probs.resize(0, 0);
 }
@@ -564,6 +568,17 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
 
 void model_backward(const Config& config, const ModelWeights& w, int sequences, const Trace& trace,
                     const Mat& d_logits, ModelWeights& g) {
+  // BERT's parts (config.h) are computed forward only (opened from Hugging Face's folders, shown, not trained):
+  // every training path reaches this one backward, which names the first part it has no gradient for.
+  if (config.type_vocab_size > 0)
+    fail(ErrorKind::Unsupported, "model_backward", "no backward for token-type embeddings (type_vocab_size, BERT's): "
+                                                   "such a model is not trained here");
+  if (config.embedding_norm)
+    fail(ErrorKind::Unsupported, "model_backward", "no backward for the embedding norm (embedding_norm, BERT's): "
+                                                   "such a model is not trained here");
+  if (config.output_head == OutputHead::MaskedLM)
+    fail(ErrorKind::Unsupported, "model_backward", "no backward for the masked-LM output head (output_head "
+                                                   "\"masked_lm\", BERT's): such a model is not trained here");
   const Eigen::Index B = sequences, S = static_cast<Eigen::Index>(trace.src.ids.size()) / B,
                      T = static_cast<Eigen::Index>(trace.tgt.ids.size()) / B;
   const Interventions& iv = trace.interventions;

@@ -113,7 +113,8 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
                            const std::vector<RecordedRows>& pieces);
 
 // Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt;
-// an encoder-only model's (B*S, Vs)), accumulates every weight's gradient into grads.
+// an encoder-only model's (B*S, Vs)), accumulates every weight's gradient into grads. ErrorKind::Unsupported for a
+// model with BERT's parts (token types, embedding norm, masked-LM head: config.h), which have no backward.
 void model_backward(const Config& config, const ModelWeights& weights, int sequences, const Trace& trace,
                     const Mat& d_logits, ModelWeights& grads);
 

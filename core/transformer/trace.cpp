@@ -65,6 +65,9 @@ struct Walker {
   void embedding(const std::string& p, const std::string& input, const EmbeddingTrace& e) {
     mat(p + ".tok_embed", e.tok_embed);
     mat(p + ".pos", e.pos);
+    mat(p + ".type_embed", e.type_embed);
+    mat(p + ".embed_sum", e.embed_sum);
+    final_norm(p + ".embed_norm", e.embed_norm);  // (its output, undropped, is the stack's input, visited next)
     mat(input, e.sum);
   }
   void attention(const std::string& p, const AttentionTrace& a) {
@@ -118,6 +121,7 @@ Trace join_halves(const Trace& encoder_half, Trace decoder_half) {
   t.decoder = std::move(decoder_half.decoder);
   t.decoder_norm = std::move(decoder_half.decoder_norm);
   t.dec_out = std::move(decoder_half.dec_out);
+  t.head = std::move(decoder_half.head);
   t.logits = std::move(decoder_half.logits);
   t.probs = std::move(decoder_half.probs);
   return t;

@@ -29,8 +29,21 @@ struct EmbeddingTrace {
   std::vector<int> ids;  // (N) token ids as given (pad ids included)
   Mat tok_embed;         // (N, C) E[id] * scale
   Mat pos;               // (N, C) positional encoding (zeros when switched off)
-  Mat sum;               // (N, C) drop(tok_embed + pos): the stack's input
+  // BERT's parts (config.h), the source side only; empty where the model has none:
+  Mat type_embed;             // (N, C) the token-type embedding of each token: row 0 of the table (one text)
+  Mat embed_sum;              // (N, C) tok_embed + pos + type_embed, before the embedding norm (embedding_norm)
+  LayerNormTrace embed_norm;  // (N, C) LN(embed_sum), mean/std (N) (embedding_norm)
+  Mat sum;               // (N, C) drop(tok_embed + pos [+ type_embed]), or drop(LN(embed_sum)) with the embedding
+                         // norm: the stack's input
   Mat keep;              // (N, C) dropout scale (training), or empty
+};
+
+// BERT's masked-LM head's transform (config.output_head masked_lm), before the generator:
+//   dense = h W_d^T + b_d (N, C);  act = act(dense) (N, C);  norm = LN(act) (N, C): what the generator scores
+struct OutputHeadTrace {
+  Mat dense;           // (N, C)
+  Mat act;             // (N, C)
+  LayerNormTrace norm; // (N, C), mean/std (N)
 };
 
 struct EncoderLayerTrace {
@@ -69,7 +82,9 @@ struct Trace {
   std::vector<DecoderLayerTrace> decoder;   // one per decoder layer
   LayerNormTrace decoder_norm;              // empty when the config has none
   Mat dec_out;                              // (T, C)
+  OutputHeadTrace head;                     // output_head masked_lm: the transform over enc_out; else empty
   Mat logits;                               // (T, Vt) dec_out W_gen^T + b; encoder-only: (S, Vs) from enc_out
+                                            // (masked_lm: from head.norm.out)
   Mat probs;                                // (T, Vt) softmax(logits): row t predicts token t+1 (encoder-only:
                                             // row s scores the token at position s)
 
@@ -96,7 +111,7 @@ enum class TraceStage {
   TargetEmbedding,  // tgt.*, dec.in
   DecoderLayer,     // dec.l.*
   DecoderOutput,    // dec.final_norm_*, dec.out
-  Output,           // logits, probs: the output head over the last stack
+  Output,           // head.* (masked_lm), logits, probs: the output head over the last stack
 };
 const char* to_string(TraceStage stage);  // "source embedding", "encoder layer", ...
 

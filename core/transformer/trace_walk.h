@@ -7,8 +7,9 @@
 //
 // The visitor `v` is called with the block's name and the block of each record (records... in order):
 //   v.begin(stage, layer)                        a stage of the pass starts (layer: -1 outside the layers)
-//   v.embedding(name, input_name, embeddings...) "src" / "tgt": the token and position embeddings, and their sum,
-//                                                the first stack's input ("enc.in" / "dec.in")
+//   v.embedding(name, input_name, embeddings...) "src" / "tgt": the token and position embeddings (BERT's: the
+//                                                token types, their sum and its norm), and the first stack's input
+//                                                ("enc.in" / "dec.in")
 //   v.attention(name, attentions...)             "enc.0.self_attn", "dec.1.cross_attn" (a layer without
 //                                                cross-attention holds an empty one)
 //   v.norm(name, norms...)                       "enc.0.norm1": a layer norm's output, mean and std
@@ -23,6 +24,11 @@
 #include "transformer/trace.h"
 
 namespace sf {
+
+// A record that holds the masked-LM head's transform (Trace::head). The GPU's pass record has none (the GPU does
+// not compute BERT's head: backend/device.h), so its walk skips it.
+template <class R>
+concept RecordsOutputHead = requires(R& r) { r.head.dense; };
 
 // What a record holds: the stacks it ran and whether the output head did.
 struct RecordParts {
@@ -77,6 +83,11 @@ void walk_trace_blocks(const RecordParts& parts, Visitor& v, Records&... r) {
   }
   if (parts.output) {  // the output head, over the last stack's output
     v.begin(TraceStage::Output, -1);
+    if constexpr ((RecordsOutputHead<Records> && ...)) {  // masked_lm: t = LN(act(h W_d^T + b_d))
+      v.mat("head.dense", r.head.dense...);
+      v.mat("head.act", r.head.act...);
+      v.norm("head.norm", r.head.norm...);
+    }
     v.mat("logits", r.logits...);
     v.mat("probs", r.probs...);
   }

@@ -240,9 +240,9 @@ std::string open_error(const std::string& folder) {
 TEST(Gpt2, BadFoldersSayWhatIsWrong) {
   {
     BrokenFolder b;
-    b.edit_config([](nlohmann::json& j) { j["model_type"] = "bert", j["architectures"] = {"BertForMaskedLM"}; });
+    b.edit_config([](nlohmann::json& j) { j["model_type"] = "roberta", j["architectures"] = {"RobertaForMaskedLM"}; });
     const std::string e = open_error(b.path);
-    EXPECT_NE(e.find("'bert' model (BertForMaskedLM)"), std::string::npos) << e;
+    EXPECT_NE(e.find("'roberta' model (RobertaForMaskedLM)"), std::string::npos) << e;
     EXPECT_NE(e.find("GPT-2"), std::string::npos) << e;
   }
   {  // merges that name pieces the vocabulary lacks

@@ -363,7 +363,8 @@ TEST(MarianFolder, AnotherArchitectureIsNamed) {
   const std::vector<std::pair<std::string, std::string>> configs = {
       {R"({"model_type": "bart", "architectures": ["BartForConditionalGeneration"], "d_model": 16})", "'bart'"},
       {R"({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "d_model": 16})", "'t5'"},
-      {R"({"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 16})", "'bert' model (BertForMaskedLM)"},
+      {R"({"model_type": "roberta", "architectures": ["RobertaForMaskedLM"], "hidden_size": 16})",
+       "'roberta' model (RobertaForMaskedLM)"},
       {R"({"architectures": ["LlamaForCausalLM"]})", "LlamaForCausalLM"},
       {R"([1, 2, 3])", "not a JSON object"},
       {R"({"model_type": "marian", "d_model": )", "not valid JSON"},

@@ -1,9 +1,11 @@
 // The one walk of a trace (for_each_trace_tensor, transformer/trace.h): every tensor of a pass of each shape, under
 // the names docs/trace.md lists (its "Every name" block is compared with the walk, so the page cannot drift from
-// the code), each with its stage and a shape equal to the tensor's.
+// the code), each with its stage and a shape equal to the tensor's; BERT's parts (token types, embedding norm,
+// masked-LM head) in their stages.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -38,8 +40,16 @@ std::vector<Trace> traces_of_every_shape() {
   return out;
 }
 
+// A Hugging Face BERT's pass (tests/fixtures/bert): the token types, the embedding norm and the masked-LM head.
+Trace bert_trace() {
+  const Model bert = open_model(std::string(STEPFORMER_FIXTURE_DIR) + "/bert/tiny-bert");
+  return forward(bert.config, bert.weights, {2, 5, 4, 3}, {});
+}
+
 TEST(TraceWalk, EveryTensorHasItsStageAndShape) {
-  for (const Trace& t : traces_of_every_shape()) {
+  std::vector<Trace> traces = traces_of_every_shape();
+  traces.push_back(bert_trace());
+  for (const Trace& t : traces) {
     int previous = -1, count = 0;
     std::set<std::string> names;
     for_each_trace_tensor(t, [&](const TraceTensorRef& r) {
@@ -61,6 +71,19 @@ TEST(TraceWalk, EveryTensorHasItsStageAndShape) {
     const std::vector<NamedTensor> named = trace_tensors(t);
     ASSERT_EQ(static_cast<int>(named.size()), count);
     for (const NamedTensor& n : named) EXPECT_TRUE(names.count(n.name)) << n.name;
+  }
+}
+
+TEST(TraceWalk, BertsPartsAreWalkedInTheirStages) {
+  std::map<std::string, TraceStage> stages;
+  for_each_trace_tensor(bert_trace(), [&](const TraceTensorRef& r) { stages[r.name] = r.stage; });
+  for (const char* name : {"src.type_embed", "src.embed_sum", "src.embed_norm_mean", "src.embed_norm_std"}) {
+    ASSERT_TRUE(stages.count(name)) << name;
+    EXPECT_EQ(stages[name], TraceStage::SourceEmbedding) << name;
+  }
+  for (const char* name : {"head.dense", "head.act", "head.norm", "head.norm_mean", "head.norm_std"}) {
+    ASSERT_TRUE(stages.count(name)) << name;
+    EXPECT_EQ(stages[name], TraceStage::Output) << name;
   }
 }
 

@@ -201,6 +201,10 @@ inline void place(DWeights& d, const ConstWeightRef& r, const float* p) {
     case WeightBlock::EncoderNorm: norm(d.encoder_norm); return;
     case WeightBlock::DecoderNorm: norm(d.decoder_norm); return;
     case WeightBlock::Generator: linear(d.generator); return;
+    case WeightBlock::SrcTokenTypes:
+    case WeightBlock::EmbeddingNorm:
+    case WeightBlock::HeadTransform:
+    case WeightBlock::HeadNorm: return;  // BERT's parts: such a model is refused first (model_not_for_gpu)
     case WeightBlock::EncoderLayer:
     case WeightBlock::DecoderLayer: {
       DLayerWeights& l = (r.block == WeightBlock::EncoderLayer ? d.encoder : d.decoder)[static_cast<size_t>(r.layer)];

@@ -24,6 +24,10 @@ std::optional<FamilyTensorName> tensor_name(const WeightPlace& r, const Config& 
       if (r.param == WeightParam::Bias) return FamilyTensorName{"final_logits_bias", 0, 1, true};
       if (!r.stored) return std::nullopt;  // tied to the target embedding
       return FamilyTensorName{"lm_head.weight"};
+    case WeightBlock::SrcTokenTypes:
+    case WeightBlock::EmbeddingNorm:
+    case WeightBlock::HeadTransform:
+    case WeightBlock::HeadNorm: return std::nullopt;  // BERT's parts: not in this family's shape
     case WeightBlock::EncoderLayer:
     case WeightBlock::DecoderLayer: break;
   }

@@ -17,6 +17,10 @@ std::optional<FamilyTensorName> tensor_name(const WeightPlace& r, const Config&)
     case WeightBlock::EncoderNorm: return FamilyTensorName{"transformer.encoder.norm" + suffix};
     case WeightBlock::DecoderNorm: return FamilyTensorName{"transformer.decoder.norm" + suffix};
     case WeightBlock::Generator: return FamilyTensorName{"generator" + suffix};
+    case WeightBlock::SrcTokenTypes:
+    case WeightBlock::EmbeddingNorm:
+    case WeightBlock::HeadTransform:
+    case WeightBlock::HeadNorm: return std::nullopt;  // BERT's parts: not in this family's shape
     case WeightBlock::EncoderLayer:
     case WeightBlock::DecoderLayer: break;
   }

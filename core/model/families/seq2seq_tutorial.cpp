@@ -16,6 +16,10 @@ std::optional<FamilyTensorName> tensor_name(const WeightPlace& r, const Config&)
     case WeightBlock::EncoderNorm:
     case WeightBlock::DecoderNorm: return std::nullopt;  // no final norms (the needs below)
     case WeightBlock::Generator: return FamilyTensorName{"decoder.fc_out" + suffix};
+    case WeightBlock::SrcTokenTypes:
+    case WeightBlock::EmbeddingNorm:
+    case WeightBlock::HeadTransform:
+    case WeightBlock::HeadNorm: return std::nullopt;  // BERT's parts: not in this family's shape
     case WeightBlock::EncoderLayer:
     case WeightBlock::DecoderLayer: break;
   }
