@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "backend/backend.h"
 #include "gui/key_latch.h"
@@ -189,7 +190,8 @@ void App::draw_stage() {
   // The output stage follows the decoding: on arriving and after every step it shows the last row, the
   // distribution the newest token came from (or, while decoding, the next token's); the slider then moves freely
   // until the next step.
-  if (stage_ == Stage::Output &&
+  // (an encoder-only model decodes nothing: its position stays where the user, or a click that masked it, put it)
+  if (stage_ == Stage::Output && !state_.encoder_only() &&
       (output_followed_version_ != state_.version() || output_followed_stage_ != stage_)) {
     output_position_ = std::max(0, static_cast<int>(state_.trace().tgt.ids.size()) - 1);
     output_followed_version_ = state_.version();
@@ -208,6 +210,7 @@ void App::apply(const PanelAsk& ask) {
   if (ask.decode_options) state_.set_decode_options(*ask.decode_options);
   if (ask.reference) state_.set_reference(*ask.reference);
   if (ask.force_token) state_.force_token(ask.force_token->first, ask.force_token->second);
+  if (ask.toggle_mask && state_.toggle_mask(*ask.toggle_mask)) output_position_ = *ask.toggle_mask;  // (its predictions)
   switch (ask.step) {
     case PanelAsk::Step::None: break;
     case PanelAsk::Step::Restart: state_.restart(); break;
@@ -256,7 +259,15 @@ void App::frame() {
     draw_model_bar();  // the buttons before the model line: a long file name cannot push them off the window
     draw_view_and_export_buttons();
     ImGui::SameLine();
-    if (state_.model() && state_.decoder_only())
+    if (state_.model() && state_.encoder_only())
+      ImGui::TextDisabled("%s", tr(T::bert_model_line, {{"file", model_file_name()},
+                                                        {"family", state_.model()->family},
+                                                        {"shape", shape_text(state_.model()->config.stacks)},
+                                                        {"d_model", state_.model()->config.d_model},
+                                                        {"heads", state_.model()->config.n_heads},
+                                                        {"layers", state_.model()->config.n_encoder_layers}})
+                                    .c_str());
+    else if (state_.model() && state_.decoder_only())
       ImGui::TextDisabled("%s", tr(T::gpt_model_line, {{"file", model_file_name()},
                                                        {"family", state_.model()->family},
                                                        {"shape", shape_text(state_.model()->config.stacks)},
@@ -282,16 +293,18 @@ void App::frame() {
     const std::string device_text = tr(T::app_device, {{"device", device}});
     const float device_width = ImGui::CalcTextSize(device_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x;
     // A decoder-only model continues a prompt: the box is named so, and its button generates.
-    const bool prompt = state_.decoder_only();
-    if (prompt) {
-      ImGui::TextUnformatted(tr(T::gpt_prompt_label));
+    const bool prompt = state_.decoder_only(), whole = state_.encoder_only();
+    if (prompt || whole) {
+      ImGui::TextUnformatted(tr(prompt ? T::gpt_prompt_label : T::bert_sentence_label));
       ImGui::SameLine();
     }
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6 - device_width);
     if (ImGui::InputText("##sentence", &sentence_input_, ImGuiInputTextFlags_EnterReturnsTrue))
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
-    if (ImGui::Button(prompt ? tr_label(T::gpt_generate, "translate").c_str() : tr_label(T::app_translate, "translate").c_str()))
+    if (ImGui::Button(prompt  ? tr_label(T::gpt_generate, "translate").c_str()
+                      : whole ? tr_label(T::bert_read_button, "translate").c_str()
+                              : tr_label(T::app_translate, "translate").c_str()))
       state_.set_sentence(sentence_input_);
     ImGui::SameLine();
     ImGui::TextDisabled("%s", device_text.c_str());
@@ -313,7 +326,9 @@ void App::frame() {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "[%s]", shown.c_str());  // whose weights translate
       ImGui::SameLine();
     }
-    if (state_.ready() && state_.decoder_only()) {  // the prompt, then what the model wrote after it
+    if (state_.ready() && state_.encoder_only()) {  // the sentence with each blank filled by the likeliest word
+      text_wrapped(tr(T::bert_top_filled, {{"text", state_.filled_in_text()}}));
+    } else if (state_.ready() && state_.decoder_only()) {  // the prompt, then what the model wrote after it
       text_wrapped(tr(T::gpt_top_continuation, {{"prompt", state_.sentence()}, {"continuation", state_.translation_text()}}) +
                    (state_.decoding_finished() ? "" : tr(T::app_decoding_space_next_token)));
     } else if (state_.ready()) {
@@ -322,7 +337,7 @@ void App::frame() {
     }
     if (state_.busy() && state_.busy_seconds() > 0.2)  // (the views show the last result meanwhile)
       ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1.0f), "%s",
-                         tr(state_.decoder_only() ? T::gpt_computing : T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
+                         tr(state_.decoder_only() ? T::gpt_computing : state_.encoder_only() ? T::bert_computing : T::app_computing, {{"seconds", number_text("%.1f", state_.busy_seconds())}}).c_str());
     const std::string changed = interventions_summary(state_.interventions());
     if (!changed.empty()) {
       ImGui::TextColored(ImVec4(1.0f, 0.72f, 0.25f, 1.0f), "%s",
@@ -454,9 +469,22 @@ void App::draw_presentation_header() {
   if (!state_.ready()) return;
   SentenceStrip strip;
   const LanguageWords languages = language_words(state_.model().get());
-  strip.source_language = state_.decoder_only() ? std::string(tr(T::gpt_strip_prompt)) : languages.source_capital;
-  strip.target_language = state_.decoder_only() ? std::string(tr(T::gpt_strip_continuation)) : languages.target_capital;
+  strip.source_language = state_.decoder_only()   ? std::string(tr(T::gpt_strip_prompt))
+                          : state_.encoder_only() ? std::string(tr(T::bert_strip_sentence))
+                                                  : languages.source_capital;
+  strip.target_language = state_.decoder_only()   ? std::string(tr(T::gpt_strip_continuation))
+                          : state_.encoder_only() ? std::string(tr(T::bert_strip_filled))
+                                                  : languages.target_capital;
   strip.source = state_.sentence();
+  if (state_.encoder_only()) {  // the sentence as read ([MASK] where hidden), then with its blanks filled in
+    strip.source.clear();
+    for (const std::string& label : state_.source_labels()) strip.source += (strip.source.empty() ? "" : " ") + label;
+    std::string word;
+    for (std::istringstream filled(state_.filled_in_text()); filled >> word;) strip.now.push_back({word});
+    draw_sentence_strip(strip);
+    ImGui::Separator();
+    return;
+  }
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;
     for (int id : ids)

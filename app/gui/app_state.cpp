@@ -10,6 +10,7 @@
 #include "gui/text/glyphs.h"
 #include "gui/text/text.h"
 #include "gui/words.h"
+#include "transformer/forward.h"
 #include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/parallel.h"
@@ -18,11 +19,6 @@
 namespace sf::gui {
 
 std::string default_model_path() { return shipped_model_path("de-en"); }
-
-void require_shown_shape(const Config& config) {
-  if (config.stacks == ModelStacks::EncoderOnly)
-    fail(ErrorKind::Unsupported, "the app's views", tr(T::gpt_shape_not_shown, {{"shape", to_string(config.stacks)}}));
-}
 
 std::string error_text(ErrorKind kind, const std::string& detail) {
   switch (kind) {
@@ -70,7 +66,6 @@ bool AppState::fail_with(const std::exception& e) {
 bool AppState::load_model(const std::string& path) {
   try {
     auto loaded = std::make_shared<const Model>(sf::open_model(path));
-    require_shown_shape(loaded->config);  // as read_model_file (gui/model_loader.h)
     return use_model(std::move(loaded), path);
   } catch (const std::exception& e) {
     return fail_with(e);
@@ -113,6 +108,7 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   model_ = std::move(loaded);
   model_path_ = path;
   asked_.interventions = Interventions{};
+  asked_.masked.clear();  // (positions of the old model's reading of the sentence)
   asked_.interventions.causal_mask = old_interventions.causal_mask;
   asked_.interventions.padding_mask = old_interventions.padding_mask;
   asked_.interventions.positional_encoding = old_interventions.positional_encoding;
@@ -125,7 +121,8 @@ bool AppState::use_model(std::shared_ptr<const Model> loaded, const std::string&
   error_.clear();
   // The example sentence is German for a translator and a prompt for a decoder-only model: the one that fits.
   const std::string kept_sentence = asked_.sentence;
-  const bool prompt = model_->config.stacks == ModelStacks::DecoderOnly;
+  // (an encoder-only model reads English too: the same example)
+  const bool prompt = model_->config.stacks != ModelStacks::EncoderDecoder;
   if (prompt && asked_.sentence == kDefaultSentence) asked_.sentence = kDefaultPrompt;
   if (!prompt && asked_.sentence == kDefaultPrompt) asked_.sentence = kDefaultSentence;
   if (asked_.sentence.empty()) {
@@ -159,7 +156,9 @@ bool AppState::set_sentence(const std::string& text) {
   asked_.reference.clear();
   asked_.interventions.custom_masks.clear();
   asked_.interventions.forced_prefix.clear();
+  const std::vector<int> previous_masked = std::exchange(asked_.masked, {});
   if (rebuild(-1)) return true;
+  asked_.masked = previous_masked;
   asked_.sentence = previous;
   asked_.reference = previous_reference;
   asked_.interventions = previous_interventions;
@@ -288,6 +287,7 @@ bool AppState::rebuild(int steps) {
   } catch (const std::exception& e) {
     return fail_with(e);
   }
+  if (encoder_only()) return rebuild_encoder_only(std::move(tokens));
   const std::vector<int> src_ids = token_ids(tokens);
   const bool same_source = shown_.decoder && shown_.model == model_ && src_ids == token_ids(shown_.source_tokens);
   // Decoding to the end after a change (an intervention, say): most changes keep most of the translation, so
@@ -355,6 +355,104 @@ bool AppState::rebuild(int steps) {
   return run_work(std::move(work));
 }
 
+bool AppState::toggle_mask(int position) {
+  if (const std::string why = why_not_maskable(position); !why.empty()) {
+    error_ = why;
+    return false;
+  }
+  const std::vector<int> previous = asked_.masked;
+  const auto at = std::lower_bound(asked_.masked.begin(), asked_.masked.end(), position);
+  if (at != asked_.masked.end() && *at == position) asked_.masked.erase(at);  // its word again
+  else asked_.masked.insert(at, position);
+  if (rebuild(-1)) return true;
+  asked_.masked = previous;
+  return false;
+}
+
+std::string AppState::why_not_maskable(int position) const {
+  if (!model_) return tr(T::state_no_model);
+  if (!encoder_only()) return tr(T::bert_mask_encoder_only, {{"shape", to_string(model_->config.stacks)}});
+  if (!model_->config.has_mask_token()) return tr(T::bert_no_mask_token);
+  if (position < 0 || position >= static_cast<int>(shown_.source_tokens.size()))
+    return tr(T::bert_mask_outside, {{"position", position}, {"tokens", shown_.source_tokens.size()}});
+  const Token& t = shown_.source_tokens[static_cast<size_t>(position)];
+  const bool masked = std::binary_search(asked_.masked.begin(), asked_.masked.end(), position);
+  if (t.special && !masked) return tr(T::bert_mask_special, {{"token", source_token(t.id)}});
+  return "";
+}
+
+bool AppState::rebuild_encoder_only(std::vector<Token> tokens) {
+  // The blanks: position p reads [MASK] in place of its word (a masked language model's input, as its training
+  // hid 15% of the words); positions past the sentence (masked before a change of it) are dropped.
+  const Config& c = model_->config;
+  std::erase_if(asked_.masked, [&](int p) { return p < 0 || p >= static_cast<int>(tokens.size()); });
+  std::vector<int> hidden(tokens.size(), -1);
+  for (int p : asked_.masked) {
+    Token& t = tokens[static_cast<size_t>(p)];
+    hidden[static_cast<size_t>(p)] = t.id;
+    t.id = c.mask_id;
+    t.text = model_->src_vocab.token(c.mask_id);
+    t.unknown = false;
+  }
+  std::vector<int> src_ids = token_ids(tokens);
+  // One traced pass (forward's encoder-only half: encoder, output head over every position); on the CPU, the
+  // worker thread where the app sets a budget, as every decoding.
+  Work work = [m = model_, tokens = std::move(tokens), src_ids = std::move(src_ids), hidden = std::move(hidden),
+               iv = asked_.interventions](const std::atomic<bool>& cancelled) mutable {
+    const auto start = std::chrono::steady_clock::now();
+    Outcome out;
+    out.model = m;
+    out.single_pass = true;
+    out.trace = forward(m->config, m->weights, src_ids, {}, iv);
+    if (cancelled) {
+      out.cancelled = true;
+      return out;
+    }
+    out.source_tokens = std::move(tokens);
+    out.hidden_ids = std::move(hidden);
+    out.interventions = std::move(iv);
+    out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  };
+  return run_work(std::move(work));
+}
+
+std::string AppState::source_token(int id) const {
+  if (!model_ || id < 0 || id >= static_cast<int>(model_->src_vocab.size())) return "?";
+  // BERT's names of the two tokens every sentence is read between: [CLS] (where the sentence's summary forms)
+  // and [SEP] (its end); our files call them <bos> and <eos>.
+  if (encoder_only() && id == model_->config.bos_id) return "[CLS]";
+  if (encoder_only() && id == model_->config.eos_id) return "[SEP]";
+  std::string token = unescape_token(model_->src_vocab.token(id));
+  note_glyphs(token);
+  return token;
+}
+
+std::vector<int> AppState::predicted_ids() const {
+  std::vector<int> out;
+  if (!encoder_only()) return out;
+  const Mat& probs = shown_.trace.probs;  // (S, Vs)
+  for (Eigen::Index r = 0; r < probs.rows(); ++r) {
+    Eigen::Index best = 0;
+    probs.row(r).maxCoeff(&best);
+    out.push_back(static_cast<int>(best));
+  }
+  return out;
+}
+
+std::string AppState::filled_in_text() const {
+  const std::vector<int> predicted = predicted_ids();
+  std::string out;
+  for (size_t p = 0; p < shown_.source_tokens.size(); ++p) {
+    const Token& t = shown_.source_tokens[p];
+    const bool blank = model_ && t.id == model_->config.mask_id && p < predicted.size();
+    if (model_ && t.id == model_->config.pad_id) continue;
+    out += (out.empty() ? "" : " ") +
+           (blank ? "[" + source_token(predicted[p]) + "]" : t.unknown ? t.surface : source_token(t.id));
+  }
+  return out;
+}
+
 bool AppState::run_work(Work work) {
   if (on_worker_start_ || on_worker_end_)
     work = [start = on_worker_start_, end = on_worker_end_, inner = std::move(work)](const std::atomic<bool>& cancelled) {
@@ -396,7 +494,7 @@ bool AppState::run_work(Work work) {
 
 bool AppState::commit(Outcome out) {
   if (out.cancelled) return true;
-  if (!out.decoder) {
+  if (!out.decoder && !out.single_pass) {
     error_ = tr(T::state_decoding_interrupted);
     return false;
   }
@@ -408,14 +506,15 @@ bool AppState::commit(Outcome out) {
   shown_.model = std::move(out.model);
   shown_.trace = std::move(out.trace);
   shown_.chosen_logits = std::move(out.chosen);
-  shown_.translation = shown_.decoder->generated();
+  shown_.translation = shown_.decoder ? shown_.decoder->generated() : std::vector<int>{};
   const bool rebuilt = out.source_tokens.has_value();
   if (rebuilt) shown_.source_tokens = std::move(*out.source_tokens);
+  shown_.hidden_ids = std::move(out.hidden_ids);
   shown_inputs_ = asked_;
   model_undo_.reset();
   error_.clear();
   ++version_;
-  if (rebuilt && shown_.decoder->finished() && shown_.decoder->options().strategy == DecodeStrategy::Greedy) {
+  if (rebuilt && shown_.decoder && shown_.decoder->finished() && shown_.decoder->options().strategy == DecodeStrategy::Greedy) {
     const std::vector<int> src_ids = token_ids(shown_.source_tokens);
     const Model* m = shown_.model.get();
     std::erase_if(remembered_, [&](const RememberedTranslation& r) { return r.is_for(m, src_ids, out.interventions); });
@@ -570,7 +669,7 @@ bool AppState::restart() { return rebuild(0); }
 
 const std::vector<int>& AppState::translation_as_trained() {
   const std::vector<int> src_ids = token_ids(shown_.source_tokens);
-  if (!model_ || src_ids.empty() || shown_.model != model_) {
+  if (!model_ || src_ids.empty() || shown_.model != model_ || encoder_only()) {  // (BERT translates nothing)
     as_trained_ = {};
     return as_trained_.translation;
   }
@@ -629,7 +728,8 @@ int AppState::max_length_for(int input_tokens) const {
 std::vector<std::string> AppState::source_labels() const {
   std::vector<std::string> out;
   for (const Token& t : shown_.source_tokens) {
-    if (t.unknown && model_) out.push_back((decoder_only() ? model_->tgt_vocab : model_->src_vocab).token(model_->config.unk_id));
+    if (encoder_only() && !t.unknown) out.push_back(source_token(t.id));  // ([CLS], [SEP], [MASK], words)
+    else if (t.unknown && model_) out.push_back((decoder_only() ? model_->tgt_vocab : model_->src_vocab).token(model_->config.unk_id));
     else if (decoder_only() && !t.special) out.push_back(target_token(t.id));  // (a prompt: the target's pieces)
     else out.push_back(t.special ? t.text : unescape_token(t.text));
   }
@@ -641,6 +741,13 @@ std::vector<std::string> AppState::source_label_tips() const {
   for (const Token& t : shown_.source_tokens) {
     if (t.unknown) {
       out.push_back(tr(T::state_token_unknown, {{"word", t.surface}, {"id", t.id}}));
+    } else if (encoder_only() && (t.special || t.id == model_->config.mask_id)) {
+      const bool bos = t.id == model_->config.bos_id, eos = t.id == model_->config.eos_id;
+      out.push_back(tr(bos   ? T::bert_token_cls
+                       : eos ? T::bert_token_sep
+                       : t.id == model_->config.mask_id ? T::bert_token_mask
+                                                        : T::state_token_pad,
+                       {{"token", source_token(t.id)}, {"id", t.id}}));
     } else if (t.special) {
       const bool bos = model_ && t.id == model_->config.bos_id, eos = model_ && t.id == model_->config.eos_id;
       out.push_back(tr(bos ? T::state_token_bos : eos ? T::state_token_eos : T::state_token_pad, {{"token", t.text}}));
@@ -675,6 +782,7 @@ std::vector<std::string> AppState::decoder_input_labels() const {
 }
 
 std::string AppState::target_token(int id) const {
+  if (encoder_only()) return source_token(id);  // (one vocabulary, the source's: what its output head scores)
   if (!model_ || id < 0 || id >= static_cast<int>(model_->tgt_vocab.size())) return "?";
   // A byte-level piece (GPT-2's "Ġman") as the bytes it stands for, spaces and broken characters visible
   // (gui/words.h); a word or a SentencePiece piece as the vocabulary writes it.

@@ -36,6 +36,14 @@ class AppState {
   const Interventions& interventions() const { return asked_.interventions; }  // forced_prefix: clicked or reference tokens
   const DecodeOptions& decode_options() const { return asked_.decode_options; }  // max_length is set per sentence
   int source_padding() const { return asked_.source_padding; }
+  // An encoder-only model's blanks: the sentence positions (0 = [CLS]) whose input id the user turned into
+  // config.mask_id (fill in the blank), ascending. Cleared with a new sentence or model.
+  const std::vector<int>& masked_positions() const { return asked_.masked; }
+  // The word a blank of what is shown hides: its id at `position` before [MASK] took its place; -1 where the
+  // position is no blank the user made (a word, or a [MASK] typed into the sentence).
+  int hidden_id(int position) const {
+    return position >= 0 && position < static_cast<int>(shown_.hidden_ids.size()) ? shown_.hidden_ids[static_cast<size_t>(position)] : -1;
+  }
 
   // [SECTION] what is shown: one finished decoding, replaced as a whole, so a panel always reads one result.
   // A translator's source as read (<bos> ... <eos>, unknown words marked); a decoder-only model's prompt, without
@@ -93,6 +101,13 @@ class AppState {
   // longest input; a count out of range is refused with a message.
   bool set_source_padding(int pads);
   static constexpr int kMaxSourcePadding = 64;
+  // Fill in the blank (an encoder-only model with a [MASK] token): position `position` of the sentence as read
+  // reads [MASK] (config.mask_id) in place of its word, or its word again where it was masked; the model
+  // recomputes as for an intervention. Refused with a message (nothing changed) for a model without a mask token
+  // or of another shape, a position outside the sentence, or [CLS], [SEP] and <pad> (no word to hide).
+  bool toggle_mask(int position);
+  // Why a click on a token cannot mask it ("" where it can): the tooltip of a token that does nothing.
+  std::string why_not_maskable(int position) const;
   // Forces `token` at output position `position`: the translation keeps its first `position` tokens, takes
   // `token`, and the decoder continues from there.
   bool force_token(int position, int token);
@@ -135,13 +150,18 @@ class AppState {
   AppState& operator=(const AppState&) = delete;
   ~AppState();
 
-  bool ready() const { return model_ && shown_.trace.has_decoder(); }
+  bool ready() const {
+    return model_ && (shown_.trace.has_decoder() || (encoder_only() && shown_.trace.has_output() && shown_.model == model_));
+  }
   // A decoder-only model (GPT, config.stacks): the sentence is a prompt the model continues, read after <bos>;
   // no source, no encoder, no cross-attention.
   bool decoder_only() const { return model_ && model_->config.stacks == ModelStacks::DecoderOnly; }
   // A decoder-only model's first prompt token is its decoder input 1 (after <bos>: our GPT) or 0 (GPT-2 reads the
   // prompt as it is: config.starts_with_bos); 0 for a translator.
   int prompt_start() const;
+  // An encoder-only model (BERT, config.stacks): one bidirectional stack over the sentence ([CLS] ... [SEP]) and
+  // a prediction at every position (logits (S, Vs)); no decoder, no decoding: what is shown is one forward pass.
+  bool encoder_only() const { return model_ && model_->config.stacks == ModelStacks::EncoderOnly; }
   // The decoder rows that read the prompt after <bos> (a decoder-only model's prompt length; 0 for a translator):
   // row r of the decoder pass predicts generated token r - prompt_rows() (rows before that predict the prompt's
   // own next token, which is given, not chosen).
@@ -169,6 +189,14 @@ class AppState {
   // chosen_logits.
   bool last_pass_differs_from_choice() const { return shown_.chosen_logits.size() > 0; }
   std::string target_token(int id) const;  // a target id as text (unescaped)
+  // A source id as text: BERT's names for an encoder-only model's <bos> and <eos> ([CLS], [SEP]), a word unescaped.
+  std::string source_token(int id) const;
+  // An encoder-only model's likeliest token at every position (argmax of the pass's probs rows, (S)); empty for
+  // other shapes.
+  std::vector<int> predicted_ids() const;
+  // The sentence as read with every blank filled by its likeliest token: "[CLS] a [dog] runs [SEP]" (the
+  // filled-in words in brackets, BERT's names for the specials).
+  std::string filled_in_text() const;
 
  private:
   // What a decoding gives back: the decoder and its trace, and for a new decoder the source it read.
@@ -178,11 +206,13 @@ class AppState {
     Trace trace;
     Mat chosen;  // Decoder::chosen_logits where the KV cache is inexact, else empty
     std::optional<std::vector<Token>> source_tokens;  // a rebuild: the source as read
+    std::vector<int> hidden_ids;  // an encoder-only pass: the id each blank hides (-1 elsewhere)
     Interventions interventions;  // a rebuild: what it decoded with (remembered translations are keyed by it)
     int guessed = 0;
     std::string gpu;              // the GPU it was computed on ("": the CPU)
     std::string device_why;       // why on the CPU, where a GPU was there
     bool cancelled = false;       // a newer request came: the result is dropped
+    bool single_pass = false;     // an encoder-only model's pass: a trace and no decoder
     double ms = 0.0;
   };
   using Work = BackgroundTask<Outcome>::Work;
@@ -193,6 +223,8 @@ class AppState {
   void fail_late(const std::exception& e);
   // Rebuilds the decoder for the current inputs and advances it `steps` steps (-1: to the end).
   bool rebuild(int steps);
+  // An encoder-only model's one traced pass over the sentence with its blanks, off the frame thread as rebuild's.
+  bool rebuild_encoder_only(std::vector<Token> tokens);
   // The most tokens a decoding of `input_tokens` source (or prompt) tokens writes.
   int max_length_for(int input_tokens) const;
   bool advance(int count);  // the decoder `count` steps on (< 0: back), off the frame thread where there is a budget
@@ -204,6 +236,7 @@ class AppState {
     Interventions interventions;
     DecodeOptions decode_options;
     int source_padding = 0;
+    std::vector<int> masked;  // an encoder-only model's blanks (masked_positions)
   };
   std::shared_ptr<const Model> model_;
   std::string model_path_;
@@ -217,6 +250,7 @@ class AppState {
     Mat chosen_logits;
     std::vector<Token> source_tokens;
     std::vector<int> translation;
+    std::vector<int> hidden_ids;  // (S) hidden_id
   };
   Decoded shown_;
   Inputs shown_inputs_;  // the inputs it was decoded from
@@ -268,10 +302,6 @@ class AppState {
 
 // The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.
 std::string default_model_path();
-
-// Throws ErrorKind::Unsupported for a model of a shape the views do not show (encoder-only, for now), naming it;
-// the encoder-decoder and the decoder-only shapes pass.
-void require_shown_shape(const Config& config);
 
 // The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the
 // core's own text ("[load_model] tensor '...' holds NaN") as the detail: "value error: [load_model] ...".

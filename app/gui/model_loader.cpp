@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "gui/app_state.h"  // require_shown_shape
 #include "gui/background_task.h"
 #include "gui/text/text.h"
 #include "model/hf_marian.h"
@@ -19,9 +18,6 @@ LoadedModel read_model_file(const std::string& path, const std::atomic<bool>* ca
     std::optional<CancelScope> scope;
     if (cancel) scope.emplace(*cancel);
     auto model = std::make_shared<const Model>(sf::open_model(path, &r.warnings));
-    // The views show the encoder-decoder and the decoder-only shapes: another is a file the app cannot open, said
-    // as such (not as a sentence that does not fit), and the model on show stays.
-    require_shown_shape(model->config);
     r.model = std::move(model);
   } catch (const Cancelled&) {
     r.model.reset();

@@ -187,6 +187,11 @@ void attention_kind_picker(AttentionKind* kind, const Config& config) {
     *kind = AttentionKind::Decoder;
     return;
   }
+  if (!config.has_decoder()) {  // an encoder-only model's one kind: its (bidirectional) self-attention
+    ImGui::TextUnformatted(tr(T::widgets_encoder_self));
+    *kind = AttentionKind::Encoder;
+    return;
+  }
   ImGui::RadioButton(tr(T::widgets_encoder_self), &k, static_cast<int>(AttentionKind::Encoder));
   ImGui::SameLine();
   ImGui::RadioButton(tr(T::widgets_decoder_self_masked), &k, static_cast<int>(AttentionKind::Decoder));
@@ -198,6 +203,12 @@ void attention_kind_picker(AttentionKind* kind, const Config& config) {
 void stack_and_layer_picker(AttentionKind* kind, int* layer, int layers, float slider_em, const Config& config) {
   if (!config.has_encoder()) {  // one stack: the layer alone
     *kind = AttentionKind::Decoder;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * slider_em);
+    numbered_slider(tr(T::widgets_layer), layer, layers);
+    return;
+  }
+  if (!config.has_decoder()) {  // an encoder-only model: the encoder's layers alone
+    *kind = AttentionKind::Encoder;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * slider_em);
     numbered_slider(tr(T::widgets_layer), layer, layers);
     return;

@@ -121,6 +121,35 @@ TEST_P(Projector, ADecoderOnlyModelsInterventionsFitInEveryLanguage) {
   EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
 }
 
+// The same for an encoder-only (BERT) model's stages with a map, a word masked (its attention stage carries the
+// sentence that each token sees both sides); and its output stage, fill in the blank, runs past nothing.
+TEST_P(Projector, EveryMapStageOfAnEncoderOnlyModelMeetsTheRoom) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_bert_stages_" + screen_name({screen, 0}));
+  const char* stages[] = {"embedding",        "positional",           "encoder-qkv", "encoder-attention", "concat-heads",
+                          "encoder-add-norm", "encoder-feed-forward", "all-heads"};
+  std::string script = "model " + std::string(STEPFORMER_SOURCE_DIR) +
+                       "/tests/fixtures/shapes/bert_mlm.model.safetensors\nsentence the dog sees a red ball\n"
+                       "mask-token 2\npresent on\nunhover\n"
+                       "caption The small maps on the right are the steps: raw scores, scores with the mask, and the "
+                       "head's output.\n";
+  for (const char* stage : stages) script += std::string("stage ") + stage + "\nlayout " + stage + ".json\n";
+  script += "stage output\nlayout output.json\n";
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const char* stage : stages) {
+    const json layout = testing::load_json(dir / (std::string(stage) + ".json"));
+    ASSERT_TRUE(layout.contains("panels")) << stage;
+    problems += problems_of(layout, true);
+  }
+  const json output = testing::load_json(dir / "output.json");
+  ASSERT_TRUE(output.contains("panels"));
+  problems += problems_of(output, false);
+  EXPECT_FALSE(items_named(output, "fill.bar_hidden").empty() && items_named(output, "fill.bar").empty())
+      << "the output stage shows no bars";
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
 INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
 
 // The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800

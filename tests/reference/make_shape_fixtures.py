@@ -36,6 +36,9 @@ from make_forward_fixtures import write_safetensors  # noqa: E402  (the one safe
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "shapes")
 UNK, PAD, BOS, EOS = 0, 1, 2, 3
 WORDS = ["<unk>", "<pad>", "<bos>", "<eos>", "the", "a", "dog", "cat", "runs", "sees", "big", "small", "red", "ball"]
+# A masked language model's vocabulary: the same words and [MASK] (config mask_id), for the app's fill in the blank.
+MASK = len(WORDS)
+MLM_WORDS = WORDS + ["[MASK]"]
 SMOOTHING = 0.1
 
 
@@ -136,7 +139,8 @@ def our_config(c):
             "encoder_final_norm": c["final_norm"] and not decoder, "decoder_final_norm": c["final_norm"] and decoder,
             "activation": c["activation"], "attention": "split_heads", "layer_norm_eps": 1e-5, "bias": True,
             "output_head": "linear", "output_bias": c["output_bias"], "tie_output_embedding": c["tie"],
-            "share_embeddings": False, "pad_id": PAD, "bos_id": BOS, "eos_id": EOS, "unk_id": UNK}
+            "share_embeddings": False, "pad_id": PAD, "bos_id": BOS, "eos_id": EOS, "unk_id": UNK,
+            **({"mask_id": c["mask_id"]} if "mask_id" in c else {})}
 
 
 def layer_norm(trace, name, x, norm):
@@ -240,6 +244,10 @@ MODELS = [
          activation="relu", embedding_scale="sqrt_d_model", final_norm=True, tie=False, output_bias=True),
 ]
 
+MLM_MODEL = dict(name="bert_mlm", stacks="encoder_only", norm_placement="post", positional_encoding="learned",
+                 activation="gelu", embedding_scale="one", final_norm=False, tie=True, output_bias=True,
+                 vocab=len(MLM_WORDS), words=MLM_WORDS, mask_id=MASK)
+
 # Each case: its model, the sequence, and the interventions (every one of them is what the app offers).
 CASES = [
     ("gpt_pre", "plain", [BOS, 4, 6, 8, 5, 7], {}),
@@ -260,7 +268,8 @@ CASES = [
 
 def build(spec, seed):
     torch.manual_seed(seed)
-    c = dict(spec, d_model=8, n_heads=2, d_ff=16, n_layers=2, vocab=len(WORDS), max_positions=16)
+    c = dict(spec, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_positions=16)
+    c.setdefault("vocab", len(WORDS))
     return ShapeModel(c).eval()
 
 
@@ -269,7 +278,7 @@ def model_file(model):
     tensors = {n: t.detach().numpy().astype(np.float32) for n, t in stepformer_names(model).items()}
     side = "tgt_vocab" if c["stacks"] == "decoder_only" else "src_vocab"
     meta = {"format": "stepformer-model", "format_version": "1", "family": "stepformer",
-            "config": json.dumps(our_config(c)), side: json.dumps(WORDS),
+            "config": json.dumps(our_config(c)), side: json.dumps(c.get("words", WORDS)),
             "provenance": json.dumps({"written_by": "tests/reference/make_shape_fixtures.py", "weights": "random"})}
     return tensors, meta
 
@@ -351,6 +360,11 @@ def main():
         tensors, meta = training_reference(model)
         write_safetensors(os.path.join(OUT_DIR, name + ".training.safetensors"), tensors, meta)
         model.eval()
+    # The app's fill-in-the-blank model: bert_post's layout with [MASK] in its vocabulary (model file only: its
+    # numbers are the encoder-only pass the cases above check; the app's tests compare against that pass).
+    mlm = build(MLM_MODEL, 1100)
+    tensors, meta = model_file(mlm)
+    write_safetensors(os.path.join(OUT_DIR, MLM_MODEL["name"] + ".model.safetensors"), tensors, meta)
     print("wrote", len(os.listdir(OUT_DIR)), "files to", os.path.normpath(OUT_DIR))
 
 

@@ -278,6 +278,11 @@ bool AttentionPanel::draw_stage(const AppState& state, AttentionSelection& sel, 
   const bool presenting = high_contrast();
   if (presenting) clamp_selection(c, sel);
   else draw_attention_selector(c, sel, /*with_head=*/true);
+  // An encoder-only model's one kind of attention has no causal mask: said on screen, beside every view of it.
+  if (state.encoder_only()) {
+    text_wrapped(tr(T::bert_attention_both_sides));
+    record_item("attention.both_sides", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, "");
+  }
 
   Shown s;
   s.a = selected_attention(state.trace(), sel);

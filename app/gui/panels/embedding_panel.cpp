@@ -40,7 +40,7 @@ void EmbeddingPanel::draw_stage(const AppState& state) {
     uploaded_version_ = state.version();
   }
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
-  if (state.decoder_only()) {
+  if (state.decoder_only() || state.encoder_only()) {  // one stack, one input
     draw_prompt(state);
     return;
   }
@@ -149,20 +149,25 @@ void EmbeddingPanel::draw_stage(const AppState& state) {
 
 // A decoder-only model: one stack, one input: the prompt's (and continuation's) token embeddings, then with the
 // positions added, the decoder's input.
+// An encoder-only model's one input likewise: the sentence's ([CLS] ... [SEP], blanks as [MASK]), the source side.
 void EmbeddingPanel::draw_prompt(const AppState& state) {
   const Config& c = state.model()->config;
-  const EmbeddingTrace& tgt = state.trace().tgt;  // (T, C)
+  const bool whole = state.encoder_only();
+  const EmbeddingTrace& tgt = whole ? state.trace().src : state.trace().tgt;  // (T, C) or (S, C)
+  const int vocabulary = static_cast<int>((whole ? state.model()->src_vocab : state.model()->tgt_vocab).size());
   const bool scaled = c.embedding_scale == EmbeddingScale::SqrtDModel;
   if (!high_contrast()) ImGui::TextUnformatted(tr(T::embedding_heading));
-  explanation(tr(scaled ? T::gpt_embedding_explanation_scaled : T::gpt_embedding_explanation));
+  explanation(tr(whole    ? (scaled ? T::bert_embedding_explanation_scaled : T::bert_embedding_explanation)
+                 : scaled ? T::gpt_embedding_explanation_scaled
+                          : T::gpt_embedding_explanation));
   char numbers[120];
   if (scaled)
     std::snprintf(numbers, sizeof(numbers), "$ = E[id_i] \\cdot$ %.1f     $E$ [%d \u00d7 %d]", std::sqrt(float(c.d_model)),
-                  state.model()->tgt_vocab.size(), c.d_model);
+                  vocabulary, c.d_model);
   else
-    std::snprintf(numbers, sizeof(numbers), "     $E$ [%d \u00d7 %d]", state.model()->tgt_vocab.size(), c.d_model);
+    std::snprintf(numbers, sizeof(numbers), "     $E$ [%d \u00d7 %d]", vocabulary, c.d_model);
   formula(std::string(scaled ? "$x_i = E[id_i] \\cdot \\sqrt{d_{model}}$" : "$x_i = E[id_i]$") + numbers);
-  const std::vector<std::string> labels = state.decoder_input_labels();
+  const std::vector<std::string> labels = whole ? state.source_labels() : state.decoder_input_labels();
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 room = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeightWithSpacing();
@@ -188,7 +193,7 @@ void EmbeddingPanel::draw_prompt(const AppState& state) {
     MapAxis axis, none;
     axis.labels = width_label > 0 ? &labels : nullptr;
     axis.tokens = true;
-    axis.side = TokenSide::Target;
+    axis.side = whole ? TokenSide::Source : TokenSide::Target;
     MapViewOptions o = options;
     o.label_width = width_label;
     o.colour_bar = with_bar;
@@ -196,9 +201,9 @@ void EmbeddingPanel::draw_prompt(const AppState& state) {
     view.draw(name, ImVec2(width_label + each + (with_bar ? bar : 0.0f), h), axis, none, o);
     ImGui::EndGroup();
   };
-  map(target_embedding_, "target_embedding", titles[0], label_w, false);
+  map(whole ? embedding_ : target_embedding_, whole ? "embedding" : "target_embedding", titles[0], label_w, false);
   ImGui::SameLine(0, gap);
-  map(target_sum_, "decoder_input", titles[1], 0.0f, true);
+  map(whole ? sum_ : target_sum_, whole ? "encoder_input" : "decoder_input", titles[1], 0.0f, true);
   record_item("main_map", row_origin, ImVec2(row_origin.x + room.x, row_origin.y + title_h + h), -1, "embedding");
 }
 

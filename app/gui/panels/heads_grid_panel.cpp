@@ -32,6 +32,7 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
     ImGui::TextUnformatted(tr(T::heads_grid_heading, {{"layers", layers}, {"heads", H}}).c_str());
   else if (!controls_open_ && explanations_shown()) ImGui::SameLine();  // one line of toggles
   explanation(tr(T::heads_grid_each_small_map_one));
+  if (state.encoder_only() && !presenting) text_disabled_wrapped("%s", tr(T::bert_attention_both_sides));
 
   if (uploaded_version_ != state.version() || uploaded_kind_ != sel.kind) {
     maps_.resize(static_cast<size_t>(layers * H));

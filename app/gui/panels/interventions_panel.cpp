@@ -161,7 +161,9 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
   bool changed = false;
   const bool presenting = high_contrast();  // (the header names the stage; short labels, so the grids fit)
   if (!presenting) ImGui::TextUnformatted(tr(T::interventions_heading));
-  explanation(tr(c.has_encoder() ? T::interventions_explanation : T::gpt_interventions_explanation));
+  explanation(tr(!c.has_decoder()  ? T::bert_interventions_explanation
+                 : c.has_encoder() ? T::interventions_explanation
+                                   : T::gpt_interventions_explanation));
   ImGui::TextUnformatted(tr(T::interventions_changed, {{"changes", interventions_summary(edit).empty()
                                                                        ? tr(T::interventions_nothing_model_trained)
                                                                        : interventions_summary(edit)}})
@@ -178,11 +180,16 @@ bool draw_interventions(const AppState& state, Interventions& edit, int* pad_req
       "%s", tr(T::interventions_last_recompute, {{"ms", number_text("%.1f", state.last_recompute_ms())}}).c_str());
   ImGui::Spacing();
 
-  changed |=
-      ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_long),
-                      &edit.causal_mask);
-  if (c.has_encoder()) {  // (a decoder-only model reads no padded source: nothing for the padding mask to block)
-    if (presenting) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
+  // (an encoder-only model has no causal mask to switch: its self-attention reads both sides already)
+  if (c.has_decoder())
+    changed |=
+        ImGui::Checkbox(presenting ? tr(T::interventions_causal_mask) : tr(T::interventions_causal_mask_long),
+                        &edit.causal_mask);
+  else if (!presenting)
+    text_disabled_wrapped("%s", tr(T::bert_interventions_no_causal));
+  if (c.has_encoder()) {
+    // (a decoder-only model reads no padded source: nothing for the padding mask to block)
+    if (presenting && c.has_decoder()) same_line_if_fits(labelled_box_width(tr(T::interventions_padding_mask)), ImGui::GetFontSize());
     changed |=
         ImGui::Checkbox(presenting ? tr(T::interventions_padding_mask) : tr(T::interventions_padding_mask_pad_tokens),
                         &edit.padding_mask);

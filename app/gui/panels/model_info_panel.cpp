@@ -275,13 +275,15 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
     text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.src_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     ImGui::PopTextWrapPos();
   }
-  ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
-                                                          {"size", with_thousands(m.tgt_vocab.size())}})
-                             .c_str());
-  ImGui::PushTextWrapPos(0.0f);
-  text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::PopTextWrapPos();
-  const Vocabulary& v = m.tgt_vocab;
+  if (c.has_decoder()) {  // (an encoder-only model has one vocabulary, the source's)
+    ImGui::TextUnformatted(tr(T::model_info_target_tokens, {{"language", lang(m.tokenizer.target_language)},
+                                                            {"size", with_thousands(m.tgt_vocab.size())}})
+                               .c_str());
+    ImGui::PushTextWrapPos(0.0f);
+    text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::PopTextWrapPos();
+  }
+  const Vocabulary& v = c.has_decoder() ? m.tgt_vocab : m.src_vocab;
   auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
   text_wrapped(tr(T::model_info_special, {{"unk_id", c.unk_id},
                                                       {"unk", special(c.unk_id)},

@@ -31,6 +31,7 @@ RowVec softmax_row(const RowVec& logits) {
 }  // namespace
 
 PanelAsk OutputPanel::draw(const PanelContext& context) {
+  if (context.state.encoder_only()) return fill_blank_.draw(context.state, context.output_position);
   PanelAsk ask;
   int position = context.output_position, token = -1;
   // (a candidate clicked: forced at the generated token this row chooses, past a decoder-only model's prompt)

@@ -3,6 +3,7 @@
 // candidate asks to force it at that position.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/fill_blank_panel.h"
 #include "gui/panels/panel.h"
 
 namespace sf::gui {
@@ -18,6 +19,7 @@ class OutputPanel : public StagePanel {
   // Returns true with *forced_token set when the user clicked a candidate for output `position`.
   bool draw_stage(const AppState& state, int& position, int* forced_token);
   bool show_last_pass_ = false;
+  FillBlankPanel fill_blank_;  // an encoder-only model's output: fill in the blank
 };
 
 }  // namespace sf::gui

@@ -38,6 +38,7 @@ struct PanelAsk {
   std::optional<Interventions> interventions;    // a head switched, a mask painted, a switch flipped
   std::optional<int> source_padding;             // <pad> tokens after the sentence
   std::optional<int> output_position;            // the output stage's slider
+  std::optional<int> toggle_mask;                // a sentence position: [MASK] in place of its word, or the word back
   std::optional<std::pair<int, int>> force_token;  // (position, token id): the decoder takes that token there
   std::optional<DecodeOptions> decode_options;   // greedy / beam / sampling and their parameters
   std::optional<std::string> reference;          // teacher forcing ("": free running again)

@@ -64,6 +64,8 @@ constexpr ImU32 kWordColour = IM_COL32(40, 90, 150, 255);
 constexpr ImU32 kSpecialColour = IM_COL32(90, 90, 90, 255);
 constexpr ImU32 kUnknownColour = IM_COL32(170, 40, 40, 255);
 constexpr ImU32 kInputColour = IM_COL32(45, 100, 95, 255);  // the decoder's input: the translation shifted right
+constexpr ImU32 kMaskColour = IM_COL32(170, 110, 20, 255);   // a blank: [MASK] in place of a word
+constexpr ImU32 kFilledColour = IM_COL32(150, 95, 150, 255); // what the model puts in a blank
 
 }  // namespace
 
@@ -121,18 +123,76 @@ void TokensPanel::draw_source(const AppState& state, bool subwords) {
 
 PanelAsk TokensPanel::draw(const PanelContext& context) {
   PanelAsk ask;
-  ask.open_stage = draw_stage(context.state);  // a picture clicked: its stage
+  std::optional<int> mask;
+  ask.open_stage = draw_stage(context.state, &mask);  // a picture clicked: its stage
+  ask.toggle_mask = mask;  // a token clicked: [MASK] in its place, or its word back
   return ask;
 }
 
-std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
+std::optional<int> TokensPanel::draw_whole_sentence(const AppState& state) {
+  const Config& c = state.model()->config;
+  if (!g_compact) ImGui::TextUnformatted(tr(T::bert_tokens_heading));
+  explanation(tr(T::bert_tokens_explanation));
+  if (!g_compact)
+    text_disabled_wrapped("%s", tr(c.has_mask_token() ? T::bert_tokens_vocabulary : T::bert_tokens_vocabulary_no_mask,
+                                   {{"size", state.model()->src_vocab.size()}})
+                                    .c_str());
+  text_wrapped(tr(c.has_mask_token() ? T::bert_tokens_click_hint : T::bert_no_mask_token));
+  if (!g_compact) text_disabled_wrapped("%s", tr(T::bert_tokens_predictions_note));
+  // Column p: the token the model reads at p (a [MASK] amber), an arrow, the likeliest word there with its
+  // probability (trace.probs (S, V), row p).
+  const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
+  const std::vector<int> predicted = state.predicted_ids();
+  const Mat& probs = state.trace().probs;
+  const float arrow = ImGui::GetFontSize() * (g_compact ? 0.6f : 0.9f);
+  std::optional<int> clicked;
+  for (size_t p = 0; p < state.source_tokens().size(); ++p) {
+    const Token& t = state.source_tokens()[p];
+    const bool blank = t.id == c.mask_id;
+    const std::string& label = labels[p];
+    const int out = p < predicted.size() ? predicted[p] : -1;
+    const std::string out_text = out >= 0 ? state.source_token(out) : "?";
+    const float pr = out >= 0 && static_cast<Eigen::Index>(p) < probs.rows() ? probs(static_cast<Eigen::Index>(p), out) : 0.0f;
+    const std::string out_id = probability_text(pr);
+    const float width = std::max(token_box_size(label, std::to_string(t.id)).x, token_box_size(out_text, out_id).x);
+    if (p > 0) same_line_if_fits(width);
+    ImGui::BeginGroup();
+    const std::string why = state.why_not_maskable(static_cast<int>(p));
+    const std::string tip = why.empty() || blank ? tips[p] : tips[p] + "\n" + why;
+    const ImU32 fill = blank ? kMaskColour : t.unknown ? kUnknownColour : t.special ? kSpecialColour : kWordColour;
+    token_box(label, std::to_string(t.id), fill, tip.c_str(), TokenSide::Source, static_cast<int>(p),
+              blank ? "token.masked" : "token.source", width, false);
+    if (ImGui::IsItemHovered() && ImGui::IsMouseClicked(0) && why.empty()) clicked = static_cast<int>(p);
+    const ImVec2 a = ImGui::GetCursorScreenPos();
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const float cx = a.x + width / 2;
+    draw->AddLine(ImVec2(cx, a.y), ImVec2(cx, a.y + arrow - 4), IM_COL32(200, 200, 200, 255), 2.0f);
+    draw->AddTriangleFilled(ImVec2(cx - 5, a.y + arrow - 7), ImVec2(cx + 5, a.y + arrow - 7), ImVec2(cx, a.y + arrow - 1),
+                            IM_COL32(200, 200, 200, 255));
+    ImGui::Dummy(ImVec2(width, arrow));
+    const std::string out_tip =
+        tr(T::bert_token_prediction_tip, {{"position", p}, {"token", out_text}, {"p", probability_text(pr)}});
+    token_box(out_text, out_id, blank ? kFilledColour : kInputColour, out_tip.c_str(), TokenSide::Source,
+              static_cast<int>(p), blank ? "token.filled" : "token.predicted", width, false);
+    ImGui::EndGroup();
+  }
+  return clicked;
+}
+
+std::optional<Stage> TokensPanel::draw_stage(const AppState& state, std::optional<int>* mask_clicked) {
   if (!state.model()) return std::nullopt;
   std::optional<Stage> clicked;
   g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
   const bool subwords = state.model()->tokenizer.kind == "sentencepiece";
-  const std::string start = state.model()->tgt_vocab.token(state.model()->config.bos_id);  // <bos>, or Marian's <pad>
+  // <bos>, or Marian's <pad>; an encoder-only model has no decoder to start (and no target vocabulary)
+  const std::string start = state.encoder_only() ? state.source_token(state.model()->config.bos_id)
+                                                 : state.model()->tgt_vocab.token(state.model()->config.bos_id);
   const bool prompt = state.decoder_only();
-  if (prompt) {
+  const bool whole = state.encoder_only();
+  if (whole) {
+    const std::optional<int> mask = draw_whole_sentence(state);
+    if (mask_clicked) *mask_clicked = mask;
+  } else if (prompt) {
     // A decoder-only model: no source, no encoder; it reads the prompt (after <bos> where it starts with one: our
     // GPT; GPT-2 adds nothing) and predicts at every position.
     const int first = state.prompt_start();
@@ -165,6 +225,7 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     draw_source(state, subwords);
   }
   ImGui::Spacing();
+  if (whole) return draw_thumbnails(state);
   if (!g_compact && !prompt)
     text_disabled_wrapped("%s", tr(T::tokens_target_vocabulary, {{"size", state.model()->tgt_vocab.size()}}).c_str());
   text_wrapped(tr(prompt ? T::gpt_tokens_positions_note : T::tokens_decoder_note));
@@ -253,12 +314,33 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state) {
     record_item("tokens.more", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(columns - shown_columns));
   }
 
+  if (clicked) return clicked;
+  return draw_thumbnails(state);
+}
+
+std::optional<Stage> TokensPanel::draw_thumbnails(const AppState& state) {
   // The path of this sentence through the model: one small live picture per stage, in the pipeline's order.
+  std::optional<Stage> clicked;
   if (!state.ready()) return clicked;
+  const bool prompt = state.decoder_only();
   const Trace& t = state.trace();
   // A decoder-only model's path: its one stack (no encoder, no cross-attention), the first layer's pictures.
+  // An encoder-only model's: its one stack, then the masked-LM head's predictions.
   const std::vector<Thumbnail> thumbs =
-      prompt ? std::vector<Thumbnail>{
+      state.encoder_only()
+          ? std::vector<Thumbnail>{
+                {Stage::Embedding, T::tokens_thumb_embedding, &t.src.tok_embed, false},
+                {Stage::Positional, T::tokens_thumb_positions, &t.src.sum, false},
+                {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.encoder[0].self_attn.q[0], false},
+                {Stage::EncoderAttention, T::tokens_thumb_self_attention, &t.encoder[0].self_attn.probs[0], true},
+                {Stage::EncoderAddNorm, T::tokens_thumb_add_norm,
+                 state.model()->config.norm_placement == NormPlacement::Post ? &t.encoder[0].norm1.out
+                                                                              : &t.encoder[0].residual1,
+                 false},
+                {Stage::EncoderFeedForward, T::tokens_thumb_feed_forward, &t.encoder[0].ffn.hidden_pre, false},
+                {Stage::Output, T::tokens_thumb_output, &output_top_, true},
+            }
+      : prompt ? std::vector<Thumbnail>{
                    {Stage::Embedding, T::tokens_thumb_embedding, &t.tgt.tok_embed, false},
                    {Stage::Positional, T::tokens_thumb_positions, &t.tgt.sum, false},
                    {Stage::EncoderQkv, T::tokens_thumb_qkv, &t.decoder[0].self_attn.q[0], false},

@@ -19,8 +19,14 @@ class TokensPanel : public StagePanel {
   PanelAsk draw(const PanelContext& context) override;
 
  private:
-  // Returns the stage whose picture was clicked, if any.
-  std::optional<Stage> draw_stage(const AppState& state);
+  // Returns the stage whose picture was clicked, if any; a token clicked to mask it (an encoder-only model's
+  // sentence): its position in *mask_clicked.
+  std::optional<Stage> draw_stage(const AppState& state, std::optional<int>* mask_clicked = nullptr);
+  // An encoder-only model's sentence ([CLS] ... [SEP]) read whole: each token over the likeliest word at its
+  // position; a click on a token masks it (or brings its word back). Returns the position clicked.
+  std::optional<int> draw_whole_sentence(const AppState& state);
+  // The small live picture of every stage along the model's path; returns the one clicked.
+  std::optional<Stage> draw_thumbnails(const AppState& state);
   void draw_source(const AppState& state, bool subwords);  // a translator's source, as the model reads it
   static constexpr int kThumbnails = 9;
   Heatmap thumbnails_[kThumbnails];

@@ -192,6 +192,18 @@ bool run_model_command(App& app, const ScriptCommand& c, std::vector<std::string
       const std::optional<int> id = state.model()->tgt_vocab.find(c.args[1]);
       if (!id) log.push_back(where + "'" + c.args[1] + "' is not in the target vocabulary");
       else report(state.force_token(std::stoi(c.args[0]), *id));
+    } else if (c.name == "mask-token" || c.name == "unmask-token") {
+      // (each says what it wants, not a toggle: a lesson reads the same run twice)
+      const int position = std::stoi(c.args[0]);
+      const std::vector<int>& masked = state.masked_positions();
+      if (std::binary_search(masked.begin(), masked.end(), position) != (c.name == "mask-token")) {
+        const bool ok = state.toggle_mask(position);
+        report(ok);
+        if (ok && c.name == "mask-token") app.set_output_position(position);
+      }
+      else if (c.name == "mask-token" && !state.why_not_maskable(position).empty() &&
+               !std::binary_search(masked.begin(), masked.end(), position))
+        log.push_back(where + state.why_not_maskable(position));
     } else {
       return false;
     }

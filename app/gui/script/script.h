@@ -41,7 +41,12 @@
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
 //   position POS             the output stage shows decoder position POS (from 0; after `stage output`: arriving
-//                            at the stage shows the last one)
+//                            at the stage shows the last one); an encoder-only model's: sentence position POS
+// Fill in the blank (an encoder-only model with a [MASK] token, config mask_id):
+//   mask-token N             token N of the sentence as read (0: [CLS]) reads [MASK] in place of its word; the
+//                            output stage then shows position N. A model without [MASK], [CLS], [SEP] or <pad>,
+//                            or N past the sentence: the script logs why and goes on
+//   unmask-token N           token N's word back
 // Training (gui/training.h, the Training stage):
 //   train start RECIPE [MODEL]  start a live run (RECIPE: classroom, de-en or gpt-classroom) on Multi30k (--data); the views
 //                            show its weights every few seconds. With MODEL (under the folder scripts may write)

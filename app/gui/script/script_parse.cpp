@@ -104,6 +104,9 @@ std::vector<ScriptCommandSpec> make_grammar() {
       {"force", A::Words,
        {{count("POS", 0, kMaxScriptCount, T::script_force_arguments), of("WORD", K::Word, "target")}}},
       {"position", A::Words, {{count("N", 0, kMaxScriptCount)}}},
+      // fill in the blank (an encoder-only model): token N of the sentence as read behind [MASK], or back
+      {"mask-token", A::Words, {{count("N", 0, kMaxScriptCount)}}},
+      {"unmask-token", A::Words, {{count("N", 0, kMaxScriptCount)}}},
       // model files and views (App, app_model.cpp): load and go on; show a view
       {"open", A::Line, {{model_path}}},
       {"show", A::Words, {{keyword({"model-info", "open-model", "stage"}, T::script_show_arguments)}}},
