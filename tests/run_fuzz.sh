@@ -16,6 +16,7 @@
 #      fuzz_cli_options         stepformer-cli's option parser and the app's options       (-max_len=4096)
 #      fuzz_hf_marian           a Marian folder's config, vocab, generation, tokenizer, spm (-max_len=16384)
 #      fuzz_hf_gpt2             a GPT-2 folder's config, vocab.json, merges.txt; the BPE     (-max_len=32768)
+#      fuzz_hf_bert             a BERT folder's config, vocab.txt, tokenizer config; WordPiece (-max_len=4096)
 #    Each target's output goes to WORK_DIR/<target>.log; its final stats are printed. A finding (crash,
 #    sanitizer report, leak, timeout, out of memory, an exception, a broken invariant) leaves its input in
 #    WORK_DIR/<target>-crash-... (or -leak-, -timeout-, -oom-) and the log's end is printed; every target still
@@ -32,7 +33,7 @@ src=$(cd "$1" && pwd)
 work=$2
 seconds=${3:-20}
 build=$work/build
-targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options fuzz_hf_marian fuzz_hf_gpt2"
+targets="fuzz_safetensors_header fuzz_tokenizer fuzz_script fuzz_settings fuzz_cli_options fuzz_hf_marian fuzz_hf_gpt2 fuzz_hf_bert"
 mkdir -p "$work/corpus"
 start=$(date +%s)
 

@@ -218,6 +218,7 @@ Model load_hf_bert(const std::string& folder, std::vector<std::string>* warnings
   m.tokenizer.wordpiece_strip_accents = tokenizer.strip_accents;
   m.tokenizer.wordpiece_chinese_chars = tokenizer.tokenize_chinese_chars;
   m.provenance = folder_provenance(j, folder, "Hugging Face BERT folder");
+  m.wordpiece = make_wordpiece(m);  // (vocab.txt was checked above: [UNK], [CLS] and [SEP] are there)
 
   // The weights: BertForMaskedLM's names, or without "bert." (BertModel's), LayerNorm's gamma/beta (old
   // checkpoints) read as weight/bias.

@@ -365,8 +365,10 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
           kBpeMergesTensor));
     });
     spm_tensors = {kBpeMergesTensor};
-  } else if (m.tokenizer.kind == "wordpiece" && m.config.stacks != ModelStacks::EncoderOnly) {
-    fail(ErrorKind::Config, kLoad, "'" + file.origin() + "': a wordpiece tokenizer serves an encoder_only model");
+  } else if (m.tokenizer.kind == "wordpiece") {
+    if (m.config.stacks != ModelStacks::EncoderOnly)
+      fail(ErrorKind::Config, kLoad, "'" + file.origin() + "': a wordpiece tokenizer serves an encoder_only model");
+    m.wordpiece = in_context(file.origin(), [&] { return make_wordpiece(m); });
   }
   read_family_weights(file, m, warnings, read_weights, spm_tensors);
   return m;
@@ -404,9 +406,24 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
     }
     return tokens;
   }
-  if (model.tokenizer.kind == "wordpiece")  // BERT's pieces are not the word-level rules: no guessing
-    fail(ErrorKind::Unsupported, "encode", "the model's tokenizer is WordPiece (BERT's), which does not read text "
-                                           "in this build: give token ids");
+  if (model.tokenizer.kind == "wordpiece") {
+    if (!model.wordpiece) fail(ErrorKind::Config, "encode", "the model's tokenizer is WordPiece but it has none");
+    // [CLS] pieces [SEP] (a BERT input always has both: `specials` false gives the pieces alone); each piece keeps
+    // the span of the text it came from, an [UNK] its whole word.
+    std::vector<Token> tokens;
+    for (const WordPieceToken& p : model.wordpiece->encode(text, specials && model.tokenizer.add_bos_eos)) {
+      Token t;
+      t.text = p.piece;
+      t.begin = p.begin;
+      t.end = p.end;
+      t.surface = std::string(text.substr(p.begin, p.end - p.begin));
+      t.id = p.id;
+      t.unknown = p.unknown;
+      t.special = p.special;
+      tokens.push_back(std::move(t));
+    }
+    return tokens;
+  }
   TokenizerSettings settings = model.tokenizer;
   if (!specials) settings.add_bos_eos = false;
   return encode(text, settings, vocabulary, side);
@@ -428,7 +445,23 @@ std::string decode_text(const Model& model, const std::vector<std::string>& toke
       if (const std::optional<int> id = model.tgt_vocab.find(t)) ids.push_back(*id);
     return utf8_with_replacements(model.byte_bpe->decode(ids));
   }
+  if (model.tokenizer.kind == "wordpiece") {
+    if (!model.wordpiece) fail(ErrorKind::Config, "decode", "the model's tokenizer is WordPiece but it has none");
+    // BERT's convert_tokens_to_string: pieces joined by spaces, each "##" continuation glued to the one before.
+    std::vector<int> ids;
+    for (const std::string& t : tokens)
+      if (const std::optional<int> id = model.src_vocab.find(t)) ids.push_back(*id);
+    return model.wordpiece->decode(ids);
+  }
   return detokenize(tokens, model.tokenizer, side);
+}
+
+std::shared_ptr<const WordPiece> make_wordpiece(const Model& model) {
+  WordPieceOptions options;
+  options.lower_case = model.tokenizer.wordpiece_lower_case;
+  options.strip_accents = model.tokenizer.wordpiece_strip_accents;
+  options.split_chinese_chars = model.tokenizer.wordpiece_chinese_chars;
+  return std::make_shared<const WordPiece>(WordPiece::from_vocab(model.src_vocab.tokens(), options));
 }
 
 namespace {

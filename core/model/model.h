@@ -24,6 +24,7 @@
 #include "model/byte_bpe.h"
 #include "model/config.h"
 #include "model/sentencepiece.h"
+#include "model/wordpiece.h"
 #include "model/tokenizer.h"
 #include "model/vocabulary.h"
 #include "model/weights.h"
@@ -59,6 +60,8 @@ struct Model {
   std::shared_ptr<const SentencePieceModels> sentencepiece;
   // tokenizer.kind "byte_bpe": GPT-2's tokenizer over tgt_vocab's pieces (shared, immutable)
   std::shared_ptr<const ByteBpe> byte_bpe;
+  // tokenizer.kind "wordpiece": BERT's WordPiece over src_vocab's pieces (shared, immutable)
+  std::shared_ptr<const WordPiece> wordpiece;
   GenerationDefaults generation;
   nlohmann::json provenance = nlohmann::json::object();
   ModelWeights weights;
@@ -68,9 +71,11 @@ struct Model {
   int64_t parameter_count() const;
 };
 
-// The model's own tokenizer on `text`: word-level (model/tokenizer.h), SentencePiece (model/sentencepiece.h) or
+// The model's own tokenizer on `text`: word-level (model/tokenizer.h), SentencePiece (model/sentencepiece.h),
 // GPT-2's byte-level BPE (model/byte_bpe.h: a token's `text` is its vocabulary piece, "Ġman", its `surface` the bytes
-// it stands for, " man", which need not be whole characters; nothing is ever added) by tokenizer.kind.
+// it stands for, " man", which need not be whole characters; nothing is ever added) or BERT's WordPiece
+// (model/wordpiece.h: pieces "play" "##ing", [CLS] first and [SEP] last, "[MASK]" in the text kept whole) by
+// tokenizer.kind.
 // `specials` false: the tokens alone, no <bos>/<eos> (a target prefix typed by a user; a decoder-only prompt).
 // Throws ErrorKind::Input for text over kMaxSentenceBytes, ErrorKind::Config for a SentencePiece model without
 // its SentencePiece models.
@@ -78,6 +83,11 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
 // Token strings back to readable text, as the model's tokenizer joins them (special tokens dropped for
 // SentencePiece, as MarianTokenizer.decode(skip_special_tokens=True)).
 std::string decode_text(const Model& model, const std::vector<std::string>& tokens, Side side);
+
+// BERT's WordPiece for a model of tokenizer kind "wordpiece": src_vocab's pieces with the tokenizer settings'
+// lower-casing, accent and CJK options. Throws what WordPiece::from_vocab throws (a vocabulary without [UNK], [CLS]
+// or [SEP]).
+std::shared_ptr<const WordPiece> make_wordpiece(const Model& model);
 
 // The tensor names of the SentencePiece models in a model file.
 inline constexpr const char* kSourceSpmTensor = "tokenizer.source_spm";

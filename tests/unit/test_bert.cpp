@@ -440,3 +440,49 @@ TEST(Bert, CliImportHfWritesAModelFileThatComputesTheSame) {
 
 }  // namespace
 }  // namespace sf
+
+namespace sf {
+namespace {
+
+// The folder's text goes through BERT's WordPiece with the folder's tokenizer_config.json (do_lower_case): [CLS]
+// first, [SEP] last, "[MASK]" kept whole, "##" continuations; the same ids from our model file, and from
+// `stepformer-cli tokenize`.
+TEST(Bert, TheFoldersTextIsReadByWordPiece) {
+  const Model m = open_model(bert_fixture("tiny-bert"));
+  ASSERT_NE(m.wordpiece, nullptr);
+  const std::string text = "Two Dogs playing in the [MASK] snow, players Greens.";
+  const std::vector<Token> tokens = encode_text(m, text, Side::Source);
+  std::vector<std::string> pieces;
+  for (const Token& t : tokens) pieces.push_back(t.text);
+  // (tests/reference/make_wordpiece_fixtures.py's reading of BertTokenizer gives these pieces with this vocab.txt)
+  const std::vector<std::string> want = {"[CLS]", "two",  "dogs", "play", "##ing", "in",    "the", "[MASK]", "snow",
+                                         ",",     "play", "##er", "##s",  "green", "##s",   ".",   "[SEP]"};
+  EXPECT_EQ(pieces, want);
+  ASSERT_EQ(tokens.size(), want.size());
+  EXPECT_EQ(tokens.front().id, m.config.bos_id);
+  EXPECT_EQ(tokens.back().id, m.config.eos_id);
+  EXPECT_EQ(tokens[7].id, m.config.mask_id);
+  EXPECT_EQ(tokens[2].surface, "Dogs");
+  // The WordPiece of the folder's own files gives the same ids.
+  const WordPiece wp = WordPiece::from_vocab_file(bert_fixture("tiny-bert") + "/vocab.txt", WordPieceOptions{});
+  std::vector<int> wp_ids;
+  for (const WordPieceToken& p : wp.encode(text)) wp_ids.push_back(p.id);
+  EXPECT_EQ(token_ids(tokens), wp_ids);
+  // Our model file keeps the tokenizer: the same ids after a save and a load.
+  const std::string path = ::testing::TempDir() + "/bert_wordpiece.safetensors";
+  save_model(m, path, DType::F32);
+  const Model back = load_model(path);
+  ASSERT_NE(back.wordpiece, nullptr);
+  EXPECT_EQ(token_ids(encode_text(back, text, Side::Source)), wp_ids);
+  EXPECT_EQ(decode_text(back, {"two", "dogs", "play", "##er", "##s"}, Side::Source), "two dogs players");
+  fs::remove(path);
+  // stepformer-cli tokenize prints them, space-separated.
+  const CliRun run = cli({"tokenize", bert_fixture("tiny-bert"), text});
+  ASSERT_EQ(run.status, 0) << run.out;
+  std::string ids;
+  for (int id : wp_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  EXPECT_EQ(run.out, ids + "\n");
+}
+
+}  // namespace
+}  // namespace sf

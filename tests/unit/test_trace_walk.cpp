@@ -23,6 +23,12 @@ using testing::shapes_file;
 std::string generic(const std::string& name) { return std::regex_replace(name, std::regex("\\.[0-9]+\\."), ".l."); }
 
 // Traces of every shape: an encoder-decoder with both final norms, a decoder-only and an encoder-only model.
+// A Hugging Face BERT's pass (tests/fixtures/bert): the token types, the embedding norm and the masked-LM head.
+Trace bert_trace() {
+  const Model bert = open_model(std::string(STEPFORMER_FIXTURE_DIR) + "/bert/tiny-bert");
+  return forward(bert.config, bert.weights, {2, 5, 4, 3}, {});
+}
+
 std::vector<Trace> traces_of_every_shape() {
   Config c;
   c.d_model = 8;
@@ -37,19 +43,12 @@ std::vector<Trace> traces_of_every_shape() {
   out.push_back(forward(gpt.config, gpt.weights, {}, {2, 4, 6}));
   const Model bert = load_model(shapes_file("bert_pre.model.safetensors"));
   out.push_back(forward(bert.config, bert.weights, {2, 4, 6, 3}, {}));
+  out.push_back(bert_trace());
   return out;
 }
 
-// A Hugging Face BERT's pass (tests/fixtures/bert): the token types, the embedding norm and the masked-LM head.
-Trace bert_trace() {
-  const Model bert = open_model(std::string(STEPFORMER_FIXTURE_DIR) + "/bert/tiny-bert");
-  return forward(bert.config, bert.weights, {2, 5, 4, 3}, {});
-}
-
 TEST(TraceWalk, EveryTensorHasItsStageAndShape) {
-  std::vector<Trace> traces = traces_of_every_shape();
-  traces.push_back(bert_trace());
-  for (const Trace& t : traces) {
+  for (const Trace& t : traces_of_every_shape()) {
     int previous = -1, count = 0;
     std::set<std::string> names;
     for_each_trace_tensor(t, [&](const TraceTensorRef& r) {
