@@ -12,7 +12,7 @@ FillMaskResult fill_mask(const Model& model, std::string_view text, int top_k) {
   const Config& c = model.config;
   if (c.stacks != ModelStacks::EncoderOnly || !c.has_mask_token())
     fail(ErrorKind::Unsupported, "fill_mask",
-         std::string("this is a ") + to_string(c.stacks) + " model" +
+         std::string("this model is ") + to_string(c.stacks) +
              (c.stacks == ModelStacks::EncoderOnly ? " without a mask token (its config has no mask_id)" : "") +
              ": filling in [MASK] needs an encoder-only masked language model");
   const int vocabulary = c.src_vocab_size;

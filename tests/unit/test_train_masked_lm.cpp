@@ -20,6 +20,7 @@
 #include "decode/fill_mask.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "model/name_tables.h"
 #include "train/batched_model.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -323,7 +324,9 @@ TEST(MaskedLmGradients, MatchFiniteDifferences) {
   // The loss counts the chosen positions only: a target changed at an unchosen position (pad) changes nothing.
   EXPECT_EQ(dlogits.rows(), static_cast<Eigen::Index>(batch.target_out.size()));
   for (size_t r = 0; r < batch.target_out.size(); ++r)
-    if (batch.target_out[r] == c.pad_id) EXPECT_TRUE(dlogits.row(static_cast<Eigen::Index>(r)).isZero()) << r;
+    if (batch.target_out[r] == c.pad_id) {
+      EXPECT_TRUE(dlogits.row(static_cast<Eigen::Index>(r)).isZero()) << r;
+    }
 }
 
 // [SECTION] the tokenizer keeps [MASK]
@@ -415,18 +418,18 @@ std::vector<std::pair<std::string, double>> candidates_of(const std::string& out
 TEST(CliTrainEncoderOnly, ResumesBitForBitRecordsItsScoresAndFillsTheMissingNumber) {
   const fs::path dir = counting_corpus("cli");
   const fs::path straight = dir / "straight.safetensors";
-  testing::CommandRun r = cli(train_command(dir, straight, 8, 1));
+  testing::CommandRun r = cli(train_command(dir, straight, 16, 1));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("encoder-only"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("epoch 8: train loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 16: train loss"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("valid masked-token accuracy"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("valid BLEU"), std::string::npos) << r.output;
 
-  // Five epochs on two threads, "interrupted", then resumed to eight: the very weights and Adam moments (the
+  // Ten epochs on two threads, "interrupted", then resumed to sixteen: the very weights and Adam moments (the
   // masking of each epoch follows from the seed, the epoch and the sentence, never from where a run started).
   const fs::path resumed = dir / "resumed.safetensors";
-  ASSERT_EQ(cli(train_command(dir, resumed, 5, 2)).exit_code, 0);
-  r = cli(train_command(dir, resumed, 8, 2) + " --resume");
+  ASSERT_EQ(cli(train_command(dir, resumed, 10, 2)).exit_code, 0);
+  r = cli(train_command(dir, resumed, 16, 2) + " --resume");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("epoch 1: train loss"), std::string::npos) << "finished epochs must not rerun";
@@ -487,11 +490,11 @@ TEST(CliTrainEncoderOnly, ResumesBitForBitRecordsItsScoresAndFillsTheMissingNumb
   char line[64];
   std::snprintf(line, sizeof line, "c5\t%.4f\n", static_cast<double>(t.probs(3, m.src_vocab.id("c5"))));
   EXPECT_EQ(r.output.rfind(line, 0), 0u) << r.output << " vs " << line;
-  r = cli("fill-mask " + straight.string() + " \"[mask] c9 c10 c11\"");  // default 5 lines; lowercase works too
+  r = cli("fill-mask " + straight.string() + " \"c8 c9 [mask] c11\"");  // default 5 lines; lowercase works too
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto first = candidates_of(r.output);
   ASSERT_EQ(first.size(), 5u) << r.output;
-  EXPECT_EQ(first[0].first, "c8") << r.output;
+  EXPECT_EQ(first[0].first, "c10") << r.output;
   // Every token with --top V: the probabilities of the whole vocabulary, summing to 1.
   r = cli("fill-mask " + straight.string() + " \"c1 [MASK] c3\" --top 17");
   ASSERT_EQ(r.exit_code, 0) << r.output;
