@@ -425,8 +425,8 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   }
   if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
-  // The shape decides the objective: translation (encoder-decoder), or the next word of one language's sentences
-  // (decoder-only). An encoder-only model would need a masked-token objective, which the trainer does not have.
+  // The shape decides the objective: translation (encoder-decoder), the next word of one language's sentences
+  // (decoder-only), or the masked words of one language's sentences (encoder-only, train/masking.h).
   s.language_model = is_language_model(o);
   s.masked_lm = is_masked_language_model(o);
   if ((s.language_model || s.masked_lm) && !o.from_model.empty())

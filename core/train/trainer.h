@@ -1,10 +1,11 @@
-// Training a translation model on a parallel corpus, or a decoder-only language model on one language's
-// sentences, with the core's own backward pass: what `stepformer-cli train` runs, and how the shipped models were
-// made.
+// Training a translation model on a parallel corpus, or a decoder-only (next word) or encoder-only (masked words)
+// language model on one language's sentences, with the core's own backward pass: what `stepformer-cli train` runs,
+// and how the shipped models were made.
 //
 // Each epoch: batches of similar-length sentences in an order fixed by (seed, epoch); per batch the forward
 // with dropout, label-smoothed loss, backward, gradient clipping and an Adam step at the scheduled learning
-// rate. After each epoch: validation loss and greedy BLEU (a language model: perplexity alone), a checkpoint written atomically (weights, Adam
+// rate. After each epoch: validation loss and greedy BLEU (a language model: perplexity alone; a masked one:
+// masked-token accuracy and perplexity), a checkpoint written atomically (weights, Adam
 // moments, step, history: an interrupted run resumes from the last finished epoch and continues exactly as if
 // never stopped), and the model file rewritten when validation BLEU is the best so far.
 #pragma once
