@@ -1,7 +1,8 @@
 // stepformer-cli eval MODEL --src FILE --ref FILE: translates a tokenized test set and prints corpus BLEU-4
 // (tokenized lowercase text, no smoothing), last line "BLEU = xx.xx".
 // stepformer-cli eval MODEL --text FILE: a decoder-only model's per-token perplexity over FILE's sentences, last
-// line "perplexity = xx.xx" (train/evaluate.h, score_likelihood: the trainer's own measure).
+// line "perplexity = xx.xx" (train/evaluate.h, score_likelihood: the trainer's own measure); for an encoder-only
+// masked language model, its masked-token accuracy and perplexity (score_masked_lm, the fixed masking seed).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,15 +27,49 @@ namespace sf::cli {
 
 namespace {
 
+// --text with an encoder-only model: each line <bos> w1 .. wn <eos>, masked as training masks (15% of the words,
+// at least one; 80% [MASK], 10% a random word, 10% kept) with the trainer's fixed evaluation seed; the original
+// words predicted at the chosen positions.
+int evaluate_masked_language_model(const Model& model, const std::string& model_path, const std::string& text_path) {
+  const Config& c = model.config;
+  if (!c.has_mask_token())
+    fail(ErrorKind::Unsupported, "eval", "--text scores an encoder-only model by the words it fills in; '" +
+                                             model_path + "' has no mask token (its config has no mask_id)");
+  const std::vector<TokenSequence> sentences = read_sentences(text_path);
+  if (sentences.empty()) fail(ErrorKind::Input, "eval", "'" + text_path + "' holds no sentences");
+  long unknown = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    // The model reads <bos>, the words and <eos>: n + 2 positions. A longer line is refused, not scored cut.
+    if (static_cast<int>(sentences[i].size()) + 2 > c.max_positions)
+      fail(ErrorKind::Input, "eval", "'" + text_path + "' line " + std::to_string(i + 1) + " has " +
+                                         std::to_string(sentences[i].size()) + " tokens; the model reads at most " +
+                                         std::to_string(c.max_positions - 2));
+    for (const std::string& w : sentences[i]) unknown += !model.src_vocab.find(w).has_value();
+  }
+  const MaskingSettings masking = evaluation_masking(c);  // the trainer's validation and test masking
+  const auto start = std::chrono::steady_clock::now();
+  const MaskedLmScore score = score_masked_lm(c, model.weights, masked_lm_examples(sentences, model.src_vocab), 3000,
+                                              c.max_positions, masking);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%zu sentences, %ld words as <unk>, %.1f s on the CPU\n", score.sentences, unknown, seconds);
+  std::printf("masked positions %ld (15%% of each sentence's words, at least one; masking seed %llu), NLL %.1f nats, "
+              "%.4f nats per position\n",
+              score.tokens, static_cast<unsigned long long>(kEvaluationMaskingSeed), score.nll_sum, score.mean_nll());
+  std::printf("masked-token accuracy = %.2f%%\n", 100.0 * score.accuracy());
+  std::printf("perplexity = %.2f\n", score.perplexity());
+  return 0;
+}
+
 // --text: each line <bos> w1 .. wn, every word (outside the vocabulary: <unk>) and the <eos> predicted; the sums
 // of -ln p in nats.
 int evaluate_language_model(const std::string& model_path, const std::string& text_path) {
   std::vector<std::string> warnings;
   const Model model = open_model(model_path, &warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "stepformer-cli eval: warning: %s\n", printable(w).c_str());
-  if (model.config.stacks != ModelStacks::DecoderOnly)
-    fail(ErrorKind::Unsupported, "eval", "--text scores a decoder-only model (a language model); '" + model_path +
-                                             "' is " + to_string(model.config.stacks) + ": give it --src and --ref");
+  if (model.config.stacks == ModelStacks::EncoderDecoder)
+    fail(ErrorKind::Unsupported, "eval", "--text scores a language model (decoder-only, or encoder-only with a mask "
+                                         "token); '" + model_path + "' is encoder_decoder: give it --src and --ref");
+  if (model.config.stacks == ModelStacks::EncoderOnly) return evaluate_masked_language_model(model, model_path, text_path);
   const std::vector<TokenSequence> sentences = read_sentences(text_path);
   if (sentences.empty()) fail(ErrorKind::Input, "eval", "'" + text_path + "' holds no sentences");
   long unknown = 0;
@@ -76,12 +111,13 @@ int run_eval(const Args& args) {
   if (!p.parse(args)) return 2;
   if (!text.empty() && !p.help_requested()) {  // a language model: no translation options
     if (p.positional().size() != 1) {
-      std::fputs("stepformer-cli eval: --text needs the decoder-only MODEL.safetensors to score\n", stderr);
+      std::fputs("stepformer-cli eval: --text needs the language model (decoder-only or encoder-only) to score\n",
+                 stderr);
       return 2;
     }
     for (const char* name : {"--src", "--ref", "--out", "--beam", "--device", "--tf32"})
       if (std::find(args.begin(), args.end(), name) != args.end()) {
-        std::fprintf(stderr, "stepformer-cli eval: %s is not an option of --text (a decoder-only model's "
+        std::fprintf(stderr, "stepformer-cli eval: %s is not an option of --text (a language model's "
                              "perplexity, on the CPU)\n", name);
         return 2;
       }
@@ -90,7 +126,7 @@ int run_eval(const Args& args) {
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
     std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n"
                "                          [--device auto|cpu|cuda] [--tf32]\n"
-               "       stepformer-cli eval MODEL.safetensors --text FILE    (a decoder-only model)\n\n"
+               "       stepformer-cli eval MODEL.safetensors --text FILE    (a decoder-only or encoder-only model)\n\n"
                "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
@@ -106,7 +142,12 @@ int run_eval(const Args& args) {
                "perplexity over FILE, one tokenized sentence a line: the model reads <bos> w1 .. wn and each word\n"
                "and the final <eos> is predicted (a word outside its vocabulary as <unk>); prints the tokens, the\n"
                "negative log-likelihood in nats, and last \"perplexity = x\", exp(NLL per token): with words as\n"
-               "tokens, the per-word perplexity. tools/ngram_baseline.py scores a Kneser-Ney trigram the same way.\n",
+               "tokens, the per-word perplexity. tools/ngram_baseline.py scores a Kneser-Ney trigram the same way.\n"
+               "With an encoder-only masked language model (train --shape encoder-only): each line is read as\n"
+               "<bos> w1 .. wn <eos> and masked as training masks (15% of the words, at least one, chosen; of them\n"
+               "80% [MASK], 10% a random word, 10% kept), drawn with the fixed masking seed 20161 so the figures\n"
+               "repeat; prints \"masked-token accuracy = x%\" (the most probable token is the original word) and\n"
+               "last \"perplexity = x\", exp of the mean -ln p(original word) over the chosen positions.\n",
                p.help_requested() ? stdout : stderr);
     return p.help_requested() ? 0 : 2;
   }

@@ -1,5 +1,5 @@
 // stepformer-cli train: trains a translation model (or, --shape decoder-only, a GPT-style language model of one
-// language) on Multi30k's tokenized files with the core's own backward pass, writing the model (best validation
+// language; --shape encoder-only, a BERT-style masked language model of one language) on Multi30k's tokenized files with the core's own backward pass, writing the model (best validation
 // BLEU, or perplexity) and a resumable checkpoint after every epoch.
 #include <unistd.h>
 
@@ -52,7 +52,7 @@ const char* kHelp =
     "hold sentences.\n\n"
     "decoder-only (a GPT-style language model of one language):\n"
     "  stepformer-cli train --shape decoder-only --lang LANG --data DIR --out MODEL.safetensors [OPTIONS]\n"
-    "           --shape encoder-decoder|decoder-only (encoder-decoder: translation, the default)\n"
+    "           --shape encoder-decoder|decoder-only|encoder-only (encoder-decoder: translation, the default)\n"
     "           --lang LANG (en): the model learns the next word of DIR/{train,val}.lc.norm.tok.LANG: it reads\n"
     "           <bos> w1 .. wn and predicts w1 .. wn <eos>; one vocabulary, the words seen at least --min-freq\n"
     "           times (the others are <unk>). --decoder-layers sets its depth. After each epoch: validation\n"
@@ -60,7 +60,19 @@ const char* kHelp =
     "           at the end the test perplexity on DIR/test_2016_flickr.lc.norm.tok.LANG into its provenance.\n"
     "           Perplexity = exp(mean -ln p per predicted token: every word, an unknown one as <unk>, and each\n"
     "           sentence's <eos>); with words as tokens it is the per-word perplexity.\n"
-    "           Not with it: --src, --tgt, --encoder-layers, --from, --final-beam.\n";
+    "           Not with it: --src, --tgt, --encoder-layers, --from, --final-beam, --mask-rate.\n\n"
+    "encoder-only (a BERT-style masked language model of one language):\n"
+    "  stepformer-cli train --shape encoder-only --lang LANG --data DIR --out MODEL.safetensors [OPTIONS]\n"
+    "           --lang LANG (en): each sentence of DIR/{train,val}.lc.norm.tok.LANG is read as <bos> w1 .. wn <eos>;\n"
+    "           --mask-rate X (0.15) of its words are chosen (at least one), of them 80% replaced by [MASK], 10% by\n"
+    "           a random word, 10% kept, and the model learns the original words there (cross-entropy at the chosen\n"
+    "           positions only; the masking differs each epoch and follows from --seed). The vocabulary: the words\n"
+    "           seen at least --min-freq times, then \"[MASK]\". --encoder-layers sets its depth; the output head\n"
+    "           reads the encoder (--tie-output ties it to the embedding). After each epoch: validation masked-token\n"
+    "           accuracy and perplexity (exp of the mean -ln p of the original word over the chosen positions), the\n"
+    "           masking drawn with the fixed seed 20161 so figures compare across epochs and runs; the model when\n"
+    "           the perplexity is the lowest so far; at the end both figures on DIR/test_2016_flickr.lc.norm.tok.LANG\n"
+    "           into its provenance. Not with it: --src, --tgt, --decoder-layers, --from, --final-beam.\n";
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -88,6 +100,7 @@ int run_train(const Args& args) {
   p.value("--checkpoint", &o.checkpoint_path);
   p.value("--shape", &shape);
   p.value("--lang", &language);
+  p.value("--mask-rate", &o.mask_rate, 0.01f, 1.0f);
   p.value("--src", &o.source_language);
   p.value("--tgt", &o.target_language);
   p.value("--min-freq", &o.min_frequency, 1, 1000000);
@@ -139,18 +152,27 @@ int run_train(const Args& args) {
     }
     return v == a ? 0 : 1;
   };
-  const int shp = choose(shape, "encoder-decoder", "decoder-only", "--shape");
-  if (shp < 0) return 2;
+  // 0 encoder-decoder (translation), 1 decoder-only (GPT), 2 encoder-only (BERT)
+  const int shp = shape == "encoder-decoder" ? 0 : shape == "decoder-only" ? 1 : shape == "encoder-only" ? 2 : -1;
+  if (shp < 0) {
+    std::fprintf(stderr, "stepformer-cli train: --shape must be encoder-decoder, decoder-only or encoder-only, got "
+                         "'%s'\n", printable(shape).c_str());
+    return 2;
+  }
   // Options of one shape given to the other are refused, naming them: they would be silently unused.
   const auto given = [&](const char* name) { return std::find(args.begin(), args.end(), name) != args.end(); };
   const std::vector<const char*> not_for_shape =
-      shp == 1 ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam"}
-               : std::vector<const char*>{"--lang"};
+      shp == 1   ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam", "--mask-rate"}
+      : shp == 2 ? std::vector<const char*>{"--src", "--tgt", "--decoder-layers", "--from", "--final-beam"}
+                 : std::vector<const char*>{"--lang", "--mask-rate"};
+  const char* why_not[] = {"--lang names a language model's language and --mask-rate an encoder-only model's "
+                           "masking; a translator has --src and --tgt",
+                           "a decoder-only model reads one language, --lang, and has no encoder",
+                           "an encoder-only model reads one language, --lang, and has no decoder"};
   for (const char* name : not_for_shape)
     if (given(name)) {
       std::fprintf(stderr, "stepformer-cli train: %s is not an option of --shape %s (%s)\n", name, shape.c_str(),
-                   shp == 1 ? "a decoder-only model reads one language, --lang, and has no encoder"
-                            : "--lang names a decoder-only model's language; a translator has --src and --tgt");
+                   why_not[shp]);
       return 2;
     }
   if (shp == 1) {
@@ -158,6 +180,12 @@ int run_train(const Args& args) {
     o.target_language = language.empty() ? "en" : language;
     o.source_language.clear();
     layers_enc = 0;
+  }
+  if (shp == 2) {
+    o.model.stacks = ModelStacks::EncoderOnly;
+    o.target_language = language.empty() ? "en" : language;  // the one language (TrainOptions: target_language)
+    o.source_language.clear();
+    layers_dec = 0;
   }
   const int pos = choose(positions, "sinusoidal", "learned", "--positions");
   const int nrm = choose(norm, "post", "pre", "--norm");
@@ -171,9 +199,9 @@ int run_train(const Args& args) {
   }
   o.model.positional_encoding = pos ? PositionalEncoding::Learned : PositionalEncoding::Sinusoidal;
   o.model.norm_placement = nrm ? NormPlacement::Pre : NormPlacement::Post;
-  // pre-norm stacks end with a norm (a decoder-only model has no encoder to norm)
-  o.model.encoder_final_norm = nrm == 1 && shp == 0;
-  o.model.decoder_final_norm = nrm == 1;
+  // pre-norm stacks end with a norm (a decoder-only model has no encoder to norm, an encoder-only one no decoder)
+  o.model.encoder_final_norm = nrm == 1 && shp != 1;
+  o.model.decoder_final_norm = nrm == 1 && shp != 2;
   o.model.activation = act ? Activation::GELU : Activation::ReLU;
   o.model.tie_output_embedding = tie;
   o.model.n_encoder_layers = layers_enc;
@@ -228,7 +256,12 @@ int run_train(const Args& args) {
     std::fflush(stdout);
   };
   const TrainResult r = train_model(o, progress, log);
-  if (shp == 1) {
+  if (shp == 2) {
+    const EpochRecord* best = r.best_epoch > 0 ? &r.history[static_cast<size_t>(r.best_epoch - 1)] : nullptr;
+    std::printf("trained %zu epochs in %s; best epoch %d (valid masked-token accuracy %.2f%%, perplexity %.2f)\n",
+                r.history.size(), format_seconds(r.wall_seconds).c_str(), r.best_epoch,
+                best ? 100.0 * best->valid_masked_accuracy : 0.0, best ? std::exp(best->valid_nll) : 0.0);
+  } else if (shp == 1) {
     const double best_perplexity = r.best_epoch > 0 ? std::exp(r.history[r.best_epoch - 1].valid_nll) : 0.0;
     std::printf("trained %zu epochs in %s; best epoch %d (valid per-token perplexity %.2f)\n", r.history.size(),
                 format_seconds(r.wall_seconds).c_str(), r.best_epoch, best_perplexity);

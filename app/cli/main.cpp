@@ -23,6 +23,7 @@ int run_timeline(const Args& args);  // cmd_timeline.cpp
 int run_import_hf(const Args& args);  // cmd_import_hf.cpp
 int run_tokenize(const Args& args);  // cmd_tokenize.cpp
 int run_generate(const Args& args);  // cmd_generate.cpp
+int run_fill_mask(const Args& args);  // cmd_fill_mask.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -35,6 +36,7 @@ const std::vector<Command>& commands() {
       {"import-hf", "write a Hugging Face folder (Marian opus-mt, GPT-2) as one model file", run_import_hf},
       {"tokenize", "print the token ids (or pieces) a model reads for a text", run_tokenize},
       {"generate", "continue a prompt with a decoder-only model (a GPT): greedy, beam or sampling", run_generate},
+      {"fill-mask", "rank the words for a text's [MASK] with an encoder-only masked language model", run_fill_mask},
   };
   return table;
 }

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -374,8 +375,72 @@ Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings
   return m;
 }
 
+namespace {
+
+// Where the literal mask token ("[MASK]", any case) starts in `text` at or after `from`; npos when nowhere.
+size_t find_mask_literal(std::string_view text, size_t from) {
+  constexpr std::string_view kLiteral = "[mask]";
+  for (size_t at = text.find('[', from); at != std::string_view::npos; at = text.find('[', at + 1)) {
+    if (text.size() - at < kLiteral.size()) return std::string_view::npos;
+    bool same = true;
+    for (size_t i = 0; i < kLiteral.size() && same; ++i)
+      same = std::tolower(static_cast<unsigned char>(text[at + i])) == kLiteral[i];
+    if (same) return at;
+  }
+  return std::string_view::npos;
+}
+
+// A masked language model's word tokenizer: each literal "[MASK]" (any case) is its mask token, whole, with its
+// span in the text; the text between goes through the Moses rules (which would make "[MASK]" three tokens,
+// "&#91; mask &#93;"), spans moved to where that text lies.
+std::vector<Token> encode_with_mask_literal(const Model& model, std::string_view text, bool specials) {
+  if (text.size() > kMaxSentenceBytes)
+    fail(ErrorKind::Input, "encode", "the sentence is " + std::to_string(text.size()) + " bytes; the limit is " +
+                                         std::to_string(kMaxSentenceBytes));
+  const Vocabulary& vocabulary = model.src_vocab;  // an encoder-only model reads its source vocabulary
+  const int mask_id = model.config.mask_id;
+  TokenizerSettings between = model.tokenizer;
+  between.add_bos_eos = false;
+  std::vector<Token> out;
+  auto special = [&](int id, size_t at) {
+    Token t;
+    t.text = vocabulary.token(id);
+    t.begin = t.end = at;
+    t.id = id;
+    t.special = true;
+    return t;
+  };
+  const bool ends = specials && model.tokenizer.add_bos_eos;
+  if (ends) out.push_back(special(vocabulary.specials().bos, 0));
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t mask_at = find_mask_literal(text, from);
+    const size_t segment_end = mask_at == std::string_view::npos ? text.size() : mask_at;
+    for (Token& t : encode(text.substr(from, segment_end - from), between, vocabulary, Side::Source)) {
+      t.begin += from;
+      t.end += from;
+      out.push_back(std::move(t));
+    }
+    if (mask_at == std::string_view::npos) break;
+    Token mask;
+    mask.text = vocabulary.token(mask_id);
+    mask.surface = std::string(text.substr(mask_at, 6));
+    mask.begin = mask_at;
+    mask.end = mask_at + 6;
+    mask.id = mask_id;
+    out.push_back(std::move(mask));
+    from = mask_at + 6;
+  }
+  if (ends) out.push_back(special(vocabulary.specials().eos, text.size()));
+  return out;
+}
+
+}  // namespace
+
 std::vector<Token> encode_text(const Model& model, std::string_view text, Side side, bool specials) {
   const Vocabulary& vocabulary = side == Side::Source ? model.src_vocab : model.tgt_vocab;
+  if (model.config.has_mask_token() && model.tokenizer.kind == "words" && side == Side::Source)
+    return encode_with_mask_literal(model, text, specials);
   if (model.tokenizer.kind == "sentencepiece") {
     if (!model.sentencepiece)
       fail(ErrorKind::Config, "encode", "the model's tokenizer is SentencePiece but it has no SentencePiece models");

@@ -77,6 +77,8 @@ struct Model {
 // (model/wordpiece.h: pieces "play" "##ing", [CLS] first and [SEP] last, "[MASK]" in the text kept whole) by
 // tokenizer.kind.
 // `specials` false: the tokens alone, no <bos>/<eos> (a target prefix typed by a user; a decoder-only prompt).
+// A model with a mask token (config.mask_id) and the word tokenizer keeps each literal "[MASK]" (any case) of the
+// source text whole, as that token (id mask_id, its span the six characters), where the Moses rules would split it.
 // Throws ErrorKind::Input for text over kMaxSentenceBytes, ErrorKind::Config for a SentencePiece model without
 // its SentencePiece models.
 std::vector<Token> encode_text(const Model& model, std::string_view text, Side side, bool specials = true);

@@ -49,7 +49,7 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& i
                  int max_length, ModelStacks stacks) {
   if (stacks == ModelStacks::EncoderOnly)
     fail(ErrorKind::Unsupported, "make_batch", "an encoder_only model's batches (a target per source token) are "
-                                               "not made here: no training objective for that shape yet");
+                                               "masked sentences, made by make_masked_batch (train/masking.h)");
   const bool with_source = stacks == ModelStacks::EncoderDecoder;
   Batch b;
   b.size = static_cast<int>(indices.size());

@@ -32,7 +32,7 @@ std::vector<std::vector<int>> plan_batches(const std::vector<Example>& examples,
 // <pad>, and a source never starts with a token the padding mask would hide); targets <bos> tokens -> tokens <eos>.
 // `stacks` is the model's shape: EncoderDecoder as above; DecoderOnly leaves the source out (S 0, the examples'
 // sources unread): a language model reads <bos> w1 .. wn and predicts w1 .. wn <eos>, every word and the end.
-// EncoderOnly is refused (ErrorKind::Unsupported: no training objective batches for it yet).
+// EncoderOnly is refused (ErrorKind::Unsupported): its batches are masked sentences, train/masking.h.
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int>& indices, const SpecialIds& ids,
                  int max_length, ModelStacks stacks = ModelStacks::EncoderDecoder);
 

@@ -8,6 +8,8 @@
 #include "train/batched_model.h"
 #include "train/batching.h"
 #include "train/corpus.h"
+#include "train/masking.h"
+#include "util/error.h"
 #include "util/parallel.h"
 
 namespace sf {
@@ -131,6 +133,33 @@ LikelihoodScore score_likelihood(const Config& config, const ModelWeights& weigh
     const LossResult r = batch_forward(config, weights, batch, {}, 0.0f, trace, nullptr);
     score.nll_sum += r.nll * r.tokens;
     score.tokens += r.tokens;
+  }
+  return score;
+}
+
+double MaskedLmScore::perplexity() const { return std::exp(mean_nll()); }
+
+MaskedLmScore score_masked_lm(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
+                              int batch_tokens, int max_length, const MaskingSettings& masking) {
+  if (config.stacks != ModelStacks::EncoderOnly || !config.has_mask_token())
+    fail(ErrorKind::Unsupported, "score_masked_lm", "masked-token scores are for an encoder_only model with a mask "
+                                                    "token (mask_id)");
+  MaskedLmScore score;
+  score.sentences = examples.size();
+  BatchTrace trace;  // reused: its matrices keep their memory from batch to batch
+  for (const std::vector<int>& indices : plan_batches(examples, batch_tokens, 0, 0)) {
+    const Batch batch = make_masked_batch(examples, indices, max_length, masking);
+    // smoothing 0: r.nll is the mean of -ln p(original) over the chosen positions (the non-pad targets)
+    const LossResult r = batch_forward(config, weights, batch, {}, 0.0f, trace, nullptr);
+    score.nll_sum += r.nll * r.tokens;
+    score.tokens += r.tokens;
+    for (size_t row = 0; row < batch.target_out.size(); ++row) {  // trace.logits (B*S, V), one row per position
+      const int y = batch.target_out[row];
+      if (y == config.pad_id) continue;
+      Eigen::Index best = 0;
+      trace.logits.row(static_cast<Eigen::Index>(row)).maxCoeff(&best);
+      score.correct += best == y;
+    }
   }
   return score;
 }

@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "train/bleu.h"
 #include "train/corpus.h"
+#include "train/masking.h"
 
 namespace sf {
 
@@ -70,5 +71,29 @@ struct LikelihoodScore {
 // matrix products on the pool's threads, the sums in a fixed order (the same score on any thread count).
 LikelihoodScore score_likelihood(const Config& config, const ModelWeights& weights,
                                  const std::vector<Example>& examples, int batch_tokens, int max_length);
+
+// [SECTION] masked-token scores: how well an encoder-only model fills in the words masking hid (train/masking.h)
+//
+// Each sentence (its words in Example::source) is masked as in training, with `masking` (a fixed seed and epoch
+// for reproducible figures: kEvaluationMaskingSeed, epoch 0), and the model reads it whole, dropout off. Over the
+// chosen positions (80% [MASK], 10% a random word, 10% kept, as training):
+//   accuracy   = share of chosen positions where argmax_v p(v | the masked sentence) is the original word
+//   nll_sum    = - sum of ln p(original word | the masked sentence)                       (nats)
+//   perplexity = exp(nll_sum / tokens)
+struct MaskedLmScore {
+  double nll_sum = 0;   // nats
+  long tokens = 0;      // chosen positions scored
+  long correct = 0;     // of them, where the most probable token is the original word
+  size_t sentences = 0;
+  double mean_nll() const { return tokens ? nll_sum / static_cast<double>(tokens) : 0.0; }
+  double perplexity() const;  // exp(mean_nll())
+  double accuracy() const { return tokens ? static_cast<double>(correct) / static_cast<double>(tokens) : 0.0; }
+};
+
+// Scores `examples` in padded batches of about batch_tokens (cut at max_length as training cuts them); the sums
+// in a fixed order (the same score on any thread count). ErrorKind::Unsupported for a model that is not
+// encoder-only or has no mask token.
+MaskedLmScore score_masked_lm(const Config& config, const ModelWeights& weights, const std::vector<Example>& examples,
+                              int batch_tokens, int max_length, const MaskingSettings& masking);
 
 }  // namespace sf

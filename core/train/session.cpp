@@ -248,7 +248,7 @@ void TrainingSession::run() {
     losses_.push_back({r.step, r.loss});
     if (epoch_end) status_.history.push_back(e);
     // An epoch's end carries its validation score: BLEU, or a language model's perplexity.
-    const bool language_model = options_.model.stacks == ModelStacks::DecoderOnly;
+    const bool language_model = options_.model.stacks != ModelStacks::EncoderDecoder;  // GPT or BERT: no BLEU
     if (snapshot_due(r.step, epoch_end))
       take_snapshot(epoch_end ? e.train_loss : r.epoch_loss, epoch_end && !language_model ? e.valid_bleu : -1,
                     epoch_end && language_model ? std::exp(e.valid_nll) : -1);

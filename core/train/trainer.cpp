@@ -18,6 +18,7 @@
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "train/init.h"
+#include "train/masking.h"
 #include "train/parameters.h"
 #include "train/timeline.h"
 #include "util/error.h"
@@ -47,9 +48,39 @@ constexpr const char* kPerplexityDefinition =
 
 // A decoder-only model learns its language's next word: one side of the corpus, no source.
 bool is_language_model(const TrainOptions& o) { return o.model.stacks == ModelStacks::DecoderOnly; }
+// An encoder-only model learns to fill in its language's masked words (train/masking.h): one side, no target.
+bool is_masked_language_model(const TrainOptions& o) { return o.model.stacks == ModelStacks::EncoderOnly; }
+
+// What a masked language model's test figures are, as its provenance says them.
+constexpr const char* kMaskedScoreDefinition =
+    "over the chosen positions of each test caption, masked as training masks by default (15% of the words, at "
+    "least one, of them 80% [MASK], 10% a random word, 10% kept) with the fixed masking seed `masking_seed`: "
+    "accuracy = share where the most probable token is the original word (an unknown one as <unk>); perplexity = "
+    "exp of the mean of -ln p(original word | the masked caption)";
+
+// The masking of a training epoch: the run's rate and seed (validation and test: evaluation_masking, fixed).
+MaskingSettings training_masking(const Config& config, const TrainOptions& o, int epoch) {
+  MaskingSettings m = evaluation_masking(config);
+  m.rate = o.mask_rate;
+  m.seed = o.seed;
+  m.epoch = epoch;
+  return m;
+}
 
 // What a run's files say made them (the model file adds its scores; a timeline has this alone).
 json run_provenance(const TrainOptions& o) {
+  if (is_masked_language_model(o))
+    return {{"dataset", "Multi30k task 1, " + o.target_language +
+                            " captions alone (a masked language model: the masked words of each caption), tokenized "
+                            "lowercase (*.lc.norm.tok.*), vocabulary min frequency " + std::to_string(o.min_frequency) +
+                            " plus [MASK]"},
+            {"objective", "masked-token cross-entropy: reads <bos> w1 .. wn <eos> with " +
+                              std::to_string(static_cast<int>(std::lround(100 * o.mask_rate))) +
+                              "% of the words chosen (80% [MASK], 10% a random word, 10% kept), predicts the "
+                              "original words at the chosen positions"},
+            {"command", o.command_line},
+            {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+            {"epochs_planned", o.epochs}};
   if (is_language_model(o))
     return {{"dataset", "Multi30k task 1, " + o.target_language +
                             " captions alone (a language model: the next word of each caption), tokenized lowercase "
@@ -107,7 +138,7 @@ void check_training_memory(const Config& config, const TrainOptions& o) {
   for (const TensorSpec& spec : weight_layout("stepformer", config)) parameters += static_cast<double>(spec.numel());
   const double layers = config.n_encoder_layers + config.n_decoder_layers;
   const double per_token = layers * (24.0 * config.d_model + 3.0 * config.d_ff + 4.0 * config.n_heads * o.max_length) +
-                           3.0 * config.tgt_vocab_size;
+                           3.0 * config.output_vocab_size();
   const double bytes = 4.0 * (4.0 * parameters + per_token * o.batch_tokens);
   const double memory = physical_memory_bytes();
   if (bytes > 0.8 * memory) {
@@ -124,7 +155,8 @@ void check_training_memory(const Config& config, const TrainOptions& o) {
 json epoch_to_json(const EpochRecord& e) {
   return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_nll", e.train_nll},
           {"valid_nll", e.valid_nll},   {"valid_bleu", e.valid_bleu}, {"seconds", e.seconds},
-          {"tokens_per_second", e.tokens_per_second}, {"learning_rate", e.learning_rate}};
+          {"tokens_per_second", e.tokens_per_second}, {"learning_rate", e.learning_rate},
+          {"valid_masked_accuracy", e.valid_masked_accuracy}};
 }
 
 EpochRecord epoch_from_json(const json& j) {
@@ -137,6 +169,7 @@ EpochRecord epoch_from_json(const json& j) {
   e.seconds = j.at("seconds");
   e.tokens_per_second = j.at("tokens_per_second");
   e.learning_rate = j.at("learning_rate");
+  e.valid_masked_accuracy = j.value("valid_masked_accuracy", -1.0);  // older checkpoints: none
   return e;
 }
 
@@ -256,6 +289,7 @@ struct Trainer::State {
   WriteRules outputs;
   bool writes = false;  // out_path given: the model and the checkpoint are written
   bool language_model = false;  // decoder-only: the next word of one language's sentences, scored by perplexity
+  bool masked_lm = false;       // encoder-only: the masked words of one language's sentences (train/masking.h)
   SpecialIds ids;
   ParallelCorpus valid;                    // as read: BLEU's references are valid.target
   std::vector<TokenSequence> valid_source; // what the model translates: tokens, or SentencePiece pieces
@@ -332,6 +366,37 @@ struct Trainer::State {
                   state.result.best_epoch, o.test_name.c_str(), score.perplexity(), score.tokens);
     log(line);
   }
+  // After the last epoch, for a masked language model: the best model as its file stores it, scored on the test
+  // split with the fixed evaluation masking; accuracy, perplexity and their definition into the provenance.
+  void finish_masked_language_model() {
+    const std::string test_path = corpus_path(o, o.test_name, o.target_language);
+    std::error_code ec;
+    if (!writes || state.result.best_epoch == 0 || !std::filesystem::exists(test_path, ec)) return;
+    Model best = load_model(o.out_path);
+    const std::vector<Example> test = masked_lm_examples(read_sentences(test_path), best.src_vocab);
+    const MaskedLmScore score = score_masked_lm(best.config, best.weights, test, o.batch_tokens, o.max_length,
+                                                evaluation_masking(best.config));
+    state.result.test_perplexity = score.perplexity();
+    state.result.test_tokens = score.tokens;
+    state.result.test_masked_accuracy = score.accuracy();
+    best.provenance["test_set"] = o.test_name;
+    best.provenance["test_masked_accuracy"] = score.accuracy();
+    best.provenance["test_perplexity"] = score.perplexity();
+    best.provenance["test_nll_per_token"] = score.mean_nll();
+    best.provenance["test_tokens"] = score.tokens;
+    best.provenance["masking_seed"] = kEvaluationMaskingSeed;
+    best.provenance["masked_scores"] = kMaskedScoreDefinition;
+    best.provenance["wall_seconds"] = state.result.wall_seconds;
+    best.provenance["epochs_run"] = state.finished_epochs;
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    char line[240];
+    std::snprintf(line, sizeof(line),
+                  "best epoch %d: %s masked-token accuracy %.2f%%, perplexity %.2f (%ld chosen positions, masking "
+                  "seed %llu)",
+                  state.result.best_epoch, o.test_name.c_str(), 100.0 * score.accuracy(), score.perplexity(),
+                  score.tokens, static_cast<unsigned long long>(kEvaluationMaskingSeed));
+    log(line);
+  }
   void start_epoch() {
     epoch = state.finished_epochs + 1;
     plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
@@ -360,15 +425,15 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
   }
   if (o.threads > 0) set_parallel_threads(o.threads);  // the one pool of inference and training (util/parallel.h)
 
-  // The shape decides the objective: translation (encoder-decoder), or the next word of one language's sentences
-  // (decoder-only). An encoder-only model would need a masked-token objective, which the trainer does not have.
+  // The shape decides the objective: translation (encoder-decoder), the next word of one language's sentences
+  // (decoder-only), or the masked words of one language's sentences (encoder-only, train/masking.h).
   s.language_model = is_language_model(o);
-  if (o.model.stacks == ModelStacks::EncoderOnly)
-    fail(ErrorKind::Unsupported, "train", "an encoder_only model has no training objective here (masked-token "
-                                          "training is not implemented): train an encoder_decoder or decoder_only one");
-  if (s.language_model && !o.from_model.empty())
-    fail(ErrorKind::Input, "train", "fine-tuning (--from) starts from a translation model; a decoder-only model is "
-                                    "trained from new weights");
+  s.masked_lm = is_masked_language_model(o);
+  if ((s.language_model || s.masked_lm) && !o.from_model.empty())
+    fail(ErrorKind::Input, "train", std::string("fine-tuning (--from) starts from a translation model; a ") +
+                                        (s.masked_lm ? "encoder" : "decoder") + "-only model is trained from new weights");
+  if (s.masked_lm && !(o.mask_rate > 0.0f && o.mask_rate <= 1.0f))
+    fail(ErrorKind::Config, "train", "the masking rate must lie in (0, 1], got " + std::to_string(o.mask_rate));
   // Fine-tuning: the model to start from gives the config, vocabularies, tokenizer and weights.
   Model base;
   if (!o.from_model.empty()) {
@@ -384,7 +449,22 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
 
   // Data and vocabularies (from the training split only; a fine-tuned model keeps its own).
   Vocabulary src_vocab, tgt_vocab;
-  if (s.language_model) {
+  if (s.masked_lm) {
+    // One language's captions, <bos> w1 .. wn <eos> with words masked; the words seen fewer than min_frequency
+    // times as <unk>, and [MASK] as the last id.
+    const std::vector<TokenSequence> train = read_sentences(corpus_path(s.o, "train", o.target_language));
+    const std::vector<TokenSequence> valid = read_sentences(corpus_path(s.o, "val", o.target_language));
+    if (train.empty() || valid.empty())
+      fail(ErrorKind::Input, "train", std::string("the ") + (train.empty() ? "training" : "validation") +
+                                          " split in '" + o.data_dir + "' has no sentences: nothing to train on");
+    src_vocab = with_mask_token(build_vocabulary(train, o.min_frequency));
+    s.train_examples = masked_lm_examples(train, src_vocab);
+    s.valid_examples = masked_lm_examples(valid, src_vocab);
+    s.log("data: " + std::to_string(s.train_examples.size()) + " training and " +
+          std::to_string(s.valid_examples.size()) + " validation sentences (" + o.target_language +
+          ", encoder-only: masked words of each); vocabulary " + std::to_string(src_vocab.size()) +
+          " tokens: the words seen at least " + std::to_string(o.min_frequency) + " times and [MASK]");
+  } else if (s.language_model) {
     // One language's captions: <bos> w1 .. wn -> w1 .. wn <eos>, words seen fewer than min_frequency times as <unk>.
     const std::vector<TokenSequence> train = read_sentences(corpus_path(s.o, "train", o.target_language));
     const std::vector<TokenSequence> valid = read_sentences(corpus_path(s.o, "val", o.target_language));
@@ -439,6 +519,11 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
       config.n_encoder_layers = 0;
       config.encoder_final_norm = config.share_embeddings = false;
     }
+    if (s.masked_lm) {  // BERT's shape: one encoder stack, the output head over its vocabulary, [MASK] the last id
+      config.n_decoder_layers = 0;
+      config.decoder_final_norm = config.share_embeddings = false;
+      config.mask_id = src_vocab.size() - 1;
+    }
     s.ids = default_special_ids();
     config.pad_id = s.ids.pad;
     config.bos_id = s.ids.bos;
@@ -476,8 +561,8 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
     s.model.config = config;
     s.model.src_vocab = src_vocab;
     s.model.tgt_vocab = tgt_vocab;
-    s.model.tokenizer.source_language = s.language_model ? "" : o.source_language;
-    s.model.tokenizer.target_language = o.target_language;
+    s.model.tokenizer.source_language = s.language_model ? "" : s.masked_lm ? o.target_language : o.source_language;
+    s.model.tokenizer.target_language = s.masked_lm ? "" : o.target_language;
   }
   s.grads = zeros_like(s.weights);
   std::string note;
@@ -521,7 +606,9 @@ StepRecord Trainer::step() {
   if (epoch_complete()) fail(ErrorKind::Input, "Trainer::step", "the epoch's batches are done: finish_epoch first");
   const auto start = Clock::now();
   const Config& config = s.model.config;
-  const Batch batch = make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length, config.stacks);
+  const Batch batch = s.masked_lm ? make_masked_batch(s.train_examples, s.plan[s.next_batch], s.o.max_length,
+                                                     training_masking(config, s.o, s.epoch))
+                                  : make_batch(s.train_examples, s.plan[s.next_batch], s.ids, s.o.max_length, config.stacks);
   const int64_t step = s.state.step + 1;
   const DropoutSettings dropout{s.o.dropout, s.o.seed, static_cast<uint64_t>(step)};
   s.lr = s.o.schedule.at(step);
@@ -581,8 +668,15 @@ EpochRecord Trainer::finish_epoch() {
   // Validation decodes a few rows a pass, which the few-row kernel reads from packed weights (nn/small_gemm.h):
   // packed once here, not at every call; the next step's parameter_views drops the copies (the floats change).
   attach_packed_weights(s.weights);
-  rec.valid_nll = score_likelihood(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length).mean_nll();
-  if (!s.language_model) {  // a language model translates nothing: its score is the perplexity alone
+  if (s.masked_lm) {
+    const MaskedLmScore score = score_masked_lm(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length,
+                                                evaluation_masking(config));
+    rec.valid_nll = score.mean_nll();
+    rec.valid_masked_accuracy = score.accuracy();
+  } else {
+    rec.valid_nll = score_likelihood(config, s.weights, s.valid_examples, s.o.batch_tokens, s.o.max_length).mean_nll();
+  }
+  if (!s.language_model && !s.masked_lm) {  // a language model translates nothing: its score is the perplexity alone
     const auto hyps = translations_for_bleu(s.model, s.weights, s.valid_source, {1, 0.6f, 0});
     rec.valid_bleu = 100.0 * corpus_bleu(hyps, s.valid.target).bleu;
   }
@@ -591,7 +685,14 @@ EpochRecord Trainer::finish_epoch() {
   state.finished_epochs = s.epoch;
   state.result.wall_seconds += rec.seconds;
   char line[256];
-  if (s.language_model)
+  if (s.masked_lm)
+    std::snprintf(line, sizeof(line),
+                  "epoch %d: train loss %.3f (ppl %.2f), valid masked-token accuracy %.2f%%, perplexity %.2f "
+                  "(masking seed %llu), lr %.2e, %.0f masked tokens/s, %.0f s",
+                  s.epoch, rec.train_loss, std::exp(rec.train_nll), 100.0 * rec.valid_masked_accuracy,
+                  std::exp(rec.valid_nll), static_cast<unsigned long long>(kEvaluationMaskingSeed),
+                  rec.learning_rate, rec.tokens_per_second, rec.seconds);
+  else if (s.language_model)
     std::snprintf(line, sizeof(line),
                   "epoch %d: train loss %.3f (ppl %.2f), valid per-token perplexity %.2f (no BLEU: a language "
                   "model), lr %.2e, %.0f target tokens/s, %.0f s",
@@ -622,7 +723,11 @@ EpochRecord Trainer::finish_epoch() {
       const json started_from = model.provenance;
       model.provenance = run_provenance(s.o);
       if (!s.o.from_model.empty()) model.provenance["base_provenance"] = started_from;
-      if (!s.language_model) model.provenance["valid_bleu_greedy"] = rec.valid_bleu;
+      if (!s.language_model && !s.masked_lm) model.provenance["valid_bleu_greedy"] = rec.valid_bleu;
+      if (s.masked_lm) {
+        model.provenance["valid_masked_accuracy"] = rec.valid_masked_accuracy;
+        model.provenance["masking_seed"] = kEvaluationMaskingSeed;
+      }
       model.provenance.update({{"epoch", s.epoch},
                           {"valid_perplexity", std::exp(rec.valid_nll)},
                           {"wall_seconds_so_far", state.result.wall_seconds},
@@ -646,6 +751,10 @@ TrainResult Trainer::finish() {
   RunState& state = s.state;
   if (s.language_model) {
     s.finish_language_model();
+    return state.result;
+  }
+  if (s.masked_lm) {
+    s.finish_masked_language_model();
     return state.result;
   }
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
@@ -711,7 +820,8 @@ TrainResult train_model(const TrainOptions& o, const TrainProgress& progress, co
     if (trainer.epoch_complete()) {
       const EpochRecord e = trainer.finish_epoch();
       if (keep_timeline) {
-        const bool language_model = is_language_model(o);  // its score is the validation perplexity, not BLEU
+        // A language model's score (either kind) is the validation perplexity, not BLEU.
+        const bool language_model = is_language_model(o) || is_masked_language_model(o);
         record_snapshot(timeline, r.step, e.epoch, e.train_loss, language_model ? -1 : e.valid_bleu, trainer.weights(),
                         language_model ? std::exp(e.valid_nll) : -1);
         save_timeline(timeline, o.timeline_path, o.timeline_storage, timeline_rules);

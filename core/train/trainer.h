@@ -1,10 +1,11 @@
-// Training a translation model on a parallel corpus, or a decoder-only language model on one language's
-// sentences, with the core's own backward pass: what `stepformer-cli train` runs, and how the shipped models were
-// made.
+// Training a translation model on a parallel corpus, or a decoder-only (next word) or encoder-only (masked words)
+// language model on one language's sentences, with the core's own backward pass: what `stepformer-cli train` runs,
+// and how the shipped models were made.
 //
 // Each epoch: batches of similar-length sentences in an order fixed by (seed, epoch); per batch the forward
 // with dropout, label-smoothed loss, backward, gradient clipping and an Adam step at the scheduled learning
-// rate. After each epoch: validation loss and greedy BLEU (a language model: perplexity alone), a checkpoint written atomically (weights, Adam
+// rate. After each epoch: validation loss and greedy BLEU (a language model: perplexity alone; a masked one:
+// masked-token accuracy and perplexity), a checkpoint written atomically (weights, Adam
 // moments, step, history: an interrupted run resumes from the last finished epoch and continues exactly as if
 // never stopped), and the model file rewritten when validation BLEU is the best so far.
 #pragma once
@@ -28,11 +29,18 @@ namespace sf {
 //                   <bos> w1 .. wn and predicting w1 .. wn <eos>; validation perplexity picks the best model and
 //                   the test perplexity goes into its provenance. source_language, the encoder's options
 //                   (n_encoder_layers, encoder_final_norm, share_embeddings), from_model and final_beam are unused.
-//   EncoderOnly     refused (ErrorKind::Unsupported): no masked-token objective yet
+//   EncoderOnly     a masked language model (BERT): target_language's sentences alone, read as
+//                   <bos> w1 .. wn <eos> with 15% (mask_rate) of the words chosen, of them 80% replaced by [MASK],
+//                   10% by a random word, 10% kept (train/masking.h); the loss is the cross-entropy at the chosen
+//                   positions. The vocabulary gets "[MASK]" as its last id (config.mask_id). Validation
+//                   perplexity over the chosen positions, masked with a fixed seed (kEvaluationMaskingSeed), picks
+//                   the best model; test masked-token accuracy and perplexity go into its provenance. The same
+//                   options are unused as for DecoderOnly, and the decoder's (n_decoder_layers) too.
 struct TrainOptions {
   std::string data_dir;                 // holds train.lc.norm.tok.{src,tgt} and val.lc.norm.tok.{src,tgt}
   std::string source_language = "de";
   std::string target_language = "en";   // a language model's one language
+  float mask_rate = 0.15f;               // EncoderOnly: the share of each sentence's words chosen for prediction
   std::string test_name = "test_2016_flickr";  // scored at the end when present: provenance gets test BLEU
   // Fine-tuning: start from this model (a model file or a Hugging Face Marian folder) instead of random weights:
   // its config, vocabularies, tokenizer and weights (the shape options above are not used). A SentencePiece
@@ -75,6 +83,7 @@ struct EpochRecord {
   int epoch = 0;
   // valid_nll: mean -ln p per validation target token (exp: the perplexity); valid_bleu 0 for a language model
   double train_loss = 0, train_nll = 0, valid_nll = 0, valid_bleu = 0;
+  double valid_masked_accuracy = -1;  // a masked language model's (-1: not one)
   double seconds = 0, tokens_per_second = 0;
   float learning_rate = 0;
 };
@@ -84,7 +93,8 @@ struct TrainResult {
   int best_epoch = 0;
   double best_valid_bleu = 0, test_bleu_greedy = -1, test_bleu_beam = -1;
   double test_perplexity = -1;  // a language model's per-token perplexity on the test split (-1: not scored)
-  long test_tokens = 0;         // the tokens it predicted there, <eos> included
+  long test_tokens = 0;         // the tokens it predicted there, <eos> included (a masked LM: chosen positions)
+  double test_masked_accuracy = -1;  // a masked language model's on the test split (-1: not scored)
   double wall_seconds = 0;
 };
 
