@@ -22,7 +22,7 @@ FillMaskResult fill_mask(const Model& model, std::string_view text, int top_k) {
   FillMaskResult r;
   r.tokens = encode_text(model, text, Side::Source);
   for (size_t i = 0; i < r.tokens.size(); ++i)
-    if (r.tokens[i].id == c.mask_id && !r.tokens[i].special) {
+    if (r.tokens[i].id == c.mask_id) {  // (WordPiece marks a [MASK] written in the text special too)
       if (r.mask_position < 0) r.mask_position = static_cast<int>(i);
       ++r.masks;
     }

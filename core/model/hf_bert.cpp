@@ -67,31 +67,6 @@ std::vector<std::string> read_vocab_txt(const std::string& path) {
   return pieces;
 }
 
-// cls.predictions.decoder.weight, when the file has it, must be the word embedding itself (BertForMaskedLM ties
-// them): compared in chunks.
-void check_tied_decoder(const SafetensorsFile& file) {
-  const TensorView* decoder = file.find(kDecoderWeight);
-  const TensorView* words = file.find(kWordEmbedding);
-  if (!decoder || !words) return;
-  if (decoder->shape != words->shape)
-    fail(ErrorKind::Unsupported, kWhere,
-         "'" + file.origin() + "': " + kDecoderWeight + " " + shape_string(decoder->shape) +
-             " is not the shape of the word embedding " + shape_string(words->shape) +
-             ": an untied masked-LM decoder is not BERT's");
-  std::vector<float> a(1 << 16), b(1 << 16);
-  for (int64_t first = 0; first < decoder->numel(); first += static_cast<int64_t>(a.size())) {
-    const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(a.size()), decoder->numel() - first));
-    decoder->read_floats(first, std::span<float>(a.data(), n));
-    words->read_floats(first, std::span<float>(b.data(), n));
-    for (size_t i = 0; i < n; ++i)
-      if (a[i] != b[i])
-        fail(ErrorKind::Unsupported, kWhere,
-             "'" + file.origin() + "': " + kDecoderWeight + " differs from the word embedding (element " +
-                 std::to_string(first + static_cast<int64_t>(i)) +
-                 "): Stepformer computes BERT with its masked-LM decoder tied to the word embedding");
-  }
-}
-
 }  // namespace
 
 BertTokenizerConfig read_bert_tokenizer_config(const std::string& folder) {
@@ -256,7 +231,7 @@ Model load_hf_bert(const std::string& folder, std::vector<std::string>* warnings
          "'" + weights + "' has no masked-LM head (cls.predictions.transform.*): a BertModel or another task's head; "
          "Stepformer opens BertForMaskedLM and BertForPreTraining checkpoints");
   try {
-    check_tied_decoder(file);
+    require_tied_copy(file, kDecoderWeight, kWordEmbedding, "the word embedding", "masked-LM decoder", "BERT", kWhere);
     read_family_weights(file, m, warnings, read_weights, also_known);
   } catch (const Error& e) {
     throw Error(e, "[" + std::string(kWhere) + "] '" + weights + "': " + e.what());

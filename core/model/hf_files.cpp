@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <span>
+#include <vector>
+
 #include "io/json_text.h"
 #include "io/user_files.h"
 #include "model/hf_marian.h"  // hf_hub_name
@@ -92,6 +96,29 @@ std::string weights_path(const std::string& folder, const std::string& weights_f
              folder + " --out MODEL.safetensors` (needs Debian's python3-torch), then open that file");
   fail(ErrorKind::Missing, kWhere,
        "'" + folder + "' has no model.safetensors (a " + kind + " folder holds " + holds + ")");
+}
+
+void require_tied_copy(const SafetensorsFile& file, const std::string& copy, const std::string& original,
+                       const std::string& original_label, const char* what, const char* model, const char* where) {
+  const TensorView* a_view = file.find(copy);
+  const TensorView* b_view = file.find(original);
+  if (!a_view || !b_view) return;
+  if (a_view->shape != b_view->shape)
+    fail(ErrorKind::Unsupported, where,
+         "'" + file.origin() + "': " + copy + " " + shape_string(a_view->shape) + " is not the shape of " +
+             original_label + " " + shape_string(b_view->shape) + ": an untied " + what + " is not " + model + "'s");
+  std::vector<float> a(1 << 16), b(1 << 16);
+  for (int64_t first = 0; first < a_view->numel(); first += static_cast<int64_t>(a.size())) {
+    const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(a.size()), a_view->numel() - first));
+    a_view->read_floats(first, std::span<float>(a.data(), n));
+    b_view->read_floats(first, std::span<float>(b.data(), n));
+    for (size_t i = 0; i < n; ++i)
+      if (a[i] != b[i])
+        fail(ErrorKind::Unsupported, where,
+             "'" + file.origin() + "': " + copy + " differs from " + original_label + " (element " +
+                 std::to_string(first + static_cast<int64_t>(i)) + "): Stepformer computes " + model + " with its " +
+                 what + " tied to " + original_label);
+  }
 }
 
 }  // namespace sf::hf

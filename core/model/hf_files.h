@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "io/safetensors.h"
+
 namespace sf::hf {
 
 inline constexpr const char* kWhere = "open_hf";
@@ -25,6 +27,14 @@ bool config_bool(const nlohmann::json& j, const char* key, bool fallback, const 
 std::string config_string(const nlohmann::json& j, const char* key, const std::string& fallback = "");
 // A number (float) `key`, or the fallback; ErrorKind::Format when present but not a number.
 double config_number(const nlohmann::json& j, const char* key, double fallback, const std::string& path);
+
+// A tensor a hub file may carry as a copy of another (GPT-2's lm_head.weight of wte, BERT's masked-LM decoder of the
+// word embedding) must be that tensor itself, as Stepformer computes the model tied: compared in chunks, never
+// both whole in memory. Nothing to check where either is absent. ErrorKind::Unsupported naming the first element
+// that differs: "'FILE': COPY differs from ORIGINAL (element N): Stepformer computes MODEL with its WHAT tied to
+// ORIGINAL".
+void require_tied_copy(const SafetensorsFile& file, const std::string& copy, const std::string& original,
+                       const std::string& original_label, const char* what, const char* model, const char* where);
 
 // config.json's model_type ("" when it names none), after checking the file is a JSON object.
 std::string model_type(const nlohmann::json& j, const std::string& path);

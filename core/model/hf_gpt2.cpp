@@ -36,28 +36,6 @@ Activation gpt2_activation(const std::string& name, const std::string& path) {
            "\" is not one Stepformer computes (gelu_new, gelu_pytorch_tanh, gelu, relu, silu)");
 }
 
-// lm_head.weight, when the file has it, must be wte itself (GPT2LMHeadModel ties them): compared in chunks.
-void check_tied_head(const SafetensorsFile& file, const std::string& head_name, const std::string& wte_name) {
-  const TensorView* head = file.find(head_name);
-  const TensorView* wte = file.find(wte_name);
-  if (!head || !wte) return;
-  if (head->shape != wte->shape)
-    fail(ErrorKind::Unsupported, kWhere,
-         "'" + file.origin() + "': lm_head.weight " + shape_string(head->shape) + " is not the shape of wte " +
-             shape_string(wte->shape) + ": an untied output layer is not GPT-2's");
-  std::vector<float> a(1 << 16), b(1 << 16);
-  for (int64_t first = 0; first < head->numel(); first += static_cast<int64_t>(a.size())) {
-    const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(a.size()), head->numel() - first));
-    head->read_floats(first, std::span<float>(a.data(), n));
-    wte->read_floats(first, std::span<float>(b.data(), n));
-    for (size_t i = 0; i < n; ++i)
-      if (a[i] != b[i])
-        fail(ErrorKind::Unsupported, kWhere,
-             "'" + file.origin() + "': lm_head.weight differs from wte (element " + std::to_string(first + i) +
-                 "): Stepformer computes GPT-2 with its output tied to the token embedding");
-  }
-}
-
 }  // namespace
 
 Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings, bool read_weights,
@@ -186,7 +164,7 @@ Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings
       also_known.insert(prefix + "h." + std::to_string(l) + buffer);
     }
   try {
-    check_tied_head(file, "lm_head.weight", "transformer.wte.weight");
+    require_tied_copy(file, "lm_head.weight", "transformer.wte.weight", "wte", "output layer", "GPT-2", kWhere);
     read_family_weights(file, m, warnings, read_weights, also_known);
   } catch (const Error& e) {
     throw Error(e, "[" + std::string(kWhere) + "] '" + weights + "': " + e.what());

@@ -24,30 +24,10 @@
 
 #include "model/hf_bert.h"
 #include "model/wordpiece.h"
+#include "fuzz_folder.h"
 #include "util/error.h"
 
 namespace {
-
-const std::string& folder() {
-  static const std::string path = [] {
-    char pattern[] = "/tmp/stepformer-fuzz-bert-XXXXXX";
-    if (!::mkdtemp(pattern)) std::abort();
-    return std::string(pattern);
-  }();
-  return path;
-}
-
-void put(const std::string& name, const std::string_view* bytes) {
-  const std::string path = folder() + "/" + name;
-  if (!bytes) {
-    std::remove(path.c_str());
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) std::abort();
-  if (!bytes->empty() && std::fwrite(bytes->data(), 1, bytes->size(), f) != bytes->size()) std::abort();
-  std::fclose(f);
-}
 
 void check_pieces(const sf::WordPiece& wp, std::string_view text) {
   const std::vector<sf::WordPieceToken> tokens = wp.encode(text);
@@ -66,17 +46,12 @@ void check_pieces(const sf::WordPiece& wp, std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> parts;
-  for (size_t at = 0; parts.size() < 4;) {
-    const size_t end = input.find("\n====\n", at);
-    parts.push_back(input.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
-    if (end == std::string_view::npos) break;
-    at = end + 6;
-  }
+  const std::vector<std::string_view> parts = sf::fuzz::parts(input, 4);
+  const std::string& dir = sf::fuzz::folder("bert");
   const char* names[] = {"config.json", "vocab.txt", "tokenizer_config.json"};
-  for (size_t i = 0; i < 3; ++i) put(names[i], i < parts.size() ? &parts[i] : nullptr);
+  for (size_t i = 0; i < 3; ++i) sf::fuzz::put(dir, names[i], i < parts.size() ? &parts[i] : nullptr);
   try {
-    sf::load_hf_bert(folder(), nullptr, /*read_weights=*/false);
+    sf::load_hf_bert(dir, nullptr, /*read_weights=*/false);
     std::abort();  // there are no weights: a load must not succeed
   } catch (const sf::Error&) {
   }
@@ -94,9 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         sf::WordPieceOptions options;
         options.lower_case = lower;
         const sf::WordPiece wp = sf::WordPiece::from_vocab(lines, options);
-        for (std::string_view text : {std::string_view("A man's [MASK] dog, running!  \t\xe6\x88\x91\xe7\x88\xb1 caf\xc3\xa9"),
-                                      std::string_view("\xff\xfe [mask] \xc3"), std::string_view("")})
-          check_pieces(wp, text);
+        const std::string_view texts[] = {"A man's [MASK] dog, running!  \t\xe6\x88\x91\xe7\x88\xb1 caf\xc3\xa9",
+                                          "\xff\xfe [mask] \xc3", ""};
+        for (std::string_view text : texts) check_pieces(wp, text);
         if (parts.size() > 3) check_pieces(wp, parts[3]);
       } catch (const sf::Error&) {
       }

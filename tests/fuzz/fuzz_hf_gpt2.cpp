@@ -25,31 +25,11 @@
 
 #include "model/byte_bpe.h"
 #include "model/hf_gpt2.h"
+#include "fuzz_folder.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
 namespace {
-
-const std::string& folder() {
-  static const std::string path = [] {
-    char pattern[] = "/tmp/stepformer-fuzz-gpt2-XXXXXX";
-    if (!::mkdtemp(pattern)) std::abort();
-    return std::string(pattern);
-  }();
-  return path;
-}
-
-void put(const std::string& name, const std::string_view* bytes) {
-  const std::string path = folder() + "/" + name;
-  if (!bytes) {
-    std::remove(path.c_str());
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) std::abort();
-  if (!bytes->empty() && std::fwrite(bytes->data(), 1, bytes->size(), f) != bytes->size()) std::abort();
-  std::fclose(f);
-}
 
 // The round trip a byte-level BPE owes every valid UTF-8 text.
 void check_round_trip(const sf::ByteBpe& bpe, std::string_view text) {
@@ -69,17 +49,12 @@ void check_round_trip(const sf::ByteBpe& bpe, std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> parts;
-  for (size_t at = 0; parts.size() < 4;) {
-    const size_t end = input.find("\n====\n", at);
-    parts.push_back(input.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
-    if (end == std::string_view::npos) break;
-    at = end + 6;
-  }
+  const std::vector<std::string_view> parts = sf::fuzz::parts(input, 4);
+  const std::string& dir = sf::fuzz::folder("gpt2");
   const char* names[] = {"config.json", "vocab.json", "merges.txt"};
-  for (size_t i = 0; i < 3; ++i) put(names[i], i < parts.size() ? &parts[i] : nullptr);
+  for (size_t i = 0; i < 3; ++i) sf::fuzz::put(dir, names[i], i < parts.size() ? &parts[i] : nullptr);
   try {
-    sf::load_hf_gpt2(folder(), nullptr, /*read_weights=*/false);
+    sf::load_hf_gpt2(dir, nullptr, /*read_weights=*/false);
     std::abort();  // there are no weights: a load must not succeed
   } catch (const sf::Error&) {
   }

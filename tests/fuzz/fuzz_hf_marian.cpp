@@ -23,47 +23,18 @@
 
 #include "model/hf_marian.h"
 #include "model/sentencepiece.h"
+#include "fuzz_folder.h"
 #include "util/error.h"
-
-namespace {
-
-const std::string& folder() {
-  static const std::string path = [] {
-    char pattern[] = "/tmp/stepformer-fuzz-hf-XXXXXX";
-    if (!::mkdtemp(pattern)) std::abort();
-    return std::string(pattern);
-  }();
-  return path;
-}
-
-void put(const std::string& name, const std::string_view* bytes) {
-  const std::string path = folder() + "/" + name;
-  if (!bytes) {
-    std::remove(path.c_str());
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) std::abort();
-  if (!bytes->empty() && std::fwrite(bytes->data(), 1, bytes->size(), f) != bytes->size()) std::abort();
-  std::fclose(f);
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> parts;
-  for (size_t at = 0; parts.size() < 5;) {
-    const size_t end = input.find("\n====\n", at);
-    parts.push_back(input.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
-    if (end == std::string_view::npos) break;
-    at = end + 6;
-  }
+  const std::vector<std::string_view> parts = sf::fuzz::parts(input, 5);
+  const std::string& dir = sf::fuzz::folder("hf");
   const char* names[] = {"config.json", "vocab.json", "generation_config.json", "tokenizer_config.json", "source.spm"};
-  for (size_t i = 0; i < 5; ++i) put(names[i], i < parts.size() ? &parts[i] : nullptr);
-  put("target.spm", parts.size() > 4 ? &parts[4] : nullptr);
+  for (size_t i = 0; i < 5; ++i) sf::fuzz::put(dir, names[i], i < parts.size() ? &parts[i] : nullptr);
+  sf::fuzz::put(dir, "target.spm", parts.size() > 4 ? &parts[4] : nullptr);
   try {
-    sf::load_hf_marian(folder(), nullptr, /*read_weights=*/false);
+    sf::load_hf_marian(dir, nullptr, /*read_weights=*/false);
     std::abort();  // there are no weights: a load must not succeed
   } catch (const sf::Error&) {
   }
