@@ -21,10 +21,7 @@ constexpr const char* kDecoderWeight = "cls.predictions.decoder.weight";
 constexpr const char* kWordEmbedding = "bert.embeddings.word_embeddings.weight";
 
 std::string required_file(const std::string& folder, const std::string& name) {
-  const std::string path = in_folder(folder, name);
-  if (!path_exists(path))
-    fail(ErrorKind::Missing, kWhere, "'" + folder + "' has no " + name + " (a BERT folder holds " + kRequired + ")");
-  return path;
+  return hf::required_file(folder, name, "BERT", kRequired, kWhere);
 }
 
 // ACT2FN's names for hidden_act (BertIntermediate's activation and the masked-LM head's transform_act_fn).
@@ -104,13 +101,9 @@ Model load_hf_bert(const std::string& folder, std::vector<std::string>* warnings
     if (warnings) warnings->push_back(w);
   };
   require_folder(folder);
-
   const std::string config_path = required_file(folder, "config.json");
-  const nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
-  if (model_type(j, config_path) != "bert")
-    fail(ErrorKind::Format, kWhere,
-         "'" + config_path + "' describes " + describe_model(j) +
-             "; this reader opens BERT (model_type \"bert\", BertForMaskedLM)");
+  const nlohmann::json j =
+      read_config_of_type(config_path, "bert", "BERT (model_type \"bert\", BertForMaskedLM)", kWhere);
   // The variants modeling_bert.py allows that Stepformer does not compute are refused by name.
   if (const std::string p = config_string(j, "position_embedding_type", "absolute"); p != "absolute")
     fail(ErrorKind::Unsupported, kWhere, "'" + config_path + "': position_embedding_type \"" + p +

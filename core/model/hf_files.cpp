@@ -98,6 +98,24 @@ std::string weights_path(const std::string& folder, const std::string& weights_f
        "'" + folder + "' has no model.safetensors (a " + kind + " folder holds " + holds + ")");
 }
 
+std::string required_file(const std::string& folder, const std::string& name, const char* kind, const char* holds,
+                          const char* where) {
+  const std::string path = in_folder(folder, name);
+  if (!path_exists(path))
+    fail(ErrorKind::Missing, where,
+         "'" + folder + "' has no " + name + " (a " + kind + " folder holds " + holds + ")");
+  return path;
+}
+
+nlohmann::json read_config_of_type(const std::string& config_path, const char* type, const char* opens,
+                                   const char* where) {
+  nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
+  if (model_type(j, config_path) != type)
+    fail(ErrorKind::Format, where,
+         "'" + config_path + "' describes " + describe_model(j) + "; this reader opens " + opens);
+  return j;
+}
+
 void require_tied_copy(const SafetensorsFile& file, const std::string& copy, const std::string& original,
                        const std::string& original_label, const char* what, const char* model, const char* where) {
   const TensorView* a_view = file.find(copy);

@@ -28,6 +28,15 @@ std::string config_string(const nlohmann::json& j, const char* key, const std::s
 // A number (float) `key`, or the fallback; ErrorKind::Format when present but not a number.
 double config_number(const nlohmann::json& j, const char* key, double fallback, const std::string& path);
 
+// FOLDER/NAME where the folder has it; else ErrorKind::Missing "'FOLDER' has no NAME (a KIND folder holds HOLDS)".
+std::string required_file(const std::string& folder, const std::string& name, const char* kind, const char* holds,
+                          const char* where);
+
+// A hub folder's config.json (at most kMaxJsonBytes) read by the reader of one architecture: its model_type must be
+// `type`, else ErrorKind::Format "'PATH' describes ...; this reader opens OPENS".
+nlohmann::json read_config_of_type(const std::string& config_path, const char* type, const char* opens,
+                                   const char* where);
+
 // A tensor a hub file may carry as a copy of another (GPT-2's lm_head.weight of wte, BERT's masked-LM decoder of the
 // word embedding) must be that tensor itself, as Stepformer computes the model tied: compared in chunks, never
 // both whole in memory. Nothing to check where either is absent. ErrorKind::Unsupported naming the first element

@@ -19,10 +19,7 @@ constexpr const char* kPrefix = "transformer.";
 constexpr const char* kRequired = "config.json, model.safetensors, vocab.json and merges.txt";
 
 std::string required_file(const std::string& folder, const std::string& name) {
-  const std::string path = in_folder(folder, name);
-  if (!path_exists(path))
-    fail(ErrorKind::Missing, kWhere, "'" + folder + "' has no " + name + " (a GPT-2 folder holds " + kRequired + ")");
-  return path;
+  return hf::required_file(folder, name, "GPT-2", kRequired, kWhere);
 }
 
 // ACT2FN's names for the MLP's activation.
@@ -44,13 +41,9 @@ Model load_hf_gpt2(const std::string& folder, std::vector<std::string>* warnings
     if (warnings) warnings->push_back(w);
   };
   require_folder(folder);
-
   const std::string config_path = required_file(folder, "config.json");
-  const nlohmann::json j = read_json_file(config_path, kMaxJsonBytes, "a config.json");
-  if (model_type(j, config_path) != "gpt2")
-    fail(ErrorKind::Format, kWhere,
-         "'" + config_path + "' describes " + describe_model(j) +
-             "; this reader opens GPT-2 (model_type \"gpt2\", GPT2LMHeadModel)");
+  const nlohmann::json j =
+      read_config_of_type(config_path, "gpt2", "GPT-2 (model_type \"gpt2\", GPT2LMHeadModel)", kWhere);
   // The variants modeling_gpt2.py allows that Stepformer does not compute are refused by name.
   if (config_bool(j, "add_cross_attention", false, config_path))
     fail(ErrorKind::Unsupported, kWhere, "'" + config_path + "': add_cross_attention is true (a GPT-2 used as a "
