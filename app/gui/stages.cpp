@@ -75,8 +75,7 @@ std::string stage_missing_text(Stage stage, ModelStacks stacks) {
   Config shape;
   shape.stacks = stacks;
   const StageInfo& info = stage_info(stage);
-  const T why = stage == Stage::Training                                      ? T::shape_missing_training
-                : info.layer_of == AttentionKind::Cross && shape.has_decoder() ? T::shape_missing_cross
+  const T why = info.layer_of == AttentionKind::Cross && shape.has_decoder() ? T::shape_missing_cross
                 : !shape.has_encoder()                                         ? T::shape_missing_encoder
                                                                                : T::shape_missing_decoder;
   return tr(why, {{"stage", info.id}, {"shape", shape_text(stacks)}, {"nearest", stage_name(stage_for_shape(stage, stacks))}});

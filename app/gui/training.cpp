@@ -20,7 +20,9 @@ namespace {
 // The runs the app offers. The classroom run reads readably after about 3 epochs (2.5 minutes on 2 cores;
 // the shipped timeline is one such run: README "Watch it learn"); the de-en recipe is the shipped model's; the
 // gpt-classroom run is a language model of the English captions alone (decoder-only, the options of
-// `stepformer-cli train --shape decoder-only` with the classroom's size), whose validation is a perplexity.
+// `stepformer-cli train --shape decoder-only` with the classroom's size), whose validation is a perplexity; the
+// bert-classroom run is a masked language model of the same captions (encoder-only, the options of
+// `stepformer-cli train --shape encoder-only` as the shipped bert-en was trained, at the classroom's size).
 std::vector<TrainingRecipe> make_recipes() {
   TrainOptions common;
   common.source_language = "de";
@@ -71,10 +73,33 @@ std::vector<TrainingRecipe> make_recipes() {
   gpt.schedule.peak = 2e-3f;
   gpt.schedule.warmup_steps = 300;
   gpt.command_line = "the app's gpt-classroom recipe";
+  // A BERT: [MASK]ed words of the English captions (15% chosen, 80/10/10, core/train/masking.h) read whole, both
+  // sides at once; learned positions, post-norm, GELU, the output tied to the embedding (the shipped bert-en's
+  // choices). Masked words are 15% of the tokens, so a batch teaches less than a GPT's: more epochs.
+  TrainOptions bert = common;
+  bert.model.stacks = ModelStacks::EncoderOnly;
+  bert.source_language.clear();
+  bert.target_language = "en";  // the one language (TrainOptions: target_language)
+  bert.model.d_model = 128;
+  bert.model.n_heads = 4;
+  bert.model.n_encoder_layers = 2;
+  bert.model.n_decoder_layers = 0;
+  bert.model.d_ff = 512;
+  bert.model.positional_encoding = PositionalEncoding::Learned;
+  bert.model.norm_placement = NormPlacement::Post;
+  bert.model.encoder_final_norm = bert.model.decoder_final_norm = false;
+  bert.model.activation = Activation::GELU;
+  bert.model.max_positions = std::max(bert.model.max_positions, bert.max_length);
+  bert.label_smoothing = 0.0f;  // (as bert-en: the masked word itself is the target)
+  bert.epochs = 8;
+  bert.schedule.peak = 1e-3f;
+  bert.schedule.warmup_steps = 150;
+  bert.command_line = "the app's bert-classroom recipe";
   return {
       {"classroom", T::training_recipe_classroom, T::training_recipe_classroom_about, classroom},
       {"de-en", T::training_recipe_shipped, T::training_recipe_shipped_about, shipped},
       {"gpt-classroom", T::training_recipe_gpt, T::training_recipe_gpt_about, gpt},
+      {"bert-classroom", T::training_recipe_bert, T::training_recipe_bert_about, bert},
   };
 }
 
@@ -205,18 +230,21 @@ bool Training::show_snapshot(AppState& state, int index) {
 
 bool Training::use_weights_fitting_sentence(AppState& state, std::shared_ptr<const Model> model,
                                             const std::string& source) {
-  // A German sentence (or nothing) read by a language model would be words it never saw: a GPT shown where a
-  // translator (or no model) was continues kTrainingPrompt, and a translator shown where a GPT continued it reads
-  // the default sentence again. A sentence of the user's, of the right language, is kept (AppState::use_model
-  // swaps the default sentence and prompt likewise).
+  // A German sentence (or nothing) read by a language model would be words it never saw: a GPT shown where
+  // another shape (or no model) was continues kTrainingPrompt, a BERT fills in kTrainingBlankSentence, and a
+  // translator shown where a GPT or BERT read its training sentence reads the default sentence again. A sentence
+  // of the user's is kept otherwise (AppState::use_model swaps the default sentence and prompt likewise).
   const std::string before = state.sentence();
-  const bool to_gpt = model->config.stacks == ModelStacks::DecoderOnly && !state.decoder_only();
-  const bool to_translator =
-      model->config.stacks != ModelStacks::DecoderOnly && state.decoder_only() && before == kTrainingPrompt;
-  if (to_gpt) state.keep_sentence(kTrainingPrompt);
-  if (to_translator) state.keep_sentence(kDefaultSentence);
+  const ModelStacks to = model->config.stacks;
+  const bool changes_shape = !state.model() || state.model()->config.stacks != to;
+  const char* fitting = nullptr;
+  if (changes_shape && to == ModelStacks::DecoderOnly) fitting = kTrainingPrompt;
+  if (changes_shape && to == ModelStacks::EncoderOnly) fitting = kTrainingBlankSentence;
+  if (changes_shape && to == ModelStacks::EncoderDecoder && (before == kTrainingPrompt || before == kTrainingBlankSentence))
+    fitting = kDefaultSentence;
+  if (fitting) state.keep_sentence(fitting);
   if (state.use_weights(std::move(model), source)) return true;
-  if (to_gpt || to_translator) state.keep_sentence(before);
+  if (fitting) state.keep_sentence(before);
   return false;
 }
 

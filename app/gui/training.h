@@ -23,19 +23,23 @@
 namespace sf::gui {
 
 // A training run the app offers: a size and its hyperparameters (the data folder is filled in at the start).
-// options.model.stacks says what it trains: a translator (EncoderDecoder) or a language model (DecoderOnly).
+// options.model.stacks says what it trains: a translator (EncoderDecoder), a language model (DecoderOnly) or a
+// masked language model (EncoderOnly).
 struct TrainingRecipe {
-  std::string id;     // what `train start` takes: "classroom", "de-en", "gpt-classroom"
+  std::string id;     // what `train start` takes: "classroom", "de-en", "gpt-classroom", "bert-classroom"
   T title;            // for the recipe picker (the string table's entry)
   T about;            // one line: the model's size and how long it takes
   TrainOptions options;
 };
 const std::vector<TrainingRecipe>& training_recipes();
 const TrainingRecipe* find_training_recipe(const std::string& id);  // null for an unknown id
-std::string training_recipe_ids();  // "classroom, de-en, gpt-classroom", for messages
+std::string training_recipe_ids();  // "classroom, de-en, gpt-classroom, bert-classroom", for messages
 // What a language model's weights continue when they replace a translator (or no model) on show: the start of the
 // shipped example's caption, so the next word to learn is "shirt".
 inline constexpr const char* kTrainingPrompt = "a man in an orange";
+// What a masked language model's weights fill in when they replace another shape on show: the same caption with
+// its next word blanked, so the blank to learn is "shirt" again (the word tokenizer keeps "[MASK]" whole).
+inline constexpr const char* kTrainingBlankSentence = "a man in an orange [MASK] is standing on the street .";
 
 // How peaked an attention map is: the mean over its rows (queries) of the entropy of each row, in nats; blocked
 // cells (NaN, zero probability) count as zero. A uniform row over n keys gives ln n; a row on one key gives 0.

@@ -207,7 +207,7 @@ class LessonPauses : public ::testing::TestWithParam<LessonScreen> {
 
 std::vector<LessonScreen> lesson_screens() {
   std::vector<LessonScreen> out;
-  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn", "translator-to-gpt"}) {
+  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn", "translator-to-gpt", "three-shapes"}) {
     for (const Screen& screen : kScreens) out.push_back({lesson, screen});
     // The Korean and Chinese versions (their `language` line switches the app's words) on the smallest screen
     // and the largest type: the words are shorter but the glyphs taller.

@@ -165,7 +165,7 @@ TEST(LiveTraining, RefusesAnUnknownRecipeMissingDataAndASecondRun) {
 // The recipes: the two translators as they were, and a GPT (decoder-only) of the English captions with the options
 // `stepformer-cli train --shape decoder-only` sets (learned positions, pre-norm and a final norm, GELU, tied output).
 TEST(TrainingRecipes, TheTranslatorsAsTheyWereAndADecoderOnlyGpt) {
-  ASSERT_EQ(training_recipe_ids(), "classroom, de-en, gpt-classroom");
+  ASSERT_EQ(training_recipe_ids(), "classroom, de-en, gpt-classroom, bert-classroom");
   const TrainingRecipe* classroom = find_training_recipe("classroom");
   const TrainingRecipe* shipped = find_training_recipe("de-en");
   const TrainingRecipe* gpt = find_training_recipe("gpt-classroom");
@@ -269,6 +269,107 @@ TEST(LiveTraining, AGptRunShowsCausalSelfAttentionAndAContinuation) {
   ASSERT_TRUE(training.show_file_model(state));
   state.finish_background();
   EXPECT_FALSE(state.decoder_only());
+  EXPECT_EQ(state.sentence(), kDefaultSentence);
+}
+
+// The fourth recipe: a BERT (encoder-only masked language model) of the English captions with the choices the
+// shipped bert-en was trained with (`stepformer-cli train --shape encoder-only`: learned positions, post-norm and
+// no final norm, GELU, tied output, no label smoothing), at the classroom's size.
+TEST(TrainingRecipes, AnEncoderOnlyBertAsBertEnWasTrained) {
+  const TrainingRecipe* bert = find_training_recipe("bert-classroom");
+  ASSERT_TRUE(bert);
+  const TrainOptions& o = bert->options;
+  EXPECT_EQ(o.model.stacks, ModelStacks::EncoderOnly);
+  EXPECT_EQ(o.source_language, "");
+  EXPECT_EQ(o.target_language, "en");
+  EXPECT_EQ(o.model.n_encoder_layers, 2);
+  EXPECT_EQ(o.model.n_decoder_layers, 0);
+  EXPECT_EQ(o.model.d_model, 128);
+  EXPECT_EQ(o.model.n_heads, 4);
+  EXPECT_EQ(o.model.d_ff, 512);
+  EXPECT_EQ(o.model.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(o.model.norm_placement, NormPlacement::Post);
+  EXPECT_FALSE(o.model.encoder_final_norm);
+  EXPECT_FALSE(o.model.decoder_final_norm);
+  EXPECT_EQ(o.model.activation, Activation::GELU);
+  EXPECT_TRUE(o.model.tie_output_embedding);
+  EXPECT_EQ(o.label_smoothing, 0.0f);
+  EXPECT_GE(o.model.max_positions, o.max_length);
+  EXPECT_NE(std::string(tr(bert->about)).find("[MASK]"), std::string::npos);
+  Training training;
+  std::string error;
+  EXPECT_FALSE(training.start("bert-classroom", "/nonexistent", 1, &error));
+  EXPECT_NE(error.find("train.lc.norm.tok.en"), std::string::npos) << error;
+}
+
+// A BERT run replacing the translator on show: the views follow its weights as a BERT (encoder-only) reading
+// kTrainingBlankSentence, whose [MASK] is filled in; its self-attention sees both sides (every cell of every row
+// open, above the diagonal too); each epoch's validation is a masked-word perplexity and accuracy (BLEU 0). A
+// snapshot is a BERT too, and the model file comes back with its German sentence.
+TEST(LiveTraining, ABertRunShowsBothSidesAndFillsTheBlank) {
+  const fs::path data = tiny_corpus(fresh_output_dir("live_training_bert") / "data");
+  AppState state;
+  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
+  state.finish_background();
+  Training training;
+  training.set_file_model(state.model(), state.model_path());
+  std::string error;
+  ASSERT_TRUE(training.start("bert-classroom", data.string(), 1, &error)) << error;
+  for (int i = 0; i < 6000 && training.running(); ++i) {
+    training.poll(state);
+    state.poll_background();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(training.running()) << "the run did not end in 60 s";
+  training.refresh_now();
+  for (int i = 0; i < 1000 && training.refresh_pending(); ++i) {
+    training.poll(state);
+    state.poll_background();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  state.finish_background();
+  ASSERT_EQ(training.status().state, TrainingSession::State::Finished) << training.status().message;
+  EXPECT_EQ(training.live_step_shown(), training.status().step);
+  ASSERT_TRUE(state.model()) << state.error();
+  EXPECT_TRUE(state.encoder_only());
+  EXPECT_EQ(state.model()->config.n_encoder_layers, 2);
+  EXPECT_EQ(state.model()->config.n_decoder_layers, 0);
+  EXPECT_GE(state.model()->config.mask_id, 0);
+  EXPECT_EQ(state.sentence(), kTrainingBlankSentence);
+  ASSERT_TRUE(state.ready()) << state.error();
+  // [CLS] a man in an orange [MASK] ...: position 6 reads the mask id, and the filled-in text brackets a word there
+  const std::vector<Token>& tokens = state.source_tokens();
+  ASSERT_GE(tokens.size(), 8u);
+  EXPECT_EQ(tokens[6].id, state.model()->config.mask_id);
+  const std::string filled = state.filled_in_text();
+  EXPECT_EQ(filled.rfind("[CLS] a man in an orange [", 0), 0u) << "the blank in brackets: " << filled;
+  EXPECT_NE(filled.find("] is standing on the street . [SEP]"), std::string::npos) << filled;
+  const Trace& trace = state.trace();
+  ASSERT_EQ(trace.encoder.size(), 2u);
+  for (const auto& layer : trace.encoder)
+    for (const Mat& p : layer.self_attn.probs) {
+      ASSERT_EQ(p.rows(), p.cols());
+      ASSERT_EQ(p.rows(), static_cast<Eigen::Index>(tokens.size()));
+      EXPECT_GT(p(0, p.cols() - 1), 0.0f) << "[CLS] sees [SEP], after it";
+      EXPECT_GT(p.minCoeff(), 0.0f) << "no cell blocked";
+    }
+  ASSERT_EQ(training.status().history.size(), 8u);
+  for (const EpochRecord& e : training.status().history) {
+    EXPECT_GT(e.valid_nll, 0.0);
+    EXPECT_EQ(e.valid_bleu, 0.0);
+    EXPECT_GE(e.valid_masked_accuracy, 0.0);
+    EXPECT_LE(e.valid_masked_accuracy, 1.0);
+  }
+  ASSERT_NE(training.timeline(), nullptr);
+  EXPECT_GE(training.timeline()->snapshots.back().valid_perplexity, 1.0);
+  ASSERT_TRUE(training.show_snapshot(state, 0)) << state.error();
+  state.finish_background();
+  EXPECT_TRUE(state.encoder_only());
+  EXPECT_EQ(state.sentence(), kTrainingBlankSentence);
+  ASSERT_TRUE(training.show_file_model(state));
+  state.finish_background();
+  EXPECT_FALSE(state.encoder_only());
   EXPECT_EQ(state.sentence(), kDefaultSentence);
 }
 
@@ -621,6 +722,40 @@ TEST(TrainingScreen, DuringAShortGptRun) {
   ASSERT_TRUE(continuation && valid) << layout.dump();
   EXPECT_EQ(continuation->at("text").get<std::string>().rfind("-> ", 0), 0u) << continuation->dump();
   EXPECT_NE(valid->at("text").get<std::string>().find("perplexity"), std::string::npos) << valid->dump();
+}
+
+// On screen during a BERT run started over the translator: the encoder's self-attention of the live weights, a
+// full square over [CLS] .. [SEP] (no training_self_head, no cross-attention), the sentence with its blank
+// filled in, and the validation perplexity per epoch. The stage is the Training stage still (a BERT has one).
+TEST(TrainingScreen, DuringAShortBertRun) {
+  const std::string app = headless_app_command("");
+  if (app.empty()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fresh_output_dir("training_bert_screen");
+  const fs::path data = tiny_corpus(dir / "data");
+  const ScriptRun run = run_training_script(dir, data, "bert.script",
+                                            "stage training\ntrain start bert-classroom\n"
+                                            "wait-train 3\nscreenshot during.png\nlayout during.json\n"
+                                            "train stop\nwait-train 100\nquit\n");
+  ASSERT_EQ(run.status, 0) << run.log;
+  EXPECT_EQ(run.log.find("script line"), std::string::npos) << run.log;
+  const nlohmann::json layout = testing::load_json(dir / "during.json");
+  bool encoder_map = false, other_map = false;
+  for (const auto& h : layout["heatmaps"]) {
+    if (h["name"] == "training_encoder_head") encoder_map = h["cols"] == h["rows"] && h["cols"].get<int>() >= 12;
+    if (h["name"] == "training_self_head" || h["name"] == "training_cross_head") other_map = true;
+  }
+  EXPECT_TRUE(encoder_map) << "[CLS] a man in an orange [MASK] is standing on the street . [SEP]: " << layout.dump();
+  EXPECT_FALSE(other_map) << "a BERT has neither a causal self-attention nor cross-attention";
+  std::optional<nlohmann::json> filled, valid;
+  for (const auto& item : layout["items"]) {
+    if (item["name"] == "training.filled") filled = item;
+    if (item["name"] == "training.valid_curve") valid = item;
+  }
+  ASSERT_TRUE(filled && valid) << layout.dump();
+  const std::string text = filled->at("text").get<std::string>();
+  EXPECT_EQ(text.rfind("-> [CLS] a man in an orange [", 0), 0u) << text;
+  EXPECT_NE(valid->at("text").get<std::string>().find("perplexity"), std::string::npos) << valid->dump();
+  EXPECT_TRUE(fs::is_regular_file(dir / "during.png"));
 }
 
 // wait-train on a paused run: a paused run takes no steps, so the wait would never end (it did: the app waited

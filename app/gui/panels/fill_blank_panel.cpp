@@ -166,7 +166,7 @@ std::optional<AttentionSelection> FillBlankPanel::draw_heads(const AppState& sta
   const Trace& trace = state.trace();
   const int L = static_cast<int>(trace.encoder.size()), H = c.n_heads;
   const std::vector<std::string> labels = state.source_labels();
-  ImGui::TextUnformatted(tr(T::bert_heads_heading, {{"position", position}}).c_str());
+  text_wrapped(tr(T::bert_heads_heading, {{"position", position}}));  // (a projector's narrow column: wrapped)
   explanation(tr(T::bert_heads_explanation));
   std::optional<AttentionSelection> clicked;
   // A cell per head: a bar per key (its probability from row `position` of the head's (S, S) map), the
@@ -188,7 +188,10 @@ std::optional<AttentionSelection> FillBlankPanel::draw_heads(const AppState& sta
       ImGui::PopID();
       draw->AddRectFilled(at, ImVec2(at.x + cell_w, at.y + cell_h), IM_COL32(30, 34, 44, 255));
       if (hovered) draw->AddRect(at, ImVec2(at.x + cell_w, at.y + cell_h), kHoverColour, 0, 0, 2.0f);
-      const std::string name = tr(T::app_detail_layer_head, {{"layer", shown_number(l)}, {"head", shown_number(h)}});
+      // "layer 1, head 2", or "L1 H2" where a cell is too narrow for it (presentation mode's large type)
+      std::string name = tr(T::app_detail_layer_head, {{"layer", shown_number(l)}, {"head", shown_number(h)}});
+      if (ImGui::CalcTextSize(name.c_str()).x * 0.7f > cell_w - 6)
+        name = tr(T::bert_heads_cell_short, {{"layer", shown_number(l)}, {"head", shown_number(h)}});
       if (state.interventions().head_off(AttentionKind::Encoder, l, h)) {
         draw->AddText(ImVec2(at.x + 4, at.y + 2), IM_COL32(200, 120, 120, 255), tr(T::bert_heads_off));
         draw->AddText(ImVec2(at.x, at.y + cell_h), ImGui::GetColorU32(ImGuiCol_TextDisabled), name.c_str());
@@ -210,9 +213,17 @@ std::optional<AttentionSelection> FillBlankPanel::draw_heads(const AppState& sta
         draw->AddText(ImGui::GetFont(), ImGui::GetFontSize() * 0.7f, ImVec2(at.x + 3, at.y + 1),
                       ImGui::GetColorU32(ImGuiCol_TextDisabled), name.c_str());
         const std::string strongest_label = labels[static_cast<size_t>(strongest)];
-        const std::string under = strongest_label + " " + probability_text(row(strongest));
+        // the strongest key and its weight under the bars: smaller type where it would not fit (down to 0.7 of the
+        // body text); where even that is too wide, the word alone (its weight is the tallest bar, and the
+        // tooltip's), clipped to the cell only beyond that
+        std::string under = strongest_label + " " + probability_text(row(strongest));
+        const float room = cell_w - 2, smallest = 0.7f;
+        if (ImGui::CalcTextSize(under.c_str()).x * smallest > room) under = strongest_label;
+        const float under_w = ImGui::CalcTextSize(under.c_str()).x;
+        const float under_size = ImGui::GetFontSize() * std::clamp(room / std::max(1.0f, under_w), smallest, 1.0f);
         draw->PushClipRect(ImVec2(at.x, at.y + cell_h), ImVec2(at.x + cell_w, at.y + cell_h + line), true);
-        draw->AddText(ImVec2(at.x, at.y + cell_h), ImGui::GetColorU32(ImGuiCol_Text), under.c_str());
+        draw->AddText(ImGui::GetFont(), under_size, ImVec2(at.x, at.y + cell_h), ImGui::GetColorU32(ImGuiCol_Text),
+                      under.c_str());
         draw->PopClipRect();
         record_item("fill.head", at, ImVec2(at.x + cell_w, at.y + cell_h), l * H + h, strongest_label, row(strongest));
         if (hovered)

@@ -264,7 +264,10 @@ bool draw_pipeline_map(const PipelineMapView& view, Stage* clicked) {
   for (const auto& [stage, label] : below)
     if (stage_in_shape(stage, stacks)) stage_button(stage, tr(label));
   // (T opens training where the shape has it)
-  ImGui::TextDisabled("%s", tr(stage_in_shape(Stage::Training, stacks) ? T::pipeline_map_keys : T::gpt_pipeline_map_keys));
+  // (an encoder-only model writes nothing: no next token; a click on a word masks it)
+  ImGui::TextDisabled("%s", tr(stacks == ModelStacks::EncoderOnly                 ? T::bert_pipeline_map_keys
+                               : stage_in_shape(Stage::Training, stacks) ? T::pipeline_map_keys
+                                                                           : T::gpt_pipeline_map_keys));
   return result;
 }
 

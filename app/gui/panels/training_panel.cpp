@@ -121,7 +121,9 @@ void TrainingPanel::draw_stage(const AppState& state, const Training& training, 
   presenting_ = presenting;
   if (!presenting) ImGui::TextUnformatted(tr(T::training_heading));
   // (a GPT on show: what it learns and what to watch, in place of the translator's)
-  explanation(tr(state.decoder_only() ? T::training_gpt_explanation : T::training_model_starts_from_random));
+  explanation(tr(state.decoder_only()   ? T::training_gpt_explanation
+                 : state.encoder_only() ? T::training_bert_explanation
+                                        : T::training_model_starts_from_random));
   const float left_width = presenting ? ImGui::GetContentRegionAvail().x * 0.4f
                                       : std::max(ImGui::GetFontSize() * 24, ImGui::GetContentRegionAvail().x * 0.46f);
   // Presenting, the map takes its column's whole height: what names it (the snapshot, the head's controls, its
@@ -320,7 +322,8 @@ void TrainingPanel::draw_run(const Training& training, const std::string& data_d
   // A translator's validation loss per epoch; a language model's perplexity, exp(mean -ln p per token): the
   // number of words it hesitates between (BLEU is 0 there: it translates nothing).
   const TrainingRecipe* recipe = find_training_recipe(training.recipe_id());
-  const bool language_model = recipe && recipe->options.model.stacks == ModelStacks::DecoderOnly;
+  // (a masked language model's perplexity is over its masked words: exp(mean -ln p of the hidden word))
+  const bool language_model = recipe && recipe->options.model.stacks != ModelStacks::EncoderDecoder;
   std::vector<float> valid_loss;
   for (const EpochRecord& e : st.history)
     valid_loss.push_back(static_cast<float>(language_model ? std::exp(e.valid_nll) : e.valid_nll));
@@ -463,6 +466,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     if (header)
       ImGui::TextDisabled("%s", tr(state.busy()            ? T::training_decoding
                                    : state.decoder_only() ? T::training_no_continuation_yet
+                                   : state.encoder_only() ? T::training_no_fill_yet
                                                           : T::training_no_translation_yet));
     return;
   }
@@ -483,8 +487,9 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     ImGui::TextUnformatted(tr(T::training_model_file_opened));
   }
   // A GPT shows its own self-attention, the causal triangle, where a translator shows cross-attention; and its
-  // continuation of the prompt (AppState decodes the model on show) where a translator shows its translation.
-  const bool gpt = state.decoder_only();
+  // continuation of the prompt (AppState decodes the model on show) where a translator shows its translation. A
+  // BERT shows its encoder's self-attention, both sides, and the sentence with each blank filled in.
+  const bool gpt = state.decoder_only(), bert = state.encoder_only();
   if (!presenting_ && header) {  // presenting, the header strip shows them
     ImGui::PushTextWrapPos(0);
     const ImVec4 gold(1.0f, 0.85f, 0.45f, 1.0f);
@@ -494,6 +499,12 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       const std::string continuation = tr(T::training_continuation, {{"continuation", state.translation_text()}});
       text_wrapped_at_pos(continuation, &gold);
       record_item("training.continuation", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, continuation);
+    } else if (bert) {
+      text_wrapped_at_pos(tr(T::training_blank_sentence, {{"sentence", state.sentence()}}),
+                          &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+      const std::string filled = "-> " + state.filled_in_text();
+      text_wrapped_at_pos(filled, &gold);
+      record_item("training.filled", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, filled);
     } else {
       text_wrapped_at_pos(state.sentence(), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
       text_wrapped_at_pos("-> " + state.translation_text(), &gold);
@@ -502,20 +513,20 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   }
 
   const Config& c = state.model()->config;
-  const AttentionKind kind = gpt ? AttentionKind::Decoder : AttentionKind::Cross;
+  const AttentionKind kind = gpt ? AttentionKind::Decoder : bert ? AttentionKind::Encoder : AttentionKind::Cross;
+  const int L = bert ? c.n_encoder_layers : c.n_decoder_layers, H = c.n_heads;
   head.kind = kind;
-  head.layer = std::clamp(head.layer, 0, c.n_decoder_layers - 1);
+  head.layer = std::clamp(head.layer, 0, L - 1);
   head.head = std::clamp(head.head, 0, c.n_heads - 1);
   if (header && controls_toggle(&controls_open_)) {
     if (presenting_) ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-    numbered_slider(tr_label(T::training_layer, "training").c_str(), &head.layer, c.n_decoder_layers);
+    numbered_slider(tr_label(T::training_layer, "training").c_str(), &head.layer, L);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
     numbered_slider(tr_label(T::training_head, "training").c_str(), &head.head, c.n_heads);
   }
-  const int H = c.n_heads, L = c.n_decoder_layers;
-  const std::vector<std::string> rows = state.decoder_row_labels(),
+  const std::vector<std::string> rows = bert ? state.source_labels() : state.decoder_row_labels(),
                                  cols = gpt ? state.decoder_input_labels() : state.source_labels();
   if (uploaded_version_ != state.version() || uploaded_head_.layer != head.layer || uploaded_head_.head != head.head ||
       uploaded_head_.kind != head.kind) {
@@ -550,16 +561,19 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   if (header) {
     // (an even row over n keys has entropy ln n)
     const double even = gpt ? head_even_ : std::log(static_cast<double>(std::max(1, head_view_.heatmap().cols())));
-    text_wrapped(tr(gpt ? (presenting_ ? T::training_self_attention_entropy_even : T::training_self_attention_layer_head)
-                        : presenting_ ? T::training_cross_attention_entropy_even
-                                      : T::training_cross_attention_layer_head,
+    text_wrapped(tr(gpt    ? (presenting_ ? T::training_self_attention_entropy_even : T::training_self_attention_layer_head)
+                    : bert ? (presenting_ ? T::training_self_attention_entropy_even : T::training_bert_attention_layer_head)
+                    : presenting_ ? T::training_cross_attention_entropy_even
+                                  : T::training_cross_attention_layer_head,
                                 {{"layer", shown_number(head.layer)},
                                  {"head", shown_number(head.head)},
                                  {"entropy", number_text("%.2f", head_entropy_)},
                                  {"even", number_text("%.2f", even)}})
                                  .c_str());
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s", tr(gpt ? T::training_mean_over_rows_sum_causal : T::training_mean_over_rows_sum));
+      ImGui::SetTooltip("%s", tr(gpt    ? T::training_mean_over_rows_sum_causal
+                                 : bert ? T::training_mean_over_rows_sum_both_sides
+                                        : T::training_mean_over_rows_sum));
   }
   if (!map) return;
   // As the attention stages draw a map: labels, colour bar, zoom where rows would be too low for their words (an
@@ -571,7 +585,7 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
   MapAxis row_axis, col_axis;
   row_axis.labels = &rows;
   row_axis.tokens = true;
-  row_axis.side = TokenSide::Target;
+  row_axis.side = bert ? TokenSide::Source : TokenSide::Target;
   row_axis.role = TokenRole::Query;
   col_axis.labels = &cols;
   col_axis.tokens = true;
@@ -593,12 +607,15 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
     size = fit.size;
   }
   const ImVec2 map_origin = ImGui::GetCursorScreenPos();
-  head_view_.draw(gpt ? "training_self_head" : "training_cross_head", size, row_axis, col_axis, options);
+  head_view_.draw(gpt ? "training_self_head" : bert ? "training_encoder_head" : "training_cross_head", size, row_axis,
+                  col_axis, options);
   record_item("main_map", map_origin, ImVec2(map_origin.x + avail.x, ImGui::GetItemRectMax().y), -1, "training");
   ImDrawList* draw = ImGui::GetWindowDrawList();
   // Every cross-attention head, small: click one to show it large.
   if (presenting_) return;
-  ImGui::TextUnformatted(tr(gpt ? T::training_every_self_attention_head : T::training_every_cross_attention_head));
+  ImGui::TextUnformatted(tr(gpt    ? T::training_every_self_attention_head
+                            : bert ? T::training_every_bert_attention_head
+                                   : T::training_every_cross_attention_head));
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < H; ++h) {
       Heatmap& m = *grid_[static_cast<size_t>(l * H + h)];
@@ -606,8 +623,8 @@ void TrainingPanel::draw_model_now(const AppState& state, const Training& traini
       if (h > 0) ImGui::SameLine();
       const ImVec2 at = ImGui::GetCursorScreenPos();
       char name[40];
-      std::snprintf(name, sizeof(name), gpt ? "training_self_%d_%d" : "training_cross_%d_%d", shown_number(l),
-                    shown_number(h));
+      std::snprintf(name, sizeof(name), gpt ? "training_self_%d_%d" : bert ? "training_encoder_%d_%d" : "training_cross_%d_%d",
+                    shown_number(l), shown_number(h));
       m.draw(name, ImVec2(m.cols() * scale, m.rows() * scale), HeatmapStyle{Colormap::Viridis, false});
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip(

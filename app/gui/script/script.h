@@ -48,7 +48,7 @@
 //                            or N past the sentence: the script logs why and goes on
 //   unmask-token N           token N's word back
 // Training (gui/training.h, the Training stage):
-//   train start RECIPE [MODEL]  start a live run (RECIPE: classroom, de-en or gpt-classroom) on Multi30k (--data); the views
+//   train start RECIPE [MODEL]  start a live run (RECIPE: classroom, de-en, gpt-classroom or bert-classroom) on Multi30k (--data); the views
 //                            show its weights every few seconds. With MODEL (under the folder scripts may write)
 //                            the model and MODEL.checkpoint are written after each epoch, and a start with the
 //                            same MODEL resumes from that checkpoint
