@@ -1,5 +1,6 @@
-// stepformer-cli trace MODEL --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors [interventions]
-// Runs one forward pass and writes every traced tensor (docs/trace.md) as F32 into a safetensors file.
+// stepformer-cli trace MODEL --src TEXT [--tgt TEXT] [--ids] [--logit-lens] --out FILE.safetensors [interventions]
+// Runs one forward pass and writes every traced tensor (docs/trace.md) as F32 into a safetensors file; with
+// --logit-lens also each layer's logit lens (explain/logit_lens.h).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "decode/decoder.h"
+#include "explain/logit_lens.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -28,7 +30,8 @@ void print_help() {
   std::printf(
       "usage: stepformer-cli trace MODEL.safetensors --src TEXT [--tgt TEXT] [--ids] --out FILE.safetensors\n"
       "                           [--head-off KIND.L.H]... [--no-causal-mask] [--no-padding-mask]\n"
-      "                           [--no-pos-encoding] [--max-length N] [--device auto|cpu|cuda] [--tf32]\n\n"
+      "                           [--no-pos-encoding] [--max-length N] [--logit-lens] [--device auto|cpu|cuda]\n"
+      "                           [--tf32]\n\n"
       "Runs one forward pass of the model and writes every intermediate it computes (names and shapes in\n"
       "docs/trace.md: src.tok_embed, enc.0.self_attn.probs, ..., logits, probs) as F32 tensors.\n\n"
       "  --src TEXT          the source sentence (tokenized with the model's tokenizer); for a decoder-only model\n"
@@ -48,6 +51,10 @@ void print_help() {
       "  --no-pos-encoding   no positional encoding in either embedding\n"
       "  --max-length N      greedy decoding: at most N generated tokens, 1 to the model's max positions (the\n"
       "                      default)\n"
+      "  --logit-lens        also what each layer of the last stack would predict if the model stopped there\n"
+      "                      (the final norm where the model has one, then the output head, applied to that\n"
+      "                      layer's output): logit_lens.dec.L (T, V) per decoder layer L, or logit_lens.enc.L\n"
+      "                      (S, V) per encoder layer of an encoder-only model; the last layer's equals logits\n"
       "  --tf32              on the GPU, matrix products on TF32 tensor cores instead of FP32 (README, GPU)\n"
       "  --device D          auto (the default: the GPU where this build has CUDA and a GPU can take the model),\n"
       "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n");
@@ -91,6 +98,8 @@ int run_trace(const Args& args) {
   p.device("--device", &device);
   p.flag("--tf32", &tf32);
   p.value("--max-length", &max_length, 1, 1000000);
+  bool with_lens = false;
+  p.flag("--logit-lens", &with_lens);
   if (!p.parse(args)) return 2;
   if (p.help_requested()) {
     print_help();
@@ -176,6 +185,13 @@ int run_trace(const Args& args) {
   tensors.push_back({"src.ids", {static_cast<int64_t>(src_ids.size())}, src_ids});
   tensors.push_back({"tgt.ids", {static_cast<int64_t>(tgt_ids.size())}, tgt_ids});
   for (const NamedTensor& t : named) tensors.push_back({t.name, t.tensor.shape, t.tensor.data});
+  // (on the CPU from the trace, which holds every layer's output: a GPU's trace comes back whole)
+  const LogitLens lens = with_lens ? logit_lens(c, m.weights, trace) : LogitLens{};
+  for (size_t l = 0; l < lens.logits.size(); ++l) {
+    const Mat& x = lens.logits[l];  // (rows, V), row-major as the file stores it
+    tensors.push_back({logit_lens_name(lens.stack, static_cast<int>(l)), {x.rows(), x.cols()},
+                       std::span<const float>(x.data(), static_cast<size_t>(x.size()))});
+  }
 
   auto tokens = [](const Vocabulary& v, const std::vector<int>& ids) {
     nlohmann::json j = nlohmann::json::array();
@@ -201,7 +217,7 @@ int run_trace(const Args& args) {
       {"decoded", have_tgt ? "false" : "true"},
       {"interventions", interventions.dump()}};
   write_safetensors(out_path, tensors, metadata, DType::F32, out_rules);
-  std::printf("wrote %zu tensors (S %zu, T %zu) to %s\n", named.size(), trace.src.ids.size(), trace.tgt.ids.size(),
+  std::printf("wrote %zu tensors (S %zu, T %zu) to %s\n", tensors.size() - 2, trace.src.ids.size(), trace.tgt.ids.size(),
               out_path.c_str());
   return 0;
 }
