@@ -10,6 +10,7 @@
 #include "gui/model_loader.h"
 #include "gui/options.h"
 #include "gui/panels/attention_panel.h"
+#include "gui/panels/output_panel.h"
 #include "gui/panels/export_popup.h"
 #include "gui/panels/message_dialog.h"
 #include "gui/panels/model_info_panel.h"
@@ -55,6 +56,8 @@ class App {
   void select_head_index(int head);
   // The attention stages' view switch and cell expansion (also the script's `view` and `expand`).
   void set_attention_view(AttentionView view) { attention_panel().set_view(view); }
+  // The output stage's view: the probabilities, or every layer's guess (the script's `output-view`).
+  void set_output_view(OutputView view) { panels_.get<OutputPanel>().set_view(view); }
   void expand_attention_cell(int row, int col) { attention_panel().expand(row, col); }
   void collapse_attention_cell() { attention_panel().collapse(); }
   const std::optional<AttentionCell>& expanded_attention_cell() { return attention_panel().expanded_cell(); }

@@ -150,6 +150,41 @@ TEST_P(Projector, EveryMapStageOfAnEncoderOnlyModelMeetsTheRoom) {
   EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
 }
 
+// The output stage's "each layer's guess" (the logit lens) for the three shipped shapes, in English and Chinese: the
+// layers x positions grid and the bars under it run past nothing (its type shrinks where the room is short: 4
+// layers of 14 positions at 1280x800, scale 1.5).
+TEST_P(Projector, TheLogitLensFitsForEveryShippedShape) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_lens_" + screen_name({screen, 0}));
+  const std::string models = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/";
+  const struct {
+    const char* name;
+    const char* setup;
+  } cases[] = {{"de-en", "sentence Ein Mann in einem orangefarbenen Hemd steht auf der Straße.\n"},
+               {"gpt-en", "sentence a man in an orange\nrun\n"},
+               {"bert-en", "sentence a man in an orange shirt is standing on the street .\nmask-token 6\n"}};
+  std::string script = "present on\nunhover\ncaption Each row is what the model would say if it stopped after that "
+                       "layer: the top row is its real output.\n";
+  for (const auto& c : cases) {
+    script += "model " + models + c.name + ".safetensors\n" + c.setup + "stage output\noutput-view lens\n";
+    for (const char* language : {"en", "zh"})
+      script += std::string("language ") + language + "\nwait 30\nlayout " + c.name + "_" + language + ".json\n";
+  }
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const auto& c : cases)
+    for (const char* language : {"en", "zh"}) {
+      const std::string name = std::string(c.name) + "_" + language;
+      const json layout = testing::load_json(dir / (name + ".json"));
+      ASSERT_TRUE(layout.contains("panels")) << name;
+      EXPECT_FALSE(items_named(layout, "lens.cell").empty()) << name << ": no grid";
+      EXPECT_FALSE(items_named(layout, "lens.chosen").empty()) << name << ": no bars";
+      const std::string found = problems_of(layout, false);
+      if (!found.empty()) problems += name + ": " + found;
+    }
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
 INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
 
 // The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800

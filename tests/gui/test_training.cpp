@@ -402,7 +402,7 @@ TEST(TrainingFiles, TheTimelineBesideAModelOpensAndSavingItNeverOverwritesTheMod
   for (const fs::path& target : {model, beside}) {
     const std::string refused = training.save_timeline_to(target.string(), /*replace=*/true);
     EXPECT_NE(refused, "") << target;
-    EXPECT_NE(refused.find("'" + target.string() + "'"), std::string::npos) << refused;
+    EXPECT_NE(refused.find(std::string(1, '\'').append(target.string()).append(1, '\'')), std::string::npos) << refused;
   }
   EXPECT_EQ(test::read_bytes(model.string()), model_bytes) << "the open model is untouched";
   EXPECT_EQ(test::read_bytes(beside.string()), timeline_bytes);

@@ -4,6 +4,9 @@
 // interventions; the last layer's lens is the model's own logits, bit for bit; and the CLI writes it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +83,57 @@ TEST_P(LogitLensPytorch, EveryLayerMatchesAndTheLastIsTheLogits) {
   EXPECT_TRUE(lens.logits.back() == c.trace.logits) << "the last layer's lens differs from the logits";
   // An earlier layer's is not (a lens that returned the logits for every layer would pass the line above).
   EXPECT_GT((lens.logits.front() - c.trace.logits).cwiseAbs().maxCoeff(), 1e-3f);
+}
+
+// What the app keeps of the lens: per layer and row the k likeliest tokens with their probabilities, and the
+// probability of the chosen token, against the softmax of the PyTorch reference's lens.
+TEST_P(LogitLensPytorch, TheTopTokensAndTheChosenTokensProbabilityLayerByLayer) {
+  const LensCase c = load_case(GetParam());
+  const Config& config = c.fixture.model.config;
+  const std::vector<Mat> outputs = last_stack_outputs(config, c.trace);
+  const int rows = static_cast<int>(outputs.at(0).rows());
+  std::vector<int> chosen(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) chosen[static_cast<size_t>(r)] = (r * 7 + 3) % static_cast<int>(c.trace.logits.cols());
+  chosen.back() = -1;  // (a row without a chosen token)
+  const LogitLensTop top = logit_lens_top(config, c.fixture.model.weights, outputs, chosen, 5);
+  ASSERT_EQ(top.layers, static_cast<int>(outputs.size()));
+  ASSERT_EQ(top.rows, rows);
+  ASSERT_EQ(top.k, 5);
+  const std::string stack = config.stacks == ModelStacks::EncoderOnly ? "enc" : "dec";
+  for (int l = 0; l < top.layers; ++l) {
+    const TensorView* want = c.lens.find("logit_lens." + stack + "." + std::to_string(l));
+    ASSERT_NE(want, nullptr);
+    const std::vector<float> w = want->to_floats();
+    const int V = static_cast<int>(want->shape[1]);
+    for (int r = 0; r < rows; ++r) {
+      // the reference row's softmax and order
+      std::vector<double> p(static_cast<size_t>(V));
+      double m = -1e30, sum = 0;
+      for (int v = 0; v < V; ++v) m = std::max(m, static_cast<double>(w[static_cast<size_t>(r * V + v)]));
+      for (int v = 0; v < V; ++v) sum += p[static_cast<size_t>(v)] = std::exp(w[static_cast<size_t>(r * V + v)] - m);
+      for (double& x : p) x /= sum;
+      std::vector<int> order(static_cast<size_t>(V));
+      for (int v = 0; v < V; ++v) order[static_cast<size_t>(v)] = v;
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]; });
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_NEAR(top.p(l, r, i), p[static_cast<size_t>(order[static_cast<size_t>(i)])], 1e-5) << l << "," << r << "," << i;
+        // (a tie within the tolerance may order two ids either way: then their probabilities agree)
+        if (i + 1 < V && p[static_cast<size_t>(order[static_cast<size_t>(i)])] - p[static_cast<size_t>(order[static_cast<size_t>(i + 1)])] > 1e-5) {
+          EXPECT_EQ(top.id(l, r, i), order[static_cast<size_t>(i)]) << l << "," << r << "," << i;
+        }
+      }
+      if (chosen[static_cast<size_t>(r)] < 0) {
+        EXPECT_EQ(top.chosen_p(l, r), -1.0f);
+      } else {
+        EXPECT_NEAR(top.chosen_p(l, r), p[static_cast<size_t>(chosen[static_cast<size_t>(r)])], 1e-5);
+      }
+    }
+  }
+  EXPECT_THROW(logit_lens_top(config, c.fixture.model.weights, outputs, std::vector<int>(static_cast<size_t>(rows + 1), 0), 5),
+               Error);
+  // Cancelled before it starts: no layer.
+  const std::atomic<bool> cancelled{true};
+  EXPECT_EQ(logit_lens_top(config, c.fixture.model.weights, outputs, chosen, 5, &cancelled).layers, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LogitLensPytorch, ::testing::ValuesIn(lens_fixture_paths()),

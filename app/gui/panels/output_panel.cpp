@@ -30,7 +30,26 @@ RowVec softmax_row(const RowVec& logits) {
 
 }  // namespace
 
+bool OutputPanel::draw_view_switch() {
+  const OutputView before = view_;
+  if (ImGui::RadioButton(tr(T::output_view_probabilities), view_ == OutputView::Probabilities)) view_ = OutputView::Probabilities;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_view_tip));
+  ImGui::SameLine();
+  if (ImGui::RadioButton(tr(T::output_view_lens), view_ == OutputView::Lens)) view_ = OutputView::Lens;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_view_tip));
+  record_item("output.view", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(view_));
+  return view_ != before;
+}
+
 PanelAsk OutputPanel::draw(const PanelContext& context) {
+  draw_view_switch();
+  if (view_ == OutputView::Lens) {
+    PanelAsk ask;
+    if (const std::optional<int> column = lens_.draw(context.state, context.output_position);
+        column && *column != context.output_position)
+      ask.output_position = *column;
+    return ask;
+  }
   if (context.state.encoder_only()) return fill_blank_.draw(context.state, context.output_position);
   PanelAsk ask;
   int position = context.output_position, token = -1;

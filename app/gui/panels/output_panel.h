@@ -4,9 +4,14 @@
 #pragma once
 #include "gui/app_state.h"
 #include "gui/panels/fill_blank_panel.h"
+#include "gui/panels/logit_lens_panel.h"
 #include "gui/panels/panel.h"
 
 namespace sf::gui {
+
+// The output stage's views: the probabilities at a position (the bars; fill in the blank for an encoder-only
+// model), or every layer's guess (the logit lens).
+enum class OutputView { Probabilities, Lens };
 
 // The bars are the distribution the token at `position` was chosen from (AppState::chosen_distribution_logits),
 // however the model was changed; where the last full pass's row differs (the causal mask off), a switch shows
@@ -14,12 +19,18 @@ namespace sf::gui {
 class OutputPanel : public StagePanel {
  public:
   PanelAsk draw(const PanelContext& context) override;
+  void set_view(OutputView view) { view_ = view; }  // (also the script's output-view)
+  OutputView view() const { return view_; }
 
  private:
   // Returns true with *forced_token set when the user clicked a candidate for output `position`.
   bool draw_stage(const AppState& state, int& position, int* forced_token);
   bool show_last_pass_ = false;
+  // The switch between the views, on top of both; true when it changed.
+  bool draw_view_switch();
   FillBlankPanel fill_blank_;  // an encoder-only model's output: fill in the blank
+  LogitLensPanel lens_;
+  OutputView view_ = OutputView::Probabilities;
 };
 
 }  // namespace sf::gui

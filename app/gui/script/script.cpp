@@ -453,6 +453,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
         fold_explanations(c.args[0] == "off");
       } else if (c.name == "view") {
         app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
+      } else if (c.name == "output-view") {
+        app.set_output_view(c.args[0] == "lens" ? OutputView::Lens : OutputView::Probabilities);
       } else if (c.name == "expand") {
         if (c.args[0] == "off") app.collapse_attention_cell();
         else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())

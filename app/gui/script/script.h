@@ -40,6 +40,7 @@
 //                            (WIDTH 1 to 64: decode/decoder.h kMaxBeamWidth)
 //   reference TEXT           teacher forcing with this reference translation ("reference -": free running)
 //   force POS WORD           force WORD at output position POS; the rest of the translation follows
+//   output-view probabilities|lens   the output stage's view: the probabilities, or each layer's guess (logit lens)
 //   position POS             the output stage shows decoder position POS (from 0; after `stage output`: arriving
 //                            at the stage shows the last one); an encoder-only model's: sentence position POS
 // Fill in the blank (an encoder-only model with a [MASK] token, config mask_id):
