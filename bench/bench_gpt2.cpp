@@ -11,7 +11,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
-#include <random>
 
 #include "bench_main.h"
 #include "decode/kv_cache.h"
@@ -53,17 +52,7 @@ struct Gpt2Bench {
   Gpt2Bench() {
     m.family = kFamilyGpt2;
     m.config = gpt2_small();
-    m.weights = allocate_weights(m.config);
-    std::mt19937 rng(124);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    // GPT-2's initialisation: N(0, 0.02) for matrices, small biases; norms at 1 and 0 as allocated.
-    for_each_weight(&m.config, m.weights, [&](const WeightRef& r) {
-      if (!r.stored || (!r.is_matrix() && !r.linear)) return;
-      float* p = r.data();
-      for (int64_t i = 0; i < r.size(); ++i) p[i] = (r.is_matrix() ? 0.02f : 0.01f) * normal(rng);
-    });
-    complete_shared_weights(m.config, m.weights);
-    attach_packed_weights(m.weights);
+    bench::fill_hub_random_weights(m, 124);  // (GPT-2's initialisation, bench_main.h)
     if (const char* path = std::getenv("STEPFORMER_BENCH_GPT2")) {
       // A byte-level vocabulary of the right size: the 256 byte pieces, fillers, <|endoftext|> last.
       std::vector<std::string> pieces;

@@ -116,6 +116,26 @@ def timeit(f, repeat):
     return walls[len(walls) // 2], walls[0], cpus[len(cpus) // 2]
 
 
+def check_against_cli(cli, model_path, ids, torch_logits):
+    """`stepformer-cli trace` on `ids` and torch's logits (T, V) of the same ids: the same computation on both sides."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t.safetensors")
+        subprocess.run([cli, "trace", model_path, "--src", " ".join(map(str, ids)), "--ids", "--out", out,
+                        "--device", "cpu"], check=True, stdout=subprocess.DEVNULL)
+        ours, _ = read_tensors(out)
+    diff = float((ours["logits"] - torch_logits).abs().max())
+    print(f"check: stepformer-cli trace and torch, logits of {len(ids)} tokens: max |difference| {diff:.2e}")
+    assert diff < 1e-3, diff
+
+
+def time_forwards(forward, tokens, lengths):
+    """The forward's median, minimum and CPU time at each length (fewer repeats from 256 tokens on)."""
+    for n in lengths:
+        ids = torch.tensor([tokens(n)])
+        med, best, cpu = timeit(lambda: forward(ids), 5 if n >= 256 else 10)
+        print(f"forward {n:4d}  median {med:9.2f} ms  min {best:9.2f} ms  cpu {cpu:9.2f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -128,20 +148,8 @@ def main():
     print(f"torch {torch.__version__}, {args.threads} thread(s), BLAS {BLAS}")
     with torch.no_grad():
         if args.cli:  # the same computation on both sides
-            ids = tokens(20)
-            with tempfile.TemporaryDirectory() as d:
-                out = os.path.join(d, "t.safetensors")
-                subprocess.run([args.cli, "trace", args.model, "--src", " ".join(map(str, ids)), "--ids", "--out", out,
-                                "--device", "cpu"], check=True, stdout=subprocess.DEVNULL)
-                ours, _ = read_tensors(out)
-            theirs = fast_forward(model, torch.tensor([ids]))[0]
-            diff = float((ours["logits"] - theirs).abs().max())
-            print(f"check: stepformer-cli trace and torch, logits of 20 tokens: max |difference| {diff:.2e}")
-            assert diff < 1e-3, diff
-        for n in [int(x) for x in args.lengths.split(",")]:
-            ids = torch.tensor([tokens(n)])
-            med, best, cpu = timeit(lambda: fast_forward(model, ids), 5 if n >= 256 else 10)
-            print(f"forward {n:4d}  median {med:9.2f} ms  min {best:9.2f} ms  cpu {cpu:9.2f} ms")
+            check_against_cli(args.cli, args.model, tokens(20), fast_forward(model, torch.tensor([tokens(20)]))[0])
+        time_forwards(lambda ids: fast_forward(model, ids), tokens, [int(x) for x in args.lengths.split(",")])
         for n in (8, 128, 512):
             ids = tokens(n)
             past = prefix_cache(model, ids[:-1])

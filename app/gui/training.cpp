@@ -52,44 +52,39 @@ std::vector<TrainingRecipe> make_recipes() {
   shipped.schedule.warmup_steps = 500;
   shipped.command_line = "the app's de-en recipe";
 
-  // A GPT: <bos> w1 .. wn -> w1 .. wn <eos> of the English captions; learned positions, pre-norm with a final
-  // norm, GELU, the output tied to the embedding (GPT-2's choices, as the CLI's decoder-only shape makes them).
-  TrainOptions gpt = common;
-  gpt.model.stacks = ModelStacks::DecoderOnly;
-  gpt.source_language.clear();
-  gpt.target_language = "en";
-  gpt.model.d_model = 128;
-  gpt.model.n_heads = 4;
-  gpt.model.n_encoder_layers = 0;
-  gpt.model.n_decoder_layers = 2;
-  gpt.model.d_ff = 512;
-  gpt.model.positional_encoding = PositionalEncoding::Learned;
+  // The language models: one stack of 2 layers at the classroom's size over the English captions alone (the one
+  // language is TrainOptions' target_language), learned positions, GELU, the output tied to the embedding.
+  auto language_model = [&](ModelStacks stacks) {
+    TrainOptions o = common;
+    o.model.stacks = stacks;
+    o.source_language.clear();
+    o.target_language = "en";
+    o.model.d_model = 128;
+    o.model.n_heads = 4;
+    o.model.n_encoder_layers = stacks == ModelStacks::EncoderOnly ? 2 : 0;
+    o.model.n_decoder_layers = stacks == ModelStacks::DecoderOnly ? 2 : 0;
+    o.model.d_ff = 512;
+    o.model.positional_encoding = PositionalEncoding::Learned;
+    o.model.activation = Activation::GELU;
+    o.model.max_positions = std::max(o.model.max_positions, o.max_length);
+    return o;
+  };
+  // A GPT: <bos> w1 .. wn -> w1 .. wn <eos>; pre-norm with a final norm (GPT-2's choices, as the CLI's
+  // decoder-only shape makes them).
+  TrainOptions gpt = language_model(ModelStacks::DecoderOnly);
   gpt.model.norm_placement = NormPlacement::Pre;
   gpt.model.encoder_final_norm = false;
   gpt.model.decoder_final_norm = true;
-  gpt.model.activation = Activation::GELU;
-  gpt.model.max_positions = std::max(gpt.model.max_positions, gpt.max_length);
   gpt.epochs = 6;
   gpt.schedule.peak = 2e-3f;
   gpt.schedule.warmup_steps = 300;
   gpt.command_line = "the app's gpt-classroom recipe";
-  // A BERT: [MASK]ed words of the English captions (15% chosen, 80/10/10, core/train/masking.h) read whole, both
-  // sides at once; learned positions, post-norm, GELU, the output tied to the embedding (the shipped bert-en's
-  // choices). Masked words are 15% of the tokens, so a batch teaches less than a GPT's: more epochs.
-  TrainOptions bert = common;
-  bert.model.stacks = ModelStacks::EncoderOnly;
-  bert.source_language.clear();
-  bert.target_language = "en";  // the one language (TrainOptions: target_language)
-  bert.model.d_model = 128;
-  bert.model.n_heads = 4;
-  bert.model.n_encoder_layers = 2;
-  bert.model.n_decoder_layers = 0;
-  bert.model.d_ff = 512;
-  bert.model.positional_encoding = PositionalEncoding::Learned;
+  // A BERT: [MASK]ed words (15% chosen, 80/10/10, core/train/masking.h) read whole, both sides at once; post-norm
+  // (the shipped bert-en's choices). Masked words are 15% of the tokens, so a batch teaches less than a GPT's:
+  // more epochs.
+  TrainOptions bert = language_model(ModelStacks::EncoderOnly);
   bert.model.norm_placement = NormPlacement::Post;
   bert.model.encoder_final_norm = bert.model.decoder_final_norm = false;
-  bert.model.activation = Activation::GELU;
-  bert.model.max_positions = std::max(bert.model.max_positions, bert.max_length);
   bert.label_smoothing = 0.0f;  // (as bert-en: the masked word itself is the target)
   bert.epochs = 8;
   bert.schedule.peak = 1e-3f;

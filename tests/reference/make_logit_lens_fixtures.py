@@ -30,6 +30,9 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from make_forward_fixtures import write_safetensors  # noqa: E402  (F32 and I64 tensors, metadata)
+
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 OUT_DIR = os.path.join(FIXTURES, "logit_lens")
 
@@ -49,23 +52,6 @@ def read_safetensors(path):
         arr = np.frombuffer(data[a:b], dtype=np.dtype(dtype).newbyteorder("<")).reshape(info["shape"])
         out[name] = torch.from_numpy(arr.astype(np.float64))
     return out, header.get("__metadata__", {})
-
-
-def write_safetensors(path, tensors, metadata):
-    header = {"__metadata__": metadata}
-    blobs, offset = [], 0
-    for name, arr in tensors.items():
-        data = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * ((8 - len(head) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for b in blobs:
-            f.write(b)
 
 
 def layer_norm(x, w, b, eps):
@@ -140,7 +126,7 @@ def main():
         for l in layers:
             x = trace["%s.%d.out" % (stack, l)]
             logits = head(dict(params, _x=x), cfg)
-            out["logit_lens.%s.%d" % (stack, l)] = logits.numpy()
+            out["logit_lens.%s.%d" % (stack, l)] = logits.numpy().astype(np.float32)
         last = out["logit_lens.%s.%d" % (stack, layers[-1])]
         worst = float(np.abs(last - trace["logits"].numpy()).max())
         assert worst < 1e-5, (case, worst)
