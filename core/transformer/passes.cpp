@@ -567,7 +567,7 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
 // [SECTION] backward of a training pass
 
 void model_backward(const Config& config, const ModelWeights& w, int sequences, const Trace& trace,
-                    const Mat& d_logits, ModelWeights& g) {
+                    const Mat& d_logits, ModelWeights& g, Mat* d_source_input, Mat* d_target_input) {
   // BERT's parts (config.h) are computed forward only (opened from Hugging Face's folders, shown, not trained):
   // every training path reaches this one backward, which names the first part it has no gradient for.
   if (config.type_vocab_size > 0)
@@ -619,8 +619,10 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            std::move(d), g.decoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
-  if (config.has_decoder())
+  if (config.has_decoder()) {
+    if (d_target_input) *d_target_input = d;  // dL/d(tgt.sum)
     embed_rows_backward(config, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g);
+  }
   if (!config.has_encoder()) return;
 
   // Encoder, from its output down.
@@ -641,6 +643,7 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            g.encoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
+  if (d_source_input) *d_source_input = d;  // dL/d(src.sum)
   embed_rows_backward(config, true, trace.src, positions(B * S, S), iv.positional_encoding, std::move(d), g);
 }
 

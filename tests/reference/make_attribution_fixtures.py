@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Writes the PyTorch autograd references of gradient x input: tests/fixtures/attribution/*.gxi.safetensors.
+
+Development time only (Debian's python3-torch, run with /usr/bin/python3); the files it writes are committed and
+read by tests/unit/test_attribution.cpp, so CI needs no torch.
+
+For each case it reads a committed forward fixture (tests/fixtures/forward: the model file of one of the two
+PyTorch families, the ids, the interventions), loads the module's parameters into the family's torch module
+(tests/reference/families.py), and runs make_forward_fixtures.stepwise (the functional pass under Stepformer's
+trace names, already held equal to the torch module) in float64 with autograd through the token embeddings.
+At one output row r and token y:
+    f   = log_softmax(logits[r])[y]
+    x_i = the token embedding row i as the pass uses it (src.tok_embed / tgt.tok_embed: E[id] times the scale)
+    a_i = sum_c x_ic * df/dx_ic                       (gradient x input)
+and writes gxi.src (S), gxi.tgt (T), f (1); __metadata__: trace (the forward fixture), row, token.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import families  # noqa: E402
+from make_forward_fixtures import native_weights, stepwise, write_safetensors  # noqa: E402
+from make_logit_lens_fixtures import read_safetensors  # noqa: E402
+
+FIXTURES = os.path.join(HERE, "..", "fixtures")
+OUT_DIR = os.path.join(FIXTURES, "attribution")
+
+# (case, forward fixture, row, token): rows inside the target, tokens that are not the argmax (a lower f gives
+# larger gradients), the interventions of the fixture itself (the causal mask off in pt_post_nocausal).
+CASES = [
+    ("pt_pre", "forward/pt_pre.trace.safetensors", 2, 7),
+    ("pt_post", "forward/pt_post.trace.safetensors", 3, 11),
+    ("pt_gelu", "forward/pt_gelu.trace.safetensors", 1, 5),
+    ("pt_post_nocausal", "forward/pt_post_nocausal.trace.safetensors", 2, 9),
+    ("s2s_learned", "forward/s2s_learned.trace.safetensors", 3, 6),
+]
+
+
+# The hub families, through their reference modules (make_gpt2_fixtures.GPT2Reference from modeling_gpt2.py,
+# make_marian_fixtures.MarianReference from modeling_marian.py), with the interventions as Hugging Face's forward
+# takes them; the token embeddings caught by a forward hook on the embedding module (wte; Marian's shared
+# embed_tokens, called for the source, then the target). Where the module multiplies the embedding by a scale
+# after the hook (Marian's embed_scale), x_i * df/dx_i is the same product: (s e) . (g / s) = e . g.
+HUB_CASES = [
+    ("gpt2_plain", "gpt2/gpt2_plain.trace.safetensors", 3, 40),
+    ("gpt2_head_off", "gpt2/gpt2_head_off.trace.safetensors", 4, 17),
+    ("marian_plain", "marian/marian_plain.trace.safetensors", 2, 30),
+    ("marian_heads_off", "marian/marian_heads_off.trace.safetensors", 3, 12),
+]
+
+
+def hub_case(case, rel, row, token):
+    import make_gpt2_fixtures
+    import make_marian_fixtures
+    trace_path = os.path.join(FIXTURES, rel)
+    trace, meta = read_safetensors(trace_path)
+    folder = os.path.join(os.path.dirname(trace_path), meta["model"])
+    params, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json")) as f:
+        hub = json.load(f)
+    iv = json.loads(meta["interventions"])
+    caught = []
+
+    def catch(module, inputs, output):
+        output.retain_grad()
+        caught.append(output)
+
+    if meta["family"] == "gpt2":
+        c = dict(n_embd=hub["n_embd"], n_head=hub["n_head"], n_layer=hub["n_layer"], n_positions=hub["n_positions"],
+                 vocab_size=hub["vocab_size"], layer_norm_epsilon=hub["layer_norm_epsilon"], eos=hub["eos_token_id"])
+        model = make_gpt2_fixtures.GPT2Reference(c)
+        state = {k[len("transformer."):]: v for k, v in params.items() if k.startswith("transformer.")}
+        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        model = model.double().eval()
+        model.wte.register_forward_hook(catch)
+        logits = model(trace["ids.tgt"].long()[None], iv)[0]
+        sides = {"tgt": 0}
+    else:
+        c = dict(make_marian_fixtures.TINY_DE_EN, vocab_size=hub["vocab_size"],
+                 decoder_vocab_size=hub["decoder_vocab_size"], pad_token_id=hub["pad_token_id"])
+        model = make_marian_fixtures.MarianReference(c)
+        state = {k: v.float() for k, v in params.items() if "embed_positions" not in k}
+        state["final_logits_bias"] = state["final_logits_bias"].reshape(1, -1)
+        model.load_state_dict(state, strict=False)
+        model = model.double().eval()
+        model.model.shared.register_forward_hook(catch)
+        logits = model(trace["ids.src"].long()[None], trace["ids.tgt"].long()[None], iv)[0]
+        sides = {"src": 0, "tgt": 1}
+    worst = float((logits.detach().float() - trace["logits"].float()).abs().max())
+    assert worst < 1e-4, (case, worst)
+    f = torch.log_softmax(logits[row], -1)[token]
+    f.backward()
+    out = {"gxi." + side: (caught[i][0] * caught[i].grad[0]).sum(-1).detach().numpy().astype(np.float32)
+           for side, i in sides.items()}
+    out["f"] = np.array([f.item()], dtype=np.float32)
+    write_safetensors(os.path.join(OUT_DIR, case + ".gxi.safetensors"), out,
+                      {"trace": rel, "case": case, "row": str(row), "token": str(token)})
+    print("%s: row %d token %d f %.6f, |gxi| max %s; logits vs fixture %.1e" % (
+        case, row, token, f.item(), ", ".join("%.4f" % float(np.abs(v).max()) for k, v in out.items() if k != "f"),
+        worst))
+
+
+def main():
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for case, rel, row, token in CASES:
+        trace_path = os.path.join(FIXTURES, rel)
+        trace, meta = read_safetensors(trace_path)
+        model_path = os.path.join(os.path.dirname(trace_path), meta["model"])
+        params, model_meta = read_safetensors(model_path)
+        c = json.loads(model_meta["config"])
+        family = model_meta["family"]
+        model = families.build(family, c)
+        state = {k: v.float() for k, v in params.items()}
+        model.load_state_dict(state, strict=False)
+        w = {k: v.double() for k, v in native_weights(family, model).items()}
+        for side in ("src", "tgt"):
+            w[side + "_embedding"].requires_grad_(True)
+        iv = json.loads(meta["interventions"])
+        src = trace["ids.src"].long()
+        tgt = trace["ids.tgt"].long()
+        tr = stepwise(c, w, src, tgt, iv)
+        for side in ("src", "tgt"):
+            tr[side + ".tok_embed"].retain_grad()
+        f = torch.log_softmax(tr["logits"][row], -1)[token]
+        f.backward()
+        out = {}
+        for side in ("src", "tgt"):
+            x = tr[side + ".tok_embed"]
+            out["gxi." + side] = (x * x.grad).sum(-1).detach().numpy().astype(np.float32)
+        out["f"] = np.array([f.item()], dtype=np.float32)
+        # the stepwise logits are the fixture's (the module's), in float64 now
+        worst = float((tr["logits"].detach().float() - trace["logits"].float()).abs().max())
+        assert worst < 1e-4, (case, worst)
+        write_safetensors(os.path.join(OUT_DIR, case + ".gxi.safetensors"), out,
+                          {"trace": rel, "case": case, "row": str(row), "token": str(token)})
+        print("%s: row %d token %d f %.6f, |gxi| max %.4f (src) %.4f (tgt); logits vs fixture %.1e" % (
+            case, row, token, f.item(), float(np.abs(out["gxi.src"]).max()), float(np.abs(out["gxi.tgt"]).max()),
+            worst))
+    for case in HUB_CASES:
+        hub_case(*case)
+
+
+if __name__ == "__main__":
+    main()
