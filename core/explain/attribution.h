@@ -24,6 +24,7 @@ struct TokenAttribution {
   std::vector<float> source;  // (S): an encoder's inputs (empty for a decoder-only model)
   std::vector<float> target;  // (T): the decoder's inputs (empty for an encoder-only model)
   double f = 0;               // ln p(token) at the row
+  double f_baseline = 0;      // integrated gradients: f with every token embedding 0 (the baseline)
 };
 
 // ErrorKind::Input for a row or token outside the pass; ErrorKind::Unsupported for a model with BERT's parts
@@ -31,5 +32,15 @@ struct TokenAttribution {
 TokenAttribution gradient_x_input(const Config& config, const ModelWeights& weights, const std::vector<int>& source,
                                   const std::vector<int>& target, const Interventions& interventions, int row,
                                   int token);
+
+// Integrated gradients (Sundararajan et al. 2017) with the zero baseline over all input tokens together:
+//   a_i = sum_c x_ic * (1/N) sum_{k=1..N} df/dx_ic (k/N * x)      (the right Riemann sum of N steps)
+// Completeness: sum_i a_i -> f(x) - f(0) as N grows (f_baseline is f(0)). The N steps, and the baseline, run as
+// one batch of N + 1 sequences through the training pass and its backward (each sequence's token embeddings
+// scaled by its step: EmbeddingTrace::token_scale). steps 1 .. kMaxIntegratedGradientSteps.
+inline constexpr int kMaxIntegratedGradientSteps = 1024;
+TokenAttribution integrated_gradients(const Config& config, const ModelWeights& weights,
+                                      const std::vector<int>& source, const std::vector<int>& target,
+                                      const Interventions& interventions, int row, int token, int steps);
 
 }  // namespace sf

@@ -163,6 +163,12 @@ void embed_rows(const Config& config, const ModelWeights& weights, bool source, 
   t.ids = ids;
   embedding_forward(ids, table, scale, t.tok_embed);  // (N, C)
   const Eigen::Index n = static_cast<Eigen::Index>(ids.size());
+  if (!t.token_scale.empty()) {  // (integrated gradients: each row's embedding on its way from 0)
+    if (static_cast<Eigen::Index>(t.token_scale.size()) != n)
+      fail(ErrorKind::Input, "forward", std::to_string(t.token_scale.size()) + " token scales for " +
+                                            std::to_string(n) + " tokens");
+    for (Eigen::Index i = 0; i < n; ++i) t.tok_embed.row(i) *= t.token_scale[static_cast<size_t>(i)];
+  }
   if (!positional_encoding) {
     t.pos = Mat::Zero(n, config.d_model);
   } else {
@@ -202,7 +208,13 @@ void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace
   if (t.keep.size() > 0) d_sum.array() *= t.keep.array();
   const float scale =
       config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
-  embedding_backward(t.ids, scale, d_sum, source ? grads.src_embedding : grads.tgt_embedding);
+  if (t.token_scale.empty()) {
+    embedding_backward(t.ids, scale, d_sum, source ? grads.src_embedding : grads.tgt_embedding);
+  } else {  // tok_embed = s_i E[id] scale: the table's rows take s_i times the row's gradient
+    Mat d_scaled = d_sum;
+    for (Eigen::Index i = 0; i < d_scaled.rows(); ++i) d_scaled.row(i) *= t.token_scale[static_cast<size_t>(i)];
+    embedding_backward(t.ids, scale, d_scaled, source ? grads.src_embedding : grads.tgt_embedding);
+  }
   if (positional_encoding && config.positional_encoding == PositionalEncoding::Learned) {
     Mat& g = source ? grads.src_positions : grads.tgt_positions;
     for (Eigen::Index r = 0; r < d_sum.rows(); ++r) g.row(positions[static_cast<size_t>(r)]) += d_sum.row(r);

@@ -27,6 +27,9 @@ namespace sf {
 
 struct EmbeddingTrace {
   std::vector<int> ids;  // (N) token ids as given (pad ids included)
+  // (N) an input, read by the pass (integrated gradients' path: explain/attribution.h): row i's token embedding
+  // scaled by it, tok_embed = token_scale[i] * E[id] * scale; empty: 1 for every row
+  std::vector<float> token_scale;
   Mat tok_embed;         // (N, C) E[id] * scale
   Mat pos;               // (N, C) positional encoding (zeros when switched off)
   // BERT's parts (config.h), the source side only; empty where the model has none:

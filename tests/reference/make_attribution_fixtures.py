@@ -12,7 +12,10 @@ At one output row r and token y:
     f   = log_softmax(logits[r])[y]
     x_i = the token embedding row i as the pass uses it (src.tok_embed / tgt.tok_embed: E[id] times the scale)
     a_i = sum_c x_ic * df/dx_ic                       (gradient x input)
-and writes gxi.src (S), gxi.tgt (T), f (1); __metadata__: trace (the forward fixture), row, token.
+and writes gxi.src (S), gxi.tgt (T), f (1); and integrated gradients with the zero baseline, N = IG_STEPS steps
+of the right Riemann sum (the pass again with every token embedding scaled by k/N, k = 1..N; its gradients at the
+scaled embeddings averaged and multiplied by x): ig.src, ig.tgt, ig.f_baseline (f with every embedding 0);
+__metadata__: trace (the forward fixture), row, token, ig_steps.
 """
 import json
 import os
@@ -28,6 +31,7 @@ from make_forward_fixtures import native_weights, stepwise, write_safetensors  #
 from make_logit_lens_fixtures import read_safetensors  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures")
+IG_STEPS = 32  # integrated gradients' steps (the right Riemann sum k/N, k = 1..N), the app's default
 OUT_DIR = os.path.join(FIXTURES, "attribution")
 
 # (case, forward fixture, row, token): rows inside the target, tokens that are not the argmax (a lower f gives
@@ -98,8 +102,41 @@ def hub_case(case, rel, row, token):
     out = {"gxi." + side: (caught[i][0] * caught[i].grad[0]).sum(-1).detach().numpy().astype(np.float32)
            for side, i in sides.items()}
     out["f"] = np.array([f.item()], dtype=np.float32)
+    # integrated gradients: the hook returns the embedding scaled by k/N (both sides of Marian's shared table)
+    xs = {side: caught[i][0].detach() for side, i in sides.items()}
+    handle_scale = {"alpha": 1.0}
+
+    def scaled(module, inputs, output):
+        output = output * handle_scale["alpha"]
+        output.retain_grad()
+        caught.append(output)
+        return output
+
+    hooked = model.wte if meta["family"] == "gpt2" else model.model.shared
+    for h in list(hooked._forward_hooks):
+        del hooked._forward_hooks[h]
+    hooked.register_forward_hook(scaled)
+    grads = {side: 0 for side in sides}
+    f_base = None
+    for k in range(0, IG_STEPS + 1):
+        handle_scale["alpha"] = k / IG_STEPS
+        caught.clear()
+        if meta["family"] == "gpt2":
+            lk = model(trace["ids.tgt"].long()[None], iv)[0]
+        else:
+            lk = model(trace["ids.src"].long()[None], trace["ids.tgt"].long()[None], iv)[0]
+        fk = torch.log_softmax(lk[row], -1)[token]
+        if k == 0:
+            f_base = fk.item()
+            continue
+        fk.backward()
+        for side, i in sides.items():
+            grads[side] = grads[side] + caught[i].grad[0]
+    for side in sides:
+        out["ig." + side] = (xs[side] * grads[side] / IG_STEPS).sum(-1).numpy().astype(np.float32)
+    out["ig.f_baseline"] = np.array([f_base], dtype=np.float32)
     write_safetensors(os.path.join(OUT_DIR, case + ".gxi.safetensors"), out,
-                      {"trace": rel, "case": case, "row": str(row), "token": str(token)})
+                      {"trace": rel, "case": case, "row": str(row), "token": str(token), "ig_steps": str(IG_STEPS)})
     print("%s: row %d token %d f %.6f, |gxi| max %s; logits vs fixture %.1e" % (
         case, row, token, f.item(), ", ".join("%.4f" % float(np.abs(v).max()) for k, v in out.items() if k != "f"),
         worst))
@@ -133,11 +170,33 @@ def main():
             x = tr[side + ".tok_embed"]
             out["gxi." + side] = (x * x.grad).sum(-1).detach().numpy().astype(np.float32)
         out["f"] = np.array([f.item()], dtype=np.float32)
+        # integrated gradients, N steps: the pass again with the token tables scaled by k/N (tok_embed = k/N x)
+        grads = {"src": 0, "tgt": 0}
+        xs = {side: tr[side + ".tok_embed"].detach() for side in ("src", "tgt")}
+        f_base = None
+        for k in range(0, IG_STEPS + 1):
+            wk = dict(w, src_embedding=w["src_embedding"].detach() * (k / IG_STEPS),
+                      tgt_embedding=w["tgt_embedding"].detach() * (k / IG_STEPS))
+            for side in ("src", "tgt"):
+                wk[side + "_embedding"].requires_grad_(True)
+            trk = stepwise(c, wk, src, tgt, iv)
+            for side in ("src", "tgt"):
+                trk[side + ".tok_embed"].retain_grad()
+            fk = torch.log_softmax(trk["logits"][row], -1)[token]
+            if k == 0:
+                f_base = fk.item()
+                continue
+            fk.backward()
+            for side in ("src", "tgt"):
+                grads[side] = grads[side] + trk[side + ".tok_embed"].grad
+        for side in ("src", "tgt"):
+            out["ig." + side] = (xs[side] * grads[side] / IG_STEPS).sum(-1).numpy().astype(np.float32)
+        out["ig.f_baseline"] = np.array([f_base], dtype=np.float32)
         # the stepwise logits are the fixture's (the module's), in float64 now
         worst = float((tr["logits"].detach().float() - trace["logits"].float()).abs().max())
         assert worst < 1e-4, (case, worst)
         write_safetensors(os.path.join(OUT_DIR, case + ".gxi.safetensors"), out,
-                          {"trace": rel, "case": case, "row": str(row), "token": str(token)})
+                          {"trace": rel, "case": case, "row": str(row), "token": str(token), "ig_steps": str(IG_STEPS)})
         print("%s: row %d token %d f %.6f, |gxi| max %.4f (src) %.4f (tgt); logits vs fixture %.1e" % (
             case, row, token, f.item(), float(np.abs(out["gxi.src"]).max()), float(np.abs(out["gxi.tgt"]).max()),
             worst))

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "explain/attribution.h"
@@ -58,6 +59,29 @@ TEST_P(GradientXInputPytorch, EqualsAutogradInFloat64) {
   EXPECT_GT(largest, 1e-3f);
 }
 
+// Integrated gradients, N = 32 steps as the reference took them (the whole batch of 33 copies through the training
+// pass and its backward), against autograd's: the attributions, f and f at the baseline.
+TEST_P(GradientXInputPytorch, IntegratedGradientsEqualAutograd) {
+  const SafetensorsFile ref = SafetensorsFile::open(GetParam());
+  const testing::ForwardFixture f =
+      testing::load_forward_fixture(std::string(STEPFORMER_FIXTURE_DIR) + "/" + ref.metadata().at("trace"));
+  const int row = std::stoi(ref.metadata().at("row")), token = std::stoi(ref.metadata().at("token"));
+  const int steps = std::stoi(ref.metadata().at("ig_steps"));
+  ASSERT_EQ(steps, 32);
+  const TokenAttribution a =
+      integrated_gradients(f.model.config, f.model.weights, f.src, f.tgt, f.interventions, row, token, steps);
+  EXPECT_NEAR(a.f, ref.find("f")->to_floats()[0], 1e-5);
+  EXPECT_NEAR(a.f_baseline, ref.find("ig.f_baseline")->to_floats()[0], 1e-5);
+  if (const TensorView* src = ref.find("ig.src")) expect_close(a.source, src->to_floats(), "source");
+  else EXPECT_TRUE(a.source.empty());
+  expect_close(a.target, ref.find("ig.tgt")->to_floats(), "target");
+  // not gradient x input (a function that returned it would pass a loose comparison)
+  const std::vector<float> gxi = ref.find("gxi.tgt")->to_floats();
+  float apart = 0;
+  for (size_t i = 0; i < gxi.size(); ++i) apart = std::max(apart, std::abs(gxi[i] - a.target[i]));
+  EXPECT_GT(apart, 1e-3f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, GradientXInputPytorch, ::testing::ValuesIn(gxi_fixture_paths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            const std::string file = fs::path(info.param).filename().string();
@@ -102,6 +126,36 @@ TEST(GradientXInput, AnEncoderOnlyModelsRowAndBertsPartsRefused) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find("token-type"), std::string::npos) << e.what();
   }
+}
+
+// Completeness: the attributions add up to f(x) - f(0); at N = 256 within 0.02 + 2% of |f(x) - f(0)| for every
+// fixture; the gap at 32, 64 and 256 steps printed (the closing note's figures).
+TEST(IntegratedGradients, AddUpToTheChangeInFAsTheStepsGrow) {
+  for (const std::string& path : gxi_fixture_paths()) {
+    const SafetensorsFile ref = SafetensorsFile::open(path);
+    const testing::ForwardFixture f =
+        testing::load_forward_fixture(std::string(STEPFORMER_FIXTURE_DIR) + "/" + ref.metadata().at("trace"));
+    const int row = std::stoi(ref.metadata().at("row")), token = std::stoi(ref.metadata().at("token"));
+    std::string gaps;
+    for (int steps : {32, 64, 256}) {
+      const TokenAttribution a =
+          integrated_gradients(f.model.config, f.model.weights, f.src, f.tgt, f.interventions, row, token, steps);
+      double sum = 0;
+      for (float v : a.source) sum += v;
+      for (float v : a.target) sum += v;
+      const double change = a.f - a.f_baseline, gap = std::abs(sum - change);
+      gaps += " N=" + std::to_string(steps) + ": " + std::to_string(gap) + " of " + std::to_string(std::abs(change)) + ";";
+      if (steps == 256) EXPECT_LE(gap, 0.02 + 0.02 * std::abs(change)) << path;
+    }
+    std::printf("[ completeness ] %s:%s\n", fs::path(path).stem().stem().string().c_str(), gaps.c_str());
+  }
+}
+
+TEST(IntegratedGradients, BadStepCountsAreRefused) {
+  const testing::ForwardFixture f =
+      testing::load_forward_fixture(std::string(STEPFORMER_FIXTURE_DIR) + "/forward/pt_pre.trace.safetensors");
+  for (int steps : {0, -3, kMaxIntegratedGradientSteps + 1})
+    EXPECT_THROW(integrated_gradients(f.model.config, f.model.weights, f.src, f.tgt, {}, 1, 4, steps), Error) << steps;
 }
 
 TEST(GradientXInput, ARowOrTokenOutsideThePassIsRefused) {
