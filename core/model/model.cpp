@@ -402,16 +402,8 @@ std::vector<Token> encode_with_mask_literal(const Model& model, std::string_view
   TokenizerSettings between = model.tokenizer;
   between.add_bos_eos = false;
   std::vector<Token> out;
-  auto special = [&](int id, size_t at) {
-    Token t;
-    t.text = vocabulary.token(id);
-    t.begin = t.end = at;
-    t.id = id;
-    t.special = true;
-    return t;
-  };
   const bool ends = specials && model.tokenizer.add_bos_eos;
-  if (ends) out.push_back(special(vocabulary.specials().bos, 0));
+  if (ends) out.push_back(special_token(vocabulary, vocabulary.specials().bos, 0));
   size_t from = 0;
   while (from <= text.size()) {
     const size_t mask_at = find_mask_literal(text, from);
@@ -431,7 +423,7 @@ std::vector<Token> encode_with_mask_literal(const Model& model, std::string_view
     out.push_back(std::move(mask));
     from = mask_at + 6;
   }
-  if (ends) out.push_back(special(vocabulary.specials().eos, text.size()));
+  if (ends) out.push_back(special_token(vocabulary, vocabulary.specials().eos, text.size()));
   return out;
 }
 

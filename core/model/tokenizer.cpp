@@ -342,6 +342,15 @@ std::vector<Token> tokenize(std::string_view text, const TokenizerSettings& sett
   return tokens;
 }
 
+Token special_token(const Vocabulary& vocabulary, int id, size_t at) {
+  Token t;
+  t.text = vocabulary.token(id);
+  t.begin = t.end = at;
+  t.id = id;
+  t.special = true;
+  return t;
+}
+
 std::vector<Token> encode(std::string_view text, const TokenizerSettings& settings, const Vocabulary& vocabulary,
                           Side side) {
   if (text.size() > kMaxSentenceBytes)
@@ -351,22 +360,14 @@ std::vector<Token> encode(std::string_view text, const TokenizerSettings& settin
   std::vector<Token> words = tokenize(text, settings, side);
   std::vector<Token> out;
   out.reserve(words.size() + 2);
-  auto special = [&](int id, size_t at) {
-    Token t;
-    t.text = vocabulary.token(id);
-    t.begin = t.end = at;
-    t.id = id;
-    t.special = true;
-    return t;
-  };
-  if (settings.add_bos_eos) out.push_back(special(vocabulary.specials().bos, 0));
+  if (settings.add_bos_eos) out.push_back(special_token(vocabulary, vocabulary.specials().bos, 0));
   for (Token& t : words) {
     const auto id = vocabulary.find(t.text);
     t.id = id.value_or(vocabulary.specials().unk);
     t.unknown = !id.has_value();
     out.push_back(std::move(t));
   }
-  if (settings.add_bos_eos) out.push_back(special(vocabulary.specials().eos, text.size()));
+  if (settings.add_bos_eos) out.push_back(special_token(vocabulary, vocabulary.specials().eos, text.size()));
   return out;
 }
 

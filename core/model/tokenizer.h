@@ -77,6 +77,8 @@ inline constexpr size_t kMaxSentenceBytes = 16 * 1024;
 std::vector<Token> encode(std::string_view text, const TokenizerSettings& settings, const Vocabulary& vocabulary,
                           Side side = Side::Source);
 std::vector<int> token_ids(const std::vector<Token>& tokens);
+// A special token (<bos>, <eos>: `id` of `vocabulary`) standing at byte `at` of the text, covering none of it.
+Token special_token(const Vocabulary& vocabulary, int id, size_t at);
 
 // Display helpers: undo the Moses escapes of one token ("&apos;s" -> "'s"), and join tokens into readable
 // text (no space before . , ! ? ; : ) and closing quotes, none after "(" or a French "l'").

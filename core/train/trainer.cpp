@@ -344,23 +344,36 @@ struct Trainer::State {
   }
   // After the last epoch, for a language model: the best model as its file stores it (F16 where it does) scored on
   // the test split of its language; the per-token perplexity and its definition into the provenance.
-  void finish_language_model() {
+  // The best model as its file stores it and the test split's sentences, for the language models' scores after
+  // the last epoch; false where nothing was written or the language has no test file.
+  bool best_and_test(Model& best, std::vector<TokenSequence>& sentences) {
     const std::string test_path = corpus_path(o, o.test_name, o.target_language);
     std::error_code ec;
-    if (!writes || state.result.best_epoch == 0 || !std::filesystem::exists(test_path, ec)) return;
-    Model best = load_model(o.out_path);
-    const std::vector<Example> test = make_examples(read_sentences(test_path), best.tgt_vocab);
-    const LikelihoodScore score = score_likelihood(best.config, best.weights, test, o.batch_tokens, o.max_length);
-    state.result.test_perplexity = score.perplexity();
-    state.result.test_tokens = score.tokens;
+    if (!writes || state.result.best_epoch == 0 || !std::filesystem::exists(test_path, ec)) return false;
+    best = load_model(o.out_path);
+    sentences = read_sentences(test_path);
+    return true;
+  }
+  // The run's figures every test score is written with, then the file saved again with them.
+  void save_scored(Model& best, double perplexity, double mean_nll, long tokens) {
+    state.result.test_perplexity = perplexity;
+    state.result.test_tokens = tokens;
     best.provenance["test_set"] = o.test_name;
-    best.provenance["test_perplexity"] = score.perplexity();
-    best.provenance["test_nll_per_token"] = score.mean_nll();
-    best.provenance["test_tokens"] = score.tokens;
-    best.provenance["perplexity"] = kPerplexityDefinition;
+    best.provenance["test_perplexity"] = perplexity;
+    best.provenance["test_nll_per_token"] = mean_nll;
+    best.provenance["test_tokens"] = tokens;
     best.provenance["wall_seconds"] = state.result.wall_seconds;
     best.provenance["epochs_run"] = state.finished_epochs;
     save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+  }
+  void finish_language_model() {
+    Model best;
+    std::vector<TokenSequence> sentences;
+    if (!best_and_test(best, sentences)) return;
+    const std::vector<Example> test = make_examples(sentences, best.tgt_vocab);
+    const LikelihoodScore score = score_likelihood(best.config, best.weights, test, o.batch_tokens, o.max_length);
+    best.provenance["perplexity"] = kPerplexityDefinition;
+    save_scored(best, score.perplexity(), score.mean_nll(), score.tokens);
     char line[240];
     std::snprintf(line, sizeof(line), "best epoch %d: %s per-token perplexity %.2f (%ld tokens, <eos> included)",
                   state.result.best_epoch, o.test_name.c_str(), score.perplexity(), score.tokens);
@@ -369,26 +382,17 @@ struct Trainer::State {
   // After the last epoch, for a masked language model: the best model as its file stores it, scored on the test
   // split with the fixed evaluation masking; accuracy, perplexity and their definition into the provenance.
   void finish_masked_language_model() {
-    const std::string test_path = corpus_path(o, o.test_name, o.target_language);
-    std::error_code ec;
-    if (!writes || state.result.best_epoch == 0 || !std::filesystem::exists(test_path, ec)) return;
-    Model best = load_model(o.out_path);
-    const std::vector<Example> test = masked_lm_examples(read_sentences(test_path), best.src_vocab);
+    Model best;
+    std::vector<TokenSequence> sentences;
+    if (!best_and_test(best, sentences)) return;
+    const std::vector<Example> test = masked_lm_examples(sentences, best.src_vocab);
     const MaskedLmScore score = score_masked_lm(best.config, best.weights, test, o.batch_tokens, o.max_length,
                                                 evaluation_masking(best.config));
-    state.result.test_perplexity = score.perplexity();
-    state.result.test_tokens = score.tokens;
     state.result.test_masked_accuracy = score.accuracy();
-    best.provenance["test_set"] = o.test_name;
     best.provenance["test_masked_accuracy"] = score.accuracy();
-    best.provenance["test_perplexity"] = score.perplexity();
-    best.provenance["test_nll_per_token"] = score.mean_nll();
-    best.provenance["test_tokens"] = score.tokens;
     best.provenance["masking_seed"] = kEvaluationMaskingSeed;
     best.provenance["masked_scores"] = kMaskedScoreDefinition;
-    best.provenance["wall_seconds"] = state.result.wall_seconds;
-    best.provenance["epochs_run"] = state.finished_epochs;
-    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    save_scored(best, score.perplexity(), score.mean_nll(), score.tokens);
     char line[240];
     std::snprintf(line, sizeof(line),
                   "best epoch %d: %s masked-token accuracy %.2f%%, perplexity %.2f (%ld chosen positions, masking "

@@ -363,7 +363,9 @@ TEST(WordPiece, RandomTextKeepsThePromises) {
         EXPECT_GE(t.begin, last_begin);
         last_begin = t.begin;
         EXPECT_EQ(t.piece, w.piece(t.id));
-        if (t.unknown) EXPECT_EQ(t.id, w.unk_id());
+        if (t.unknown) {
+          EXPECT_EQ(t.id, w.unk_id());
+        }
       }
       EXPECT_NO_THROW(w.decode(ids_of(tokens)));
     }
