@@ -43,12 +43,7 @@ void print_help() {
       "                      padding, masked unless --no-padding-mask)\n"
       "  --out FILE          the safetensors file to write; replaces an existing regular file (keeping its\n"
       "                      permissions), never the model itself, a link, a folder or a device\n"
-      "  --head-off KIND.L.H switch off head H of layer L of KIND enc, dec or cross, both numbered from 1 as in the\n"
-      "                      paper (enc.1.4: encoder layer 1, head 4): its output is zeroed before W^O (repeatable).\n"
-      "                      The file's tensor names number layers from 0, as PyTorch's state dicts do\n"
-      "  --no-causal-mask    decoder self-attention sees later positions\n"
-      "  --no-padding-mask   pad tokens are attended to like any other\n"
-      "  --no-pos-encoding   no positional encoding in either embedding\n"
+      "%s"
       "  --max-length N      greedy decoding: at most N generated tokens, 1 to the model's max positions (the\n"
       "                      default)\n"
       "  --logit-lens        also what each layer of the last stack would predict if the model stopped there\n"
@@ -57,7 +52,8 @@ void print_help() {
       "                      (S, V) per encoder layer of an encoder-only model; the last layer's equals logits\n"
       "  --tf32              on the GPU, matrix products on TF32 tensor cores instead of FP32 (README, GPU)\n"
       "  --device D          auto (the default: the GPU where this build has CUDA and a GPU can take the model),\n"
-      "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n");
+      "                      cpu, or cuda (an error where no GPU can). A GPU failing mid-run: the CPU computes\n",
+      InterventionOptions::help());
 }
 
 }  // namespace
@@ -68,7 +64,6 @@ int run_trace(const Args& args) {
   int max_length = 0;
   DeviceRequest device = DeviceRequest::Auto;
   bool tf32 = false;
-  Interventions iv;
   // (OptionParser: a value given twice, --src a --src b, is refused; --head-off may come once per head)
   OptionParser p("trace");
   p.custom("--src", [&](const std::string& v) {
@@ -83,18 +78,8 @@ int run_trace(const Args& args) {
   });
   p.value("--out", &out_path);
   p.flag("--ids", &as_ids);
-  p.repeated("--head-off", [&](const std::string& v) {
-    try {
-      iv.heads_off.push_back(parse_head_ref(v));
-    } catch (const Error& e) {
-      return "needs KIND.L.H (KIND enc, dec or cross; layers and heads from 1): " + std::string(e.what());
-    }
-    return std::string();
-  });
-  bool no_causal = false, no_padding = false, no_positions = false;
-  p.flag("--no-causal-mask", &no_causal);
-  p.flag("--no-padding-mask", &no_padding);
-  p.flag("--no-pos-encoding", &no_positions);
+  InterventionOptions intervention_options;
+  intervention_options.add_to(p);
   p.device("--device", &device);
   p.flag("--tf32", &tf32);
   p.value("--max-length", &max_length, 1, 1000000);
@@ -105,9 +90,7 @@ int run_trace(const Args& args) {
     print_help();
     return 0;
   }
-  iv.causal_mask = !no_causal;
-  iv.padding_mask = !no_padding;
-  iv.positional_encoding = !no_positions;
+  const Interventions iv = intervention_options.result();
   if (p.positional().size() > 1) {
     std::fprintf(stderr, "stepformer-cli trace: one model file at a time\n");
     return 2;
@@ -198,13 +181,6 @@ int run_trace(const Args& args) {
     for (int id : ids) j.push_back(id >= 0 && id < v.size() ? v.token(id) : std::string("?"));
     return j;
   };
-  nlohmann::json heads = nlohmann::json::array();
-  for (const HeadRef& h : iv.heads_off)
-    heads.push_back(head_index_text(h));  // indices, as the tensor names (docs/trace.md)
-  const nlohmann::json interventions = {{"heads_off", heads},
-                                        {"causal_mask", iv.causal_mask},
-                                        {"padding_mask", iv.padding_mask},
-                                        {"positional_encoding", iv.positional_encoding}};
   const std::map<std::string, std::string> metadata = {
       {"format", "stepformer-trace"},
       {"model", model_path},
@@ -215,7 +191,7 @@ int run_trace(const Args& args) {
       {"tgt_tokens", tokens(m.tgt_vocab, trace.tgt.ids).dump()},
       {"shape", to_string(c.stacks)},
       {"decoded", have_tgt ? "false" : "true"},
-      {"interventions", interventions.dump()}};
+      {"interventions", interventions_metadata(iv)}};
   write_safetensors(out_path, tensors, metadata, DType::F32, out_rules);
   std::printf("wrote %zu tensors (S %zu, T %zu) to %s\n", tensors.size() - 2, trace.src.ids.size(), trace.tgt.ids.size(),
               out_path.c_str());

@@ -24,6 +24,7 @@ int run_import_hf(const Args& args);  // cmd_import_hf.cpp
 int run_tokenize(const Args& args);  // cmd_tokenize.cpp
 int run_generate(const Args& args);  // cmd_generate.cpp
 int run_fill_mask(const Args& args);  // cmd_fill_mask.cpp
+int run_attribute(const Args& args);  // cmd_attribute.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -37,6 +38,8 @@ const std::vector<Command>& commands() {
       {"tokenize", "print the token ids (or pieces) a model reads for a text", run_tokenize},
       {"generate", "continue a prompt with a decoder-only model (a GPT): greedy, beam or sampling", run_generate},
       {"fill-mask", "rank the words for a text's [MASK] with an encoder-only masked language model", run_fill_mask},
+      {"attribute", "how much each input token moved each predicted token (gradient x input, integrated gradients, "
+                    "attention rollout)", run_attribute},
   };
   return table;
 }

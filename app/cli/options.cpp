@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "util/error.h"
@@ -139,6 +140,48 @@ bool OptionParser::parse(const Args& args) {
     }
   }
   return true;
+}
+
+void InterventionOptions::add_to(OptionParser& p) {
+  p.repeated("--head-off", [this](const std::string& v) {
+    try {
+      heads_off_.push_back(parse_head_ref(v));
+    } catch (const Error& e) {
+      return "needs KIND.L.H (KIND enc, dec or cross; layers and heads from 1): " + std::string(e.what());
+    }
+    return std::string();
+  });
+  p.flag("--no-causal-mask", &no_causal_);
+  p.flag("--no-padding-mask", &no_padding_);
+  p.flag("--no-pos-encoding", &no_positions_);
+}
+
+Interventions InterventionOptions::result() const {
+  Interventions iv;
+  iv.heads_off = heads_off_;
+  iv.causal_mask = !no_causal_;
+  iv.padding_mask = !no_padding_;
+  iv.positional_encoding = !no_positions_;
+  return iv;
+}
+
+const char* InterventionOptions::help() {
+  return "  --head-off KIND.L.H switch off head H of layer L of KIND enc, dec or cross, both numbered from 1 as in the\n"
+         "                      paper (enc.1.4: encoder layer 1, head 4): its output is zeroed before W^O (repeatable).\n"
+         "                      The file's tensor names number layers from 0, as PyTorch's state dicts do\n"
+         "  --no-causal-mask    decoder self-attention sees later positions\n"
+         "  --no-padding-mask   pad tokens are attended to like any other\n"
+         "  --no-pos-encoding   no positional encoding in either embedding\n";
+}
+
+std::string interventions_metadata(const Interventions& iv) {
+  nlohmann::json heads = nlohmann::json::array();
+  for (const HeadRef& h : iv.heads_off) heads.push_back(head_index_text(h));  // indices, as the tensor names
+  const nlohmann::json j = {{"heads_off", heads},
+                            {"causal_mask", iv.causal_mask},
+                            {"padding_mask", iv.padding_mask},
+                            {"positional_encoding", iv.positional_encoding}};
+  return j.dump();
 }
 
 }  // namespace sf::cli

@@ -9,6 +9,7 @@
 
 #include "backend/device.h"
 #include "cli/commands.h"
+#include "transformer/interventions.h"
 
 namespace sf::cli {
 
@@ -47,5 +48,22 @@ class OptionParser {
   std::vector<std::string> positional_;
   bool help_ = false;
 };
+
+// The interventions a pass can be run under, as trace and attribute take them: --head-off KIND.L.H (repeatable),
+// --no-causal-mask, --no-padding-mask, --no-pos-encoding. add_to() before parse(), result() after.
+class InterventionOptions {
+ public:
+  void add_to(OptionParser& parser);
+  Interventions result() const;
+  static const char* help();  // the options' lines for a command's --help
+
+ private:
+  std::vector<HeadRef> heads_off_;
+  bool no_causal_ = false, no_padding_ = false, no_positions_ = false;
+};
+
+// The interventions as an output file's metadata records them (JSON: heads_off as index text "enc.0.3", as the
+// tensor names number layers; causal_mask, padding_mask, positional_encoding).
+std::string interventions_metadata(const Interventions& iv);
 
 }  // namespace sf::cli

@@ -203,9 +203,19 @@ void embed_rows(const Config& config, const ModelWeights& weights, bool source, 
   else t.sum = t.tok_embed + t.pos;
 }
 
-void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
-                         bool positional_encoding, Mat d_sum, ModelWeights& grads) {
+void embed_rows_backward(const Config& config, const ModelWeights& weights, bool source, const EmbeddingTrace& t,
+                         const std::vector<int>& positions, bool positional_encoding, Mat d_sum, ModelWeights& grads,
+                         Mat* d_tok_embed) {
   if (t.keep.size() > 0) d_sum.array() *= t.keep.array();
+  // BERT's parts, source side: sum = LN(tok + pos + type), type = row 0 of the token-type table for every token.
+  // From here d_sum is dL/d(tok + pos [+ type]), the gradient each addend takes.
+  if (source && config.embedding_norm) {
+    Mat d_in;  // (N, C)
+    layer_norm_backward(t.embed_sum, t.embed_norm, weights.embedding_norm, d_sum, grads.embedding_norm, d_in);
+    d_sum = std::move(d_in);
+  }
+  if (source && config.type_vocab_size > 0) grads.src_token_types.row(0) += d_sum.colwise().sum();
+  if (d_tok_embed) *d_tok_embed = d_sum;
   const float scale =
       config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
   if (t.token_scale.empty()) {

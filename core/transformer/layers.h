@@ -72,10 +72,13 @@ void check_embedding_input(const Config& config, const ModelWeights& weights, bo
 // against the vocabulary and positions against the model (ErrorKind::Input, naming the "source" or "target").
 void embed_rows(const Config& config, const ModelWeights& weights, bool source, const std::vector<int>& ids,
                 const std::vector<int>& positions, bool positional_encoding, Dropout* dropout, EmbeddingTrace& t);
-// dL/d(weights) of embed_rows from dL/d(t.sum): token table rows, and learned positions (when the pass added
-// them: positional_encoding).
-void embed_rows_backward(const Config& config, bool source, const EmbeddingTrace& t, const std::vector<int>& positions,
-                         bool positional_encoding, Mat d_sum, ModelWeights& grads);
+// dL/d(weights) of embed_rows from dL/d(t.sum): token table rows, learned positions (when the pass added them:
+// positional_encoding) and BERT's parts (the embedding norm's gamma and beta, the token-type table's row 0).
+// d_tok_embed, when given: dL/d(t.tok_embed) (N, C), the gradient at the token embeddings as the model uses them
+// (what attribution reads: explain/attribution.h).
+void embed_rows_backward(const Config& config, const ModelWeights& weights, bool source, const EmbeddingTrace& t,
+                         const std::vector<int>& positions, bool positional_encoding, Mat d_sum, ModelWeights& grads,
+                         Mat* d_tok_embed = nullptr);
 
 // [SECTION] layers
 // One attention sublayer: from its query input x_q (the rows asked for), fill t.attn_out (and what `record`

@@ -568,17 +568,6 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
 
 void model_backward(const Config& config, const ModelWeights& w, int sequences, const Trace& trace,
                     const Mat& d_logits, ModelWeights& g, Mat* d_source_input, Mat* d_target_input) {
-  // BERT's parts (config.h) are computed forward only (opened from Hugging Face's folders, shown, not trained):
-  // every training path reaches this one backward, which names the first part it has no gradient for.
-  if (config.type_vocab_size > 0)
-    fail(ErrorKind::Unsupported, "model_backward", "no backward for token-type embeddings (type_vocab_size, BERT's): "
-                                                   "such a model is not trained here");
-  if (config.embedding_norm)
-    fail(ErrorKind::Unsupported, "model_backward", "no backward for the embedding norm (embedding_norm, BERT's): "
-                                                   "such a model is not trained here");
-  if (config.output_head == OutputHead::MaskedLM)
-    fail(ErrorKind::Unsupported, "model_backward", "no backward for the masked-LM output head (output_head "
-                                                   "\"masked_lm\", BERT's): such a model is not trained here");
   const Eigen::Index B = sequences, S = static_cast<Eigen::Index>(trace.src.ids.size()) / B,
                      T = static_cast<Eigen::Index>(trace.tgt.ids.size()) / B;
   const Interventions& iv = trace.interventions;
@@ -590,7 +579,17 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
 
   // The output head, over the last stack's output: the decoder's, or an encoder-only model's encoder's.
   Mat d;  // dL/d(the last stack's activations) (B*T, C)
-  linear_backward(config.has_decoder() ? trace.dec_out : trace.enc_out, w.generator, d_logits, g.generator, &d);
+  if (!config.has_decoder() && config.output_head == OutputHead::MaskedLM) {
+    // BERT's masked-LM head: logits = LN(act(enc_out W_d^T + b_d)) W^T + b (output_head_forward), backwards.
+    const OutputHeadTrace& h = trace.head;
+    Mat d_norm, d_act;  // (B*S, C)
+    linear_backward(h.norm.out, w.generator, d_logits, g.generator, &d_norm);
+    layer_norm_backward(h.act, h.norm, w.head_norm, d_norm, g.head_norm, d_act);
+    activation_backward(config.activation, h.dense, d_act);  // now dL/d(dense)
+    linear_backward(trace.enc_out, w.head_transform, d_act, g.head_transform, &d);
+  } else {
+    linear_backward(config.has_decoder() ? trace.dec_out : trace.enc_out, w.generator, d_logits, g.generator, &d);
+  }
   Mat d_encoder_out = Mat::Zero(trace.enc_out.rows(), trace.enc_out.cols());  // (B*S, C)
   if (!config.has_decoder()) d_encoder_out = std::move(d);
 
@@ -620,8 +619,8 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
     d = std::move(dx);
   }
   if (config.has_decoder()) {
-    if (d_target_input) *d_target_input = d;  // dL/d(tgt.sum)
-    embed_rows_backward(config, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g);
+    embed_rows_backward(config, w, false, trace.tgt, positions(B * T, T), iv.positional_encoding, std::move(d), g,
+                        d_target_input);
   }
   if (!config.has_encoder()) return;
 
@@ -643,8 +642,8 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
                            g.encoder_layers[static_cast<size_t>(l)], dx);
     d = std::move(dx);
   }
-  if (d_source_input) *d_source_input = d;  // dL/d(src.sum)
-  embed_rows_backward(config, true, trace.src, positions(B * S, S), iv.positional_encoding, std::move(d), g);
+  embed_rows_backward(config, w, true, trace.src, positions(B * S, S), iv.positional_encoding, std::move(d), g,
+                      d_source_input);
 }
 
 }  // namespace sf

@@ -113,11 +113,10 @@ Trace assemble_traced_pass(const Config& config, const Trace& encoded, const Cro
                            const std::vector<RecordedRows>& pieces);
 
 // Backward of a recorded training pass (Record::Backward on `sequences` sentences): from dL/dlogits (B*T, Vt;
-// an encoder-only model's (B*S, Vs)), accumulates every weight's gradient into grads. ErrorKind::Unsupported for a
-// model with BERT's parts (token types, embedding norm, masked-LM head: config.h), which have no backward.
-// d_source_input / d_target_input, when given, receive dL/d(src.sum) (B*S, C) and dL/d(tgt.sum) (B*T, C), the
-// stacks' inputs: with dropout off and the sum tok_embed + pos (no embedding norm), also dL/d(tok_embed), what
-// gradient x input reads (explain/attribution.h).
+// an encoder-only model's (B*S, Vs)), accumulates every weight's gradient into grads, BERT's parts (token types,
+// the embedding norm, the masked-LM head: config.h) included. d_source_input / d_target_input, when given, receive
+// dL/d(src.tok_embed) (B*S, C) and dL/d(tgt.tok_embed) (B*T, C): the gradient at the token embeddings as the
+// model uses them, what gradient x input reads (explain/attribution.h).
 void model_backward(const Config& config, const ModelWeights& weights, int sequences, const Trace& trace,
                     const Mat& d_logits, ModelWeights& grads, Mat* d_source_input = nullptr,
                     Mat* d_target_input = nullptr);

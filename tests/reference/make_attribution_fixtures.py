@@ -46,7 +46,8 @@ CASES = [
 
 
 # The hub families, through their reference modules (make_gpt2_fixtures.GPT2Reference from modeling_gpt2.py,
-# make_marian_fixtures.MarianReference from modeling_marian.py), with the interventions as Hugging Face's forward
+# make_marian_fixtures.MarianReference from modeling_marian.py, make_bert_fixtures.BertReference from
+# modeling_bert.py), with the interventions as Hugging Face's forward
 # takes them; the token embeddings caught by a forward hook on the embedding module (wte; Marian's shared
 # embed_tokens, called for the source, then the target). Where the module multiplies the embedding by a scale
 # after the hook (Marian's embed_scale), x_i * df/dx_i is the same product: (s e) . (g / s) = e . g.
@@ -55,10 +56,18 @@ HUB_CASES = [
     ("gpt2_head_off", "gpt2/gpt2_head_off.trace.safetensors", 4, 17),
     ("marian_plain", "marian/marian_plain.trace.safetensors", 2, 30),
     ("marian_heads_off", "marian/marian_heads_off.trace.safetensors", 3, 12),
+    # BERT (make_bert_fixtures.BertReference from modeling_bert.py): the blank's row (6, "[CLS] a man in an orange
+    # [MASK] . [SEP]"), through token types, the embedding norm and the masked-LM head; the hook on
+    # word_embeddings catches x_i before the token-type and position rows are added.
+    ("bert_plain", "bert/bert_plain.trace.safetensors", 6, 9),
+    ("bert_head_off", "bert/bert_head_off.trace.safetensors", 6, 14),
+    ("bert_no_positions", "bert/bert_no_positions.trace.safetensors", 3, 20),
+    ("bert_bare_plain", "bert/bert_bare_plain.trace.safetensors", 7, 11),
 ]
 
 
 def hub_case(case, rel, row, token):
+    import make_bert_fixtures
     import make_gpt2_fixtures
     import make_marian_fixtures
     trace_path = os.path.join(FIXTURES, rel)
@@ -84,6 +93,25 @@ def hub_case(case, rel, row, token):
         model.wte.register_forward_hook(catch)
         logits = model(trace["ids.tgt"].long()[None], iv)[0]
         sides = {"tgt": 0}
+    elif meta["family"] == "bert":
+        c = dict(hidden_size=hub["hidden_size"], num_attention_heads=hub["num_attention_heads"],
+                 num_hidden_layers=hub["num_hidden_layers"], intermediate_size=hub["intermediate_size"],
+                 max_position_embeddings=hub["max_position_embeddings"], type_vocab_size=hub["type_vocab_size"],
+                 layer_norm_eps=hub["layer_norm_eps"], hidden_act=hub["hidden_act"], vocab_size=hub["vocab_size"],
+                 pad_token_id=hub["pad_token_id"], name_or_path=hub.get("_name_or_path", ""))
+        model = make_bert_fixtures.BertReference(c)
+        state = {k: v.float() for k, v in params.items() if not k.startswith("bert.pooler")}
+        if "bert.embeddings.word_embeddings.weight" not in state:  # saved without the "bert." prefix (bare)
+            state = {("bert." + k if not k.startswith("cls.") else k): v for k, v in state.items()}
+            state = {k.replace(".gamma", ".weight").replace(".beta", ".bias"): v for k, v in state.items()}
+        state.pop("cls.predictions.decoder.weight", None)
+        state.pop("cls.predictions.decoder.bias", None)
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert not unexpected and not [m for m in missing if "position_ids" not in m], (missing, unexpected)
+        model = model.double().eval()
+        model.bert.embeddings.word_embeddings.register_forward_hook(catch)
+        logits = model(trace["ids.src"].long()[None], iv)[0]
+        sides = {"src": 0}
     else:
         c = dict(make_marian_fixtures.TINY_DE_EN, vocab_size=hub["vocab_size"],
                  decoder_vocab_size=hub["decoder_vocab_size"], pad_token_id=hub["pad_token_id"])
@@ -112,7 +140,8 @@ def hub_case(case, rel, row, token):
         caught.append(output)
         return output
 
-    hooked = model.wte if meta["family"] == "gpt2" else model.model.shared
+    hooked = {"gpt2": lambda: model.wte, "bert": lambda: model.bert.embeddings.word_embeddings,
+              "marian": lambda: model.model.shared}[meta["family"]]()
     for h in list(hooked._forward_hooks):
         del hooked._forward_hooks[h]
     hooked.register_forward_hook(scaled)
@@ -123,6 +152,8 @@ def hub_case(case, rel, row, token):
         caught.clear()
         if meta["family"] == "gpt2":
             lk = model(trace["ids.tgt"].long()[None], iv)[0]
+        elif meta["family"] == "bert":
+            lk = model(trace["ids.src"].long()[None], iv)[0]
         else:
             lk = model(trace["ids.src"].long()[None], trace["ids.tgt"].long()[None], iv)[0]
         fk = torch.log_softmax(lk[row], -1)[token]
@@ -142,8 +173,84 @@ def hub_case(case, rel, row, token):
         worst))
 
 
+# Attention rollout (explain/attribution.h has the definition; Abnar & Zuidema 2020 for one stack), in float64
+# from the attention maps PyTorch's modules recorded in the forward fixtures: A_l the mean of the heads that are
+# on, A~ = 0.5 A + 0.5 I with rows renormalised, R_enc = A~_L ... A~_1; a decoder position carries D (over the
+# decoder's inputs, from I) and X (over the source, from 0): self-attention D <- A~ D, X <- A~ X; cross-attention
+# X <- 0.5 X + 0.5 C R_enc / rowsum(C), D <- 0.5 D (rows of C that sum to 0 left alone). Writes rollout (rows, S + T).
+ROLLOUT_CASES = [
+    "forward/pt_pre.trace.safetensors",
+    "forward/pt_post_nocausal.trace.safetensors",
+    "marian/marian_heads_off.trace.safetensors",
+    "gpt2/gpt2_plain.trace.safetensors",
+    "gpt2/gpt2_head_off.trace.safetensors",
+    "bert/bert_plain.trace.safetensors",
+    "bert/bert_head_off.trace.safetensors",
+    "bert/bert_padded.trace.safetensors",
+]
+
+
+def rollout(trace, iv):
+    off = set(iv.get("heads_off", []))
+
+    def mean_on(kind, l):
+        probs = trace["%s.%d.%s_attn.probs" % ("dec" if kind == "cross" else kind, l,
+                                               "cross" if kind == "cross" else "self")].double().numpy()
+        on = [h for h in range(probs.shape[0]) if "%s.%d.%d" % (kind, l, h) not in off]
+        return probs[on].mean(0) if on else np.zeros(probs.shape[1:])
+
+    def residual(a):
+        r = 0.5 * a + 0.5 * np.eye(a.shape[0])
+        sums = r.sum(1, keepdims=True)
+        return np.where(sums > 0, r / np.where(sums > 0, sums, 1), r)
+
+    def layers(kind):
+        n = 0
+        while "%s.%d.self_attn.probs" % (kind, n) in trace:
+            n += 1
+        return n
+
+    enc = None
+    if "enc.0.self_attn.probs" in trace:
+        S = trace["enc.0.self_attn.probs"].shape[1]
+        enc = np.eye(S)
+        for l in range(layers("enc")):
+            enc = residual(mean_on("enc", l)) @ enc
+        if "dec.0.self_attn.probs" not in trace:
+            return enc
+    T = trace["dec.0.self_attn.probs"].shape[1]
+    S = 0 if enc is None else enc.shape[0]
+    D, X = np.eye(T), np.zeros((T, S))
+    for l in range(layers("dec")):
+        a = residual(mean_on("dec", l))
+        D, X = a @ D, a @ X
+        if enc is None:
+            continue
+        c = mean_on("cross", l)
+        brought = c @ enc
+        for i in range(T):
+            s = c[i].sum()
+            if s > 0:
+                X[i] = 0.5 * X[i] + 0.5 * brought[i] / s
+                D[i] = 0.5 * D[i]
+    return np.concatenate([X, D], 1)
+
+
+def rollout_cases():
+    for rel in ROLLOUT_CASES:
+        trace, meta = read_safetensors(os.path.join(FIXTURES, rel))
+        iv = json.loads(meta["interventions"])
+        r = rollout(trace, iv)
+        assert np.allclose(r.sum(1), 1.0), r.sum(1)
+        case = os.path.basename(rel).split(".")[0]
+        write_safetensors(os.path.join(OUT_DIR, case + ".rollout.safetensors"),
+                          {"rollout": r.astype(np.float32)}, {"trace": rel, "case": case})
+        print("%s rollout: %s, largest %.4f" % (case, r.shape, r.max()))
+
+
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
+    rollout_cases()
     for case, rel, row, token in CASES:
         trace_path = os.path.join(FIXTURES, rel)
         trace, meta = read_safetensors(trace_path)

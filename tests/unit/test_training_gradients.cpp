@@ -239,6 +239,82 @@ TEST(WholeModelGradients, PositionsOffGiveThePositionTablesNoGradient) {
   EXPECT_FALSE(g.tgt_embedding.isZero());
 }
 
+// BERT's parts (config.h) through the one backward: the token-type table's row 0, the embedding norm, and the
+// masked-LM head's dense layer, activation and norm, in an encoder-only model with learned positions, post-norm
+// and the output tied to the word embeddings (bert-base's choices at a tiny size); dropout on, so the embedding
+// norm's output dropout is crossed too. Every parameter against finite differences of the loss.
+TEST(WholeModelGradients, BertsPartsMatchFiniteDifferences) {
+  for (const Activation act : {Activation::GELU, Activation::GELUTanh}) {
+    Config c;
+    c.stacks = ModelStacks::EncoderOnly;
+    c.d_model = 8;
+    c.n_heads = 2;
+    c.n_encoder_layers = 2;
+    c.n_decoder_layers = 0;
+    c.d_ff = 12;
+    c.src_vocab_size = 13;
+    c.tgt_vocab_size = 0;
+    c.max_positions = 16;
+    c.pad_id = 0, c.unk_id = 1, c.bos_id = 2, c.eos_id = 3, c.mask_id = 4;
+    c.positional_encoding = PositionalEncoding::Learned;
+    c.activation = act;
+    c.type_vocab_size = 2;
+    c.embedding_norm = true;
+    c.output_head = OutputHead::MaskedLM;
+    c.tie_output_embedding = true;
+    c.validate();
+    ModelWeights w = initialize_weights(c, 42);
+    std::mt19937 rng(5);
+    for (ParameterView& p : parameter_views(w))
+      for (Eigen::Index i = 0; i < p.size; ++i) p.data[i] += std::normal_distribution<float>(0.0f, 0.1f)(rng);
+    complete_shared_weights(c, w);
+    ASSERT_EQ(w.src_token_types.rows(), 2);
+    ASSERT_EQ(w.head_transform.weight.rows(), c.d_model);
+
+    // Two sentences of 5 (the second padded): targets at a few positions only, as masked-LM batches have them.
+    Batch batch;
+    batch.size = 2;
+    batch.source_length = batch.target_length = 5;
+    batch.source = {2, 5, 4, 7, 3, 2, 8, 4, 3, 0};
+    batch.target_out = {0, 0, 6, 0, 0, 0, 0, 9, 0, 0};
+    batch.target_tokens = 2;
+    const DropoutSettings dropout{0.2f, 99, 7};
+    BatchTrace trace;
+    Mat dlogits;
+    batch_forward(c, w, batch, dropout, 0.1f, trace, &dlogits);
+    ModelWeights g = zeros_like(w);
+    batch_backward(c, w, batch, trace, dlogits, g);
+    tie_gradients(c, g);
+    auto loss = [&] {
+      w.generator.weight = w.src_embedding;  // a tied matrix moves as one
+      BatchTrace t;
+      return batch_forward(c, w, batch, dropout, 0.1f, t, nullptr).loss;
+    };
+    auto weights = parameter_views(w);
+    auto grads = parameter_views(g);
+    ASSERT_EQ(weights.size(), grads.size());
+    std::mt19937 pick(6);
+    int checked_parts = 0;
+    for (size_t p = 0; p < weights.size(); ++p) {
+      if (weights[p].name == "generator.weight") continue;  // checked via src_embedding
+      const std::string& name = weights[p].name;
+      if (name.find("token_types") != std::string::npos || name.find("embedding_norm") != std::string::npos ||
+          name.find("head_") != std::string::npos)
+        ++checked_parts;
+      for (int k = 0; k < 3; ++k) {
+        Eigen::Index i = std::uniform_int_distribution<Eigen::Index>(0, weights[p].size - 1)(pick);
+        if (name == "src_embedding.weight") i = (4 + k) * c.d_model + k;     // ids 4..6, read by the batch
+        if (name == "src_token_types.weight") i = k;                         // row 0: every token's type
+        expect_gradient(loss, weights[p].data + i, grads[p].data + i, 1, std::string(to_string(act)) + " " + name,
+                        1e-2, 2e-3);
+      }
+    }
+    EXPECT_GE(checked_parts, 6) << "token types, the embedding norm (2), the head's dense (2) and norm (2)";
+    // The token-type table's row 1 is never read: no gradient.
+    EXPECT_TRUE(g.src_token_types.row(1).isZero());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Configs, WholeModelGradients,
     ::testing::Values(ModelCase{"post_norm"}, ModelCase{"pre_norm_final_norms", NormPlacement::Pre,
