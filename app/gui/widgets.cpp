@@ -1,5 +1,7 @@
 #include "gui/widgets.h"
 
+#include "gui/render/colormap.h"
+
 #include "gui/text/glyphs.h"
 
 #include <imgui.h>
@@ -154,6 +156,20 @@ bool controls_toggle(bool* open) {
   if (ImGui::SmallButton(*open ? tr(T::widgets_controls_open) : tr(T::widgets_controls_folded))) *open = !*open;
   record_item("controls", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, *open ? "open" : "folded");
   return *open;
+}
+
+void fitted_text(ImDrawList* draw, ImVec2 at, float width, float line, ImU32 colour, const std::string& text,
+                 float scale) {
+  const float w = ImGui::CalcTextSize(text.c_str()).x * scale;
+  const float size = ImGui::GetFontSize() * scale * std::clamp(width / std::max(1.0f, w), 0.7f, 1.0f);
+  draw->PushClipRect(at, ImVec2(at.x + width, at.y + line), true);
+  draw->AddText(ImGui::GetFont(), size, at, colour, text.c_str());
+  draw->PopClipRect();
+}
+
+ImU32 colormap_colour(int colormap, float t) {
+  const Rgb c = colormap_rgb(static_cast<Colormap>(colormap), t);
+  return IM_COL32(static_cast<int>(c.r * 255), static_cast<int>(c.g * 255), static_cast<int>(c.b * 255), 255);
 }
 
 std::string probability_text(double p) {

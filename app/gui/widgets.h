@@ -59,6 +59,13 @@ bool numbered_slider(const char* label, int* index, int count);
 // (normal mode) always true and draws nothing.
 bool controls_toggle(bool* open);
 
+// Text drawn at `at` in `scale` of the font's size, at most `width` wide: shrunk down to 0.7 of that where it is
+// wider, clipped beyond that (a grid's cells and columns: the logit lens, the attribution maps).
+void fitted_text(ImDrawList* draw, ImVec2 at, float width, float line, ImU32 colour, const std::string& text,
+                 float scale = 1.0f);
+// A colormap's colour (gui/render/colormap.h) at t in [0, 1], for ImGui's draw lists.
+ImU32 colormap_colour(int colormap, float t);
+
 // A probability as a class reads it: two significant digits however small ("0.93", "0.012", "0.00017",
 // "3.1e-07"), so that no candidate reads 0.000; "0" only for an exact zero, "1" only for an exact one.
 std::string probability_text(double p);

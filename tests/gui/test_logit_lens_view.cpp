@@ -145,7 +145,7 @@ TEST(OutputViewCommand, TakesProbabilitiesOrLens) {
   std::string error;
   EXPECT_TRUE(parse_script("output-view lens\noutput-view probabilities\n", "test", error)) << error;
   EXPECT_FALSE(parse_script("output-view bars\n", "test", error));
-  EXPECT_NE(error.find("'output-view' takes probabilities or lens, got 'bars'"), std::string::npos) << error;
+  EXPECT_NE(error.find("'output-view' takes probabilities, lens or why, got 'bars'"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -17,21 +17,7 @@ namespace {
 
 constexpr int kTopTokens = 5;  // the hover's list
 
-ImU32 viridis(float p) {
-  const Rgb c = colormap_rgb(Colormap::Viridis, p);
-  return IM_COL32(static_cast<int>(c.r * 255), static_cast<int>(c.g * 255), static_cast<int>(c.b * 255), 255);
-}
-
-// Text drawn at `at` in `scale` of the font's size, at most `width` wide: shrunk down to 0.7 of that where it is
-// wider, clipped beyond that.
-void fitted_text(ImDrawList* draw, ImVec2 at, float width, float line, ImU32 colour, const std::string& text,
-                 float scale = 1.0f) {
-  const float w = ImGui::CalcTextSize(text.c_str()).x * scale;
-  const float size = ImGui::GetFontSize() * scale * std::clamp(width / std::max(1.0f, w), 0.7f, 1.0f);
-  draw->PushClipRect(at, ImVec2(at.x + width, at.y + line), true);
-  draw->AddText(ImGui::GetFont(), size, at, colour, text.c_str());
-  draw->PopClipRect();
-}
+ImU32 viridis(float p) { return colormap_colour(static_cast<int>(Colormap::Viridis), p); }
 
 }  // namespace
 

@@ -34,8 +34,11 @@ bool OutputPanel::draw_view_switch() {
   const OutputView before = view_;
   if (ImGui::RadioButton(tr(T::output_view_probabilities), view_ == OutputView::Probabilities)) view_ = OutputView::Probabilities;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_view_tip));
-  ImGui::SameLine();
+  same_line_if_fits(labelled_box_width(tr(T::output_view_lens)));
   if (ImGui::RadioButton(tr(T::output_view_lens), view_ == OutputView::Lens)) view_ = OutputView::Lens;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_view_tip));
+  same_line_if_fits(labelled_box_width(tr(T::output_view_why)));
+  if (ImGui::RadioButton(tr(T::output_view_why), view_ == OutputView::Why)) view_ = OutputView::Why;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(T::output_view_tip));
   record_item("output.view", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(view_));
   return view_ != before;
@@ -48,6 +51,13 @@ PanelAsk OutputPanel::draw(const PanelContext& context) {
     if (const std::optional<int> column = lens_.draw(context.state, context.output_position);
         column && *column != context.output_position)
       ask.output_position = *column;
+    return ask;
+  }
+  if (view_ == OutputView::Why) {
+    PanelAsk ask;
+    if (const std::optional<int> row = why_.draw(context.state, context.output_position);
+        row && *row != context.output_position)
+      ask.output_position = *row;
     return ask;
   }
   if (context.state.encoder_only()) return fill_blank_.draw(context.state, context.output_position);

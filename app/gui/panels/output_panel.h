@@ -3,6 +3,7 @@
 // candidate asks to force it at that position.
 #pragma once
 #include "gui/app_state.h"
+#include "gui/panels/attribution_panel.h"
 #include "gui/panels/fill_blank_panel.h"
 #include "gui/panels/logit_lens_panel.h"
 #include "gui/panels/panel.h"
@@ -10,8 +11,8 @@
 namespace sf::gui {
 
 // The output stage's views: the probabilities at a position (the bars; fill in the blank for an encoder-only
-// model), or every layer's guess (the logit lens).
-enum class OutputView { Probabilities, Lens };
+// model), every layer's guess (the logit lens), or why this word (attribution beside attention).
+enum class OutputView { Probabilities, Lens, Why };
 
 // The bars are the distribution the token at `position` was chosen from (AppState::chosen_distribution_logits),
 // however the model was changed; where the last full pass's row differs (the causal mask off), a switch shows
@@ -21,6 +22,7 @@ class OutputPanel : public StagePanel {
   PanelAsk draw(const PanelContext& context) override;
   void set_view(OutputView view) { view_ = view; }  // (also the script's output-view)
   OutputView view() const { return view_; }
+  void set_why_method(AttributionMethod method) { why_.set_method(method); }  // (the script's why-method)
 
  private:
   // Returns true with *forced_token set when the user clicked a candidate for output `position`.
@@ -30,6 +32,7 @@ class OutputPanel : public StagePanel {
   bool draw_view_switch();
   FillBlankPanel fill_blank_;  // an encoder-only model's output: fill in the blank
   LogitLensPanel lens_;
+  AttributionPanel why_;
   OutputView view_ = OutputView::Probabilities;
 };
 

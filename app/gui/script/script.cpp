@@ -454,7 +454,11 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
       } else if (c.name == "view") {
         app.set_attention_view(c.args[0] == "lines" ? AttentionView::Lines : AttentionView::Heatmap);
       } else if (c.name == "output-view") {
-        app.set_output_view(c.args[0] == "lens" ? OutputView::Lens : OutputView::Probabilities);
+        app.set_output_view(c.args[0] == "lens"  ? OutputView::Lens
+                            : c.args[0] == "why" ? OutputView::Why
+                                                 : OutputView::Probabilities);
+      } else if (c.name == "why-method") {
+        app.set_why_method(parse_attribution_method(c.args[0]));
       } else if (c.name == "expand") {
         if (c.args[0] == "off") app.collapse_attention_cell();
         else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())

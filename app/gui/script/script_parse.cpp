@@ -112,8 +112,10 @@ std::vector<ScriptCommandSpec> make_grammar() {
       {"show", A::Words, {{keyword({"model-info", "open-model", "stage"}, T::script_show_arguments)}}},
       // the attention stages' views: heatmap or lines, a cell opened, the map zoomed
       {"view", A::Words, {{keyword({"lines", "heatmap"}, T::script_view_arguments)}}},
-      // the output stage's views: the probabilities, or every layer's guess (the logit lens)
-      {"output-view", A::Words, {{keyword({"probabilities", "lens"}, T::script_output_view_arguments)}}},
+      // the output stage's views: the probabilities, every layer's guess (the logit lens), why this word
+      {"output-view", A::Words, {{keyword({"probabilities", "lens", "why"}, T::script_output_view_arguments)}}},
+      // the "Why this word?" view's method: gradient x input, integrated gradients, attention rollout
+      {"why-method", A::Words, {{keyword({"gxi", "ig", "rollout"}, T::script_why_method_arguments)}}},
       {"expand", A::LineOfWords, {{cell("ROW"), cell("COL")}, {keyword({"off"})}}, T::script_expand_arguments},
       {"zoom", A::LineOfWords, {{zoom}, {zoom, cell("ROW"), cell("COL")}}, T::script_zoom_arguments},
       // presentation mode's explanations: opened or folded behind "Explain"
