@@ -1,7 +1,7 @@
 // Attribution on the shipped translator (assets/models/de-en.safetensors: d_model 256, 3+3 layers, 8 heads), a
 // 20-token source and a 20-token target, on OMP_NUM_THREADS threads of the pool (default 1). The PyTorch side is
-// bench/bench_pytorch_attribution.py: the same weights (STEPFORMER_BENCH_ATTRIBUTION=PATH writes them under the
-// pytorch-tutorial family's names, for nn.Transformer), ids and threads, with autograd.
+// bench/bench_pytorch_attribution.py: the same model file (read into nn.Transformer's layers), ids and threads,
+// with autograd.
 //   BM_IntegratedGradients/N  integrated gradients of one prediction (the last row), N steps and the baseline as
 //                             copies of the sentence in one batched pass and its backward (explain/attribution.h)
 //   BM_IntegratedGradientsSentence/N  the same for every one of the 20 predictions (the app's whole map)
@@ -13,7 +13,6 @@
 #include "bench_main.h"
 #include "explain/attribution.h"
 #include "model/model.h"
-#include "model/name_tables.h"
 #include "util/parallel.h"
 #include "util/paths.h"
 
@@ -36,16 +35,7 @@ std::vector<int> target_ids() {
 constexpr int kToken = 17;  // the token scored at the last row (any id: its log-probability is f)
 
 const Model& bench_model() {
-  static const Model m = [] {
-    Model loaded = load_model(shipped_model_path("de-en"));
-    if (const char* path = std::getenv("STEPFORMER_BENCH_ATTRIBUTION")) {
-      Model out = loaded;  // the same numbers under nn.Transformer's names, the generator a copy of the embedding
-      out.family = "pytorch-tutorial";
-      out.config.tie_output_embedding = false;
-      save_model(out, path);
-    }
-    return loaded;
-  }();
+  static const Model m = load_model(shipped_model_path("de-en"));
   return m;
 }
 
@@ -88,6 +78,6 @@ BENCHMARK(BM_GradientXInput)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   setenv("OMP_NUM_THREADS", "1", 0);  // one thread unless asked (read when the pool starts)
-  bench_model();  // load (and export) the weights before timing
+  bench_model();  // load the weights before timing
   return sf::bench::run_benchmarks(argc, argv);
 }

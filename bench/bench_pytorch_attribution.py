@@ -2,16 +2,18 @@
 """The PyTorch side of bench/bench_attribution.cpp: integrated gradients on the shipped translator's weights, the
 same ids and thread count, with autograd in torch eager.
 
-    STEPFORMER_BENCH_ATTRIBUTION=/tmp/de-en.pt.safetensors build/bench/bench_attribution   # writes the weights
-    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_pytorch_attribution.py /tmp/de-en.pt.safetensors \
+    build/bench/bench_attribution
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_pytorch_attribution.py assets/models/de-en.safetensors \
         --cli build/app/stepformer-cli
 
-The file holds the pytorch-tutorial family's names; the tutorial's Seq2SeqTransformer (bench_pytorch.py:
-nn.Transformer, post-norm, ReLU, batch_first) is built around them. Integrated gradients as a PyTorch user writes
-them (and as Captum batches them): the token embeddings x = E[id] sqrt(d_model) of both sides, the N scaled copies
-k/N x (k = 1..N) and the baseline (k = 0) as one batch of N + 1 through the model, f = log_softmax(logits[:, row])
-[token] summed over the copies and backpropagated once, a_i = x_i . mean_k(df/dx_i(k/N x)). Times the last row's
-(ig/N, the one prediction of BM_IntegratedGradients/N) and every row's (ig_sentence/32: 20 such batches) with
+The model file (family stepformer: post-norm, ReLU, sinusoidal positions, no final norms, the generator tied to
+the target embedding) is read into torch's own layers: nn.TransformerEncoderLayer and nn.TransformerDecoderLayer
+(batch_first, dropout 0), Q, K, V joined into in_proj. Integrated gradients as a PyTorch user writes them (and as
+Captum batches them): the token embeddings x = E[id] sqrt(d_model) of both sides, the N scaled copies k/N x
+(k = 1..N) and the baseline (k = 0) as one batch of N + 1 through the model, the output layer applied to the scored
+row alone and no weight requiring a gradient (what ours computes too), f = log_softmax(logits[:, row])[token]
+summed over the copies and backpropagated once, a_i = x_i . mean_k(df/dx_i(k/N x)). Times the last row's (ig/N,
+the one prediction of BM_IntegratedGradients/N) and every row's (ig_sentence/32: 20 such batches) with
 torch.set_num_threads(1) (override: --threads N). With --cli it first checks that both sides compute the same
 attributions: `stepformer-cli attribute --method ig` on the same ids against torch's, every row.
 """
@@ -27,7 +29,9 @@ import torch_bench_env  # noqa: E402
 BLAS = torch_bench_env.prepare(sys.argv)  # threads and BLAS, before torch is imported
 import torch  # noqa: E402
 
-from bench_pytorch import Seq2SeqTransformer, median_ms, read_safetensors  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from bench_pytorch import PositionalEncoding, median_ms, read_safetensors  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 
@@ -42,18 +46,75 @@ def target_ids():
     return [2] + [4 + (11 * i) % 5000 for i in range(1, 20)]
 
 
+class Translator(nn.Module):
+    """The stepformer family's translator in torch's layers: post-norm, no final norms, the generator tied."""
+
+    def __init__(self, c, w):
+        super().__init__()
+        C, H, F_ = c["d_model"], c["n_heads"], c["d_ff"]
+        assert c["norm_placement"] == "post" and c["activation"] == "relu" and c["tie_output_embedding"]
+        assert not c.get("encoder_final_norm") and not c.get("decoder_final_norm")
+        self.C = C
+        self.encoder = nn.ModuleList([nn.TransformerEncoderLayer(C, H, F_, 0.0, batch_first=True)
+                                      for _ in range(c["n_encoder_layers"])])
+        self.decoder = nn.ModuleList([nn.TransformerDecoderLayer(C, H, F_, 0.0, batch_first=True)
+                                      for _ in range(c["n_decoder_layers"])])
+        self.positional_encoding = PositionalEncoding(C, c["max_positions"])
+        self.src_embedding = nn.Parameter(w["src_embedding.weight"])
+        self.tgt_embedding = nn.Parameter(w["tgt_embedding.weight"])
+        self.generator_bias = nn.Parameter(w["generator.bias"])
+
+        def attention(module, prefix):
+            module.in_proj_weight.data = torch.cat([w[prefix + n + ".weight"] for n in "qkv"])
+            module.in_proj_bias.data = torch.cat([w[prefix + n + ".bias"] for n in "qkv"])
+            module.out_proj.weight.data, module.out_proj.bias.data = w[prefix + "out.weight"], w[prefix + "out.bias"]
+
+        def norm(module, prefix):
+            module.weight.data, module.bias.data = w[prefix + ".weight"], w[prefix + ".bias"]
+
+        def ffn(layer, prefix):
+            layer.linear1.weight.data, layer.linear1.bias.data = w[prefix + "fc1.weight"], w[prefix + "fc1.bias"]
+            layer.linear2.weight.data, layer.linear2.bias.data = w[prefix + "fc2.weight"], w[prefix + "fc2.bias"]
+
+        for i, layer in enumerate(self.encoder):
+            p = f"encoder.layers.{i}."
+            attention(layer.self_attn, p + "self_attn.")
+            norm(layer.norm1, p + "self_attn_norm")
+            norm(layer.norm2, p + "ffn_norm")
+            ffn(layer, p + "ffn.")
+        for i, layer in enumerate(self.decoder):
+            p = f"decoder.layers.{i}."
+            attention(layer.self_attn, p + "self_attn.")
+            attention(layer.multihead_attn, p + "cross_attn.")
+            norm(layer.norm1, p + "self_attn_norm")
+            norm(layer.norm2, p + "cross_attn_norm")
+            norm(layer.norm3, p + "ffn_norm")
+            ffn(layer, p + "ffn.")
+
+    def embed(self, ids, table):  # x = E[id] sqrt(d_model): the input attribution scores
+        return table[ids] * math.sqrt(self.C)
+
+    def logits(self, src_x, tgt_x, row):
+        """Token embeddings (B, S, C), (B, T, C) -> the logits of decoder row `row` (B, V)."""
+        memory = self.positional_encoding(src_x)
+        for layer in self.encoder:
+            memory = layer(memory)
+        T = tgt_x.size(1)
+        mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        x = self.positional_encoding(tgt_x)
+        for layer in self.decoder:
+            x = layer(x, memory, tgt_mask=mask)
+        return x[:, row] @ self.tgt_embedding.t() + self.generator_bias
+
+
 def integrated_gradients(model, src, tgt, row, token, steps):
     """(source (S), target (T)) attributions, f, f(0): one batch of steps + 1 copies, one backward."""
-    C = model.transformer.d_model
-    xs = model.src_tok_emb.embedding(src) * math.sqrt(C)  # (1, S, C)
-    xt = model.tgt_tok_emb.embedding(tgt) * math.sqrt(C)  # (1, T, C)
+    xs = model.embed(src, model.src_embedding)  # (1, S, C)
+    xt = model.embed(tgt, model.tgt_embedding)  # (1, T, C)
     alpha = torch.arange(steps + 1, dtype=torch.float32).view(-1, 1, 1) / steps  # (B, 1, 1)
     s = (alpha * xs.detach()).requires_grad_(True)  # (B, S, C)
     t = (alpha * xt.detach()).requires_grad_(True)  # (B, T, C)
-    memory = model.transformer.encoder(model.positional_encoding(s))
-    mask = model.transformer.generate_square_subsequent_mask(tgt.size(1))
-    out = model.transformer.decoder(model.positional_encoding(t), memory, tgt_mask=mask)
-    logits = model.generator(out[:, row])  # (B, V)
+    logits = model.logits(s, t, row)  # (B, V)
     f = torch.log_softmax(logits, -1)[:, token]  # (B)
     f[1:].sum().backward()
     a_src = (xs[0].detach() * s.grad[1:].mean(0)).sum(-1)
@@ -69,11 +130,10 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tensors, meta = read_safetensors(args.model)
-    c = json.loads(meta["config"])
-    model = Seq2SeqTransformer(c)
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    assert not unexpected and missing == ["positional_encoding.pos_embedding"], (missing, unexpected)
+    model = Translator(json.loads(meta["config"]), tensors)
     model.eval()
+    for p in model.parameters():  # the inputs' gradients alone, as ours (no weight's gradient is computed)
+        p.requires_grad_(False)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, BLAS {BLAS}")

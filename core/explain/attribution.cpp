@@ -6,7 +6,7 @@
 #include <string>
 
 #include "nn/embedding.h"
-#include "train/parameters.h"  // zeros_like
+#include "train/parameters.h"  // empty_gradients
 #include "transformer/forward.h"
 #include "transformer/layers.h"  // heads_on
 #include "transformer/passes.h"
@@ -110,8 +110,8 @@ CopyGradients run_copies(const Config& config, const ModelWeights& weights, cons
       pass.rows.add_sequence(target);
       if (config.has_cross_attention()) pass.source_of.push_back(b);
     }
-    pass.output_rows.resize(static_cast<size_t>(pass.rows.size()));
-    for (size_t r = 0; r < pass.output_rows.size(); ++r) pass.output_rows[r] = static_cast<int>(r);
+    // (the logits of each copy's scored row alone: the only ones read)
+    for (int b = 0; b < B; ++b) pass.output_rows.push_back(b * rows + copies[static_cast<size_t>(b)].row);
     pass.record = Record::Backward;
     pass.trace = &t;
     t.tgt.token_scale = scales(target.size());
@@ -128,7 +128,7 @@ CopyGradients run_copies(const Config& config, const ModelWeights& weights, cons
     any = any || c.gradient;
   }
   if (!any) return out;
-  ModelWeights grads = zeros_like(weights);  // (the weights' gradients are a by-product)
+  ModelWeights grads = empty_gradients(weights);  // (the inputs' gradients alone: no weight's is computed)
   model_backward(config, weights, B, t, d_logits, grads, config.has_encoder() ? &out.d_source : nullptr,
                  config.has_decoder() ? &out.d_target : nullptr);
   return out;

@@ -9,9 +9,11 @@ namespace sf {
 void linear_backward(const ConstMatRef& x, const LinearWeights& w, const ConstMatRef& dy, LinearWeights& grad,
                      Mat* dx) {
   // Both products shared out by blocks of their output columns (nn/linear.h): the same sums on any thread count.
-  for_each_column_block(grad.weight.rows(), [&](Eigen::Index first, Eigen::Index n) {
-    grad.weight.middleRows(first, n).noalias() += dy.middleCols(first, n).transpose() * x;  // (n, N) (N, in)
-  });
+  // (an empty grad.weight: the weights' gradient is not wanted, dx alone is: nn/backward.h)
+  if (grad.weight.size() > 0)
+    for_each_column_block(grad.weight.rows(), [&](Eigen::Index first, Eigen::Index n) {
+      grad.weight.middleRows(first, n).noalias() += dy.middleCols(first, n).transpose() * x;  // (n, N) (N, in)
+    });
   if (grad.bias.size() > 0) grad.bias.noalias() += dy.colwise().sum();
   if (dx) {
     dx->resize(dy.rows(), w.weight.cols());
@@ -27,8 +29,8 @@ void layer_norm_backward(const ConstMatRef& x, const LayerNormTrace& t, const La
   Mat xhat = x;                                             // (N, C)
   xhat.colwise() -= t.mean;
   xhat.array().colwise() /= t.std.array();
-  grad.gamma.noalias() += (dy.array() * xhat.array()).matrix().colwise().sum();
-  grad.beta.noalias() += dy.colwise().sum();
+  if (grad.gamma.size() > 0) grad.gamma.noalias() += (dy.array() * xhat.array()).matrix().colwise().sum();
+  if (grad.beta.size() > 0) grad.beta.noalias() += dy.colwise().sum();
   Mat g = dy;                                               // dL/dxhat
   g.array().rowwise() *= w.gamma.array();
   const Vec mean_g = g.rowwise().mean();                    // (N)
@@ -78,6 +80,7 @@ void activation_backward(Activation act, const ConstMatRef& pre, Mat& d) {
 }
 
 void embedding_backward(const std::vector<int>& ids, float scale, const ConstMatRef& dout, Mat& dtable) {
+  if (dtable.size() == 0) return;  // (not wanted)
   for (size_t i = 0; i < ids.size(); ++i) dtable.row(ids[i]) += scale * dout.row(static_cast<Eigen::Index>(i));
 }
 

@@ -12,7 +12,9 @@
 namespace sf {
 
 // y = x W^T + b:   dW += dy^T x,   db += sum_rows(dy),   dx = dy W        x (N, in), dy (N, out)
-// dx may be nullptr when the input needs no gradient.
+// dx may be nullptr when the input needs no gradient. A gradient tensor left empty (grad.weight, a norm's gamma,
+// an embedding table) is not wanted and not computed: a backward for the inputs' gradients alone (attribution,
+// explain/attribution.h; train/parameters.h empty_gradients) skips the weights' products.
 void linear_backward(const ConstMatRef& x, const LinearWeights& w, const ConstMatRef& dy, LinearWeights& grad,
                      Mat* dx);
 

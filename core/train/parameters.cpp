@@ -19,4 +19,11 @@ ModelWeights zeros_like(const ModelWeights& w) {
   return z;
 }
 
+ModelWeights empty_gradients(const ModelWeights& w) {
+  ModelWeights g;
+  g.encoder_layers.resize(w.encoder_layers.size());
+  g.decoder_layers.resize(w.decoder_layers.size());
+  return g;
+}
+
 }  // namespace sf

@@ -21,5 +21,8 @@ std::vector<ParameterView> parameter_views(ModelWeights& w);
 
 // A ModelWeights of the same shapes as w, all zeros (for gradients and moment estimates).
 ModelWeights zeros_like(const ModelWeights& w);
+// The layers of w with every tensor empty: the gradients a backward leaves alone (nn/backward.h), for a backward
+// that is run for its inputs' gradients only (explain/attribution.h).
+ModelWeights empty_gradients(const ModelWeights& w);
 
 }  // namespace sf

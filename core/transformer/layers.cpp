@@ -214,7 +214,8 @@ void embed_rows_backward(const Config& config, const ModelWeights& weights, bool
     layer_norm_backward(t.embed_sum, t.embed_norm, weights.embedding_norm, d_sum, grads.embedding_norm, d_in);
     d_sum = std::move(d_in);
   }
-  if (source && config.type_vocab_size > 0) grads.src_token_types.row(0) += d_sum.colwise().sum();
+  if (source && config.type_vocab_size > 0 && grads.src_token_types.size() > 0)
+    grads.src_token_types.row(0) += d_sum.colwise().sum();
   if (d_tok_embed) *d_tok_embed = d_sum;
   const float scale =
       config.embedding_scale == EmbeddingScale::SqrtDModel ? std::sqrt(static_cast<float>(config.d_model)) : 1.0f;
@@ -225,8 +226,9 @@ void embed_rows_backward(const Config& config, const ModelWeights& weights, bool
     for (Eigen::Index i = 0; i < d_scaled.rows(); ++i) d_scaled.row(i) *= t.token_scale[static_cast<size_t>(i)];
     embedding_backward(t.ids, scale, d_scaled, source ? grads.src_embedding : grads.tgt_embedding);
   }
-  if (positional_encoding && config.positional_encoding == PositionalEncoding::Learned) {
-    Mat& g = source ? grads.src_positions : grads.tgt_positions;
+  Mat& position_grads = source ? grads.src_positions : grads.tgt_positions;
+  if (positional_encoding && config.positional_encoding == PositionalEncoding::Learned && position_grads.size() > 0) {
+    Mat& g = position_grads;
     for (Eigen::Index r = 0; r < d_sum.rows(); ++r) g.row(positions[static_cast<size_t>(r)]) += d_sum.row(r);
   }
 }

@@ -423,14 +423,13 @@ Mat decoder_pass(const Config& config, const ModelWeights& weights, const Trace&
     output_logits(weights, trace.dec_out, trace.logits);  // (R, Vt)
     if (pass.record == Record::Trace) masked_softmax(trace.logits, Mat(), trace.probs);
     else trace.probs.resize(0, 0);
-  } else {  // the rest is computed as it is read (output_rows in forward.h)
+  } else {  // the rest is computed as it is read (output_rows in forward.h): the rows asked for, as one product
     trace.logits.resize(R, weights.generator.weight.rows());
     trace.probs.resize(0, 0);
-    for (int r : pass.output_rows) {
-      Mat row;
-      output_logits(weights, trace.dec_out.middleRows(r, 1), row);
-      trace.logits.row(r) = row;
-    }
+    Mat rows_logits;  // (outputs, Vt)
+    output_logits(weights, select_rows(trace.dec_out, pass.output_rows), rows_logits);
+    for (size_t i = 0; i < pass.output_rows.size(); ++i)
+      trace.logits.row(pass.output_rows[i]) = rows_logits.row(static_cast<Eigen::Index>(i));
   }
   return Mat();
 }
@@ -588,7 +587,20 @@ void model_backward(const Config& config, const ModelWeights& w, int sequences, 
     activation_backward(config.activation, h.dense, d_act);  // now dL/d(dense)
     linear_backward(trace.enc_out, w.head_transform, d_act, g.head_transform, &d);
   } else {
-    linear_backward(config.has_decoder() ? trace.dec_out : trace.enc_out, w.generator, d_logits, g.generator, &d);
+    // Rows of d_logits that are all zero (no loss reads them: padding, an attribution's other rows) add nothing:
+    // the output head's backward runs over the others alone, d is 0 on those rows.
+    const Mat& out = config.has_decoder() ? trace.dec_out : trace.enc_out;
+    std::vector<int> live;
+    for (Eigen::Index r = 0; r < d_logits.rows(); ++r)
+      if (!d_logits.row(r).isZero(0)) live.push_back(static_cast<int>(r));
+    if (static_cast<Eigen::Index>(live.size()) == d_logits.rows()) {
+      linear_backward(out, w.generator, d_logits, g.generator, &d);
+    } else {
+      Mat d_live;  // (live, C)
+      linear_backward(select_rows(out, live), w.generator, select_rows(d_logits, live), g.generator, &d_live);
+      d = Mat::Zero(out.rows(), out.cols());
+      for (size_t i = 0; i < live.size(); ++i) d.row(live[i]) = d_live.row(static_cast<Eigen::Index>(i));
+    }
   }
   Mat d_encoder_out = Mat::Zero(trace.enc_out.rows(), trace.enc_out.cols());  // (B*S, C)
   if (!config.has_decoder()) d_encoder_out = std::move(d);
