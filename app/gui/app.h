@@ -59,6 +59,7 @@ class App {
   // The output stage's view: the probabilities, or every layer's guess (the script's `output-view`).
   void set_output_view(OutputView view) { panels_.get<OutputPanel>().set_view(view); }
   void set_why_method(AttributionMethod method) { panels_.get<OutputPanel>().set_why_method(method); }
+  void set_why_part(WhyPart part) { panels_.get<OutputPanel>().set_why_part(part); }
   void expand_attention_cell(int row, int col) { attention_panel().expand(row, col); }
   void collapse_attention_cell() { attention_panel().collapse(); }
   const std::optional<AttentionCell>& expanded_attention_cell() { return attention_panel().expanded_cell(); }

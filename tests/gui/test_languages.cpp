@@ -330,7 +330,8 @@ TEST(Help, EachLanguageListsEveryOptionWithinEightyColumns) {
 const std::string kLessons = std::string(STEPFORMER_SOURCE_DIR) + "/assets/lessons";
 
 TEST(Lessons, EveryShippedLessonHasAKoreanAndAChineseVersionThatRunsTheSameCommands) {
-  for (const char* name : {"walkthrough", "watch-it-learn", "why-masks-matter", "translator-to-gpt", "three-shapes"}) {
+  for (const char* name : {"walkthrough", "watch-it-learn", "why-masks-matter", "translator-to-gpt", "three-shapes",
+                           "attention-is-not-explanation"}) {
     std::string error;
     const auto english = parse_script_file(kLessons + "/" + name + ".lesson", error, ScriptParse::Lesson);
     ASSERT_TRUE(english) << error;
@@ -397,10 +398,10 @@ TEST(Lessons, ThePickerOffersEachLessonInTheLanguageChosenElseInEnglish) {
   EXPECT_EQ(english[0].path, (dir / "a.lesson").string());
   EXPECT_EQ(english[0].title, "Alpha");
   EXPECT_TRUE(find_lessons((dir / "missing").string(), Language::English).empty());
-  // The shipped folder holds all five, in each language.
+  // The shipped folder holds all six, in each language.
   for (const Language language : {Language::English, Language::Korean, Language::Chinese}) {
     const std::vector<LessonEntry> shipped = find_lessons(shipped_lessons_folder(), language);
-    ASSERT_EQ(shipped.size(), 5u);
+    ASSERT_EQ(shipped.size(), 6u);
     for (const LessonEntry& l : shipped) EXPECT_TRUE(l.in_language) << l.path;
   }
 }

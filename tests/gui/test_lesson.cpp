@@ -356,7 +356,8 @@ TEST(CheckLesson, TheShippedLessonsPlayOnTheirModelAndSayWhyNotOnAnother) {
   const std::string dir = std::string(STEPFORMER_SOURCE_DIR);
   for (const char* lesson : {"/assets/lessons/walkthrough.lesson", "/assets/lessons/why-masks-matter.lesson",
                              "/assets/lessons/watch-it-learn.lesson", "/assets/lessons/translator-to-gpt.lesson",
-                             "/assets/lessons/three-shapes.lesson"}) {
+                             "/assets/lessons/three-shapes.lesson",
+                             "/assets/lessons/attention-is-not-explanation.lesson"}) {
     const Checked c = check(dir + lesson, dir + "/assets/models/de-en.safetensors");
     EXPECT_EQ(c.exit_code, 0) << lesson << ":\n" << c.output;
     EXPECT_NE(c.output.find(", 0 problems"), std::string::npos) << c.output;

@@ -185,6 +185,52 @@ TEST_P(Projector, TheLogitLensFitsForEveryShippedShape) {
   EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
 }
 
+// The output stage's "Why this word?" for the three shipped shapes, in English and Korean: the method switch, the
+// bars over every input word with the attention under them (their type shrinks to fit; the maps under them where
+// they fit, else a line pointing to "the whole sentence"), and the whole sentence's two maps (why-part sentence)
+// run past nothing.
+TEST_P(Projector, TheWhyViewFitsForEveryShippedShape) {
+  const Screen screen = GetParam();
+  const fs::path dir = testing::fresh_output_dir("projector_why_" + screen_name({screen, 0}));
+  const std::string models = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/";
+  const struct {
+    const char* name;
+    const char* setup;
+  } cases[] = {{"de-en", "sentence Ein Mann in einem orangefarbenen Hemd steht auf der Straße.\n"},
+               {"gpt-en", "sentence a man in an orange\nrun\n"},
+               {"bert-en", "sentence a man in an orange shirt is standing on the street .\nmask-token 6\n"}};
+  std::string script = "present on\nunhover\ncaption Orange pushed the word up, blue pushed it down; under the "
+                       "bars, where the last layer looked.\n";
+  for (const auto& c : cases) {
+    script += "model " + models + c.name + ".safetensors\n" + c.setup +
+              "stage output\nposition 4\noutput-view why\nwhy-method ig\n";
+    for (const char* language : {"en", "ko"})
+      script += std::string("language ") + language + "\nwhy-part word\nwait 2\nlayout " + c.name + "_" + language +
+                ".json\nwhy-part sentence\nwait 2\nlayout " + c.name + "_" + language + "_sentence.json\n";
+    script += "why-part word\n";
+  }
+  ASSERT_EQ(run_app(dir, screen, script), 0) << testing::read_text(dir / "log.txt");
+  std::string problems;
+  for (const auto& c : cases)
+    for (const char* language : {"en", "ko"}) {
+      const std::string name = std::string(c.name) + "_" + language;
+      const json word = testing::load_json(dir / (name + ".json"));
+      const json sentence = testing::load_json(dir / (name + "_sentence.json"));
+      ASSERT_TRUE(word.contains("panels") && sentence.contains("panels")) << name;
+      EXPECT_FALSE(items_named(word, "why.bar").empty()) << name << ": no bars";
+      EXPECT_FALSE(items_named(word, "why.attention").empty()) << name << ": no attention under them";
+      EXPECT_EQ(items_named(word, "why.completeness").size(), 1u) << name;
+      EXPECT_NE(items_named(word, "why.map").empty(), items_named(word, "why.map_elsewhere").empty())
+          << name << ": the maps under the bars, or the line saying where they are";
+      EXPECT_FALSE(items_named(sentence, "why.map").empty()) << name << ": no map";
+      EXPECT_EQ(items_named(sentence, "why.map").size(), items_named(sentence, "why.attention_map").size()) << name;
+      EXPECT_TRUE(items_named(sentence, "why.bar").empty()) << name;
+      for (const json* layout : {&word, &sentence})
+        if (const std::string found = problems_of(*layout, false); !found.empty()) problems += name + ": " + found;
+    }
+  EXPECT_EQ(problems, "") << "at " << screen.size << ", UI scale " << screen.scale;
+}
+
 INSTANTIATE_TEST_SUITE_P(Screens, Projector, ::testing::ValuesIn(kScreens), screen_name);
 
 // The UI scale in presentation mode: the type grows with it only to 1/25 of the window's height (so 1.5 at 800
@@ -242,7 +288,8 @@ class LessonPauses : public ::testing::TestWithParam<LessonScreen> {
 
 std::vector<LessonScreen> lesson_screens() {
   std::vector<LessonScreen> out;
-  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn", "translator-to-gpt", "three-shapes"}) {
+  for (const char* lesson : {"walkthrough", "why-masks-matter", "watch-it-learn", "translator-to-gpt", "three-shapes",
+                           "attention-is-not-explanation"}) {
     for (const Screen& screen : kScreens) out.push_back({lesson, screen});
     // The Korean and Chinese versions (their `language` line switches the app's words) on the smallest screen
     // and the largest type: the words are shorter but the glyphs taller.

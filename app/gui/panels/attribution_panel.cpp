@@ -61,6 +61,17 @@ AttributionPanel::Result compute(const std::shared_ptr<const Model>& model, cons
 
 }  // namespace
 
+std::string AttributionPanel::completeness_text(const Result& r, int position) const {
+  // integrated gradients' completeness: the bars' sum against f(x) - f(0)
+  if (method_ != AttributionMethod::IntegratedGradients || position >= r.map.rows()) return "";
+  const double sum = r.map.values.row(position).cast<double>().sum();
+  const double change = r.map.f[static_cast<size_t>(position)] - r.map.f_baseline[static_cast<size_t>(position)];
+  return tr(T::why_completeness, {{"sum", signed_text(sum)},
+                                  {"change", signed_text(change)},
+                                  {"steps", kSteps},
+                                  {"gap", signed_text(std::abs(sum - change)).substr(1)}});
+}
+
 void AttributionPanel::draw_method_switch() {
   const std::string ig = tr(T::why_method_ig, {{"steps", kSteps}});
   const std::string tip = tr(T::why_method_tip, {{"steps", kSteps}});
@@ -76,6 +87,15 @@ void AttributionPanel::draw_method_switch() {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip.c_str());
     record_item("why.method", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(m), label,
                 method_ == m ? 1.0f : 0.0f);
+  }
+  // what is shown: this word's bars (and the maps under them where they fit), or the whole sentence's maps
+  const std::pair<WhyPart, const char*> parts[] = {{WhyPart::Word, tr(T::why_part_word)},
+                                                   {WhyPart::Sentence, tr(T::why_part_sentence)}};
+  for (const auto& [part, label] : parts) {
+    same_line_if_fits(labelled_box_width(label) + ImGui::GetFontSize(), part == WhyPart::Word ? ImGui::GetFontSize() : -1.0f);
+    if (ImGui::RadioButton(label, part_ == part)) part_ = part;
+    record_item("why.part", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), static_cast<int>(part), label,
+                part_ == part ? 1.0f : 0.0f);
   }
 }
 
@@ -173,8 +193,42 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
     record_item("why.failed", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, r->error);
     return clicked;
   }
-  if (token >= 0) draw_bars(state, *r, position);
-  if (method_ == AttributionMethod::Rollout) text_disabled_wrapped("%s", tr(T::why_explanation_rollout));
+  // This word: the bars at full size where they fit (their type shrinks to 0.6 of the font where not: a projector's
+  // large type), then the maps under them where a few pixels a row are left; else a line saying where they are.
+  // The whole sentence: the maps alone, with all the room.
+  const float line = ImGui::GetTextLineHeight();
+  if (part_ == WhyPart::Word) {
+    const float width = ImGui::GetContentRegionAvail().x, spacing = ImGui::GetStyle().ItemSpacing.y;
+    // The height of a wrapped paragraph with its spacing (and half a line: the app's own line breaking may take one
+    // line more than ImGui's measure).
+    auto wrapped = [&](const std::string& text) {
+      return text.empty() ? 0.0f : ImGui::CalcTextSize(text.c_str(), nullptr, false, width).y + line * 0.5f + spacing;
+    };
+    const std::string completeness = token >= 0 ? completeness_text(*r, position) : std::string();
+    const std::string note = method_ == AttributionMethod::Rollout ? tr(T::why_explanation_rollout) : "";
+    const std::string elsewhere = tr(T::why_map_elsewhere);
+    // the bars' height: bars_lines lines of type (the groups, the words, the chart, the attention) at `scale`,
+    // three gaps, then the paragraphs under them at full size
+    const bool groups = r->map.source_length > 0 && r->map.target_length > 0;
+    const float bars_lines = (groups ? 1.0f : 0.0f) + 1.0f + 5.0f + 2.5f;
+    const float fixed = 1.0f + spacing + 6.0f + wrapped(completeness) + wrapped(note) + wrapped(elsewhere);
+    const float scale = std::clamp((ImGui::GetContentRegionAvail().y - fixed) / (bars_lines * line), 0.6f, 1.0f);
+    if (token >= 0) draw_bars(state, *r, position, scale);
+    if (!completeness.empty()) {
+      text_disabled_wrapped("%s", completeness.c_str());
+      const double sum = r->map.values.row(position).cast<double>().sum();
+      const double change = r->map.f[static_cast<size_t>(position)] - r->map.f_baseline[static_cast<size_t>(position)];
+      record_item("why.completeness", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), position, "",
+                  static_cast<float>(sum - change));
+    }
+    if (!note.empty()) text_disabled_wrapped("%s", note.c_str());
+    const float maps_need = 6.0f * line + 4.0f * static_cast<float>(r->map.rows());
+    if (ImGui::GetContentRegionAvail().y < maps_need) {
+      text_disabled_wrapped("%s", elsewhere.c_str());
+      record_item("why.map_elsewhere", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+      return clicked;
+    }
+  }
   // The whole map: once it is computed (the row on show comes first).
   if (!map_ || r != &*map_) {
     spinner(ImGui::GetFontSize() * 0.4f);
@@ -188,7 +242,7 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
 
 // [SECTION] the bars of the position on show
 
-void AttributionPanel::draw_bars(const AppState& state, const Result& r, int position) {
+void AttributionPanel::draw_bars(const AppState& state, const Result& r, int position, float scale) {
   const AttributionMap& map = r.map;
   const int S = map.source_length, T = map.target_length;
   if (position >= map.rows()) return;
@@ -216,13 +270,13 @@ void AttributionPanel::draw_bars(const AppState& state, const Result& r, int pos
   for (const Column& c : columns)
     if (c.attention_index >= 0) strongest = std::max(strongest, r.attention(position, c.attention_index));
 
-  const float line = ImGui::GetTextLineHeight(), gap = 2.0f;
+  const float line = ImGui::GetTextLineHeight() * scale, gap = 2.0f;
   const char* value_label = tr(method_ == AttributionMethod::Rollout ? T::why_row_rollout : T::why_row_attribution);
   const char* attention_label = tr(r.cross ? T::why_row_cross : T::why_row_self);
-  const float label_w =
-      std::max(ImGui::CalcTextSize(value_label).x, ImGui::CalcTextSize(attention_label).x) + ImGui::GetFontSize() * 0.5f;
+  const float label_w = std::max(ImGui::CalcTextSize(value_label).x, ImGui::CalcTextSize(attention_label).x) * scale +
+                        ImGui::GetFontSize() * 0.5f;
   const float avail = ImGui::GetContentRegionAvail().x;
-  const float col_w = std::max(ImGui::GetFontSize() * 1.2f, (avail - label_w) / static_cast<float>(n) - gap);
+  const float col_w = std::max(ImGui::GetFontSize() * 0.6f, (avail - label_w) / static_cast<float>(n) - gap);
   const float chart_h = 5.0f * line, attention_h = 2.5f * line;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -232,18 +286,18 @@ void AttributionPanel::draw_bars(const AppState& state, const Result& r, int pos
   // the groups over the words: "source", "read so far" (a translator's two sides)
   float y = origin.y;
   if (S > 0 && read > 0) {
-    fitted_text(draw, ImVec2(column_x(0), y), S * (col_w + gap), line, dim, tr(T::why_source_group));
-    fitted_text(draw, ImVec2(column_x(S), y), read * (col_w + gap), line, dim, tr(T::why_written_group));
+    fitted_text(draw, ImVec2(column_x(0), y), S * (col_w + gap), line, dim, tr(T::why_source_group), scale);
+    fitted_text(draw, ImVec2(column_x(S), y), read * (col_w + gap), line, dim, tr(T::why_written_group), scale);
     draw->AddLine(ImVec2(column_x(S) - gap / 2 - 1, y), ImVec2(column_x(S) - gap / 2 - 1, y + 2 * line + chart_h + attention_h),
                   dim, 1.0f);
     y += line;
   }
   // the words
-  for (int i = 0; i < n; ++i) fitted_text(draw, ImVec2(column_x(i), y), col_w, line, text, columns[static_cast<size_t>(i)].word);
+  for (int i = 0; i < n; ++i) fitted_text(draw, ImVec2(column_x(i), y), col_w, line, text, columns[static_cast<size_t>(i)].word, scale);
   y += line + gap;
   // the attribution: bars up (orange) and down (blue) from a zero line, each column's value over it
   const float zero = y + chart_h / 2;
-  fitted_text(draw, ImVec2(origin.x, zero - line / 2), label_w, line, dim, value_label);
+  fitted_text(draw, ImVec2(origin.x, zero - line / 2), label_w, line, dim, value_label, scale);
   draw->AddLine(ImVec2(column_x(0), zero), ImVec2(column_x(n - 1) + col_w, zero), dim, 1.0f);
   for (int i = 0; i < n; ++i) {
     const Column& c = columns[static_cast<size_t>(i)];
@@ -255,7 +309,7 @@ void AttributionPanel::draw_bars(const AppState& state, const Result& r, int pos
     const float small = 0.8f;
     if (std::abs(v) >= largest / 12)
       fitted_text(draw, ImVec2(column_x(i), v >= 0 ? a.y - line * small : b.y), col_w, line * small, text,
-                  signed_text(v), small);
+                  signed_text(v), small * scale);
     record_item("why.bar", a, b, i, c.word, v);
     ImGui::SetCursorScreenPos(ImVec2(column_x(i), y));
     ImGui::PushID(i);
@@ -270,7 +324,7 @@ void AttributionPanel::draw_bars(const AppState& state, const Result& r, int pos
   }
   y += chart_h + gap;
   // the last layer's attention at this row, under the same words (0 .. the row's largest)
-  fitted_text(draw, ImVec2(origin.x, y + attention_h / 2 - line / 2), label_w, line, dim, attention_label);
+  fitted_text(draw, ImVec2(origin.x, y + attention_h / 2 - line / 2), label_w, line, dim, attention_label, scale);
   const float base = y + attention_h - line * 0.8f;
   for (int i = 0; i < n; ++i) {
     const Column& c = columns[static_cast<size_t>(i)];
@@ -279,24 +333,12 @@ void AttributionPanel::draw_bars(const AppState& state, const Result& r, int pos
     const float h = (attention_h - line * 0.8f) * p / strongest;
     const ImVec2 a(column_x(i) + col_w * 0.1f, base - h), b(column_x(i) + col_w * 0.9f, base);
     draw->AddRectFilled(ImVec2(a.x, std::min(a.y, b.y - 1)), b, viridis(p));
-    if (p >= strongest / 12) fitted_text(draw, ImVec2(column_x(i), base), col_w, line * 0.8f, text, probability_text(p), 0.8f);
+    if (p >= strongest / 12) fitted_text(draw, ImVec2(column_x(i), base), col_w, line * 0.8f, text, probability_text(p), 0.8f * scale);
     record_item("why.attention", a, b, i, c.word, p);
   }
   y += attention_h + gap;
   ImGui::SetCursorScreenPos(ImVec2(origin.x, y));
   ImGui::Dummy(ImVec2(1, 1));
-  // integrated gradients' completeness: the bars' sum against f(x) - f(0)
-  if (method_ == AttributionMethod::IntegratedGradients) {
-    const double sum = map.values.row(position).cast<double>().sum();
-    const double change = map.f[static_cast<size_t>(position)] - map.f_baseline[static_cast<size_t>(position)];
-    text_disabled_wrapped("%s", tr(T::why_completeness, {{"sum", signed_text(sum)},
-                                                         {"change", signed_text(change)},
-                                                         {"steps", kSteps},
-                                                         {"gap", signed_text(std::abs(sum - change)).substr(1)}})
-                                    .c_str());
-    record_item("why.completeness", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), position, "",
-                static_cast<float>(sum - change));
-  }
 }
 
 // [SECTION] the maps: every prediction from every word, beside the last layer's attention
@@ -318,7 +360,8 @@ std::optional<int> AttributionPanel::draw_maps(const AppState& state, const Resu
     for (int j = 0; j < columns; ++j) largest = std::max(largest, std::abs(map.values(i, first_column + j)));
 
   const float line = ImGui::GetTextLineHeight(), gap = 1.0f;
-  ImGui::TextUnformatted(tr(translator ? T::why_map_heading : T::why_map_heading_self));
+  // (presenting: the heading in the maps' tooltip, the rows get its line)
+  if (!high_contrast()) ImGui::TextUnformatted(tr(translator ? T::why_map_heading : T::why_map_heading_self));
   // Two maps side by side, each with the predictions' words on its left and the inputs' words slanted over it.
   const float avail_w = ImGui::GetContentRegionAvail().x, avail_h = ImGui::GetContentRegionAvail().y;
   float row_label_w = 0;
@@ -330,7 +373,7 @@ std::optional<int> AttributionPanel::draw_maps(const AppState& state, const Resu
   float column_label_h = 0;
   for (int j = 0; j < columns; ++j)
     column_label_h = std::max(column_label_h, ImGui::CalcTextSize(column_words[static_cast<size_t>(j)].c_str()).x);
-  column_label_h = std::min(column_label_h * 0.72f + line, std::max(line * 2, avail_h * 0.3f));  // slanted 45 degrees
+  column_label_h = std::min(column_label_h * 0.72f + line, std::max(line * 2, avail_h * 0.25f));  // slanted 45 degrees
   const float cell_w = std::max(2.0f, map_w / static_cast<float>(columns) - gap);
   const float cell_h = std::clamp((avail_h - column_label_h - 2 * line) / static_cast<float>(rows.size()) - gap, 3.0f,
                                   std::max(line * 1.2f, cell_w));
@@ -338,22 +381,25 @@ std::optional<int> AttributionPanel::draw_maps(const AppState& state, const Resu
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   const ImU32 highlight = IM_COL32(255, 215, 90, 255);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float label_scale = std::clamp(cell_h / line, 0.6f, 1.0f);
+  const float label_scale = std::clamp(cell_h / line, 0.45f, 1.0f);
   for (int m = 0; m < 2; ++m) {  // 0: the attribution map, 1: the attention map
     const float left = origin.x + m * (map_w + row_label_w + between) + row_label_w;
     const float top = origin.y + line + column_label_h;
     fitted_text(draw, ImVec2(left - row_label_w, origin.y), map_w + row_label_w, line, dim,
                 m == 0 ? tr(method_ == AttributionMethod::Rollout ? T::why_method_rollout : T::why_row_attribution)
                        : tr(r.cross ? T::why_attention_map_heading : T::why_attention_map_heading_self));
+    // the inputs' words slanted over the columns, clipped to their band (under the map's title)
+    draw->PushClipRect(ImVec2(left - row_label_w, origin.y + line), ImVec2(left + map_w + between * 0.8f, top), true);
     for (int j = 0; j < columns; ++j) {
       const float x = left + j * (cell_w + gap) + cell_w * 0.5f;
       rotated_text(draw, ImVec2(x - line * 0.3f, top - 2), text, column_words[static_cast<size_t>(j)].c_str(),
                    0.785398f, ImGui::GetFontSize() * std::clamp(cell_w / line + 0.2f, 0.6f, 1.0f));
     }
+    draw->PopClipRect();
     for (size_t k = 0; k < rows.size(); ++k) {
       const int i = rows[k];
       const float y = top + static_cast<float>(k) * (cell_h + gap);
-      if (cell_h >= line * 0.6f || i == position)
+      if (cell_h >= line * 0.45f || i == position)
         fitted_text(draw, ImVec2(left - row_label_w, y + (cell_h - line * label_scale) / 2), row_label_w - 2, line,
                     i == position ? highlight : text, state.target_token(map.tokens[static_cast<size_t>(i)]), label_scale);
       for (int j = 0; j < columns; ++j) {

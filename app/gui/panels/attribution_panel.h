@@ -18,12 +18,17 @@
 
 namespace sf::gui {
 
+// What the view shows: the word on show (its bars, and the maps under them where they fit), or the whole
+// sentence's maps alone (a projector's large type leaves no room for both).
+enum class WhyPart { Word, Sentence };
+
 class AttributionPanel {
  public:
   // `position`: the output row on show; a click on a row of the maps asks for it (returned).
   std::optional<int> draw(const AppState& state, int position);
   void set_method(AttributionMethod method) { method_ = method; }  // (also the script's why-method)
   AttributionMethod method() const { return method_; }
+  void set_part(WhyPart part) { part_ = part; }  // (the script's why-part)
   static constexpr int kSteps = 32;  // integrated gradients' steps (the default)
 
   // What one computation gives: the attributions of the rows asked for, and the last layer's mean attention.
@@ -45,11 +50,15 @@ class AttributionPanel {
   void poll();
   // The result that holds row `position` of the trace on show by the method on show, or null.
   const Result* result_for(const AppState& state, int position) const;
-  void draw_bars(const AppState& state, const Result& r, int position);
+  // `scale`: the type's size for the bars, of the font's
+  void draw_bars(const AppState& state, const Result& r, int position, float scale);
   std::optional<int> draw_maps(const AppState& state, const Result& r, int position);
   void draw_method_switch();
+  // Integrated gradients' completeness line for the row: the bars' sum against f(x) - f(0); "" for the others.
+  std::string completeness_text(const Result& r, int position) const;
 
   AttributionMethod method_ = AttributionMethod::GradientXInput;
+  WhyPart part_ = WhyPart::Word;
   BackgroundTask<Result> row_task_, map_task_;
   Key row_asked_, map_asked_;
   std::optional<Key> row_done_, map_done_;

@@ -23,6 +23,7 @@ class OutputPanel : public StagePanel {
   void set_view(OutputView view) { view_ = view; }  // (also the script's output-view)
   OutputView view() const { return view_; }
   void set_why_method(AttributionMethod method) { why_.set_method(method); }  // (the script's why-method)
+  void set_why_part(WhyPart part) { why_.set_part(part); }                    // (the script's why-part)
 
  private:
   // Returns true with *forced_token set when the user clicked a candidate for output `position`.

@@ -23,6 +23,12 @@ const std::vector<ItemPlacement>& item_placements() { return placements(); }
 
 void begin_item_frame() { placements().clear(); }
 
+bool a_view_is_computing() {
+  for (const ItemPlacement& p : placements())
+    if (p.name.ends_with(".computing")) return true;
+  return false;
+}
+
 }  // namespace sf::gui
 
 namespace sf::gui {

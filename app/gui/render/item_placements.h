@@ -23,6 +23,9 @@ void record_item(const std::string& name, ImVec2 min, ImVec2 max, int index = -1
                  float value = 0);
 const std::vector<ItemPlacement>& item_placements();
 void begin_item_frame();
+// Whether the last frame drew an item named "*.computing": a view still computing off the frame thread (the logit
+// lens, the attributions), which a script waits for before its next command.
+bool a_view_is_computing();
 // Inside a child window, before EndChild: records "scroll_region" named `name`, its visible rectangle, and in
 // `value` how many pixels its content runs past its bottom (0 when it all shows): for the screen tests that want
 // every part a lesson's caption names in view.

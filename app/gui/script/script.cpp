@@ -10,6 +10,7 @@
 #include "gui/panels/attention_panel.h"
 #include "gui/panels/interventions_panel.h"
 #include "gui/render/heatmap.h"
+#include "gui/render/item_placements.h"
 #include "gui/text/text.h"
 #include "gui/words.h"
 #include "gui/widgets.h"
@@ -284,6 +285,13 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
   // A model loads in the background (the app's first, or a `model` command's): frames go on, commands wait.
   if (wait_for_load_ && app.loading()) return publish(app);
   if (app.state().busy()) return publish(app);  // a decoding off the frame thread finishes first
+  // So does a view's work off the frame thread (the attributions of a long sentence take seconds), so that a
+  // screenshot or a layout shows its result; at most 6000 frames, then the script goes on with what shows.
+  if (a_view_is_computing() && view_wait_frames_ < 6000) {
+    ++view_wait_frames_;
+    return publish(app);
+  }
+  view_wait_frames_ = 0;
   if (std::string late = app.mutable_state().take_late_failure(); !late.empty())
     log.push_back("script line " + std::to_string(busy_line_) + ": " + late);
   if (wait_train_to_ >= 0) {  // wait-train: frames go on while the run trains
@@ -459,6 +467,8 @@ void ScriptRunner::before_frame(App& app, std::vector<std::string>& log) {
                                                  : OutputView::Probabilities);
       } else if (c.name == "why-method") {
         app.set_why_method(parse_attribution_method(c.args[0]));
+      } else if (c.name == "why-part") {
+        app.set_why_part(c.args[0] == "sentence" ? WhyPart::Sentence : WhyPart::Word);
       } else if (c.name == "expand") {
         if (c.args[0] == "off") app.collapse_attention_cell();
         else if (const std::string problem = outside_the_map(app, std::stoi(c.args[0]), std::stoi(c.args[1])); !problem.empty())

@@ -124,6 +124,7 @@ class ScriptRunner {
   std::string write_folder_ = ".";
   size_t next_ = 0;
   int wait_frames_ = 0;
+  int view_wait_frames_ = 0;  // frames waited for a view computing off the frame thread (a_view_is_computing)
   int pause_ = 0, pauses_ = 0;  // pauses reached so far, and in the whole script
   bool waiting_ = false;
   int replay_to_ = 0;           // replaying up to this pause (1-based); 0: not replaying

@@ -116,6 +116,8 @@ std::vector<ScriptCommandSpec> make_grammar() {
       {"output-view", A::Words, {{keyword({"probabilities", "lens", "why"}, T::script_output_view_arguments)}}},
       // the "Why this word?" view's method: gradient x input, integrated gradients, attention rollout
       {"why-method", A::Words, {{keyword({"gxi", "ig", "rollout"}, T::script_why_method_arguments)}}},
+      // and what it shows: the word on show, or the whole sentence's maps
+      {"why-part", A::Words, {{keyword({"word", "sentence"}, T::script_why_part_arguments)}}},
       {"expand", A::LineOfWords, {{cell("ROW"), cell("COL")}, {keyword({"off"})}}, T::script_expand_arguments},
       {"zoom", A::LineOfWords, {{zoom}, {zoom, cell("ROW"), cell("COL")}}, T::script_zoom_arguments},
       // presentation mode's explanations: opened or folded behind "Explain"
