@@ -72,6 +72,15 @@ std::string AttributionPanel::completeness_text(const Result& r, int position) c
                                   {"gap", signed_text(std::abs(sum - change)).substr(1)}});
 }
 
+std::string AttributionPanel::method_name() const {
+  switch (method_) {
+    case AttributionMethod::GradientXInput: return tr(T::why_method_gxi);
+    case AttributionMethod::IntegratedGradients: return tr(T::why_method_ig, {{"steps", kSteps}});
+    case AttributionMethod::Rollout: return tr(T::why_method_rollout);
+  }
+  return "";
+}
+
 void AttributionPanel::draw_method_switch() {
   const std::string ig = tr(T::why_method_ig, {{"steps", kSteps}});
   const std::string tip = tr(T::why_method_tip, {{"steps", kSteps}});
@@ -161,7 +170,9 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
   const int rows = static_cast<int>(state.trace().logits.rows());
   if (rows == 0) return clicked;
   position = std::clamp(position, 0, rows - 1);
-  draw_method_switch();
+  // (presenting: the method and the part behind the stage's one-line "Controls" toggle, the method named in the
+  // heading; the bars get the lines)
+  if (controls_toggle(&controls_open_)) draw_method_switch();
   explanation(tr(T::why_explanation));
   start_if_stale(state, position);
   poll();
@@ -174,9 +185,10 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
   if (token < 0) {
     ImGui::TextUnformatted(tr(T::why_nothing_chosen, {{"word", word}}).c_str());
   } else {
-    ImGui::TextUnformatted(tr(encoder_only ? T::why_heading_encoder : T::why_heading,
-                              {{"token", state.target_token(token)}, {"word", word}})
-                               .c_str());
+    std::string heading = tr(encoder_only ? T::why_heading_encoder : T::why_heading,
+                             {{"token", state.target_token(token)}, {"word", word}});
+    if (high_contrast() && !controls_open_) heading += "   (" + method_name() + ")";
+    ImGui::TextUnformatted(heading.c_str());
   }
   record_item("why.heading", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), position,
               token >= 0 ? state.target_token(token) : std::string());
@@ -193,7 +205,7 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
     record_item("why.failed", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), -1, r->error);
     return clicked;
   }
-  // This word: the bars at full size where they fit (their type shrinks to 0.6 of the font where not: a projector's
+  // This word: the bars at full size where they fit (their type shrinks to 0.5 of the font where not: a projector's
   // large type), then the maps under them where a few pixels a row are left; else a line saying where they are.
   // The whole sentence: the maps alone, with all the room.
   const float line = ImGui::GetTextLineHeight();
@@ -212,7 +224,7 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
     const bool groups = r->map.source_length > 0 && r->map.target_length > 0;
     const float bars_lines = (groups ? 1.0f : 0.0f) + 1.0f + 5.0f + 2.5f;
     const float fixed = 1.0f + spacing + 6.0f + wrapped(completeness) + wrapped(note) + wrapped(elsewhere);
-    const float scale = std::clamp((ImGui::GetContentRegionAvail().y - fixed) / (bars_lines * line), 0.6f, 1.0f);
+    const float scale = std::clamp((ImGui::GetContentRegionAvail().y - fixed) / (bars_lines * line), 0.5f, 1.0f);
     if (token >= 0) draw_bars(state, *r, position, scale);
     if (!completeness.empty()) {
       text_disabled_wrapped("%s", completeness.c_str());

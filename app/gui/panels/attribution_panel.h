@@ -54,11 +54,13 @@ class AttributionPanel {
   void draw_bars(const AppState& state, const Result& r, int position, float scale);
   std::optional<int> draw_maps(const AppState& state, const Result& r, int position);
   void draw_method_switch();
+  std::string method_name() const;  // as the switch names it
   // Integrated gradients' completeness line for the row: the bars' sum against f(x) - f(0); "" for the others.
   std::string completeness_text(const Result& r, int position) const;
 
   AttributionMethod method_ = AttributionMethod::GradientXInput;
   WhyPart part_ = WhyPart::Word;
+  bool controls_open_ = false;  // presenting: the method and the part shown (widgets.h controls_toggle)
   BackgroundTask<Result> row_task_, map_task_;
   Key row_asked_, map_asked_;
   std::optional<Key> row_done_, map_done_;
