@@ -81,16 +81,8 @@ int run_attribute(const Args& args) {
   bool have_src = false, have_tgt = false, as_ids = false;
   int steps = 32, max_length = 0;
   OptionParser p("attribute");
-  p.custom("--src", [&](const std::string& v) {
-    src_text = v;
-    have_src = true;
-    return std::string();
-  });
-  p.custom("--tgt", [&](const std::string& v) {
-    tgt_text = v;
-    have_tgt = true;
-    return std::string();
-  });
+  p.value("--src", &src_text, &have_src);
+  p.value("--tgt", &tgt_text, &have_tgt);
   p.value("--out", &out_path);
   p.flag("--ids", &as_ids);
   p.value("--method", &method_name);

@@ -66,16 +66,8 @@ int run_trace(const Args& args) {
   bool tf32 = false;
   // (OptionParser: a value given twice, --src a --src b, is refused; --head-off may come once per head)
   OptionParser p("trace");
-  p.custom("--src", [&](const std::string& v) {
-    src_text = v;
-    have_src = true;
-    return std::string();
-  });
-  p.custom("--tgt", [&](const std::string& v) {
-    tgt_text = v;
-    have_tgt = true;
-    return std::string();
-  });
+  p.value("--src", &src_text, &have_src);
+  p.value("--tgt", &tgt_text, &have_tgt);
   p.value("--out", &out_path);
   p.flag("--ids", &as_ids);
   InterventionOptions intervention_options;

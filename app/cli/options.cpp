@@ -44,6 +44,14 @@ void OptionParser::value(const std::string& name, std::string* out) {
                       }});
 }
 
+void OptionParser::value(const std::string& name, std::string* out, bool* given) {
+  options_.push_back({name, true, [out, given](const std::string& v) {
+                        *out = v;
+                        *given = true;
+                        return std::string();
+                      }});
+}
+
 void OptionParser::value(const std::string& name, int* out, int lo, int hi) {
   options_.push_back({name, true, [=](const std::string& v) {
                         char* end = nullptr;

@@ -21,6 +21,8 @@ class OptionParser {
   explicit OptionParser(std::string command) : command_(std::move(command)) {}
   void flag(const std::string& name, bool* out);
   void value(const std::string& name, std::string* out);
+  // A text whose presence counts, empty or not (--src "": given, and refused by the command as no words).
+  void value(const std::string& name, std::string* out, bool* given);
   void value(const std::string& name, int* out, int lo, int hi);
   void value(const std::string& name, float* out, float lo, float hi);
   void value(const std::string& name, uint64_t* out);

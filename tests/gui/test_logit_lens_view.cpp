@@ -16,31 +16,16 @@
 #include "gui/panels/logit_lens_panel.h"
 #include "gui/render/item_placements.h"
 #include "gui/script/script_parse.h"
-#include "headless_imgui.h"
+#include "output_stage_app.h"
 #include "util/paths.h"
 
 namespace sf::gui {
 namespace {
 
-class LensApp : public ::testing::Test {
+class LensApp : public testing::OutputStageApp {
  protected:
   void start(const std::string& model, const std::string& sentence) {
-    testing::start_headless_imgui(true, ImVec2(1600, 1000));
-    AppOptions options;
-    options.model_path = model;
-    options.sentence = sentence;
-    options.stage = "output";
-    app_ = std::make_unique<App>(options);
-    app_->finish_loading();
-    app_->set_output_view(OutputView::Lens);
-  }
-  void TearDown() override {
-    app_.reset();
-    if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
-  }
-  void frame(ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
-    ImGui::GetIO().MouseDown[0] = down;
-    testing::headless_frame(*app_, -1, mouse);
+    OutputStageApp::start(model, sentence, OutputView::Lens);
   }
   // Frames until the view shows the lens of the trace on show (its cells drawn, "computing" gone), at most 10 s.
   void settle() {
@@ -51,19 +36,9 @@ class LensApp : public ::testing::Test {
     }
     FAIL() << "the lens never appeared";
   }
-  bool computing() const {
-    for (const ItemPlacement& p : item_placements())
-      if (p.name == "lens.computing") return true;
-    return false;
-  }
+  static bool computing() { return !named("lens.computing").empty(); }
   // The drawn cells by index (layer * rows + row).
-  static std::map<int, ItemPlacement> cells() {
-    std::map<int, ItemPlacement> out;
-    for (const ItemPlacement& p : item_placements())
-      if (p.name == "lens.cell") out[p.index] = p;
-    return out;
-  }
-  std::unique_ptr<App> app_;
+  static std::map<int, ItemPlacement> cells() { return named("lens.cell"); }
 };
 
 // The shipped translator: layers x positions cells; the top row is the token the model chose at each position,
@@ -92,9 +67,7 @@ TEST_F(LensApp, TheTranslatorsTopRowIsItsOutputAndTheBarsFollowTheChosenToken) {
   EXPECT_LT(grid.at((L - 1) * rows).min.y, grid.at(0).min.y);
   EXPECT_LT(grid.at(0).min.x, grid.at(1).min.x);
   // The bars: one per layer for the position on show, the top one the chosen token's probability there.
-  std::map<int, ItemPlacement> bars;
-  for (const ItemPlacement& p : item_placements())
-    if (p.name == "lens.chosen") bars[p.index] = p;
+  const std::map<int, ItemPlacement> bars = named("lens.chosen");
   ASSERT_EQ(static_cast<int>(bars.size()), L);
   const int position = app_->output_position();
   EXPECT_NEAR(bars.at(L - 1).value, state.trace().probs(position, chosen[static_cast<size_t>(position)]), 1e-5);
@@ -117,12 +90,7 @@ TEST_F(LensApp, AnInterventionRecomputesItAndAClickPicksThePosition) {
   for (const auto& [index, cell] : after)
     if (before.count(index) && std::abs(before.at(index).value - cell.value) > 1e-4f) changed = true;
   EXPECT_TRUE(changed) << "the last layer's cross-attention off changes what the layers predict";
-  const ItemPlacement& target = after.at(2);  // layer 1, position 2
-  const ImVec2 at((target.min.x + target.max.x) / 2, (target.min.y + target.max.y) / 2);
-  frame(at, false);
-  frame(at, true);
-  frame(at, false);
-  frame();
+  click(after.at(2));  // layer 1, position 2
   EXPECT_EQ(app_->output_position(), 2);
 }
 

@@ -17,32 +17,17 @@
 #include "gui/panels/logit_lens_panel.h"
 #include "gui/render/item_placements.h"
 #include "gui/script/script_parse.h"
-#include "headless_imgui.h"
+#include "output_stage_app.h"
 #include "transformer/forward.h"
 #include "util/paths.h"
 
 namespace sf::gui {
 namespace {
 
-class WhyApp : public ::testing::Test {
+class WhyApp : public testing::OutputStageApp {
  protected:
   void start(const std::string& model, const std::string& sentence) {
-    testing::start_headless_imgui(true, ImVec2(1600, 1000));
-    AppOptions options;
-    options.model_path = model;
-    options.sentence = sentence;
-    options.stage = "output";
-    app_ = std::make_unique<App>(options);
-    app_->finish_loading();
-    app_->set_output_view(OutputView::Why);
-  }
-  void TearDown() override {
-    app_.reset();
-    if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
-  }
-  void frame(ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
-    ImGui::GetIO().MouseDown[0] = down;
-    testing::headless_frame(*app_, -1, mouse);
+    OutputStageApp::start(model, sentence, OutputView::Why);
   }
   // Frames until the view shows the bars and the whole map of the trace on show, at most 60 s.
   void settle() {
@@ -52,12 +37,6 @@ class WhyApp : public ::testing::Test {
       if (!named("why.bar").empty() && !named("why.map").empty() && named("why.computing").empty()) return;
     }
     FAIL() << "the attributions never appeared";
-  }
-  static std::map<int, ItemPlacement> named(const std::string& name) {
-    std::map<int, ItemPlacement> out;
-    for (const ItemPlacement& p : item_placements())
-      if (p.name == name) out[p.index] = p;
-    return out;
   }
   // The core's attribution of the chosen token at `row` of the trace on show, by `method`.
   std::vector<float> expected_row(int row, AttributionMethod method) const {
@@ -71,7 +50,6 @@ class WhyApp : public ::testing::Test {
                        c.has_decoder() ? t.tgt.ids : std::vector<int>(), t.interventions, tokens, method, 32);
     return std::vector<float>(map.values.row(row).data(), map.values.row(row).data() + map.values.cols());
   }
-  std::unique_ptr<App> app_;
 };
 
 // The shipped translator: a bar per source word and per decoder input read so far, each the core's gradient x
@@ -145,12 +123,7 @@ TEST_F(WhyApp, AnInterventionAndTheMethodRecomputeItAndAClickPicksThePosition) {
   EXPECT_NEAR(sum, 1.0f, 1e-4f) << "the row's shares: the source and the inputs read (the rest are 0)";
   EXPECT_TRUE(named("why.completeness").empty());
 
-  const ItemPlacement& cell = named("why.map").at(1 * static_cast<int>(app_->state().trace().src.ids.size()));
-  const ImVec2 at((cell.min.x + cell.max.x) / 2, (cell.min.y + cell.max.y) / 2);
-  frame(at, false);
-  frame(at, true);
-  frame(at, false);
-  frame();
+  click(named("why.map").at(1 * static_cast<int>(app_->state().trace().src.ids.size())));
   EXPECT_EQ(app_->output_position(), 1);
 }
 
