@@ -82,6 +82,10 @@ struct CopyGradients {
 CopyGradients run_copies(const Config& config, const ModelWeights& weights, const std::vector<int>& source,
                          const std::vector<int>& target, const Interventions& interventions,
                          const std::vector<Copy>& copies) {
+  if (config.attention != AttentionStyle::SplitHeads)
+    fail(ErrorKind::Unsupported, "attribution",
+         "gradient attributions need the backward pass, which has no reshape_heads attention (the from-scratch "
+         "family's): attention rollout reads the attention maps alone and works for it");
   const int B = static_cast<int>(copies.size());
   const int rows = output_rows(config, source, target);
   auto repeated = [B](const std::vector<int>& ids) {

@@ -127,6 +127,26 @@ TEST(GradientXInput, AnEncoderOnlyModelsRowReadsBothSides) {
   EXPECT_NEAR(a.f, std::log(trace.probs(3, 9)), 1e-4);
 }
 
+// The from-scratch family (the study notes' reshape_heads attention) has no backward: gradient attributions are
+// refused by name, pointing to rollout, which reads the maps alone and works.
+TEST(GradientXInput, TheFromScratchFamilyIsRefusedByNameAndRolloutWorks) {
+  const Model m = open_model(std::string(STEPFORMER_FIXTURE_DIR) + "/from_scratch/fs_small.model.safetensors");
+  ASSERT_EQ(m.config.attention, AttentionStyle::ReshapeHeads);
+  const std::vector<int> src = {2, 5, 6, 3}, tgt = {2, 5, 6};
+  for (const AttributionMethod method : {AttributionMethod::GradientXInput, AttributionMethod::IntegratedGradients}) {
+    try {
+      attribute_rows(m.config, m.weights, src, tgt, {}, {5, 6, 3}, method, 4);
+      ADD_FAILURE() << "a gradient through reshape_heads attention";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+      EXPECT_NE(std::string(e.what()).find("reshape_heads"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rollout"), std::string::npos) << e.what();
+    }
+  }
+  const AttributionMap rollout = attribute_rows(m.config, m.weights, src, tgt, {}, {5, 6, 3}, AttributionMethod::Rollout);
+  for (int r = 0; r < rollout.rows(); ++r) EXPECT_NEAR(rollout.values.row(r).sum(), 1.0f, 1e-5f);
+}
+
 // Completeness: the attributions add up to f(x) - f(0); at N = 256 within 0.02 + 2% of |f(x) - f(0)| for every
 // fixture; the gap at 32, 64 and 256 steps printed (the closing note's figures).
 TEST(IntegratedGradients, AddUpToTheChangeInFAsTheStepsGrow) {
