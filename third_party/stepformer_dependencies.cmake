@@ -26,7 +26,8 @@ if(EMSCRIPTEN)
   # pool of util/parallel.h runs everything on the calling thread), and Debian has no WebAssembly SentencePiece
   # (a Marian model says so when it is opened: model/sentencepiece.h).
   add_library(Threads::Threads INTERFACE IMPORTED)
-  target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=0)
+  target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=0
+                                                          STEPFORMER_HAVE_SENTENCEPIECE_TRAINER=0)
   # emscripten compiles C++ exceptions out by default (a throw aborts); the core reports every problem as a typed
   # exception (util/error.h), caught at one boundary, so they stay in.
   add_compile_options(-fexceptions)
@@ -50,6 +51,15 @@ else()
   target_include_directories(stepformer_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
   target_link_libraries(stepformer_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
   target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE=1)
+  # Its trainer (libsentencepiece_train, in the same Debian packages): learning a subword vocabulary
+  # (train/subwords.h). Optional: a build without it says so when asked to learn one.
+  find_library(SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train)
+  if(SENTENCEPIECE_TRAIN_LIBRARY AND EXISTS ${SENTENCEPIECE_INCLUDE_DIR}/sentencepiece_trainer.h)
+    target_link_libraries(stepformer_sentencepiece INTERFACE ${SENTENCEPIECE_TRAIN_LIBRARY})
+    target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE_TRAINER=1)
+  else()
+    target_compile_definitions(stepformer_sentencepiece INTERFACE STEPFORMER_HAVE_SENTENCEPIECE_TRAINER=0)
+  endif()
 endif()
 
 if(STEPFORMER_BUILD_APP AND EMSCRIPTEN)

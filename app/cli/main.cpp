@@ -25,6 +25,7 @@ int run_tokenize(const Args& args);  // cmd_tokenize.cpp
 int run_generate(const Args& args);  // cmd_generate.cpp
 int run_fill_mask(const Args& args);  // cmd_fill_mask.cpp
 int run_attribute(const Args& args);  // cmd_attribute.cpp
+int run_subwords(const Args& args);  // cmd_subwords.cpp
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -40,6 +41,8 @@ const std::vector<Command>& commands() {
       {"fill-mask", "rank the words for a text's [MASK] with an encoder-only masked language model", run_fill_mask},
       {"attribute", "how much each input token moved each predicted token (gradient x input, integrated gradients, "
                     "attention rollout)", run_attribute},
+      {"subwords", "learn a shared subword (BPE) vocabulary from the training sentences, as a SentencePiece model",
+       run_subwords},
   };
   return table;
 }

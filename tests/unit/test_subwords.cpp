@@ -1,0 +1,189 @@
+// The shared subword vocabulary (train/subwords.h, `stepformer-cli subwords`): byte for byte what
+// python3-sentencepiece learns with the same options on Multi30k's training sentences, and the same pieces on every
+// line of both languages' test sets (tests/reference/make_subword_fixtures.py); deterministic, no word unknown;
+// bad sizes and files refused, the CLI's output never written over.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model/sentencepiece.h"
+#include "multi30k_files.h"
+#include "train/corpus.h"
+#include "train/subwords.h"
+#include "util/error.h"
+
+namespace sf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// sha256 of bytes, by the system's sha256sum (as the WordPiece test checks its files).
+std::string sha256(const std::string& bytes) {
+  const fs::path tmp = fs::temp_directory_path() / ("stepformer_sha_" + std::to_string(::getpid()));
+  std::ofstream(tmp, std::ios::binary) << bytes;
+  FILE* pipe = ::popen(("sha256sum '" + tmp.string() + "'").c_str(), "r");
+  char hash[65] = {};
+  const size_t n = pipe ? std::fread(hash, 1, 64, pipe) : 0;
+  if (pipe) ::pclose(pipe);
+  fs::remove(tmp);
+  return n == 64 ? std::string(hash) : std::string();
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const nlohmann::json& fixture() {
+  static const nlohmann::json j =
+      nlohmann::json::parse(read_file(std::string(STEPFORMER_FIXTURE_DIR) + "/subwords/multi30k_bpe.json"));
+  return j;
+}
+
+std::string multi30k_tok_dir() {
+  const std::string raw = testing::multi30k_raw_dir();
+  return raw.empty() ? raw : fs::path(raw).parent_path().string() + "/tok";
+}
+
+// Every size of the fixture: the same model bytes as SentencePiece's Python binding, and the same pieces on every
+// line of test_2016 in German and English.
+TEST(Subwords, EqualSentencePiecesOwnBpeOnMulti30k) {
+  const std::string tok = multi30k_tok_dir();
+  if (tok.empty())
+    GTEST_SKIP() << "Multi30k's tokenized files were not found (set STEPFORMER_MULTI30K_DIR to the multi30k folder)";
+  for (const auto& [file, hash] : fixture().at("files").items())
+    ASSERT_EQ(sha256(read_file(tok + "/" + file)), hash.get<std::string>()) << file << " is not the file the fixture read";
+  for (const auto& [size, want] : fixture().at("sizes").items()) {
+    SCOPED_TRACE("vocabulary of " + size);
+    SubwordOptions o;
+    o.vocab_size = std::stoi(size);
+    o.files = {tok + "/train.lc.norm.tok.de", tok + "/train.lc.norm.tok.en"};
+    const std::string proto = learn_subwords(o);
+    EXPECT_EQ(sha256(proto), want.at("sha256").get<std::string>());
+    const SentencePieceModels model(proto, proto, "learned", "learned");
+    for (const char* lang : {"de", "en"}) {
+      const nlohmann::json& p = want.at("pieces").at(lang);
+      std::string all;
+      int lines = 0;
+      for (const TokenSequence& sentence : read_token_lines(tok + "/test_2016_flickr.lc.norm.tok." + lang)) {
+        std::string line, split;
+        for (const std::string& w : sentence) line += (line.empty() ? "" : " ") + w;
+        for (const Piece& piece : model.split(line, Side::Source)) split += (split.empty() ? "" : " ") + piece.piece;
+        if (lines < 5) {
+          EXPECT_EQ(split, p.at("first").at(lines).get<std::string>()) << lang << " line " << lines + 1;
+        }
+        all += (lines ? "\n" : "") + split;
+        ++lines;
+      }
+      EXPECT_EQ(lines, p.at("lines").get<int>()) << lang;
+      EXPECT_EQ(sha256(all), p.at("sha256").get<std::string>()) << lang << ": the pieces of some line differ";
+    }
+  }
+}
+
+// Any text: the same bytes twice, the special pieces at Stepformer's ids, and a word never seen split into known
+// pieces (no <unk>) as long as its letters were seen.
+TEST(Subwords, AreDeterministicAndLeaveNoWordUnknown) {
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_subwords_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream out(dir / "a.txt");
+    const char* words[] = {"hund", "katze", "mann", "frau", "läuft", "springt", "im", "park", "über", "die", "straße"};
+    for (int i = 0; i < 400; ++i)
+      out << words[i % 11] << ' ' << words[(i * 7 + 3) % 11] << ' ' << words[(i * 5 + 1) % 11] << " .\n";
+  }
+  SubwordOptions o;
+  o.files = {(dir / "a.txt").string()};
+  o.vocab_size = 80;
+  const std::string first = learn_subwords(o), second = learn_subwords(o);
+  EXPECT_EQ(first, second);
+  const SentencePieceModels model(first, first, "a", "a");
+  const std::vector<Piece> pieces = model.split("hundekatze springt", Side::Source);
+  ASSERT_GE(pieces.size(), 3u);
+  for (const Piece& p : pieces) EXPECT_NE(p.piece, "<unk>") << "'hundekatze' is made of seen letters";
+  const std::vector<std::string> known = model.known_pieces(Side::Source);
+  ASSERT_EQ(known.size(), 80u);
+  EXPECT_EQ(std::vector<std::string>(known.begin(), known.begin() + 4),
+            (std::vector<std::string>{"<unk>", "<pad>", "<bos>", "<eos>"}));
+  fs::remove_all(dir);
+}
+
+TEST(Subwords, BadSizesAndFilesAreRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_subwords_bad_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "empty.txt");
+  std::ofstream(dir / "small.txt") << "ein hund .\n";
+  // The kind of error learning fails with (nullopt: it did not fail).
+  const auto kind_of = [](const SubwordOptions& o) -> std::optional<ErrorKind> {
+    try {
+      learn_subwords(o);
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return std::nullopt;
+  };
+  SubwordOptions o;
+  o.files = {(dir / "small.txt").string()};
+  for (int size : {0, kMinSubwordVocabulary - 1, kMaxSubwordVocabulary + 1}) {
+    o.vocab_size = size;
+    EXPECT_EQ(kind_of(o), ErrorKind::Input) << size;
+  }
+  o.vocab_size = 5000;  // more pieces than "ein hund ." can make: SentencePiece says so
+  EXPECT_EQ(kind_of(o), ErrorKind::Input);
+  o.vocab_size = 100;
+  o.files = {(dir / "empty.txt").string()};
+  EXPECT_EQ(kind_of(o), ErrorKind::Input);
+  o.files = {(dir / "missing.txt").string()};
+  EXPECT_EQ(kind_of(o), ErrorKind::File);
+  o.files = {};
+  EXPECT_EQ(kind_of(o), ErrorKind::Input);
+  fs::remove_all(dir);
+}
+
+// stepformer-cli subwords: writes the model (which loads, and splits as learned), prints pieces per word, never
+// replaces a file; a bad size is bad usage (exit 2).
+TEST(CliSubwords, WritesTheModelAndNeverReplacesAFile) {
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_cli_subwords_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "data");
+  {
+    std::ofstream de(dir / "data" / "train.lc.norm.tok.de"), en(dir / "data" / "train.lc.norm.tok.en");
+    for (int i = 0; i < 200; ++i) {
+      de << "ein mann " << (i % 2 ? "läuft" : "springt") << " im park .\n";
+      en << "a man " << (i % 2 ? "runs" : "jumps") << " in the park .\n";
+    }
+  }
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " subwords " + args + " > '" +
+                            (dir / "log.txt").string() + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  const std::string out = (dir / "v.spm").string();
+  ASSERT_EQ(run("--data '" + (dir / "data").string() + "' --size 64 --out '" + out + "'"), 0) << read_file(dir / "log.txt");
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_NE(log.find("64 pieces (BPE, shared by de,en)"), std::string::npos) << log;
+  EXPECT_NE(log.find("de: 1200 words in"), std::string::npos) << log;
+  const std::string bytes = read_file(out);
+  SubwordOptions o;
+  o.files = {(dir / "data" / "train.lc.norm.tok.de").string(), (dir / "data" / "train.lc.norm.tok.en").string()};
+  o.vocab_size = 64;
+  EXPECT_EQ(bytes, learn_subwords(o)) << "the file is the vocabulary learned from both languages";
+  EXPECT_EQ(run("--data '" + (dir / "data").string() + "' --size 64 --out '" + out + "'"), 1);
+  EXPECT_NE(read_file(dir / "log.txt").find("exists"), std::string::npos) << read_file(dir / "log.txt");
+  EXPECT_EQ(read_file(out), bytes);
+  EXPECT_EQ(run("--data '" + (dir / "data").string() + "' --size 3 --out '" + (dir / "w.spm").string() + "'"), 2);
+  EXPECT_FALSE(fs::exists(dir / "w.spm"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sf
