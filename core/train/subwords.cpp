@@ -35,6 +35,8 @@ class Lines : public sentencepiece::SentenceIterator {
 }  // namespace
 #endif
 
+bool subword_learning_available() { return STEPFORMER_HAVE_SENTENCEPIECE_TRAINER != 0; }
+
 std::string learn_subwords(const SubwordOptions& o) {
   if (o.vocab_size < kMinSubwordVocabulary || o.vocab_size > kMaxSubwordVocabulary)
     fail(ErrorKind::Input, "subwords", "a vocabulary of " + std::to_string(o.vocab_size) + " pieces: choose " +

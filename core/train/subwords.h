@@ -26,6 +26,9 @@ struct SubwordOptions {
 inline constexpr int kMinSubwordVocabulary = 64;
 inline constexpr int kMaxSubwordVocabulary = 100'000;
 
+// Whether this build can learn a vocabulary (Debian's libsentencepiece_train was found: third_party/).
+bool subword_learning_available();
+
 // The learned model's bytes. ErrorKind::Input for a size outside kMinSubwordVocabulary..kMaxSubwordVocabulary or
 // one the text cannot fill (SentencePiece's own words, named); ErrorKind::File for a file that cannot be read
 // (train/corpus.h's limits); ErrorKind::Unsupported in a build without SentencePiece's trainer.

@@ -54,9 +54,13 @@ std::string multi30k_tok_dir() {
   return raw.empty() ? raw : fs::path(raw).parent_path().string() + "/tok";
 }
 
+#define SKIP_WITHOUT_THE_TRAINER()                                                                         \
+  if (!subword_learning_available()) GTEST_SKIP() << "this build has no SentencePiece trainer (libsentencepiece_train)"
+
 // Every size of the fixture: the same model bytes as SentencePiece's Python binding, and the same pieces on every
 // line of test_2016 in German and English.
 TEST(Subwords, EqualSentencePiecesOwnBpeOnMulti30k) {
+  SKIP_WITHOUT_THE_TRAINER();
   const std::string tok = multi30k_tok_dir();
   if (tok.empty())
     GTEST_SKIP() << "Multi30k's tokenized files were not found (set STEPFORMER_MULTI30K_DIR to the multi30k folder)";
@@ -93,6 +97,7 @@ TEST(Subwords, EqualSentencePiecesOwnBpeOnMulti30k) {
 // Any text: the same bytes twice, the special pieces at Stepformer's ids, and a word never seen split into known
 // pieces (no <unk>) as long as its letters were seen.
 TEST(Subwords, AreDeterministicAndLeaveNoWordUnknown) {
+  SKIP_WITHOUT_THE_TRAINER();
   const fs::path dir = fs::temp_directory_path() / ("stepformer_subwords_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   {
@@ -152,6 +157,7 @@ TEST(Subwords, BadSizesAndFilesAreRefused) {
 // stepformer-cli subwords: writes the model (which loads, and splits as learned), prints pieces per word, never
 // replaces a file; a bad size is bad usage (exit 2).
 TEST(CliSubwords, WritesTheModelAndNeverReplacesAFile) {
+  SKIP_WITHOUT_THE_TRAINER();
   const fs::path dir = fs::temp_directory_path() / ("stepformer_cli_subwords_" + std::to_string(::getpid()));
   fs::create_directories(dir / "data");
   {
