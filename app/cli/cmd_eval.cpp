@@ -159,10 +159,11 @@ int run_eval(const Args& args) {
       fail(ErrorKind::File, "eval", problem);
   const Model model = load_model_warning("eval", model_path);
   const ParallelCorpus corpus = read_parallel_corpus(src, ref);
-  // A SentencePiece model (Marian) reads raw text: its own pieces; BLEU then on the words of its output.
-  const bool subwords = model.tokenizer.kind == "sentencepiece";
+  // A SentencePiece model (Marian) reads raw text: its own pieces; a words_bpe model the tokenized words' pieces;
+  // BLEU then on the words of its output.
+  const bool subwords = uses_sentencepiece(model.tokenizer);
   const std::vector<TokenSequence> sources = subwords ? pieces_of(model, corpus.source, Side::Source) : corpus.source;
-  const int specials = subwords ? 1 : 2;  // </s>; or <bos> and <eos>
+  const int specials = model.tokenizer.kind == "sentencepiece" ? 1 : 2;  // </s>; or <bos> and <eos>
   // Every line must fit the model: translate rejects a longer sentence, so eval does too rather than score a cut
   // one.
   for (size_t i = 0; i < sources.size(); ++i)

@@ -38,6 +38,10 @@ const char* kHelp =
     "           --tf32 (on the GPU: matrix products on TF32 tensor cores instead of FP32)\n"
     "           --checkpoint PATH  --no-resume (start over even if a checkpoint exists)\n"
     "           --resume (continue from the checkpoint, which must exist: an error rather than a fresh start)\n"
+    "subwords:  --subwords FILE.spm (stepformer-cli subwords): each tokenized word split into the byte-pair\n"
+    "           pieces of this SentencePiece model, one vocabulary of its pieces for both languages (the paper's\n"
+    "           way: no word is unknown); BLEU on the words the pieces make. --share-embeddings: one embedding\n"
+    "           matrix for both languages (with --tie-output also the output layer's, the paper's section 3.4)\n"
     "fine-tune: --from MODEL (a model file or a Hugging Face Marian folder): start from its weights, config,\n"
     "           vocabularies and tokenizer instead of a new model (the model options above are then not used);\n"
     "           a SentencePiece model (Marian) reads raw text, DIR/{train,val,test_2016_flickr}.{SRC,TGT}, one\n"
@@ -114,6 +118,9 @@ int run_train(const Args& args) {
   p.value("--norm", &norm);
   p.value("--activation", &activation);
   p.flag("--tie-output", &tie);
+  bool share = false;
+  p.flag("--share-embeddings", &share);
+  p.value("--subwords", &o.subwords_path);
   p.value("--epochs", &o.epochs, 1, 10000);
   p.value("--batch-tokens", &o.batch_tokens, 16, 10000000);
   p.value("--lr", &o.schedule.peak, 1e-7f, 10.0f);
@@ -162,8 +169,10 @@ int run_train(const Args& args) {
   // Options of one shape given to the other are refused, naming them: they would be silently unused.
   const auto given = [&](const char* name) { return std::find(args.begin(), args.end(), name) != args.end(); };
   const std::vector<const char*> not_for_shape =
-      shp == 1   ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam", "--mask-rate"}
-      : shp == 2 ? std::vector<const char*>{"--src", "--tgt", "--decoder-layers", "--from", "--final-beam"}
+      shp == 1   ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam", "--mask-rate",
+                                             "--subwords", "--share-embeddings"}
+      : shp == 2 ? std::vector<const char*>{"--src", "--tgt", "--decoder-layers", "--from", "--final-beam", "--subwords",
+                                             "--share-embeddings"}
                  : std::vector<const char*>{"--lang", "--mask-rate"};
   const char* why_not[] = {"--lang names a language model's language and --mask-rate an encoder-only model's "
                            "masking; a translator has --src and --tgt",
@@ -204,6 +213,12 @@ int run_train(const Args& args) {
   o.model.decoder_final_norm = nrm == 1 && shp != 2;
   o.model.activation = act ? Activation::GELU : Activation::ReLU;
   o.model.tie_output_embedding = tie;
+  o.model.share_embeddings = share;
+  if (share && o.subwords_path.empty()) {
+    std::fprintf(stderr, "stepformer-cli train: --share-embeddings needs one vocabulary for both languages: "
+                         "--subwords FILE.spm\n");
+    return 2;
+  }
   o.model.n_encoder_layers = layers_enc;
   o.model.n_decoder_layers = layers_dec;
   o.model.max_positions = std::max(o.model.max_positions, o.max_length);

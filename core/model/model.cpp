@@ -350,7 +350,7 @@ void read_family_weights(const SafetensorsFile& file, Model& m, std::vector<std:
 Model load_model(const SafetensorsFile& file, std::vector<std::string>* warnings, bool read_weights) {
   Model m = read_model_description(file, kModelFormat, warnings);
   std::set<std::string> spm_tensors;
-  if (m.tokenizer.kind == "sentencepiece") {
+  if (uses_sentencepiece(m.tokenizer)) {
     m.sentencepiece = in_context(file.origin(), [&] {
       return std::make_shared<const SentencePieceModels>(tokenizer_tensor_bytes(file, kSourceSpmTensor),
                                                          tokenizer_tensor_bytes(file, kTargetSpmTensor), kSourceSpmTensor,
@@ -440,6 +440,31 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
     return encode_pieces(text, *model.sentencepiece, vocabulary, side,
                          specials && side == Side::Source && model.tokenizer.add_bos_eos);
   }
+  if (model.tokenizer.kind == "words_bpe") {
+    if (!model.sentencepiece)
+      fail(ErrorKind::Config, "encode", "the model's tokenizer is words_bpe but it has no SentencePiece model");
+    // The words as the word-level rules make them ("Zylinderhut" -> "zylinderhut"), then each word's pieces
+    // ("▁zylinder" "hut"), every piece keeping its word's span of the text (the typed word, shown on hover).
+    TokenizerSettings words = model.tokenizer;
+    words.add_bos_eos = false;
+    std::vector<Token> out;
+    if (specials && model.tokenizer.add_bos_eos) out.push_back(special_token(vocabulary, vocabulary.specials().bos, 0));
+    for (const Token& word : tokenize(text, words, side))
+      for (const Piece& piece : model.sentencepiece->split(word.text, side)) {
+        Token t;
+        t.text = piece.piece;
+        t.surface = word.surface;
+        t.begin = word.begin;
+        t.end = word.end;
+        const std::optional<int> id = vocabulary.find(piece.piece);
+        t.id = id ? *id : vocabulary.specials().unk;
+        t.unknown = !id;
+        out.push_back(std::move(t));
+      }
+    if (specials && model.tokenizer.add_bos_eos)
+      out.push_back(special_token(vocabulary, vocabulary.specials().eos, text.size()));
+    return out;
+  }
   if (model.tokenizer.kind == "byte_bpe") {
     if (!model.byte_bpe)
       fail(ErrorKind::Config, "encode", "the model's tokenizer is byte-level BPE but it has no merges");
@@ -492,6 +517,10 @@ std::string decode_text(const Model& model, const std::vector<std::string>& toke
       fail(ErrorKind::Config, "decode", "the model's tokenizer is SentencePiece but it has no SentencePiece models");
     return decode_pieces(tokens, *model.sentencepiece, side == Side::Source ? model.src_vocab : model.tgt_vocab, side);
   }
+  if (model.tokenizer.kind == "words_bpe") {
+    // The pieces joined into words (▁ starts one), then the words detokenized as the word-level model's are.
+    return detokenize(subword_words(model, tokens, side), model.tokenizer, side);
+  }
   if (model.tokenizer.kind == "byte_bpe") {
     if (!model.byte_bpe)
       fail(ErrorKind::Config, "decode", "the model's tokenizer is byte-level BPE but it has no merges");
@@ -511,6 +540,29 @@ std::string decode_text(const Model& model, const std::vector<std::string>& toke
     return model.wordpiece->decode(ids);
   }
   return detokenize(tokens, model.tokenizer, side);
+}
+
+bool uses_sentencepiece(const TokenizerSettings& tokenizer) {
+  return tokenizer.kind == "sentencepiece" || tokenizer.kind == "words_bpe";
+}
+
+std::vector<std::string> subword_words(const Model& model, const std::vector<std::string>& pieces, Side side) {
+  if (!model.sentencepiece)
+    fail(ErrorKind::Config, "decode", "the model's tokenizer is words_bpe but it has no SentencePiece model");
+  const Vocabulary& vocabulary = side == Side::Source ? model.src_vocab : model.tgt_vocab;
+  std::vector<std::string> kept;  // (special tokens dropped)
+  for (const std::string& p : pieces)
+    if (const std::optional<int> id = vocabulary.find(p); !id || !vocabulary.is_special(*id)) kept.push_back(p);
+  const std::string text = model.sentencepiece->join(kept, side);
+  std::vector<std::string> words;
+  for (size_t at = 0; at < text.size();) {
+    const size_t start = text.find_first_not_of(' ', at);
+    if (start == std::string::npos) break;
+    const size_t end = std::min(text.find(' ', start), text.size());
+    words.push_back(text.substr(start, end - start));
+    at = end;
+  }
+  return words;
 }
 
 std::shared_ptr<const WordPiece> make_wordpiece(const Model& model) {
@@ -579,7 +631,7 @@ PreparedModel prepare(const Model& m, const char* where) {
     check_finite(slot.name, values, where);
     p.tensors.push_back({slot.name, slot.shape, values});
   }
-  if (m.tokenizer.kind == "sentencepiece") {
+  if (uses_sentencepiece(m.tokenizer)) {
     if (!m.sentencepiece)
       fail(ErrorKind::Config, where, "the tokenizer is SentencePiece but the model has no SentencePiece models");
     const char* names[2] = {kSourceSpmTensor, kTargetSpmTensor};

@@ -86,6 +86,13 @@ std::vector<Token> encode_text(const Model& model, std::string_view text, Side s
 // SentencePiece, as MarianTokenizer.decode(skip_special_tokens=True)).
 std::string decode_text(const Model& model, const std::vector<std::string>& tokens, Side side);
 
+// Whether the tokenizer reads SentencePiece models from the model file (Marian's "sentencepiece", our own
+// "words_bpe": model.sentencepiece is then set, its models saved with the file).
+bool uses_sentencepiece(const TokenizerSettings& tokenizer);
+// A "words_bpe" model's pieces ("▁zylinder" "hut" "▁.") back to the words they make ("zylinderhut" "."), special
+// tokens dropped: what BLEU compares with the tokenized references, and what decode_text detokenizes.
+std::vector<std::string> subword_words(const Model& model, const std::vector<std::string>& pieces, Side side);
+
 // BERT's WordPiece for a model of tokenizer kind "wordpiece": src_vocab's pieces with the tokenizer settings'
 // lower-casing, accent and CJK options. Throws what WordPiece::from_vocab throws (a vocabulary without [UNK], [CLS]
 // or [SEP]).

@@ -45,9 +45,10 @@ TokenizerSettings tokenizer_settings_from_json(const nlohmann::json& j) {
     out = it->get<std::string>();
   };
   text("kind", s.kind);
-  if (s.kind != "words" && s.kind != "sentencepiece" && s.kind != "byte_bpe" && s.kind != "wordpiece")
+  if (s.kind != "words" && s.kind != "sentencepiece" && s.kind != "byte_bpe" && s.kind != "wordpiece" &&
+      s.kind != "words_bpe")
     fail(ErrorKind::Format, where,
-         "key 'kind' is '" + s.kind + "'; expected words, sentencepiece, byte_bpe or wordpiece");
+         "key 'kind' is '" + s.kind + "'; expected words, words_bpe, sentencepiece, byte_bpe or wordpiece");
   flag("lowercase", s.lowercase);
   flag("split_punctuation", s.split_punctuation);
   flag("moses_escape", s.moses_escape);

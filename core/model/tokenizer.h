@@ -30,7 +30,9 @@ struct TokenizerSettings {
   // the model file carries (model/sentencepiece.h: Marian's), where the keys below do not apply; "byte_bpe": GPT-2's
   // byte-level BPE (model/byte_bpe.h) over the target vocabulary and the merges the file carries, nothing added;
   // "wordpiece": BERT's WordPiece over the source vocabulary (vocab.txt's pieces), with the three wordpiece_* keys
-  // below (written only for that kind), the word-level keys not applying
+  // below (written only for that kind), the word-level keys not applying; "words_bpe": the word-level rules of this
+  // header, then each word split into byte-pair pieces by the one SentencePiece model the file carries for both
+  // sides (a vocabulary shared as the paper's: train/subwords.h), the pieces' ids those of the vocabulary
   std::string kind = "words";
   bool lowercase = true;
   bool split_punctuation = true;      // the Moses rules above; false: split on whitespace only

@@ -81,11 +81,19 @@ std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWei
 std::vector<TokenSequence> pieces_of(const Model& model, const std::vector<TokenSequence>& lines, Side side) {
   std::vector<TokenSequence> out;
   out.reserve(lines.size());
+  // (words_bpe: the lines are the word-level rules' tokens already, "&apos;s" and all: split into pieces as they
+  // are, not tokenized again)
+  const bool tokenized = model.tokenizer.kind == "words_bpe";
+  if (tokenized && !model.sentencepiece)
+    fail(ErrorKind::Config, "pieces_of", "the model's tokenizer is words_bpe but it has no SentencePiece model");
   for (const TokenSequence& words : lines) {
     std::string text;
     for (const std::string& w : words) text += (text.empty() ? "" : " ") + w;
     TokenSequence pieces;
-    for (const Token& t : encode_text(model, text, side, /*specials=*/false)) pieces.push_back(t.text);
+    if (tokenized)
+      for (const Piece& p : model.sentencepiece->split(text, side)) pieces.push_back(p.piece);
+    else
+      for (const Token& t : encode_text(model, text, side, /*specials=*/false)) pieces.push_back(t.text);
     out.push_back(std::move(pieces));
   }
   return out;
@@ -116,6 +124,10 @@ std::vector<TokenSequence> translations_for_bleu(const Model& model, const Model
                                                  const std::vector<TokenSequence>& sources, TranslateSettings how) {
   how.generation = &model.generation;
   auto out = translate_corpus(model.config, weights, model.src_vocab, model.tgt_vocab, sources, how);
+  if (model.tokenizer.kind == "words_bpe") {  // the pieces' words, tokenized as the references are
+    for (TokenSequence& t : out) t = subword_words(model, t, Side::Target);
+    return out;
+  }
   return model.tokenizer.kind == "sentencepiece" ? words_of(model, out) : out;
 }
 

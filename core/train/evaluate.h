@@ -41,12 +41,12 @@ std::vector<TokenSequence> translate_corpus(const Config& config, const ModelWei
 
 // A SentencePiece model's corpus (model/sentencepiece.h): each line as read (words split at spaces) joined again
 // and split by the model's own tokenizer; the pieces are the sentence's tokens (ids through the vocabulary, as
-// encode_text).
+// encode_text). A words_bpe model's lines are tokenized words already: each split into its pieces as it is.
 std::vector<TokenSequence> pieces_of(const Model& model, const std::vector<TokenSequence>& lines, Side side);
 // Translations in pieces as text split at spaces: what BLEU compares with raw references' words.
 std::vector<TokenSequence> words_of(const Model& model, const std::vector<TokenSequence>& pieces);
-// translate_corpus with the model's own decoding rules, as BLEU reads the result: tokens, or (SentencePiece) the
-// words of the detokenized text.
+// translate_corpus with the model's own decoding rules, as BLEU reads the result: tokens, (SentencePiece) the
+// words of the detokenized text, or (words_bpe) the words the pieces make, tokenized as the references.
 std::vector<TokenSequence> translations_for_bleu(const Model& model, const ModelWeights& weights,
                                                  const std::vector<TokenSequence>& sources, TranslateSettings how);
 

@@ -14,6 +14,7 @@
 #include "model/hf_marian.h"
 #include "model/model.h"
 #include "model/name_tables.h"
+#include "model/sentencepiece.h"
 #include "train/batched_model.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -449,7 +450,28 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
     s.o.raw_text = base.tokenizer.kind == "sentencepiece";
   }
   const bool fine_tuning = !o.from_model.empty();
-  const bool subwords = s.o.raw_text;
+  // A subword translator from new weights: the SentencePiece model splits the tokenized words, both sides share
+  // its pieces as their vocabulary (`base` holds the tokenizer the pieces come from, for pieces_of).
+  const bool new_subwords = !o.subwords_path.empty();
+  if (new_subwords) {
+    if (fine_tuning || s.language_model || s.masked_lm)
+      fail(ErrorKind::Input, "train", "--subwords makes a translator from new weights (not with --from, nor for a "
+                                      "decoder-only or encoder-only model)");
+    const std::string proto = read_user_file(o.subwords_path, 64ll << 20, "SentencePiece model", "train");
+    base.tokenizer.kind = "words_bpe";
+    base.tokenizer.source_language = o.source_language;
+    base.tokenizer.target_language = o.target_language;
+    base.sentencepiece =
+        std::make_shared<const SentencePieceModels>(proto, proto, o.subwords_path, o.subwords_path, "train");
+    const std::vector<std::string> pieces = base.sentencepiece->known_pieces(Side::Source);
+    const SpecialIds ids = default_special_ids();
+    for (const auto& [id, name] : {std::pair{ids.unk, "<unk>"}, {ids.pad, "<pad>"}, {ids.bos, "<bos>"}, {ids.eos, "<eos>"}})
+      if (id < 0 || id >= static_cast<int>(pieces.size()) || pieces[static_cast<size_t>(id)] != name)
+        fail(ErrorKind::Input, "train", "'" + o.subwords_path + "' does not hold " + name + " at id " +
+                                            std::to_string(id) + ": learn it with stepformer-cli subwords");
+    base.src_vocab = base.tgt_vocab = Vocabulary(pieces, ids, o.subwords_path);
+  }
+  const bool subwords = s.o.raw_text || new_subwords;
 
   // Data and vocabularies (from the training split only; a fine-tuned model keeps its own).
   Vocabulary src_vocab, tgt_vocab;
@@ -496,8 +518,8 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
       s.valid_pieces.source = s.valid_source;
       s.valid_pieces.target = pieces_of(base, s.valid.target, Side::Target);
     }
-    src_vocab = fine_tuning ? base.src_vocab : build_vocabulary(train.source, o.min_frequency);
-    tgt_vocab = fine_tuning ? base.tgt_vocab : build_vocabulary(train.target, o.min_frequency);
+    src_vocab = fine_tuning || new_subwords ? base.src_vocab : build_vocabulary(train.source, o.min_frequency);
+    tgt_vocab = fine_tuning || new_subwords ? base.tgt_vocab : build_vocabulary(train.target, o.min_frequency);
     s.train_examples = make_examples(train, src_vocab, tgt_vocab);
     s.valid_examples = make_examples(subwords ? s.valid_pieces : s.valid, src_vocab, tgt_vocab);
     if (!subwords) s.valid_source = s.valid.source;
@@ -505,8 +527,9 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
           std::to_string(s.valid_examples.size()) + " validation pairs; vocabularies " +
           std::to_string(src_vocab.size()) + " (" + o.source_language + ") and " + std::to_string(tgt_vocab.size()) +
           " (" + o.target_language + ") " +
-          (fine_tuning ? "of '" + o.from_model + "'" + (subwords ? " (SentencePiece pieces)" : "")
-                       : "words seen at least " + std::to_string(o.min_frequency) + " times"));
+          (fine_tuning    ? "of '" + o.from_model + "'" + (subwords ? " (SentencePiece pieces)" : "")
+           : new_subwords ? "of '" + o.subwords_path + "' (shared BPE pieces of the tokenized words)"
+                          : "words seen at least " + std::to_string(o.min_frequency) + " times"));
   }
 
   Config config = fine_tuning ? base.config : o.model;
@@ -567,6 +590,10 @@ Trainer::Trainer(const TrainOptions& o, TrainLog log_fn) : s_(std::make_unique<S
     s.model.tgt_vocab = tgt_vocab;
     s.model.tokenizer.source_language = s.language_model ? "" : s.masked_lm ? o.target_language : o.source_language;
     s.model.tokenizer.target_language = s.masked_lm ? "" : o.target_language;
+    if (new_subwords) {  // the word-level rules, then the pieces of the one SentencePiece model
+      s.model.tokenizer.kind = "words_bpe";
+      s.model.sentencepiece = base.sentencepiece;
+    }
   }
   s.grads = zeros_like(s.weights);
   std::string note;
@@ -768,7 +795,8 @@ TrainResult Trainer::finish() {
       state.result.best_epoch > 0) {
     Model best = load_model(o.out_path);
     const ParallelCorpus test = read_parallel_corpus(test_src, test_ref);
-    const std::vector<TokenSequence> sources = o.raw_text ? pieces_of(best, test.source, Side::Source) : test.source;
+    const std::vector<TokenSequence> sources =
+        uses_sentencepiece(best.tokenizer) ? pieces_of(best, test.source, Side::Source) : test.source;
     const auto greedy = translations_for_bleu(best, best.weights, sources, {1, 0.6f, 0});
     state.result.test_bleu_greedy = 100.0 * corpus_bleu(greedy, test.target).bleu;
     const auto beam = translations_for_bleu(best, best.weights, sources, {o.final_beam, 0.6f, 0});

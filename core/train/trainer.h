@@ -48,6 +48,11 @@ struct TrainOptions {
   // split by its own tokenizer; BLEU is then on its detokenized output, words split at spaces.
   std::string from_model;
   bool raw_text = false;                // set by the trainer for a SentencePiece model: the raw files above
+  // A translator that reads subwords, as the paper's: this SentencePiece model (`stepformer-cli subwords`, a BPE
+  // vocabulary shared by both languages) splits each tokenized word of the corpus into pieces; the vocabularies of
+  // both sides are its pieces, in its order, and the model file carries it (tokenizer kind words_bpe). BLEU is on
+  // the words the pieces make. A translator from new weights only.
+  std::string subwords_path;
   std::string out_path;                 // the model file (best validation BLEU; a language model's: perplexity)
   std::string checkpoint_path;          // default: out_path + ".checkpoint"
   Config model;                         // shape and variant; vocabulary sizes come from the data

@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/model.h"
 #include "model/sentencepiece.h"
+#include "train/evaluate.h"
 #include "multi30k_files.h"
 #include "train/corpus.h"
 #include "train/subwords.h"
@@ -188,6 +190,82 @@ TEST(CliSubwords, WritesTheModelAndNeverReplacesAFile) {
   EXPECT_EQ(read_file(out), bytes);
   EXPECT_EQ(run("--data '" + (dir / "data").string() + "' --size 3 --out '" + (dir / "w.spm").string() + "'"), 2);
   EXPECT_FALSE(fs::exists(dir / "w.spm"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sf
+
+namespace sf {
+namespace {
+
+// A translator trained on subwords (`train --subwords`): its file carries the SentencePiece model (tokenizer kind
+// words_bpe) and its vocabulary is that model's pieces, shared by both sides; text goes through the word-level rules
+// and then into pieces, each keeping its word's span; a word never seen is pieces, not <unk>; the pieces decode to
+// the words they make; a corpus already tokenized ("&apos;s") is split as it is, not tokenized again.
+TEST(SubwordTranslator, TrainsSavesAndReadsItsPieces) {
+  SKIP_WITHOUT_THE_TRAINER();
+  const fs::path dir = fs::temp_directory_path() / ("stepformer_subword_translator_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "data");
+  const char* de[] = {"ein hund läuft im park .", "eine katze springt über die straße .", "der mann &apos;s hut ."};
+  const char* en[] = {"a dog runs in the park .", "a cat jumps over the street .", "the man &apos;s hat ."};
+  for (const char* split : {"train", "val", "test_2016_flickr"}) {
+    std::ofstream d(dir / "data" / (std::string(split) + ".lc.norm.tok.de"));
+    std::ofstream e(dir / "data" / (std::string(split) + ".lc.norm.tok.en"));
+    for (int i = 0; i < (std::string(split) == "train" ? 60 : 3); ++i) d << de[i % 3] << '\n', e << en[i % 3] << '\n';
+  }
+  auto cli = [&](const std::string& args) {
+    const std::string cmd = std::string(STEPFORMER_CLI_PATH) + " " + args + " > '" + (dir / "log.txt").string() + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  const std::string data = (dir / "data").string(), spm = (dir / "v.spm").string(), out = (dir / "m.safetensors").string();
+  ASSERT_EQ(cli("subwords --data '" + data + "' --size 70 --out '" + spm + "'"), 0) << read_file(dir / "log.txt");
+  ASSERT_EQ(cli("train --data '" + data + "' --out '" + out + "' --subwords '" + spm + "' --share-embeddings --tie-output "
+                "--d-model 16 --heads 2 --d-ff 32 --encoder-layers 1 --decoder-layers 1 --epochs 1 --batch-tokens 400 "
+                "--warmup 10 --threads 1"),
+            0)
+      << read_file(dir / "log.txt");
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_NE(log.find("(shared BPE pieces of the tokenized words)"), std::string::npos) << log;
+  const Model m = load_model(out);
+  EXPECT_EQ(m.tokenizer.kind, "words_bpe");
+  ASSERT_NE(m.sentencepiece, nullptr);
+  EXPECT_EQ(m.sentencepiece->proto(Side::Source), read_file(spm));
+  EXPECT_EQ(m.src_vocab.tokens(), m.tgt_vocab.tokens());
+  EXPECT_EQ(m.src_vocab.tokens(), m.sentencepiece->known_pieces(Side::Source));
+  EXPECT_TRUE(m.config.share_embeddings);
+  // "Hundekatze" was never seen: pieces of seen letters, each with the word's span; <bos> first, <eos> last.
+  const std::string text = "Ein Hundekatze läuft.";
+  const std::vector<Token> tokens = encode_text(m, text, Side::Source);
+  ASSERT_GE(tokens.size(), 6u);
+  EXPECT_TRUE(tokens.front().special);
+  EXPECT_TRUE(tokens.back().special);
+  std::vector<std::string> pieces;
+  int of_the_new_word = 0;
+  for (const Token& t : tokens) {
+    if (t.special) continue;
+    EXPECT_FALSE(t.unknown) << t.text;
+    EXPECT_EQ(t.id, *m.src_vocab.find(t.text)) << t.text;
+    EXPECT_EQ(text.substr(t.begin, t.end - t.begin), t.surface) << t.text;
+    if (t.surface == "Hundekatze") ++of_the_new_word;
+    pieces.push_back(t.text);
+  }
+  EXPECT_GE(of_the_new_word, 2) << "the new word is several pieces";
+  EXPECT_EQ(subword_words(m, pieces, Side::Source), (std::vector<std::string>{"ein", "hundekatze", "läuft", "."}));
+  EXPECT_EQ(decode_text(m, pieces, Side::Source), "ein hundekatze läuft.");
+  // A tokenized corpus line is split as it is: "&apos;s" stays one word of pieces (not "&amp;apos;s").
+  const std::vector<TokenSequence> split = pieces_of(m, {{"der", "mann", "&apos;s", "hut", "."}}, Side::Source);
+  ASSERT_EQ(split.size(), 1u);
+  EXPECT_EQ(subword_words(m, split[0], Side::Source), (std::vector<std::string>{"der", "mann", "&apos;s", "hut", "."}));
+  // eval reads it: the same pieces, BLEU on the words.
+  EXPECT_EQ(cli("eval '" + out + "' --src '" + data + "/test_2016_flickr.lc.norm.tok.de' --ref '" + data +
+                "/test_2016_flickr.lc.norm.tok.en'"),
+            0)
+      << read_file(dir / "log.txt");
+  EXPECT_NE(read_file(dir / "log.txt").find("BLEU = "), std::string::npos);
+  // --share-embeddings without one vocabulary is refused.
+  EXPECT_EQ(cli("train --data '" + data + "' --out '" + (dir / "n.safetensors").string() + "' --share-embeddings"), 2);
   fs::remove_all(dir);
 }
 
