@@ -183,7 +183,7 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state, std::optiona
   if (!state.model()) return std::nullopt;
   std::optional<Stage> clicked;
   g_compact = high_contrast();  // presentation mode: the header names the stage, the notes wait behind Explain
-  const bool subwords = state.model()->tokenizer.kind == "sentencepiece";
+  const bool subwords = uses_sentencepiece(state.model()->tokenizer);  // Marian's, and our words_bpe
   // <bos>, or Marian's <pad>; an encoder-only model has no decoder to start (and no target vocabulary)
   const std::string start = state.encoder_only() ? state.source_token(state.model()->config.bos_id)
                                                  : state.model()->tgt_vocab.token(state.model()->config.bos_id);
