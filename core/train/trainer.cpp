@@ -119,6 +119,7 @@ std::vector<std::string> data_files(const TrainOptions& o) {
 std::vector<std::string> train_inputs(const TrainOptions& o) {
   std::vector<std::string> files = data_files(o);
   if (!o.from_model.empty()) files.push_back(o.from_model);
+  if (!o.subwords_path.empty()) files.push_back(o.subwords_path);  // (never written over by the model it makes)
   return files;
 }
 

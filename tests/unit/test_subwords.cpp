@@ -264,6 +264,11 @@ TEST(SubwordTranslator, TrainsSavesAndReadsItsPieces) {
             0)
       << read_file(dir / "log.txt");
   EXPECT_NE(read_file(dir / "log.txt").find("BLEU = "), std::string::npos);
+  // The model is never written over the SentencePiece model it reads.
+  const std::string spm_bytes = read_file(spm);
+  EXPECT_EQ(cli("train --data '" + data + "' --out '" + spm + "' --subwords '" + spm + "' --epochs 1"), 1);
+  EXPECT_NE(read_file(dir / "log.txt").find("not written over"), std::string::npos) << read_file(dir / "log.txt");
+  EXPECT_EQ(read_file(spm), spm_bytes);
   // --share-embeddings without one vocabulary is refused.
   EXPECT_EQ(cli("train --data '" + data + "' --out '" + (dir / "n.safetensors").string() + "' --share-embeddings"), 2);
   fs::remove_all(dir);
