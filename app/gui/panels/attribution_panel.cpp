@@ -113,6 +113,9 @@ void AttributionPanel::start_if_stale(const AppState& state, int position) {
   // The whole map, once it holds this position, answers every position: no row task then.
   const bool map_current = map_done_ && *map_done_ == map_key;
   const bool map_running = map_task_.running() && map_asked_ == map_key;
+  const bool row_current = (row_done_ && *row_done_ == row_key) || (row_task_.running() && row_asked_ == row_key);
+  // (most frames: nothing to start, and nothing of the trace is copied)
+  if (map_current || (map_running && row_current)) return;
   std::shared_ptr<const Model> model = state.model();
   const Trace& t = state.trace();
   const std::vector<int> source = model->config.has_encoder() ? t.src.ids : std::vector<int>();
@@ -121,8 +124,7 @@ void AttributionPanel::start_if_stale(const AppState& state, int position) {
   const size_t rows = static_cast<size_t>(model->config.has_decoder() ? target.size() : source.size());
   tokens.resize(rows, -1);
   const Interventions iv = t.interventions;
-  if (!map_current && !(row_done_ && *row_done_ == row_key) && !(row_task_.running() && row_asked_ == row_key) &&
-      position >= 0 && static_cast<size_t>(position) < rows && tokens[static_cast<size_t>(position)] >= 0) {
+  if (!row_current && position >= 0 && static_cast<size_t>(position) < rows && tokens[static_cast<size_t>(position)] >= 0) {
     std::vector<int> one(rows, -1);
     one[static_cast<size_t>(position)] = tokens[static_cast<size_t>(position)];
     row_asked_ = row_key;
@@ -131,7 +133,7 @@ void AttributionPanel::start_if_stale(const AppState& state, int position) {
     });
   }
   // The whole map after the row on show (the two would share the cores).
-  if (!map_current && !map_running && !row_task_.running()) {
+  if (!map_running && !row_task_.running()) {
     map_asked_ = map_key;
     map_task_.start([model, source, target, iv, tokens, method = method_](const std::atomic<bool>& cancelled) {
       return compute(model, source, target, iv, tokens, method, cancelled);
