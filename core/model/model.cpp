@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <unordered_set>
 
 #include "io/json_text.h"
@@ -553,15 +554,9 @@ std::vector<std::string> subword_words(const Model& model, const std::vector<std
   std::vector<std::string> kept;  // (special tokens dropped)
   for (const std::string& p : pieces)
     if (const std::optional<int> id = vocabulary.find(p); !id || !vocabulary.is_special(*id)) kept.push_back(p);
-  const std::string text = model.sentencepiece->join(kept, side);
+  std::istringstream text(model.sentencepiece->join(kept, side));  // words, one space apart
   std::vector<std::string> words;
-  for (size_t at = 0; at < text.size();) {
-    const size_t start = text.find_first_not_of(' ', at);
-    if (start == std::string::npos) break;
-    const size_t end = std::min(text.find(' ', start), text.size());
-    words.push_back(text.substr(start, end - start));
-    at = end;
-  }
+  for (std::string word; text >> word;) words.push_back(std::move(word));
   return words;
 }
 
