@@ -180,6 +180,9 @@ struct RunState {
   int finished_epochs = 0;
   int64_t step = 0;
   TrainResult result;
+  // Checkpoint averaging (TrainOptions::average_last): the weights after each of the last epochs, oldest first.
+  std::vector<int> recent_epochs;
+  std::vector<ModelWeights> recent_weights;
 };
 
 void write_checkpoint(const std::string& path, const Config& config, const Vocabulary& src, const Vocabulary& tgt,
@@ -193,12 +196,16 @@ void write_checkpoint(const std::string& path, const Config& config, const Vocab
   add_all("weights.", weights);
   add_all("adam_m.", adam.first_moment());
   add_all("adam_v.", adam.second_moment());
+  // (a copy: parameter_views takes its weights by reference to drop packed copies; these have none)
+  std::vector<ModelWeights> recent = state.recent_weights;
+  for (size_t k = 0; k < recent.size(); ++k) add_all("epoch" + std::to_string(state.recent_epochs[k]) + ".", recent[k]);
   json history = json::array();
   for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
   const json meta = {{"finished_epochs", state.finished_epochs}, {"step", state.step},
                      {"best_epoch", state.result.best_epoch}, {"best_valid_bleu", state.result.best_valid_bleu},
                      {"wall_seconds", state.result.wall_seconds}, {"seed", seed},
-                     {"config", config_to_json(config)}, {"history", history}};
+                     {"config", config_to_json(config)}, {"history", history},
+                     {"recent_epochs", state.recent_epochs}};
   write_safetensors(path, tensors,
                     {{"stepformer_checkpoint", meta.dump()}, {"src_vocab", src.to_json().dump()},
                      {"tgt_vocab", tgt.to_json().dump()}},
@@ -278,11 +285,60 @@ RunState read_checkpoint(const std::string& path, const Config& config, const Vo
     fail(ErrorKind::Format, "train", "checkpoint '" + path + "': the run state is inconsistent (epoch " +
                                          std::to_string(s.finished_epochs) + ", step " + std::to_string(s.step) +
                                          "); delete it or pass --no-resume");
+  // The last epochs' weights for checkpoint averaging; a checkpoint from before averaging has none (the run's
+  // own weights, those of its last finished epoch, start the list then).
+  if (const auto it = meta.find("recent_epochs"); it != meta.end()) {
+    if (!it->is_array() || it->size() > 100)
+      fail(ErrorKind::Format, "train", "checkpoint '" + path + "': 'recent_epochs' is not a list of epochs; delete it "
+                                       "or pass --no-resume");
+    for (const json& e : *it) {
+      if (!e.is_number_integer() || e.get<int>() < 1 || e.get<int>() > s.finished_epochs ||
+          (!s.recent_epochs.empty() && e.get<int>() <= s.recent_epochs.back()))
+        fail(ErrorKind::Format, "train", "checkpoint '" + path + "': 'recent_epochs' holds " + e.dump() +
+                                             ", not one of the finished epochs in order; delete it or pass --no-resume");
+      s.recent_epochs.push_back(e.get<int>());
+      s.recent_weights.push_back(zeros_like(weights));
+      load_all("epoch" + std::to_string(s.recent_epochs.back()) + ".", s.recent_weights.back());
+    }
+  }
+  if (s.recent_epochs.empty() && s.finished_epochs > 0) {
+    s.recent_epochs.push_back(s.finished_epochs);
+    s.recent_weights.push_back(weights);
+  }
   adam.set_step_count(s.step);
   return s;
 }
 
 }  // namespace
+
+ModelWeights average_weights(const std::vector<const ModelWeights*>& weights) {
+  if (weights.empty()) fail(ErrorKind::Input, "average_weights", "no weights to average");
+  ModelWeights mean = zeros_like(*weights.front());
+  const std::vector<ParameterView> out = parameter_views(mean);
+  // parameter_views needs mutable models (it drops packed copies): copies, so the callers' stay as they are
+  std::vector<ModelWeights> copies;
+  std::vector<std::vector<ParameterView>> in;
+  copies.reserve(weights.size());  // the views point into the copies: they must not move
+  for (const ModelWeights* w : weights) {
+    copies.push_back(*w);
+    in.push_back(parameter_views(copies.back()));
+  }
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].size() != out.size())
+      fail(ErrorKind::Shape, "average_weights", "model " + std::to_string(k + 1) + " has another shape");
+    for (size_t p = 0; p < out.size(); ++p)
+      if (in[k][p].name != out[p].name || in[k][p].size != out[p].size)
+        fail(ErrorKind::Shape, "average_weights", "model " + std::to_string(k + 1) + "'s '" + in[k][p].name +
+                                                      "' differs in shape from the first's");
+  }
+  for (size_t p = 0; p < out.size(); ++p)
+    for (Eigen::Index i = 0; i < out[p].size; ++i) {
+      double sum = 0;
+      for (const auto& views : in) sum += views[p].data[i];
+      out[p].data[i] = static_cast<float>(sum / static_cast<double>(in.size()));
+    }
+  return mean;
+}
 
 struct Trainer::State {
   TrainOptions o;
@@ -403,6 +459,51 @@ struct Trainer::State {
                   score.tokens, static_cast<unsigned long long>(kEvaluationMaskingSeed));
     log(line);
   }
+  // Checkpoint averaging: the mean of the last epochs' weights, scored on the validation set as every epoch is;
+  // it becomes the model when its greedy BLEU is above the best single epoch's (chosen on validation, never on
+  // the test set). Its provenance names the epochs averaged and both scores.
+  void average_last_epochs() {
+    TrainResult& r = state.result;
+    if (state.recent_weights.size() < 2) {
+      log("checkpoint averaging: fewer than two epochs' weights kept (" + std::to_string(state.recent_weights.size()) +
+          "): nothing to average");
+      return;
+    }
+    std::vector<const ModelWeights*> parts;
+    for (const ModelWeights& w : state.recent_weights) parts.push_back(&w);
+    ModelWeights mean = average_weights(parts);
+    attach_packed_weights(mean);
+    const double nll =
+        score_likelihood(model.config, mean, valid_examples, o.batch_tokens, o.max_length).mean_nll();
+    const auto hyps = translations_for_bleu(model, mean, valid_source, {1, 0.6f, 0});
+    r.averaged_first_epoch = state.recent_epochs.front();
+    r.averaged_last_epoch = state.recent_epochs.back();
+    r.averaged_valid_bleu = 100.0 * corpus_bleu(hyps, valid.target).bleu;
+    r.average_is_the_model = r.averaged_valid_bleu > r.best_valid_bleu;
+    char line[300];
+    std::snprintf(line, sizeof(line),
+                  "checkpoint averaging: the mean of epochs %d..%d (%zu): valid ppl %.2f, valid BLEU %.2f (greedy); "
+                  "best single epoch %d: %.2f: %s",
+                  r.averaged_first_epoch, r.averaged_last_epoch, parts.size(), std::exp(nll), r.averaged_valid_bleu,
+                  r.best_epoch, r.best_valid_bleu,
+                  r.average_is_the_model ? "the average is the model" : "the single epoch stays the model");
+    log(line);
+    if (!writes || !r.average_is_the_model) return;
+    Model averaged = load_model(o.out_path);  // the best epoch's file: its provenance and history go on
+    parameter_views(mean);  // drops the packed copies before the weights are stored
+    averaged.weights = std::move(mean);
+    averaged.provenance["checkpoint_average"] = {{"epochs", state.recent_epochs},
+                                                 {"valid_bleu_greedy", r.averaged_valid_bleu},
+                                                 {"valid_perplexity", std::exp(nll)},
+                                                 {"best_single_epoch", r.best_epoch},
+                                                 {"best_single_epoch_valid_bleu_greedy", r.best_valid_bleu}};
+    averaged.provenance["valid_bleu_greedy"] = r.averaged_valid_bleu;
+    averaged.provenance["valid_perplexity"] = std::exp(nll);
+    averaged.provenance.erase("epoch");
+    save_model(averaged, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    log("  wrote the average to '" + o.out_path + "'");
+  }
+
   void start_epoch() {
     epoch = state.finished_epochs + 1;
     plan = plan_batches(train_examples, o.batch_tokens, o.seed, epoch);
@@ -697,6 +798,17 @@ EpochRecord Trainer::finish_epoch() {
   rec.learning_rate = s.lr;
   rec.tokens_per_second = s.step_seconds > 0 ? s.tokens / s.step_seconds : 0;  // time spent in steps (not paused)
   s.catch_up(s.writes);  // evaluation and the model file read the host's weights; the checkpoint Adam's state
+  if (s.o.average_last > 1) {  // this epoch's weights join the last ones (before packing: a plain copy)
+    state.recent_epochs.push_back(s.epoch);
+    state.recent_weights.push_back(s.weights);
+    while (static_cast<int>(state.recent_epochs.size()) > s.o.average_last) {
+      state.recent_epochs.erase(state.recent_epochs.begin());
+      state.recent_weights.erase(state.recent_weights.begin());
+    }
+  } else {
+    state.recent_epochs.clear();
+    state.recent_weights.clear();
+  }
   // Validation decodes a few rows a pass, which the few-row kernel reads from packed weights (nn/small_gemm.h):
   // packed once here, not at every call; the next step's parameter_views drops the copies (the floats change).
   attach_packed_weights(s.weights);
@@ -789,6 +901,7 @@ TrainResult Trainer::finish() {
     s.finish_masked_language_model();
     return state.result;
   }
+  if (o.average_last > 1) s.average_last_epochs();
   // The test score of the best model, greedy and with beam search, recorded in its provenance.
   const std::string test_src = corpus_path(o, o.test_name, o.source_language);
   const std::string test_ref = corpus_path(o, o.test_name, o.target_language);

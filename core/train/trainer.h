@@ -75,6 +75,11 @@ struct TrainOptions {
   // (CudaModel::set_tf32; the README's GPU section gives what it changes). Ignored on the CPU, said in the log.
   bool tf32 = false;
   int final_beam = 4;                   // beam width for the test score at the end
+  // Checkpoint averaging (the paper's section 6.1 averaged its last 5 checkpoints): at the end of a translator's
+  // run, the element-wise mean of the weights after each of the last N epochs is scored on the validation set and
+  // replaces the model when its greedy BLEU is higher than the best single epoch's. The N epochs' weights travel in
+  // the checkpoint, so an interrupted run averages the same weights. 1: no averaging.
+  int average_last = 1;
   bool resume = true;                   // continue from checkpoint_path when it exists
   std::string command_line;             // recorded in the provenance
   bool store_f16 = true;                // the model file stores F16 (half the size; the checkpoint keeps F32)
@@ -101,7 +106,16 @@ struct TrainResult {
   long test_tokens = 0;         // the tokens it predicted there, <eos> included (a masked LM: chosen positions)
   double test_masked_accuracy = -1;  // a masked language model's on the test split (-1: not scored)
   double wall_seconds = 0;
+  // average_last > 1: the epochs averaged (first..last), the average's validation greedy BLEU, and whether it
+  // became the model (its BLEU above the best single epoch's).
+  int averaged_first_epoch = 0, averaged_last_epoch = 0;
+  double averaged_valid_bleu = -1;
+  bool average_is_the_model = false;
 };
+
+// The element-wise mean of models of one shape (checkpoint averaging): every parameter of the result is
+// (1/n) sum_k weights[k], summed in double. ErrorKind::Shape when two differ in shape; none given: Input.
+ModelWeights average_weights(const std::vector<const ModelWeights*>& weights);
 
 // Progress callback: (epoch, batch index, batches in the epoch, running loss, tokens per second).
 using TrainProgress = std::function<void(int, int, int, double, double)>;
