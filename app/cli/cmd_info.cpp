@@ -84,6 +84,11 @@ int run_info(const Args& args) {
   // A stack's vocabulary only: a decoder-only model (a language model) has no source, an encoder-only no target.
   if (c.has_encoder()) std::printf("  source   %d tokens\n", m.src_vocab.size());
   if (c.has_decoder()) std::printf("  target   %d tokens\n", m.tgt_vocab.size());
+  if (m.tokenizer.kind == "words_bpe")
+    std::printf("  kind     byte-pair pieces (SentencePiece BPE), one vocabulary for both languages; %s\n",
+                c.share_embeddings && c.tie_output_embedding ? "one embedding matrix for both and the output layer"
+                : c.share_embeddings                         ? "one embedding matrix for both"
+                                                             : "an embedding matrix for each");
   if (c.has_encoder())
     std::printf("  special  pad %s | bos %s | eos %s | unk %s   (source ids and tokens)\n",
                 special(m.src_vocab, c.pad_id).c_str(), special(m.src_vocab, c.bos_id).c_str(),

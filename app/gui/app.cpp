@@ -487,8 +487,16 @@ void App::draw_presentation_header() {
   }
   const auto words = [&](const std::vector<int>& ids) {
     std::vector<StripWord> out;
+    const Model& model = *state_.model();
+    if (uses_sentencepiece(model.tokenizer)) {  // pieces joined into the words they make ("▁un c o" -> "unco")
+      std::vector<std::string> pieces;
+      for (int id : ids)
+        if (id != model.config.eos_id) pieces.push_back(model.tgt_vocab.token(id));
+      for (const std::string& w : subword_words(model, pieces, Side::Target)) out.push_back({unescape_token(w)});
+      return out;
+    }
     for (int id : ids)
-      if (id != state_.model()->config.eos_id) out.push_back({state_.target_token(id)});
+      if (id != model.config.eos_id) out.push_back({state_.target_token(id)});
     return out;
   };
   strip.now = words(state_.translation());

@@ -97,6 +97,13 @@ json run_provenance(const TrainOptions& o) {
             {"command", o.command_line},
             {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
             {"epochs_planned", o.epochs}};
+  if (!o.subwords_path.empty())
+    return {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
+                            ", tokenized lowercase (*.lc.norm.tok.*), each word split into the byte-pair pieces of '" +
+                            o.subwords_path + "', one vocabulary shared by both languages"},
+            {"command", o.command_line},
+            {"trainer", std::string("stepformer-cli train ") + STEPFORMER_VERSION},
+            {"epochs_planned", o.epochs}};
   return {{"dataset", "Multi30k task 1, " + o.source_language + "-" + o.target_language +
                           ", tokenized lowercase (*.lc.norm.tok.*), vocabularies min frequency " +
                           std::to_string(o.min_frequency)},

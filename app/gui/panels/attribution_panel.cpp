@@ -189,7 +189,7 @@ std::optional<int> AttributionPanel::draw(const AppState& state, int position) {
   } else {
     std::string heading = tr(encoder_only ? T::why_heading_encoder : T::why_heading,
                              {{"token", state.target_token(token)}, {"word", word}});
-    if (high_contrast() && !controls_open_) heading += "   (" + method_name() + ")";
+    if (high_contrast() && !controls_open_) heading = tr(T::why_heading_method, {{"heading", heading}, {"method", method_name()}});
     ImGui::TextUnformatted(heading.c_str());
   }
   record_item("why.heading", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), position,

@@ -283,6 +283,13 @@ void draw_vocabularies(const Model& m, const ModelInfo& info) {
     text_wrapped_at_pos(tr(T::model_info_first_words, {{"words", joined(info.tgt_samples)}}), &ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
     ImGui::PopTextWrapPos();
   }
+  if (m.tokenizer.kind == "words_bpe")  // the paper's way: one byte-pair vocabulary for both languages
+    text_wrapped(tr(T::model_info_vocabulary_bpe,
+                    {{"size", with_thousands(m.tgt_vocab.size())},
+                     {"embeddings", tr(c.share_embeddings && c.tie_output_embedding ? T::model_info_embeddings_tied
+                                       : c.share_embeddings                         ? T::model_info_embeddings_shared
+                                                                                    : T::model_info_embeddings_separate)}})
+                     .c_str());
   const Vocabulary& v = c.has_decoder() ? m.tgt_vocab : m.src_vocab;
   auto special = [&](int id) { return id >= 0 && id < v.size() ? v.token(id) : std::string("?"); };
   text_wrapped(tr(T::model_info_special, {{"unk_id", c.unk_id},
