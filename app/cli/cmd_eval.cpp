@@ -107,6 +107,8 @@ int run_eval(const Args& args) {
   p.value("--ref", &ref);
   p.value("--out", &out);
   p.value("--beam", &beam, 1, kMaxBeamWidth);
+  float length_penalty = 0.6f;  // GNMT's alpha: a finished beam scores sum log p / ((5 + length) / 6)^alpha
+  p.value("--length-penalty", &length_penalty, 0.0f, 5.0f);
   p.value("--text", &text);
   if (!p.parse(args)) return 2;
   if (!text.empty() && !p.help_requested()) {  // a language model: no translation options
@@ -124,14 +126,17 @@ int run_eval(const Args& args) {
     return evaluate_language_model(p.positional()[0], text);
   }
   if (p.help_requested() || p.positional().size() > 1 || src.empty() || ref.empty()) {
-    std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--out HYPOTHESES]\n"
-               "                          [--device auto|cpu|cuda] [--tf32]\n"
+    std::fputs("usage: stepformer-cli eval [MODEL.safetensors] --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
+               "                          [--out HYPOTHESES] [--device auto|cpu|cuda] [--tf32]\n"
                "       stepformer-cli eval MODEL.safetensors --text FILE    (a decoder-only or encoder-only model)\n\n"
-               "MODEL defaults to the shipped assets/models/de-en.safetensors.\n"
+               "MODEL defaults to the shipped assets/models/de-en-bpe.safetensors (the subword translator).\n"
                "Translates FILE (one tokenized sentence per line, e.g. test_2016_flickr.lc.norm.tok.de) and scores\n"
                "it against the references: corpus BLEU-4 on tokenized lowercase text, no smoothing, as the\n"
                "Multi30k tutorials report it. A SentencePiece model (a Marian folder) reads raw text instead, split\n"
-               "by its own SentencePiece models, and BLEU compares the words of its output with the references'. --out writes the translations, one per line; it replaces an existing\n"
+               "by its own SentencePiece models, and BLEU compares the words of its output with the references'.\n"
+               "--beam K: beam search of width K, a finished hypothesis scored sum log p / ((5 + length) / 6)^A\n"
+               "(GNMT's length penalty, --length-penalty A, 0.6 as the paper's; a Marian model decodes as its\n"
+               "generation config says). --out writes the translations, one per line; it replaces an existing\n"
                "regular file (keeping its permissions), never the model, FILE or the references.\n"
                "FILE and the references are regular files of at most 64 MB and 1,000,000 lines; a line longer than\n"
                "the model accepts is an error naming the line.\n"
@@ -175,7 +180,7 @@ int run_eval(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<TokenSequence> hyps;
   // On the GPU where one takes the model (each sentence's steps there: Decoder::compute_on), else the CPU.
-  const TranslateSettings how{beam, 0.6f, 0};
+  const TranslateSettings how{beam, length_penalty, 0};
   const bool on_gpu = run_on_gpu("eval", device, model, [&](CudaModel& gpu) {
     TranslateSettings there = how;
     there.gpu = &gpu;
@@ -193,7 +198,9 @@ int run_eval(const Args& args) {
   }
   const BleuScore s = corpus_bleu(hyps, corpus.target);
   std::printf("%zu sentences, %s, %.1f s on the %s\n", hyps.size(),
-              beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy", seconds, on_gpu ? "GPU" : "CPU");
+              beam > 1 ? ("beam " + std::to_string(beam) + ", length penalty " + std::to_string(length_penalty).substr(0, 4)).c_str()
+                       : "greedy",
+              seconds, on_gpu ? "GPU" : "CPU");
   std::printf("precisions %.1f/%.1f/%.1f/%.1f, brevity penalty %.3f (hypothesis %ld, reference %ld tokens)\n",
               100 * s.precisions[0], 100 * s.precisions[1], 100 * s.precisions[2], 100 * s.precisions[3],
               s.brevity_penalty, s.hypothesis_length, s.reference_length);

@@ -33,7 +33,8 @@ const char* kHelp =
     "           --positions sinusoidal|learned  --norm post|pre  --activation relu|gelu  --tie-output\n"
     "training:  --epochs N (20)  --batch-tokens N (6000)  --lr X (peak, 1e-3)  --warmup N (4000)\n"
     "           --schedule inverse_sqrt|constant  --dropout X (0.1)  --label-smoothing X (0.1)  --clip X (1)\n"
-    "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --f32 (store F32, not F16)\n"
+    "           --seed N (1)  --threads N (all cores)  --final-beam K (4)  --length-penalty A (0.6: the final\n"
+    "           beam's GNMT alpha)  --f32 (store F32, not F16)\n"
     "           --average-last N (1): checkpoint averaging, as the paper's last 5 checkpoints: at the end the mean of\n"
     "           the weights after each of the last N epochs is scored on the validation set and becomes the model\n"
     "           when its greedy BLEU is above the best single epoch's (those epochs' weights travel in the checkpoint)\n"
@@ -67,7 +68,8 @@ const char* kHelp =
     "           at the end the test perplexity on DIR/test_2016_flickr.lc.norm.tok.LANG into its provenance.\n"
     "           Perplexity = exp(mean -ln p per predicted token: every word, an unknown one as <unk>, and each\n"
     "           sentence's <eos>); with words as tokens it is the per-word perplexity.\n"
-    "           Not with it: --src, --tgt, --encoder-layers, --from, --final-beam, --average-last, --mask-rate.\n\n"
+    "           Not with it: --src, --tgt, --encoder-layers, --from, --final-beam, --average-last,\n"
+    "           --length-penalty, --mask-rate.\n\n"
     "encoder-only (a BERT-style masked language model of one language):\n"
     "  stepformer-cli train --shape encoder-only --lang LANG --data DIR --out MODEL.safetensors [OPTIONS]\n"
     "           --lang LANG (en): each sentence of DIR/{train,val}.lc.norm.tok.LANG is read as <bos> w1 .. wn <eos>;\n"
@@ -79,7 +81,8 @@ const char* kHelp =
     "           accuracy and perplexity (exp of the mean -ln p of the original word over the chosen positions), the\n"
     "           masking drawn with the fixed seed 20161 so figures compare across epochs and runs; the model when\n"
     "           the perplexity is the lowest so far; at the end both figures on DIR/test_2016_flickr.lc.norm.tok.LANG\n"
-    "           into its provenance. Not with it: --src, --tgt, --decoder-layers, --from, --final-beam, --average-last.\n";
+    "           into its provenance. Not with it: --src, --tgt, --decoder-layers, --from, --final-beam, --average-last,\n"
+    "           --length-penalty.\n";
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -138,6 +141,7 @@ int run_train(const Args& args) {
   p.flag("--tf32", &o.tf32);
   p.value("--final-beam", &o.final_beam, 1, 64);
   p.value("--average-last", &o.average_last, 1, 20);
+  p.value("--length-penalty", &o.final_length_penalty, 0.0f, 5.0f);
   p.value("--timeline", &o.timeline_path);
   p.value("--timeline-storage", &timeline_storage);
   p.flag("--no-resume", &no_resume);
@@ -174,9 +178,9 @@ int run_train(const Args& args) {
   const auto given = [&](const char* name) { return std::find(args.begin(), args.end(), name) != args.end(); };
   const std::vector<const char*> not_for_shape =
       shp == 1   ? std::vector<const char*>{"--src", "--tgt", "--encoder-layers", "--from", "--final-beam", "--mask-rate",
-                                             "--subwords", "--share-embeddings", "--average-last"}
+                                             "--subwords", "--share-embeddings", "--average-last", "--length-penalty"}
       : shp == 2 ? std::vector<const char*>{"--src", "--tgt", "--decoder-layers", "--from", "--final-beam", "--subwords",
-                                             "--share-embeddings", "--average-last"}
+                                             "--share-embeddings", "--average-last", "--length-penalty"}
                  : std::vector<const char*>{"--lang", "--mask-rate"};
   const char* why_not[] = {"--lang names a language model's language and --mask-rate an encoder-only model's "
                            "masking; a translator has --src and --tgt",

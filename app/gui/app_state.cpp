@@ -18,7 +18,7 @@
 
 namespace sf::gui {
 
-std::string default_model_path() { return shipped_model_path("de-en"); }
+std::string default_model_path() { return shipped_model_path("de-en-bpe"); }
 
 std::string error_text(ErrorKind kind, const std::string& detail) {
   switch (kind) {

@@ -300,7 +300,8 @@ class AppState {
   static constexpr size_t kRemembered = 16;
 };
 
-// The model the app opens by default: assets/models/de-en.safetensors beside the source tree or the binary.
+// The model the app opens by default: assets/models/de-en-bpe.safetensors (the subword translator) beside the source
+// tree or the binary.
 std::string default_model_path();
 
 // The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the

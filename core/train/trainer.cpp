@@ -466,9 +466,10 @@ struct Trainer::State {
                   score.tokens, static_cast<unsigned long long>(kEvaluationMaskingSeed));
     log(line);
   }
-  // Checkpoint averaging: the mean of the last epochs' weights, scored on the validation set as every epoch is;
-  // it becomes the model when its greedy BLEU is above the best single epoch's (chosen on validation, never on
-  // the test set). Its provenance names the epochs averaged and both scores.
+  // Checkpoint averaging: the mean of the last epochs' weights, scored on the validation set as every epoch is
+  // (greedy) and as the model is used at the end (beam search of final_beam); it becomes the model when its
+  // validation BLEU with that beam is above the best single epoch's, scored the same way (chosen on validation,
+  // never on the test set). Its provenance names the epochs averaged and the scores.
   void average_last_epochs() {
     TrainResult& r = state.result;
     if (state.recent_weights.size() < 2) {
@@ -476,38 +477,53 @@ struct Trainer::State {
           "): nothing to average");
       return;
     }
+    Model best = load_model(o.out_path);  // the best epoch's file: its provenance and history go on
+    if (best.provenance.contains("checkpoint_average")) {  // a finished run run again: decided already
+      log("checkpoint averaging: '" + o.out_path + "' is already the average of epochs " +
+          best.provenance["checkpoint_average"].value("epochs", json::array()).dump());
+      return;
+    }
     std::vector<const ModelWeights*> parts;
     for (const ModelWeights& w : state.recent_weights) parts.push_back(&w);
     ModelWeights mean = average_weights(parts);
     attach_packed_weights(mean);
+    attach_packed_weights(best.weights);
     const double nll =
         score_likelihood(model.config, mean, valid_examples, o.batch_tokens, o.max_length).mean_nll();
-    const auto hyps = translations_for_bleu(model, mean, valid_source, {1, 0.6f, 0});
+    const auto bleu = [&](const ModelWeights& w, int beam) {
+      return 100.0 * corpus_bleu(translations_for_bleu(model, w, valid_source, {beam, o.final_length_penalty, 0}), valid.target).bleu;
+    };
     r.averaged_first_epoch = state.recent_epochs.front();
     r.averaged_last_epoch = state.recent_epochs.back();
-    r.averaged_valid_bleu = 100.0 * corpus_bleu(hyps, valid.target).bleu;
-    r.average_is_the_model = r.averaged_valid_bleu > r.best_valid_bleu;
-    char line[300];
+    r.averaged_valid_bleu = bleu(mean, 1);
+    r.averaged_valid_bleu_beam = bleu(mean, o.final_beam);
+    r.best_valid_bleu_beam = bleu(best.weights, o.final_beam);
+    r.average_is_the_model = r.averaged_valid_bleu_beam > r.best_valid_bleu_beam;
+    char line[400];
     std::snprintf(line, sizeof(line),
-                  "checkpoint averaging: the mean of epochs %d..%d (%zu): valid ppl %.2f, valid BLEU %.2f (greedy); "
-                  "best single epoch %d: %.2f: %s",
+                  "checkpoint averaging: the mean of epochs %d..%d (%zu): valid ppl %.2f, valid BLEU %.2f greedy, "
+                  "%.2f beam %d; best single epoch %d: %.2f greedy, %.2f beam %d: %s",
                   r.averaged_first_epoch, r.averaged_last_epoch, parts.size(), std::exp(nll), r.averaged_valid_bleu,
-                  r.best_epoch, r.best_valid_bleu,
-                  r.average_is_the_model ? "the average is the model" : "the single epoch stays the model");
+                  r.averaged_valid_bleu_beam, o.final_beam, r.best_epoch, r.best_valid_bleu, r.best_valid_bleu_beam,
+                  o.final_beam, r.average_is_the_model ? "the average is the model" : "the single epoch stays the model");
     log(line);
     if (!writes || !r.average_is_the_model) return;
-    Model averaged = load_model(o.out_path);  // the best epoch's file: its provenance and history go on
     parameter_views(mean);  // drops the packed copies before the weights are stored
-    averaged.weights = std::move(mean);
-    averaged.provenance["checkpoint_average"] = {{"epochs", state.recent_epochs},
-                                                 {"valid_bleu_greedy", r.averaged_valid_bleu},
-                                                 {"valid_perplexity", std::exp(nll)},
-                                                 {"best_single_epoch", r.best_epoch},
-                                                 {"best_single_epoch_valid_bleu_greedy", r.best_valid_bleu}};
-    averaged.provenance["valid_bleu_greedy"] = r.averaged_valid_bleu;
-    averaged.provenance["valid_perplexity"] = std::exp(nll);
-    averaged.provenance.erase("epoch");
-    save_model(averaged, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
+    best.weights = std::move(mean);
+    best.provenance["checkpoint_average"] = {{"epochs", state.recent_epochs},
+                                             {"command", o.command_line},
+                                             {"valid_bleu_greedy", r.averaged_valid_bleu},
+                                             {"valid_bleu_beam", r.averaged_valid_bleu_beam},
+                                             {"beam_width", o.final_beam},
+                                             {"length_penalty", o.final_length_penalty},
+                                             {"valid_perplexity", std::exp(nll)},
+                                             {"best_single_epoch", r.best_epoch},
+                                             {"best_single_epoch_valid_bleu_greedy", r.best_valid_bleu},
+                                             {"best_single_epoch_valid_bleu_beam", r.best_valid_bleu_beam}};
+    best.provenance["valid_bleu_greedy"] = r.averaged_valid_bleu;
+    best.provenance["valid_perplexity"] = std::exp(nll);
+    best.provenance.erase("epoch");
+    save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, outputs);
     log("  wrote the average to '" + o.out_path + "'");
   }
 
@@ -920,18 +936,24 @@ TrainResult Trainer::finish() {
         uses_sentencepiece(best.tokenizer) ? pieces_of(best, test.source, Side::Source) : test.source;
     const auto greedy = translations_for_bleu(best, best.weights, sources, {1, 0.6f, 0});
     state.result.test_bleu_greedy = 100.0 * corpus_bleu(greedy, test.target).bleu;
-    const auto beam = translations_for_bleu(best, best.weights, sources, {o.final_beam, 0.6f, 0});
+    const auto beam = translations_for_bleu(best, best.weights, sources, {o.final_beam, o.final_length_penalty, 0});
     state.result.test_bleu_beam = 100.0 * corpus_bleu(beam, test.target).bleu;
     best.provenance["test_set"] = o.test_name;
     best.provenance["test_bleu_greedy"] = state.result.test_bleu_greedy;
     best.provenance["test_bleu_beam"] = state.result.test_bleu_beam;
     best.provenance["test_beam_width"] = o.final_beam;
+    best.provenance["test_length_penalty"] = o.final_length_penalty;
     best.provenance["wall_seconds"] = state.result.wall_seconds;
     best.provenance["epochs_run"] = state.finished_epochs;
     save_model(best, o.out_path, o.store_f16 ? DType::F16 : DType::F32, s.outputs);
-    char line[200];
-    std::snprintf(line, sizeof(line), "best epoch %d: %s BLEU %.2f greedy, %.2f beam %d", state.result.best_epoch,
-                  o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam);
+    char line[300];
+    // The model: the best epoch, or the average of the last epochs that replaced it.
+    const std::string which = best.provenance.contains("checkpoint_average")
+                                  ? "the mean of epochs " + best.provenance["checkpoint_average"]["epochs"].dump()
+                                  : "best epoch " + std::to_string(state.result.best_epoch);
+    std::snprintf(line, sizeof(line), "%s: %s BLEU %.2f greedy, %.2f beam %d (length penalty %.2f)", which.c_str(),
+                  o.test_name.c_str(), state.result.test_bleu_greedy, state.result.test_bleu_beam, o.final_beam,
+                  o.final_length_penalty);
     s.log(line);
   }
   return state.result;

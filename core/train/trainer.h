@@ -75,9 +75,11 @@ struct TrainOptions {
   // (CudaModel::set_tf32; the README's GPU section gives what it changes). Ignored on the CPU, said in the log.
   bool tf32 = false;
   int final_beam = 4;                   // beam width for the test score at the end
+  float final_length_penalty = 0.6f;    // its GNMT length penalty alpha (the paper's 0.6; chosen on validation)
   // Checkpoint averaging (the paper's section 6.1 averaged its last 5 checkpoints): at the end of a translator's
   // run, the element-wise mean of the weights after each of the last N epochs is scored on the validation set and
-  // replaces the model when its greedy BLEU is higher than the best single epoch's. The N epochs' weights travel in
+  // replaces the model when its BLEU with beam search (final_beam, as the model is scored and used) is higher than
+  // the best single epoch's, scored the same way. The N epochs' weights travel in
   // the checkpoint, so an interrupted run averages the same weights. 1: no averaging.
   int average_last = 1;
   bool resume = true;                   // continue from checkpoint_path when it exists
@@ -106,10 +108,11 @@ struct TrainResult {
   long test_tokens = 0;         // the tokens it predicted there, <eos> included (a masked LM: chosen positions)
   double test_masked_accuracy = -1;  // a masked language model's on the test split (-1: not scored)
   double wall_seconds = 0;
-  // average_last > 1: the epochs averaged (first..last), the average's validation greedy BLEU, and whether it
-  // became the model (its BLEU above the best single epoch's).
+  // average_last > 1: the epochs averaged (first..last), the average's validation BLEU greedy and with beam search
+  // (final_beam), the best single epoch's with that beam, and whether the average became the model (its beam
+  // BLEU above the best single epoch's).
   int averaged_first_epoch = 0, averaged_last_epoch = 0;
-  double averaged_valid_bleu = -1;
+  double averaged_valid_bleu = -1, averaged_valid_bleu_beam = -1, best_valid_bleu_beam = -1;
   bool average_is_the_model = false;
 };
 

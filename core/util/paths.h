@@ -7,9 +7,10 @@
 
 namespace sf {
 
-// The path of a shipped model, e.g. shipped_model_path("de-en") -> ".../assets/models/de-en.safetensors".
+// The path of a shipped model, e.g. shipped_model_path("de-en") -> ".../assets/models/de-en.safetensors"; the default:
+// the subword translator, de-en-bpe.
 // Returns the first candidate that exists, or the first candidate's path (which names the file in the error).
-std::string shipped_model_path(const std::string& name = "de-en");
+std::string shipped_model_path(const std::string& name = "de-en-bpe");
 
 // A script of tools/ ("hf_bin_to_safetensors.py") of this program's own: in tool_folders(), never the working
 // directory (a tools/ there is anyone's); "" when absent.

@@ -13,10 +13,11 @@
 namespace sf::gui {
 namespace {
 
+// The word model (de-en): the words these tests force, feed and look for are its tokens.
 class ShippedModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+    ASSERT_TRUE(state.load_model(shipped_model_path("de-en"))) << state.error();
     ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
     baseline = state.translation();
   }
@@ -250,7 +251,7 @@ TEST(ViewDevice, TheViewsComputeWhereTheDeviceSaysAndSayWhyNot) {
     const std::string what = to_string(request);
     AppState state;
     state.set_device(std::make_shared<ViewDevice>(request));
-    ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+    ASSERT_TRUE(state.load_model(shipped_model_path("de-en"))) << state.error();
     ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << what << ": " << state.error();
     EXPECT_EQ(state.translation_text(), "a man in an orange shirt is standing on the street.") << what;
     const bool gpu = backend_info().cuda_available && request != DeviceRequest::Cpu;

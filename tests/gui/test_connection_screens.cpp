@@ -15,6 +15,7 @@
 #include "gui/panels/attention_lines_panel.h"
 #include "gui/panels/attention_panel.h"
 #include "gui/render/colormap.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 namespace {
@@ -103,8 +104,9 @@ TEST(ConnectionScreens, DecoderRowsAreLabelledWithWhatTheyPredict) {
   ASSERT_TRUE(s.image.pixels);
   const std::vector<nlohmann::json> rows = s.items("attention.row");
   ASSERT_EQ(rows.size(), 13u) << "every row labelled";
-  EXPECT_EQ(rows[0]["text"], "<bos> -> a");
-  EXPECT_EQ(rows[5]["text"], "orange -> shirt");
+  // (the default model reads and writes pieces: ▁ starts a word)
+  EXPECT_EQ(rows[0]["text"], "<bos> -> \xe2\x96\x81" "a");
+  EXPECT_EQ(rows[5]["text"], "\xe2\x96\x81orange -> \xe2\x96\x81shirt");
   for (const auto& r : rows) {
     EXPECT_NE(r["text"].get<std::string>().find(" -> "), std::string::npos) << r["text"];
     // The label's text is in the picture: light pixels inside its box.
@@ -156,14 +158,15 @@ TEST(ConnectionScreens, AnOpenedCellShowsItsStepsWithTheTracesNumbers) {
 
 TEST(ConnectionScreens, TheLineViewDrawsEachQuerysStrongestLineInItsHeadsColour) {
   // Encoder layer 1, head 5: every row has one clear maximum (at least 0.75 above the next).
-  const Shot s = run("lines", "attention enc.2.6\nview lines\n");
+  // (the word model, whose head this is: the subword default's heads differ)
+  const Shot s = run("lines", "model de-en\nattention enc.2.6\nview lines\n");
   ASSERT_TRUE(s.image.pixels);
   EXPECT_EQ(s.heatmap("attention"), nullptr);
   const std::vector<nlohmann::json> queries = s.items("lines.query"), keys = s.items("lines.key");
   ASSERT_EQ(queries.size(), 13u);
   ASSERT_EQ(keys.size(), 13u);
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.load_model(shipped_model_path("de-en"))) << state.error();
   ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
   const Mat& p = state.trace().encoder[1].self_attn.probs[5];
   const ImU32 colour = head_colour(5, 8);

@@ -21,6 +21,7 @@
 #include "headless_imgui.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
+#include "util/paths.h"
 
 namespace sf::gui {
 namespace {
@@ -31,7 +32,7 @@ const std::string kPreNormModel =
 class ShippedModelViews : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+    ASSERT_TRUE(state.load_model(shipped_model_path("de-en"))) << state.error();
     ASSERT_TRUE(state.set_sentence(kDefaultSentence)) << state.error();
   }
   AppState state;
@@ -182,7 +183,7 @@ TEST_F(ShippedModelViews, DecoderRowsSayWhatTheyReadAndWhatTheyPredict) {
 
 TEST(UnknownWordLabels, TheMapsShowWhatTheModelReadAndTheTipWhatWasTyped) {
   AppState state;
-  ASSERT_TRUE(state.load_model(default_model_path())) << state.error();
+  ASSERT_TRUE(state.load_model(shipped_model_path("de-en"))) << state.error();
   ASSERT_TRUE(state.set_sentence("Ein Quantenphysiker steht.")) << state.error();
   const std::vector<std::string> labels = state.source_labels(), tips = state.source_label_tips();
   ASSERT_EQ(labels.size(), 6u);
@@ -261,7 +262,7 @@ class AppViews : public ::testing::Test {
   void SetUp() override {
     testing::start_headless_imgui(true, ImVec2(1600, 1000));
     AppOptions options;
-    options.model_path = default_model_path();
+    options.model_path = shipped_model_path("de-en");
     options.sentence = kDefaultSentence;
     app_ = std::make_unique<App>(options);
     app_->finish_loading();

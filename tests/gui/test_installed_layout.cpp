@@ -49,19 +49,19 @@ TEST(InstalledLayout, TheInstalledAppOpensItsOwnModelsNeitherTheSourceTreesNorTh
   // A working folder with a "model" where the shipped one would be, if the working folder were looked in first.
   const fs::path here = out / "here";
   fs::create_directories(here / "assets" / "models");
-  std::ofstream(here / "assets" / "models" / "de-en.safetensors") << "not a model";
+  std::ofstream(here / "assets" / "models" / "de-en-bpe.safetensors") << "not a model";
   const std::string args = "--no-settings --screenshot shot.png --layout-json layout.json";
 
   ASSERT_EQ(run_in(prefix / "bin" / "stepformer", here, "installed", args), 0) << read_text(here / "installed.log");
   const nlohmann::json installed = load_json(here / "layout.json");
   ASSERT_FALSE(installed.is_null()) << read_text(here / "installed.log");
-  EXPECT_EQ(installed["app"]["model_path"], (prefix / "share/stepformer/assets/models/de-en.safetensors").string());
+  EXPECT_EQ(installed["app"]["model_path"], (prefix / "share/stepformer/assets/models/de-en-bpe.safetensors").string());
   EXPECT_TRUE(installed["app"]["dialog"].is_null()) << installed["app"]["dialog"];
 
   ASSERT_EQ(run_in(STEPFORMER_APP_PATH, here, "built", args), 0) << read_text(here / "built.log");
   const nlohmann::json built = load_json(here / "layout.json");
   ASSERT_FALSE(built.is_null()) << read_text(here / "built.log");
-  EXPECT_EQ(built["app"]["model_path"], std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors");
+  EXPECT_EQ(built["app"]["model_path"], std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en-bpe.safetensors");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "app_under_xvfb.h"
+#include "util/paths.h"
 #include "gui/app.h"
 #include "gui/render/item_placements.h"
 #include "gui/widgets.h"
@@ -55,7 +56,7 @@ double cross_entropy(const RowVec& logits, int id) {
 
 class HeadlessApp : public ::testing::Test {
  protected:
-  void start(const std::string& model = default_model_path()) {
+  void start(const std::string& model = shipped_model_path("de-en")) {  // (the word model: its words are named)
     testing::start_headless_imgui();
     AppOptions options;
     options.model_path = model;
@@ -105,7 +106,7 @@ TEST_F(HeadlessApp, TheOutputBarsAreTheDistributionTheTokenWasChosenFromWithTheC
   // The independent reference: the same model and interventions stepped once from the start, its last row
   // the distribution the second token was chosen from (nothing after it exists yet).
   AppState stepped;
-  ASSERT_TRUE(stepped.load_model(default_model_path())) << stepped.error();
+  ASSERT_TRUE(stepped.load_model(shipped_model_path("de-en"))) << stepped.error();
   ASSERT_TRUE(stepped.set_sentence(kDefaultSentence));
   ASSERT_TRUE(stepped.set_interventions(off));
   ASSERT_TRUE(stepped.restart());
@@ -233,7 +234,8 @@ class OnScreen : public ::testing::Test {
 // Version 0.1: hovering cell (8, 2) of encoder layer 1, head 2 outlined key column "mann" in the map, while the
 // column header and both score maps lit "auf", the query's own column.
 TEST_F(OnScreen, AHoveredCellMarksOneQueryRowAndOneKeyColumnInEveryView) {
-  run("hover", "attention enc.1.2\nhover 8 2\nlayout hover.json\nexpand 4 5\nunhover\nlayout opened.json\n");
+  run("hover", "attention enc.1.2\nhover 8 2\nlayout hover.json\nexpand 4 5\nunhover\nlayout opened.json\n",
+      "--model " + shipped_model_path("de-en"));  // (the word model: its words are named below)
   const json hover = layout("hover");
   int rows = 0, cols = 0;
   for (const json& item : hover["items"]) {

@@ -4,6 +4,8 @@
 //     Multi30k's test set in both languages as the model's words_bpe tokenizer does (each word alone);
 //   - its first greedy decoding steps: PyTorch's own Transformer layers in float64 on the file's weights give the
 //     same log-probabilities over the whole vocabulary (within 1e-5) and choose the same pieces.
+//   - its score: `stepformer-cli eval` on test_2016_flickr gives the BLEU recorded when it was shipped, greedy and
+//     with beam search (4, length penalty 2.0), within 0.05: a changed model, tokenizer, decoder or BLEU is caught.
 // A changed model file fails the first check by name (regenerate the fixture with the script).
 #include <gtest/gtest.h>
 
@@ -19,6 +21,7 @@
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "command_run.h"
 #include "multi30k_files.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -143,6 +146,34 @@ TEST(ShippedSubwordTranslator, FirstGreedyStepsEqualPyTorch) {
     const std::vector<int64_t> want_chosen = ints("chosen." + std::to_string(k));
     EXPECT_EQ(std::vector<int64_t>(chosen.begin(), chosen.begin() + steps), want_chosen);
   }
+}
+
+// The shipped model's test_2016_flickr BLEU (README, docs/training.md): the trainer's own figures at the end of its
+// run, in the model's provenance; beam search of width 4 with the length penalty chosen on validation (2.0).
+constexpr double kShippedGreedyBleu = 40.27, kShippedBeamBleu = 41.51;
+
+double eval_bleu(const std::string& model, const std::string& tok, const std::string& extra) {
+  const testing::CommandRun r = testing::run_command(std::string(STEPFORMER_CLI_PATH) + " eval '" + model + "' --src '" +
+                                                     tok + "/test_2016_flickr.lc.norm.tok.de' --ref '" + tok +
+                                                     "/test_2016_flickr.lc.norm.tok.en' --device cpu" + extra + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const size_t at = r.output.rfind("BLEU = ");
+  EXPECT_NE(at, std::string::npos) << r.output;
+  return at == std::string::npos ? -1 : std::stod(r.output.substr(at + 7));
+}
+
+TEST(ShippedSubwordTranslator, EvalScoresTheShippedBleuOnTest2016) {
+  const Model& m = shipped();
+  EXPECT_NEAR(m.provenance.at("test_bleu_greedy").get<double>(), kShippedGreedyBleu, 0.005);
+  EXPECT_NEAR(m.provenance.at("test_bleu_beam").get<double>(), kShippedBeamBleu, 0.005);
+  const std::string raw = testing::multi30k_raw_dir();
+  if (raw.empty()) GTEST_SKIP() << "Multi30k was not found (set STEPFORMER_MULTI30K_DIR to the multi30k folder)";
+  const std::string tok = fs::path(raw).parent_path().string() + "/tok";
+  const std::string path = std::string(STEPFORMER_SOURCE_DIR) + "/" + meta("model");
+  EXPECT_NEAR(eval_bleu(path, tok, ""), kShippedGreedyBleu, 0.05) << "greedy";
+  const double alpha = m.provenance.at("test_length_penalty").get<double>();
+  EXPECT_EQ(alpha, 2.0);
+  EXPECT_NEAR(eval_bleu(path, tok, " --beam 4 --length-penalty 2"), kShippedBeamBleu, 0.05) << "beam 4";
 }
 
 }  // namespace

@@ -54,7 +54,7 @@
     var report2 = hooks.report;
     hooks.report = function (line) {
       report2(line);
-      if (!dropped && /^stepformer-page: model .*de-en\.safetensors;/.test(line)) {
+      if (!dropped && /^stepformer-page: model .*de-en(-bpe)?\.safetensors;/.test(line)) {
         dropped = true;
         var name = query.get('file');
         fetch('/__test/drop/' + name).then(function (r) { return r.arrayBuffer(); }).then(function (bytes) {

@@ -49,11 +49,10 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
   }
   // The maps' words: queries down the side, keys along the top (as on the attention stage).
   const bool reshaped = c.attention == AttentionStyle::ReshapeHeads;
-  const std::vector<std::string> queries = sel.kind == AttentionKind::Encoder ? state.source_labels()
-                                           : reshaped                        ? state.decoder_input_labels()
-                                                                             : state.decoder_row_labels();
-  const std::vector<std::string> keys =
-      sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
+  std::vector<std::string> queries = sel.kind == AttentionKind::Encoder ? state.source_labels()
+                                     : reshaped                        ? state.decoder_input_labels()
+                                                                       : state.decoder_row_labels();
+  std::vector<std::string> keys = sel.kind == AttentionKind::Decoder ? state.decoder_input_labels() : state.source_labels();
   const int rows0 = maps_.empty() ? 0 : maps_.front()->rows(), cols0 = maps_.empty() ? 0 : maps_.front()->cols();
   const bool token_rows = !reshaped && rows0 == static_cast<int>(queries.size());
   const bool token_cols = !reshaped && cols0 == static_cast<int>(keys.size());
@@ -65,7 +64,7 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const float bar = colour_bar_width(0.0f, 1.0f) + gap;  // one colour bar for every map: probabilities 0..1
   const float header = ImGui::GetTextLineHeightWithSpacing();
-  const float query_width = MapView::widest_label(queries), key_width = MapView::widest_label(keys);
+  float query_width = MapView::widest_label(queries), key_width = MapView::widest_label(keys);
   // The first map of each row carries its words (the query tokens beside it, the key tokens over the top row's
   // first map) where a cell can hold a label of at least half the body text; the words then take their room
   // before the maps are fitted. A map never shorter than its row's "layer N" label plus a little (large type,
@@ -79,8 +78,9 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
   float cell = fit(0, 0);
   const int cells_per_map = std::max(1, std::max(rows0, cols0));
   float label_size = 0;  // 0: the maps are too small for their words
-  {
-    float size = std::min(font, cell / cells_per_map);
+  const auto settle = [&] {
+    float size = std::min(font, fit(0, 0) / cells_per_map);
+    cell = fit(0, 0);
     for (int i = 0; i < 4 && size >= min_label; ++i) {  // the labels' room makes the maps smaller: settle it
       const float with = fit(token_rows ? query_width * size / font + gap : 0.0f,
                              token_cols ? key_width * size / font + gap : 0.0f);
@@ -89,6 +89,33 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
     }
     if (size >= min_label - 0.5f) label_size = size;
     else cell = fit(0, 0);
+  };
+  settle();
+  // Pieces (SentencePiece's ▁ starts a word) too wide for the overview: the words without the mark, where that
+  // makes them fit (the attention stage and a map's tip keep the pieces as they are).
+  const std::string mark = "\xe2\x96\x81";
+  const auto strip = [&](std::vector<std::string>& labels) {
+    bool any = false;
+    for (std::string& l : labels)
+      for (size_t at; (at = l.find(mark)) != std::string::npos; any = true) l.erase(at, mark.size());
+    return any;
+  };
+  if (label_size <= 0) {
+    std::vector<std::string> q = queries, k = keys;
+    const bool stripped_q = strip(q), stripped_k = strip(k);
+    if (stripped_q || stripped_k) {
+      const float qw = query_width, kw = key_width;
+      query_width = MapView::widest_label(q);
+      key_width = MapView::widest_label(k);
+      settle();
+      if (label_size > 0) {
+        queries = std::move(q);
+        keys = std::move(k);
+      } else {
+        query_width = qw;
+        key_width = kw;
+      }
+    }
   }
   const float row_labels_w = label_size > 0 && token_rows ? query_width * label_size / font + gap : 0.0f;
   const float col_labels_h = label_size > 0 && token_cols ? key_width * label_size / font + gap : 0.0f;
