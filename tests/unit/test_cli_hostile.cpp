@@ -307,7 +307,8 @@ TEST_F(CliHostile, ControlCharactersInTheVocabularyAreEscapedWhenPrinted) {
 TEST_F(CliHostile, EvalNeverWritesOverTheShippedModelItReadsByDefault) {
   write_text(at("src.txt"), "ein mann\n");
   write_text(at("ref.txt"), "a man\n");
-  const std::string shipped = std::string(STEPFORMER_SOURCE_DIR) + "/assets/models/de-en.safetensors";
+  const std::string shipped = shipped_model_path();  // the default, whatever it is named
+  ASSERT_TRUE(fs::exists(shipped)) << shipped;
   const auto before = fs::last_write_time(shipped);
   EXPECT_MESSAGE(cli({"eval", "--src", "src.txt", "--ref", "ref.txt", "--out", shipped}), 1,
                  "is the same file as the input");
