@@ -16,6 +16,7 @@
 #include "gui/render/item_placements.h"
 #include "gui/words.h"
 #include "model/model.h"
+#include "model/sentencepiece.h"
 #include "model/tokenizer.h"
 
 namespace sf::gui {
@@ -48,18 +49,16 @@ class SubwordViews : public ::testing::Test {
       if (p.name == name) out.push_back(p.text);
     return out;
   }
-  // The words of several pieces in `pieces` ("" for a special token), each as its pieces joined without ▁.
-  static std::vector<std::string> split_words(const std::vector<std::string>& pieces) {
+  // The words that are several pieces, each as its pieces' letters (lower case, no ▁): independently of the
+  // panel's scan for ▁, from the model's own SentencePiece split of each word.
+  static std::vector<std::string> split_words(const Model& model, const std::vector<std::string>& words, Side side) {
     std::vector<std::string> out;
-    for (size_t i = 0; i < pieces.size();) {
-      size_t end = i + 1;
-      while (end < pieces.size() && !pieces[end].empty() && !pieces[end].starts_with(kMark)) ++end;
-      if (end - i > 1 && !pieces[i].empty()) {
-        std::string word;
-        for (size_t k = i; k < end; ++k) word += pieces[k].starts_with(kMark) ? pieces[k].substr(kMark.size()) : pieces[k];
-        out.push_back(word);
-      }
-      i = end;
+    for (const std::string& w : words) {
+      const std::vector<Piece> pieces = model.sentencepiece->split(w, side);
+      if (pieces.size() < 2) continue;
+      std::string letters;
+      for (const Piece& p : pieces) letters += p.piece.starts_with(kMark) ? p.piece.substr(kMark.size()) : p.piece;
+      out.push_back(letters);
     }
     return out;
   }
@@ -72,21 +71,38 @@ TEST_F(SubwordViews, TheTokensStageBracketsThePiecesOfEachWord) {
   ASSERT_EQ(s.model()->tokenizer.kind, "words_bpe") << "the default model is the subword translator";
   // The boxes: the core's pieces of the sentence.
   const std::vector<Token> tokens = encode_text(*s.model(), kSentence, Side::Source);
-  std::vector<std::string> pieces, boxes;
-  for (const Token& t : tokens) {
-    pieces.push_back(t.special ? std::string() : t.text);
-    boxes.push_back(t.text);
-  }
+  std::vector<std::string> boxes;
+  for (const Token& t : tokens) boxes.push_back(t.text);
   EXPECT_EQ(drawn("token.source"), boxes);
   // "Zylinderhut" and "Flamingo" are several pieces each: a bracket under each such word, named by its letters.
-  const std::vector<std::string> words = split_words(pieces);
-  EXPECT_EQ(drawn("tokens.word_bracket"), words);
-  EXPECT_NE(std::find(words.begin(), words.end(), "zylinderhut"), words.end());
-  EXPECT_NE(std::find(words.begin(), words.end(), "flamingo"), words.end());
-  // The translation's words of several pieces, bracketed the same way.
-  std::vector<std::string> written;
-  for (int id : s.translation()) written.push_back(id == s.model()->config.eos_id ? "" : s.model()->tgt_vocab.token(id));
-  EXPECT_EQ(drawn("tokens.target_word_bracket"), split_words(written));
+  std::vector<std::string> words;
+  for (const std::string& w : subword_words(*s.model(), [&] {
+         std::vector<std::string> p;
+         for (const Token& t : tokens) p.push_back(t.text);
+         return p;
+       }(), Side::Source))
+    words.push_back(w);
+  const std::vector<std::string> brackets = split_words(*s.model(), words, Side::Source);
+  EXPECT_EQ(drawn("tokens.word_bracket"), brackets);
+  EXPECT_NE(std::find(brackets.begin(), brackets.end(), "zylinderhut"), brackets.end());
+  EXPECT_NE(std::find(brackets.begin(), brackets.end(), "flamingo"), brackets.end());
+  // The translation's words of several pieces, bracketed the same way: a word the model wrote is its pieces from
+  // one that starts with ▁ up to the next (it may write a word in other pieces than SentencePiece would split it).
+  std::vector<std::vector<std::string>> written_words;
+  for (int id : s.translation()) {
+    if (id == s.model()->config.eos_id) continue;
+    const std::string piece = s.model()->tgt_vocab.token(id);
+    if (piece.starts_with(kMark) || written_words.empty()) written_words.emplace_back();
+    written_words.back().push_back(piece);
+  }
+  std::vector<std::string> expected;
+  for (const std::vector<std::string>& pieces : written_words) {
+    if (pieces.size() < 2) continue;
+    std::string letters;
+    for (const std::string& p : pieces) letters += p.starts_with(kMark) ? p.substr(kMark.size()) : p;
+    expected.push_back(letters);
+  }
+  EXPECT_EQ(drawn("tokens.target_word_bracket"), expected);
 }
 
 TEST_F(SubwordViews, ThePresentingStripShowsTheWordsThePiecesMake) {

@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "command_run.h"
+#include "file_bytes.h"
 #include "multi30k_files.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -30,25 +31,8 @@ namespace sf {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// sha256 by the system's sha256sum (as test_subwords.cpp).
-std::string sha256(const std::string& bytes) {
-  const fs::path tmp = fs::temp_directory_path() / ("stepformer_sha_t_" + std::to_string(::getpid()));
-  std::ofstream(tmp, std::ios::binary) << bytes;
-  FILE* pipe = ::popen(("sha256sum '" + tmp.string() + "'").c_str(), "r");
-  char hash[65] = {};
-  const size_t n = pipe ? std::fread(hash, 1, 64, pipe) : 0;
-  if (pipe) ::pclose(pipe);
-  fs::remove(tmp);
-  return n == 64 ? std::string(hash) : std::string();
-}
+using testing::sha256;
+using testing::read_bytes;
 
 const SafetensorsFile& fixture() {
   static const SafetensorsFile f =

@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "model/sentencepiece.h"
 #include "train/evaluate.h"
+#include "file_bytes.h"
 #include "multi30k_files.h"
 #include "train/corpus.h"
 #include "train/subwords.h"
@@ -25,25 +26,8 @@ namespace sf {
 namespace {
 
 namespace fs = std::filesystem;
-
-// sha256 of bytes, by the system's sha256sum (as the WordPiece test checks its files).
-std::string sha256(const std::string& bytes) {
-  const fs::path tmp = fs::temp_directory_path() / ("stepformer_sha_" + std::to_string(::getpid()));
-  std::ofstream(tmp, std::ios::binary) << bytes;
-  FILE* pipe = ::popen(("sha256sum '" + tmp.string() + "'").c_str(), "r");
-  char hash[65] = {};
-  const size_t n = pipe ? std::fread(hash, 1, 64, pipe) : 0;
-  if (pipe) ::pclose(pipe);
-  fs::remove(tmp);
-  return n == 64 ? std::string(hash) : std::string();
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::sha256;
+std::string read_file(const fs::path& path) { return testing::read_bytes(path); }
 
 const nlohmann::json& fixture() {
   static const nlohmann::json j =
