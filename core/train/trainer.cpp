@@ -148,7 +148,9 @@ void check_training_memory(const Config& config, const TrainOptions& o) {
   const double layers = config.n_encoder_layers + config.n_decoder_layers;
   const double per_token = layers * (24.0 * config.d_model + 3.0 * config.d_ff + 4.0 * config.n_heads * o.max_length) +
                            3.0 * config.output_vocab_size();
-  const double bytes = 4.0 * (4.0 * parameters + per_token * o.batch_tokens);
+  // weights, gradients, Adam's two moments, and the last epochs' weights kept for checkpoint averaging
+  const double kept = o.average_last > 1 ? o.average_last + 1.0 : 0.0;  // (+1: their mean at the end)
+  const double bytes = 4.0 * ((4.0 + kept) * parameters + per_token * o.batch_tokens);
   const double memory = physical_memory_bytes();
   if (bytes > 0.8 * memory) {
     char text[400];
@@ -472,6 +474,10 @@ struct Trainer::State {
   // never on the test set). Its provenance names the epochs averaged and the scores.
   void average_last_epochs() {
     TrainResult& r = state.result;
+    while (static_cast<int>(state.recent_weights.size()) > o.average_last) {  // a run resumed with a smaller N
+      state.recent_epochs.erase(state.recent_epochs.begin());
+      state.recent_weights.erase(state.recent_weights.begin());
+    }
     if (state.recent_weights.size() < 2) {
       log("checkpoint averaging: fewer than two epochs' weights kept (" + std::to_string(state.recent_weights.size()) +
           "): nothing to average");
