@@ -14,11 +14,14 @@
 #include "model/hf_marian.h"
 #include "util/error.h"
 #include "util/parallel.h"
+#include "model/sentencepiece.h"
 #include "util/paths.h"
 
 namespace sf::gui {
 
-std::string default_model_path() { return shipped_model_path("de-en-bpe"); }
+// The subword translator where this build reads its SentencePiece model; the word model in the web build, which
+// cannot (its page would otherwise open on an error).
+std::string default_model_path() { return shipped_model_path(sentencepiece_available() ? "de-en-bpe" : "de-en"); }
 
 std::string error_text(ErrorKind kind, const std::string& detail) {
   switch (kind) {

@@ -301,7 +301,7 @@ class AppState {
 };
 
 // The model the app opens by default: assets/models/de-en-bpe.safetensors (the subword translator) beside the source
-// tree or the binary.
+// tree or the binary; de-en.safetensors (the word model) in a build without SentencePiece (the web page).
 std::string default_model_path();
 
 // The app's one way to show a core error (util/error.h): the string table's sentence for its kind, with the

@@ -27,6 +27,8 @@ namespace {
 int side_index(Side side) { return side == Side::Source ? 0 : 1; }
 }  // namespace
 
+bool sentencepiece_available() { return STEPFORMER_HAVE_SENTENCEPIECE != 0; }
+
 SentencePieceModels::SentencePieceModels(std::string source_proto, std::string target_proto,
                                          const std::string& source_name, const std::string& target_name,
                                          const std::string& where)

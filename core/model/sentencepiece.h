@@ -24,6 +24,9 @@
 
 namespace sf {
 
+// Whether this build reads SentencePiece models (Debian's libsentencepiece; not the web build, which has none).
+bool sentencepiece_available();
+
 // A piece of the input: the piece ("▁Hund") and the byte span of the input it covers.
 struct Piece {
   std::string piece;

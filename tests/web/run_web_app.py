@@ -145,8 +145,12 @@ def main():
             desktop_script = CHECK_SCRIPT.replace("web-", "desktop-")
             with open(os.path.join(work, "check.script"), "w") as f:
                 f.write(desktop_script)
+            # The page's default model: the word model (the web build reads no SentencePiece, so not the desktop's
+            # default, the subword translator).
+            word_model = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                      "assets", "models", "de-en.safetensors")
             run = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 %dx%dx24" % SIZE, native_app, "--no-settings",
-                                  "--size", "%dx%d" % SIZE, "--script", "check.script"], cwd=work,
+                                  "--model", word_model, "--size", "%dx%d" % SIZE, "--script", "check.script"], cwd=work,
                                  capture_output=True, text=True, timeout=600)
             if run.returncode != 0:
                 failures.append("the desktop app failed (%d): %s" % (run.returncode, run.stderr[-2000:]))
