@@ -29,6 +29,27 @@ int side_index(Side side) { return side == Side::Source ? 0 : 1; }
 
 bool sentencepiece_available() { return STEPFORMER_HAVE_SENTENCEPIECE != 0; }
 
+std::vector<PieceWord> piece_words(const std::vector<std::string>& pieces) {
+  std::vector<PieceWord> words;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const bool alone = pieces[i].empty();
+    const bool starts = words.empty() || alone || pieces[i].starts_with(kWordStart) || pieces[i - 1].empty();
+    if (starts) words.push_back({i, i + 1});
+    else words.back().end = i + 1;
+  }
+  return words;
+}
+
+std::string_view without_word_start(std::string_view piece) {
+  return piece.starts_with(kWordStart) ? piece.substr(kWordStart.size()) : piece;
+}
+
+std::string word_letters(const std::vector<std::string>& pieces, PieceWord w) {
+  std::string letters;
+  for (size_t k = w.begin; k < w.end; ++k) letters += without_word_start(pieces[k]);
+  return letters;
+}
+
 SentencePieceModels::SentencePieceModels(std::string source_proto, std::string target_proto,
                                          const std::string& source_name, const std::string& target_name,
                                          const std::string& where)
@@ -189,7 +210,6 @@ std::string decode_pieces(const std::vector<std::string>& pieces, const Sentence
   // convert_tokens_to_string: a piece the side's model does not know passes through spm as written, so its ▁
   // is turned into a space afterwards, and the ends are stripped.
   const std::string joined = models.join(kept, side);
-  static constexpr std::string_view kWordStart = "\xe2\x96\x81";  // ▁ U+2581
   std::string text;  // (built anew, not replaced in place: GCC 12 misreads that as an overlapping copy)
   text.reserve(joined.size());
   for (size_t at = 0; at < joined.size();) {

@@ -24,6 +24,21 @@
 
 namespace sf {
 
+// The mark a piece that begins a word starts with: ▁ (U+2581).
+inline constexpr std::string_view kWordStart = "\xe2\x96\x81";
+
+// The words a row of pieces makes, as [begin, end) ranges of it: a word starts at a piece with ▁ (or at the first
+// piece) and runs to the next such piece; an empty string (a special token, <bos>, <eos>) is a word of its own
+// and ends the one before it. What the views draw and say about word boundaries.
+struct PieceWord {
+  size_t begin = 0, end = 0;
+  size_t pieces() const { return end - begin; }
+};
+std::vector<PieceWord> piece_words(const std::vector<std::string>& pieces);
+// A piece without its ▁, and the letters of pieces[w.begin, w.end) joined that way ("▁zylinder" "hut" -> "zylinderhut").
+std::string_view without_word_start(std::string_view piece);
+std::string word_letters(const std::vector<std::string>& pieces, PieceWord w);
+
 // Whether this build reads SentencePiece models (Debian's libsentencepiece; not the web build, which has none).
 bool sentencepiece_available();
 

@@ -195,7 +195,7 @@ struct RunState {
 };
 
 void write_checkpoint(const std::string& path, const Config& config, const Vocabulary& src, const Vocabulary& tgt,
-                      ModelWeights& weights, Adam& adam, const RunState& state, uint64_t seed,
+                      ModelWeights& weights, Adam& adam, RunState& state, uint64_t seed,
                       const WriteRules& rules) {
   std::vector<TensorToWrite> tensors;
   auto add_all = [&](const std::string& prefix, ModelWeights& w) {
@@ -205,9 +205,8 @@ void write_checkpoint(const std::string& path, const Config& config, const Vocab
   add_all("weights.", weights);
   add_all("adam_m.", adam.first_moment());
   add_all("adam_v.", adam.second_moment());
-  // (a copy: parameter_views takes its weights by reference to drop packed copies; these have none)
-  std::vector<ModelWeights> recent = state.recent_weights;
-  for (size_t k = 0; k < recent.size(); ++k) add_all("epoch" + std::to_string(state.recent_epochs[k]) + ".", recent[k]);
+  for (size_t k = 0; k < state.recent_weights.size(); ++k)
+    add_all("epoch" + std::to_string(state.recent_epochs[k]) + ".", state.recent_weights[k]);
   json history = json::array();
   for (const auto& e : state.result.history) history.push_back(epoch_to_json(e));
   const json meta = {{"finished_epochs", state.finished_epochs}, {"step", state.step},

@@ -10,6 +10,7 @@
 #include "gui/text/text.h"
 #include "gui/view.h"
 #include "gui/widgets.h"
+#include "model/sentencepiece.h"
 
 namespace sf::gui {
 
@@ -93,11 +94,10 @@ bool HeadsGridPanel::draw_stage(const AppState& state, AttentionSelection& sel) 
   settle();
   // Pieces (SentencePiece's ▁ starts a word) too wide for the overview: the words without the mark, where that
   // makes them fit (the attention stage and a map's tip keep the pieces as they are).
-  const std::string mark = "\xe2\x96\x81";
   const auto strip = [&](std::vector<std::string>& labels) {
     bool any = false;
     for (std::string& l : labels)
-      for (size_t at; (at = l.find(mark)) != std::string::npos; any = true) l.erase(at, mark.size());
+      for (size_t at; (at = l.find(kWordStart)) != std::string::npos; any = true) l.erase(at, kWordStart.size());
     return any;
   };
   if (label_size <= 0) {

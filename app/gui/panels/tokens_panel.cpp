@@ -17,6 +17,7 @@
 #include "gui/panels/decoding_panel.h"
 #include "gui/widgets.h"
 #include "gui/words.h"
+#include "model/sentencepiece.h"
 
 namespace sf::gui {
 
@@ -69,56 +70,28 @@ constexpr ImU32 kFilledColour = IM_COL32(150, 95, 150, 255); // what the model p
 
 float word_bracket_lift() { return std::max(2.0f, ImGui::GetStyle().ItemSpacing.y * 0.5f); }
 
-// Word boundaries: a bracket under the boxes of each word made of more than one piece (a word starts at a piece
-// with ▁ or after a special token, given here as ""), a segment per line where the word's boxes wrap. The boxes'
-// corners: box_min[i], box_max[i]. Each segment is recorded as `item` with the word's pieces joined.
+// Word boundaries: a bracket under the boxes of each word made of more than one piece (model/sentencepiece.h,
+// piece_words; "" for a special token), a segment per line where the word's boxes wrap. The boxes' corners:
+// box_min[i], box_max[i]. Each segment is recorded as `item` with the word's letters.
 void draw_word_brackets(const std::vector<std::string>& pieces, const std::vector<ImVec2>& box_min,
                         const std::vector<ImVec2>& box_max, const char* item) {
-  const std::string mark = "\xe2\x96\x81";
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float lift = word_bracket_lift();
   const ImU32 colour = IM_COL32(230, 200, 90, 255);
-  for (size_t i = 0; i < pieces.size();) {
-    size_t end = i + 1;
-    while (end < pieces.size() && !pieces[end].empty() && !pieces[end].starts_with(mark)) ++end;
-    if (end - i > 1 && !pieces[i].empty()) {
-      std::string word;
-      for (size_t k = i; k < end; ++k) word += pieces[k].starts_with(mark) ? pieces[k].substr(mark.size()) : pieces[k];
-      for (size_t a = i; a < end;) {
-        size_t b = a;  // [a, b]: the word's boxes on one line
-        while (b + 1 < end && box_min[b + 1].y == box_min[a].y) ++b;
-        const float y = box_max[a].y + lift;
-        draw->AddLine(ImVec2(box_min[a].x + 2, y), ImVec2(box_max[b].x - 2, y), colour, 3.0f);
-        if (a == i) draw->AddLine(ImVec2(box_min[a].x + 2, y), ImVec2(box_min[a].x + 2, y - lift - 2), colour, 3.0f);
-        if (b + 1 == end) draw->AddLine(ImVec2(box_max[b].x - 2, y), ImVec2(box_max[b].x - 2, y - lift - 2), colour, 3.0f);
-        record_item(item, box_min[a], ImVec2(box_max[b].x, y), static_cast<int>(i), word);
-        a = b + 1;
-      }
+  for (const PieceWord& w : piece_words(pieces)) {
+    if (w.pieces() < 2) continue;
+    const std::string letters = word_letters(pieces, w);
+    for (size_t a = w.begin; a < w.end;) {
+      size_t b = a;  // [a, b]: the word's boxes on one line
+      while (b + 1 < w.end && box_min[b + 1].y == box_min[a].y) ++b;
+      const float y = box_max[a].y + lift;
+      draw->AddLine(ImVec2(box_min[a].x + 2, y), ImVec2(box_max[b].x - 2, y), colour, 3.0f);
+      if (a == w.begin) draw->AddLine(ImVec2(box_min[a].x + 2, y), ImVec2(box_min[a].x + 2, y - lift - 2), colour, 3.0f);
+      if (b + 1 == w.end) draw->AddLine(ImVec2(box_max[b].x - 2, y), ImVec2(box_max[b].x - 2, y - lift - 2), colour, 3.0f);
+      record_item(item, box_min[a], ImVec2(box_max[b].x, y), static_cast<int>(w.begin), letters);
+      a = b + 1;
     }
-    i = end;
   }
-}
-
-// The word a written piece belongs to, when it is one of several: the pieces from the last that starts with ▁
-// up to the next that does (pieces not yet written are not guessed), each ▁ dropped. Empty for a word of one piece.
-template <typename Output>
-std::string written_word(const AppState& state, size_t column, size_t columns, const Output& output_at) {
-  const std::string mark = "\xe2\x96\x81";
-  const auto piece = [&](size_t t) {
-    const int id = output_at(t);
-    return id < 0 || id == state.model()->config.eos_id ? std::string() : state.target_token(id);
-  };
-  if (piece(column).empty()) return "";
-  size_t first = column, last = column;
-  while (first > 0 && !piece(first).starts_with(mark) && !piece(first - 1).empty()) --first;
-  while (last + 1 < columns && !piece(last + 1).empty() && !piece(last + 1).starts_with(mark)) ++last;
-  if (first == last) return "";
-  std::string word;
-  for (size_t t = first; t <= last; ++t) {
-    const std::string p = piece(t);
-    word += p.starts_with(mark) ? p.substr(mark.size()) : p;
-  }
-  return word;
 }
 
 }  // namespace
@@ -161,22 +134,17 @@ void TokensPanel::draw_source(const AppState& state, bool subwords) {
   }
   if (subwords && !g_compact) {
     // The words the model reads as more than one piece: "orangefarbenen = ▁orangefarbene + n".
+    std::vector<std::string> pieces;
+    for (const Token& t : tokens) pieces.push_back(t.special ? std::string() : t.text);
     std::string split;
     int shown = 0;
-    for (size_t i = 0; i < state.source_tokens().size() && shown < 6;) {
-      size_t end = i + 1;
-      while (end < state.source_tokens().size() && !state.source_tokens()[end].special &&
-             !state.source_tokens()[end].text.starts_with("\xe2\x96\x81"))
-        ++end;
-      if (end - i > 1 && !state.source_tokens()[i].special) {
-        const Token& first = state.source_tokens()[i];
-        std::string word = state.sentence().substr(first.begin, state.source_tokens()[end - 1].end - first.begin);
-        std::string pieces;
-        for (size_t k = i; k < end; ++k) pieces += (k > i ? " + " : "") + state.source_tokens()[k].text;
-        split += (split.empty() ? "" : ";   ") + word + " = " + pieces;
-        ++shown;
-      }
-      i = end;
+    for (const PieceWord& w : piece_words(pieces)) {
+      if (w.pieces() < 2 || shown == 6) continue;
+      std::string word = state.sentence().substr(tokens[w.begin].begin, tokens[w.end - 1].end - tokens[w.begin].begin);
+      std::string joined;
+      for (size_t k = w.begin; k < w.end; ++k) joined += (k > w.begin ? " + " : "") + tokens[k].text;
+      split += (split.empty() ? "" : ";   ") + word + " = " + joined;
+      ++shown;
     }
     if (!split.empty()) {
       text_wrapped(tr(T::tokens_split_words, {{"words", split}}).c_str());
@@ -348,7 +316,19 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state, std::optiona
     }
   }
   std::vector<ImVec2> out_min(shown_columns), out_max(shown_columns);
-  std::vector<std::string> out_pieces(shown_columns);
+  // The written pieces ("" for <eos> and a prompt's given tokens) and, for each column whose piece is one of a word
+  // of several, that word's letters: for the brackets and the tips.
+  std::vector<std::string> written(columns), word_of(columns);
+  if (subwords) {
+    for (size_t t = 0; t < columns; ++t) {
+      const int id = column_output(t);
+      if (static_cast<int>(t) >= offset && id >= 0 && id != state.model()->config.eos_id)
+        written[t] = state.model()->tgt_vocab.token(id);
+    }
+    for (const PieceWord& w : piece_words(written))
+      if (w.pieces() > 1)
+        for (size_t t = w.begin; t < w.end; ++t) word_of[t] = word_letters(written, w);
+  }
   for (size_t t = 0; t < shown_columns; ++t) {
     const int id = column_output(t);
     const bool given = static_cast<int>(t) < offset;  // inside the prompt: the next token is the prompt's
@@ -375,21 +355,18 @@ std::optional<Stage> TokensPanel::draw_stage(const AppState& state, std::optiona
                             IM_COL32(200, 200, 200, 255));
     ImGui::Dummy(ImVec2(width, arrow));
     tip = tr(given ? T::gpt_tokens_given_tip : T::tokens_output_tip, {{"position", t}, {"id", id}, {"p", probability_text(p)}});
-    if (subwords && !given) {
-      const std::string word = written_word(state, t, columns, column_output);
-      if (!word.empty()) tip = tr(T::tokens_piece_of_word, {{"tip", tip}, {"word", word}});
-    }
+    if (!word_of[t].empty()) tip = tr(T::tokens_piece_of_word, {{"tip", tip}, {"word", word_of[t]}});
     const bool special = id == state.model()->config.eos_id;
     // Generated token t is the decoder's input at position t + 1 (after <bos>).
     token_box(output, std::to_string(id), special ? kSpecialColour : given ? kInputColour : kWordColour, tip.c_str(),
               TokenSide::Target, static_cast<int>(t) + 1, given ? "token.prompt_next" : "token.target", width, false);
     out_min[t] = ImGui::GetItemRectMin();
     out_max[t] = ImGui::GetItemRectMax();
-    out_pieces[t] = given || special || id < 0 ? std::string() : state.model()->tgt_vocab.token(id);
     ImGui::EndGroup();
   }
   if (subwords) {  // the written words' boundaries, as the source's
-    draw_word_brackets(out_pieces, out_min, out_max, "tokens.target_word_bracket");
+    written.resize(shown_columns);
+    draw_word_brackets(written, out_min, out_max, "tokens.target_word_bracket");
     ImGui::Dummy(ImVec2(1, word_bracket_lift()));
   }
   if (shown_columns < columns) {
